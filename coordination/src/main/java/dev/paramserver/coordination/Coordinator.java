@@ -1,0 +1,41 @@
+package dev.paramserver.coordination;
+
+import java.time.Duration;
+
+/**
+ * The process's connection to the coordination store (etcd). One per process; every operation has
+ * a timeout and fails with {@link CoordinationException} rather than hanging.
+ */
+public interface Coordinator extends AutoCloseable {
+
+  /** Key names of this job, all under {@code /paramserver/<job>/}. */
+  JobKeys keys();
+
+  /** Reads, writes and transactions on keys. */
+  KeyValueStore kv();
+
+  /**
+   * Grants a lease of the given time-to-live and keeps it alive in the background until it is
+   * revoked or lost (for example when etcd is unreachable for longer than the TTL).
+   */
+  Lease grantLease(Duration ttl);
+
+  /** An election among the candidates that campaign under {@code electionKey}. */
+  LeaderElection election(String electionKey);
+
+  /**
+   * Claims the lowest free index {@code i} in {@code [0, max)} by creating {@code prefix + i} under
+   * the lease in a transaction that only succeeds if the key does not exist. Waits up to {@code
+   * timeout} for an index to become free (an old holder's lease expiring).
+   *
+   * @return the index claimed
+   */
+  int claimIndex(String prefix, int max, byte[] value, Lease lease, Duration timeout)
+      throws InterruptedException;
+
+  /** True when the last call to etcd succeeded (for health indicators). */
+  boolean isConnected();
+
+  @Override
+  void close();
+}

@@ -1,0 +1,89 @@
+package dev.paramserver.coordination;
+
+import java.util.regex.Pattern;
+
+/** The etcd keys of one job (DESIGN.md §1), all under {@code /paramserver/<job>/}. */
+public final class JobKeys {
+  private static final Pattern JOB_NAME = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,62}");
+
+  private final String job;
+  private final String prefix;
+
+  public JobKeys(String job) {
+    if (job == null || !JOB_NAME.matcher(job).matches()) {
+      throw new IllegalArgumentException(
+          "job name '"
+              + job
+              + "' is invalid: use 1-63 letters, digits, '.', '_' or '-', starting with a letter or"
+              + " digit");
+    }
+    this.job = job;
+    this.prefix = "/paramserver/" + job + "/";
+  }
+
+  public String job() {
+    return job;
+  }
+
+  /** {@code /paramserver/<job>/}. */
+  public String prefix() {
+    return prefix;
+  }
+
+  public String masterElection() {
+    return prefix + "master/election";
+  }
+
+  public String masterAddr() {
+    return prefix + "master/addr";
+  }
+
+  /** Prefix of the master's state keys (snapshot parts). */
+  public String masterState() {
+    return prefix + "master/state";
+  }
+
+  /** The dataset index, written once when the dataset is set. */
+  public String masterDataset() {
+    return prefix + "master/dataset";
+  }
+
+  public String psDesired() {
+    return prefix + "ps_desired";
+  }
+
+  /** Prefix of the pserver registrations {@code ps/<idx>}. */
+  public String psPrefix() {
+    return prefix + "ps/";
+  }
+
+  public String ps(int index) {
+    return psPrefix() + index;
+  }
+
+  public String checkpoint(int index) {
+    return prefix + "checkpoints/" + index;
+  }
+
+  public String initLock() {
+    return prefix + "init_ps/lock";
+  }
+
+  public String initDone() {
+    return prefix + "init_ps/done";
+  }
+
+  /** Prefix of the trainer registrations {@code trainers/<id>}. */
+  public String trainersPrefix() {
+    return prefix + "trainers/";
+  }
+
+  public String trainer(String id) {
+    return trainersPrefix() + id;
+  }
+
+  /** Prefix for the election of the trainer that writes the final model. */
+  public String exportLock() {
+    return prefix + "export/lock";
+  }
+}
