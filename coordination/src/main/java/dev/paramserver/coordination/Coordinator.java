@@ -3,8 +3,8 @@ package dev.paramserver.coordination;
 import java.time.Duration;
 
 /**
- * The process's connection to the coordination store (etcd). One per process; every operation has
- * a timeout and fails with {@link CoordinationException} rather than hanging.
+ * The process's connection to the coordination store (etcd). One per process; every operation has a
+ * timeout and fails with {@link CoordinationException} rather than hanging.
  */
 public interface Coordinator extends AutoCloseable {
 

@@ -12,8 +12,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Maps exceptions thrown by service handlers to statuses in one place: {@link ServiceException} to
- * its reason's code, {@link IllegalArgumentException} to INVALID_ARGUMENT, anything else to INTERNAL
- * with a generic message (the stack trace is logged here, never sent to the client).
+ * its reason's code, {@link IllegalArgumentException} to INVALID_ARGUMENT, anything else to
+ * INTERNAL with a generic message (the stack trace is logged here, never sent to the client).
  */
 public final class ErrorMappingInterceptor implements ServerInterceptor {
   private static final Logger log = LoggerFactory.getLogger(ErrorMappingInterceptor.class);

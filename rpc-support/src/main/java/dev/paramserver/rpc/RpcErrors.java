@@ -20,15 +20,16 @@ public final class RpcErrors {
   /** The status code a reason is reported with. */
   public static Status.Code codeFor(ErrorReason reason) {
     return switch (reason) {
-      case NOT_INITIALIZED, NOT_LEADER, DATASET_CONFLICT, NO_DATASET -> Status.Code
-          .FAILED_PRECONDITION;
+      case NOT_INITIALIZED, NOT_LEADER, DATASET_CONFLICT, NO_DATASET ->
+          Status.Code.FAILED_PRECONDITION;
       case UNKNOWN_PARAMETER, UNKNOWN_TASK -> Status.Code.NOT_FOUND;
       case SHAPE_MISMATCH,
           UNSUPPORTED_DTYPE,
           NON_FINITE_GRADIENT,
           DATASET_UNREADABLE,
           BAD_ARGUMENT,
-          BAD_OPTIMIZER -> Status.Code.INVALID_ARGUMENT;
+          BAD_OPTIMIZER ->
+          Status.Code.INVALID_ARGUMENT;
       case INIT_CONFLICT -> Status.Code.ALREADY_EXISTS;
       case SHUTTING_DOWN -> Status.Code.UNAVAILABLE;
       case TOO_LARGE -> Status.Code.RESOURCE_EXHAUSTED;
@@ -44,8 +45,7 @@ public final class RpcErrors {
             .setCode(codeFor(reason).value())
             .setMessage(message == null ? reason.name() : message)
             .addDetails(
-                Any.pack(
-                    ErrorInfo.newBuilder().setReason(reason.name()).setDomain(DOMAIN).build()))
+                Any.pack(ErrorInfo.newBuilder().setReason(reason.name()).setDomain(DOMAIN).build()))
             .build();
     return StatusProto.toStatusRuntimeException(status);
   }

@@ -11,9 +11,9 @@ import java.util.zip.CRC32;
 
 /**
  * Which pserver owns which block: a deterministic, size-balanced rule. Blocks are taken largest
- * first (ties broken by a hash of the block id, then by the id) and each goes to the pserver holding
- * the fewest bytes so far (ties to the lowest index). Every trainer computes the same placement from
- * the same parameter list. Sparse rows go to {@code hash(table, row) mod N}.
+ * first (ties broken by a hash of the block id, then by the id) and each goes to the pserver
+ * holding the fewest bytes so far (ties to the lowest index). Every trainer computes the same
+ * placement from the same parameter list. Sparse rows go to {@code hash(table, row) mod N}.
  */
 public final class ShardPlacement {
   private final int pservers;
@@ -31,7 +31,8 @@ public final class ShardPlacement {
 
   public static ShardPlacement place(List<BlockSpec> blocks, int pservers) {
     if (pservers <= 0) {
-      throw new IllegalArgumentException("need at least one pserver to place blocks, got " + pservers);
+      throw new IllegalArgumentException(
+          "need at least one pserver to place blocks, got " + pservers);
     }
     ShardPlacement p = new ShardPlacement(pservers);
     List<BlockSpec> order = new ArrayList<>(blocks);

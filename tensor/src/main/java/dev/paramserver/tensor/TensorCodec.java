@@ -43,7 +43,8 @@ public final class TensorCodec {
         byte[] bytes = new byte[length * 2];
         boolean bf = dtype == DataType.BFLOAT16;
         for (int i = 0; i < length; i++) {
-          short h = bf ? HalfFloat.toBfloat16(src[offset + i]) : HalfFloat.toFloat16(src[offset + i]);
+          short h =
+              bf ? HalfFloat.toBfloat16(src[offset + i]) : HalfFloat.toFloat16(src[offset + i]);
           bytes[2 * i] = (byte) h;
           bytes[2 * i + 1] = (byte) (h >>> 8);
         }
