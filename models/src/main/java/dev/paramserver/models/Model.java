@@ -1,0 +1,49 @@
+package dev.paramserver.models;
+
+import java.util.List;
+
+/**
+ * A model in plain Java: its named parameters, and forward/backward on a batch.
+ *
+ * <p>To add a model: implement this interface (parameters are flat float arrays in {@link
+ * Parameters}, row-major), compute the mean loss over the batch and write the gradient of that mean
+ * loss into {@code grads} (same names and sizes as the parameters; dense gradients start at zero),
+ * then register a factory in {@link ModelFactory}. Check the gradients against finite differences
+ * with {@code GradientCheck} in the tests.
+ */
+public interface Model {
+
+  /** The type name, for example "softmax". */
+  String type();
+
+  /** Number of classes predicted (2 for binary models). */
+  int classes();
+
+  /** Number of dense input features. */
+  int features();
+
+  /** The model's parameters, in a fixed order. */
+  List<ParameterDef> parameters();
+
+  /**
+   * Forward and backward pass on a batch.
+   *
+   * @param params current parameter values
+   * @param batch the examples
+   * @param grads receives the gradient of the mean loss (dense arrays are zeroed by the caller;
+   *     sparse rows are created on demand)
+   * @return the mean loss and the count of correct predictions
+   */
+  StepResult trainStep(Parameters params, Batch batch, Parameters grads);
+
+  /**
+   * Class probabilities for each example, row-major {@code batch.size() x classes()}.
+   *
+   * @param params current parameter values (sparse rows the batch touches must be present or they
+   *     are treated as zero)
+   */
+  float[] predict(Parameters params, Batch batch);
+
+  /** Mean loss and correct predictions of one step. */
+  record StepResult(double loss, int correct, int size) {}
+}

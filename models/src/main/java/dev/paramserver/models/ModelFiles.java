@@ -1,0 +1,122 @@
+package dev.paramserver.models;
+
+import dev.paramserver.proto.v1.DataType;
+import dev.paramserver.proto.v1.ModelFile;
+import dev.paramserver.proto.v1.NamedTensor;
+import dev.paramserver.proto.v1.SparseTable;
+import dev.paramserver.tensor.TensorCodec;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+import java.util.Map;
+
+/** Writes and reads trained models ({@code paramserver.v1.ModelFile} protobuf). */
+public final class ModelFiles {
+  private ModelFiles() {}
+
+  /** A model read back from a file, with its parameters. */
+  public record Loaded(ModelSpec spec, Model model, Parameters parameters, ModelFile file) {}
+
+  /** Writes atomically: a temp file, fsync, then rename over {@code path}. */
+  public static void write(Path path, ModelSpec spec, Model model, Parameters params, String job)
+      throws IOException {
+    ModelFile.Builder b =
+        ModelFile.newBuilder()
+            .setModel(spec.type())
+            .putAllConfig(spec.toConfig())
+            .setCreatedMs(System.currentTimeMillis())
+            .setJob(job == null ? "" : job);
+    for (ParameterDef def : model.parameters()) {
+      if (def.sparse()) {
+        Parameters.SparseTable t = params.sparse(def.name());
+        SparseTable.Builder sb = SparseTable.newBuilder().setName(def.name()).setWidth(t.width());
+        float[] all = new float[t.rows().size() * t.width()];
+        int i = 0;
+        for (Map.Entry<Long, float[]> row : new java.util.TreeMap<>(t.rows()).entrySet()) {
+          sb.addRowIds(row.getKey());
+          System.arraycopy(row.getValue(), 0, all, i * t.width(), t.width());
+          i++;
+        }
+        b.addSparseTables(sb.setData(TensorCodec.encode(all)));
+      } else {
+        b.addParameters(
+            NamedTensor.newBuilder()
+                .setName(def.name())
+                .addAllShape(def.shape())
+                .setDtype(DataType.FLOAT32)
+                .setData(TensorCodec.encode(params.dense(def.name()))));
+      }
+    }
+    Path dir = path.toAbsolutePath().getParent();
+    Files.createDirectories(dir);
+    Path tmp = Files.createTempFile(dir, path.getFileName().toString(), ".tmp");
+    try {
+      try (OutputStream out = Files.newOutputStream(tmp)) {
+        b.build().writeTo(out);
+      }
+      try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.WRITE)) {
+        ch.force(true);
+      }
+      Files.move(tmp, path, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+    } finally {
+      Files.deleteIfExists(tmp);
+    }
+  }
+
+  /** Reads a model file and checks every parameter against the model it describes. */
+  public static Loaded read(Path path) throws IOException {
+    ModelFile file;
+    try (InputStream in = Files.newInputStream(path)) {
+      file = ModelFile.parseFrom(in);
+    } catch (com.google.protobuf.InvalidProtocolBufferException e) {
+      throw new IOException(path + " is not a paramserver model file: " + e.getMessage(), e);
+    }
+    if (file.getModel().isEmpty()) {
+      throw new IOException(path + " is not a paramserver model file: it names no model type");
+    }
+    ModelSpec spec;
+    Model model;
+    try {
+      spec = ModelSpec.fromConfig(file.getModel(), file.getConfigMap());
+      model = ModelFactory.create(spec);
+    } catch (IllegalArgumentException e) {
+      throw new IOException(path + " describes a model that cannot be built: " + e.getMessage(), e);
+    }
+    Parameters params = Parameters.zerosLike(model);
+    for (NamedTensor t : file.getParametersList()) {
+      float[] dst;
+      try {
+        dst = params.dense(t.getName());
+      } catch (IllegalArgumentException e) {
+        throw new IOException(path + ": parameter '" + t.getName() + "' is not part of the model");
+      }
+      int n = TensorCodec.elementCount(t.getData(), t.getDtype());
+      if (n != dst.length) {
+        throw new IOException(
+            path
+                + ": parameter '"
+                + t.getName()
+                + "' has "
+                + n
+                + " values, the model expects "
+                + dst.length);
+      }
+      TensorCodec.decode(t.getData(), t.getDtype(), dst, 0);
+    }
+    for (SparseTable t : file.getSparseTablesList()) {
+      Parameters.SparseTable table = params.sparse(t.getName());
+      float[] all = TensorCodec.decode(t.getData());
+      for (int i = 0; i < t.getRowIdsCount(); i++) {
+        table.put(
+            t.getRowIds(i),
+            java.util.Arrays.copyOfRange(all, i * t.getWidth(), (i + 1) * t.getWidth()));
+      }
+    }
+    return new Loaded(spec, model, params, file);
+  }
+}
