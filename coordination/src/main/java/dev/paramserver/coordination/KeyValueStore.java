@@ -41,6 +41,13 @@ public interface KeyValueStore {
   /**
    * Watches every key under the prefix; the listener sees each change after this call. Closing the
    * returned handle stops the watch.
+   *
+   * <p>The watch survives etcd restarts and lost connections: it resumes after the last event seen,
+   * so nothing is lost or repeated. Only if etcd compacted that revision away meanwhile does it
+   * restart from the current revision (events in between are lost and a warning is logged);
+   * listeners that must not miss a state should re-read the prefix after a reconnection. The
+   * listener runs on the client's event thread: keep it quick and never call etcd from it
+   * synchronously.
    */
   AutoCloseable watchPrefix(String prefix, Consumer<WatchEvent> listener);
 

@@ -1,0 +1,137 @@
+package dev.paramserver.coordination;
+
+import io.etcd.jetcd.ByteSequence;
+import io.etcd.jetcd.common.exception.EtcdException;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Waits for jetcd futures with the call timeout, turns failures into {@link CoordinationException}s
+ * that name the operation, and tracks whether etcd answered lately.
+ */
+final class EtcdCalls {
+  private static final Logger log = LoggerFactory.getLogger(EtcdCalls.class);
+
+  private final Duration timeout;
+  private final List<String> endpoints;
+  private final AtomicBoolean connected = new AtomicBoolean(false);
+
+  EtcdCalls(Duration timeout, List<String> endpoints) {
+    this.timeout = timeout;
+    this.endpoints = endpoints;
+  }
+
+  Duration timeout() {
+    return timeout;
+  }
+
+  boolean isConnected() {
+    return connected.get();
+  }
+
+  /**
+   * Waits for the future up to the call timeout.
+   *
+   * @param what the operation and key, for messages ("put /paramserver/j/ps/0")
+   */
+  <T> T await(CompletableFuture<T> future, String what) {
+    try {
+      T result = future.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
+      markConnected(true, null);
+      return result;
+    } catch (TimeoutException e) {
+      future.cancel(true);
+      markConnected(false, "timeout");
+      throw new CoordinationException(
+          "etcd "
+              + what
+              + " timed out after "
+              + timeout
+              + ": is etcd at "
+              + endpoints
+              + " up and reachable?",
+          e);
+    } catch (ExecutionException e) {
+      Throwable cause = e.getCause() == null ? e : e.getCause();
+      boolean answered = serverAnswered(cause);
+      markConnected(answered, answered ? null : String.valueOf(cause.getMessage()));
+      throw new CoordinationException("etcd " + what + " failed: " + cause.getMessage(), cause);
+    } catch (InterruptedException e) {
+      future.cancel(true);
+      Thread.currentThread().interrupt();
+      throw new CoordinationException("interrupted while waiting for etcd " + what, e);
+    }
+  }
+
+  /** Records the outcome of a call made without {@link #await}. */
+  void markConnected(boolean ok, String why) {
+    boolean was = connected.getAndSet(ok);
+    if (was != ok) {
+      if (ok) {
+        log.info("etcd at {} is reachable", endpoints);
+      } else {
+        log.warn("etcd at {} is unreachable ({})", endpoints, why);
+      }
+    }
+  }
+
+  /** True if the error came from etcd itself (it answered), false for transport problems. */
+  static boolean serverAnswered(Throwable error) {
+    for (Throwable t = error; t != null; t = t.getCause()) {
+      if (t instanceof TimeoutException) {
+        return false;
+      }
+      if (t instanceof EtcdException etcd) {
+        return switch (etcd.getErrorCode()) {
+          case NOT_FOUND,
+              ALREADY_EXISTS,
+              PERMISSION_DENIED,
+              UNAUTHENTICATED,
+              INVALID_ARGUMENT,
+              FAILED_PRECONDITION,
+              OUT_OF_RANGE,
+              RESOURCE_EXHAUSTED ->
+              true;
+          default -> false;
+        };
+      }
+    }
+    return false;
+  }
+
+  /** True if the error says the lease is unknown to etcd. */
+  static boolean isNotFound(Throwable error) {
+    for (Throwable t = error; t != null; t = t.getCause()) {
+      if (t instanceof EtcdException etcd
+          && etcd.getErrorCode() == io.etcd.jetcd.common.exception.ErrorCode.NOT_FOUND) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  static ByteSequence bytes(String s) {
+    return ByteSequence.from(s, StandardCharsets.UTF_8);
+  }
+
+  static ByteSequence bytes(byte[] b) {
+    return ByteSequence.from(b);
+  }
+
+  static KeyValueStore.KeyValue toKeyValue(io.etcd.jetcd.KeyValue kv) {
+    return new KeyValueStore.KeyValue(
+        kv.getKey().toString(StandardCharsets.UTF_8),
+        kv.getValue().getBytes(),
+        kv.getCreateRevision(),
+        kv.getModRevision(),
+        kv.getLease());
+  }
+}

@@ -1,0 +1,96 @@
+package dev.paramserver.coordination;
+
+import static java.nio.charset.StandardCharsets.UTF_8;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.paramserver.testsupport.EtcdExtension;
+import dev.paramserver.testsupport.Poll;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+/** etcd paused, killed and restarted under a coordinator: its own etcd, as it breaks it. */
+class EtcdFaultsTest {
+  @RegisterExtension static final EtcdExtension etcd = new EtcdExtension();
+
+  private EtcdCoordinator coordinator;
+
+  @BeforeEach
+  void connect() throws InterruptedException {
+    coordinator =
+        EtcdCoordinator.connect(
+            new EtcdSettings(
+                List.of(etcd.endpoint()),
+                etcd.uniqueJob(),
+                Duration.ofSeconds(1),
+                null,
+                null,
+                null));
+    assertThat(coordinator.awaitConnected(Duration.ofSeconds(5))).isTrue();
+  }
+
+  @AfterEach
+  void close() {
+    if (!etcd.server().isRunning()) {
+      etcd.server().restart();
+    }
+    coordinator.close();
+  }
+
+  @Test
+  void leaseLoss_isDetected_whenEtcdIsPausedLongerThanTheTtl() {
+    var lease = coordinator.grantLease(Duration.ofSeconds(2));
+    AtomicInteger fired = new AtomicInteger();
+    lease.onLost(fired::incrementAndGet);
+    etcd.server().pause();
+    try {
+      Poll.until(Duration.ofSeconds(6), () -> fired.get() == 1, "onLost while etcd is paused");
+      assertThat(lease.isAlive()).isFalse();
+      Poll.until(Duration.ofSeconds(4), () -> !coordinator.isConnected(), "isConnected false");
+    } finally {
+      etcd.server().resume();
+    }
+    Poll.until(Duration.ofSeconds(6), coordinator::isConnected, "reconnected after resume");
+    assertThat(fired.get()).isEqualTo(1);
+    var fresh = coordinator.grantLease(Duration.ofSeconds(2));
+    assertThat(fresh.isAlive()).isTrue();
+    fresh.revoke();
+  }
+
+  @Test
+  void calls_timeOut_whenEtcdIsStopped_andWorkAgainAfterRestart() {
+    String key = coordinator.keys().prefix() + "k";
+    coordinator.kv().put(key, "before".getBytes(UTF_8));
+    List<KeyValueStore.WatchEvent> seen = new CopyOnWriteArrayList<>();
+    AutoCloseable watch = coordinator.kv().watchPrefix(coordinator.keys().prefix(), seen::add);
+
+    etcd.server().kill();
+    long start = System.nanoTime();
+    assertThatThrownBy(() -> coordinator.kv().get(key))
+        .isInstanceOf(CoordinationException.class)
+        .hasMessageContaining("get " + key)
+        .hasMessageContaining("timed out");
+    assertThat((System.nanoTime() - start) / 1_000_000).isLessThan(3000);
+    assertThat(coordinator.isConnected()).isFalse();
+
+    etcd.server().restart();
+    Poll.until(Duration.ofSeconds(10), coordinator::isConnected, "reconnected after restart");
+    assertThat(coordinator.kv().get(key).orElseThrow().valueAsString()).isEqualTo("before");
+    coordinator.kv().put(key, "after".getBytes(UTF_8));
+    Poll.until(
+        Duration.ofSeconds(10),
+        () -> seen.stream().anyMatch(e -> e.keyValue().valueAsString().equals("after")),
+        "the watch to see a put made after etcd restarted");
+    try {
+      watch.close();
+    } catch (Exception e) {
+      throw new AssertionError(e);
+    }
+  }
+}
