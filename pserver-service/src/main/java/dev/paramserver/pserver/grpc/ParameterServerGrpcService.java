@@ -1,0 +1,109 @@
+package dev.paramserver.pserver.grpc;
+
+import dev.paramserver.proto.v1.FinishInitRequest;
+import dev.paramserver.proto.v1.FinishInitResponse;
+import dev.paramserver.proto.v1.GetShardStatusRequest;
+import dev.paramserver.proto.v1.InitParametersRequest;
+import dev.paramserver.proto.v1.InitParametersResponse;
+import dev.paramserver.proto.v1.ParameterServerGrpc;
+import dev.paramserver.proto.v1.PullParametersRequest;
+import dev.paramserver.proto.v1.PullParametersResponse;
+import dev.paramserver.proto.v1.PushGradientsRequest;
+import dev.paramserver.proto.v1.PushGradientsResponse;
+import dev.paramserver.proto.v1.ShardStatus;
+import dev.paramserver.proto.v1.TrainingMode;
+import dev.paramserver.pserver.shard.ParameterShard;
+import dev.paramserver.rpc.ErrorMappingInterceptor;
+import io.grpc.stub.StreamObserver;
+import java.util.concurrent.Executor;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.function.Supplier;
+import net.devh.boot.grpc.server.service.GrpcService;
+
+/**
+ * The ParameterServer gRPC service: converts requests to calls on {@link ParameterShard}. Errors
+ * thrown inline are mapped by {@link ErrorMappingInterceptor}; calls that may block (synchronous
+ * modes wait for a step) run on {@code blockingExecutor}, never on a gRPC thread, and map their
+ * errors the same way.
+ */
+@GrpcService
+public final class ParameterServerGrpcService extends ParameterServerGrpc.ParameterServerImplBase {
+  private final ParameterShard shard;
+  private final Executor blockingExecutor;
+
+  public ParameterServerGrpcService(ParameterShard shard, Executor blockingExecutor) {
+    this.shard = shard;
+    this.blockingExecutor = blockingExecutor;
+  }
+
+  @Override
+  public void initParameters(
+      InitParametersRequest request, StreamObserver<InitParametersResponse> out) {
+    int blocks = shard.init(request);
+    reply(out, InitParametersResponse.newBuilder().setBlocks(blocks).build());
+  }
+
+  @Override
+  public void finishInit(FinishInitRequest request, StreamObserver<FinishInitResponse> out) {
+    shard.finishInit(request);
+    reply(out, FinishInitResponse.getDefaultInstance());
+  }
+
+  @Override
+  public void pushGradients(
+      PushGradientsRequest request, StreamObserver<PushGradientsResponse> out) {
+    if (shard.mode() == TrainingMode.ASYNC) {
+      reply(out, PushGradientsResponse.newBuilder().setStep(shard.push(request)).build());
+    } else {
+      offload(
+          "PushGradients",
+          out,
+          () -> PushGradientsResponse.newBuilder().setStep(shard.push(request)).build());
+    }
+  }
+
+  @Override
+  public void pullParameters(
+      PullParametersRequest request, StreamObserver<PullParametersResponse> out) {
+    if (shard.mode() == TrainingMode.ASYNC || request.getMinStep() <= shard.step()) {
+      reply(out, shard.pull(request));
+    } else {
+      offload("PullParameters", out, () -> shard.pull(request));
+    }
+  }
+
+  @Override
+  public void getShardStatus(GetShardStatusRequest request, StreamObserver<ShardStatus> out) {
+    reply(out, shard.status());
+  }
+
+  private static <T> void reply(StreamObserver<T> out, T value) {
+    out.onNext(value);
+    out.onCompleted();
+  }
+
+  private <T> void offload(String method, StreamObserver<T> out, Supplier<T> work) {
+    Runnable task =
+        () -> {
+          T value;
+          try {
+            value = work.get();
+          } catch (RuntimeException e) {
+            out.onError(
+                ErrorMappingInterceptor.map(ParameterServerGrpc.SERVICE_NAME + "/" + method, e));
+            return;
+          }
+          reply(out, value);
+        };
+    try {
+      blockingExecutor.execute(task);
+    } catch (RejectedExecutionException e) {
+      out.onError(
+          ErrorMappingInterceptor.map(
+              ParameterServerGrpc.SERVICE_NAME + "/" + method,
+              new dev.paramserver.rpc.ServiceException(
+                  dev.paramserver.proto.v1.ErrorReason.SHUTTING_DOWN,
+                  "pserver is shutting down: retry on its replacement")));
+    }
+  }
+}

@@ -1,0 +1,380 @@
+package dev.paramserver.pserver.shard;
+
+import dev.paramserver.proto.v1.BlockRef;
+import dev.paramserver.proto.v1.DataType;
+import dev.paramserver.proto.v1.ErrorReason;
+import dev.paramserver.proto.v1.FinishInitRequest;
+import dev.paramserver.proto.v1.InitParametersRequest;
+import dev.paramserver.proto.v1.PullParametersRequest;
+import dev.paramserver.proto.v1.PullParametersResponse;
+import dev.paramserver.proto.v1.PushGradientsRequest;
+import dev.paramserver.proto.v1.ShardCheckpoint;
+import dev.paramserver.proto.v1.ShardStatus;
+import dev.paramserver.proto.v1.SparseRows;
+import dev.paramserver.proto.v1.SparseRowsRef;
+import dev.paramserver.proto.v1.TensorBlock;
+import dev.paramserver.proto.v1.TrainingMode;
+import dev.paramserver.rpc.ServiceException;
+import dev.paramserver.tensor.TensorCodec;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.ReentrantReadWriteLock;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The parameters this pserver holds: dense float32 blocks and sparse tables with their optimizer
+ * state. Thread-safe: definitions change under a write lock; pushes and pulls share a read lock and
+ * lock each block (or sparse row) while they touch it, so concurrent pushes never lose an update.
+ *
+ * <p>Before {@link #finishInit} every push and pull fails with NOT_INITIALIZED.
+ */
+public final class ParameterShard {
+  private static final Logger log = LoggerFactory.getLogger(ParameterShard.class);
+  private static final Comparator<DenseBlock> BLOCK_ORDER =
+      Comparator.comparing(DenseBlock::name).thenComparingInt(b -> b.block);
+
+  private final boolean rejectNonFinite;
+  private final ReentrantReadWriteLock structure = new ReentrantReadWriteLock();
+  // Guarded by structure (written under the write lock, read under either).
+  private final Map<String, Parameter> parameters = new HashMap<>();
+  private final Map<String, DenseBlock> blocks = new HashMap<>();
+  private final Map<String, SparseTable> tables = new HashMap<>();
+  private String initId;
+  private TrainingMode mode = TrainingMode.ASYNC;
+  private int staleness;
+  private volatile boolean initialised;
+
+  private final AtomicLong step = new AtomicLong();
+  private volatile boolean draining;
+  private volatile int index = -1;
+  private volatile long checkpointStep;
+  private volatile SyncAggregator sync;
+
+  /**
+   * @param rejectNonFinite reject gradients holding NaN or Inf (NON_FINITE_GRADIENT)
+   */
+  public ParameterShard(boolean rejectNonFinite) {
+    this.rejectNonFinite = rejectNonFinite;
+  }
+
+  /** Defines parameters and stores initial blocks; see {@code ParameterServer.InitParameters}. */
+  public int init(InitParametersRequest request) {
+    structure.writeLock().lock();
+    try {
+      ShardInit.apply(this, request);
+      return blocks.size();
+    } finally {
+      structure.writeLock().unlock();
+    }
+  }
+
+  /** Marks the shard initialised after checking the block count. */
+  public void finishInit(FinishInitRequest request) {
+    structure.writeLock().lock();
+    try {
+      ShardInit.finish(this, request);
+    } finally {
+      structure.writeLock().unlock();
+    }
+  }
+
+  /**
+   * Validates the whole push, then applies it (async mode) and returns the shard's update count. A
+   * rejected push changes nothing.
+   */
+  public long push(PushGradientsRequest request) {
+    structure.readLock().lock();
+    ValidatedPush push;
+    try {
+      checkServing();
+      push = ValidatedPush.of(request, parameters, blocks, tables, rejectNonFinite);
+      if (mode == TrainingMode.ASYNC) {
+        applyNow(push);
+        return step.incrementAndGet();
+      }
+    } finally {
+      structure.readLock().unlock();
+    }
+    return requireSync().contribute(request.getTrainerId(), request.getStep(), push);
+  }
+
+  /** Applies validated gradients block by block (each under its lock). */
+  void applyNow(ValidatedPush push) {
+    for (ValidatedPush.DenseGradient g : push.dense) {
+      g.block().apply(g.gradient());
+    }
+    for (ValidatedPush.SparseGradient g : push.sparse) {
+      int width = g.table().width();
+      var optimizer = g.table().parameter.optimizer;
+      for (int i = 0; i < g.rowIds().length; i++) {
+        SparseTable.Row row = g.table().row(g.rowIds()[i]);
+        synchronized (row) {
+          optimizer.update(row.values, g.gradient(), i * width, row.slots, row.updates);
+          row.updates++;
+        }
+      }
+    }
+  }
+
+  /** Increments the shard's update count after a synchronous step was applied. */
+  long advanceStep() {
+    return step.incrementAndGet();
+  }
+
+  /**
+   * Returns the requested blocks (all dense blocks when none are named) and sparse rows. In the
+   * synchronous modes waits (blocking) until the shard reached {@code min_step}.
+   */
+  public PullParametersResponse pull(PullParametersRequest request) {
+    if (mode != TrainingMode.ASYNC && initialised && request.getMinStep() > step.get()) {
+      requireSync().awaitStep(request.getMinStep());
+    }
+    structure.readLock().lock();
+    try {
+      checkServing();
+      PullParametersResponse.Builder out = PullParametersResponse.newBuilder();
+      long at = step.get();
+      List<DenseBlock> wanted = new ArrayList<>();
+      if (request.getBlocksCount() == 0 && request.getSparseRowsCount() == 0) {
+        wanted.addAll(blocks.values());
+        wanted.sort(BLOCK_ORDER);
+      } else {
+        for (BlockRef ref : request.getBlocksList()) {
+          DenseBlock b = blocks.get(DenseBlock.key(ref.getName(), ref.getBlock()));
+          if (b == null) {
+            throw ValidatedPush.unknownBlock(ref.getName(), ref.getBlock(), parameters);
+          }
+          wanted.add(b);
+        }
+      }
+      List<SparseTable> sparseTables = new ArrayList<>();
+      List<long[]> sparseIds = new ArrayList<>();
+      for (SparseRowsRef ref : request.getSparseRowsList()) {
+        SparseTable table = tables.get(ref.getName());
+        if (table == null) {
+          throw ValidatedPush.unknownTable(ref.getName(), parameters);
+        }
+        sparseTables.add(table);
+        sparseIds.add(ValidatedPush.checkRowIds(table, ref.getRowIdsList()));
+      }
+      for (DenseBlock b : wanted) {
+        out.addBlocks(
+            TensorBlock.newBuilder()
+                .setName(b.name())
+                .setBlock(b.block)
+                .setOffset(b.offset)
+                .setDtype(DataType.FLOAT32)
+                .setData(TensorCodec.encode(b.copyValues())));
+      }
+      for (int t = 0; t < sparseTables.size(); t++) {
+        out.addSparseRows(readRows(sparseTables.get(t), sparseIds.get(t)));
+      }
+      return out.setStep(at).build();
+    } finally {
+      structure.readLock().unlock();
+    }
+  }
+
+  private static SparseRows readRows(SparseTable table, long[] ids) {
+    int width = table.width();
+    float[] data = new float[ids.length * width];
+    SparseRows.Builder rows =
+        SparseRows.newBuilder().setName(table.name()).setDtype(DataType.FLOAT32);
+    for (int i = 0; i < ids.length; i++) {
+      SparseTable.Row row = table.row(ids[i]);
+      synchronized (row) {
+        System.arraycopy(row.values, 0, data, i * width, width);
+      }
+      rows.addRowIds(ids[i]);
+    }
+    return rows.setData(TensorCodec.encode(data)).build();
+  }
+
+  private void checkServing() {
+    if (!initialised) {
+      throw new ServiceException(
+          ErrorReason.NOT_INITIALIZED,
+          "pserver "
+              + (index < 0 ? "" : index + " ")
+              + "is not initialised: call InitParameters and FinishInit first");
+    }
+    if (draining) {
+      throw new ServiceException(
+          ErrorReason.SHUTTING_DOWN,
+          "pserver " + index + " is shutting down: retry on its replacement");
+    }
+  }
+
+  private SyncAggregator requireSync() {
+    SyncAggregator s = sync;
+    if (s == null) {
+      throw new ServiceException(
+          ErrorReason.SYNC_ABORTED,
+          "training mode " + mode + " needs trainer membership, which this pserver does not have");
+    }
+    return s;
+  }
+
+  /** Describes the shard. */
+  public ShardStatus status() {
+    structure.readLock().lock();
+    try {
+      ShardStatus.Builder s =
+          ShardStatus.newBuilder()
+              .setIndex(Math.max(index, 0))
+              .setInitialised(initialised)
+              .setInitId(initialised && initId != null ? initId : "")
+              .setStep(step.get())
+              .setParameters(parameters.size())
+              .setBlocks(blocks.size())
+              .setParameterBytes(bytes())
+              .setCheckpointStep(checkpointStep)
+              .setMode(mode);
+      blocks.values().stream()
+          .sorted(BLOCK_ORDER)
+          .forEach(b -> s.addBlockRefs(BlockRef.newBuilder().setName(b.name()).setBlock(b.block)));
+      return s.build();
+    } finally {
+      structure.readLock().unlock();
+    }
+  }
+
+  private long bytes() {
+    long n = 0;
+    for (DenseBlock b : blocks.values()) {
+      n += 4L * b.values.length;
+    }
+    for (SparseTable t : tables.values()) {
+      n += 4L * t.width() * t.rowCount();
+    }
+    return n;
+  }
+
+  /** A consistent-per-block copy of the whole shard with optimizer state, for a checkpoint. */
+  public ShardCheckpoint snapshot() {
+    structure.readLock().lock();
+    try {
+      return ShardSnapshots.snapshot(this);
+    } finally {
+      structure.readLock().unlock();
+    }
+  }
+
+  /** Replaces the shard's content with a checkpoint's; the shard is then initialised. */
+  public void restore(ShardCheckpoint checkpoint) {
+    structure.writeLock().lock();
+    try {
+      ShardSnapshots.restore(this, checkpoint);
+      checkpointStep = checkpoint.getStep();
+      log.info(
+          "restored {} blocks, {} sparse tables of init '{}' at step {}",
+          blocks.size(),
+          tables.size(),
+          initId,
+          checkpoint.getStep());
+    } finally {
+      structure.writeLock().unlock();
+    }
+  }
+
+  /** From now on pushes and pulls fail with SHUTTING_DOWN (graceful shutdown). */
+  public void beginDraining() {
+    draining = true;
+    SyncAggregator s = sync;
+    if (s != null) {
+      s.abortAll("pserver " + index + " is shutting down");
+    }
+  }
+
+  public void setIndex(int index) {
+    this.index = index;
+  }
+
+  public int index() {
+    return index;
+  }
+
+  /** Records the step of a checkpoint written or loaded. */
+  public void recordCheckpoint(long atStep) {
+    this.checkpointStep = atStep;
+  }
+
+  /** Connects the synchronous modes to the trainers' membership. */
+  public void attachSync(SyncAggregator aggregator) {
+    this.sync = aggregator;
+  }
+
+  public boolean initialised() {
+    return initialised;
+  }
+
+  /** The init id in place, or null. */
+  public String initId() {
+    structure.readLock().lock();
+    try {
+      return initialised ? initId : null;
+    } finally {
+      structure.readLock().unlock();
+    }
+  }
+
+  public long step() {
+    return step.get();
+  }
+
+  public TrainingMode mode() {
+    return mode;
+  }
+
+  int staleness() {
+    return staleness;
+  }
+
+  // --- package-private access for ShardInit / ShardSnapshots (callers hold the write lock) ---
+
+  Map<String, Parameter> parameters() {
+    return parameters;
+  }
+
+  Map<String, DenseBlock> blocks() {
+    return blocks;
+  }
+
+  Map<String, SparseTable> tables() {
+    return tables;
+  }
+
+  String pendingInitId() {
+    return initId;
+  }
+
+  void setDefinition(String initId, TrainingMode mode, int staleness) {
+    this.initId = initId;
+    this.mode = mode;
+    this.staleness = staleness;
+  }
+
+  void setInitialised(boolean value) {
+    this.initialised = value;
+  }
+
+  void setStep(long value) {
+    step.set(value);
+  }
+
+  void clear() {
+    parameters.clear();
+    blocks.clear();
+    tables.clear();
+    initId = null;
+    mode = TrainingMode.ASYNC;
+    staleness = 0;
+    initialised = false;
+    step.set(0);
+  }
+}

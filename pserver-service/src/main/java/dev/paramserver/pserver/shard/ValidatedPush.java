@@ -1,0 +1,174 @@
+package dev.paramserver.pserver.shard;
+
+import dev.paramserver.proto.v1.DataType;
+import dev.paramserver.proto.v1.ErrorReason;
+import dev.paramserver.proto.v1.PushGradientsRequest;
+import dev.paramserver.proto.v1.SparseRows;
+import dev.paramserver.proto.v1.TensorBlock;
+import dev.paramserver.rpc.ServiceException;
+import dev.paramserver.tensor.TensorCodec;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * A push whose every gradient was checked (known block, element type, element count, finite values)
+ * and decoded to float32, so applying it cannot fail half way.
+ */
+final class ValidatedPush {
+  final List<DenseGradient> dense;
+  final List<SparseGradient> sparse;
+
+  private ValidatedPush(List<DenseGradient> dense, List<SparseGradient> sparse) {
+    this.dense = dense;
+    this.sparse = sparse;
+  }
+
+  record DenseGradient(DenseBlock block, float[] gradient) {}
+
+  record SparseGradient(SparseTable table, long[] rowIds, float[] gradient) {}
+
+  /** Checks the whole request; throws the first problem found, having changed nothing. */
+  static ValidatedPush of(
+      PushGradientsRequest request,
+      Map<String, Parameter> parameters,
+      Map<String, DenseBlock> blocks,
+      Map<String, SparseTable> tables,
+      boolean rejectNonFinite) {
+    List<DenseGradient> dense = new ArrayList<>(request.getGradientsCount());
+    for (TensorBlock g : request.getGradientsList()) {
+      DenseBlock block = blocks.get(DenseBlock.key(g.getName(), g.getBlock()));
+      if (block == null) {
+        throw unknownBlock(g.getName(), g.getBlock(), parameters);
+      }
+      String what = "parameter '" + g.getName() + "' block " + g.getBlock();
+      float[] values = decode(what, g.getDtype(), g.getData(), block.values.length);
+      if (rejectNonFinite) {
+        checkFinite("gradient of " + what, values);
+      }
+      dense.add(new DenseGradient(block, values));
+    }
+    List<SparseGradient> sparse = new ArrayList<>(request.getSparseGradientsCount());
+    for (SparseRows rows : request.getSparseGradientsList()) {
+      SparseTable table = tables.get(rows.getName());
+      if (table == null) {
+        throw unknownTable(rows.getName(), parameters);
+      }
+      long[] ids = checkRowIds(table, rows.getRowIdsList());
+      String what =
+          "sparse table '"
+              + rows.getName()
+              + "' ("
+              + ids.length
+              + " rows of width "
+              + table.width()
+              + ")";
+      float[] values = decode(what, rows.getDtype(), rows.getData(), ids.length * table.width());
+      if (rejectNonFinite) {
+        checkFinite("gradient of " + what, values);
+      }
+      sparse.add(new SparseGradient(table, ids, values));
+    }
+    return new ValidatedPush(dense, sparse);
+  }
+
+  static ServiceException unknownBlock(String name, int block, Map<String, Parameter> parameters) {
+    Parameter p = parameters.get(name);
+    if (p == null) {
+      return new ServiceException(
+          ErrorReason.UNKNOWN_PARAMETER,
+          "parameter '"
+              + name
+              + "' is not defined on this pserver: define it with InitParameters"
+              + " (or check the block placement)");
+    }
+    return new ServiceException(
+        ErrorReason.UNKNOWN_PARAMETER,
+        "parameter '"
+            + name
+            + "' block "
+            + block
+            + " is not held by this pserver"
+            + (p.sparse() ? " ('" + name + "' is a sparse table: use sparse rows)" : "")
+            + ": check the block placement");
+  }
+
+  static ServiceException unknownTable(String name, Map<String, Parameter> parameters) {
+    Parameter p = parameters.get(name);
+    String why =
+        p == null
+            ? " is not defined on this pserver: define it with InitParameters"
+            : " is a dense parameter, not a sparse table: push and pull it by block";
+    return new ServiceException(ErrorReason.UNKNOWN_PARAMETER, "sparse table '" + name + "'" + why);
+  }
+
+  static long[] checkRowIds(SparseTable table, List<Long> ids) {
+    long rows = table.parameter.rows;
+    long[] out = new long[ids.size()];
+    for (int i = 0; i < out.length; i++) {
+      long id = ids.get(i);
+      if (id < 0 || (rows > 0 && id >= rows)) {
+        throw new ServiceException(
+            ErrorReason.BAD_ARGUMENT,
+            "sparse table '"
+                + table.name()
+                + "' row id "
+                + id
+                + " is out of range [0, "
+                + (rows > 0 ? rows : "2^63")
+                + ")");
+      }
+      out[i] = id;
+    }
+    return out;
+  }
+
+  private static float[] decode(
+      String what, DataType dtype, com.google.protobuf.ByteString data, int expected) {
+    if (dtype != DataType.FLOAT32 && dtype != DataType.FLOAT16 && dtype != DataType.BFLOAT16) {
+      throw new ServiceException(
+          ErrorReason.UNSUPPORTED_DTYPE,
+          "gradient of "
+              + what
+              + " has dtype "
+              + dtype
+              + ": send FLOAT32 (or FLOAT16/BFLOAT16 gradients)");
+    }
+    int size = TensorCodec.elementSize(dtype);
+    int count = data.size() / size;
+    if (data.size() % size != 0 || count != expected) {
+      String got =
+          data.size() % size == 0
+              ? String.valueOf(count)
+              : data.size() + " bytes, not a whole number of";
+      throw new ServiceException(
+          ErrorReason.SHAPE_MISMATCH,
+          what
+              + " expects "
+              + expected
+              + " "
+              + dtype.name().toLowerCase()
+              + " values, got "
+              + got
+              + (data.size() % size == 0 ? "" : " " + dtype.name().toLowerCase() + " values"));
+    }
+    float[] out = new float[expected];
+    TensorCodec.decode(data, dtype, out, 0);
+    return out;
+  }
+
+  static void checkFinite(String what, float[] values) {
+    for (int i = 0; i < values.length; i++) {
+      if (!Float.isFinite(values[i])) {
+        throw new ServiceException(
+            ErrorReason.NON_FINITE_GRADIENT,
+            what
+                + " holds "
+                + values[i]
+                + " at element "
+                + i
+                + ": fix the trainer's loss (or lower its learning rate)");
+      }
+    }
+  }
+}
