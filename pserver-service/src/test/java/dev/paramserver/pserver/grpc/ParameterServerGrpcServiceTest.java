@@ -1,0 +1,143 @@
+package dev.paramserver.pserver.grpc;
+
+import static dev.paramserver.pserver.shard.Requests.block;
+import static dev.paramserver.pserver.shard.Requests.dense;
+import static dev.paramserver.pserver.shard.Requests.finish;
+import static dev.paramserver.pserver.shard.Requests.gradient;
+import static dev.paramserver.pserver.shard.Requests.init;
+import static dev.paramserver.pserver.shard.Requests.pullAll;
+import static dev.paramserver.pserver.shard.Requests.push;
+import static dev.paramserver.pserver.shard.Requests.sgd;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.catchThrowable;
+
+import dev.paramserver.proto.v1.ErrorReason;
+import dev.paramserver.proto.v1.GetShardStatusRequest;
+import dev.paramserver.proto.v1.ParameterServerGrpc;
+import dev.paramserver.proto.v1.ParameterSpec;
+import dev.paramserver.proto.v1.PullParametersResponse;
+import dev.paramserver.pserver.shard.ParameterShard;
+import dev.paramserver.rpc.ErrorMappingInterceptor;
+import dev.paramserver.rpc.RpcErrors;
+import dev.paramserver.tensor.TensorCodec;
+import io.grpc.ManagedChannel;
+import io.grpc.Server;
+import io.grpc.ServerInterceptors;
+import io.grpc.Status;
+import io.grpc.inprocess.InProcessChannelBuilder;
+import io.grpc.inprocess.InProcessServerBuilder;
+import java.util.List;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+class ParameterServerGrpcServiceTest {
+  private static final ParameterSpec W = dense("fc1.w", 6, 4, sgd(1f));
+
+  private ExecutorService executor;
+  private Server server;
+  private ManagedChannel channel;
+  private ParameterServerGrpc.ParameterServerBlockingStub stub;
+
+  @BeforeEach
+  void start() throws Exception {
+    executor = Executors.newCachedThreadPool();
+    ParameterShard shard = new ParameterShard(true);
+    String name = InProcessServerBuilder.generateName();
+    server =
+        InProcessServerBuilder.forName(name)
+            .addService(
+                ServerInterceptors.intercept(
+                    new ParameterServerGrpcService(shard, executor), new ErrorMappingInterceptor()))
+            .build()
+            .start();
+    channel = InProcessChannelBuilder.forName(name).build();
+    stub = ParameterServerGrpc.newBlockingStub(channel);
+  }
+
+  @AfterEach
+  void stop() throws Exception {
+    channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
+    server.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
+    executor.shutdownNow();
+  }
+
+  private ParameterServerGrpc.ParameterServerBlockingStub stub() {
+    return stub.withDeadlineAfter(5, TimeUnit.SECONDS);
+  }
+
+  private void initialise() {
+    assertThat(
+            stub()
+                .initParameters(
+                    init(
+                        "i1",
+                        List.of(W),
+                        List.of(block("fc1.w", 0, 4, 1, 2, 3, 4), block("fc1.w", 1, 4, 5, 6))))
+                .getBlocks())
+        .isEqualTo(2);
+    stub().finishInit(finish("i1", 2));
+  }
+
+  private void assertFails(Runnable call, Status.Code code, ErrorReason reason, String text) {
+    Throwable t = catchThrowable(call::run);
+    assertThat(RpcErrors.codeOf(t)).isEqualTo(code);
+    assertThat(RpcErrors.reasonOf(t)).isEqualTo(reason);
+    assertThat(t).hasMessageContaining(text);
+  }
+
+  @Test
+  void pushBeforeInit_isFailedPreconditionNotInitialized() {
+    assertFails(
+        () -> stub().pushGradients(push(gradient("fc1.w", 0, 1, 1, 1, 1))),
+        Status.Code.FAILED_PRECONDITION,
+        ErrorReason.NOT_INITIALIZED,
+        "call InitParameters and FinishInit first");
+    assertFails(
+        () -> stub().pullParameters(pullAll()),
+        Status.Code.FAILED_PRECONDITION,
+        ErrorReason.NOT_INITIALIZED,
+        "FinishInit");
+  }
+
+  @Test
+  void pushThenPull_overGrpc_appliesSgd() {
+    initialise();
+    assertThat(stub().pushGradients(push(gradient("fc1.w", 1, 0.5f, -1))).getStep()).isEqualTo(1);
+    PullParametersResponse r = stub().pullParameters(pullAll());
+    assertThat(r.getStep()).isEqualTo(1);
+    assertThat(TensorCodec.decode(r.getBlocks(1).getData())).containsExactly(4.5f, 7f);
+    assertThat(stub().getShardStatus(GetShardStatusRequest.getDefaultInstance()).getInitialised())
+        .isTrue();
+  }
+
+  @Test
+  void badInputs_mapToChosenCodesAndReasons() {
+    initialise();
+    assertFails(
+        () -> stub().pushGradients(push(gradient("fc1.w", 0, 1, 1, 1))),
+        Status.Code.INVALID_ARGUMENT,
+        ErrorReason.SHAPE_MISMATCH,
+        "parameter 'fc1.w' block 0 expects 4 float32 values, got 3");
+    assertFails(
+        () -> stub().pushGradients(push(gradient("fc2.w", 0, 1))),
+        Status.Code.NOT_FOUND,
+        ErrorReason.UNKNOWN_PARAMETER,
+        "parameter 'fc2.w'");
+    assertFails(
+        () -> stub().pushGradients(push(gradient("fc1.w", 1, Float.NaN, 1))),
+        Status.Code.INVALID_ARGUMENT,
+        ErrorReason.NON_FINITE_GRADIENT,
+        "NaN");
+    assertFails(
+        () -> stub().initParameters(init("i1", List.of(dense("fc1.w", 7, 4, sgd(1f))), List.of())),
+        Status.Code.ALREADY_EXISTS,
+        ErrorReason.INIT_CONFLICT,
+        "fc1.w");
+    assertThat(stub().getShardStatus(GetShardStatusRequest.getDefaultInstance()).getStep())
+        .isZero();
+  }
+}
