@@ -1,0 +1,164 @@
+package dev.paramserver.trainer.master;
+
+import dev.paramserver.coordination.Coordinator;
+import dev.paramserver.coordination.KeyValueStore;
+import dev.paramserver.proto.v1.ErrorReason;
+import dev.paramserver.proto.v1.MasterGrpc;
+import dev.paramserver.rpc.Backoff;
+import dev.paramserver.rpc.Channels;
+import dev.paramserver.rpc.RpcErrors;
+import dev.paramserver.trainer.TrainerStoppedException;
+import io.grpc.ManagedChannel;
+import io.grpc.StatusRuntimeException;
+import java.time.Duration;
+import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+import java.util.function.Function;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Calls the leading master, found through etcd ({@code master/addr}). This is the one layer that
+ * retries master calls: every master call is safe to repeat (GetTask re-dispatch is covered by task
+ * timeouts; finish and fail reports carry the dispatch epoch; SetDataset and ReportEvaluation are
+ * idempotent). A call retries, with bounded backoff and a log line per attempt, while the master is
+ * unreachable or not the leader, and gives up only when the trainer stops.
+ */
+public final class MasterClient implements AutoCloseable {
+  private static final Logger log = LoggerFactory.getLogger(MasterClient.class);
+
+  private final Coordinator coordinator;
+  private final Duration rpcTimeout;
+  private final Duration maxBackoff;
+  private final BooleanSupplier stopping;
+  private final Object lock = new Object();
+  private String address;
+  private ManagedChannel channel;
+  private volatile String watchedAddress;
+  private final AutoCloseable watch;
+
+  public MasterClient(
+      Coordinator coordinator, Duration rpcTimeout, Duration maxBackoff, BooleanSupplier stopping) {
+    this.coordinator = coordinator;
+    this.rpcTimeout = rpcTimeout;
+    this.maxBackoff = maxBackoff;
+    this.stopping = stopping;
+    String key = coordinator.keys().masterAddr();
+    this.watch =
+        coordinator
+            .kv()
+            .watchPrefix(
+                key,
+                ev -> {
+                  if (!ev.keyValue().key().equals(key)) {
+                    return;
+                  }
+                  watchedAddress =
+                      ev.type() == KeyValueStore.WatchEvent.Type.PUT
+                          ? ev.keyValue().valueAsString()
+                          : null;
+                  log.info("master address changed to {}", watchedAddress);
+                });
+  }
+
+  /** The address of the master in use, if connected. */
+  public Optional<String> address() {
+    synchronized (lock) {
+      return Optional.ofNullable(address);
+    }
+  }
+
+  /**
+   * Runs a call against the leader with a deadline, retrying while the master is unavailable or not
+   * the leader. Other errors are thrown.
+   */
+  public <T> T call(String what, Function<MasterGrpc.MasterBlockingStub, T> fn) {
+    Backoff backoff = Backoff.upTo(maxBackoff);
+    while (true) {
+      if (stopping.getAsBoolean()) {
+        throw new TrainerStoppedException(what);
+      }
+      MasterGrpc.MasterBlockingStub stub = stub();
+      if (stub != null) {
+        try {
+          return fn.apply(stub.withDeadlineAfter(rpcTimeout.toMillis(), TimeUnit.MILLISECONDS));
+        } catch (StatusRuntimeException e) {
+          boolean notLeader = RpcErrors.reasonOf(e) == ErrorReason.NOT_LEADER;
+          if (!notLeader && !RpcErrors.isTransient(e)) {
+            throw e;
+          }
+          log.warn(
+              "{} failed at master {} ({}); finding the leader again, attempt {}",
+              what,
+              address().orElse("?"),
+              e.getStatus().getCode() + (notLeader ? " not the leader" : ""),
+              backoff.attempts() + 1);
+          invalidate();
+        }
+      } else if (backoff.attempts() % 10 == 0) {
+        log.info("waiting for a master to register under {}", coordinator.keys().masterAddr());
+      }
+      try {
+        backoff.pause();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new TrainerStoppedException(what);
+      }
+    }
+  }
+
+  private MasterGrpc.MasterBlockingStub stub() {
+    synchronized (lock) {
+      if (channel == null) {
+        String addr = watchedAddress;
+        if (addr == null) {
+          try {
+            addr =
+                coordinator
+                    .kv()
+                    .get(coordinator.keys().masterAddr())
+                    .map(KeyValueStore.KeyValue::valueAsString)
+                    .orElse(null);
+          } catch (RuntimeException e) {
+            log.warn("cannot read the master address from etcd: {}", e.getMessage());
+            return null;
+          }
+        }
+        if (addr == null) {
+          return null;
+        }
+        address = addr;
+        channel = Channels.forAddress(addr);
+        log.info("connected to master {}", addr);
+      }
+      return MasterGrpc.newBlockingStub(channel);
+    }
+  }
+
+  private void invalidate() {
+    ManagedChannel old;
+    synchronized (lock) {
+      old = channel;
+      channel = null;
+      address = null;
+      watchedAddress = null;
+    }
+    if (old != null) {
+      old.shutdownNow();
+    }
+  }
+
+  @Override
+  public void close() {
+    try {
+      watch.close();
+    } catch (Exception e) {
+      log.debug("closing the master address watch failed", e);
+    }
+    synchronized (lock) {
+      Channels.close(channel);
+      channel = null;
+    }
+  }
+}

@@ -1,0 +1,57 @@
+package dev.paramserver.trainer.pserver;
+
+import dev.paramserver.models.Model;
+import dev.paramserver.models.ParameterDef;
+import dev.paramserver.proto.v1.DataType;
+import dev.paramserver.proto.v1.OptimizerConfig;
+import dev.paramserver.proto.v1.ParameterSpec;
+import dev.paramserver.tensor.BlockLayout;
+import dev.paramserver.tensor.BlockSpec;
+import dev.paramserver.tensor.ShardPlacement;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * The model's parameters as the pservers see them: specs, blocks and which pserver owns each block.
+ * Every trainer computes the same layout from the same model, block size and pserver count.
+ */
+public final class ModelLayout {
+  private final List<ParameterSpec> specs = new ArrayList<>();
+  private final List<BlockSpec> blocks = new ArrayList<>();
+  private final ShardPlacement placement;
+
+  public ModelLayout(Model model, int blockSize, OptimizerConfig optimizer, int pservers) {
+    for (ParameterDef def : model.parameters()) {
+      if (def.sparse()) {
+        throw new IllegalArgumentException(
+            "parameter '" + def.name() + "' is a sparse table: not supported by this trainer yet");
+      }
+      specs.add(
+          ParameterSpec.newBuilder()
+              .setName(def.name())
+              .addAllShape(def.shape())
+              .setDtype(DataType.FLOAT32)
+              .setBlockSize(blockSize)
+              .setOptimizer(optimizer)
+              .build());
+      blocks.addAll(BlockLayout.blocks(def.name(), def.elements(), blockSize));
+    }
+    placement = ShardPlacement.place(blocks, pservers);
+  }
+
+  public List<ParameterSpec> specs() {
+    return specs;
+  }
+
+  public ShardPlacement placement() {
+    return placement;
+  }
+
+  public int pservers() {
+    return placement.pservers();
+  }
+
+  public List<BlockSpec> blocksOf(int pserver) {
+    return placement.blocksOf(pserver);
+  }
+}

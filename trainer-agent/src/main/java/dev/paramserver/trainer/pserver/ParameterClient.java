@@ -1,0 +1,292 @@
+package dev.paramserver.trainer.pserver;
+
+import com.google.common.util.concurrent.ListenableFuture;
+import dev.paramserver.models.Parameters;
+import dev.paramserver.proto.v1.BlockRef;
+import dev.paramserver.proto.v1.DataType;
+import dev.paramserver.proto.v1.ErrorReason;
+import dev.paramserver.proto.v1.ParameterServerGrpc;
+import dev.paramserver.proto.v1.PullParametersRequest;
+import dev.paramserver.proto.v1.PullParametersResponse;
+import dev.paramserver.proto.v1.PushGradientsRequest;
+import dev.paramserver.proto.v1.TensorBlock;
+import dev.paramserver.rpc.Backoff;
+import dev.paramserver.rpc.RpcErrors;
+import dev.paramserver.tensor.BlockSpec;
+import dev.paramserver.tensor.TensorCodec;
+import dev.paramserver.trainer.TrainerStoppedException;
+import io.grpc.StatusRuntimeException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.BooleanSupplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Pushes gradients to and pulls parameters from every pserver at once, block by block as the layout
+ * places them. Requests are cut so none carries more than {@link #MAX_REQUEST_BYTES} of tensor
+ * data.
+ *
+ * <p>Retry policy (this is the one layer that retries pserver calls): a pull is safe to repeat and
+ * is retried with backoff until it succeeds; a push is not (a repeated push would apply the same
+ * gradient twice), so a failed push is not repeated: its gradient is dropped and counted, and the
+ * pserver's address is looked up again. A pserver that lost its state (NOT_INITIALIZED) is
+ * re-initialised by {@link ShardInitializer} with this trainer's latest values.
+ */
+public final class ParameterClient {
+  private static final Logger log = LoggerFactory.getLogger(ParameterClient.class);
+
+  /** Largest tensor payload of one request, well under gRPC's 4 MiB default cap. */
+  public static final int MAX_REQUEST_BYTES = 2 * 1024 * 1024;
+
+  private final PserverDirectory directory;
+  private final ModelLayout layout;
+  private final ShardInitializer initializer;
+  private final String trainerId;
+  private final Duration rpcTimeout;
+  private final Duration maxBackoff;
+  private final BooleanSupplier stopping;
+  private final AtomicLong bytesPushed = new AtomicLong();
+  private final AtomicLong bytesPulled = new AtomicLong();
+  private final AtomicLong droppedPushes = new AtomicLong();
+
+  public ParameterClient(
+      PserverDirectory directory,
+      ModelLayout layout,
+      ShardInitializer initializer,
+      String trainerId,
+      Duration rpcTimeout,
+      Duration maxBackoff,
+      BooleanSupplier stopping) {
+    this.directory = directory;
+    this.layout = layout;
+    this.initializer = initializer;
+    this.trainerId = trainerId;
+    this.rpcTimeout = rpcTimeout;
+    this.maxBackoff = maxBackoff;
+    this.stopping = stopping;
+  }
+
+  public long bytesPushed() {
+    return bytesPushed.get();
+  }
+
+  public long bytesPulled() {
+    return bytesPulled.get();
+  }
+
+  public long droppedPushes() {
+    return droppedPushes.get();
+  }
+
+  /** Groups a pserver's blocks into request-sized runs. */
+  private static List<List<BlockSpec>> groups(List<BlockSpec> blocks) {
+    List<List<BlockSpec>> out = new ArrayList<>();
+    List<BlockSpec> cur = new ArrayList<>();
+    long bytes = 0;
+    for (BlockSpec b : blocks) {
+      if (!cur.isEmpty() && bytes + b.bytes() > MAX_REQUEST_BYTES) {
+        out.add(cur);
+        cur = new ArrayList<>();
+        bytes = 0;
+      }
+      cur.add(b);
+      bytes += b.bytes();
+    }
+    if (!cur.isEmpty()) {
+      out.add(cur);
+    }
+    return out;
+  }
+
+  private ParameterServerGrpc.ParameterServerFutureStub stub(int ps) {
+    ParameterServerGrpc.ParameterServerFutureStub s = directory.stub(ps);
+    return s == null ? null : s.withDeadlineAfter(rpcTimeout.toMillis(), TimeUnit.MILLISECONDS);
+  }
+
+  /**
+   * Sends the gradients to every pserver concurrently. A pserver that fails has its part of the
+   * gradient dropped (logged and counted); returns the number of pservers that applied it.
+   */
+  public int push(Parameters grads, long step, Parameters latest) {
+    List<ListenableFuture<?>> futures = new ArrayList<>();
+    List<Integer> owners = new ArrayList<>();
+    for (int ps = 0; ps < layout.pservers(); ps++) {
+      for (List<BlockSpec> group : groups(layout.blocksOf(ps))) {
+        PushGradientsRequest.Builder req =
+            PushGradientsRequest.newBuilder().setTrainerId(trainerId).setStep(step);
+        long bytes = 0;
+        for (BlockSpec b : group) {
+          req.addGradients(
+              TensorBlock.newBuilder()
+                  .setName(b.name())
+                  .setBlock(b.block())
+                  .setOffset(b.offset())
+                  .setDtype(DataType.FLOAT32)
+                  .setData(
+                      TensorCodec.encode(grads.dense(b.name()), (int) b.offset(), b.length())));
+          bytes += b.bytes();
+        }
+        ParameterServerGrpc.ParameterServerFutureStub s = stub(ps);
+        if (s == null) {
+          droppedPushes.incrementAndGet();
+          log.warn("pserver {} is not registered; dropping its part of the gradient", ps);
+          continue;
+        }
+        futures.add(s.pushGradients(req.build()));
+        owners.add(ps);
+        bytesPushed.addAndGet(bytes);
+      }
+    }
+    int ok = 0;
+    for (int i = 0; i < futures.size(); i++) {
+      int ps = owners.get(i);
+      try {
+        futures.get(i).get();
+        ok++;
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new TrainerStoppedException("pushing gradients");
+      } catch (ExecutionException e) {
+        handlePushFailure(ps, e.getCause(), latest);
+      }
+    }
+    return ok;
+  }
+
+  private void handlePushFailure(int ps, Throwable cause, Parameters latest) {
+    droppedPushes.incrementAndGet();
+    ErrorReason reason = RpcErrors.reasonOf(cause);
+    if (reason == ErrorReason.NOT_INITIALIZED) {
+      log.warn(
+          "pserver {} has no parameters (restarted without a checkpoint?); re-initialising", ps);
+      initializer.reinitialise(ps, latest);
+    } else if (RpcErrors.isTransient(cause)) {
+      log.warn(
+          "push to pserver {} ({}) failed: {}; dropping this gradient and looking it up again",
+          ps,
+          directory.address(ps),
+          RpcErrors.codeOf(cause));
+      directory.invalidate(ps);
+    } else {
+      throw cause instanceof StatusRuntimeException sre
+          ? sre
+          : new IllegalStateException("push to pserver " + ps + " failed", cause);
+    }
+  }
+
+  /** Pulls every block from every pserver into {@code params}, retrying until it succeeds. */
+  public void pull(Parameters params) {
+    // all pservers' first attempts go out at once; retries are per pserver
+    List<ListenableFuture<PullParametersResponse>> futures = new ArrayList<>();
+    List<Integer> owners = new ArrayList<>();
+    List<List<BlockSpec>> groupsSent = new ArrayList<>();
+    for (int ps = 0; ps < layout.pservers(); ps++) {
+      for (List<BlockSpec> group : groups(layout.blocksOf(ps))) {
+        ParameterServerGrpc.ParameterServerFutureStub s = stub(ps);
+        futures.add(s == null ? null : s.pullParameters(pullRequest(group)));
+        owners.add(ps);
+        groupsSent.add(group);
+      }
+    }
+    for (int i = 0; i < futures.size(); i++) {
+      PullParametersResponse resp = null;
+      try {
+        resp = futures.get(i) == null ? null : futures.get(i).get();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new TrainerStoppedException("pulling parameters");
+      } catch (ExecutionException e) {
+        noteFailure(owners.get(i), e.getCause(), params);
+      }
+      if (resp == null) {
+        resp = pullWithRetry(owners.get(i), groupsSent.get(i), params);
+      }
+      store(resp, params);
+    }
+  }
+
+  private PullParametersRequest pullRequest(List<BlockSpec> group) {
+    PullParametersRequest.Builder req = PullParametersRequest.newBuilder().setTrainerId(trainerId);
+    for (BlockSpec b : group) {
+      req.addBlocks(BlockRef.newBuilder().setName(b.name()).setBlock(b.block()));
+    }
+    return req.build();
+  }
+
+  private PullParametersResponse pullWithRetry(int ps, List<BlockSpec> group, Parameters params) {
+    Backoff backoff = Backoff.upTo(maxBackoff);
+    while (true) {
+      if (stopping.getAsBoolean()) {
+        throw new TrainerStoppedException("pulling parameters from pserver " + ps);
+      }
+      try {
+        backoff.pause();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new TrainerStoppedException("pulling parameters");
+      }
+      ParameterServerGrpc.ParameterServerFutureStub s = stub(ps);
+      if (s == null) {
+        directory.invalidate(ps);
+        log.warn("pserver {} is not registered; waiting (attempt {})", ps, backoff.attempts());
+        continue;
+      }
+      try {
+        return s.pullParameters(pullRequest(group)).get();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new TrainerStoppedException("pulling parameters");
+      } catch (ExecutionException e) {
+        noteFailure(ps, e.getCause(), params);
+      }
+    }
+  }
+
+  private void noteFailure(int ps, Throwable cause, Parameters latest) {
+    ErrorReason reason = RpcErrors.reasonOf(cause);
+    if (reason == ErrorReason.NOT_INITIALIZED) {
+      log.warn(
+          "pserver {} has no parameters (restarted without a checkpoint?); re-initialising", ps);
+      initializer.reinitialise(ps, latest);
+    } else if (RpcErrors.isTransient(cause)) {
+      log.warn(
+          "pull from pserver {} ({}) failed: {}; retrying",
+          ps,
+          directory.address(ps),
+          RpcErrors.codeOf(cause));
+      directory.invalidate(ps);
+    } else {
+      throw cause instanceof StatusRuntimeException sre
+          ? sre
+          : new IllegalStateException("pull from pserver " + ps + " failed", cause);
+    }
+  }
+
+  private void store(PullParametersResponse resp, Parameters params) {
+    for (TensorBlock b : resp.getBlocksList()) {
+      float[] dst = params.dense(b.getName());
+      int n = TensorCodec.elementCount(b.getData(), b.getDtype());
+      if (b.getOffset() + n > dst.length) {
+        throw new IllegalStateException(
+            "pserver returned block "
+                + b.getName()
+                + "#"
+                + b.getBlock()
+                + " with "
+                + n
+                + " values at offset "
+                + b.getOffset()
+                + ", beyond the parameter's "
+                + dst.length
+                + " values");
+      }
+      TensorCodec.decode(b.getData(), b.getDtype(), dst, (int) b.getOffset());
+      bytesPulled.addAndGet(b.getData().size());
+    }
+  }
+}

@@ -1,0 +1,198 @@
+package dev.paramserver.trainer.pserver;
+
+import dev.paramserver.coordination.Coordinator;
+import dev.paramserver.coordination.KeyValueStore;
+import dev.paramserver.proto.v1.ParameterServerGrpc;
+import dev.paramserver.rpc.Backoff;
+import dev.paramserver.rpc.Channels;
+import dev.paramserver.trainer.TrainerStoppedException;
+import io.grpc.ManagedChannel;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.BooleanSupplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The pservers of the job as registered in etcd ({@code ps_desired} and {@code ps/<idx>}), with one
+ * channel each. Watches the registrations so a restarted pserver's new address is used.
+ */
+public final class PserverDirectory implements AutoCloseable {
+  private static final Logger log = LoggerFactory.getLogger(PserverDirectory.class);
+
+  private final Coordinator coordinator;
+  private final BooleanSupplier stopping;
+  private final Map<Integer, String> addresses = new ConcurrentHashMap<>();
+  private final Map<Integer, ManagedChannel> channels = new HashMap<>();
+  private final AutoCloseable watch;
+  private volatile int count;
+
+  public PserverDirectory(Coordinator coordinator, BooleanSupplier stopping) {
+    this.coordinator = coordinator;
+    this.stopping = stopping;
+    String prefix = coordinator.keys().psPrefix();
+    this.watch =
+        coordinator
+            .kv()
+            .watchPrefix(
+                prefix,
+                ev -> {
+                  Integer idx = parseIndex(prefix, ev.keyValue().key());
+                  if (idx == null) {
+                    return;
+                  }
+                  if (ev.type() == KeyValueStore.WatchEvent.Type.PUT) {
+                    String addr = ev.keyValue().valueAsString();
+                    String old = addresses.put(idx, addr);
+                    if (!addr.equals(old)) {
+                      log.info("pserver {} is at {}", idx, addr);
+                      dropChannel(idx);
+                    }
+                  } else {
+                    log.warn("pserver {} deregistered (its lease ended)", idx);
+                    addresses.remove(idx);
+                    dropChannel(idx);
+                  }
+                });
+  }
+
+  private static Integer parseIndex(String prefix, String key) {
+    if (!key.startsWith(prefix)) {
+      return null;
+    }
+    try {
+      return Integer.parseInt(key.substring(prefix.length()));
+    } catch (NumberFormatException e) {
+      return null;
+    }
+  }
+
+  /** Waits until {@code ps_desired} is set and that many pservers are registered. */
+  public int awaitAll(Duration maxBackoff) {
+    Backoff backoff = Backoff.upTo(maxBackoff);
+    long lastLog = 0;
+    while (true) {
+      if (stopping.getAsBoolean()) {
+        throw new TrainerStoppedException("waiting for pservers");
+      }
+      try {
+        int desired =
+            coordinator
+                .kv()
+                .get(coordinator.keys().psDesired())
+                .map(kv -> Integer.parseInt(new String(kv.value(), StandardCharsets.UTF_8).trim()))
+                .orElse(0);
+        refresh();
+        int registered = 0;
+        for (int i = 0; i < desired; i++) {
+          if (addresses.containsKey(i)) {
+            registered++;
+          }
+        }
+        if (desired > 0 && registered == desired) {
+          count = desired;
+          log.info("found {} pservers: {}", desired, addresses);
+          return desired;
+        }
+        if (System.currentTimeMillis() - lastLog > 5000) {
+          log.info(
+              "waiting for pservers: {} of {} registered",
+              registered,
+              desired == 0 ? "(ps_desired not set yet)" : desired);
+          lastLog = System.currentTimeMillis();
+        }
+      } catch (RuntimeException e) {
+        log.warn("cannot read pserver registrations from etcd: {}", e.getMessage());
+      }
+      try {
+        Thread.sleep(Math.min(500, backoff.nextDelayMs()));
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new TrainerStoppedException("waiting for pservers");
+      }
+    }
+  }
+
+  /** Number of pservers (after {@link #awaitAll}). */
+  public int count() {
+    return count;
+  }
+
+  /** Re-reads every registration from etcd. */
+  public void refresh() {
+    String prefix = coordinator.keys().psPrefix();
+    Map<Integer, String> fresh = new HashMap<>();
+    for (KeyValueStore.KeyValue kv : coordinator.kv().getPrefix(prefix)) {
+      Integer idx = parseIndex(prefix, kv.key());
+      if (idx != null) {
+        fresh.put(idx, kv.valueAsString());
+      }
+    }
+    for (Map.Entry<Integer, String> e : fresh.entrySet()) {
+      if (!e.getValue().equals(addresses.put(e.getKey(), e.getValue()))) {
+        dropChannel(e.getKey());
+      }
+    }
+    addresses.keySet().retainAll(fresh.keySet());
+  }
+
+  /** A stub for pserver {@code index}, or null while it is not registered. */
+  public ParameterServerGrpc.ParameterServerFutureStub stub(int index) {
+    synchronized (channels) {
+      ManagedChannel ch = channels.get(index);
+      if (ch == null) {
+        String addr = addresses.get(index);
+        if (addr == null) {
+          return null;
+        }
+        ch = Channels.forAddress(addr);
+        channels.put(index, ch);
+      }
+      return ParameterServerGrpc.newFutureStub(ch);
+    }
+  }
+
+  public String address(int index) {
+    return addresses.get(index);
+  }
+
+  /** Forgets the channel of a pserver that failed; the next call re-reads its address. */
+  public void invalidate(int index) {
+    dropChannel(index);
+    try {
+      coordinator
+          .kv()
+          .get(coordinator.keys().ps(index))
+          .ifPresentOrElse(
+              kv -> addresses.put(index, kv.valueAsString()), () -> addresses.remove(index));
+    } catch (RuntimeException e) {
+      log.warn("cannot re-read pserver {}'s address from etcd: {}", index, e.getMessage());
+    }
+  }
+
+  private void dropChannel(int index) {
+    ManagedChannel old;
+    synchronized (channels) {
+      old = channels.remove(index);
+    }
+    if (old != null) {
+      old.shutdownNow();
+    }
+  }
+
+  @Override
+  public void close() {
+    try {
+      watch.close();
+    } catch (Exception e) {
+      log.debug("closing the pserver watch failed", e);
+    }
+    synchronized (channels) {
+      channels.values().forEach(Channels::close);
+      channels.clear();
+    }
+  }
+}
