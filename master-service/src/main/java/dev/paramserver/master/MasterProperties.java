@@ -1,0 +1,99 @@
+package dev.paramserver.master;
+
+import jakarta.validation.Valid;
+import jakarta.validation.constraints.DecimalMin;
+import jakarta.validation.constraints.Min;
+import jakarta.validation.constraints.NotNull;
+import java.time.Duration;
+import org.springframework.boot.context.properties.ConfigurationProperties;
+import org.springframework.boot.context.properties.bind.DefaultValue;
+import org.springframework.validation.annotation.Validated;
+
+/**
+ * The master's settings, under {@code paramserver.master}.
+ *
+ * @param passes how many passes (epochs) over the dataset the job runs; at least 1
+ * @param chunksPerTask how many consecutive RecordIO chunks make one task; at least 1
+ * @param taskTimeout how long a trainer may hold a task before it is taken back and handed to
+ *     another trainer (counted as a failure of the task); used as is unless the adaptive timeout is
+ *     enabled
+ * @param maxFailures how many times a task may fail or time out within one pass before it is moved
+ *     to the failed queue for the rest of that pass; at least 1
+ * @param timeoutCheckInterval how often the master looks for pending tasks past their deadline
+ * @param waitRetry the {@code retry_after_ms} hint sent with WAIT and PASS_NOT_STARTED answers
+ * @param adaptiveTimeout optional timeout derived from the recent task durations
+ */
+@Validated
+@ConfigurationProperties("paramserver.master")
+public record MasterProperties(
+    @DefaultValue("1") @Min(1) int passes,
+    @DefaultValue("1") @Min(1) int chunksPerTask,
+    @DefaultValue("60s") @NotNull Duration taskTimeout,
+    @DefaultValue("3") @Min(1) int maxFailures,
+    @DefaultValue("1s") @NotNull Duration timeoutCheckInterval,
+    @DefaultValue("200ms") @NotNull Duration waitRetry,
+    @DefaultValue @Valid @NotNull AdaptiveTimeout adaptiveTimeout) {
+
+  public MasterProperties {
+    requirePositive("paramserver.master.task-timeout", taskTimeout);
+    requirePositive("paramserver.master.timeout-check-interval", timeoutCheckInterval);
+    requirePositive("paramserver.master.wait-retry", waitRetry);
+  }
+
+  /** Defaults, for tests and tools. */
+  public static MasterProperties defaults() {
+    return new MasterProperties(
+        1,
+        1,
+        Duration.ofSeconds(60),
+        3,
+        Duration.ofSeconds(1),
+        Duration.ofMillis(200),
+        AdaptiveTimeout.disabled());
+  }
+
+  /**
+   * Adaptive task timeout: {@code multiplier} times the median duration of the last {@code window}
+   * finished tasks, kept between {@code floor} and {@code ceiling}. Until {@code minSamples} tasks
+   * have finished, {@code task-timeout} applies.
+   *
+   * @param enabled whether the timeout adapts to the observed task durations (default false)
+   * @param multiplier how many median task durations a trainer gets (default 3)
+   * @param floor the shortest timeout ever given (default 5s)
+   * @param ceiling the longest timeout ever given (default 10m)
+   * @param window how many recent task durations the median is taken over (default 100)
+   * @param minSamples finished tasks needed before the median is used (default 5)
+   */
+  public record AdaptiveTimeout(
+      @DefaultValue("false") boolean enabled,
+      @DefaultValue("3.0") @DecimalMin("1.0") double multiplier,
+      @DefaultValue("5s") @NotNull Duration floor,
+      @DefaultValue("10m") @NotNull Duration ceiling,
+      @DefaultValue("100") @Min(1) int window,
+      @DefaultValue("5") @Min(1) int minSamples) {
+
+    public AdaptiveTimeout {
+      requirePositive("paramserver.master.adaptive-timeout.floor", floor);
+      requirePositive("paramserver.master.adaptive-timeout.ceiling", ceiling);
+      if (floor != null && ceiling != null && ceiling.compareTo(floor) < 0) {
+        throw new IllegalArgumentException(
+            "paramserver.master.adaptive-timeout.ceiling ("
+                + ceiling
+                + ") is below the floor ("
+                + floor
+                + "): raise the ceiling or lower the floor");
+      }
+    }
+
+    /** The adaptive timeout switched off. */
+    public static AdaptiveTimeout disabled() {
+      return new AdaptiveTimeout(false, 3.0, Duration.ofSeconds(5), Duration.ofMinutes(10), 100, 5);
+    }
+  }
+
+  private static void requirePositive(String name, Duration d) {
+    if (d != null && (d.isZero() || d.isNegative())) {
+      throw new IllegalArgumentException(name + " must be positive, got " + d);
+    }
+  }
+}

@@ -1,0 +1,87 @@
+package dev.paramserver.master.grpc;
+
+import dev.paramserver.master.task.MasterJob;
+import dev.paramserver.proto.v1.ErrorReason;
+import dev.paramserver.proto.v1.GetStatusRequest;
+import dev.paramserver.proto.v1.GetTaskRequest;
+import dev.paramserver.proto.v1.GetTaskResponse;
+import dev.paramserver.proto.v1.JobStatus;
+import dev.paramserver.proto.v1.MasterGrpc;
+import dev.paramserver.proto.v1.ReportEvaluationRequest;
+import dev.paramserver.proto.v1.ReportEvaluationResponse;
+import dev.paramserver.proto.v1.SetDatasetRequest;
+import dev.paramserver.proto.v1.SetDatasetResponse;
+import dev.paramserver.proto.v1.TaskFailedRequest;
+import dev.paramserver.proto.v1.TaskFailedResponse;
+import dev.paramserver.proto.v1.TaskFinishedRequest;
+import dev.paramserver.proto.v1.TaskFinishedResponse;
+import dev.paramserver.rpc.ServiceException;
+import io.grpc.stub.StreamObserver;
+import net.devh.boot.grpc.server.service.GrpcService;
+
+/**
+ * The Master gRPC service: a thin adapter over {@link MasterJob}. Domain errors are thrown as
+ * {@link ServiceException} and mapped to statuses by the ErrorMappingInterceptor.
+ */
+@GrpcService
+public final class MasterGrpcService extends MasterGrpc.MasterImplBase {
+  private final MasterJob job;
+
+  public MasterGrpcService(MasterJob job) {
+    this.job = job;
+  }
+
+  @Override
+  public void setDataset(SetDatasetRequest req, StreamObserver<SetDatasetResponse> out) {
+    reply(out, job.setDataset(req.getGlobsList(), req.getTrainerId()));
+  }
+
+  @Override
+  public void getTask(GetTaskRequest req, StreamObserver<GetTaskResponse> out) {
+    reply(out, job.getTask(trainer(req.getTrainerId()), req.getPass()));
+  }
+
+  @Override
+  public void taskFinished(TaskFinishedRequest req, StreamObserver<TaskFinishedResponse> out) {
+    boolean accepted = job.taskFinished(req.getTrainerId(), req.getTaskId(), req.getEpoch());
+    reply(out, TaskFinishedResponse.newBuilder().setAccepted(accepted).build());
+  }
+
+  @Override
+  public void taskFailed(TaskFailedRequest req, StreamObserver<TaskFailedResponse> out) {
+    boolean accepted =
+        job.taskFailed(
+            req.getTrainerId(),
+            req.getTaskId(),
+            req.getEpoch(),
+            req.getReason(),
+            req.getHandedBack());
+    reply(out, TaskFailedResponse.newBuilder().setAccepted(accepted).build());
+  }
+
+  @Override
+  public void reportEvaluation(
+      ReportEvaluationRequest req, StreamObserver<ReportEvaluationResponse> out) {
+    job.reportEvaluation(
+        trainer(req.getTrainerId()), req.getPass(), req.getLoss(), req.getAccuracy(), req.getAuc());
+    reply(out, ReportEvaluationResponse.getDefaultInstance());
+  }
+
+  @Override
+  public void getStatus(GetStatusRequest req, StreamObserver<JobStatus> out) {
+    reply(out, job.status());
+  }
+
+  private static String trainer(String id) {
+    if (id == null || id.isBlank()) {
+      throw new ServiceException(
+          ErrorReason.BAD_ARGUMENT, "trainer_id is empty: every trainer sends its id");
+    }
+    return id;
+  }
+
+  private static <T> void reply(StreamObserver<T> out, T value) {
+    out.onNext(value);
+    out.onCompleted();
+  }
+}

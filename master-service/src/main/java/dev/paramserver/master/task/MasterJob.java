@@ -1,0 +1,368 @@
+package dev.paramserver.master.task;
+
+import dev.paramserver.master.MasterProperties;
+import dev.paramserver.master.dataset.Dataset;
+import dev.paramserver.master.dataset.DatasetIndexer;
+import dev.paramserver.master.state.FenceLostException;
+import dev.paramserver.master.state.JobStore;
+import dev.paramserver.proto.v1.DatasetIndex;
+import dev.paramserver.proto.v1.ErrorReason;
+import dev.paramserver.proto.v1.GetTaskResponse;
+import dev.paramserver.proto.v1.JobState;
+import dev.paramserver.proto.v1.JobStatus;
+import dev.paramserver.proto.v1.MasterSnapshot;
+import dev.paramserver.proto.v1.SetDatasetResponse;
+import dev.paramserver.proto.v1.Task;
+import dev.paramserver.rpc.ServiceException;
+import java.time.Clock;
+import java.util.List;
+import java.util.Optional;
+import java.util.function.Function;
+import java.util.function.Supplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The master's job: the dataset and its {@link TaskQueue}, served only while this master leads.
+ *
+ * <p>Every change is made on a copy of the queue, saved through the {@link JobStore} (a write
+ * fenced on the leadership), and only then swapped in and answered. A refused or unconfirmed save
+ * drops the in-memory state, stops serving (NOT_LEADER) and tells the election to step down; the
+ * next leadership reloads the state from the store. Thread-safe.
+ */
+public final class MasterJob {
+  private static final Logger log = LoggerFactory.getLogger(MasterJob.class);
+
+  private final MasterProperties props;
+  private final JobStore store;
+  private final Clock clock;
+  private final TaskTimeouts timeouts;
+  private final Object lock = new Object();
+  private volatile boolean serving;
+  private volatile String identity = "";
+  private volatile Supplier<Optional<String>> leaderAddress = Optional::empty;
+  private volatile Runnable onFenceLost = () -> {};
+  private volatile long lastSnapshotBytes;
+  private Dataset dataset;
+  private TaskQueue queue;
+
+  public MasterJob(MasterProperties props, JobStore store, Clock clock) {
+    this.props = props;
+    this.store = store;
+    this.clock = clock;
+    this.timeouts = new TaskTimeouts(props.taskTimeout(), props.adaptiveTimeout());
+  }
+
+  /** Where to find the leader's address for NOT_LEADER answers. */
+  public void setLeaderAddress(Supplier<Optional<String>> leaderAddress) {
+    this.leaderAddress = leaderAddress;
+  }
+
+  /** Called (once per loss) when a fenced save was refused: the election steps down. */
+  public void setOnFenceLost(Runnable onFenceLost) {
+    this.onFenceLost = onFenceLost;
+  }
+
+  /**
+   * Loads the dataset and snapshot from the store and starts serving as the leader. Pending tasks
+   * keep the deadlines they were given (the timeout checker re-arms on them).
+   *
+   * @param identity this master's {@code host:grpcPort}
+   */
+  public void startServing(String identity) {
+    synchronized (lock) {
+      this.identity = identity;
+      dataset = null;
+      queue = null;
+      Optional<DatasetIndex> index = store.loadDataset();
+      if (index.isPresent()) {
+        dataset = Dataset.of(index.get());
+        Optional<MasterSnapshot> snapshot = store.loadSnapshot();
+        if (snapshot.isPresent()) {
+          queue =
+              TaskQueue.restore(snapshot.get(), dataset.taskRecords(), props.maxFailures(), clock);
+          log.info(
+              "loaded the job: {} tasks, pass {} of {}, {}",
+              dataset.tasks(),
+              queue.pass(),
+              queue.totalPasses(),
+              queue.status().getTasks().toString().replace('\n', ' '));
+        } else {
+          // the dataset was saved but its first snapshot was not: start the job now
+          queue = newQueue(dataset);
+          save(queue);
+        }
+      }
+      serving = true;
+    }
+  }
+
+  /** Stops serving at once: every call answers NOT_LEADER and the in-memory state is dropped. */
+  public void stopServing() {
+    serving = false;
+    synchronized (lock) {
+      serving = false;
+      dataset = null;
+      queue = null;
+    }
+  }
+
+  public boolean isServing() {
+    return serving;
+  }
+
+  public String identity() {
+    return identity;
+  }
+
+  /** Bytes of the last snapshot saved (compressed), 0 before the first. */
+  public long lastSnapshotBytes() {
+    return lastSnapshotBytes;
+  }
+
+  /** Sets the dataset: the first call wins, the same globs again are a no-op. */
+  public SetDatasetResponse setDataset(List<String> globs, String trainer) {
+    requireServing();
+    synchronized (lock) {
+      if (dataset != null) {
+        return existing(globs);
+      }
+    }
+    // index outside the lock: it reads every file's chunk headers
+    DatasetIndex index = DatasetIndexer.index(globs, props.chunksPerTask());
+    synchronized (lock) {
+      requireServing();
+      if (dataset != null) {
+        return existing(globs);
+      }
+      Dataset d = Dataset.of(index);
+      TaskQueue q = newQueue(d);
+      try {
+        store.saveDataset(index);
+      } catch (FenceLostException e) {
+        throw fenceLost(e);
+      }
+      save(q);
+      dataset = d;
+      queue = q;
+      log.info(
+          "dataset set by trainer '{}': {} files, {} chunks, {} tasks, {} records, {} passes",
+          trainer,
+          d.files(),
+          d.chunks(),
+          d.tasks(),
+          d.records(),
+          q.totalPasses());
+      return response(d, q.totalPasses(), false);
+    }
+  }
+
+  private SetDatasetResponse existing(List<String> globs) {
+    if (!dataset.sameGlobs(globs)) {
+      throw new ServiceException(
+          ErrorReason.DATASET_CONFLICT,
+          "the dataset is already set to "
+              + dataset.globs()
+              + "; SetDataset with "
+              + globs
+              + " is refused (one dataset per job: start a new job for another dataset)");
+    }
+    return response(dataset, queue.totalPasses(), true);
+  }
+
+  private static SetDatasetResponse response(Dataset d, int passes, boolean alreadySet) {
+    return SetDatasetResponse.newBuilder()
+        .setAlreadySet(alreadySet)
+        .setFiles(d.files())
+        .setChunks(d.chunks())
+        .setTasks(d.tasks())
+        .setPasses(passes)
+        .setRecords(d.records())
+        .build();
+  }
+
+  /** The next task of {@code pass} for the trainer, or why there is none. */
+  public GetTaskResponse getTask(String trainer, int pass) {
+    Dispatch d;
+    Dataset ds;
+    synchronized (lock) {
+      requireServing();
+      TaskQueue q = requireQueue();
+      ds = dataset;
+      if (q.canDispatch(pass)) {
+        d = mutate(c -> c.next(trainer, pass, timeouts.current()));
+      } else {
+        d = q.next(trainer, pass, timeouts.current()); // changes nothing
+      }
+    }
+    GetTaskResponse.Builder b =
+        GetTaskResponse.newBuilder()
+            .setOutcome(GetTaskResponse.Outcome.valueOf(d.outcome().name()))
+            .setCurrentPass(d.currentPass())
+            .setTotalPasses(d.totalPasses())
+            .setReason(d.reason());
+    switch (d.outcome()) {
+      case TASK ->
+          b.setTask(
+              Task.newBuilder()
+                  .setId(d.taskId())
+                  .setEpoch(d.epoch())
+                  .setPass(d.currentPass())
+                  .addAllChunks(ds.chunksOf(d.taskId())));
+      case WAIT, PASS_NOT_STARTED -> b.setRetryAfterMs((int) props.waitRetry().toMillis());
+      default -> {}
+    }
+    return b.build();
+  }
+
+  /** A trainer reports a task trained; false if the report was stale or a duplicate. */
+  public boolean taskFinished(String trainer, long taskId, long epoch) {
+    Report r = mutate(q -> q.finished(taskId, epoch));
+    if (r.accepted()) {
+      timeouts.record(r.durationMs());
+    } else if (r.duplicate()) {
+      log.info(
+          "task {} epoch {} reported finished again by '{}' (duplicate)", taskId, epoch, trainer);
+    }
+    return r.accepted();
+  }
+
+  /** A trainer reports a task failed or hands it back; false if the report was stale. */
+  public boolean taskFailed(
+      String trainer, long taskId, long epoch, String reason, boolean handedBack) {
+    Report r = mutate(q -> q.failed(taskId, epoch, reason, handedBack));
+    if (r.accepted()) {
+      log.info(
+          "task {} epoch {} {} by '{}': {}",
+          taskId,
+          epoch,
+          handedBack ? "handed back" : "failed",
+          trainer,
+          reason);
+    }
+    return r.accepted();
+  }
+
+  /** Keeps a trainer's evaluation of a pass. */
+  public void reportEvaluation(String trainer, int pass, double loss, double accuracy, double auc) {
+    mutate(
+        q -> {
+          q.reportEvaluation(trainer, pass, loss, accuracy, auc);
+          return null;
+        });
+  }
+
+  /** Takes back the pending tasks past their deadline; returns how many (0 when not serving). */
+  public int expireOverdue() {
+    synchronized (lock) {
+      if (!serving || queue == null || !queue.hasOverdue()) {
+        return 0;
+      }
+      int n = mutate(TaskQueue::expireOverdue);
+      if (n > 0) {
+        log.info("{} task(s) timed out and went back to todo (or failed)", n);
+      }
+      return n;
+    }
+  }
+
+  /** The job's status. */
+  public JobStatus status() {
+    synchronized (lock) {
+      requireServing();
+      return statusLocked();
+    }
+  }
+
+  /** The job's status if this master serves, else empty (for admin and health). */
+  public Optional<JobStatus> statusIfServing() {
+    synchronized (lock) {
+      return serving ? Optional.of(statusLocked()) : Optional.empty();
+    }
+  }
+
+  private JobStatus statusLocked() {
+    if (queue == null) {
+      return JobStatus.newBuilder()
+          .setState(JobState.WAITING_FOR_DATASET)
+          .setTotalPasses(props.passes())
+          .setMasterId(identity)
+          .build();
+    }
+    return queue.status().toBuilder()
+        .setMasterId(identity)
+        .setDatasetRecords(dataset.records())
+        .setDatasetTasks(dataset.tasks())
+        .setDatasetChunks(dataset.chunks())
+        .build();
+  }
+
+  private TaskQueue newQueue(Dataset d) {
+    return new TaskQueue(d.taskRecords(), props.passes(), props.maxFailures(), clock);
+  }
+
+  private <T> T mutate(Function<TaskQueue, T> change) {
+    synchronized (lock) {
+      requireServing();
+      TaskQueue current = requireQueue();
+      TaskQueue copy = current.copy();
+      T result = change.apply(copy);
+      if (copy.version() != current.version()) {
+        save(copy);
+      }
+      queue = copy;
+      return result;
+    }
+  }
+
+  private void save(TaskQueue q) {
+    try {
+      lastSnapshotBytes = store.saveSnapshot(q.snapshot());
+    } catch (FenceLostException e) {
+      throw fenceLost(e);
+    }
+  }
+
+  private ServiceException fenceLost(FenceLostException e) {
+    log.warn("stepping down: {}", e.getMessage());
+    stopServing();
+    try {
+      onFenceLost.run();
+    } catch (RuntimeException ex) {
+      log.warn("stepping down after a refused write failed", ex);
+    }
+    return new ServiceException(
+        ErrorReason.NOT_LEADER,
+        "this master lost its leadership while saving the job state ("
+            + e.getMessage()
+            + "); find the leader through etcd and retry there",
+        e);
+  }
+
+  private TaskQueue requireQueue() {
+    if (queue == null) {
+      throw new ServiceException(
+          ErrorReason.NO_DATASET, "no dataset is set: call SetDataset first");
+    }
+    return queue;
+  }
+
+  private void requireServing() {
+    if (!serving) {
+      Optional<String> leader = Optional.empty();
+      try {
+        leader = leaderAddress.get();
+      } catch (RuntimeException e) {
+        log.debug("could not look up the leader's address", e);
+      }
+      throw new ServiceException(
+          ErrorReason.NOT_LEADER,
+          leader
+              .filter(a -> !a.equals(identity) || identity.isEmpty())
+              .map(a -> "this master is not the leader; the leader is at " + a)
+              .orElse(
+                  "this master is not the leader and no leader is known yet; retry shortly or"
+                      + " find the leader through etcd (master/addr)"));
+    }
+  }
+}

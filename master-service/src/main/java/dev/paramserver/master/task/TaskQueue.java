@@ -1,0 +1,457 @@
+package dev.paramserver.master.task;
+
+import dev.paramserver.proto.v1.ErrorReason;
+import dev.paramserver.proto.v1.JobState;
+import dev.paramserver.proto.v1.JobStatus;
+import dev.paramserver.proto.v1.MasterSnapshot;
+import dev.paramserver.proto.v1.PassStatus;
+import dev.paramserver.proto.v1.TaskCounts;
+import dev.paramserver.rpc.ServiceException;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+
+/**
+ * The task queues of a job (DESIGN.md §3): every task of the current pass is in exactly one of
+ * todo, pending (with a deadline, a dispatch epoch and a holder), done or failed.
+ *
+ * <p>Rules: a task is handed out from the head of todo with its epoch increased; a report carries
+ * (task id, epoch) and a stale one is ignored; a failed or timed-out task goes back to the tail of
+ * todo until it has failed {@code maxFailures} times in the pass, then to failed; a task handed
+ * back goes back to todo without counting as a failure. After every change the queue checks for the
+ * end of the pass (no task todo or pending): if no task of the pass was done the job fails, after
+ * the last pass it is finished, else the next pass re-queues every task with its failure count
+ * reset. Epochs grow across passes so a report from an earlier pass is always stale.
+ *
+ * <p>Not thread-safe: the owner serialises calls (and works on a {@link #copy()} that it swaps in
+ * once the change is persisted).
+ */
+public final class TaskQueue {
+  static final byte TODO = 1;
+  static final byte PENDING = 2;
+  static final byte DONE = 3;
+  static final byte FAILED = 4;
+
+  final Clock clock;
+  final int maxFailures;
+  final int totalPasses;
+  final long[] taskRecords;
+  final int tasks;
+
+  JobState state = JobState.RUNNING;
+  int pass;
+  String failureReason = "";
+  String lastFailure = "";
+  long jobStartedMs;
+  long version;
+  byte[] states;
+  long[] epochs;
+  int[] failures;
+  long[] deadlines;
+  int[] finishes;
+  String[] holders;
+  long[] dispatchedMs;
+  IntRing todo;
+  int pending;
+  int done;
+  int failed;
+  List<PassLedger> history = new ArrayList<>();
+
+  /**
+   * A new job at the start of pass 0, every task todo in id order.
+   *
+   * @param taskRecords records per task (index = task id); at least one task
+   */
+  public TaskQueue(long[] taskRecords, int totalPasses, int maxFailures, Clock clock) {
+    this(taskRecords, totalPasses, maxFailures, clock, true);
+    jobStartedMs = clock.millis();
+    startPass(0, jobStartedMs);
+  }
+
+  TaskQueue(long[] taskRecords, int totalPasses, int maxFailures, Clock clock, boolean allocate) {
+    if (taskRecords.length == 0) {
+      throw new IllegalArgumentException("a job needs at least one task");
+    }
+    if (totalPasses < 1 || maxFailures < 1) {
+      throw new IllegalArgumentException(
+          "passes and max failures must be at least 1, got " + totalPasses + ", " + maxFailures);
+    }
+    this.taskRecords = taskRecords;
+    this.tasks = taskRecords.length;
+    this.totalPasses = totalPasses;
+    this.maxFailures = maxFailures;
+    this.clock = clock;
+    if (allocate) {
+      states = new byte[tasks];
+      epochs = new long[tasks];
+      failures = new int[tasks];
+      deadlines = new long[tasks];
+      finishes = new int[tasks];
+      holders = new String[tasks];
+      dispatchedMs = new long[tasks];
+      todo = new IntRing(tasks);
+    }
+  }
+
+  /** A deep copy to change and swap in after the change was persisted. */
+  public TaskQueue copy() {
+    TaskQueue c = new TaskQueue(taskRecords, totalPasses, maxFailures, clock, false);
+    c.state = state;
+    c.pass = pass;
+    c.failureReason = failureReason;
+    c.lastFailure = lastFailure;
+    c.jobStartedMs = jobStartedMs;
+    c.version = version;
+    c.states = states.clone();
+    c.epochs = epochs.clone();
+    c.failures = failures.clone();
+    c.deadlines = deadlines.clone();
+    c.finishes = finishes.clone();
+    c.holders = holders.clone();
+    c.dispatchedMs = dispatchedMs.clone();
+    c.todo = todo.copy();
+    c.pending = pending;
+    c.done = done;
+    c.failed = failed;
+    c.history = new ArrayList<>(history.size());
+    for (PassLedger l : history) {
+      c.history.add(l.copy());
+    }
+    return c;
+  }
+
+  /** Grows with every change of state; equal versions mean nothing changed. */
+  public long version() {
+    return version;
+  }
+
+  public int taskCount() {
+    return tasks;
+  }
+
+  public JobState state() {
+    return state;
+  }
+
+  public int pass() {
+    return pass;
+  }
+
+  public int totalPasses() {
+    return totalPasses;
+  }
+
+  /** True if {@link #next} for {@code requestedPass} would hand out a task (and change state). */
+  public boolean canDispatch(int requestedPass) {
+    return state == JobState.RUNNING && requestedPass == pass && !todo.isEmpty();
+  }
+
+  /**
+   * Hands out the head of todo for {@code requestedPass}, or says why there is none.
+   *
+   * @param timeout how long the trainer may hold the task
+   */
+  public Dispatch next(String trainer, int requestedPass, Duration timeout) {
+    if (state == JobState.FAILED) {
+      return answer(Dispatch.Outcome.JOB_FAILED);
+    }
+    if (state == JobState.FINISHED) {
+      return answer(Dispatch.Outcome.JOB_FINISHED);
+    }
+    if (requestedPass < pass) {
+      return answer(Dispatch.Outcome.PASS_FINISHED);
+    }
+    if (requestedPass > pass) {
+      return answer(Dispatch.Outcome.PASS_NOT_STARTED);
+    }
+    if (todo.isEmpty()) {
+      return answer(Dispatch.Outcome.WAIT);
+    }
+    long now = clock.millis();
+    int id = todo.removeFirst();
+    states[id] = PENDING;
+    epochs[id]++;
+    deadlines[id] = now + timeout.toMillis();
+    holders[id] = trainer;
+    dispatchedMs[id] = now;
+    pending++;
+    current().trainers.add(trainer);
+    version++;
+    return new Dispatch(Dispatch.Outcome.TASK, id, epochs[id], pass, totalPasses, "");
+  }
+
+  private Dispatch answer(Dispatch.Outcome outcome) {
+    String reason = outcome == Dispatch.Outcome.JOB_FAILED ? failureReason : "";
+    return new Dispatch(outcome, -1, 0, pass, totalPasses, reason);
+  }
+
+  /**
+   * A trainer reports the task trained. Accepted when (id, epoch) is the pending dispatch; a report
+   * on a task already done counts as a duplicate; anything else is stale and ignored.
+   */
+  public Report finished(long taskId, long epoch) {
+    int id = checkId(taskId);
+    if (states[id] == DONE && epoch > 0 && epoch <= epochs[id]) {
+      finishes[id]++;
+      current().duplicates++;
+      version++;
+      return Report.DUPLICATE;
+    }
+    if (states[id] != PENDING || epochs[id] != epoch) {
+      return Report.STALE;
+    }
+    long now = clock.millis();
+    long duration = dispatchedMs[id] > 0 ? Math.max(0, now - dispatchedMs[id]) : -1;
+    release(id);
+    states[id] = DONE;
+    done++;
+    finishes[id]++;
+    current().records += taskRecords[id];
+    version++;
+    checkPassEnd(now);
+    return new Report(true, false, duration);
+  }
+
+  /**
+   * A trainer reports the task failed, or hands it back ({@code handedBack}: back to todo without
+   * counting as a failure). Accepted when (id, epoch) is the pending dispatch, else ignored.
+   */
+  public Report failed(long taskId, long epoch, String reason, boolean handedBack) {
+    int id = checkId(taskId);
+    if (states[id] != PENDING || epochs[id] != epoch) {
+      return Report.STALE;
+    }
+    long now = clock.millis();
+    String holder = holders[id];
+    release(id);
+    if (handedBack) {
+      states[id] = TODO;
+      todo.addLast(id);
+    } else {
+      lastFailure =
+          "task " + id + " failed on trainer '" + holder + "': " + (reason == null ? "" : reason);
+      requeueOrFail(id);
+    }
+    version++;
+    checkPassEnd(now);
+    return new Report(true, false, -1);
+  }
+
+  /** True if a pending task is past its deadline (read-only; cheap enough to poll). */
+  public boolean hasOverdue() {
+    if (pending == 0 || state != JobState.RUNNING) {
+      return false;
+    }
+    long now = clock.millis();
+    for (int i = 0; i < tasks; i++) {
+      if (states[i] == PENDING && deadlines[i] <= now) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** Takes back every pending task past its deadline (a failure of the task); returns how many. */
+  public int expireOverdue() {
+    if (pending == 0 || state != JobState.RUNNING) {
+      return 0;
+    }
+    long now = clock.millis();
+    int expired = 0;
+    for (int i = 0; i < tasks && state == JobState.RUNNING; i++) {
+      if (states[i] == PENDING && deadlines[i] <= now) {
+        String holder = holders[i];
+        long heldMs = dispatchedMs[i] > 0 ? now - dispatchedMs[i] : -1;
+        release(i);
+        current().timeouts++;
+        lastFailure =
+            "task " + i + " timed out on trainer '" + holder + "' (held " + heldMs + " ms)";
+        requeueOrFail(i);
+        version++;
+        expired++;
+        checkPassEnd(now);
+      }
+    }
+    return expired;
+  }
+
+  /** Keeps a trainer's evaluation of {@code forPass} (the latest per trainer). */
+  public void reportEvaluation(
+      String trainer, int forPass, double loss, double accuracy, double auc) {
+    if (forPass < 0 || forPass >= history.size()) {
+      throw new ServiceException(
+          ErrorReason.BAD_ARGUMENT,
+          "evaluation for pass "
+              + forPass
+              + " but that pass has not started (current pass "
+              + pass
+              + " of "
+              + totalPasses
+              + ")");
+    }
+    if (!Double.isFinite(loss) || !Double.isFinite(accuracy)) {
+      throw new ServiceException(
+          ErrorReason.BAD_ARGUMENT,
+          "evaluation of pass "
+              + forPass
+              + " has a non-finite loss or accuracy: "
+              + loss
+              + ", "
+              + accuracy);
+    }
+    history.get(forPass).evaluations.put(trainer, new PassLedger.Evaluation(loss, accuracy, auc));
+    version++;
+  }
+
+  /** The job's status (without the dataset and master fields, which the owner adds). */
+  public JobStatus status() {
+    TaskCounts live = counts();
+    JobStatus.Builder b =
+        JobStatus.newBuilder()
+            .setState(state)
+            .setPass(pass)
+            .setTotalPasses(totalPasses)
+            .setFailureReason(failureReason)
+            .setTasks(state == JobState.RUNNING ? live : current().toProto(live).getTasks());
+    for (PassLedger l : history) {
+      b.addPasses(l.toProto(live));
+    }
+    return b.build();
+  }
+
+  /** The pass statuses (also the per-pass history kept in snapshots). */
+  List<PassStatus> passStatuses() {
+    TaskCounts live = counts();
+    List<PassStatus> out = new ArrayList<>(history.size());
+    for (PassLedger l : history) {
+      out.add(l.toProto(live));
+    }
+    return out;
+  }
+
+  /** The state of a task (for tests and tools). */
+  public String describe(int id) {
+    return "task "
+        + id
+        + " state="
+        + states[id]
+        + " epoch="
+        + epochs[id]
+        + " failures="
+        + failures[id]
+        + " deadline="
+        + deadlines[id]
+        + " holder="
+        + holders[id]
+        + " todo="
+        + Arrays.toString(todo.toArray());
+  }
+
+  TaskCounts counts() {
+    return TaskCounts.newBuilder()
+        .setTodo(todo.size())
+        .setPending(pending)
+        .setDone(done)
+        .setFailed(failed)
+        .build();
+  }
+
+  /** The snapshot to persist (see {@link TaskQueueSnapshots}). */
+  public MasterSnapshot snapshot() {
+    return TaskQueueSnapshots.toSnapshot(this);
+  }
+
+  /** Rebuilds a queue from a snapshot, with the dataset's records per task. */
+  public static TaskQueue restore(
+      MasterSnapshot snapshot, long[] taskRecords, int maxFailures, Clock clock) {
+    return TaskQueueSnapshots.fromSnapshot(snapshot, taskRecords, maxFailures, clock);
+  }
+
+  private PassLedger current() {
+    return history.get(Math.min(pass, history.size() - 1));
+  }
+
+  private int checkId(long taskId) {
+    if (taskId < 0 || taskId >= tasks) {
+      throw new ServiceException(
+          ErrorReason.UNKNOWN_TASK,
+          "task "
+              + taskId
+              + " does not exist: the dataset has "
+              + tasks
+              + " tasks (0.."
+              + (tasks - 1)
+              + ")");
+    }
+    return (int) taskId;
+  }
+
+  private void release(int id) {
+    pending--;
+    holders[id] = "";
+    deadlines[id] = 0;
+    dispatchedMs[id] = 0;
+  }
+
+  private void requeueOrFail(int id) {
+    failures[id]++;
+    if (failures[id] >= maxFailures) {
+      states[id] = FAILED;
+      failed++;
+    } else {
+      states[id] = TODO;
+      todo.addLast(id);
+    }
+  }
+
+  private void checkPassEnd(long now) {
+    if (state != JobState.RUNNING || !todo.isEmpty() || pending > 0) {
+      return;
+    }
+    PassLedger ledger = current();
+    ledger.endedMs = now;
+    ledger.finalCounts = counts();
+    version++;
+    if (done == 0) {
+      state = JobState.FAILED;
+      failureReason =
+          "every task of pass "
+              + pass
+              + " failed ("
+              + failed
+              + " tasks reached the cap of "
+              + maxFailures
+              + " failures); last failure: "
+              + lastFailure;
+      return;
+    }
+    if (pass + 1 >= totalPasses) {
+      pass = totalPasses;
+      state = JobState.FINISHED;
+      return;
+    }
+    startPass(pass + 1, now);
+  }
+
+  private void startPass(int p, long now) {
+    pass = p;
+    todo.clear();
+    for (int i = 0; i < tasks; i++) {
+      states[i] = TODO;
+      failures[i] = 0;
+      deadlines[i] = 0;
+      finishes[i] = 0;
+      holders[i] = "";
+      dispatchedMs[i] = 0;
+      todo.addLast(i);
+    }
+    pending = 0;
+    done = 0;
+    failed = 0;
+    lastFailure = "";
+    history.add(new PassLedger(p, now));
+    version++;
+  }
+}
