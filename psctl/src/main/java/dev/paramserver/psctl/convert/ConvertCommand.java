@@ -1,0 +1,183 @@
+package dev.paramserver.psctl.convert;
+
+import dev.paramserver.psctl.CompressorConverter;
+import dev.paramserver.psctl.PsctlCommand;
+import dev.paramserver.psctl.data.DatasetStats;
+import dev.paramserver.psctl.data.ShardedWriter;
+import dev.paramserver.recordio.Compressor;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Locale;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/** {@code psctl convert}: CSV or LibSVM to RecordIO shards of serialised Example records. */
+@Command(
+    name = "convert",
+    mixinStandardHelpOptions = true,
+    description = {
+      "Converts a CSV or LibSVM file into RecordIO shards of paramserver.v1.Example records.",
+      "Output files: PREFIX-00000.recordio, PREFIX-00001.recordio, ... (one per shard, records"
+          + " dealt round-robin); with --shards 1 and a PREFIX ending in .recordio, exactly PREFIX.",
+      "CSV: one column is the class label (an integer >= 0), every other column a dense feature.",
+      "LibSVM: 'label idx:val ...', features become sparse ids/values; labels -1/+1 become 0/1;"
+          + " '#' starts a comment."
+    })
+public final class ConvertCommand extends PsctlCommand {
+  @Option(names = "--input", required = true, paramLabel = "FILE", description = "Input file.")
+  Path input;
+
+  @Option(
+      names = "--output",
+      required = true,
+      paramLabel = "PREFIX",
+      description = "Output prefix (directories are created).")
+  String output;
+
+  @Option(
+      names = "--format",
+      paramLabel = "csv|libsvm",
+      description =
+          "Input format. Default: by extension (.svm, .libsvm, .txt -> libsvm; otherwise csv).")
+  String format;
+
+  @Option(
+      names = "--label-column",
+      defaultValue = "last",
+      paramLabel = "first|last|N",
+      description = "CSV label column, N 0-based (default: ${DEFAULT-VALUE}).")
+  String labelColumn;
+
+  @Option(
+      names = "--skip-lines",
+      defaultValue = "0",
+      paramLabel = "K",
+      description = "Lines to skip at the top, e.g. a header (default: ${DEFAULT-VALUE}).")
+  int skipLines;
+
+  @Option(
+      names = "--delimiter",
+      defaultValue = ",",
+      description = "CSV field delimiter; '\\t' or 'tab' for a tab (default: '${DEFAULT-VALUE}').")
+  String delimiter;
+
+  @Option(
+      names = "--records-per-chunk",
+      defaultValue = "1000",
+      paramLabel = "R",
+      description = "Records per RecordIO chunk (default: ${DEFAULT-VALUE}).")
+  int recordsPerChunk;
+
+  @Option(
+      names = "--compressor",
+      defaultValue = "snappy",
+      converter = CompressorConverter.class,
+      paramLabel = "none|gzip|snappy",
+      description = "Chunk compression (default: ${DEFAULT-VALUE}).")
+  Compressor compressor;
+
+  @Option(
+      names = "--shards",
+      defaultValue = "1",
+      paramLabel = "N",
+      description = "Number of output files (default: ${DEFAULT-VALUE}).")
+  int shards;
+
+  @Option(
+      names = "--index-base",
+      defaultValue = "auto",
+      paramLabel = "0|1|auto",
+      description =
+          "LibSVM feature index base; auto: 0-based if any index 0 appears, else 1-based"
+              + " (indices are stored 0-based) (default: ${DEFAULT-VALUE}).")
+  String indexBase;
+
+  @Override
+  protected int run() throws Exception {
+    String fmt = format == null ? formatFromExtension(input) : format.toLowerCase(Locale.ROOT);
+    if (!fmt.equals("csv") && !fmt.equals("libsvm")) {
+      throw usageError("--format must be csv or libsvm, got '" + format + "'");
+    }
+    Integer label = CsvSource.parseLabelColumn(labelColumn);
+    if (label == null) {
+      throw usageError(
+          "--label-column must be first, last or a 0-based column number, got '"
+              + labelColumn
+              + "'");
+    }
+    LibSvmSource.IndexBase base = LibSvmSource.IndexBase.parse(indexBase);
+    if (base == null) {
+      throw usageError("--index-base must be 0, 1 or auto, got '" + indexBase + "'");
+    }
+    if (skipLines < 0) {
+      throw usageError("--skip-lines must be >= 0, got " + skipLines);
+    }
+    if (recordsPerChunk < 1) {
+      throw usageError("--records-per-chunk must be >= 1, got " + recordsPerChunk);
+    }
+    if (shards < 1 || shards > 100_000) {
+      throw usageError("--shards must be between 1 and 100000, got " + shards);
+    }
+    String delim = delimiter.equals("\\t") || delimiter.equalsIgnoreCase("tab") ? "\t" : delimiter;
+    if (delim.isEmpty()) {
+      throw usageError("--delimiter must not be empty");
+    }
+    if (!Files.isRegularFile(input)) {
+      throw new java.nio.file.NoSuchFileException(input.toString());
+    }
+
+    List<Path> files = ShardedWriter.shardPaths(output, shards);
+    DatasetStats stats = new DatasetStats();
+    ShardedWriter writer = new ShardedWriter(files, compressor, recordsPerChunk);
+    String how;
+    try {
+      if (fmt.equals("csv")) {
+        new CsvSource(input, delim, label, skipLines)
+            .read(
+                e -> {
+                  stats.add(e);
+                  writer.write(e);
+                });
+        how = "csv, label column " + labelColumn;
+      } else {
+        LibSvmSource src = new LibSvmSource(input, base, skipLines);
+        src.read(
+            e -> {
+              stats.add(e);
+              writer.write(e);
+            });
+        how =
+            "libsvm, "
+                + (src.indexBase() == LibSvmSource.IndexBase.ONE ? "1" : "0")
+                + "-based indices";
+      }
+      writer.close();
+    } catch (Exception | Error e) {
+      writer.abort();
+      throw e;
+    }
+    if (stats.records() == 0) {
+      err().println(spec.qualifiedName() + ": warning: " + input + " holds no records");
+    }
+    var out = out();
+    out.printf("converted %d records from %s (%s)%n", stats.records(), input, how);
+    for (int i = 0; i < files.size(); i++) {
+      out.printf("  %s: %d records%n", files.get(i), writer.records(i));
+    }
+    out.printf(
+        "files: %d, chunks: %d, bytes: %d, compressor: %s%n",
+        files.size(), writer.chunks(), writer.bytes(), compressor);
+    out.printf("features: %s%n", stats.describeFeatures());
+    out.printf("classes seen: %s%n", stats.describeClasses());
+    out.flush();
+    return 0;
+  }
+
+  static String formatFromExtension(Path file) {
+    String name = file.getFileName().toString().toLowerCase(Locale.ROOT);
+    return name.endsWith(".svm") || name.endsWith(".libsvm") || name.endsWith(".txt")
+        ? "libsvm"
+        : "csv";
+  }
+}

@@ -1,0 +1,26 @@
+package dev.paramserver.psctl;
+
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import picocli.CommandLine;
+
+/** Runs psctl in-process and captures exit code, stdout and stderr. */
+public record Run(int code, String out, String err) {
+  public static Run psctl(String... args) {
+    return run(Psctl.commandLine(), args);
+  }
+
+  /** With a plain {@code new CommandLine(new Psctl())}, as other modules' tests may do. */
+  public static Run plain(String... args) {
+    return run(new CommandLine(new Psctl()), args);
+  }
+
+  private static Run run(CommandLine cl, String... args) {
+    StringWriter out = new StringWriter();
+    StringWriter err = new StringWriter();
+    cl.setOut(new PrintWriter(out, true));
+    cl.setErr(new PrintWriter(err, true));
+    int code = cl.execute(args);
+    return new Run(code, out.toString(), err.toString());
+  }
+}
