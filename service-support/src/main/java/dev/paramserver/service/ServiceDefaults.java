@@ -1,0 +1,47 @@
+package dev.paramserver.service;
+
+import java.util.LinkedHashMap;
+import java.util.Map;
+import org.springframework.boot.SpringApplication;
+import org.springframework.boot.env.EnvironmentPostProcessor;
+import org.springframework.core.env.ConfigurableEnvironment;
+import org.springframework.core.env.MapPropertySource;
+
+/**
+ * Adds the defaults every paramserver service wants, at the lowest precedence (any
+ * application.properties, environment variable or command-line argument overrides them):
+ *
+ * <ul>
+ *   <li>{@code server.shutdown=graceful}, {@code spring.lifecycle.timeout-per-shutdown-phase=30s}
+ *   <li>actuator: {@code management.endpoints.web.exposure.include=health,info,prometheus}, probes
+ *       enabled, {@code management.endpoint.health.show-components=always}
+ *   <li>{@code management.endpoint.health.group.readiness.include=readinessState,etcd}: a service
+ *       whose readiness also depends on its role's health indicator sets this property to the full
+ *       list, e.g. {@code readinessState,etcd,master}
+ *   <li>{@code management.endpoint.health.group.liveness.include=livenessState}
+ * </ul>
+ */
+public final class ServiceDefaults implements EnvironmentPostProcessor {
+  /** Name of the property source holding these defaults. */
+  public static final String SOURCE_NAME = "paramserverServiceDefaults";
+
+  static Map<String, Object> defaults() {
+    Map<String, Object> d = new LinkedHashMap<>();
+    d.put("server.shutdown", "graceful");
+    d.put("spring.lifecycle.timeout-per-shutdown-phase", "30s");
+    d.put("management.endpoints.web.exposure.include", "health,info,prometheus");
+    d.put("management.endpoint.health.probes.enabled", "true");
+    d.put("management.endpoint.health.show-components", "always");
+    d.put("management.endpoint.health.group.readiness.include", "readinessState,etcd");
+    d.put("management.endpoint.health.group.liveness.include", "livenessState");
+    return d;
+  }
+
+  @Override
+  public void postProcessEnvironment(
+      ConfigurableEnvironment environment, SpringApplication application) {
+    if (!environment.getPropertySources().contains(SOURCE_NAME)) {
+      environment.getPropertySources().addLast(new MapPropertySource(SOURCE_NAME, defaults()));
+    }
+  }
+}

@@ -1,0 +1,120 @@
+package dev.paramserver.service;
+
+import dev.paramserver.coordination.Coordinator;
+import dev.paramserver.coordination.EtcdCoordinator;
+import dev.paramserver.rpc.ErrorMappingInterceptor;
+import java.time.Duration;
+import net.devh.boot.grpc.server.interceptor.GrpcGlobalServerInterceptor;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.boot.autoconfigure.AutoConfiguration;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnWebApplication;
+import org.springframework.boot.context.properties.EnableConfigurationProperties;
+import org.springframework.boot.web.servlet.FilterRegistrationBean;
+import org.springframework.context.ConfigurableApplicationContext;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+
+/**
+ * The Spring plumbing every paramserver service shares: {@link CommonProperties}, the {@link
+ * Coordinator} (etcd), the "etcd" health indicator, the token-protected admin endpoints and, when
+ * net.devh's gRPC server is present, the global {@link ErrorMappingInterceptor}.
+ */
+@AutoConfiguration
+@EnableConfigurationProperties(CommonProperties.class)
+public class ServiceSupportAutoConfiguration {
+  private static final Logger log = LoggerFactory.getLogger(ServiceSupportAutoConfiguration.class);
+
+  /**
+   * The etcd coordinator. Startup waits up to {@code paramserver.etcd.startup-timeout} for etcd to
+   * answer, logging every 5 s, then fails with a message naming the endpoints. Closed by its
+   * destroy method, after every SmartLifecycle bean has stopped (see {@link LifecyclePhases}).
+   */
+  @Bean(destroyMethod = "close")
+  @ConditionalOnMissingBean(Coordinator.class)
+  public EtcdCoordinator coordinator(CommonProperties properties) throws InterruptedException {
+    EtcdCoordinator coordinator = EtcdCoordinator.connect(properties.etcdSettings());
+    Duration wait = properties.etcd().startupTimeout();
+    if (wait.isZero()) {
+      return coordinator;
+    }
+    long deadline = System.nanoTime() + wait.toNanos();
+    try {
+      while (!coordinator.awaitConnected(Duration.ofSeconds(5))) {
+        if (System.nanoTime() >= deadline) {
+          throw new IllegalStateException(
+              "etcd at "
+                  + properties.etcd().endpoints()
+                  + " did not answer within "
+                  + wait
+                  + " (paramserver.etcd.startup-timeout): start etcd or fix"
+                  + " paramserver.etcd.endpoints");
+        }
+        log.warn(
+            "waiting for etcd at {} (giving up after {})", properties.etcd().endpoints(), wait);
+      }
+    } catch (InterruptedException | RuntimeException e) {
+      coordinator.close();
+      throw e;
+    }
+    return coordinator;
+  }
+
+  @Bean
+  @ConditionalOnMissingBean(name = "etcdHealthIndicator")
+  public EtcdHealthIndicator etcdHealthIndicator(
+      Coordinator coordinator, CommonProperties properties) {
+    return new EtcdHealthIndicator(coordinator, properties.etcd().endpoints());
+  }
+
+  /** The admin endpoints and their token filter (servlet web applications only). */
+  @Configuration(proxyBeanMethods = false)
+  @ConditionalOnWebApplication(type = ConditionalOnWebApplication.Type.SERVLET)
+  static class AdminConfiguration {
+
+    @Bean
+    @ConditionalOnMissingBean
+    AdminShutdown adminShutdown(
+        ConfigurableApplicationContext context, CommonProperties properties) {
+      boolean exit = properties.admin().exitJvmOnShutdown();
+      return new AdminShutdown(
+          context,
+          code -> {
+            if (exit) {
+              System.exit(code);
+            }
+          });
+    }
+
+    @Bean
+    AdminController paramserverAdminController(
+        ObjectProvider<AdminStatusSource> status, AdminShutdown shutdown) {
+      return new AdminController(status, shutdown);
+    }
+
+    @Bean
+    FilterRegistrationBean<AdminTokenFilter> paramserverAdminTokenFilter(
+        CommonProperties properties) {
+      FilterRegistrationBean<AdminTokenFilter> registration =
+          new FilterRegistrationBean<>(new AdminTokenFilter(properties.admin().token()));
+      registration.addUrlPatterns("/admin", "/admin/*");
+      registration.setName("paramserverAdminTokenFilter");
+      return registration;
+    }
+  }
+
+  /** Maps domain exceptions to gRPC statuses for every service (net.devh only). */
+  @Configuration(proxyBeanMethods = false)
+  @ConditionalOnClass(GrpcGlobalServerInterceptor.class)
+  static class GrpcConfiguration {
+    @Bean
+    @GrpcGlobalServerInterceptor
+    @ConditionalOnMissingBean
+    ErrorMappingInterceptor errorMappingInterceptor() {
+      return new ErrorMappingInterceptor();
+    }
+  }
+}

@@ -1,0 +1,101 @@
+package dev.paramserver.service;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.paramserver.coordination.Coordinator;
+import dev.paramserver.rpc.ErrorMappingInterceptor;
+import dev.paramserver.service.testapp.TestServiceApp;
+import dev.paramserver.testsupport.EtcdExtension;
+import java.net.http.HttpResponse;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.boot.test.autoconfigure.actuate.observability.AutoConfigureObservability;
+import org.springframework.boot.test.context.SpringBootTest;
+import org.springframework.boot.test.web.server.LocalServerPort;
+import org.springframework.context.ApplicationContext;
+import org.springframework.core.env.Environment;
+import org.springframework.test.context.DynamicPropertyRegistry;
+import org.springframework.test.context.DynamicPropertySource;
+
+// metrics export is off in Boot tests unless asked for: the prometheus check needs it
+@AutoConfigureObservability
+@SpringBootTest(
+    classes = TestServiceApp.class,
+    webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT,
+    properties = "paramserver.admin.token=s3cret")
+class ServiceSupportTest {
+  @RegisterExtension static final EtcdExtension etcd = new EtcdExtension();
+  private static final ObjectMapper JSON = new ObjectMapper();
+
+  @DynamicPropertySource
+  static void etcdProperties(DynamicPropertyRegistry registry) {
+    registry.add("paramserver.etcd.endpoints", etcd::endpoint);
+    registry.add("paramserver.job", etcd::uniqueJob);
+  }
+
+  @LocalServerPort int port;
+  @Autowired ApplicationContext context;
+  @Autowired Environment environment;
+  @Autowired Coordinator coordinator;
+
+  private String url(String path) {
+    return "http://127.0.0.1:" + port + path;
+  }
+
+  @Test
+  void adminStatus_withoutToken_is401WithJsonError() throws Exception {
+    HttpResponse<String> r = Http.get(url("/admin/status"), null);
+    assertThat(r.statusCode()).isEqualTo(401);
+    JsonNode body = JSON.readTree(r.body());
+    assertThat(body.get("error").asText()).isEqualTo("unauthorized");
+    assertThat(body.get("message").asText()).contains("Authorization");
+  }
+
+  @Test
+  void adminEndpoints_withWrongToken_are401AndDoNothing() throws Exception {
+    assertThat(Http.get(url("/admin/status"), "wrong").statusCode()).isEqualTo(401);
+    HttpResponse<String> r = Http.post(url("/admin/shutdown"), "s3cre");
+    assertThat(r.statusCode()).isEqualTo(401);
+    assertThat(JSON.readTree(r.body()).get("message").asText()).contains("wrong admin token");
+    assertThat(context.getBean(AdminShutdown.class).isShuttingDown()).isFalse();
+  }
+
+  @Test
+  void adminStatus_withToken_mergesRoleStateIdentityAndDetails() throws Exception {
+    HttpResponse<String> r = Http.get(url("/admin/status"), "s3cret");
+    assertThat(r.statusCode()).isEqualTo(200);
+    JsonNode body = JSON.readTree(r.body());
+    assertThat(body.get("role").asText()).isEqualTo("tester");
+    assertThat(body.get("state").asText()).isEqualTo("RUNNING");
+    assertThat(body.get("identity").asText()).isEqualTo("127.0.0.1:1234");
+    assertThat(body.get("answer").asInt()).isEqualTo(42);
+  }
+
+  @Test
+  void readiness_includesEtcdUp() throws Exception {
+    HttpResponse<String> r = Http.get(url("/actuator/health/readiness"), null);
+    assertThat(r.statusCode()).isEqualTo(200);
+    JsonNode body = JSON.readTree(r.body());
+    assertThat(body.get("status").asText()).isEqualTo("UP");
+    assertThat(body.at("/components/etcd/status").asText()).isEqualTo("UP");
+    assertThat(body.at("/components/readinessState/status").asText()).isEqualTo("UP");
+    assertThat(Http.get(url("/actuator/health/liveness"), null).statusCode()).isEqualTo(200);
+  }
+
+  @Test
+  void defaults_exposeOnlyHealthInfoPrometheus_andShutDownGracefully() throws Exception {
+    assertThat(Http.get(url("/actuator/prometheus"), null).statusCode()).isEqualTo(200);
+    assertThat(Http.get(url("/actuator/env"), null).statusCode()).isEqualTo(404);
+    assertThat(environment.getProperty("server.shutdown")).isEqualTo("graceful");
+  }
+
+  @Test
+  void coordinator_usesTheConfiguredJob_andGrpcGetsTheErrorMapping() {
+    assertThat(coordinator.isConnected()).isTrue();
+    assertThat(coordinator.keys().job()).startsWith("test-");
+    assertThat(context.getBeansOfType(ErrorMappingInterceptor.class)).hasSize(1);
+  }
+}
