@@ -7,7 +7,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.PathMatcher;
 import java.nio.file.Paths;
-import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.TreeSet;
@@ -38,7 +37,7 @@ public final class RecordIndex {
 
   /** Like {@link #scan(Path)} but returns the decoded headers (CRC, compressor, sizes). */
   public static List<ChunkHeader> scanHeaders(Path file) throws IOException {
-    try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
+    try (FileChannel ch = RecordReader.open(file)) {
       long size = ch.size();
       List<ChunkHeader> out = new ArrayList<>();
       long offset = 0;

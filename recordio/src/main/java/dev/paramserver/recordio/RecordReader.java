@@ -3,6 +3,7 @@ package dev.paramserver.recordio;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
@@ -14,16 +15,44 @@ import java.util.zip.CRC32;
  * decompression, the record count and every record length. Any inconsistency is a {@link
  * CorruptRecordException} naming the file and the chunk's offset. Sizes are checked against the
  * file length and the chunk cap before anything is allocated, so garbage input cannot exhaust
- * memory.
+ * memory. All methods are static and thread-safe.
  */
 public final class RecordReader {
   private RecordReader() {}
 
   /** Reads the records of one chunk (located with {@link RecordIndex#scan(Path)}). */
   public static List<byte[]> readChunk(ChunkInfo chunk) throws IOException {
-    try (FileChannel ch = FileChannel.open(chunk.file(), StandardOpenOption.READ)) {
+    try (FileChannel ch = open(chunk.file())) {
       return readChunk(ch, chunk.file(), chunk.offset(), chunk.length(), ch.size());
     }
+  }
+
+  /**
+   * Reads the records of several chunks, in the order given, opening each run of chunks from the
+   * same file once (e.g. the chunks of one task).
+   */
+  public static List<byte[]> readChunks(List<ChunkInfo> chunks) throws IOException {
+    List<byte[]> out = new ArrayList<>();
+    int i = 0;
+    while (i < chunks.size()) {
+      Path file = chunks.get(i).file();
+      try (FileChannel ch = open(file)) {
+        long size = ch.size();
+        for (; i < chunks.size() && chunks.get(i).file().equals(file); i++) {
+          ChunkInfo c = chunks.get(i);
+          out.addAll(readChunk(ch, file, c.offset(), c.length(), size));
+        }
+      }
+    }
+    return out;
+  }
+
+  /** Opens a file for reading; a directory is rejected with a clear message. */
+  static FileChannel open(Path file) throws IOException {
+    if (Files.isDirectory(file)) {
+      throw new IOException(file + " is a directory, not a RecordIO file");
+    }
+    return FileChannel.open(file, StandardOpenOption.READ);
   }
 
   /**
@@ -32,7 +61,7 @@ public final class RecordReader {
    * of the chunks before it were delivered.
    */
   public static void forEach(Path file, RecordConsumer consumer) throws IOException {
-    try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
+    try (FileChannel ch = open(file)) {
       long size = ch.size();
       long offset = 0;
       while (offset < size) {

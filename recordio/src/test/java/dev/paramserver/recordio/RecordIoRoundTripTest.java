@@ -48,6 +48,34 @@ class RecordIoRoundTripTest {
   }
 
   @Test
+  void readChunks_acrossFiles_keepsOrder() throws Exception {
+    Path a = dir.resolve("a.recordio");
+    Path b = dir.resolve("b.recordio");
+    for (Path f : List.of(a, b)) {
+      try (RecordWriter w = RecordWriter.create(f, Compressor.SNAPPY, 2)) {
+        for (int i = 0; i < 5; i++) {
+          w.write(new byte[] {(byte) i, (byte) f.getFileName().toString().charAt(0)});
+        }
+      }
+    }
+    List<ChunkInfo> picked = new ArrayList<>(RecordIndex.scan(a).subList(1, 3));
+    picked.add(RecordIndex.scan(b).get(0));
+    assertThat(RecordReader.readChunks(picked))
+        .containsExactly(
+            new byte[] {2, 'a'},
+            new byte[] {3, 'a'},
+            new byte[] {4, 'a'},
+            new byte[] {0, 'b'},
+            new byte[] {1, 'b'});
+  }
+
+  @Test
+  void directory_isRejectedClearly() {
+    assertThatThrownBy(() -> RecordIndex.scan(dir))
+        .hasMessage(dir + " is a directory, not a RecordIO file");
+  }
+
+  @Test
   void flushChunk_endsNonEmptyChunkOnly() throws Exception {
     Path f = dir.resolve("flush.recordio");
     try (RecordWriter w = RecordWriter.create(f, Compressor.GZIP, 100)) {
