@@ -59,6 +59,9 @@ final class CsvSource {
       List<String> fields = new ArrayList<>();
       while ((line = in.readLine()) != null) {
         lineNo++;
+        if (lineNo == 1 && line.startsWith("\uFEFF")) {
+          line = line.substring(1); // UTF-8 byte order mark
+        }
         if (lineNo <= skipLines || line.isBlank()) {
           continue;
         }

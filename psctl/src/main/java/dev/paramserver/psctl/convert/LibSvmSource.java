@@ -87,6 +87,9 @@ final class LibSvmSource {
       long lineNo = 0;
       while ((line = in.readLine()) != null) {
         lineNo++;
+        if (lineNo == 1 && line.startsWith("\uFEFF")) {
+          line = line.substring(1); // UTF-8 byte order mark
+        }
         int hash = line.indexOf('#');
         if (hash >= 0) {
           line = line.substring(0, hash);

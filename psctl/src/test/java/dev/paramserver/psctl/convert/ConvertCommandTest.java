@@ -34,8 +34,8 @@ class ConvertCommandTest {
   }
 
   @Test
-  void csv_labelLast_default_withHeaderSkipped() throws Exception {
-    Path in = file("d.csv", "a,b,label\n1.5,2,0\n\n-3,4e1,2\n");
+  void csv_labelLast_default_withHeaderSkipped_crlfAndBom() throws Exception {
+    Path in = file("d.csv", "\uFEFFa,b,label\r\n1.5,2,0\r\n\n-3,4e1,2\n");
     Run r =
         Run.psctl(
             "convert", "--input", in.toString(), "--output", dir + "/out", "--skip-lines", "1");
@@ -130,6 +130,15 @@ class ConvertCommandTest {
                 + in
                 + " line 2, column 2 (0-based): label 'cat' is not a class index (an integer >= 0)");
     assertThat(dir.resolve("bad-00000.recordio")).doesNotExist();
+  }
+
+  @Test
+  void csv_byteOrderMarkOnFirstDataLine_isIgnored() throws Exception {
+    Path in = file("bom.csv", "\uFEFF4,1\n");
+    assertThat(
+            Run.psctl("convert", "--input", in.toString(), "--output", dir + "/b.recordio").code())
+        .isZero();
+    assertThat(examples(dir.resolve("b.recordio"))).containsExactly(dense(1, 4f));
   }
 
   @Test
