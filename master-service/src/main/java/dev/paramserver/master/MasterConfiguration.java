@@ -1,0 +1,77 @@
+package dev.paramserver.master;
+
+import dev.paramserver.coordination.Coordinator;
+import dev.paramserver.master.admin.MasterStatusSource;
+import dev.paramserver.master.election.LeadershipHealthIndicator;
+import dev.paramserver.master.election.MasterElection;
+import dev.paramserver.master.state.EtcdJobStore;
+import dev.paramserver.master.task.MasterJob;
+import dev.paramserver.master.task.TimeoutChecker;
+import java.time.Clock;
+import java.time.Duration;
+import net.devh.boot.grpc.server.event.GrpcServerStartedEvent;
+import org.springframework.beans.factory.annotation.Value;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+import org.springframework.context.event.EventListener;
+
+/** The master's beans: job, state store, election, timeout checker, health and admin status. */
+@Configuration(proxyBeanMethods = false)
+class MasterConfiguration {
+  /** The phase of the election (stops after the gRPC server drained, before the lease goes). */
+  static final int ROLE_PHASE = org.springframework.context.SmartLifecycle.DEFAULT_PHASE - 100_000;
+
+  @Bean
+  EtcdJobStore masterJobStore(Coordinator coordinator) {
+    return new EtcdJobStore(coordinator.kv(), coordinator.keys());
+  }
+
+  @Bean
+  MasterJob masterJob(MasterProperties props, EtcdJobStore store) {
+    return new MasterJob(props, store, Clock.systemUTC());
+  }
+
+  @Bean
+  MasterElection masterElection(
+      Coordinator coordinator,
+      MasterJob job,
+      EtcdJobStore store,
+      @Value("${paramserver.advertise-host:127.0.0.1}") String advertiseHost,
+      @Value("${paramserver.etcd.lease-ttl:10s}") Duration leaseTtl) {
+    return new MasterElection(coordinator, job, store, advertiseHost, leaseTtl, ROLE_PHASE);
+  }
+
+  @Bean
+  TimeoutChecker masterTimeoutChecker(MasterJob job, MasterProperties props) {
+    return new TimeoutChecker(job, props.timeoutCheckInterval(), ROLE_PHASE);
+  }
+
+  @Bean("leadership")
+  LeadershipHealthIndicator leadershipHealthIndicator(MasterElection election) {
+    return new LeadershipHealthIndicator(election);
+  }
+
+  @Bean
+  MasterStatusSource masterStatusSource(MasterElection election, MasterJob job) {
+    return new MasterStatusSource(election, job);
+  }
+
+  @Bean
+  GrpcStartListener masterGrpcStartListener(MasterElection election) {
+    return new GrpcStartListener(election);
+  }
+
+  /** Starts the campaign once the gRPC server listens (its bound port is then known). */
+  static final class GrpcStartListener {
+    private final MasterElection election;
+
+    GrpcStartListener(MasterElection election) {
+      this.election = election;
+    }
+
+    @EventListener
+    public void onGrpcStarted(GrpcServerStartedEvent event) {
+      election.begin(event.getPort());
+    }
+  }
+}

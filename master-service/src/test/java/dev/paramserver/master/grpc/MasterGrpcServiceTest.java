@@ -1,0 +1,260 @@
+package dev.paramserver.master.grpc;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.catchThrowable;
+
+import dev.paramserver.master.MasterProperties;
+import dev.paramserver.master.state.JobStore;
+import dev.paramserver.master.task.MasterJob;
+import dev.paramserver.proto.v1.ErrorReason;
+import dev.paramserver.proto.v1.GetStatusRequest;
+import dev.paramserver.proto.v1.GetTaskRequest;
+import dev.paramserver.proto.v1.GetTaskResponse;
+import dev.paramserver.proto.v1.JobState;
+import dev.paramserver.proto.v1.JobStatus;
+import dev.paramserver.proto.v1.MasterGrpc;
+import dev.paramserver.proto.v1.ReportEvaluationRequest;
+import dev.paramserver.proto.v1.SetDatasetRequest;
+import dev.paramserver.proto.v1.SetDatasetResponse;
+import dev.paramserver.proto.v1.TaskFailedRequest;
+import dev.paramserver.proto.v1.TaskFinishedRequest;
+import dev.paramserver.recordio.Compressor;
+import dev.paramserver.recordio.RecordWriter;
+import dev.paramserver.rpc.ErrorMappingInterceptor;
+import dev.paramserver.rpc.RpcErrors;
+import io.grpc.ManagedChannel;
+import io.grpc.Server;
+import io.grpc.ServerInterceptors;
+import io.grpc.Status;
+import io.grpc.inprocess.InProcessChannelBuilder;
+import io.grpc.inprocess.InProcessServerBuilder;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The Master service over the in-process transport: answers, status codes and reasons. */
+class MasterGrpcServiceTest {
+  @TempDir Path dir;
+  private Server server;
+  private ManagedChannel channel;
+  private MasterJob job;
+  private MasterGrpc.MasterBlockingStub stub;
+
+  @BeforeEach
+  void start() throws IOException {
+    MasterProperties props =
+        new MasterProperties(
+            2,
+            2,
+            Duration.ofSeconds(60),
+            2,
+            Duration.ofSeconds(1),
+            Duration.ofMillis(250),
+            MasterProperties.AdaptiveTimeout.disabled());
+    job = new MasterJob(props, JobStore.NONE, Clock.systemUTC());
+    job.startServing("127.0.0.1:7001");
+    String name = InProcessServerBuilder.generateName();
+    server =
+        InProcessServerBuilder.forName(name)
+            .directExecutor()
+            .addService(
+                ServerInterceptors.intercept(
+                    new MasterGrpcService(job), new ErrorMappingInterceptor()))
+            .build()
+            .start();
+    channel = InProcessChannelBuilder.forName(name).directExecutor().build();
+    stub = MasterGrpc.newBlockingStub(channel);
+    for (String f : new String[] {"train-0.rio", "train-1.rio"}) {
+      try (RecordWriter w = RecordWriter.create(dir.resolve(f), Compressor.NONE, 5)) {
+        for (int i = 0; i < 10; i++) {
+          w.write(new byte[] {(byte) i});
+        }
+      }
+    }
+  }
+
+  @AfterEach
+  void stop() throws InterruptedException {
+    channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
+    server.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
+  }
+
+  private MasterGrpc.MasterBlockingStub call() {
+    return stub.withDeadlineAfter(5, TimeUnit.SECONDS);
+  }
+
+  private SetDatasetResponse setDataset(String glob) {
+    return call()
+        .setDataset(SetDatasetRequest.newBuilder().addGlobs(glob).setTrainerId("t1").build());
+  }
+
+  private GetTaskResponse getTask(String trainer, int pass) {
+    return call().getTask(GetTaskRequest.newBuilder().setTrainerId(trainer).setPass(pass).build());
+  }
+
+  private static void assertError(
+      Runnable call, Status.Code code, ErrorReason reason, String text) {
+    Throwable t = catchThrowable(call::run);
+    assertThat(RpcErrors.codeOf(t)).as("status code of %s", t).isEqualTo(code);
+    assertThat(RpcErrors.reasonOf(t)).as("reason of %s", t).isEqualTo(reason);
+    assertThat(Status.fromThrowable(t).getDescription()).contains(text);
+  }
+
+  @Test
+  void getTask_beforeSetDataset_failsWithNoDataset() {
+    assertError(
+        () -> getTask("t1", 0),
+        Status.Code.FAILED_PRECONDITION,
+        ErrorReason.NO_DATASET,
+        "call SetDataset first");
+    assertThat(call().getStatus(GetStatusRequest.getDefaultInstance()).getState())
+        .isEqualTo(JobState.WAITING_FOR_DATASET);
+  }
+
+  @Test
+  void setDataset_firstWins_sameIsNoOp_differentIsConflictNamingBoth() {
+    String glob = dir + "/train-*.rio";
+    SetDatasetResponse first = setDataset(glob);
+    assertThat(first.getAlreadySet()).isFalse();
+    assertThat(first.getFiles()).isEqualTo(2);
+    assertThat(first.getChunks()).isEqualTo(4);
+    assertThat(first.getTasks()).isEqualTo(2);
+    assertThat(first.getRecords()).isEqualTo(20);
+    assertThat(first.getPasses()).isEqualTo(2);
+
+    assertThat(setDataset(glob).getAlreadySet()).isTrue();
+
+    String other = dir + "/train-0.rio";
+    assertError(
+        () -> setDataset(other),
+        Status.Code.FAILED_PRECONDITION,
+        ErrorReason.DATASET_CONFLICT,
+        glob);
+    assertError(
+        () -> setDataset(other),
+        Status.Code.FAILED_PRECONDITION,
+        ErrorReason.DATASET_CONFLICT,
+        other);
+  }
+
+  @Test
+  void setDataset_unmatchedGlob_isInvalidArgumentNamingTheGlob() {
+    String glob = dir + "/nothing-*.rio";
+    assertError(
+        () -> setDataset(glob), Status.Code.INVALID_ARGUMENT, ErrorReason.DATASET_UNREADABLE, glob);
+  }
+
+  @Test
+  void taskLifecycle_overGrpc_dispatchFinishStaleAndStatus() {
+    setDataset(dir + "/train-*.rio");
+    GetTaskResponse a = getTask("t1", 0);
+    assertThat(a.getOutcome()).isEqualTo(GetTaskResponse.Outcome.TASK);
+    assertThat(a.getTask().getId()).isEqualTo(0);
+    assertThat(a.getTask().getEpoch()).isEqualTo(1);
+    assertThat(a.getTask().getChunksList()).hasSize(2);
+    assertThat(a.getTask().getChunks(0).getPath()).endsWith("train-0.rio");
+    assertThat(a.getTotalPasses()).isEqualTo(2);
+
+    GetTaskResponse b = getTask("t2", 0);
+    assertThat(b.getTask().getId()).isEqualTo(1);
+    GetTaskResponse wait = getTask("t3", 0);
+    assertThat(wait.getOutcome()).isEqualTo(GetTaskResponse.Outcome.WAIT);
+    assertThat(wait.getRetryAfterMs()).isEqualTo(250);
+
+    assertThat(finish("t1", 0, 1)).isTrue();
+    assertThat(finish("t1", 0, 1)).as("duplicate").isFalse();
+    assertThat(finish("t2", 1, 7)).as("stale epoch").isFalse();
+    assertThat(
+            call()
+                .taskFailed(
+                    TaskFailedRequest.newBuilder()
+                        .setTrainerId("t2")
+                        .setTaskId(1)
+                        .setEpoch(1)
+                        .setHandedBack(true)
+                        .build())
+                .getAccepted())
+        .isTrue();
+    GetTaskResponse again = getTask("t3", 0);
+    assertThat(again.getTask().getId()).isEqualTo(1);
+    assertThat(again.getTask().getEpoch()).isEqualTo(2);
+    assertThat(finish("t3", 1, 2)).isTrue();
+
+    assertThat(getTask("t1", 0).getOutcome()).isEqualTo(GetTaskResponse.Outcome.PASS_FINISHED);
+    assertThat(getTask("t1", 2).getOutcome()).isEqualTo(GetTaskResponse.Outcome.PASS_NOT_STARTED);
+    call()
+        .reportEvaluation(
+            ReportEvaluationRequest.newBuilder()
+                .setTrainerId("t1")
+                .setPass(0)
+                .setLoss(0.5)
+                .setAccuracy(0.9)
+                .build());
+
+    JobStatus status = call().getStatus(GetStatusRequest.getDefaultInstance());
+    assertThat(status.getState()).isEqualTo(JobState.RUNNING);
+    assertThat(status.getPass()).isEqualTo(1);
+    assertThat(status.getMasterId()).isEqualTo("127.0.0.1:7001");
+    assertThat(status.getDatasetRecords()).isEqualTo(20);
+    assertThat(status.getPasses(0).getRecords()).isEqualTo(20);
+    assertThat(status.getPasses(0).getDuplicates()).isEqualTo(1);
+    assertThat(status.getPasses(0).getTrainersList()).containsExactly("t1", "t2", "t3");
+    assertThat(status.getPasses(0).getEvalAccuracy()).isEqualTo(0.9);
+    assertThat(status.getPasses(0).getEvalReports()).isEqualTo(1);
+  }
+
+  @Test
+  void taskFinished_unknownTask_isNotFound() {
+    setDataset(dir + "/train-*.rio");
+    assertError(() -> finish("t1", 99, 1), Status.Code.NOT_FOUND, ErrorReason.UNKNOWN_TASK, "99");
+  }
+
+  @Test
+  void getTask_withoutTrainerId_isInvalidArgument() {
+    setDataset(dir + "/train-*.rio");
+    assertError(
+        () -> getTask("", 0), Status.Code.INVALID_ARGUMENT, ErrorReason.BAD_ARGUMENT, "trainer_id");
+  }
+
+  @Test
+  void everyCall_onANonLeader_isNotLeaderNamingTheLeader() {
+    job.stopServing();
+    job.setLeaderAddress(() -> Optional.of("10.0.0.7:9090"));
+    assertError(
+        () -> getTask("t1", 0),
+        Status.Code.FAILED_PRECONDITION,
+        ErrorReason.NOT_LEADER,
+        "10.0.0.7:9090");
+    assertError(
+        () -> setDataset(dir + "/train-*.rio"),
+        Status.Code.FAILED_PRECONDITION,
+        ErrorReason.NOT_LEADER,
+        "not the leader");
+    assertError(
+        () -> call().getStatus(GetStatusRequest.getDefaultInstance()),
+        Status.Code.FAILED_PRECONDITION,
+        ErrorReason.NOT_LEADER,
+        "not the leader");
+    assertError(
+        () -> finish("t1", 0, 1), Status.Code.FAILED_PRECONDITION, ErrorReason.NOT_LEADER, "");
+  }
+
+  private boolean finish(String trainer, long id, long epoch) {
+    return call()
+        .taskFinished(
+            TaskFinishedRequest.newBuilder()
+                .setTrainerId(trainer)
+                .setTaskId(id)
+                .setEpoch(epoch)
+                .setRecords(10)
+                .build())
+        .getAccepted();
+  }
+}
