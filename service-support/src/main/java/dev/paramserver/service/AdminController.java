@@ -46,7 +46,7 @@ final class AdminController {
 
   @PostMapping("/shutdown")
   ResponseEntity<Map<String, String>> shutdown() {
-    shutdown.shutdown();
+    shutdown.requestShutdown();
     return ResponseEntity.status(HttpStatus.ACCEPTED).body(Map.of("status", "shutting down"));
   }
 }

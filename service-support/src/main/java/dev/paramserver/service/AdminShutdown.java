@@ -11,7 +11,7 @@ import org.springframework.context.ConfigurableApplicationContext;
  * Closes the application gracefully on a separate thread, as {@link SpringApplication#exit} does
  * (lifecycle beans stop in phase order: the services drain there), then ends the JVM with the exit
  * code unless {@code paramserver.admin.exit-jvm-on-shutdown=false}. Services may call {@link
- * #shutdown()} themselves (for example when a job finished).
+ * #requestShutdown()} themselves (for example when a job finished).
  */
 public final class AdminShutdown {
   private static final Logger log = LoggerFactory.getLogger(AdminShutdown.class);
@@ -30,7 +30,7 @@ public final class AdminShutdown {
   }
 
   /** Starts the graceful shutdown once; later calls return false and do nothing. */
-  public boolean shutdown() {
+  public boolean requestShutdown() {
     if (!started.compareAndSet(false, true)) {
       return false;
     }

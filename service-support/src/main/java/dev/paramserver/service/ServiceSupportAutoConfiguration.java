@@ -43,7 +43,9 @@ public class ServiceSupportAutoConfiguration {
     }
     long deadline = System.nanoTime() + wait.toNanos();
     try {
-      while (!coordinator.awaitConnected(Duration.ofSeconds(5))) {
+      while (!coordinator.awaitConnected(
+          Duration.ofNanos(
+              Math.min(Duration.ofSeconds(5).toNanos(), deadline - System.nanoTime())))) {
         if (System.nanoTime() >= deadline) {
           throw new IllegalStateException(
               "etcd at "
@@ -75,7 +77,8 @@ public class ServiceSupportAutoConfiguration {
   @ConditionalOnWebApplication(type = ConditionalOnWebApplication.Type.SERVLET)
   static class AdminConfiguration {
 
-    @Bean
+    // no inferred destroy method: closing the context must never start another shutdown
+    @Bean(destroyMethod = "")
     @ConditionalOnMissingBean
     AdminShutdown adminShutdown(
         ConfigurableApplicationContext context, CommonProperties properties) {
