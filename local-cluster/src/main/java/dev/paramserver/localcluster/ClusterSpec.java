@@ -1,0 +1,324 @@
+package dev.paramserver.localcluster;
+
+import java.io.File;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.SecureRandom;
+import java.time.Duration;
+import java.util.EnumMap;
+import java.util.HexFormat;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+
+/**
+ * What a {@link LocalCluster} runs: how many processes of each role, from which jars, with which
+ * JVM options and extra properties, in which run folder. Immutable; build it with {@link
+ * #builder(Path)}.
+ */
+public final class ClusterSpec {
+  private final Path runDir;
+  private final String job;
+  private final Map<Role, Integer> counts;
+  private final Map<Role, Path> jars;
+  private final String javaBinary;
+  private final Map<Role, Map<String, String>> extraProperties;
+  private final Map<Role, List<String>> jvmOptions;
+  private final String adminToken;
+  private final String etcdBinary;
+  private final int maxRestarts;
+  private final Duration restartBackoff;
+  private final Duration startTimeout;
+  private final Duration stopTimeout;
+  private final ServiceCommand command;
+  private final boolean probeHttp;
+
+  private ClusterSpec(Builder b) {
+    this.runDir = b.runDir.toAbsolutePath().normalize();
+    this.job = b.job;
+    this.counts = Map.copyOf(b.counts);
+    this.jars = Map.copyOf(b.jars);
+    this.javaBinary = b.javaBinary;
+    Map<Role, Map<String, String>> extras = new EnumMap<>(Role.class);
+    b.extraProperties.forEach((role, map) -> extras.put(role, copyOrdered(map)));
+    this.extraProperties = extras;
+    Map<Role, List<String>> opts = new EnumMap<>(Role.class);
+    for (Role role : Role.values()) {
+      opts.put(role, List.copyOf(b.jvmOptions.getOrDefault(role, defaultJvmOptions(role))));
+    }
+    this.jvmOptions = opts;
+    this.adminToken = b.adminToken != null ? b.adminToken : randomToken();
+    this.etcdBinary = b.etcdBinary;
+    this.maxRestarts = b.maxRestarts;
+    this.restartBackoff = b.restartBackoff;
+    this.startTimeout = b.startTimeout;
+    this.stopTimeout = b.stopTimeout;
+    this.command = b.command;
+    this.probeHttp = b.probeHttp;
+  }
+
+  /** A builder for a cluster whose logs, checkpoints, etcd data and cluster.json go in runDir. */
+  public static Builder builder(Path runDir) {
+    return new Builder(runDir);
+  }
+
+  /**
+   * Small-footprint JVM options per role: masters use C1 only and a small heap (they start fast and
+   * do little arithmetic); pservers and trainers keep C2 for their float loops.
+   */
+  public static List<String> defaultJvmOptions(Role role) {
+    return switch (role) {
+      case MASTER ->
+          List.of(
+              "-Xms32m",
+              "-Xmx384m",
+              "-XX:+UseSerialGC",
+              "-XX:TieredStopAtLevel=1",
+              "-XX:+ExitOnOutOfMemoryError");
+      case PSERVER, TRAINER ->
+          List.of("-Xms64m", "-Xmx1g", "-XX:+UseSerialGC", "-XX:+ExitOnOutOfMemoryError");
+    };
+  }
+
+  /** 32 random hex characters. */
+  public static String randomToken() {
+    byte[] bytes = new byte[16];
+    new SecureRandom().nextBytes(bytes);
+    return HexFormat.of().formatHex(bytes);
+  }
+
+  /**
+   * The etcd binary: {@code $ETCD_BIN}, else {@code etcd} on the PATH, else {@code /usr/bin/etcd}.
+   */
+  public static String findEtcdBinary() {
+    String env = System.getenv("ETCD_BIN");
+    if (env != null && !env.isBlank()) {
+      if (Files.isExecutable(Path.of(env))) {
+        return env;
+      }
+      throw new IllegalStateException("ETCD_BIN=" + env + " is not an executable file");
+    }
+    String path = System.getenv("PATH");
+    if (path != null) {
+      for (String dir : path.split(File.pathSeparator)) {
+        if (!dir.isEmpty() && Files.isExecutable(Path.of(dir, "etcd"))) {
+          return Path.of(dir, "etcd").toString();
+        }
+      }
+    }
+    if (Files.isExecutable(Path.of("/usr/bin/etcd"))) {
+      return "/usr/bin/etcd";
+    }
+    throw new IllegalStateException(
+        "etcd not found: install it with 'sudo apt-get install -y etcd-server' or set ETCD_BIN");
+  }
+
+  public Path runDir() {
+    return runDir;
+  }
+
+  public String job() {
+    return job;
+  }
+
+  /** How many processes of this role the cluster starts. */
+  public int count(Role role) {
+    return counts.getOrDefault(role, 0);
+  }
+
+  /** The executable jar of the role, or null when none was set. */
+  public Path jar(Role role) {
+    return jars.get(role);
+  }
+
+  public String javaBinary() {
+    return javaBinary;
+  }
+
+  /** Extra Spring properties of the role (key without the leading dashes), in insertion order. */
+  public Map<String, String> extraProperties(Role role) {
+    return extraProperties.getOrDefault(role, Map.of());
+  }
+
+  public List<String> jvmOptions(Role role) {
+    return jvmOptions.get(role);
+  }
+
+  public String adminToken() {
+    return adminToken;
+  }
+
+  public String etcdBinary() {
+    return etcdBinary != null ? etcdBinary : findEtcdBinary();
+  }
+
+  /** Automatic restarts allowed per process before it is marked FAILED. */
+  public int maxRestarts() {
+    return maxRestarts;
+  }
+
+  /** Delay before the first automatic restart; doubled per restart of the same process, max 8x. */
+  public Duration restartBackoff() {
+    return restartBackoff;
+  }
+
+  /** How long {@link LocalCluster#start()} waits for every process to listen on its HTTP port. */
+  public Duration startTimeout() {
+    return startTimeout;
+  }
+
+  /** How long a graceful stop waits after SIGTERM before SIGKILL. */
+  public Duration stopTimeout() {
+    return stopTimeout;
+  }
+
+  public ServiceCommand command() {
+    return command;
+  }
+
+  /** Whether a process counts as RUNNING only once its HTTP port accepts connections. */
+  public boolean probeHttp() {
+    return probeHttp;
+  }
+
+  private static Map<String, String> copyOrdered(Map<String, String> map) {
+    return java.util.Collections.unmodifiableMap(new LinkedHashMap<>(map));
+  }
+
+  /** Builds a {@link ClusterSpec}; every setting has a default except the run folder. */
+  public static final class Builder {
+    private final Path runDir;
+    private String job = "local";
+    private final Map<Role, Integer> counts =
+        new EnumMap<>(Map.of(Role.MASTER, 1, Role.PSERVER, 2, Role.TRAINER, 2));
+    private final Map<Role, Path> jars = new EnumMap<>(Role.class);
+    private String javaBinary = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+    private final Map<Role, Map<String, String>> extraProperties = new EnumMap<>(Role.class);
+    private final Map<Role, List<String>> jvmOptions = new EnumMap<>(Role.class);
+    private String adminToken;
+    private String etcdBinary;
+    private int maxRestarts = 5;
+    private Duration restartBackoff = Duration.ofMillis(500);
+    private Duration startTimeout = Duration.ofSeconds(120);
+    private Duration stopTimeout = Duration.ofSeconds(20);
+    private ServiceCommand command = ServiceCommand.javaServices();
+    private boolean probeHttp = true;
+
+    private Builder(Path runDir) {
+      this.runDir = Objects.requireNonNull(runDir, "runDir");
+    }
+
+    public Builder job(String job) {
+      if (job == null || !job.matches("[A-Za-z0-9._-]+")) {
+        throw new IllegalArgumentException(
+            "job name '" + job + "' must be non-empty and use only letters, digits, '.', '_', '-'");
+      }
+      this.job = job;
+      return this;
+    }
+
+    public Builder masters(int n) {
+      return count(Role.MASTER, n, 1);
+    }
+
+    public Builder pservers(int n) {
+      return count(Role.PSERVER, n, 1);
+    }
+
+    public Builder trainers(int n) {
+      return count(Role.TRAINER, n, 0);
+    }
+
+    /** Sets how many processes of the role to run (at least {@code min}). */
+    public Builder count(Role role, int n, int min) {
+      if (n < min || n > 64) {
+        throw new IllegalArgumentException(
+            role.id() + " count must be between " + min + " and 64, got " + n);
+      }
+      counts.put(role, n);
+      return this;
+    }
+
+    /** The executable jar of a role (for example master-service/target/...-exec.jar). */
+    public Builder jar(Role role, Path jar) {
+      jars.put(role, jar.toAbsolutePath().normalize());
+      return this;
+    }
+
+    public Builder javaBinary(String javaBinary) {
+      this.javaBinary = Objects.requireNonNull(javaBinary);
+      return this;
+    }
+
+    /** Adds a Spring property {@code key=value} (passed as {@code --key=value}) to the role. */
+    public Builder property(Role role, String key, String value) {
+      String k = key.startsWith("--") ? key.substring(2) : key;
+      if (k.isBlank() || k.contains("=")) {
+        throw new IllegalArgumentException("bad property name '" + key + "' for " + role.id());
+      }
+      extraProperties.computeIfAbsent(role, r -> new LinkedHashMap<>()).put(k, value);
+      return this;
+    }
+
+    /** Adds every entry of {@code props} as a property of the role. */
+    public Builder properties(Role role, Map<String, String> props) {
+      props.forEach((k, v) -> property(role, k, v));
+      return this;
+    }
+
+    /** Replaces the JVM options of the role (see {@link ClusterSpec#defaultJvmOptions(Role)}). */
+    public Builder jvmOptions(Role role, List<String> options) {
+      jvmOptions.put(role, List.copyOf(options));
+      return this;
+    }
+
+    /** The bearer token for /admin/**; a random 32-hex token by default. */
+    public Builder adminToken(String token) {
+      this.adminToken = Objects.requireNonNull(token);
+      return this;
+    }
+
+    public Builder etcdBinary(String binary) {
+      this.etcdBinary = binary;
+      return this;
+    }
+
+    public Builder maxRestarts(int n) {
+      if (n < 0) {
+        throw new IllegalArgumentException("maxRestarts must be >= 0, got " + n);
+      }
+      this.maxRestarts = n;
+      return this;
+    }
+
+    public Builder restartBackoff(Duration backoff) {
+      this.restartBackoff = Objects.requireNonNull(backoff);
+      return this;
+    }
+
+    public Builder startTimeout(Duration timeout) {
+      this.startTimeout = Objects.requireNonNull(timeout);
+      return this;
+    }
+
+    public Builder stopTimeout(Duration timeout) {
+      this.stopTimeout = Objects.requireNonNull(timeout);
+      return this;
+    }
+
+    /**
+     * Replaces how processes are launched; {@code probeHttp=false} counts a process as RUNNING as
+     * soon as it is alive (for commands that open no port).
+     */
+    public Builder command(ServiceCommand command, boolean probeHttp) {
+      this.command = Objects.requireNonNull(command);
+      this.probeHttp = probeHttp;
+      return this;
+    }
+
+    public ClusterSpec build() {
+      return new ClusterSpec(this);
+    }
+  }
+}

@@ -1,0 +1,63 @@
+package dev.paramserver.localcluster;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.util.HashSet;
+import java.util.Set;
+
+/**
+ * Hands out free TCP ports on 127.0.0.1, never the same one twice within a cluster (two processes
+ * launched at the same moment would otherwise race for one port the OS offered to both).
+ */
+final class PortAllocator {
+  private static final int ATTEMPTS = 50;
+  private final Set<Integer> handedOut = new HashSet<>();
+
+  /** A port that is free now and was not handed out before by this allocator. */
+  synchronized int next() {
+    for (int i = 0; i < ATTEMPTS; i++) {
+      int port = ephemeral();
+      if (handedOut.add(port)) {
+        return port;
+      }
+    }
+    throw new IllegalStateException(
+        "no fresh free port on 127.0.0.1 after " + ATTEMPTS + " attempts");
+  }
+
+  /**
+   * {@code port} if a server could bind it now (with SO_REUSEADDR, as Tomcat and Netty do, so
+   * TIME_WAIT leftovers of a killed process do not count), else a fresh port.
+   */
+  synchronized int reuseOrNext(int port) {
+    if (port > 0 && isFree(port)) {
+      handedOut.add(port);
+      return port;
+    }
+    return next();
+  }
+
+  /** Whether a listening socket could bind 127.0.0.1:port right now. */
+  static boolean isFree(int port) {
+    try (ServerSocket socket = new ServerSocket()) {
+      socket.setReuseAddress(true);
+      socket.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), port));
+      return true;
+    } catch (IOException e) {
+      return false;
+    }
+  }
+
+  private static int ephemeral() {
+    try (ServerSocket socket = new ServerSocket()) {
+      socket.setReuseAddress(false);
+      socket.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
+      return socket.getLocalPort();
+    } catch (IOException e) {
+      throw new UncheckedIOException("could not find a free port on 127.0.0.1", e);
+    }
+  }
+}

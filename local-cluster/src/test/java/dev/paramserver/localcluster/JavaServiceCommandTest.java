@@ -1,0 +1,92 @@
+package dev.paramserver.localcluster;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class JavaServiceCommandTest {
+  @TempDir Path dir;
+
+  private ClusterSpec spec() throws Exception {
+    Path jar = Files.createFile(dir.resolve("pserver-service-0.1.0-SNAPSHOT-exec.jar"));
+    return ClusterSpec.builder(dir.resolve("run"))
+        .job("j")
+        .pservers(3)
+        .adminToken("0123456789abcdef0123456789abcdef")
+        .jar(Role.PSERVER, jar)
+        .jar(Role.TRAINER, jar)
+        .javaBinary("/opt/java")
+        .property(Role.PSERVER, "paramserver.pserver.desired", "7")
+        .property(Role.PSERVER, "--x.y", "z")
+        .build();
+  }
+
+  @Test
+  void build_pserver_hasPortsSharedPropertiesAndRoleExtrasOnce() throws Exception {
+    ClusterSpec spec = spec();
+    List<String> cmd =
+        ServiceCommand.javaServices()
+            .build(
+                new ServiceCommand.LaunchContext(
+                    spec, Role.PSERVER, 1, 8080, 9090, "http://127.0.0.1:2379"));
+
+    assertThat(cmd.get(0)).isEqualTo("/opt/java");
+    assertThat(cmd).containsSubsequence(ClusterSpec.defaultJvmOptions(Role.PSERVER));
+    assertThat(cmd)
+        .containsSubsequence("-jar", spec.jar(Role.PSERVER).toString())
+        .contains(
+            "--server.address=127.0.0.1",
+            "--server.port=8080",
+            "--grpc.server.address=127.0.0.1",
+            "--grpc.server.port=9090",
+            "--paramserver.job=j",
+            "--paramserver.etcd.endpoints=http://127.0.0.1:2379",
+            "--paramserver.admin.token=0123456789abcdef0123456789abcdef",
+            "--paramserver.advertise-host=127.0.0.1",
+            "--paramserver.pserver.checkpoint-dir=" + dir.resolve("run/checkpoints/pserver-1"),
+            "--x.y=z");
+    // the extra property replaced the built-in one instead of repeating it
+    assertThat(cmd.stream().filter(a -> a.startsWith("--paramserver.pserver.desired=")))
+        .containsExactly("--paramserver.pserver.desired=7");
+  }
+
+  @Test
+  void build_trainer_hasIdAndNoGrpcPort() throws Exception {
+    List<String> cmd =
+        ServiceCommand.javaServices()
+            .build(new ServiceCommand.LaunchContext(spec(), Role.TRAINER, 0, 8081, 0, "http://e"));
+
+    assertThat(cmd).contains("--paramserver.trainer.id=trainer-0", "--server.port=8081");
+    assertThat(cmd).noneMatch(a -> a.startsWith("--grpc.server"));
+  }
+
+  @Test
+  void build_withoutJar_namesRoleAndHowToBuild() throws Exception {
+    ServiceCommand.LaunchContext ctx =
+        new ServiceCommand.LaunchContext(spec(), Role.MASTER, 0, 1, 2, "http://e");
+    assertThatThrownBy(() -> ServiceCommand.javaServices().build(ctx))
+        .hasMessageContaining("role master")
+        .hasMessageContaining("mvnw");
+  }
+
+  @Test
+  void defaultJvmOptions_keepC2ForComputeRolesOnly() {
+    assertThat(ClusterSpec.defaultJvmOptions(Role.MASTER)).contains("-XX:TieredStopAtLevel=1");
+    assertThat(ClusterSpec.defaultJvmOptions(Role.PSERVER))
+        .noneMatch(o -> o.startsWith("-XX:TieredStopAtLevel"));
+    assertThat(ClusterSpec.defaultJvmOptions(Role.TRAINER))
+        .noneMatch(o -> o.startsWith("-XX:TieredStopAtLevel"));
+  }
+
+  @Test
+  void randomToken_is32HexCharsAndDiffersPerCall() {
+    String a = ClusterSpec.randomToken();
+    assertThat(a).matches("[0-9a-f]{32}");
+    assertThat(ClusterSpec.randomToken()).isNotEqualTo(a);
+  }
+}

@@ -1,0 +1,149 @@
+package dev.paramserver.localcluster;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+class RunOptionsTest {
+
+  @Test
+  void parse_withOnlyTrain_appliesDefaults() {
+    RunOptions o = RunOptions.parse("--train", "data/train-*.recordio");
+
+    assertThat(o.model).isEqualTo("softmax");
+    assertThat(o.optimizer).isEqualTo("sgd");
+    assertThat(o.lr).isEqualTo("0.1");
+    assertThat(o.batchSize).isEqualTo(64);
+    assertThat(o.passes).isEqualTo(3);
+    assertThat(o.pservers).isEqualTo(2);
+    assertThat(o.trainers).isEqualTo(2);
+    assertThat(o.masters).isEqualTo(1);
+    assertThat(o.job).isEqualTo("local");
+    assertThat(o.timeout).isEqualTo(Duration.ofMinutes(15));
+    assertThat(o.sync).isFalse();
+    assertThat(o.runDir.toString()).matches("runs/\\d{8}-\\d{6}");
+    assertThat(o.testGlob()).isEqualTo("data/train-*.recordio");
+  }
+
+  @Test
+  void parse_acceptsSpaceAndEqualsForms() {
+    RunOptions o =
+        RunOptions.parse(
+            "--train=a*.rio",
+            "--test",
+            "b*.rio",
+            "--lr=0.05",
+            "--batch-size",
+            "128",
+            "--passes=5",
+            "--pservers",
+            "3",
+            "--trainers=4",
+            "--masters",
+            "2",
+            "--run-dir",
+            "/tmp/x",
+            "--job=j1",
+            "--timeout",
+            "90s",
+            "--hidden",
+            "128,64",
+            "--sync",
+            "--format=libsvm",
+            "--model",
+            "mlp",
+            "--optimizer=adam");
+
+    assertThat(o.trainGlob()).isEqualTo("a*.rio");
+    assertThat(o.testGlob()).isEqualTo("b*.rio");
+    assertThat(o.lr).isEqualTo("0.05");
+    assertThat(o.batchSize).isEqualTo(128);
+    assertThat(o.passes).isEqualTo(5);
+    assertThat(o.pservers).isEqualTo(3);
+    assertThat(o.trainers).isEqualTo(4);
+    assertThat(o.masters).isEqualTo(2);
+    assertThat(o.runDir).isEqualTo(Path.of("/tmp/x"));
+    assertThat(o.job).isEqualTo("j1");
+    assertThat(o.timeout).isEqualTo(Duration.ofSeconds(90));
+    assertThat(o.hidden).isEqualTo("128,64");
+    assertThat(o.sync).isTrue();
+    assertThat(o.format).isEqualTo("libsvm");
+    assertThat(o.model).isEqualTo("mlp");
+    assertThat(o.optimizer).isEqualTo("adam");
+  }
+
+  @Test
+  void parse_demoData_derivesTrainAndTestGlobs() {
+    RunOptions o = RunOptions.parse("--demo-data", "/d");
+
+    assertThat(o.trainGlob()).isEqualTo("/d/train-*.recordio");
+    assertThat(o.testGlob()).isEqualTo("/d/test-*.recordio");
+  }
+
+  @Test
+  void parse_set_collectsRolePropertiesInOrder() {
+    RunOptions o =
+        RunOptions.parse(
+            "--train",
+            "x",
+            "--set",
+            "pserver.paramserver.pserver.checkpoint-interval=10s",
+            "--set=trainer.a.b=c=d");
+
+    assertThat(o.extras)
+        .containsExactly(
+            new RunOptions.Extra(Role.PSERVER, "paramserver.pserver.checkpoint-interval", "10s"),
+            new RunOptions.Extra(Role.TRAINER, "a.b", "c=d"));
+  }
+
+  @Test
+  void duration_acceptsSecondsMinutesHoursMillisAndIso() {
+    assertThat(RunOptions.duration("900")).isEqualTo(Duration.ofSeconds(900));
+    assertThat(RunOptions.duration("15m")).isEqualTo(Duration.ofMinutes(15));
+    assertThat(RunOptions.duration("1h")).isEqualTo(Duration.ofHours(1));
+    assertThat(RunOptions.duration("500ms")).isEqualTo(Duration.ofMillis(500));
+    assertThat(RunOptions.duration("1.5s")).isEqualTo(Duration.ofMillis(1500));
+    assertThat(RunOptions.duration("PT2M")).isEqualTo(Duration.ofMinutes(2));
+  }
+
+  @Test
+  void parse_rejectsBadInputWithClearMessages() {
+    Map<String[], String> cases =
+        Map.of(
+            new String[] {},
+            "no training data",
+            new String[] {"--train", "x", "--pservers", "0"},
+            "--pservers must be at least 1",
+            new String[] {"--train", "x", "--lr", "-1"},
+            "--lr must be a positive number",
+            new String[] {"--train", "x", "--bogus", "1"},
+            "unknown option --bogus",
+            new String[] {"--train"},
+            "option --train needs a value",
+            new String[] {"--train", "x", "--set", "worker.a=b"},
+            "unknown role 'worker'",
+            new String[] {"--train", "x", "--timeout", "soon"},
+            "bad duration 'soon'",
+            new String[] {"--train", "x", "--hidden", "128,0"},
+            "--hidden expects positive",
+            new String[] {"--train", "x", "--format", "csv"},
+            "--format must be recordio or libsvm",
+            new String[] {"--train", "x", "--demo-data", "d"},
+            "either --train or --demo-data");
+    cases.forEach(
+        (args, message) ->
+            assertThatThrownBy(() -> RunOptions.parse(args))
+                .as(String.join(" ", args))
+                .isInstanceOf(RunOptions.UsageException.class)
+                .hasMessageContaining(message));
+  }
+
+  @Test
+  void parse_help_needsNoData() {
+    assertThat(RunOptions.parse("--help").help).isTrue();
+  }
+}
