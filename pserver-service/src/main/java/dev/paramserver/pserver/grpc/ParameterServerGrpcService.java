@@ -19,6 +19,7 @@ import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.function.Supplier;
 import net.devh.boot.grpc.server.service.GrpcService;
+import org.springframework.beans.factory.annotation.Qualifier;
 
 /**
  * The ParameterServer gRPC service: converts requests to calls on {@link ParameterShard}. Errors
@@ -31,7 +32,8 @@ public final class ParameterServerGrpcService extends ParameterServerGrpc.Parame
   private final ParameterShard shard;
   private final Executor blockingExecutor;
 
-  public ParameterServerGrpcService(ParameterShard shard, Executor blockingExecutor) {
+  public ParameterServerGrpcService(
+      ParameterShard shard, @Qualifier("pserverBlockingExecutor") Executor blockingExecutor) {
     this.shard = shard;
     this.blockingExecutor = blockingExecutor;
   }

@@ -51,6 +51,7 @@ public final class ParameterShard {
 
   private final AtomicLong step = new AtomicLong();
   private volatile boolean draining;
+  private volatile String held;
   private volatile int index = -1;
   private volatile long checkpointStep;
   private volatile SyncAggregator sync;
@@ -64,6 +65,7 @@ public final class ParameterShard {
 
   /** Defines parameters and stores initial blocks; see {@code ParameterServer.InitParameters}. */
   public int init(InitParametersRequest request) {
+    checkNotHeld();
     structure.writeLock().lock();
     try {
       ShardInit.apply(this, request);
@@ -75,6 +77,7 @@ public final class ParameterShard {
 
   /** Marks the shard initialised after checking the block count. */
   public void finishInit(FinishInitRequest request) {
+    checkNotHeld();
     structure.writeLock().lock();
     try {
       ShardInit.finish(this, request);
@@ -195,7 +198,29 @@ public final class ParameterShard {
     return rows.setData(TensorCodec.encode(data)).build();
   }
 
+  private void checkNotHeld() {
+    String why = held;
+    if (why != null) {
+      // Reported as UNAVAILABLE, so that trainers retry.
+      throw new ServiceException(ErrorReason.SHUTTING_DOWN, why);
+    }
+  }
+
+  /**
+   * Until {@link #releaseCalls()}, every call but status fails with UNAVAILABLE and {@code why}
+   * (while the index is claimed and a checkpoint is loaded).
+   */
+  public void holdCalls(String why) {
+    this.held = why;
+  }
+
+  /** Ends {@link #holdCalls}. */
+  public void releaseCalls() {
+    this.held = null;
+  }
+
   private void checkServing() {
+    checkNotHeld();
     if (!initialised) {
       throw new ServiceException(
           ErrorReason.NOT_INITIALIZED,
@@ -282,9 +307,23 @@ public final class ParameterShard {
     }
   }
 
+  /** Drops every parameter: the shard is uninitialised, as after a start with no checkpoint. */
+  public void reset() {
+    structure.writeLock().lock();
+    try {
+      clear();
+      checkpointStep = 0;
+    } finally {
+      structure.writeLock().unlock();
+    }
+  }
+
   /** From now on pushes and pulls fail with SHUTTING_DOWN (graceful shutdown). */
   public void beginDraining() {
     draining = true;
+    // Wait for pushes in flight: they hold the read lock.
+    structure.writeLock().lock();
+    structure.writeLock().unlock();
     SyncAggregator s = sync;
     if (s != null) {
       s.abortAll("pserver " + index + " is shutting down");

@@ -1,0 +1,44 @@
+package dev.paramserver.pserver;
+
+import dev.paramserver.pserver.shard.ParameterShard;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+
+/** The pserver's domain beans. */
+@Configuration(proxyBeanMethods = false)
+public class PserverConfiguration {
+
+  @Bean
+  ParameterShard parameterShard(PserverProperties properties) {
+    ParameterShard shard = new ParameterShard(properties.rejectNonFinite());
+    // Until the index is claimed (and its checkpoint loaded) calls are answered UNAVAILABLE.
+    shard.holdCalls(
+        "pserver is starting (claiming its index, loading its checkpoint): retry shortly");
+    return shard;
+  }
+
+  /** Runs calls that may wait (synchronous barriers) off gRPC's threads. */
+  @Bean(destroyMethod = "shutdownNow")
+  ExecutorService pserverBlockingExecutor(PserverProperties properties) {
+    AtomicInteger n = new AtomicInteger();
+    ThreadPoolExecutor pool =
+        new ThreadPoolExecutor(
+            properties.blockingThreads(),
+            properties.blockingThreads(),
+            30,
+            TimeUnit.SECONDS,
+            new LinkedBlockingQueue<>(),
+            r -> {
+              Thread t = new Thread(r, "pserver-blocking-" + n.incrementAndGet());
+              t.setDaemon(true);
+              return t;
+            });
+    pool.allowCoreThreadTimeOut(true);
+    return pool;
+  }
+}

@@ -1,0 +1,76 @@
+package dev.paramserver.pserver.admin;
+
+import dev.paramserver.proto.v1.ShardStatus;
+import dev.paramserver.pserver.checkpoint.CheckpointService;
+import dev.paramserver.pserver.registration.RegistrationState;
+import dev.paramserver.pserver.registration.ShardRegistration;
+import dev.paramserver.pserver.shard.ParameterShard;
+import dev.paramserver.service.AdminStatusSource;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import org.springframework.stereotype.Component;
+
+/**
+ * {@code GET /admin/status} of a pserver: state REGISTERING, UNINITIALISED, SERVING or DRAINING;
+ * identity {@code host:grpcPort}; details index, initialised, initId, mode, step, parameters,
+ * blocks, bytes and lastCheckpoint {path, step, timestamp}.
+ */
+@Component
+public final class PserverStatusSource implements AdminStatusSource {
+  private final ShardRegistration registration;
+  private final ParameterShard shard;
+  private final CheckpointService checkpoints;
+
+  public PserverStatusSource(
+      ShardRegistration registration, ParameterShard shard, CheckpointService checkpoints) {
+    this.registration = registration;
+    this.shard = shard;
+    this.checkpoints = checkpoints;
+  }
+
+  @Override
+  public String role() {
+    return "pserver";
+  }
+
+  @Override
+  public String state() {
+    RegistrationState r = registration.state();
+    return switch (r) {
+      case NEW, REGISTERING -> "REGISTERING";
+      case DRAINING, STOPPED -> "DRAINING";
+      case REGISTERED -> shard.initialised() ? "SERVING" : "UNINITIALISED";
+    };
+  }
+
+  @Override
+  public String identity() {
+    String a = registration.address();
+    return a == null ? "(gRPC server not started)" : a;
+  }
+
+  @Override
+  public Map<String, Object> details() {
+    ShardStatus s = shard.status();
+    Map<String, Object> d = new LinkedHashMap<>();
+    d.put("index", registration.index());
+    d.put("initialised", s.getInitialised());
+    d.put("initId", s.getInitId());
+    d.put("mode", s.getMode().name());
+    d.put("step", s.getStep());
+    d.put("parameters", s.getParameters());
+    d.put("blocks", s.getBlocks());
+    d.put("bytes", s.getParameterBytes());
+    CheckpointService.LastCheckpoint last = checkpoints.last();
+    if (last != null) {
+      Map<String, Object> c = new LinkedHashMap<>();
+      c.put("path", last.path());
+      c.put("step", last.step());
+      c.put("timestamp", last.timestampMs());
+      d.put("lastCheckpoint", c);
+    } else {
+      d.put("lastCheckpoint", null);
+    }
+    return d;
+  }
+}

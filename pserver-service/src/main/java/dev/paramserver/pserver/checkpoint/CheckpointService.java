@@ -1,0 +1,163 @@
+package dev.paramserver.pserver.checkpoint;
+
+import dev.paramserver.coordination.Coordinator;
+import dev.paramserver.proto.v1.CheckpointMeta;
+import dev.paramserver.proto.v1.ShardCheckpoint;
+import dev.paramserver.pserver.PserverProperties;
+import dev.paramserver.pserver.registration.ShardPersistence;
+import dev.paramserver.pserver.shard.ParameterShard;
+import dev.paramserver.service.LifecyclePhases;
+import java.time.Duration;
+import java.util.Optional;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.context.SmartLifecycle;
+import org.springframework.stereotype.Component;
+
+/**
+ * Checkpoints the shard on a timer ({@code paramserver.pserver.checkpoint-interval}), on demand
+ * ({@code POST /admin/checkpoint}) and on graceful shutdown, and loads a claimed index's newest
+ * checkpoint. A timer tick with no update since the last checkpoint writes nothing.
+ */
+@Component
+public final class CheckpointService implements ShardPersistence, SmartLifecycle {
+  private static final Logger log = LoggerFactory.getLogger(CheckpointService.class);
+
+  private final ParameterShard shard;
+  private final CheckpointStore store;
+  private final Duration interval;
+  private ScheduledExecutorService timer;
+  private volatile LastCheckpoint last;
+  private volatile boolean running;
+
+  /** The newest checkpoint written or loaded. */
+  public record LastCheckpoint(String path, long step, long timestampMs) {}
+
+  public CheckpointService(
+      ParameterShard shard, Coordinator coordinator, PserverProperties properties) {
+    this.shard = shard;
+    this.store =
+        new CheckpointStore(coordinator.kv(), coordinator.keys(), properties.checkpointDir());
+    this.interval = properties.checkpointInterval();
+  }
+
+  @Override
+  public void load(int index) {
+    Optional<CheckpointStore.Loaded> loaded = store.load(index);
+    if (loaded.isEmpty()) {
+      shard.reset();
+      last = null;
+      return;
+    }
+    ShardCheckpoint cp = loaded.get().checkpoint();
+    try {
+      shard.restore(cp);
+      last = new LastCheckpoint(loaded.get().path(), cp.getStep(), cp.getCreatedMs());
+    } catch (RuntimeException e) {
+      log.error(
+          "checkpoint {} of pserver {} cannot be loaded: starting uninitialised",
+          loaded.get().path(),
+          index,
+          e);
+      shard.reset();
+      last = null;
+    }
+  }
+
+  /**
+   * Writes a checkpoint now.
+   *
+   * @return its metadata, or empty when the shard has no index or is not initialised
+   */
+  public synchronized Optional<CheckpointMeta> checkpointNow() {
+    int index = shard.index();
+    if (index < 0 || !shard.initialised()) {
+      return Optional.empty();
+    }
+    long started = System.nanoTime();
+    ShardCheckpoint snapshot = shard.snapshot();
+    CheckpointMeta meta = store.write(index, snapshot);
+    shard.recordCheckpoint(snapshot.getStep());
+    last = new LastCheckpoint(meta.getPath(), meta.getStep(), meta.getTimestampMs());
+    log.debug(
+        "checkpoint at step {} took {} ms",
+        snapshot.getStep(),
+        (System.nanoTime() - started) / 1_000_000);
+    return Optional.of(meta);
+  }
+
+  private synchronized void onTimer() {
+    LastCheckpoint l = last;
+    if (l != null && l.step() == shard.step()) {
+      return;
+    }
+    try {
+      checkpointNow();
+    } catch (RuntimeException e) {
+      log.warn("periodic checkpoint failed, retrying at the next tick: {}", e.toString());
+    }
+  }
+
+  /**
+   * Graceful shutdown (phase {@link LifecyclePhases#ROLE}, after the gRPC server drained its
+   * calls): stops taking pushes and writes a final checkpoint.
+   */
+  @Override
+  public void stop() {
+    stopTimer();
+    running = false;
+    shard.beginDraining();
+    try {
+      checkpointNow()
+          .ifPresent(m -> log.info("final checkpoint at step {}: {}", m.getStep(), m.getPath()));
+    } catch (RuntimeException e) {
+      log.error("final checkpoint of pserver {} failed", shard.index(), e);
+    }
+  }
+
+  @Override
+  public int getPhase() {
+    return LifecyclePhases.ROLE;
+  }
+
+  /** The newest checkpoint written or loaded, or null. */
+  public LastCheckpoint last() {
+    return last;
+  }
+
+  @Override
+  public synchronized void start() {
+    running = true;
+    if (interval.isZero() || interval.isNegative() || timer != null) {
+      return;
+    }
+    timer =
+        Executors.newSingleThreadScheduledExecutor(
+            r -> {
+              Thread t = new Thread(r, "pserver-checkpoint");
+              t.setDaemon(true);
+              return t;
+            });
+    long ms = interval.toMillis();
+    timer.scheduleWithFixedDelay(this::onTimer, ms, ms, TimeUnit.MILLISECONDS);
+  }
+
+  private void stopTimer() {
+    ScheduledExecutorService t;
+    synchronized (this) {
+      t = timer;
+      timer = null;
+    }
+    if (t != null) {
+      t.shutdownNow();
+    }
+  }
+
+  @Override
+  public boolean isRunning() {
+    return running;
+  }
+}

@@ -1,0 +1,245 @@
+package dev.paramserver.pserver.registration;
+
+import dev.paramserver.coordination.CoordinationException;
+import dev.paramserver.coordination.Coordinator;
+import dev.paramserver.coordination.KeyValueStore;
+import dev.paramserver.coordination.Lease;
+import dev.paramserver.pserver.PserverProperties;
+import dev.paramserver.pserver.shard.ParameterShard;
+import dev.paramserver.service.LifecyclePhases;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import net.devh.boot.grpc.server.event.GrpcServerStartedEvent;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.beans.factory.annotation.Value;
+import org.springframework.context.ApplicationListener;
+import org.springframework.context.SmartLifecycle;
+import org.springframework.stereotype.Component;
+
+/**
+ * Registers this pserver in etcd once its gRPC server listens: writes {@code ps_desired} if absent,
+ * grants a lease and claims the lowest free {@code ps/<idx>} with the gRPC address as value, then
+ * loads that index's checkpoint. A lost lease triggers a new claim. On shutdown revokes the lease.
+ */
+@Component
+public final class ShardRegistration
+    implements SmartLifecycle, ApplicationListener<GrpcServerStartedEvent> {
+  private static final Logger log = LoggerFactory.getLogger(ShardRegistration.class);
+  private static final Duration MAX_BACKOFF = Duration.ofSeconds(5);
+
+  private final Coordinator coordinator;
+  private final ParameterShard shard;
+  private final PserverProperties properties;
+  private final ObjectProvider<ShardPersistence> persistence;
+  private final String advertiseHost;
+  private final Duration leaseTtl;
+  private final ExecutorService worker =
+      Executors.newSingleThreadExecutor(
+          r -> {
+            Thread t = new Thread(r, "pserver-registration");
+            t.setDaemon(true);
+            return t;
+          });
+
+  private volatile RegistrationState state = RegistrationState.NEW;
+  private volatile boolean running;
+  private volatile String address;
+  private volatile Lease lease;
+  private volatile int index = -1;
+
+  public ShardRegistration(
+      Coordinator coordinator,
+      ParameterShard shard,
+      PserverProperties properties,
+      ObjectProvider<ShardPersistence> persistence,
+      @Value("${paramserver.advertise-host:127.0.0.1}") String advertiseHost,
+      @Value("${paramserver.etcd.lease-ttl:10s}") Duration leaseTtl) {
+    this.coordinator = coordinator;
+    this.shard = shard;
+    this.properties = properties;
+    this.persistence = persistence;
+    this.advertiseHost = advertiseHost;
+    this.leaseTtl = leaseTtl;
+  }
+
+  @Override
+  public void onApplicationEvent(GrpcServerStartedEvent event) {
+    address = advertiseHost + ":" + event.getPort();
+    log.info("gRPC server listens on port {}; registering as {}", event.getPort(), address);
+    if (moveTo(RegistrationState.REGISTERING)) {
+      worker.execute(this::register);
+    }
+  }
+
+  private synchronized boolean moveTo(RegistrationState next) {
+    if (!state.canMoveTo(next)) {
+      return false;
+    }
+    log.debug("registration {} -> {}", state, next);
+    state = next;
+    return true;
+  }
+
+  /** Claims an index; runs on the worker thread while the state is REGISTERING. */
+  private void register() {
+    long backoffMs = 200;
+    while (state == RegistrationState.REGISTERING && !Thread.currentThread().isInterrupted()) {
+      Lease granted = null;
+      try {
+        int desired = ensureDesired();
+        granted = coordinator.grantLease(leaseTtl);
+        int claimed =
+            coordinator.claimIndex(
+                coordinator.keys().psPrefix(),
+                desired,
+                address.getBytes(StandardCharsets.UTF_8),
+                granted,
+                properties.registerTimeout());
+        lease = granted;
+        granted.onLost(this::onLeaseLost);
+        onClaimed(claimed);
+        if (!moveTo(RegistrationState.REGISTERED)) {
+          return;
+        }
+        log.info("registered as pserver {} ({}) under lease {}", claimed, address, granted.id());
+        return;
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        revokeQuietly(granted);
+        return;
+      } catch (RuntimeException e) {
+        revokeQuietly(granted);
+        log.warn("registration failed, retrying in {} ms: {}", backoffMs, e.toString());
+        try {
+          Thread.sleep(backoffMs);
+        } catch (InterruptedException ie) {
+          Thread.currentThread().interrupt();
+          return;
+        }
+        backoffMs = Math.min(MAX_BACKOFF.toMillis(), backoffMs * 2);
+      }
+    }
+  }
+
+  /** Writes ps_desired when absent and returns the value in force. */
+  private int ensureDesired() {
+    KeyValueStore kv = coordinator.kv();
+    String key = coordinator.keys().psDesired();
+    byte[] mine = Integer.toString(properties.desired()).getBytes(StandardCharsets.UTF_8);
+    if (kv.compareAndSwap(key, 0, mine)) {
+      log.info("wrote {} = {}", key, properties.desired());
+      return properties.desired();
+    }
+    String stored =
+        kv.get(key)
+            .map(KeyValueStore.KeyValue::valueAsString)
+            .orElse(Integer.toString(properties.desired()));
+    try {
+      int n = Integer.parseInt(stored.trim());
+      if (n != properties.desired()) {
+        log.info(
+            "{} is {} in etcd (configured {}): the stored value wins",
+            key,
+            n,
+            properties.desired());
+      }
+      return n;
+    } catch (NumberFormatException e) {
+      throw new CoordinationException(key + " holds '" + stored + "', not a number of pservers");
+    }
+  }
+
+  private void onClaimed(int claimed) {
+    if (claimed != index) {
+      if (index >= 0) {
+        log.warn(
+            "claimed index {} instead of the previous {}: loading the state of {}",
+            claimed,
+            index,
+            claimed);
+      }
+      shard.holdCalls("pserver " + claimed + " is loading its checkpoint: retry shortly");
+      ShardPersistence p = persistence.getIfAvailable();
+      if (p != null) {
+        p.load(claimed);
+      } else {
+        shard.reset();
+      }
+      index = claimed;
+      shard.setIndex(claimed);
+    }
+    shard.releaseCalls();
+  }
+
+  private void onLeaseLost() {
+    if (moveTo(RegistrationState.REGISTERING)) {
+      log.warn("lease of pserver {} ({}) was lost: claiming an index again", index, address);
+      worker.execute(this::register);
+    }
+  }
+
+  private static void revokeQuietly(Lease l) {
+    if (l != null) {
+      try {
+        l.revoke();
+      } catch (RuntimeException e) {
+        log.debug("revoking lease failed: {}", e.toString());
+      }
+    }
+  }
+
+  @Override
+  public void start() {
+    running = true;
+  }
+
+  /**
+   * Runs after the gRPC server stopped taking calls and the final checkpoint was written (phase
+   * {@link LifecyclePhases#REGISTRATION}): revokes the lease so trainers see this pserver gone at
+   * once.
+   */
+  @Override
+  public void stop() {
+    moveTo(RegistrationState.DRAINING);
+    worker.shutdownNow();
+    try {
+      worker.awaitTermination(5, TimeUnit.SECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    shard.beginDraining();
+    revokeQuietly(lease);
+    moveTo(RegistrationState.STOPPED);
+    running = false;
+    log.info("pserver {} deregistered", index);
+  }
+
+  @Override
+  public boolean isRunning() {
+    return running;
+  }
+
+  @Override
+  public int getPhase() {
+    return LifecyclePhases.REGISTRATION;
+  }
+
+  public RegistrationState state() {
+    return state;
+  }
+
+  /** The claimed index, or -1. */
+  public int index() {
+    return index;
+  }
+
+  /** The address published in etcd ({@code host:grpcPort}), or null before the server listens. */
+  public String address() {
+    return address;
+  }
+}

@@ -1,0 +1,176 @@
+package dev.paramserver.pserver;
+
+import static dev.paramserver.pserver.shard.Requests.block;
+import static dev.paramserver.pserver.shard.Requests.dense;
+import static dev.paramserver.pserver.shard.Requests.finish;
+import static dev.paramserver.pserver.shard.Requests.gradient;
+import static dev.paramserver.pserver.shard.Requests.init;
+import static dev.paramserver.pserver.shard.Requests.pullAll;
+import static dev.paramserver.pserver.shard.Requests.push;
+import static dev.paramserver.pserver.shard.Requests.sgd;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.paramserver.coordination.EtcdCoordinator;
+import dev.paramserver.coordination.EtcdSettings;
+import dev.paramserver.proto.v1.CheckpointMeta;
+import dev.paramserver.proto.v1.ParameterServerGrpc;
+import dev.paramserver.proto.v1.PullParametersResponse;
+import dev.paramserver.pserver.registration.ShardRegistration;
+import dev.paramserver.rpc.Channels;
+import dev.paramserver.tensor.TensorCodec;
+import dev.paramserver.testsupport.EtcdExtension;
+import dev.paramserver.testsupport.Poll;
+import dev.paramserver.testsupport.TempDirs;
+import io.grpc.ManagedChannel;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.springframework.boot.builder.SpringApplicationBuilder;
+import org.springframework.boot.web.context.WebServerApplicationContext;
+import org.springframework.context.ConfigurableApplicationContext;
+
+/** The whole pserver app against a real etcd, on free loopback ports. */
+class PserverApplicationTest {
+  @RegisterExtension static final EtcdExtension etcd = new EtcdExtension();
+  private static final ObjectMapper JSON = new ObjectMapper();
+  private static final HttpClient HTTP =
+      HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+
+  private Path checkpoints;
+  private EtcdCoordinator coordinator;
+  private String job;
+
+  @BeforeEach
+  void setUp() {
+    checkpoints = TempDirs.create("pserver-ckpt");
+    job = etcd.uniqueJob();
+    coordinator = EtcdCoordinator.connect(EtcdSettings.of(etcd.endpoint(), job));
+  }
+
+  @AfterEach
+  void tearDown() {
+    coordinator.close();
+    TempDirs.deleteRecursively(checkpoints);
+  }
+
+  private ConfigurableApplicationContext start() {
+    return new SpringApplicationBuilder(PserverApplication.class)
+        .run(
+            "--server.port=0",
+            "--server.address=127.0.0.1",
+            "--grpc.server.port=0",
+            "--grpc.server.address=127.0.0.1",
+            "--paramserver.etcd.endpoints=" + etcd.endpoint(),
+            "--paramserver.job=" + job,
+            "--paramserver.admin.token=tok",
+            "--paramserver.pserver.checkpoint-dir=" + checkpoints,
+            "--paramserver.pserver.checkpoint-interval=0s");
+  }
+
+  private static HttpResponse<String> http(
+      ConfigurableApplicationContext ctx, String method, String path) throws Exception {
+    int port = ((WebServerApplicationContext) ctx).getWebServer().getPort();
+    HttpRequest request =
+        HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path))
+            .timeout(Duration.ofSeconds(10))
+            .header("Authorization", "Bearer tok")
+            .method(method, HttpRequest.BodyPublishers.noBody())
+            .build();
+    return HTTP.send(request, HttpResponse.BodyHandlers.ofString());
+  }
+
+  private static int readiness(ConfigurableApplicationContext ctx) {
+    try {
+      return http(ctx, "GET", "/actuator/health/readiness").statusCode();
+    } catch (Exception e) {
+      return -1;
+    }
+  }
+
+  private Optional<String> registered(int index) {
+    return coordinator.kv().get(coordinator.keys().ps(index)).map(kv -> kv.valueAsString());
+  }
+
+  @Test
+  void registers_serves_becomesReady_checkpoints_andRecoversAfterRestart() throws Exception {
+    float[] after;
+    try (ConfigurableApplicationContext ctx = start()) {
+      ShardRegistration registration = ctx.getBean(ShardRegistration.class);
+      Poll.until(Duration.ofSeconds(20), () -> registered(0).isPresent(), "ps/0 in etcd");
+      String address = registered(0).orElseThrow();
+      assertThat(address).isEqualTo(registration.address()).startsWith("127.0.0.1:");
+      assertThat(coordinator.kv().get(coordinator.keys().psDesired()).orElseThrow().valueAsString())
+          .isEqualTo("1");
+      assertThat(readiness(ctx)).isEqualTo(503);
+      JsonNode status = JSON.readTree(http(ctx, "GET", "/admin/status").body());
+      assertThat(status.get("role").asText()).isEqualTo("pserver");
+      assertThat(status.get("state").asText()).isEqualTo("UNINITIALISED");
+      assertThat(status.get("identity").asText()).isEqualTo(address);
+
+      ManagedChannel channel = Channels.forAddress(address);
+      try {
+        var stub = ParameterServerGrpc.newBlockingStub(channel);
+        stub.withDeadlineAfter(10, TimeUnit.SECONDS)
+            .initParameters(
+                init(
+                    "i1",
+                    List.of(dense("w", 3, 4, sgd(0.5f))),
+                    List.of(block("w", 0, 4, 1, 2, 3))));
+        stub.withDeadlineAfter(10, TimeUnit.SECONDS).finishInit(finish("i1", 1));
+        stub.withDeadlineAfter(10, TimeUnit.SECONDS).pushGradients(push(gradient("w", 0, 2, 2, 2)));
+        PullParametersResponse r =
+            stub.withDeadlineAfter(10, TimeUnit.SECONDS).pullParameters(pullAll());
+        after = TensorCodec.decode(r.getBlocks(0).getData());
+        assertThat(after).containsExactly(0f, 1f, 2f);
+      } finally {
+        Channels.close(channel);
+      }
+      Poll.until(
+          Duration.ofSeconds(10), () -> readiness(ctx) == 200, "readiness UP after FinishInit");
+      assertThat(http(ctx, "GET", "/actuator/health/liveness").statusCode()).isEqualTo(200);
+      status = JSON.readTree(http(ctx, "GET", "/admin/status").body());
+      assertThat(status.get("state").asText()).isEqualTo("SERVING");
+      assertThat(status.get("step").asLong()).isEqualTo(1);
+
+      HttpResponse<String> cp = http(ctx, "POST", "/admin/checkpoint");
+      assertThat(cp.statusCode()).isEqualTo(200);
+      JsonNode meta = JSON.readTree(cp.body());
+      assertThat(meta.get("step").asLong()).isEqualTo(1);
+      assertThat(Files.exists(Path.of(meta.get("path").asText()))).isTrue();
+    }
+    // Graceful shutdown revoked the lease and wrote a final checkpoint.
+    assertThat(registered(0)).isEmpty();
+    CheckpointMeta meta =
+        CheckpointMeta.parseFrom(
+            coordinator.kv().get(coordinator.keys().checkpoint(0)).orElseThrow().value());
+    assertThat(meta.getPreviousPath()).isNotEmpty();
+
+    try (ConfigurableApplicationContext ctx = start()) {
+      Poll.until(Duration.ofSeconds(20), () -> readiness(ctx) == 200, "ready from the checkpoint");
+      ManagedChannel channel = Channels.forAddress(registered(0).orElseThrow());
+      try {
+        PullParametersResponse r =
+            ParameterServerGrpc.newBlockingStub(channel)
+                .withDeadlineAfter(10, TimeUnit.SECONDS)
+                .pullParameters(pullAll());
+        assertThat(r.getStep()).isEqualTo(1);
+        assertThat(TensorCodec.decode(r.getBlocks(0).getData())).containsExactly(after);
+      } finally {
+        Channels.close(channel);
+      }
+    }
+  }
+}
