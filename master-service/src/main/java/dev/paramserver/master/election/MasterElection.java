@@ -122,6 +122,9 @@ public final class MasterElection implements SmartLifecycle {
     // stop serving first, so no new call is answered while we resign
     job.stopServing();
     transition(State.STEPPING_DOWN);
+    // resign and revoke from this thread, so a standby takes over at once (the election thread
+    // may be interrupted below, which would cut its etcd calls short)
+    giveUp();
     signalLoss();
     Thread t = thread;
     if (t != null) {
@@ -132,7 +135,6 @@ public final class MasterElection implements SmartLifecycle {
         Thread.currentThread().interrupt();
       }
     }
-    giveUp();
     leaderAddress.close();
     transition(State.STOPPED);
   }
