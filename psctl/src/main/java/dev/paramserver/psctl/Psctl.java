@@ -23,11 +23,16 @@ import picocli.CommandLine.Spec;
     name = "psctl",
     mixinStandardHelpOptions = true,
     versionProvider = Psctl.Version.class,
-    description = "paramserver command line tool: data conversion, inspection and demo data.",
+    description =
+        "paramserver command line tool: data conversion, inspection, demo data, local runs,"
+            + " evaluation and prediction.",
     subcommands = {
       ConvertCommand.class,
       InspectCommand.class,
       DemoDataCommand.class,
+      dev.paramserver.psctl.cluster.RunLocalCommand.class,
+      dev.paramserver.psctl.model.EvaluateCommand.class,
+      dev.paramserver.psctl.model.PredictCommand.class,
       CommandLine.HelpCommand.class,
     })
 public final class Psctl implements Callable<Integer> {
