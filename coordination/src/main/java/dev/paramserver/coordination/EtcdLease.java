@@ -4,7 +4,9 @@ import io.etcd.jetcd.lease.LeaseKeepAliveResponse;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
@@ -21,6 +23,7 @@ import org.slf4j.LoggerFactory;
  */
 final class EtcdLease implements Lease {
   private static final Logger log = LoggerFactory.getLogger(EtcdLease.class);
+  private static final Duration REVOKE_AFTER_LOSS_LIMIT = Duration.ofMinutes(10);
 
   enum State {
     ALIVE,
@@ -152,13 +155,34 @@ final class EtcdLease implements Lease {
       listeners.clear();
     }
     toRun.forEach(this::runListener);
-    // If etcd still has the lease (it was only unreachable), drop it so its keys vanish now
-    // rather than outliving our belief that we hold them.
+    revokeAfterLoss(System.nanoTime());
+  }
+
+  /**
+   * etcd may still hold a lease we count as lost (it was only unreachable, or it restarts with its
+   * data and extends every lease by its TTL). Keep trying to revoke it, every second for up to
+   * {@link #REVOKE_AFTER_LOSS_LIMIT}, so that its keys vanish as soon as etcd answers and a
+   * restarted holder can take them again at once.
+   */
+  private void revokeAfterLoss(long sinceNanos) {
+    CompletableFuture<?> attempt;
     try {
-      client.revoke(id).orTimeout(calls.timeout().toMillis(), TimeUnit.MILLISECONDS);
-    } catch (RuntimeException ignored) {
-      // best effort
+      attempt = client.revoke(id).orTimeout(calls.timeout().toMillis(), TimeUnit.MILLISECONDS);
+    } catch (RuntimeException e) {
+      return; // client closed
     }
+    attempt.whenComplete(
+        (r, e) -> {
+          if (e == null || EtcdCalls.isNotFound(e)) {
+            log.info("lost lease {} is gone from etcd", Long.toHexString(id));
+          } else if (System.nanoTime() - sinceNanos < REVOKE_AFTER_LOSS_LIMIT.toNanos()) {
+            try {
+              scheduler.schedule(() -> revokeAfterLoss(sinceNanos), 1, TimeUnit.SECONDS);
+            } catch (RejectedExecutionException closed) {
+              // the coordinator is closed: etcd expires the lease by its TTL
+            }
+          }
+        });
   }
 
   private void runListener(Runnable listener) {
@@ -204,28 +228,46 @@ final class EtcdLease implements Lease {
 
   /**
    * Revokes the lease (its keys vanish at once). Idempotent; does not fire the lost listeners. If
-   * etcd cannot be reached the failure is logged, not thrown: the lease then ends by its TTL.
+   * etcd cannot be reached within the call timeout the failure is logged, not thrown: the lease
+   * then ends by its TTL.
    */
   @Override
   public void revoke() {
+    revokeAsync().join();
+  }
+
+  /** {@link #revoke()} without waiting; the future completes (never exceptionally) when done. */
+  CompletableFuture<Void> revokeAsync() {
     if (!state.compareAndSet(State.ALIVE, State.REVOKED)) {
-      return;
+      return CompletableFuture.completedFuture(null);
     }
     cancelTask();
     synchronized (listeners) {
       listeners.clear();
     }
+    CompletableFuture<?> call;
     try {
-      calls.await(client.revoke(id), "revoke lease " + Long.toHexString(id));
-    } catch (CoordinationException e) {
-      if (!EtcdCalls.isNotFound(e)) {
-        log.warn(
-            "could not revoke lease {}; its keys will vanish when its TTL {} runs out: {}",
-            Long.toHexString(id),
-            ttl,
-            e.getMessage());
-      }
+      call = client.revoke(id).orTimeout(calls.timeout().toMillis(), TimeUnit.MILLISECONDS);
+    } catch (RuntimeException e) {
+      call = CompletableFuture.failedFuture(e);
     }
+    return call.handle(
+        (r, e) -> {
+          if (e == null || EtcdCalls.isNotFound(e)) {
+            calls.markConnected(true, null);
+            log.debug("revoked lease {}", Long.toHexString(id));
+          } else {
+            if (!EtcdCalls.serverAnswered(e)) {
+              calls.markConnected(false, "lease revoke failed: " + e);
+            }
+            log.warn(
+                "could not revoke lease {}; its keys will vanish when its TTL {} runs out: {}",
+                Long.toHexString(id),
+                ttl,
+                e.toString());
+          }
+          return null;
+        });
   }
 
   private void cancelTask() {

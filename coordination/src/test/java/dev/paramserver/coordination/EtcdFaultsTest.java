@@ -93,4 +93,43 @@ class EtcdFaultsTest {
       throw new AssertionError(e);
     }
   }
+
+  @Test
+  void lostLease_isRevokedOnceEtcdIsBack_soItsKeysVanishBeforeTheTtl() {
+    var lease = coordinator.grantLease(Duration.ofSeconds(6));
+    String key = coordinator.keys().ps(0);
+    coordinator.kv().put(key, "old".getBytes(UTF_8), lease);
+    AtomicInteger fired = new AtomicInteger();
+    lease.onLost(fired::incrementAndGet);
+
+    etcd.server().kill();
+    Poll.until(Duration.ofSeconds(10), () -> fired.get() == 1, "onLost while etcd is down");
+    etcd.server().restart(); // etcd keeps the lease and extends it by its TTL on restart
+
+    long start = System.nanoTime();
+    Poll.until(
+        Duration.ofSeconds(10),
+        Duration.ofMillis(100),
+        () -> {
+          try {
+            return coordinator.kv().get(key).isEmpty();
+          } catch (CoordinationException notYet) {
+            return false;
+          }
+        },
+        "the lost lease's key to vanish");
+    assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(5));
+  }
+
+  @Test
+  void close_withEtcdDown_takesAboutOneCallTimeout() {
+    for (int i = 0; i < 3; i++) {
+      coordinator.grantLease(Duration.ofSeconds(10));
+    }
+    etcd.server().kill();
+    long start = System.nanoTime();
+    coordinator.close();
+    assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofMillis(2500));
+    assertThat(coordinator.isConnected()).isFalse();
+  }
 }

@@ -30,7 +30,11 @@ import org.springframework.validation.annotation.Validated;
 @Validated
 @ConfigurationProperties("paramserver")
 public record CommonProperties(
-    @DefaultValue("default") @NotBlank @Pattern(regexp = "[A-Za-z0-9][A-Za-z0-9._-]{0,62}")
+    @DefaultValue("default")
+        @NotBlank
+        @Pattern(
+            regexp = "[A-Za-z0-9][A-Za-z0-9._-]{0,62}",
+            message = "use 1-63 letters, digits, '.', '_' or '-', starting with a letter or digit")
         String job,
     @DefaultValue("127.0.0.1") @NotBlank String advertiseHost,
     @DefaultValue @Valid @NotNull Etcd etcd,
@@ -56,7 +60,13 @@ public record CommonProperties(
    */
   public record Etcd(
       @DefaultValue("http://127.0.0.1:2379") @NotEmpty
-          List<@NotBlank @Pattern(regexp = "https?://\\S+") String> endpoints,
+          List<
+                  @NotBlank
+                  @Pattern(
+                      regexp = "https?://\\S+",
+                      message = "must be a URL like http://host:2379")
+                  String>
+              endpoints,
       @DefaultValue("5s") @NotNull @DurationMin(millis = 100) @DurationMax(minutes = 5)
           Duration callTimeout,
       @DefaultValue("10s") @NotNull @DurationMin(seconds = 2) @DurationMax(minutes = 10)
