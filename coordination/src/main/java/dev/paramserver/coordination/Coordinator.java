@@ -33,6 +33,23 @@ public interface Coordinator extends AutoCloseable {
   int claimIndex(String prefix, int max, byte[] value, Lease lease, Duration timeout)
       throws InterruptedException;
 
+  /**
+   * Like {@link #claimIndex(String, int, byte[], Lease, Duration)}, but tries {@code preferred}
+   * first (each time it looks for a free index), so that a holder that lost its lease, for example
+   * across an etcd outage, gets its old index back instead of a neighbour's. A {@code preferred}
+   * outside {@code [0, max)} is ignored.
+   *
+   * @return the index claimed
+   */
+  default int claimIndex(
+      String prefix, int max, byte[] value, Lease lease, Duration timeout, int preferred)
+      throws InterruptedException {
+    if (preferred >= 0 && preferred < max && kv().putIfAbsent(prefix + preferred, value, lease)) {
+      return preferred;
+    }
+    return claimIndex(prefix, max, value, lease, timeout);
+  }
+
   /** True when the last call to etcd succeeded (for health indicators). */
   boolean isConnected();
 

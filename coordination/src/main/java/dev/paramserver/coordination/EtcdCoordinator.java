@@ -125,6 +125,13 @@ public final class EtcdCoordinator implements Coordinator {
   @Override
   public int claimIndex(String prefix, int max, byte[] value, Lease lease, Duration timeout)
       throws InterruptedException {
+    return claimIndex(prefix, max, value, lease, timeout, -1);
+  }
+
+  @Override
+  public int claimIndex(
+      String prefix, int max, byte[] value, Lease lease, Duration timeout, int preferred)
+      throws InterruptedException {
     requireOpen();
     if (max <= 0) {
       throw new IllegalArgumentException("max must be positive to claim an index, got " + max);
@@ -138,6 +145,17 @@ public final class EtcdCoordinator implements Coordinator {
         } catch (NumberFormatException ignored) {
           // not an index key
         }
+      }
+      if (preferred >= 0
+          && preferred < max
+          && !taken.contains(preferred)
+          && kv.putIfAbsent(prefix + preferred, value, lease)) {
+        log.info(
+            "claimed {}{} (preferred) under lease {}",
+            prefix,
+            preferred,
+            Long.toHexString(lease.id()));
+        return preferred;
       }
       for (int i = 0; i < max; i++) {
         if (!taken.contains(i) && kv.putIfAbsent(prefix + i, value, lease)) {

@@ -151,28 +151,4 @@ class LeaderElectionTest {
         .isInstanceOf(CoordinationException.class)
         .hasMessageContaining("revoked or lost");
   }
-
-  @Test
-  void claimIndex_givesLowestFree_andReclaimsAfterLeaseExpires() throws Exception {
-    String prefix = a.keys().psPrefix();
-    try (RawLeases raw = new RawLeases(etcd.endpoint())) {
-      Lease dying = raw.unkept(2);
-      Lease leaseB = b.grantLease(Duration.ofSeconds(10));
-      assertThat(a.claimIndex(prefix, 2, "p0".getBytes(UTF_8), dying, Duration.ofSeconds(1)))
-          .isZero();
-      assertThat(b.claimIndex(prefix, 2, "p1".getBytes(UTF_8), leaseB, Duration.ofSeconds(1)))
-          .isEqualTo(1);
-
-      assertThatThrownBy(() -> b.claimIndex(prefix, 2, new byte[0], leaseB, Duration.ofMillis(300)))
-          .isInstanceOf(CoordinationException.class)
-          .hasMessageContaining(prefix)
-          .hasMessageContaining("all 2");
-
-      Lease leaseC = a.grantLease(Duration.ofSeconds(10));
-      int again =
-          a.claimIndex(prefix, 2, "p0-again".getBytes(UTF_8), leaseC, Duration.ofSeconds(10));
-      assertThat(again).isZero();
-      assertThat(a.kv().get(a.keys().ps(0)).orElseThrow().valueAsString()).isEqualTo("p0-again");
-    }
-  }
 }
