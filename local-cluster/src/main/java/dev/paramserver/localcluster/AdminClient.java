@@ -12,7 +12,7 @@ import java.time.Duration;
 /** Calls a service's {@code /admin/**} endpoints on 127.0.0.1 with the run's bearer token. */
 final class AdminClient {
   private static final ObjectMapper JSON = new ObjectMapper();
-  private static final Duration TIMEOUT = Duration.ofSeconds(3);
+  private static final Duration TIMEOUT = Duration.ofSeconds(10);
 
   private final HttpClient http =
       HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(1)).build();

@@ -14,8 +14,8 @@ import java.util.Set;
 
 /**
  * Finds the executable jars of the three services: in a given directory (flat, or one {@code
- * <module>/target} per service), else under the repository root found from the working directory,
- * {@code $PARAMSERVER_HOME} or this library's own location.
+ * <module>/target} per service), else under the repository root: {@code $PARAMSERVER_HOME}, else
+ * the working directory or one of its parents, else a parent of this library's own location.
  */
 final class JarLocator {
   private static final List<Role> SERVICES = List.of(Role.MASTER, Role.PSERVER, Role.TRAINER);
@@ -28,11 +28,11 @@ final class JarLocator {
       return fromDir(jarDir.toAbsolutePath().normalize(), "--jar-dir " + jarDir);
     }
     Set<Path> roots = new LinkedHashSet<>();
-    addWithParents(roots, Path.of("").toAbsolutePath());
     String home = System.getenv("PARAMSERVER_HOME");
     if (home != null && !home.isBlank()) {
       roots.add(Path.of(home).toAbsolutePath().normalize());
     }
+    addWithParents(roots, Path.of("").toAbsolutePath());
     ownLocation().ifPresent(p -> addWithParents(roots, p));
     for (Path root : roots) {
       if (Files.isRegularFile(root.resolve(Role.MASTER.module()).resolve("pom.xml"))) {
@@ -40,8 +40,8 @@ final class JarLocator {
       }
     }
     throw new LocalClusterException(
-        "cannot find the paramserver repository (looked in the working directory, its parents,"
-            + " $PARAMSERVER_HOME and next to the local-cluster jar): run from the repository or"
+        "cannot find the paramserver repository (looked in $PARAMSERVER_HOME, the working"
+            + " directory, its parents and next to the local-cluster jar): run from the repository or"
             + " pass --jar-dir DIR");
   }
 

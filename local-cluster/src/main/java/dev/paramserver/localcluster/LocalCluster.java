@@ -158,6 +158,9 @@ public final class LocalCluster implements AutoCloseable {
     }
     p.destroyForcibly();
     GracefulStop.waitFor(p, Duration.ofSeconds(10).toNanos());
+    if (!p.isAlive()) {
+      onExit(sp, p); // act now, so the state says RESTARTING or STOPPED when kill returns
+    }
     return before;
   }
 
@@ -468,10 +471,9 @@ public final class LocalCluster implements AutoCloseable {
 
   private void onExit(ServiceProcess sp, Process p) {
     int code = p.exitValue();
-    if (sp.process() != p) {
-      return; // an older incarnation
+    if (!sp.claimExit(p, code)) {
+      return; // an older incarnation, or handled already
     }
-    sp.exited(code);
     String who = sp.name() + " (pid " + p.pid() + ")";
     if (closing || sp.intent() == ServiceProcess.Intent.STOP) {
       markStopped(sp, p);

@@ -32,6 +32,7 @@ final class ServiceProcess {
   private int autoRestarts;
   private long generation;
   private Integer lastExitCode;
+  private Process exitHandled;
 
   ServiceProcess(Role role, int index, Path logFile, int httpPort, int grpcPort) {
     this.role = role;
@@ -144,7 +145,16 @@ final class ServiceProcess {
     return lastExitCode;
   }
 
-  synchronized void exited(int code) {
+  /**
+   * Claims the handling of {@code p}'s exit: true once, for the current incarnation only (the exit
+   * callback and a caller waiting for the exit may both try).
+   */
+  synchronized boolean claimExit(Process p, int code) {
+    if (p != process || exitHandled == p) {
+      return false;
+    }
+    exitHandled = p;
     lastExitCode = code;
+    return true;
   }
 }

@@ -111,6 +111,8 @@ class LocalClusterSupervisionTest {
 
     assertThat(killed.pid()).isEqualTo(before.pid());
     assertThat(alive(before.pid())).isFalse();
+    assertThat(cluster.process(Role.PSERVER, 1).state())
+        .isIn(ProcessState.RESTARTING, ProcessState.RUNNING);
     await()
         .atMost(WAIT)
         .until(
@@ -147,9 +149,7 @@ class LocalClusterSupervisionTest {
 
     cluster.kill(Role.MASTER, 0, false);
 
-    await()
-        .atMost(WAIT)
-        .until(() -> cluster.process(Role.MASTER, 0).state() == ProcessState.STOPPED);
+    assertThat(cluster.process(Role.MASTER, 0).state()).isEqualTo(ProcessState.STOPPED);
     await()
         .during(Duration.ofMillis(500))
         .atMost(WAIT)
