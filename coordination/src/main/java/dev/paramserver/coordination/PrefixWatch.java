@@ -64,7 +64,9 @@ final class PrefixWatch implements AutoCloseable {
     if (closed) {
       return;
     }
-    WatchOption.Builder option = WatchOption.builder().isPrefix(true);
+    // requireLeader: a member cut off from its cluster cancels the watch instead of leaving it
+    // silent; jetcd then ends it and we reopen it (possibly on another endpoint)
+    WatchOption.Builder option = WatchOption.builder().isPrefix(true).withRequireLeader(true);
     if (nextRevision > 0) {
       option.withRevision(nextRevision);
     }

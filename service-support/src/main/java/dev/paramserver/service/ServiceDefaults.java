@@ -15,9 +15,12 @@ import org.springframework.core.env.MapPropertySource;
  *   <li>{@code server.shutdown=graceful}, {@code spring.lifecycle.timeout-per-shutdown-phase=30s}
  *   <li>actuator: {@code management.endpoints.web.exposure.include=health,info,prometheus}, probes
  *       enabled, {@code management.endpoint.health.show-components=always}
- *   <li>{@code management.endpoint.health.group.readiness.include=readinessState,etcd}: a service
- *       whose readiness also depends on its role's health indicator sets this property to the full
- *       list, e.g. {@code readinessState,etcd,master}
+ *   <li>{@code management.endpoint.health.group.readiness.include=readinessState,etcd}. A role that
+ *       is not ready (a standby master, a pserver still loading its shard) says so by publishing
+ *       {@code AvailabilityChangeEvent.publish(context, ReadinessState.REFUSING_TRAFFIC)}, and
+ *       {@code ACCEPTING_TRAFFIC} once it is; that needs no property. A service that adds its own
+ *       health indicator to readiness instead sets this property to the full list, e.g. {@code
+ *       readinessState,etcd,master}
  *   <li>{@code management.endpoint.health.group.liveness.include=livenessState}
  * </ul>
  */
