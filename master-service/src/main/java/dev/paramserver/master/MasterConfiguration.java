@@ -7,10 +7,10 @@ import dev.paramserver.master.election.MasterElection;
 import dev.paramserver.master.state.EtcdJobStore;
 import dev.paramserver.master.task.MasterJob;
 import dev.paramserver.master.task.TimeoutChecker;
+import dev.paramserver.service.CommonProperties;
+import dev.paramserver.service.LifecyclePhases;
 import java.time.Clock;
-import java.time.Duration;
 import net.devh.boot.grpc.server.event.GrpcServerStartedEvent;
-import org.springframework.beans.factory.annotation.Value;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.context.event.EventListener;
@@ -18,8 +18,8 @@ import org.springframework.context.event.EventListener;
 /** The master's beans: job, state store, election, timeout checker, health and admin status. */
 @Configuration(proxyBeanMethods = false)
 class MasterConfiguration {
-  /** The phase of the election (stops after the gRPC server drained, before the lease goes). */
-  static final int ROLE_PHASE = org.springframework.context.SmartLifecycle.DEFAULT_PHASE - 100_000;
+  /** The election stops after the gRPC server drained its calls, before channels close. */
+  static final int ROLE_PHASE = LifecyclePhases.ROLE;
 
   @Bean
   EtcdJobStore masterJobStore(Coordinator coordinator) {
@@ -33,12 +33,9 @@ class MasterConfiguration {
 
   @Bean
   MasterElection masterElection(
-      Coordinator coordinator,
-      MasterJob job,
-      EtcdJobStore store,
-      @Value("${paramserver.advertise-host:127.0.0.1}") String advertiseHost,
-      @Value("${paramserver.etcd.lease-ttl:10s}") Duration leaseTtl) {
-    return new MasterElection(coordinator, job, store, advertiseHost, leaseTtl, ROLE_PHASE);
+      Coordinator coordinator, MasterJob job, EtcdJobStore store, CommonProperties common) {
+    return new MasterElection(
+        coordinator, job, store, common.advertiseHost(), common.etcd().leaseTtl(), ROLE_PHASE);
   }
 
   @Bean

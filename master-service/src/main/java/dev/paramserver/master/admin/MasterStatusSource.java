@@ -7,6 +7,7 @@ import com.google.protobuf.util.JsonFormat;
 import dev.paramserver.master.election.MasterElection;
 import dev.paramserver.master.task.MasterJob;
 import dev.paramserver.proto.v1.JobStatus;
+import dev.paramserver.service.AdminStatusSource;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.LinkedHashMap;
@@ -19,7 +20,7 @@ import java.util.Optional;
  * {@code job}: the {@link JobStatus} as proto3 JSON (lowerCamelCase names, int64 as strings, enums
  * as names, fields with default values included).
  */
-public final class MasterStatusSource {
+public final class MasterStatusSource implements AdminStatusSource {
   private static final JsonFormat.Printer PRINTER =
       JsonFormat.printer().alwaysPrintFieldsWithNoPresence().omittingInsignificantWhitespace();
   private static final TypeReference<LinkedHashMap<String, Object>> MAP = new TypeReference<>() {};
@@ -33,10 +34,12 @@ public final class MasterStatusSource {
     this.job = job;
   }
 
+  @Override
   public String role() {
     return "master";
   }
 
+  @Override
   public String state() {
     return switch (election.state()) {
       case LEADER -> election.isLeader() ? "LEADER" : "STEPPING_DOWN";
@@ -47,10 +50,12 @@ public final class MasterStatusSource {
     };
   }
 
+  @Override
   public String identity() {
     return election.identity();
   }
 
+  @Override
   public Map<String, Object> details() {
     Map<String, Object> out = new LinkedHashMap<>();
     out.put("leader", election.isLeader());

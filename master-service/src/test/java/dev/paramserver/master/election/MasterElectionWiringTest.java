@@ -2,6 +2,8 @@ package dev.paramserver.master.election;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.paramserver.coordination.EtcdCoordinator;
 import dev.paramserver.coordination.EtcdSettings;
 import dev.paramserver.coordination.KeyValueStore;
@@ -26,6 +28,10 @@ import org.springframework.context.ConfigurableApplicationContext;
 class MasterElectionWiringTest {
   @RegisterExtension static final EtcdExtension etcd = new EtcdExtension();
   private final MasterContexts masters = new MasterContexts();
+
+  private static JsonNode json(String body) throws java.io.IOException {
+    return new ObjectMapper().readTree(body);
+  }
 
   @AfterEach
   void close() {
@@ -70,6 +76,21 @@ class MasterElectionWiringTest {
           .isEqualTo(503);
       assertThat(masters.get(second, "/actuator/health/liveness", false).statusCode())
           .isEqualTo(200);
+      JsonNode leaderStatus = json(masters.get(first, "/admin/status", true).body());
+      assertThat(leaderStatus.path("role").asText()).isEqualTo("master");
+      assertThat(leaderStatus.path("state").asText()).isEqualTo("LEADER");
+      assertThat(leaderStatus.path("identity").asText()).isEqualTo(firstElection.identity());
+      assertThat(leaderStatus.path("leader").asBoolean()).isTrue();
+      assertThat(leaderStatus.path("job").path("state").asText()).isEqualTo("WAITING_FOR_DATASET");
+      assertThat(leaderStatus.path("job").path("pass").asInt(-1)).isZero();
+      assertThat(leaderStatus.path("job").path("totalPasses").asInt()).isEqualTo(1);
+      JsonNode standbyStatus = json(masters.get(second, "/admin/status", true).body());
+      assertThat(standbyStatus.path("state").asText()).isEqualTo("STANDBY");
+      assertThat(standbyStatus.path("leader").asBoolean()).isFalse();
+      assertThat(standbyStatus.path("leaderAddress").asText()).isEqualTo(firstElection.identity());
+      assertThat(standbyStatus.has("job")).isFalse();
+      assertThat(masters.get(second, "/admin/status", false).statusCode()).isEqualTo(401);
+
       ManagedChannel standby = Channels.forAddress(secondElection.identity());
       try {
         Throwable t =
