@@ -29,6 +29,8 @@ public interface Coordinator extends AutoCloseable {
    * timeout} for an index to become free (an old holder's lease expiring).
    *
    * @return the index claimed
+   * @throws CoordinationException naming the prefix and {@code max} if no index was free within the
+   *     timeout, or if etcd fails or the lease is revoked or lost
    */
   int claimIndex(String prefix, int max, byte[] value, Lease lease, Duration timeout)
       throws InterruptedException;

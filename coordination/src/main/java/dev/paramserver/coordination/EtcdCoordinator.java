@@ -6,6 +6,7 @@ import io.etcd.jetcd.ClientBuilder;
 import io.etcd.jetcd.options.GetOption;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.HashSet;
 import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
@@ -138,7 +139,7 @@ public final class EtcdCoordinator implements Coordinator {
     }
     long deadline = System.nanoTime() + timeout.toNanos();
     while (true) {
-      Set<Integer> taken = ConcurrentHashMap.newKeySet();
+      Set<Integer> taken = new HashSet<>();
       for (KeyValueStore.KeyValue k : kv.getPrefix(prefix)) {
         try {
           taken.add(Integer.parseInt(k.key().substring(prefix.length())));

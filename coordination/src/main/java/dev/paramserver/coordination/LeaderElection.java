@@ -11,6 +11,9 @@ public interface LeaderElection {
    * leader.
    *
    * @return the leadership won, or empty if the timeout passed first (the candidacy is withdrawn)
+   * @throws CoordinationException if etcd fails or times out, or the lease is or becomes revoked or
+   *     lost while waiting (the candidacy is withdrawn where etcd allows)
+   * @throws InterruptedException if interrupted while waiting (the candidacy is withdrawn)
    */
   Optional<Leadership> campaign(byte[] value, Lease lease, Duration timeout)
       throws InterruptedException;
