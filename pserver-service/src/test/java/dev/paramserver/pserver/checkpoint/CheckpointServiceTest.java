@@ -1,0 +1,130 @@
+package dev.paramserver.pserver.checkpoint;
+
+import static dev.paramserver.pserver.shard.Requests.block;
+import static dev.paramserver.pserver.shard.Requests.dense;
+import static dev.paramserver.pserver.shard.Requests.finish;
+import static dev.paramserver.pserver.shard.Requests.gradient;
+import static dev.paramserver.pserver.shard.Requests.init;
+import static dev.paramserver.pserver.shard.Requests.pullAll;
+import static dev.paramserver.pserver.shard.Requests.push;
+import static dev.paramserver.pserver.shard.Requests.sgd;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.paramserver.coordination.EtcdCoordinator;
+import dev.paramserver.coordination.EtcdSettings;
+import dev.paramserver.proto.v1.CheckpointMeta;
+import dev.paramserver.proto.v1.PullParametersResponse;
+import dev.paramserver.pserver.PserverProperties;
+import dev.paramserver.pserver.shard.ParameterShard;
+import dev.paramserver.testsupport.EtcdExtension;
+import dev.paramserver.testsupport.Poll;
+import dev.paramserver.testsupport.TempDirs;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+class CheckpointServiceTest {
+  @RegisterExtension static final EtcdExtension etcd = new EtcdExtension();
+
+  private EtcdCoordinator coordinator;
+  private Path dir;
+
+  @BeforeEach
+  void setUp() {
+    coordinator = EtcdCoordinator.connect(EtcdSettings.of(etcd.endpoint(), etcd.uniqueJob()));
+    dir = TempDirs.create("ckpt-service");
+  }
+
+  @AfterEach
+  void tearDown() {
+    coordinator.close();
+    TempDirs.deleteRecursively(dir);
+  }
+
+  private PserverProperties properties(Duration interval) {
+    return new PserverProperties(
+        1, dir, interval, true, Duration.ofSeconds(10), Duration.ofSeconds(10), 4);
+  }
+
+  private long checkpointedStep() {
+    return coordinator
+        .kv()
+        .get(coordinator.keys().checkpoint(0))
+        .map(
+            kv -> {
+              try {
+                return CheckpointMeta.parseFrom(kv.value()).getStep();
+              } catch (Exception e) {
+                throw new AssertionError(e);
+              }
+            })
+        .orElse(-1L);
+  }
+
+  @Test
+  void timer_checkpointsWhileServing_andRecoveryKeepsCheckpointing() {
+    ParameterShard shard = new ParameterShard(true);
+    shard.setIndex(0);
+    shard.init(init("i", List.of(dense("w", 2, 2, sgd(1))), List.of(block("w", 0, 2, 1, 1))));
+    shard.finishInit(finish("i", 1));
+    CheckpointService service =
+        new CheckpointService(shard, coordinator, properties(Duration.ofMillis(100)));
+    service.start();
+    PullParametersResponse expected;
+    try {
+      shard.push(push(gradient("w", 0, 1, 1)));
+      Poll.until(Duration.ofSeconds(10), () -> checkpointedStep() == 1, "checkpoint at step 1");
+      shard.push(push(gradient("w", 0, 1, 1)));
+      Poll.until(Duration.ofSeconds(10), () -> checkpointedStep() == 2, "checkpoint at step 2");
+      expected = shard.pull(pullAll());
+    } finally {
+      service.stop();
+    }
+    assertThat(service.last().step()).isEqualTo(2);
+
+    // A restarted pserver loads index 0 and goes on checkpointing.
+    ParameterShard restarted = new ParameterShard(true);
+    CheckpointService recovered =
+        new CheckpointService(restarted, coordinator, properties(Duration.ofMillis(100)));
+    recovered.load(0);
+    restarted.setIndex(0);
+    assertThat(restarted.pull(pullAll())).isEqualTo(expected);
+    recovered.start();
+    try {
+      restarted.push(push(gradient("w", 0, 1, 1)));
+      Poll.until(Duration.ofSeconds(10), () -> checkpointedStep() == 3, "checkpoint at step 3");
+    } finally {
+      recovered.stop();
+    }
+  }
+
+  @Test
+  void stop_drainsAndWritesAFinalCheckpoint_evenWithTheTimerOff() {
+    ParameterShard shard = new ParameterShard(true);
+    shard.setIndex(0);
+    shard.init(init("i", List.of(dense("w", 2, 2, sgd(1))), List.of(block("w", 0, 2, 1, 1))));
+    shard.finishInit(finish("i", 1));
+    CheckpointService service =
+        new CheckpointService(shard, coordinator, properties(Duration.ZERO));
+    service.start();
+    shard.push(push(gradient("w", 0, 1, 1)));
+    assertThat(checkpointedStep()).isEqualTo(-1);
+    assertThat(service.isRunning()).isTrue();
+    service.stop();
+    assertThat(checkpointedStep()).isEqualTo(1);
+  }
+
+  @Test
+  void uninitialisedShard_isNotCheckpointed() {
+    ParameterShard shard = new ParameterShard(true);
+    shard.setIndex(0);
+    CheckpointService service =
+        new CheckpointService(shard, coordinator, properties(Duration.ZERO));
+    assertThat(service.checkpointNow()).isEmpty();
+    assertThat(checkpointedStep()).isEqualTo(-1);
+  }
+}
