@@ -1,14 +1,25 @@
 package dev.paramserver.service;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.paramserver.coordination.Coordinator;
+import dev.paramserver.proto.v1.ErrorReason;
+import dev.paramserver.proto.v1.GetStatusRequest;
+import dev.paramserver.proto.v1.MasterGrpc;
 import dev.paramserver.rpc.ErrorMappingInterceptor;
+import dev.paramserver.rpc.RpcErrors;
+import dev.paramserver.service.testapp.NotLeaderMasterService;
 import dev.paramserver.service.testapp.TestServiceApp;
 import dev.paramserver.testsupport.EtcdExtension;
+import io.grpc.ManagedChannel;
+import io.grpc.ManagedChannelBuilder;
+import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
 import java.net.http.HttpResponse;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.springframework.beans.factory.annotation.Autowired;
@@ -97,5 +108,28 @@ class ServiceSupportTest {
     assertThat(coordinator.isConnected()).isTrue();
     assertThat(coordinator.keys().job()).startsWith("test-");
     assertThat(context.getBeansOfType(ErrorMappingInterceptor.class)).hasSize(1);
+  }
+
+  @Test
+  void grpcHandlerErrors_areMappedByTheGlobalInterceptor() {
+    int grpcPort = context.getBean(NotLeaderMasterService.class).port();
+    ManagedChannel channel =
+        ManagedChannelBuilder.forAddress("127.0.0.1", grpcPort).usePlaintext().build();
+    try {
+      assertThatThrownBy(
+              () ->
+                  MasterGrpc.newBlockingStub(channel)
+                      .withDeadlineAfter(5, TimeUnit.SECONDS)
+                      .getStatus(GetStatusRequest.getDefaultInstance()))
+          .isInstanceOfSatisfying(
+              StatusRuntimeException.class,
+              e -> {
+                assertThat(e.getStatus().getCode()).isEqualTo(Status.Code.FAILED_PRECONDITION);
+                assertThat(RpcErrors.reasonOf(e)).isEqualTo(ErrorReason.NOT_LEADER);
+                assertThat(e.getStatus().getDescription()).contains("not the leader");
+              });
+    } finally {
+      channel.shutdownNow();
+    }
   }
 }
