@@ -190,9 +190,11 @@ public final class MasterElection implements SmartLifecycle {
     Leadership lead = won.get();
     leadership = lead;
     store.fence(new EtcdJobStore.Fence(lead.key(), lead.createRevision()));
-    coordinator.kv().put(coordinator.keys().masterAddr(), value, l);
+    // load the job and serve before publishing the address, so trainers that follow
+    // master/addr find a leader ready to answer
     job.startServing(identity);
     transition(State.LEADER);
+    coordinator.kv().put(coordinator.keys().masterAddr(), value, l);
     log.info(
         "this master ({}) leads job '{}' (key {})", identity, coordinator.keys().job(), lead.key());
     synchronized (signal) {

@@ -12,6 +12,8 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The task queues of a job (DESIGN.md §3): every task of the current pass is in exactly one of
@@ -29,6 +31,7 @@ import java.util.List;
  * once the change is persisted).
  */
 public final class TaskQueue {
+  private static final Logger log = LoggerFactory.getLogger(TaskQueue.class);
   static final byte TODO = 1;
   static final byte PENDING = 2;
   static final byte DONE = 3;
@@ -400,6 +403,13 @@ public final class TaskQueue {
     if (failures[id] >= maxFailures) {
       states[id] = FAILED;
       failed++;
+      log.warn(
+          "task {} reached the cap of {} failures in pass {}: it is skipped for the rest of the"
+              + " pass; last failure: {}",
+          id,
+          maxFailures,
+          pass,
+          lastFailure);
     } else {
       states[id] = TODO;
       todo.addLast(id);
@@ -425,8 +435,18 @@ public final class TaskQueue {
               + maxFailures
               + " failures); last failure: "
               + lastFailure;
+      log.error("the job FAILED: {}", failureReason);
       return;
     }
+    log.info(
+        "pass {} of {} ended: {} done, {} failed, {} records, {} duplicates, {} timeouts",
+        pass,
+        totalPasses,
+        done,
+        failed,
+        ledger.records,
+        ledger.duplicates,
+        ledger.timeouts);
     if (pass + 1 >= totalPasses) {
       pass = totalPasses;
       state = JobState.FINISHED;
