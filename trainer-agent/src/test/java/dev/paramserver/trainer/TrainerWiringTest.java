@@ -1,0 +1,101 @@
+package dev.paramserver.trainer;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.paramserver.coordination.Coordinator;
+import dev.paramserver.proto.v1.Example;
+import dev.paramserver.recordio.Compressor;
+import dev.paramserver.recordio.RecordWriter;
+import dev.paramserver.testsupport.EtcdExtension;
+import dev.paramserver.testsupport.Poll;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.boot.test.context.SpringBootTest;
+import org.springframework.boot.test.web.server.LocalServerPort;
+import org.springframework.test.context.DynamicPropertyRegistry;
+import org.springframework.test.context.DynamicPropertySource;
+
+/**
+ * The trainer's Spring wiring against a real etcd with no pservers yet: it registers itself under
+ * its lease, waits for the pservers it was told to expect, and says so on the admin endpoint.
+ */
+@SpringBootTest(
+    classes = TrainerApplication.class,
+    webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT,
+    properties = {
+      "paramserver.admin.token=tok",
+      "paramserver.admin.exit-jvm-on-shutdown=false",
+      "paramserver.trainer.id=t-wiring",
+      "paramserver.trainer.exit-when-done=false"
+    })
+class TrainerWiringTest {
+  @RegisterExtension static final EtcdExtension etcd = new EtcdExtension();
+  static Path data;
+
+  @DynamicPropertySource
+  static void props(DynamicPropertyRegistry registry) throws Exception {
+    data = Files.createTempDirectory("trainer-wiring");
+    try (RecordWriter w =
+        RecordWriter.create(data.resolve("train.recordio"), Compressor.NONE, 10)) {
+      for (int i = 0; i < 20; i++) {
+        w.write(Example.newBuilder().addDense(i).addDense(1).setLabel(i % 3).build().toByteArray());
+      }
+    }
+    registry.add("paramserver.etcd.endpoints", etcd::endpoint);
+    registry.add("paramserver.job", etcd::uniqueJob);
+    registry.add("paramserver.trainer.train-data", () -> data.resolve("*.recordio").toString());
+  }
+
+  @LocalServerPort int port;
+  @Autowired Coordinator coordinator;
+
+  @Test
+  void trainer_registersUnderItsLease_andWaitsForPservers() throws Exception {
+    Poll.until(
+        Duration.ofSeconds(20),
+        Duration.ofMillis(100),
+        () -> coordinator.kv().get(coordinator.keys().trainer("t-wiring")).isPresent(),
+        "trainers/t-wiring registered in etcd");
+    assertThat(coordinator.kv().get(coordinator.keys().trainer("t-wiring")).get().valueAsString())
+        .isEqualTo("127.0.0.1:" + port);
+
+    HttpClient http = HttpClient.newHttpClient();
+    HttpRequest req =
+        HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/admin/status"))
+            .header("Authorization", "Bearer tok")
+            .build();
+    Poll.until(
+        Duration.ofSeconds(20),
+        Duration.ofMillis(100),
+        () -> status(http, req).path("state").asText().equals("WAITING_FOR_PSERVERS"),
+        "trainer waiting for pservers");
+    JsonNode status = status(http, req);
+    assertThat(status.path("role").asText()).isEqualTo("trainer");
+    assertThat(status.path("identity").asText()).isEqualTo("t-wiring");
+    assertThat(status.path("model").asText()).isEqualTo("softmax");
+
+    HttpRequest noToken =
+        HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/admin/status")).build();
+    assertThat(http.send(noToken, HttpResponse.BodyHandlers.ofString()).statusCode())
+        .isEqualTo(401);
+  }
+
+  private static JsonNode status(HttpClient http, HttpRequest req) {
+    try {
+      return new ObjectMapper()
+          .readTree(http.send(req, HttpResponse.BodyHandlers.ofString()).body());
+    } catch (Exception e) {
+      throw new IllegalStateException(e);
+    }
+  }
+}
