@@ -3,6 +3,8 @@ package dev.paramserver.service;
 import dev.paramserver.coordination.Coordinator;
 import dev.paramserver.coordination.EtcdCoordinator;
 import dev.paramserver.rpc.ErrorMappingInterceptor;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.binder.MeterBinder;
 import java.time.Duration;
 import net.devh.boot.grpc.server.interceptor.GrpcGlobalServerInterceptor;
 import org.slf4j.Logger;
@@ -70,6 +72,16 @@ public class ServiceSupportAutoConfiguration {
   public EtcdHealthIndicator etcdHealthIndicator(
       Coordinator coordinator, CommonProperties properties) {
     return new EtcdHealthIndicator(coordinator, properties.etcd().endpoints());
+  }
+
+  /** Gauge {@code paramserver_etcd_connected}: 1 while etcd answers, else 0. */
+  @Bean
+  @ConditionalOnClass(MeterBinder.class)
+  public MeterBinder etcdConnectedGauge(Coordinator coordinator) {
+    return registry ->
+        Gauge.builder("paramserver.etcd.connected", coordinator, c -> c.isConnected() ? 1.0 : 0.0)
+            .description("1 while the last calls to etcd succeeded, else 0")
+            .register(registry);
   }
 
   /** The admin endpoints and their token filter (servlet web applications only). */

@@ -98,7 +98,9 @@ class ServiceSupportTest {
 
   @Test
   void defaults_exposeOnlyHealthInfoPrometheus_andShutDownGracefully() throws Exception {
-    assertThat(Http.get(url("/actuator/prometheus"), null).statusCode()).isEqualTo(200);
+    HttpResponse<String> prometheus = Http.get(url("/actuator/prometheus"), null);
+    assertThat(prometheus.statusCode()).isEqualTo(200);
+    assertThat(prometheus.body()).contains("paramserver_etcd_connected 1.0");
     assertThat(Http.get(url("/actuator/env"), null).statusCode()).isEqualTo(404);
     assertThat(environment.getProperty("server.shutdown")).isEqualTo("graceful");
   }
