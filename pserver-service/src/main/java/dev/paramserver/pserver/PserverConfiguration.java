@@ -1,11 +1,16 @@
 package dev.paramserver.pserver;
 
+import dev.paramserver.coordination.Coordinator;
 import dev.paramserver.pserver.shard.ParameterShard;
+import dev.paramserver.pserver.shard.SyncAggregator;
+import dev.paramserver.pserver.sync.EtcdTrainerMembership;
+import java.time.Duration;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.springframework.beans.factory.annotation.Value;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 
@@ -20,6 +25,22 @@ public class PserverConfiguration {
     shard.holdCalls(
         "pserver is starting (claiming its index, loading its checkpoint): retry shortly");
     return shard;
+  }
+
+  /** The live trainers, from etcd (synchronous modes). */
+  @Bean(destroyMethod = "close")
+  EtcdTrainerMembership trainerMembership(
+      Coordinator coordinator, @Value("${paramserver.etcd.lease-ttl:10s}") Duration leaseTtl) {
+    return new EtcdTrainerMembership(coordinator, leaseTtl.dividedBy(2));
+  }
+
+  /** The synchronous modes' barrier, attached to the shard. */
+  @Bean
+  SyncAggregator syncAggregator(
+      ParameterShard shard, EtcdTrainerMembership membership, PserverProperties properties) {
+    SyncAggregator sync = new SyncAggregator(shard, membership, properties.syncTimeout());
+    shard.attachSync(sync);
+    return sync;
   }
 
   /** Runs calls that may wait (synchronous barriers) off gRPC's threads. */

@@ -124,6 +124,67 @@ public final class ParameterShard {
     }
   }
 
+  /** Applies validated gradients under the shard's read lock (bounded-staleness mode). */
+  void applyNowLocked(ValidatedPush push) {
+    structure.readLock().lock();
+    try {
+      applyNow(push);
+    } finally {
+      structure.readLock().unlock();
+    }
+  }
+
+  /** Sums the gradients of several pushes per block (and sparse row) and applies each sum once. */
+  void applySummed(List<ValidatedPush> pushes) {
+    if (pushes.size() == 1) {
+      applyNowLocked(pushes.get(0));
+      return;
+    }
+    Map<DenseBlock, float[]> dense = new java.util.IdentityHashMap<>();
+    Map<SparseTable, Map<Long, float[]>> sparse = new java.util.IdentityHashMap<>();
+    for (ValidatedPush p : pushes) {
+      for (ValidatedPush.DenseGradient g : p.dense) {
+        float[] sum = dense.get(g.block());
+        if (sum == null) {
+          dense.put(g.block(), g.gradient().clone());
+        } else {
+          addInto(sum, 0, g.gradient(), 0, sum.length);
+        }
+      }
+      for (ValidatedPush.SparseGradient g : p.sparse) {
+        int width = g.table().width();
+        Map<Long, float[]> rows = sparse.computeIfAbsent(g.table(), t -> new java.util.TreeMap<>());
+        for (int i = 0; i < g.rowIds().length; i++) {
+          float[] sum = rows.computeIfAbsent(g.rowIds()[i], id -> new float[width]);
+          addInto(sum, 0, g.gradient(), i * width, width);
+        }
+      }
+    }
+    List<ValidatedPush.DenseGradient> denseSums = new ArrayList<>();
+    dense.forEach((b, g) -> denseSums.add(new ValidatedPush.DenseGradient(b, g)));
+    List<ValidatedPush.SparseGradient> sparseSums = new ArrayList<>();
+    sparse.forEach(
+        (t, rows) -> {
+          int width = t.width();
+          long[] ids = new long[rows.size()];
+          float[] data = new float[rows.size() * width];
+          int i = 0;
+          for (Map.Entry<Long, float[]> e : rows.entrySet()) {
+            ids[i] = e.getKey();
+            System.arraycopy(e.getValue(), 0, data, i * width, width);
+            i++;
+          }
+          sparseSums.add(new ValidatedPush.SparseGradient(t, ids, data));
+        });
+    applyNowLocked(new ValidatedPush(denseSums, sparseSums));
+  }
+
+  private static void addInto(float[] dst, int dstOff, float[] src, int srcOff, int n) {
+    for (int i = 0; i < n; i++) {
+      dst[dstOff + i] += src[srcOff + i];
+    }
+  }
+
   /** Increments the shard's update count after a synchronous step was applied. */
   long advanceStep() {
     return step.incrementAndGet();
@@ -315,6 +376,14 @@ public final class ParameterShard {
       checkpointStep = 0;
     } finally {
       structure.writeLock().unlock();
+    }
+    resetSync();
+  }
+
+  private void resetSync() {
+    SyncAggregator s = sync;
+    if (s != null) {
+      s.reset();
     }
   }
 

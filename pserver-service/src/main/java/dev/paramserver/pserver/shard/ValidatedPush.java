@@ -19,7 +19,7 @@ final class ValidatedPush {
   final List<DenseGradient> dense;
   final List<SparseGradient> sparse;
 
-  private ValidatedPush(List<DenseGradient> dense, List<SparseGradient> sparse) {
+  ValidatedPush(List<DenseGradient> dense, List<SparseGradient> sparse) {
     this.dense = dense;
     this.sparse = sparse;
   }
