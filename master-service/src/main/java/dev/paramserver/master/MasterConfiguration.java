@@ -4,6 +4,7 @@ import dev.paramserver.coordination.Coordinator;
 import dev.paramserver.master.admin.MasterStatusSource;
 import dev.paramserver.master.election.LeadershipHealthIndicator;
 import dev.paramserver.master.election.MasterElection;
+import dev.paramserver.master.metrics.MasterMetrics;
 import dev.paramserver.master.state.EtcdJobStore;
 import dev.paramserver.master.task.MasterJob;
 import dev.paramserver.master.task.TimeoutChecker;
@@ -51,6 +52,11 @@ class MasterConfiguration {
   @Bean
   MasterStatusSource masterStatusSource(MasterElection election, MasterJob job) {
     return new MasterStatusSource(election, job);
+  }
+
+  @Bean
+  MasterMetrics masterMetrics(MasterElection election, MasterJob job) {
+    return new MasterMetrics(election, job);
   }
 
   @Bean

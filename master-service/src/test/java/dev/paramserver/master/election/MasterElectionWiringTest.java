@@ -90,6 +90,11 @@ class MasterElectionWiringTest {
       assertThat(standbyStatus.path("leaderAddress").asText()).isEqualTo(firstElection.identity());
       assertThat(standbyStatus.has("job")).isFalse();
       assertThat(masters.get(second, "/admin/status", false).statusCode()).isEqualTo(401);
+      assertThat(masters.get(first, "/actuator/prometheus", false).body())
+          .containsPattern("(?m)^paramserver_master_leader\\{[^}]*} 1\\.0$")
+          .contains("paramserver_master_tasks{");
+      assertThat(masters.get(second, "/actuator/prometheus", false).body())
+          .containsPattern("(?m)^paramserver_master_leader\\{[^}]*} 0\\.0$");
 
       ManagedChannel standby = Channels.forAddress(secondElection.identity());
       try {
