@@ -14,6 +14,7 @@ import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.function.IntSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -48,29 +49,44 @@ public final class EtcdServer implements AutoCloseable {
   private boolean paused;
   private boolean stopped;
 
-  private EtcdServer(String binary) {
+  private EtcdServer(String binary, IntSupplier ports) {
     this.binary = binary;
-    this.clientPort = FreePorts.next();
-    int peer = FreePorts.next();
+    this.clientPort = ports.getAsInt();
+    int peer = ports.getAsInt();
     while (peer == clientPort) {
-      peer = FreePorts.next();
+      peer = ports.getAsInt();
     }
     this.peerPort = peer;
     this.dir = TempDirs.create("etcd");
     this.logFile = dir.resolve("etcd.log");
   }
 
-  /** Starts a new etcd and waits until it reports healthy. */
+  /**
+   * Starts a new etcd and waits until it reports healthy. If another process grabbed one of the
+   * free ports in the meantime, tries again with new ports (up to 3 times).
+   */
   public static EtcdServer start() {
-    EtcdServer server = new EtcdServer(findBinary());
-    LIVE.add(server);
-    try {
-      server.startProcess();
-    } catch (RuntimeException | Error e) {
-      server.stop();
-      throw e;
+    return start(FreePorts::next);
+  }
+
+  /** {@link #start()} taking its ports from {@code ports}. */
+  static EtcdServer start(IntSupplier ports) {
+    String binary = findBinary();
+    for (int attempt = 1; ; attempt++) {
+      EtcdServer server = new EtcdServer(binary, ports);
+      LIVE.add(server);
+      try {
+        server.startProcess();
+        return server;
+      } catch (RuntimeException | Error e) {
+        boolean portTaken = server.logTail(50).contains("address already in use");
+        server.stop();
+        if (!portTaken || attempt >= 3) {
+          throw e;
+        }
+        log.warn("etcd port was taken by another process, retrying with new ports");
+      }
     }
-    return server;
   }
 
   /** The client URL, {@code http://127.0.0.1:PORT}. */

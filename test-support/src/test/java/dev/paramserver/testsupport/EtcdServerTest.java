@@ -6,11 +6,16 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import java.io.IOException;
 import java.io.InputStream;
 import java.net.HttpURLConnection;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.IntSupplier;
 import org.junit.jupiter.api.Test;
 
 class EtcdServerTest {
@@ -44,6 +49,20 @@ class EtcdServerTest {
         Duration.ofSeconds(5),
         () -> ProcessHandle.of(stoppedPid).map(h -> !h.isAlive()).orElse(true),
         "etcd process to exit");
+  }
+
+  @Test
+  void start_retriesWithNewPorts_whenAPortWasTakenMeanwhile() throws Exception {
+    try (ServerSocket squatter = new ServerSocket()) {
+      squatter.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
+      int taken = squatter.getLocalPort();
+      AtomicInteger calls = new AtomicInteger();
+      IntSupplier ports = () -> calls.getAndIncrement() == 0 ? taken : FreePorts.next();
+      try (EtcdServer server = EtcdServer.start(ports)) {
+        assertThat(server.clientPort()).isNotEqualTo(taken);
+        assertThat(health(server)).contains("true");
+      }
+    }
   }
 
   @Test
