@@ -405,6 +405,9 @@ public final class LocalCluster implements AutoCloseable {
       }
       closing = true;
     }
+    if (Thread.currentThread() == shutdownHook) {
+      log.warn("JVM shutting down: stopping the local cluster in {}", spec.runDir());
+    }
     try {
       if (Thread.currentThread() != shutdownHook && started) {
         Runtime.getRuntime().removeShutdownHook(shutdownHook);

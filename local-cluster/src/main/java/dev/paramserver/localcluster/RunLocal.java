@@ -9,7 +9,6 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.Optional;
 
 /**
  * The main job: starts etcd, masters, pservers and trainers on loopback, follows the job through
@@ -21,6 +20,7 @@ import java.util.Optional;
 public final class RunLocal {
   private static final Duration POLL = Duration.ofSeconds(1);
   private static final Duration EVAL_WAIT = Duration.ofSeconds(60);
+  private static final Duration ALL_REPORTS_WAIT = Duration.ofSeconds(10);
 
   private final PrintStream out;
   private final PrintStream err;
@@ -55,13 +55,14 @@ public final class RunLocal {
       return 0;
     }
     ClusterSpec spec;
+    LocalCluster cluster;
     try {
       spec = spec(options, JarLocator.locate(options.jarDir));
-    } catch (LocalClusterException | IllegalStateException | IllegalArgumentException e) {
+      cluster = new LocalCluster(spec);
+    } catch (RuntimeException e) {
       err.println("run-local: " + e.getMessage());
       return 2;
     }
-    LocalCluster cluster = new LocalCluster(spec);
     cluster.addListener(this::onEvent);
     out.println(
         String.format(
@@ -81,7 +82,9 @@ public final class RunLocal {
               seconds(t0),
               cluster.etcdEndpoint(),
               cluster.clusterFile()));
-      result = follow(cluster, options, t0);
+      result =
+          new JobFollower(JobFollower.source(cluster), out, POLL, EVAL_WAIT, ALL_REPORTS_WAIT)
+              .follow(t0, options.timeout);
     } catch (LocalClusterException e) {
       quiet = true;
       err.println("FAILED: " + e.getMessage());
@@ -93,70 +96,6 @@ public final class RunLocal {
     stop(cluster);
     out.println(result);
     return 0;
-  }
-
-  /** Follows the job until its result line; throws with the reason on failure or timeout. */
-  private String follow(LocalCluster cluster, RunOptions options, long t0) {
-    ProgressPrinter progress = new ProgressPrinter(out);
-    long deadline = t0 + options.timeout.toNanos();
-    long finishedAt = 0;
-    while (true) {
-      checkProcesses(cluster);
-      Optional<JobStatusView> status = cluster.jobStatus();
-      if (status.isPresent()) {
-        JobStatusView job = status.get();
-        progress.update(job, System.nanoTime());
-        if (job.isFailed()) {
-          throw new LocalClusterException(
-              "the job failed: "
-                  + (job.failureReason().isEmpty() ? "(no reason given)" : job.failureReason()));
-        }
-        if (job.isFinished()) {
-          cluster.markJobEnded();
-          List<JobStatusView.PassView> passes = job.passes();
-          if (!passes.isEmpty() && passes.get(passes.size() - 1).evalReports() > 0) {
-            return resultLine(passes, seconds(t0));
-          }
-          if (finishedAt == 0) {
-            finishedAt = System.nanoTime();
-            out.println("job finished; waiting for the evaluation of the last pass");
-          } else if (System.nanoTime() - finishedAt > EVAL_WAIT.toNanos()) {
-            throw new LocalClusterException(
-                "the job finished but no evaluation of the last pass arrived within "
-                    + EVAL_WAIT.toSeconds()
-                    + " s (was --test given? see the trainer logs)");
-          }
-        }
-      }
-      if (System.nanoTime() > deadline) {
-        throw new LocalClusterException(
-            "timed out after "
-                + options.timeout.toSeconds()
-                + " s (--timeout); last job status: "
-                + status.map(JobStatusView::toString).orElse("no master answered as leader"));
-      }
-      sleep(POLL);
-    }
-  }
-
-  static String resultLine(List<JobStatusView.PassView> passes, double elapsedSeconds) {
-    JobStatusView.PassView last = passes.get(passes.size() - 1);
-    return String.format(
-        Locale.ROOT,
-        "RESULT accuracy=%.4f loss=%.4f samples_per_s=%.1f elapsed_s=%.1f",
-        last.evalAccuracy(),
-        last.evalLoss(),
-        ProgressPrinter.overallSamplesPerSecond(passes),
-        elapsedSeconds);
-  }
-
-  private static void checkProcesses(LocalCluster cluster) {
-    for (ProcessInfo p : cluster.processes()) {
-      if (p.state() == ProcessState.FAILED) {
-        throw new LocalClusterException(
-            p.name() + " keeps dying (restarted " + p.restarts() + " times); see " + p.log());
-      }
-    }
   }
 
   static ClusterSpec spec(RunOptions o, Map<Role, Path> jars) {
@@ -233,14 +172,5 @@ public final class RunLocal {
 
   private static double seconds(long sinceNanos) {
     return (System.nanoTime() - sinceNanos) / 1e9;
-  }
-
-  private static void sleep(Duration d) {
-    try {
-      Thread.sleep(d.toMillis());
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new LocalClusterException("interrupted", e);
-    }
   }
 }

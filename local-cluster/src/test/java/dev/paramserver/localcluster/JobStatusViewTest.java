@@ -58,7 +58,7 @@ class JobStatusViewTest {
                 + "{'pass':1,'records':'1000','evalLoss':0.25,'evalAccuracy':0.9375,"
                 + "'evalReports':2,'startedMs':'2000','endedMs':'5000'}]}");
 
-    assertThat(RunLocal.resultLine(job.passes(), 12.345))
+    assertThat(JobFollower.resultLine(job.passes(), 12.345))
         .isEqualTo("RESULT accuracy=0.9375 loss=0.2500 samples_per_s=500.0 elapsed_s=12.3");
   }
 

@@ -214,16 +214,31 @@ class LocalClusterSupervisionTest {
       ctx -> ctx.role() == Role.TRAINER ? List.of("sh", "-c", "exit 3") : List.of("sleep", "600");
 
   @Test
-  void processThatKeepsDying_isMarkedFailedAfterTheRestartBudget() {
-    start(CRASHING_TRAINER, b -> b.maxRestarts(2));
+  void processThatKeepsDying_isMarkedFailedAfterTheRestartBudget() throws Exception {
+    // trainers run until the file 'crash' appears; from then on every incarnation exits with 3
+    ServiceCommand crashOnDemand =
+        ctx ->
+            ctx.role() == Role.TRAINER
+                ? List.of("sh", "-c", "while [ ! -e crash ]; do sleep 0.05; done; exit 3")
+                : List.of("sleep", "600");
+    start(crashOnDemand, b -> b.maxRestarts(2));
+
+    Files.createFile(runDir.resolve("crash"));
 
     await()
         .atMost(WAIT)
         .until(() -> cluster.process(Role.TRAINER, 0).state() == ProcessState.FAILED);
     assertThat(cluster.process(Role.TRAINER, 0).restarts()).isEqualTo(2);
-    assertThat(events)
-        .extracting(ClusterEvent::message)
-        .anyMatch(m -> m.contains("trainer-0") && m.contains("not restarting after 2 restarts"));
+    await()
+        .atMost(WAIT)
+        .untilAsserted(
+            () ->
+                assertThat(events)
+                    .extracting(ClusterEvent::message)
+                    .anyMatch(
+                        m ->
+                            m.contains("trainer-0")
+                                && m.contains("exited with code 3; not restarting after 2")));
     assertThat(cluster.process(Role.MASTER, 0).state()).isEqualTo(ProcessState.RUNNING);
   }
 

@@ -10,7 +10,6 @@ import dev.paramserver.rpc.ServiceException;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -310,46 +309,11 @@ public final class TaskQueue {
 
   /** The job's status (without the dataset and master fields, which the owner adds). */
   public JobStatus status() {
-    TaskCounts live = counts();
-    JobStatus.Builder b =
-        JobStatus.newBuilder()
-            .setState(state)
-            .setPass(pass)
-            .setTotalPasses(totalPasses)
-            .setFailureReason(failureReason)
-            .setTasks(state == JobState.RUNNING ? live : current().toProto(live).getTasks());
-    for (PassLedger l : history) {
-      b.addPasses(l.toProto(live));
-    }
-    return b.build();
+    return TaskQueueStatus.status(this);
   }
 
-  /** The pass statuses (also the per-pass history kept in snapshots). */
   List<PassStatus> passStatuses() {
-    TaskCounts live = counts();
-    List<PassStatus> out = new ArrayList<>(history.size());
-    for (PassLedger l : history) {
-      out.add(l.toProto(live));
-    }
-    return out;
-  }
-
-  /** The state of a task (for tests and tools). */
-  public String describe(int id) {
-    return "task "
-        + id
-        + " state="
-        + states[id]
-        + " epoch="
-        + epochs[id]
-        + " failures="
-        + failures[id]
-        + " deadline="
-        + deadlines[id]
-        + " holder="
-        + holders[id]
-        + " todo="
-        + Arrays.toString(todo.toArray());
+    return TaskQueueStatus.passStatuses(this);
   }
 
   TaskCounts counts() {
@@ -372,7 +336,7 @@ public final class TaskQueue {
     return TaskQueueSnapshots.fromSnapshot(snapshot, taskRecords, maxFailures, clock);
   }
 
-  private PassLedger current() {
+  PassLedger current() {
     return history.get(Math.min(pass, history.size() - 1));
   }
 
