@@ -38,6 +38,9 @@ import org.springframework.validation.annotation.Validated;
  * @param shuffleBuffer examples kept in the shuffle buffer (0: shuffle each task's records only)
  * @param exitWhenDone stop the process when the job is finished
  * @param maxBackoff the longest wait between retries when the master or a pserver is unavailable
+ * @param accumulate mini-batches whose gradients are summed (and averaged) before one push
+ * @param gradientDtype element type of gradients on the wire: float32, float16 or bfloat16
+ * @param prefetch fetch and read the next task while the current one trains
  */
 @Validated
 @ConfigurationProperties("paramserver.trainer")
@@ -63,7 +66,10 @@ public record TrainerProperties(
     @DefaultValue("42") long seed,
     @DefaultValue("0") @Min(0) int shuffleBuffer,
     @DefaultValue("true") boolean exitWhenDone,
-    @DefaultValue("10s") Duration maxBackoff) {
+    @DefaultValue("10s") Duration maxBackoff,
+    @DefaultValue("1") @Min(1) @Max(1024) int accumulate,
+    @DefaultValue("float32") String gradientDtype,
+    @DefaultValue("true") boolean prefetch) {
 
   public TrainerProperties {
     hidden = hidden == null ? List.of() : List.copyOf(hidden);
@@ -72,6 +78,20 @@ public record TrainerProperties(
     if (id == null || id.isBlank()) {
       id = defaultId();
     }
+  }
+
+  /** The wire type of gradients. */
+  public dev.paramserver.proto.v1.DataType gradientWireType() {
+    return switch (gradientDtype.toLowerCase(java.util.Locale.ROOT)) {
+      case "float32", "fp32" -> dev.paramserver.proto.v1.DataType.FLOAT32;
+      case "float16", "fp16", "half" -> dev.paramserver.proto.v1.DataType.FLOAT16;
+      case "bfloat16", "bf16" -> dev.paramserver.proto.v1.DataType.BFLOAT16;
+      default ->
+          throw new IllegalArgumentException(
+              "paramserver.trainer.gradient-dtype '"
+                  + gradientDtype
+                  + "' is unknown: choose float32, float16 or bfloat16");
+    };
   }
 
   /** The training globs, required. */

@@ -50,6 +50,7 @@ public final class ParameterClient {
   private final Duration rpcTimeout;
   private final Duration maxBackoff;
   private final BooleanSupplier stopping;
+  private final DataType gradientType;
   private final AtomicLong bytesPushed = new AtomicLong();
   private final AtomicLong bytesPulled = new AtomicLong();
   private final AtomicLong droppedPushes = new AtomicLong();
@@ -61,7 +62,9 @@ public final class ParameterClient {
       String trainerId,
       Duration rpcTimeout,
       Duration maxBackoff,
+      DataType gradientType,
       BooleanSupplier stopping) {
+    this.gradientType = gradientType;
     this.directory = directory;
     this.layout = layout;
     this.initializer = initializer;

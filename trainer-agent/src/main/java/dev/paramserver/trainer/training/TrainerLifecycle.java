@@ -26,6 +26,7 @@ public class TrainerLifecycle implements SmartLifecycle {
   private final ConfigurableApplicationContext context;
   private final Duration leaseTtl;
   private final String advertiseHost;
+  private final io.micrometer.core.instrument.MeterRegistry registry;
   private volatile TrainingLoop loop;
   private volatile boolean running;
 
@@ -34,7 +35,9 @@ public class TrainerLifecycle implements SmartLifecycle {
       Coordinator coordinator,
       ConfigurableApplicationContext context,
       @Value("${paramserver.etcd.lease-ttl:10s}") Duration leaseTtl,
-      @Value("${paramserver.advertise-host:127.0.0.1}") String advertiseHost) {
+      @Value("${paramserver.advertise-host:127.0.0.1}") String advertiseHost,
+      io.micrometer.core.instrument.MeterRegistry registry) {
+    this.registry = registry;
     this.props = props;
     this.coordinator = coordinator;
     this.context = context;
@@ -52,7 +55,9 @@ public class TrainerLifecycle implements SmartLifecycle {
         context instanceof WebServerApplicationContext web && web.getWebServer() != null
             ? web.getWebServer().getPort()
             : 0;
-    loop = new TrainingLoop(props, coordinator, leaseTtl, advertiseHost + ":" + port, this::exit);
+    loop =
+        new TrainingLoop(
+            props, coordinator, leaseTtl, advertiseHost + ":" + port, this::exit, registry);
     loop.start();
     running = true;
   }

@@ -2,7 +2,6 @@ package dev.paramserver.trainer.training;
 
 import dev.paramserver.coordination.Coordinator;
 import dev.paramserver.coordination.Lease;
-import dev.paramserver.models.Batch;
 import dev.paramserver.models.Dataset;
 import dev.paramserver.models.Evaluation;
 import dev.paramserver.models.Initializers;
@@ -13,7 +12,6 @@ import dev.paramserver.models.ModelFiles;
 import dev.paramserver.models.ModelSpec;
 import dev.paramserver.models.Parameters;
 import dev.paramserver.proto.v1.Example;
-import dev.paramserver.proto.v1.GetTaskRequest;
 import dev.paramserver.proto.v1.GetTaskResponse;
 import dev.paramserver.proto.v1.ReportEvaluationRequest;
 import dev.paramserver.proto.v1.SetDatasetRequest;
@@ -22,7 +20,6 @@ import dev.paramserver.proto.v1.Task;
 import dev.paramserver.proto.v1.TaskFailedRequest;
 import dev.paramserver.proto.v1.TaskFinishedRequest;
 import dev.paramserver.proto.v1.TrainingMode;
-import dev.paramserver.recordio.ChunkInfo;
 import dev.paramserver.recordio.RecordIndex;
 import dev.paramserver.trainer.TrainerStoppedException;
 import dev.paramserver.trainer.config.TrainerProperties;
@@ -59,6 +56,7 @@ public final class TrainingLoop {
   private final String endpoint;
   private final String job;
   private final IntConsumer onExit;
+  private final TrainerMetrics metrics;
   private final TrainingProgress progress = new TrainingProgress();
   private final AtomicBoolean stopping = new AtomicBoolean();
   private volatile Thread thread;
@@ -73,13 +71,15 @@ public final class TrainingLoop {
       Coordinator coordinator,
       Duration leaseTtl,
       String endpoint,
-      IntConsumer onExit) {
+      IntConsumer onExit,
+      io.micrometer.core.instrument.MeterRegistry registry) {
     this.props = props;
     this.coordinator = coordinator;
     this.leaseTtl = leaseTtl;
     this.endpoint = endpoint;
     this.job = coordinator.keys().job();
     this.onExit = onExit;
+    this.metrics = new TrainerMetrics(registry, progress);
   }
 
   public TrainingProgress progress() {
@@ -192,8 +192,24 @@ public final class TrainingLoop {
               props.id(),
               props.rpcTimeout(),
               props.maxBackoff(),
+              props.gradientWireType(),
               stopping::get);
       this.params = client;
+      metrics.counter(
+          "paramserver.trainer.bytes.pushed",
+          "Gradient bytes sent to pservers",
+          client,
+          ParameterClient::bytesPushed);
+      metrics.counter(
+          "paramserver.trainer.bytes.pulled",
+          "Parameter bytes received from pservers",
+          client,
+          ParameterClient::bytesPulled);
+      metrics.counter(
+          "paramserver.trainer.dropped.pushes",
+          "Gradient pushes lost to a failed pserver call",
+          client,
+          ParameterClient::droppedPushes);
 
       progress.state = TrainerState.INITIALISING;
       Parameters values = Initializers.initial(model, props.seed());
@@ -232,120 +248,91 @@ public final class TrainingLoop {
       Dataset testSet,
       Lease lease)
       throws IOException {
-    Parameters grads = Parameters.zerosLike(model);
+    TaskTrainer trainer =
+        new TaskTrainer(
+            model,
+            spec.features(),
+            client,
+            values,
+            progress,
+            metrics,
+            props.batchSize(),
+            props.accumulate(),
+            props.logEvery(),
+            props.seed());
     int pass = 0;
-    long step = 0;
-    long windowStart = System.nanoTime();
-    long windowSamples = 0;
-    double windowLoss = 0;
-    int windowBatches = 0;
     progress.state = TrainerState.TRAINING;
-    while (true) {
-      if (stopping.get()) {
-        throw new TrainerStoppedException("before asking for a task");
-      }
-      final int askPass = pass;
-      GetTaskResponse resp =
-          master.call(
-              "GetTask",
-              stub ->
-                  stub.getTask(
-                      GetTaskRequest.newBuilder()
-                          .setTrainerId(props.id())
-                          .setPass(askPass)
-                          .build()));
-      switch (resp.getOutcome()) {
-        case TASK -> {
-          Task task = resp.getTask();
-          progress.taskId = task.getId();
-          progress.pass = task.getPass();
-          List<Example> examples;
-          try {
-            examples = Dataset.readChunks(chunks(task));
-          } catch (IOException | RuntimeException e) {
-            log.error("task {} cannot be read: {}", task.getId(), e.getMessage());
-            reportFailed(master, task, e.getMessage(), false);
-            continue;
-          }
-          java.util.Collections.shuffle(
-              examples, new java.util.Random(props.seed() ^ (task.getId() * 31 + task.getEpoch())));
-          Dataset data = new Dataset(examples, spec.features());
-          long records = 0;
-          for (Batch batch : data.batches(props.batchSize())) {
-            grads.clear();
-            Model.StepResult r = model.trainStep(values, batch, grads);
-            client.push(grads, ++step, values);
-            client.pull(values);
-            records += batch.size();
-            progress.batches++;
-            progress.samples += batch.size();
-            progress.lastLoss = r.loss();
-            windowSamples += batch.size();
-            windowLoss += r.loss();
-            windowBatches++;
-            if (windowBatches >= props.logEvery()) {
-              double secs = (System.nanoTime() - windowStart) / 1e9;
-              progress.samplesPerSecond = windowSamples / Math.max(secs, 1e-9);
-              log.info(
-                  String.format(
-                      Locale.ROOT,
-                      "pass %d task %d: %d batches, %.0f samples/s, loss %.4f",
-                      task.getPass(),
-                      task.getId(),
-                      progress.batches,
-                      progress.samplesPerSecond,
-                      windowLoss / windowBatches));
-              windowStart = System.nanoTime();
-              windowSamples = 0;
-              windowLoss = 0;
-              windowBatches = 0;
+    try (TaskSource tasks = new TaskSource(master, props.id(), props.prefetch())) {
+      while (true) {
+        if (stopping.get()) {
+          throw new TrainerStoppedException("before asking for a task");
+        }
+        TaskSource.Fetched next = tasks.next(pass);
+        GetTaskResponse resp = next.response();
+        switch (resp.getOutcome()) {
+          case TASK -> {
+            Task task = next.task();
+            progress.taskId = task.getId();
+            progress.pass = task.getPass();
+            if (next.readError() != null) {
+              log.error("task {} cannot be read: {}", task.getId(), next.readError().getMessage());
+              reportFailed(master, task, next.readError().getMessage(), false);
+              continue;
             }
-            if (stopping.get()) {
+            tasks.prefetch(pass);
+            long trained = trainer.train(task, new ArrayList<>(next.examples()), stopping::get);
+            if (trained < 0) {
               log.info("stopping: handing task {} back to the master", task.getId());
               reportFailed(master, task, "trainer " + props.id() + " is shutting down", true);
+              TaskSource.Fetched prefetched = tasks.takePrefetched();
+              if (prefetched != null && prefetched.isTask()) {
+                reportFailed(
+                    master, prefetched.task(), "trainer " + props.id() + " is shutting down", true);
+              }
               throw new TrainerStoppedException("training task " + task.getId());
             }
+            master.call(
+                "TaskFinished",
+                stub ->
+                    stub.taskFinished(
+                        TaskFinishedRequest.newBuilder()
+                            .setTrainerId(props.id())
+                            .setTaskId(task.getId())
+                            .setEpoch(task.getEpoch())
+                            .setRecords(trained)
+                            .build()));
+            progress.tasksDone++;
+            metrics.taskFinished();
           }
-          final long trained = records;
-          master.call(
-              "TaskFinished",
-              stub ->
-                  stub.taskFinished(
-                      TaskFinishedRequest.newBuilder()
-                          .setTrainerId(props.id())
-                          .setTaskId(task.getId())
-                          .setEpoch(task.getEpoch())
-                          .setRecords(trained)
-                          .build()));
-          progress.tasksDone++;
+          case WAIT, PASS_NOT_STARTED -> sleep(Math.max(50, resp.getRetryAfterMs()));
+          case PASS_FINISHED -> {
+            evaluateAndReport(master, client, model, values, testSet, pass);
+            pass = resp.getCurrentPass();
+            progress.state = TrainerState.TRAINING;
+          }
+          case JOB_FINISHED -> {
+            int last = Math.max(0, resp.getTotalPasses() - 1);
+            evaluateAndReport(master, client, model, values, testSet, last);
+            exportIfElected(client, model, spec, values, lease);
+            progress.state = TrainerState.FINISHED;
+            log.info("job finished: {} tasks trained by this trainer", progress.tasksDone);
+            return 0;
+          }
+          case JOB_FAILED -> {
+            progress.failure = resp.getReason();
+            progress.state = TrainerState.FAILED;
+            log.error("the job failed: {}", resp.getReason());
+            return 3;
+          }
+          default ->
+              throw new IllegalStateException("master answered GetTask with " + resp.getOutcome());
         }
-        case WAIT, PASS_NOT_STARTED -> sleep(Math.max(50, resp.getRetryAfterMs()));
-        case PASS_FINISHED -> {
-          evaluateAndReport(master, client, model, values, testSet, pass);
-          pass = resp.getCurrentPass();
-          progress.state = TrainerState.TRAINING;
-        }
-        case JOB_FINISHED -> {
-          int last = Math.max(0, resp.getTotalPasses() - 1);
-          evaluateAndReport(master, client, model, values, testSet, last);
-          exportIfElected(client, model, spec, values, lease);
-          progress.state = TrainerState.FINISHED;
-          log.info("job finished: {} tasks trained by this trainer", progress.tasksDone);
-          return 0;
-        }
-        case JOB_FAILED -> {
-          progress.failure = resp.getReason();
-          progress.state = TrainerState.FAILED;
-          log.error("the job failed: {}", resp.getReason());
-          return 3;
-        }
-        default ->
-            throw new IllegalStateException("master answered GetTask with " + resp.getOutcome());
       }
     }
   }
 
   private void reportFailed(MasterClient master, Task task, String reason, boolean handBack) {
+    metrics.taskFailed(handBack);
     master.call(
         "TaskFailed",
         stub ->
@@ -372,6 +359,7 @@ public final class TrainingLoop {
     progress.state = TrainerState.EVALUATING;
     client.pull(values);
     Evaluation e = Evaluation.of(model, values, testSet, 1024);
+    metrics.evaluation(e.loss(), e.accuracy());
     log.info(
         String.format(
             Locale.ROOT,
@@ -415,14 +403,6 @@ public final class TrainingLoop {
     client.pull(values);
     ModelFiles.write(out, spec, model, values, job);
     log.info("wrote the final model to {}", out.toAbsolutePath());
-  }
-
-  private static List<ChunkInfo> chunks(Task task) {
-    List<ChunkInfo> out = new ArrayList<>();
-    for (var c : task.getChunksList()) {
-      out.add(new ChunkInfo(Path.of(c.getPath()), c.getOffset(), c.getLength(), c.getRecords()));
-    }
-    return out;
   }
 
   private ModelSpec modelSpec(List<Example> test) throws IOException {

@@ -33,7 +33,10 @@ class OptimizerConfigsTest {
         1,
         0,
         true,
-        Duration.ofSeconds(5));
+        Duration.ofSeconds(5),
+        1,
+        "float32",
+        true);
   }
 
   @Test

@@ -1,0 +1,162 @@
+package dev.paramserver.trainer.training;
+
+import dev.paramserver.models.Batch;
+import dev.paramserver.models.Dataset;
+import dev.paramserver.models.Model;
+import dev.paramserver.models.Parameters;
+import dev.paramserver.proto.v1.Example;
+import dev.paramserver.proto.v1.Task;
+import dev.paramserver.trainer.pserver.ParameterClient;
+import java.util.Collections;
+import java.util.List;
+import java.util.Locale;
+import java.util.Random;
+import java.util.function.BooleanSupplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Trains one task's records: shuffle, mini-batches, forward/backward, push (every {@code
+ * accumulate} batches, the mean of their gradients), pull. Keeps the progress numbers and logs
+ * every {@code logEvery} batches.
+ */
+final class TaskTrainer {
+  private static final Logger log = LoggerFactory.getLogger(TaskTrainer.class);
+
+  private final Model model;
+  private final int features;
+  private final ParameterClient client;
+  private final TrainingProgress progress;
+  private final TrainerMetrics metrics;
+  private final int batchSize;
+  private final int accumulate;
+  private final int logEvery;
+  private final long seed;
+  private final Parameters values;
+  private final Parameters grads;
+  private final Parameters batchGrads;
+  private long step;
+  private long windowStart = System.nanoTime();
+  private long windowSamples;
+  private double windowLoss;
+  private int windowBatches;
+
+  TaskTrainer(
+      Model model,
+      int features,
+      ParameterClient client,
+      Parameters values,
+      TrainingProgress progress,
+      TrainerMetrics metrics,
+      int batchSize,
+      int accumulate,
+      int logEvery,
+      long seed) {
+    this.model = model;
+    this.features = features;
+    this.client = client;
+    this.values = values;
+    this.progress = progress;
+    this.metrics = metrics;
+    this.batchSize = batchSize;
+    this.accumulate = accumulate;
+    this.logEvery = logEvery;
+    this.seed = seed;
+    this.grads = Parameters.zerosLike(model);
+    this.batchGrads = accumulate > 1 ? Parameters.zerosLike(model) : grads;
+  }
+
+  /**
+   * Trains the examples of a task.
+   *
+   * @return the number of records trained, or -1 if {@code stop} turned true (after a whole batch)
+   */
+  long train(Task task, List<Example> examples, BooleanSupplier stop) {
+    Collections.shuffle(examples, new Random(seed ^ (task.getId() * 31 + task.getEpoch())));
+    List<Batch> batches = new Dataset(examples, features).batches(batchSize);
+    long records = 0;
+    int pending = 0;
+    grads.clear();
+    for (Batch batch : batches) {
+      if (accumulate > 1) {
+        batchGrads.clear();
+      }
+      Model.StepResult r = model.trainStep(values, batch, batchGrads);
+      if (accumulate > 1) {
+        add(grads, batchGrads);
+      }
+      pending++;
+      if (pending == accumulate) {
+        push(pending);
+        pending = 0;
+      }
+      records += batch.size();
+      note(task, batch.size(), r.loss());
+      if (stop.getAsBoolean()) {
+        if (pending > 0) {
+          push(pending);
+        }
+        return -1;
+      }
+    }
+    if (pending > 0) {
+      push(pending);
+    }
+    return records;
+  }
+
+  private void push(int batches) {
+    if (batches > 1) {
+      scale(grads, 1f / batches);
+    }
+    client.push(grads, ++step, values);
+    client.pull(values);
+    grads.clear();
+  }
+
+  private static void add(Parameters into, Parameters from) {
+    for (String name : into.denseNames()) {
+      float[] a = into.dense(name);
+      float[] b = from.dense(name);
+      for (int i = 0; i < a.length; i++) {
+        a[i] += b[i];
+      }
+    }
+  }
+
+  private static void scale(Parameters p, float f) {
+    for (String name : p.denseNames()) {
+      float[] a = p.dense(name);
+      for (int i = 0; i < a.length; i++) {
+        a[i] *= f;
+      }
+    }
+  }
+
+  private void note(Task task, int size, double loss) {
+    progress.batches++;
+    progress.samples += size;
+    progress.lastLoss = loss;
+    metrics.batch(size);
+    windowSamples += size;
+    windowLoss += loss;
+    windowBatches++;
+    if (windowBatches >= logEvery) {
+      double secs = (System.nanoTime() - windowStart) / 1e9;
+      progress.samplesPerSecond = windowSamples / Math.max(secs, 1e-9);
+      log.info(
+          String.format(
+              Locale.ROOT,
+              "pass %d task %d: %d batches, %.0f samples/s, loss %.4f",
+              task.getPass(),
+              task.getId(),
+              progress.batches,
+              progress.samplesPerSecond,
+              windowLoss / windowBatches));
+      windowStart = System.nanoTime();
+      windowSamples = 0;
+      windowLoss = 0;
+      windowBatches = 0;
+    }
+  }
+}
