@@ -207,7 +207,10 @@ class LocalClusterSupervisionTest {
         .atMost(WAIT)
         .until(() -> cluster.process(Role.TRAINER, 0).state() == ProcessState.FINISHED);
     assertThat(cluster.process(Role.TRAINER, 0).restarts()).isEqualTo(1);
-    assertThat(events).anyMatch(e -> e.type() == ClusterEvent.Type.FINISHED);
+    await()
+        .atMost(WAIT)
+        .untilAsserted(
+            () -> assertThat(events).anyMatch(e -> e.type() == ClusterEvent.Type.FINISHED));
   }
 
   private static final ServiceCommand CRASHING_TRAINER =

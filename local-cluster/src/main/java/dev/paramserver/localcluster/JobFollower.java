@@ -1,0 +1,156 @@
+package dev.paramserver.localcluster;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.io.PrintStream;
+import java.time.Duration;
+import java.util.List;
+import java.util.Locale;
+
+/**
+ * Follows a job through the leader's status until it ends: prints progress, and returns the {@code
+ * RESULT ...} line once the job is FINISHED and its last pass evaluated. Throws {@link
+ * LocalClusterException} with the reason when the job fails, a process keeps dying, the evaluation
+ * never arrives or time runs out.
+ */
+final class JobFollower {
+
+  /** Where the follower reads the cluster. */
+  interface Source {
+    /** The leader's {@code /admin/status}; throws LocalClusterException when none answers. */
+    JsonNode leaderStatus();
+
+    List<ProcessInfo> processes();
+
+    /** Called once the job is seen FINISHED: trainers that exit with 0 are then done. */
+    void jobEnded();
+  }
+
+  private final Source source;
+  private final PrintStream out;
+  private final Duration poll;
+  private final Duration evalWait;
+  private final Duration allReportsWait;
+
+  JobFollower(
+      Source source, PrintStream out, Duration poll, Duration evalWait, Duration allReportsWait) {
+    this.source = source;
+    this.out = out;
+    this.poll = poll;
+    this.evalWait = evalWait;
+    this.allReportsWait = allReportsWait;
+  }
+
+  static Source source(LocalCluster cluster) {
+    return new Source() {
+      @Override
+      public JsonNode leaderStatus() {
+        return cluster.masterStatus();
+      }
+
+      @Override
+      public List<ProcessInfo> processes() {
+        return cluster.processes();
+      }
+
+      @Override
+      public void jobEnded() {
+        cluster.markJobEnded();
+      }
+    };
+  }
+
+  /** Follows the job started at {@code t0} (System.nanoTime) for at most {@code timeout}. */
+  String follow(long t0, Duration timeout) {
+    ProgressPrinter progress = new ProgressPrinter(out);
+    long deadline = t0 + timeout.toNanos();
+    long finishedAt = 0;
+    long evaluatedAt = 0;
+    String lastSeen = "no master answered yet";
+    while (true) {
+      checkProcesses();
+      JobStatusView job = null;
+      try {
+        JsonNode status = source.leaderStatus();
+        if (status.has("job")) {
+          job = new JobStatusView(status.get("job"));
+          lastSeen = job.toString();
+        } else {
+          lastSeen = "the leader reports no job: " + status;
+        }
+      } catch (LocalClusterException e) {
+        lastSeen = e.getMessage();
+      }
+      if (job != null) {
+        progress.update(job, System.nanoTime());
+        if (job.isFailed()) {
+          throw new LocalClusterException(
+              "the job failed: "
+                  + (job.failureReason().isEmpty() ? "(no reason given)" : job.failureReason()));
+        }
+        if (job.isFinished()) {
+          source.jobEnded();
+          long now = System.nanoTime();
+          finishedAt = finishedAt == 0 ? now : finishedAt;
+          List<JobStatusView.PassView> passes = job.passes();
+          int reports = passes.isEmpty() ? 0 : passes.get(passes.size() - 1).evalReports();
+          if (reports > 0) {
+            evaluatedAt = evaluatedAt == 0 ? now : evaluatedAt;
+            // the mean over every trainer's report is steadier: wait briefly for the others
+            if (reports >= liveTrainers() || now - evaluatedAt > allReportsWait.toNanos()) {
+              return resultLine(passes, (now - t0) / 1e9);
+            }
+          } else if (now - finishedAt > evalWait.toNanos()) {
+            throw new LocalClusterException(
+                "the job finished but no evaluation of the last pass arrived within "
+                    + evalWait.toSeconds()
+                    + " s (was --test given? see the trainer logs)");
+          }
+        }
+      }
+      if (System.nanoTime() > deadline) {
+        throw new LocalClusterException(
+            "timed out after " + timeout.toSeconds() + " s (--timeout); last seen: " + lastSeen);
+      }
+      sleep(poll);
+    }
+  }
+
+  static String resultLine(List<JobStatusView.PassView> passes, double elapsedSeconds) {
+    JobStatusView.PassView last = passes.get(passes.size() - 1);
+    return String.format(
+        Locale.ROOT,
+        "RESULT accuracy=%.4f loss=%.4f samples_per_s=%.1f elapsed_s=%.1f",
+        last.evalAccuracy(),
+        last.evalLoss(),
+        ProgressPrinter.overallSamplesPerSecond(passes),
+        elapsedSeconds);
+  }
+
+  private void checkProcesses() {
+    for (ProcessInfo p : source.processes()) {
+      if (p.state() == ProcessState.FAILED) {
+        throw new LocalClusterException(
+            p.name() + " keeps dying (restarted " + p.restarts() + " times); see " + p.log());
+      }
+    }
+  }
+
+  private int liveTrainers() {
+    int n = 0;
+    for (ProcessInfo p : source.processes()) {
+      if (p.role() == Role.TRAINER && p.state() != ProcessState.FAILED) {
+        n++;
+      }
+    }
+    return Math.max(n, 1);
+  }
+
+  private static void sleep(Duration d) {
+    try {
+      Thread.sleep(d.toMillis());
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new LocalClusterException("interrupted while following the job", e);
+    }
+  }
+}
