@@ -34,6 +34,24 @@ final class AdminClient {
     return JSON.readTree(send(request, port));
   }
 
+  /** Whether GET /actuator/health/readiness of the service on {@code port} answers 200. */
+  boolean ready(int port) {
+    HttpRequest request =
+        HttpRequest.newBuilder(
+                URI.create("http://127.0.0.1:" + port + "/actuator/health/readiness"))
+            .timeout(TIMEOUT)
+            .GET()
+            .build();
+    try {
+      return http.send(request, HttpResponse.BodyHandlers.discarding()).statusCode() == 200;
+    } catch (IOException e) {
+      return false;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return false;
+    }
+  }
+
   /** POST /admin/shutdown of the service on {@code port}; the service answers 202 at once. */
   void shutdown(int port) throws IOException {
     HttpRequest request =

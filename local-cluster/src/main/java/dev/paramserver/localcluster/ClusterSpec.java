@@ -219,22 +219,24 @@ public final class ClusterSpec {
     }
 
     public Builder masters(int n) {
-      return count(Role.MASTER, n, 1);
+      return count(Role.MASTER, n);
     }
 
     public Builder pservers(int n) {
-      return count(Role.PSERVER, n, 1);
+      return count(Role.PSERVER, n);
     }
 
     public Builder trainers(int n) {
-      return count(Role.TRAINER, n, 0);
+      return count(Role.TRAINER, n);
     }
 
-    /** Sets how many processes of the role to run (at least {@code min}). */
-    public Builder count(Role role, int n, int min) {
-      if (n < min || n > 64) {
-        throw new IllegalArgumentException(
-            role.id() + " count must be between " + min + " and 64, got " + n);
+    /**
+     * Sets how many processes of the role to run, 0 to 64 (0 lets a test run, say, only etcd and
+     * masters).
+     */
+    public Builder count(Role role, int n) {
+      if (n < 0 || n > 64) {
+        throw new IllegalArgumentException(role.id() + " count must be between 0 and 64, got " + n);
       }
       counts.put(role, n);
       return this;

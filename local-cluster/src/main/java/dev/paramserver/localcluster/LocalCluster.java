@@ -209,6 +209,53 @@ public final class LocalCluster implements AutoCloseable {
     }
   }
 
+  /**
+   * Asks the process to shut down through {@code POST /admin/shutdown} (as an operator would); it
+   * is not restarted. Returns at once; use {@link #awaitState} to wait for STOPPED.
+   */
+  public void shutdownViaAdmin(Role role, int index) throws IOException {
+    ServiceProcess sp = slot(role, index);
+    requireAlive(sp, "shut down");
+    sp.intent(ServiceProcess.Intent.STOP);
+    try {
+      admin.shutdown(sp.httpPort());
+    } catch (IOException e) {
+      sp.intent(ServiceProcess.Intent.NONE);
+      throw e;
+    }
+  }
+
+  /** Whether the process's actuator readiness probe answers 200 (UP) now. */
+  public boolean isReady(Role role, int index) {
+    ServiceProcess sp = slot(role, index);
+    return sp.isAlive() && admin.ready(sp.httpPort());
+  }
+
+  /**
+   * Waits until the process's readiness probe answers 200 (for example a pserver whose shard is
+   * initialised, or the leading master).
+   *
+   * @throws LocalClusterException on timeout
+   */
+  public ProcessInfo awaitReady(Role role, int index, Duration timeout) {
+    ServiceProcess sp = slot(role, index);
+    long deadline = System.nanoTime() + timeout.toNanos();
+    while (!isReady(role, index)) {
+      if (System.nanoTime() > deadline) {
+        throw new LocalClusterException(
+            sp.name()
+                + " not ready within "
+                + timeout
+                + ": "
+                + sp.info()
+                + "; see "
+                + sp.info().log());
+      }
+      sleep(POLL);
+    }
+    return sp.info();
+  }
+
   /** Freezes the process with SIGSTOP (it keeps its sockets, answers nothing). */
   public void pauseProcess(Role role, int index) {
     ServiceProcess sp = slot(role, index);
