@@ -5,7 +5,7 @@ import static dev.paramserver.pserver.shard.Requests.dense;
 import static dev.paramserver.pserver.shard.Requests.finish;
 import static dev.paramserver.pserver.shard.Requests.gradient;
 import static dev.paramserver.pserver.shard.Requests.init;
-import static dev.paramserver.pserver.shard.Requests.pullAll;
+import static dev.paramserver.pserver.shard.Requests.pull;
 import static dev.paramserver.pserver.shard.Requests.push;
 import static dev.paramserver.pserver.shard.Requests.sgd;
 import static org.assertj.core.api.Assertions.assertThat;
@@ -92,6 +92,17 @@ class PserverApplicationTest {
     return HTTP.send(request, HttpResponse.BodyHandlers.ofString());
   }
 
+  private static HttpResponse<String> unauthenticatedPost(
+      ConfigurableApplicationContext ctx, String path) throws Exception {
+    int port = ((WebServerApplicationContext) ctx).getWebServer().getPort();
+    return HTTP.send(
+        HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path))
+            .timeout(Duration.ofSeconds(10))
+            .POST(HttpRequest.BodyPublishers.noBody())
+            .build(),
+        HttpResponse.BodyHandlers.ofString());
+  }
+
   private static int readiness(ConfigurableApplicationContext ctx) {
     try {
       return http(ctx, "GET", "/actuator/health/readiness").statusCode();
@@ -123,16 +134,18 @@ class PserverApplicationTest {
       ManagedChannel channel = Channels.forAddress(address);
       try {
         var stub = ParameterServerGrpc.newBlockingStub(channel);
+        // A 10 MB block: above gRPC's default 4 MiB cap, within the configured 64 MB.
+        int big = 2_500_000;
         stub.withDeadlineAfter(10, TimeUnit.SECONDS)
             .initParameters(
                 init(
                     "i1",
-                    List.of(dense("w", 3, 4, sgd(0.5f))),
-                    List.of(block("w", 0, 4, 1, 2, 3))));
-        stub.withDeadlineAfter(10, TimeUnit.SECONDS).finishInit(finish("i1", 1));
+                    List.of(dense("w", 3, 4, sgd(0.5f)), dense("big", big, big, sgd(1))),
+                    List.of(block("w", 0, 4, 1, 2, 3), block("big", 0, big, new float[big]))));
+        stub.withDeadlineAfter(10, TimeUnit.SECONDS).finishInit(finish("i1", 2));
         stub.withDeadlineAfter(10, TimeUnit.SECONDS).pushGradients(push(gradient("w", 0, 2, 2, 2)));
         PullParametersResponse r =
-            stub.withDeadlineAfter(10, TimeUnit.SECONDS).pullParameters(pullAll());
+            stub.withDeadlineAfter(10, TimeUnit.SECONDS).pullParameters(pull("w", 0));
         after = TensorCodec.decode(r.getBlocks(0).getData());
         assertThat(after).containsExactly(0f, 1f, 2f);
       } finally {
@@ -145,6 +158,10 @@ class PserverApplicationTest {
       assertThat(status.get("state").asText()).isEqualTo("SERVING");
       assertThat(status.get("step").asLong()).isEqualTo(1);
 
+      assertThat(http(ctx, "GET", "/actuator/prometheus").body())
+          .contains("pserver_step 1.0")
+          .contains("pserver_pushed_bytes_total");
+      assertThat(unauthenticatedPost(ctx, "/admin/checkpoint").statusCode()).isEqualTo(401);
       HttpResponse<String> cp = http(ctx, "POST", "/admin/checkpoint");
       assertThat(cp.statusCode()).isEqualTo(200);
       JsonNode meta = JSON.readTree(cp.body());
@@ -165,7 +182,7 @@ class PserverApplicationTest {
         PullParametersResponse r =
             ParameterServerGrpc.newBlockingStub(channel)
                 .withDeadlineAfter(10, TimeUnit.SECONDS)
-                .pullParameters(pullAll());
+                .pullParameters(pull("w", 0));
         assertThat(r.getStep()).isEqualTo(1);
         assertThat(TensorCodec.decode(r.getBlocks(0).getData())).containsExactly(after);
       } finally {

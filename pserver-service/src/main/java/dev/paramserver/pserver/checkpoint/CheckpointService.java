@@ -33,8 +33,8 @@ public final class CheckpointService implements ShardPersistence, SmartLifecycle
   private volatile LastCheckpoint last;
   private volatile boolean running;
 
-  /** The newest checkpoint written or loaded. */
-  public record LastCheckpoint(String path, long step, long timestampMs) {}
+  /** The newest checkpoint written or loaded, and how long writing it took. */
+  public record LastCheckpoint(String path, long step, long timestampMs, double writeSeconds) {}
 
   public CheckpointService(
       ParameterShard shard, Coordinator coordinator, PserverProperties properties) {
@@ -55,7 +55,7 @@ public final class CheckpointService implements ShardPersistence, SmartLifecycle
     ShardCheckpoint cp = loaded.get().checkpoint();
     try {
       shard.restore(cp);
-      last = new LastCheckpoint(loaded.get().path(), cp.getStep(), cp.getCreatedMs());
+      last = new LastCheckpoint(loaded.get().path(), cp.getStep(), cp.getCreatedMs(), 0);
     } catch (RuntimeException e) {
       log.error(
           "checkpoint {} of pserver {} cannot be loaded: starting uninitialised",
@@ -81,11 +81,9 @@ public final class CheckpointService implements ShardPersistence, SmartLifecycle
     ShardCheckpoint snapshot = shard.snapshot();
     CheckpointMeta meta = store.write(index, snapshot);
     shard.recordCheckpoint(snapshot.getStep());
-    last = new LastCheckpoint(meta.getPath(), meta.getStep(), meta.getTimestampMs());
-    log.debug(
-        "checkpoint at step {} took {} ms",
-        snapshot.getStep(),
-        (System.nanoTime() - started) / 1_000_000);
+    double seconds = (System.nanoTime() - started) / 1e9;
+    last = new LastCheckpoint(meta.getPath(), meta.getStep(), meta.getTimestampMs(), seconds);
+    log.debug("checkpoint at step {} took {} s", snapshot.getStep(), seconds);
     return Optional.of(meta);
   }
 

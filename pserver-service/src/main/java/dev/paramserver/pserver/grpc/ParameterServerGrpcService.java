@@ -15,8 +15,12 @@ import dev.paramserver.proto.v1.TrainingMode;
 import dev.paramserver.pserver.shard.ParameterShard;
 import dev.paramserver.rpc.ErrorMappingInterceptor;
 import io.grpc.stub.StreamObserver;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Timer;
 import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
 import net.devh.boot.grpc.server.service.GrpcService;
 import org.springframework.beans.factory.annotation.Qualifier;
@@ -31,11 +35,46 @@ import org.springframework.beans.factory.annotation.Qualifier;
 public final class ParameterServerGrpcService extends ParameterServerGrpc.ParameterServerImplBase {
   private final ParameterShard shard;
   private final Executor blockingExecutor;
+  private final Counter pushedBytes;
+  private final Counter pulledBytes;
+  private final Timer pushTimer;
 
   public ParameterServerGrpcService(
-      ParameterShard shard, @Qualifier("pserverBlockingExecutor") Executor blockingExecutor) {
+      ParameterShard shard,
+      @Qualifier("pserverBlockingExecutor") Executor blockingExecutor,
+      MeterRegistry registry) {
     this.shard = shard;
     this.blockingExecutor = blockingExecutor;
+    this.pushedBytes =
+        Counter.builder("pserver.pushed.bytes")
+            .description("Bytes of gradient pushes received")
+            .baseUnit("bytes")
+            .register(registry);
+    this.pulledBytes =
+        Counter.builder("pserver.pulled.bytes")
+            .description("Bytes of parameters sent in pulls")
+            .baseUnit("bytes")
+            .register(registry);
+    this.pushTimer =
+        Timer.builder("pserver.push.apply")
+            .description("Time to validate and apply a push (sync modes: including the barrier)")
+            .register(registry);
+  }
+
+  private long timedPush(PushGradientsRequest request) {
+    pushedBytes.increment(request.getSerializedSize());
+    long start = System.nanoTime();
+    try {
+      return shard.push(request);
+    } finally {
+      pushTimer.record(System.nanoTime() - start, TimeUnit.NANOSECONDS);
+    }
+  }
+
+  private PullParametersResponse countedPull(PullParametersRequest request) {
+    PullParametersResponse r = shard.pull(request);
+    pulledBytes.increment(r.getSerializedSize());
+    return r;
   }
 
   @Override
@@ -55,12 +94,12 @@ public final class ParameterServerGrpcService extends ParameterServerGrpc.Parame
   public void pushGradients(
       PushGradientsRequest request, StreamObserver<PushGradientsResponse> out) {
     if (shard.mode() == TrainingMode.ASYNC) {
-      reply(out, PushGradientsResponse.newBuilder().setStep(shard.push(request)).build());
+      reply(out, PushGradientsResponse.newBuilder().setStep(timedPush(request)).build());
     } else {
       offload(
           "PushGradients",
           out,
-          () -> PushGradientsResponse.newBuilder().setStep(shard.push(request)).build());
+          () -> PushGradientsResponse.newBuilder().setStep(timedPush(request)).build());
     }
   }
 
@@ -68,9 +107,9 @@ public final class ParameterServerGrpcService extends ParameterServerGrpc.Parame
   public void pullParameters(
       PullParametersRequest request, StreamObserver<PullParametersResponse> out) {
     if (shard.mode() == TrainingMode.ASYNC || request.getMinStep() <= shard.step()) {
-      reply(out, shard.pull(request));
+      reply(out, countedPull(request));
     } else {
-      offload("PullParameters", out, () -> shard.pull(request));
+      offload("PullParameters", out, () -> countedPull(request));
     }
   }
 

@@ -97,7 +97,7 @@ public final class ParameterShard {
       checkServing();
       push = ValidatedPush.of(request, parameters, blocks, tables, rejectNonFinite);
       if (mode == TrainingMode.ASYNC) {
-        applyNow(push);
+        Gradients.apply(push);
         return step.incrementAndGet();
       }
     } finally {
@@ -106,29 +106,11 @@ public final class ParameterShard {
     return requireSync().contribute(request.getTrainerId(), request.getStep(), push);
   }
 
-  /** Applies validated gradients block by block (each under its lock). */
-  void applyNow(ValidatedPush push) {
-    for (ValidatedPush.DenseGradient g : push.dense) {
-      g.block().apply(g.gradient());
-    }
-    for (ValidatedPush.SparseGradient g : push.sparse) {
-      int width = g.table().width();
-      var optimizer = g.table().parameter.optimizer;
-      for (int i = 0; i < g.rowIds().length; i++) {
-        SparseTable.Row row = g.table().row(g.rowIds()[i]);
-        synchronized (row) {
-          optimizer.update(row.values, g.gradient(), i * width, row.slots, row.updates);
-          row.updates++;
-        }
-      }
-    }
-  }
-
   /** Applies validated gradients under the shard's read lock (bounded-staleness mode). */
   void applyNowLocked(ValidatedPush push) {
     structure.readLock().lock();
     try {
-      applyNow(push);
+      Gradients.apply(push);
     } finally {
       structure.readLock().unlock();
     }
@@ -136,53 +118,7 @@ public final class ParameterShard {
 
   /** Sums the gradients of several pushes per block (and sparse row) and applies each sum once. */
   void applySummed(List<ValidatedPush> pushes) {
-    if (pushes.size() == 1) {
-      applyNowLocked(pushes.get(0));
-      return;
-    }
-    Map<DenseBlock, float[]> dense = new java.util.IdentityHashMap<>();
-    Map<SparseTable, Map<Long, float[]>> sparse = new java.util.IdentityHashMap<>();
-    for (ValidatedPush p : pushes) {
-      for (ValidatedPush.DenseGradient g : p.dense) {
-        float[] sum = dense.get(g.block());
-        if (sum == null) {
-          dense.put(g.block(), g.gradient().clone());
-        } else {
-          addInto(sum, 0, g.gradient(), 0, sum.length);
-        }
-      }
-      for (ValidatedPush.SparseGradient g : p.sparse) {
-        int width = g.table().width();
-        Map<Long, float[]> rows = sparse.computeIfAbsent(g.table(), t -> new java.util.TreeMap<>());
-        for (int i = 0; i < g.rowIds().length; i++) {
-          float[] sum = rows.computeIfAbsent(g.rowIds()[i], id -> new float[width]);
-          addInto(sum, 0, g.gradient(), i * width, width);
-        }
-      }
-    }
-    List<ValidatedPush.DenseGradient> denseSums = new ArrayList<>();
-    dense.forEach((b, g) -> denseSums.add(new ValidatedPush.DenseGradient(b, g)));
-    List<ValidatedPush.SparseGradient> sparseSums = new ArrayList<>();
-    sparse.forEach(
-        (t, rows) -> {
-          int width = t.width();
-          long[] ids = new long[rows.size()];
-          float[] data = new float[rows.size() * width];
-          int i = 0;
-          for (Map.Entry<Long, float[]> e : rows.entrySet()) {
-            ids[i] = e.getKey();
-            System.arraycopy(e.getValue(), 0, data, i * width, width);
-            i++;
-          }
-          sparseSums.add(new ValidatedPush.SparseGradient(t, ids, data));
-        });
-    applyNowLocked(new ValidatedPush(denseSums, sparseSums));
-  }
-
-  private static void addInto(float[] dst, int dstOff, float[] src, int srcOff, int n) {
-    for (int i = 0; i < n; i++) {
-      dst[dstOff + i] += src[srcOff + i];
-    }
+    applyNowLocked(pushes.size() == 1 ? pushes.get(0) : Gradients.sum(pushes));
   }
 
   /** Increments the shard's update count after a synchronous step was applied. */

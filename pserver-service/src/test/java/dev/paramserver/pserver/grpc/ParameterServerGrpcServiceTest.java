@@ -26,6 +26,7 @@ import io.grpc.ServerInterceptors;
 import io.grpc.Status;
 import io.grpc.inprocess.InProcessChannelBuilder;
 import io.grpc.inprocess.InProcessServerBuilder;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.util.List;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -51,7 +52,8 @@ class ParameterServerGrpcServiceTest {
         InProcessServerBuilder.forName(name)
             .addService(
                 ServerInterceptors.intercept(
-                    new ParameterServerGrpcService(shard, executor), new ErrorMappingInterceptor()))
+                    new ParameterServerGrpcService(shard, executor, new SimpleMeterRegistry()),
+                    new ErrorMappingInterceptor()))
             .build()
             .start();
     channel = InProcessChannelBuilder.forName(name).build();

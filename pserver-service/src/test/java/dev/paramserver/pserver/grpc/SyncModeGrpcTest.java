@@ -34,6 +34,7 @@ import io.grpc.ServerInterceptors;
 import io.grpc.Status;
 import io.grpc.inprocess.InProcessChannelBuilder;
 import io.grpc.inprocess.InProcessServerBuilder;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -80,7 +81,8 @@ class SyncModeGrpcTest {
             .directExecutor()
             .addService(
                 ServerInterceptors.intercept(
-                    new ParameterServerGrpcService(shard, blocking), new ErrorMappingInterceptor()))
+                    new ParameterServerGrpcService(shard, blocking, new SimpleMeterRegistry()),
+                    new ErrorMappingInterceptor()))
             .build()
             .start();
     channel = InProcessChannelBuilder.forName(name).directExecutor().build();
