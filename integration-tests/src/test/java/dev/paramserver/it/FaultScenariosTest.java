@@ -1,0 +1,243 @@
+package dev.paramserver.it;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.paramserver.localcluster.ClusterSpec;
+import dev.paramserver.localcluster.JobStatusView;
+import dev.paramserver.localcluster.LocalCluster;
+import dev.paramserver.localcluster.ProcessInfo;
+import dev.paramserver.localcluster.Role;
+import dev.paramserver.models.Batch;
+import dev.paramserver.models.Dataset;
+import dev.paramserver.models.Evaluation;
+import dev.paramserver.models.Initializers;
+import dev.paramserver.models.Mlp;
+import dev.paramserver.models.Model;
+import dev.paramserver.models.Parameters;
+import dev.paramserver.proto.v1.Example;
+import dev.paramserver.psctl.demo.DemoData;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The fault suite: during a training job on real processes, one fault at a time. Each scenario
+ * asserts that the job finishes, that the final accuracy is within one point of a fault-free run
+ * (the same model, data, batch size and passes trained in one JVM), that the master's accounting
+ * shows every task of every pass done (duplicates allowed), and reports the time to recover: from
+ * the fault until tasks are being finished again.
+ */
+class FaultScenariosTest {
+  private static final int PASSES = 3;
+  private static final int BATCH = 32;
+  private static final double LR = 0.1;
+
+  @TempDir static Path dir;
+  static DemoData.Result demo;
+  static double faultFreeAccuracy;
+
+  @BeforeAll
+  static void dataAndBaseline() throws Exception {
+    demo =
+        DemoData.generate(
+            dir.resolve("data"),
+            DemoData.Options.builder()
+                .train(24000)
+                .test(4000)
+                .shards(2)
+                .recordsPerChunk(200)
+                .build());
+    faultFreeAccuracy = singleJvmAccuracy();
+  }
+
+  /** The same model and data trained with plain SGD in this JVM: the fault-free reference. */
+  private static double singleJvmAccuracy() throws IOException {
+    List<Example> train =
+        Dataset.readGlobs(List.of(dir.resolve("data").resolve("train-*.recordio").toString()));
+    List<Example> test = Dataset.readGlobs(List.of(demo.testFile().toString()));
+    int features = Dataset.featuresOf(train);
+    Model m = Mlp.softmax(features, Dataset.classesOf(test));
+    Parameters p = Initializers.initial(m, 42);
+    Parameters g = Parameters.zerosLike(m);
+    Dataset data = new Dataset(new ArrayList<>(train), features);
+    for (int pass = 0; pass < PASSES; pass++) {
+      for (Batch b : data.shuffle(pass).batches(BATCH)) {
+        g.clear();
+        m.trainStep(p, b, g);
+        for (String name : p.denseNames()) {
+          float[] w = p.dense(name);
+          float[] gw = g.dense(name);
+          for (int i = 0; i < w.length; i++) {
+            w[i] -= (float) LR * gw[i];
+          }
+        }
+      }
+    }
+    return Evaluation.of(m, p, new Dataset(new ArrayList<>(test), features), 1000).accuracy();
+  }
+
+  private static ClusterSpec spec(String name, int masters) throws IOException {
+    ClusterSpec.Builder b = Jobs.spec(dir.resolve(name));
+    for (Role r : new Role[] {Role.MASTER, Role.PSERVER, Role.TRAINER}) {
+      // short leases: a dead process is noticed within seconds
+      b.property(r, "paramserver.etcd.lease-ttl", "4s");
+    }
+    return b.job(name)
+        .masters(masters)
+        .pservers(2)
+        .trainers(2)
+        .property(Role.MASTER, "paramserver.master.passes", Integer.toString(PASSES))
+        .property(Role.MASTER, "paramserver.master.task-timeout", "20s")
+        .property(Role.PSERVER, "paramserver.pserver.checkpoint-interval", "2s")
+        .property(
+            Role.TRAINER,
+            "paramserver.trainer.train-data",
+            dir.resolve("data") + "/train-*.recordio")
+        .property(Role.TRAINER, "paramserver.trainer.test-data", demo.testFile().toString())
+        .property(Role.TRAINER, "paramserver.trainer.batch-size", Integer.toString(BATCH))
+        .property(Role.TRAINER, "paramserver.trainer.learning-rate", Double.toString(LR))
+        .build();
+  }
+
+  /** A fault applied to a running cluster; returns when the fault is over (the process resumed). */
+  interface Fault {
+    void inject(LocalCluster cluster) throws Exception;
+  }
+
+  /**
+   * Runs a job, injects the fault once some tasks of the first pass are done, and checks the
+   * outcome.
+   */
+  private static void runScenario(String name, int masters, Fault fault) throws Exception {
+    try (LocalCluster cluster = new LocalCluster(spec(name, masters))) {
+      cluster.start();
+      cluster.awaitJob(s -> s.tasks().done() >= 10 || s.pass() > 0, Duration.ofMinutes(3));
+      long doneBefore = totalDone(cluster);
+      long t0 = System.nanoTime();
+      fault.inject(cluster);
+      // recovered when tasks are being finished again after the fault
+      cluster.awaitJob(
+          s -> s.isFinished() || s.isFailed() || totalDone(s) > doneBefore + 1,
+          Duration.ofMinutes(3));
+      double recoverySeconds = (System.nanoTime() - t0) / 1e9;
+      JobStatusView end =
+          cluster.awaitJob(
+              s ->
+                  s.isFailed()
+                      || s.isFinished()
+                          && s.passes().size() == PASSES
+                          && s.passes().get(PASSES - 1).evalReports() >= 1,
+              Duration.ofMinutes(4));
+      assertThat(end.state())
+          .as("%s: job state (%s)", name, end.failureReason())
+          .isEqualTo("FINISHED");
+      Jobs.assertEveryTaskDoneInEveryPass(end, PASSES);
+      double accuracy = end.passes().get(PASSES - 1).evalAccuracy();
+      long duplicates = 0;
+      for (var p : end.json().path("passes")) {
+        duplicates += Jobs.number(p, "duplicates");
+      }
+      report(name, recoverySeconds, accuracy, duplicates);
+      assertThat(accuracy)
+          .as("%s: final accuracy vs fault-free %.4f", name, faultFreeAccuracy)
+          .isGreaterThanOrEqualTo(faultFreeAccuracy - 0.01);
+    }
+  }
+
+  private static long totalDone(LocalCluster cluster) {
+    return cluster.jobStatus().map(FaultScenariosTest::totalDone).orElse(0L);
+  }
+
+  private static long totalDone(JobStatusView s) {
+    long done = 0;
+    for (JobStatusView.PassView p : s.passes()) {
+      done += p.tasks().done();
+    }
+    return Math.max(done, s.tasks().done());
+  }
+
+  private static void report(String name, double recovery, double accuracy, long duplicates)
+      throws IOException {
+    String line =
+        String.format(
+            Locale.ROOT,
+            "| %s | %.1f s | %.4f | %.4f | %d |%n",
+            name,
+            recovery,
+            accuracy,
+            faultFreeAccuracy,
+            duplicates);
+    System.out.print("FAULT " + line);
+    Path out = Path.of("target", "fault-report.md");
+    Files.createDirectories(out.getParent());
+    if (!Files.exists(out)) {
+      Files.writeString(
+          out,
+          "| scenario | time to recover | final accuracy | fault-free accuracy | duplicates |\n"
+              + "| --- | --- | --- | --- | --- |\n");
+    }
+    Files.writeString(out, line, StandardOpenOption.APPEND);
+  }
+
+  private static ProcessInfo leader(LocalCluster cluster) {
+    String identity = cluster.masterStatus().path("identity").asText();
+    int port = Integer.parseInt(identity.substring(identity.lastIndexOf(':') + 1));
+    return cluster.processes().stream()
+        .filter(p -> p.role() == Role.MASTER && p.grpcPort() == port)
+        .findFirst()
+        .orElseThrow(() -> new AssertionError("no master process has gRPC port " + port));
+  }
+
+  @Test
+  void killLeaderMaster_standbyTakesOver() throws Exception {
+    runScenario(
+        "kill-leader-master",
+        2,
+        cluster -> {
+          ProcessInfo leader = leader(cluster);
+          cluster.kill(Role.MASTER, leader.index());
+        });
+  }
+
+  @Test
+  void killPserver_restartedFromItsCheckpoint() throws Exception {
+    runScenario("kill-pserver", 1, cluster -> cluster.kill(Role.PSERVER, 1));
+  }
+
+  @Test
+  void killTrainer_aFreshOneJoins() throws Exception {
+    runScenario("kill-trainer", 1, cluster -> cluster.kill(Role.TRAINER, 0));
+  }
+
+  @Test
+  void etcdStoppedForTenSeconds_thenRestarted() throws Exception {
+    runScenario(
+        "etcd-down-10s",
+        1,
+        cluster -> {
+          cluster.stopEtcd();
+          Thread.sleep(10_000); // the fault itself lasts 10 s
+          cluster.startEtcd();
+        });
+  }
+
+  @Test
+  void pserverPausedForTenSeconds_thenResumed() throws Exception {
+    runScenario(
+        "pserver-paused-10s",
+        1,
+        cluster -> {
+          cluster.pauseProcess(Role.PSERVER, 0);
+          Thread.sleep(10_000); // the fault itself lasts 10 s
+          cluster.resume(Role.PSERVER, 0);
+        });
+  }
+}
