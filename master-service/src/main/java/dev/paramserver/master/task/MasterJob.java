@@ -13,6 +13,7 @@ import dev.paramserver.proto.v1.JobStatus;
 import dev.paramserver.proto.v1.MasterSnapshot;
 import dev.paramserver.proto.v1.SetDatasetResponse;
 import dev.paramserver.proto.v1.Task;
+import dev.paramserver.proto.v1.TaskCounts;
 import dev.paramserver.rpc.ServiceException;
 import java.time.Clock;
 import java.util.List;
@@ -286,6 +287,7 @@ public final class MasterJob {
       return JobStatus.newBuilder()
           .setState(JobState.WAITING_FOR_DATASET)
           .setTotalPasses(props.passes())
+          .setTasks(TaskCounts.getDefaultInstance())
           .setMasterId(identity)
           .build();
     }
