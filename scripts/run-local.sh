@@ -83,6 +83,8 @@ PSCTL_JAR="$(exec_jar psctl)"
 [[ -n "$PSCTL_JAR" ]] || die "psctl/target/psctl-*-exec.jar missing after the build"
 
 JAVA_OPTS=(-Xms32m -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1)
+LOG_OPTS=(-Dorg.slf4j.simpleLogger.showDateTime=true -Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss
+  -Dorg.slf4j.simpleLogger.showThreadName=false -Dorg.slf4j.simpleLogger.showShortLogName=true)
 
 # ---- 3. demo data ----
 extra=()
@@ -106,6 +108,6 @@ fi
 
 # ---- 4. the orchestrator ----
 export PARAMSERVER_HOME="$ROOT" # where RunLocal finds the service jars
-exec java "${JAVA_OPTS[@]}" -cp "$PSCTL_JAR" \
+exec java "${JAVA_OPTS[@]}" "${LOG_OPTS[@]}" -cp "$PSCTL_JAR" \
   -Dloader.main=dev.paramserver.localcluster.RunLocal \
   org.springframework.boot.loader.launch.PropertiesLauncher "$@" "${extra[@]}"
