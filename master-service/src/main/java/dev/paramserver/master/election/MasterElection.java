@@ -173,7 +173,11 @@ public final class MasterElection implements SmartLifecycle {
     lease = l;
     l.onLost(
         () -> {
+          if (lease != l) {
+            return; // a lease of an earlier round
+          }
           log.warn("master lease {} lost: stepping down", Long.toHexString(l.id()));
+          job.stopServing(); // at once, not when the election thread wakes up
           signalLoss();
         });
     transition(State.CAMPAIGNING);
@@ -193,7 +197,10 @@ public final class MasterElection implements SmartLifecycle {
     // load the job and serve before publishing the address, so trainers that follow
     // master/addr find a leader ready to answer
     job.startServing(identity);
-    transition(State.LEADER);
+    if (!transition(State.LEADER)) {
+      stepDown(); // stopped meanwhile
+      return;
+    }
     coordinator.kv().put(coordinator.keys().masterAddr(), value, l);
     log.info(
         "this master ({}) leads job '{}' (key {})", identity, coordinator.keys().job(), lead.key());
@@ -256,10 +263,31 @@ public final class MasterElection implements SmartLifecycle {
     }
   }
 
-  private void transition(State next) {
-    State prev = state.getAndSet(next);
-    if (prev != next) {
-      log.debug("master election {} -> {}", prev, next);
+  /** Moves to {@code next} if allowed from the current state; STOPPED is final. */
+  private boolean transition(State next) {
+    while (true) {
+      State prev = state.get();
+      if (prev == next) {
+        return true;
+      }
+      if (!allowed(prev, next)) {
+        log.debug("master election ignores {} -> {}", prev, next);
+        return false;
+      }
+      if (state.compareAndSet(prev, next)) {
+        log.debug("master election {} -> {}", prev, next);
+        return true;
+      }
     }
+  }
+
+  static boolean allowed(State from, State to) {
+    return switch (from) {
+      case IDLE -> to == State.CAMPAIGNING || to == State.STEPPING_DOWN || to == State.STOPPED;
+      case CAMPAIGNING -> to == State.LEADER || to == State.STEPPING_DOWN || to == State.STOPPED;
+      case LEADER -> to == State.STEPPING_DOWN;
+      case STEPPING_DOWN -> to == State.CAMPAIGNING || to == State.STOPPED;
+      case STOPPED -> false;
+    };
   }
 }
