@@ -17,12 +17,14 @@ import dev.paramserver.coordination.EtcdSettings;
 import dev.paramserver.proto.v1.CheckpointMeta;
 import dev.paramserver.proto.v1.ParameterServerGrpc;
 import dev.paramserver.proto.v1.PullParametersResponse;
+import dev.paramserver.pserver.registration.RegistrationState;
 import dev.paramserver.pserver.registration.ShardRegistration;
 import dev.paramserver.rpc.Channels;
 import dev.paramserver.tensor.TensorCodec;
 import dev.paramserver.testsupport.EtcdExtension;
 import dev.paramserver.testsupport.Poll;
 import dev.paramserver.testsupport.TempDirs;
+import io.etcd.jetcd.Client;
 import io.grpc.ManagedChannel;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -188,6 +190,34 @@ class PserverApplicationTest {
       } finally {
         Channels.close(channel);
       }
+    }
+  }
+
+  @Test
+  void lostLease_isNoticed_andTheIndexIsClaimedAgain() throws Exception {
+    try (ConfigurableApplicationContext ctx = start()) {
+      ShardRegistration registration = ctx.getBean(ShardRegistration.class);
+      Poll.until(Duration.ofSeconds(20), () -> registered(0).isPresent(), "ps/0 in etcd");
+      long leaseId = coordinator.kv().get(coordinator.keys().ps(0)).orElseThrow().leaseId();
+      // Another client revokes the pserver's lease, as etcd does when keep-alives stop.
+      try (Client client = Client.builder().endpoints(etcd.endpoint()).build()) {
+        client.getLeaseClient().revoke(leaseId).get(10, TimeUnit.SECONDS);
+      }
+      Poll.until(
+          Duration.ofSeconds(30),
+          () ->
+              coordinator
+                  .kv()
+                  .get(coordinator.keys().ps(0))
+                  .map(kv -> kv.leaseId() != leaseId)
+                  .orElse(false),
+          "ps/0 claimed again under a new lease");
+      assertThat(registered(0)).contains(registration.address());
+      Poll.until(
+          Duration.ofSeconds(10),
+          () -> registration.state() == RegistrationState.REGISTERED,
+          "registration back to REGISTERED");
+      assertThat(registration.index()).isZero();
     }
   }
 }

@@ -1,5 +1,6 @@
 package dev.paramserver.pserver.checkpoint;
 
+import com.google.protobuf.CodedInputStream;
 import com.google.protobuf.InvalidProtocolBufferException;
 import dev.paramserver.coordination.CoordinationException;
 import dev.paramserver.coordination.JobKeys;
@@ -215,7 +216,11 @@ public final class CheckpointStore {
               + Integer.toHexString(expectedCrc));
     }
     try {
-      return ShardCheckpoint.parseFrom(bytes);
+      // Aliasing: the tensors' ByteStrings share the file's bytes instead of copying them.
+      CodedInputStream in = CodedInputStream.newInstance(bytes);
+      in.enableAliasing(true);
+      in.setSizeLimit(Integer.MAX_VALUE);
+      return ShardCheckpoint.parseFrom(in);
     } catch (InvalidProtocolBufferException e) {
       throw new IOException("file " + path + " is not a ShardCheckpoint: " + e.getMessage(), e);
     }

@@ -19,6 +19,8 @@ import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.beans.factory.annotation.Value;
 import org.springframework.context.ApplicationListener;
 import org.springframework.context.SmartLifecycle;
+import org.springframework.context.event.ContextClosedEvent;
+import org.springframework.context.event.EventListener;
 import org.springframework.stereotype.Component;
 
 /**
@@ -196,6 +198,17 @@ public final class ShardRegistration
   @Override
   public void start() {
     running = true;
+  }
+
+  /**
+   * At the very start of a shutdown: readiness goes down, new pushes and pulls fail with
+   * UNAVAILABLE (trainers retry elsewhere), pushes in flight finish, and pushes waiting at a
+   * synchronous barrier are released with an error instead of holding up the gRPC server's drain.
+   */
+  @EventListener(ContextClosedEvent.class)
+  public void onContextClosed() {
+    moveTo(RegistrationState.DRAINING);
+    shard.beginDraining();
   }
 
   /**

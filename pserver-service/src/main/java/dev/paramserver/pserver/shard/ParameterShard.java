@@ -45,8 +45,8 @@ public final class ParameterShard {
   private final Map<String, DenseBlock> blocks = new HashMap<>();
   private final Map<String, SparseTable> tables = new HashMap<>();
   private String initId;
-  private TrainingMode mode = TrainingMode.ASYNC;
-  private int staleness;
+  private volatile TrainingMode mode = TrainingMode.ASYNC;
+  private volatile int staleness;
   private volatile boolean initialised;
 
   private final AtomicLong step = new AtomicLong();
