@@ -18,7 +18,11 @@ final class LeaderAddress implements AutoCloseable {
     this.key = key;
   }
 
-  void start() {
+  /** Starts watching, unless the watch already runs. Safe to call again after a failure. */
+  synchronized void start() {
+    if (watch != null) {
+      return;
+    }
     try {
       watch =
           kv.watchPrefix(
@@ -43,7 +47,7 @@ final class LeaderAddress implements AutoCloseable {
   }
 
   @Override
-  public void close() {
+  public synchronized void close() {
     AutoCloseable w = watch;
     watch = null;
     if (w != null) {

@@ -181,6 +181,7 @@ public final class MasterElection implements SmartLifecycle {
           signalLoss();
         });
     transition(State.CAMPAIGNING);
+    leaderAddress.start(); // in case etcd was unreachable when this master started
     LeaderElection election = coordinator.election(coordinator.keys().masterElection());
     byte[] value = identity.getBytes(StandardCharsets.UTF_8);
     Optional<Leadership> won = Optional.empty();
