@@ -1,0 +1,120 @@
+package dev.paramserver.bench;
+
+import dev.paramserver.bench.cluster.ServiceJars;
+import dev.paramserver.bench.kernels.KernelSuite;
+import dev.paramserver.bench.memory.MemorySuite;
+import dev.paramserver.bench.report.Report;
+import dev.paramserver.bench.train.TrainSuite;
+import dev.paramserver.bench.wire.WireSuite;
+import java.lang.management.ManagementFactory;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Instant;
+import java.time.temporal.ChronoUnit;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Set;
+
+/**
+ * The performance suite's entry point (run by {@code scripts/bench.sh}): kernels, wire, training
+ * and memory, each against baselines measured in the same run; prints a Markdown table and one
+ * {@code ratio <name>=<value>} line per ratio, and writes {@code results.md} and {@code
+ * results.json}.
+ *
+ * <p>Options: {@code --repo DIR} (where the services' exec jars were built, default "."), {@code
+ * --out DIR} (default bench), {@code --run-dir DIR} (logs, recordings; default a temp folder),
+ * {@code --only kernels,wire,train,memory}, {@code --quick} (shorter measurements).
+ */
+public final class BenchSuite {
+  private BenchSuite() {}
+
+  public static void main(String[] args) throws Exception {
+    Path repo = Path.of(".");
+    Path out = Path.of("bench");
+    Path runDir = null;
+    Set<String> only = new LinkedHashSet<>(List.of("kernels", "wire", "train", "memory"));
+    boolean quick = false;
+    for (int i = 0; i < args.length; i++) {
+      switch (args[i]) {
+        case "--repo" -> repo = Path.of(args[++i]);
+        case "--out" -> out = Path.of(args[++i]);
+        case "--run-dir" -> runDir = Path.of(args[++i]);
+        case "--only" -> only = new LinkedHashSet<>(List.of(args[++i].split(",")));
+        case "--quick" -> quick = true;
+        default -> {
+          System.err.println(
+              "usage: BenchSuite [--repo DIR] [--out DIR] [--run-dir DIR]"
+                  + " [--only kernels,wire,train,memory] [--quick]");
+          System.exit(2);
+        }
+      }
+    }
+    run(
+        repo.toAbsolutePath().normalize(),
+        out,
+        (runDir != null ? runDir : Files.createTempDirectory("paramserver-bench-"))
+            .toAbsolutePath()
+            .normalize(),
+        only,
+        quick);
+  }
+
+  static void run(Path repo, Path out, Path runDir, Set<String> only, boolean quick)
+      throws Exception {
+    long t0 = System.nanoTime();
+    Report report = new Report();
+    report.machine("date", Instant.now().truncatedTo(ChronoUnit.SECONDS).toString());
+    report.machine("cpus", Runtime.getRuntime().availableProcessors());
+    report.machine(
+        "java",
+        System.getProperty("java.vm.name") + " " + System.getProperty("java.runtime.version"));
+    report.machine(
+        "load average at start",
+        String.format(
+            java.util.Locale.ROOT,
+            "%.2f",
+            ManagementFactory.getOperatingSystemMXBean().getSystemLoadAverage()));
+    report.machine("sections", String.join(",", only) + (quick ? " (quick)" : ""));
+    System.out.println("run folder (logs, JFR recordings, data): " + runDir);
+
+    ServiceJars jars = null;
+    if (only.contains("wire") || only.contains("train") || only.contains("memory")) {
+      jars = ServiceJars.copy(repo, runDir);
+    }
+    if (only.contains("kernels")) {
+      section("kernels", () -> new KernelSuite(quick).run(report));
+    }
+    if (only.contains("wire")) {
+      ServiceJars j = jars;
+      section("wire", () -> new WireSuite(runDir, j, quick).run(report));
+    }
+    if (only.contains("train")) {
+      ServiceJars j = jars;
+      section("train", () -> new TrainSuite(runDir, j, quick).run(report));
+    }
+    if (only.contains("memory")) {
+      ServiceJars j = jars;
+      section("memory", () -> new MemorySuite(runDir, j).run(report));
+    }
+    report.machine(
+        "suite wall time",
+        String.format(java.util.Locale.ROOT, "%.0f s", (System.nanoTime() - t0) / 1e9));
+    report.write(out);
+    System.out.println();
+    System.out.println(report.markdown());
+    System.out.print(report.ratioLines());
+    System.out.println(
+        "wrote " + out.resolve("results.md") + " and " + out.resolve("results.json"));
+  }
+
+  interface Section {
+    void run() throws Exception;
+  }
+
+  private static void section(String name, Section s) throws Exception {
+    long t = System.nanoTime();
+    System.out.println("== " + name);
+    s.run();
+    System.out.printf("== %s done in %.0f s%n", name, (System.nanoTime() - t) / 1e9);
+  }
+}

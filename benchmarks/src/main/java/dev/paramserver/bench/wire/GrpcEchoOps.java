@@ -1,0 +1,71 @@
+package dev.paramserver.bench.wire;
+
+import com.google.common.util.concurrent.ListenableFuture;
+import io.grpc.CallOptions;
+import io.grpc.ManagedChannel;
+import io.grpc.MethodDescriptor;
+import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
+import io.grpc.stub.ClientCalls;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The bare gRPC baseline's client: {@code size} bytes as messages of at most {@link #CHUNK} bytes,
+ * all in flight at once, on a channel tuned like the server (direct executor, 16 MiB window). ECHO
+ * moves the bytes both ways, SINK only up, SOURCE only down.
+ */
+final class GrpcEchoOps implements Op {
+  static final int CHUNK = 1 << 20;
+
+  private final ManagedChannel channel;
+  private final MethodDescriptor<byte[], byte[]> method;
+  private final List<byte[]> requests = new ArrayList<>();
+
+  GrpcEchoOps(int port, MethodDescriptor<byte[], byte[]> method, int size) {
+    this.channel =
+        NettyChannelBuilder.forAddress("127.0.0.1", port)
+            .usePlaintext()
+            .directExecutor()
+            .flowControlWindow(EchoServerMain.WINDOW)
+            .maxInboundMessageSize(EchoServerMain.MAX_MESSAGE)
+            .build();
+    this.method = method;
+    for (int off = 0; off < size; off += CHUNK) {
+      int n = Math.min(CHUNK, size - off);
+      requests.add(method == EchoProtocol.SOURCE ? EchoProtocol.sizeRequest(n) : new byte[n]);
+    }
+  }
+
+  @Override
+  public void run() throws Exception {
+    if (requests.size() == 1) {
+      ClientCalls.blockingUnaryCall(
+          channel,
+          method,
+          CallOptions.DEFAULT.withDeadlineAfter(30, TimeUnit.SECONDS),
+          requests.get(0));
+      return;
+    }
+    List<ListenableFuture<byte[]>> futures = new ArrayList<>(requests.size());
+    for (byte[] r : requests) {
+      futures.add(
+          ClientCalls.futureUnaryCall(
+              channel.newCall(method, CallOptions.DEFAULT.withDeadlineAfter(30, TimeUnit.SECONDS)),
+              r));
+    }
+    for (ListenableFuture<byte[]> f : futures) {
+      f.get();
+    }
+  }
+
+  @Override
+  public void close() {
+    channel.shutdownNow();
+    try {
+      channel.awaitTermination(2, TimeUnit.SECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+}

@@ -1,0 +1,121 @@
+package dev.paramserver.bench.wire;
+
+import com.google.common.util.concurrent.ListenableFuture;
+import dev.paramserver.proto.v1.BlockRef;
+import dev.paramserver.proto.v1.DataType;
+import dev.paramserver.proto.v1.ParameterServerGrpc;
+import dev.paramserver.proto.v1.PullParametersRequest;
+import dev.paramserver.proto.v1.PullParametersResponse;
+import dev.paramserver.proto.v1.PushGradientsRequest;
+import dev.paramserver.proto.v1.TensorBlock;
+import dev.paramserver.rpc.Channels;
+import dev.paramserver.tensor.TensorCodec;
+import io.grpc.ManagedChannel;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Push, pull and push-then-pull of one whole parameter, done the way the trainer's {@code
+ * ParameterClient} does it: the project's client channel ({@link Channels#forAddress}), blocks
+ * grouped into requests of at most 2 MiB of tensor data, all of a phase's requests in flight at
+ * once; gradients encoded from a {@code float[]}, pulled values decoded into one.
+ */
+public final class PserverOps implements Op {
+  /** Same cap as the trainer's ParameterClient.MAX_REQUEST_BYTES. */
+  static final int MAX_REQUEST_BYTES = 2 * 1024 * 1024;
+
+  public enum Kind {
+    PUSH,
+    PULL,
+    PUSH_PULL
+  }
+
+  private final Kind kind;
+  private final String name;
+  private final int blockSize;
+  private final ManagedChannel channel;
+  private final ParameterServerGrpc.ParameterServerFutureStub stub;
+  private final float[] values;
+  private final float[] grads;
+  private final List<int[]> groups; // each: first block, block count
+  private final int blocks;
+  private long step;
+
+  public PserverOps(Kind kind, String address, String name, int elements, int blockSize) {
+    this.kind = kind;
+    this.name = name;
+    this.blockSize = blockSize;
+    this.channel = Channels.forAddress(address);
+    this.stub = ParameterServerGrpc.newFutureStub(channel);
+    this.values = new float[elements];
+    this.grads = new float[elements];
+    java.util.Arrays.fill(grads, 1e-7f);
+    this.blocks = (elements + blockSize - 1) / blockSize;
+    this.groups = new ArrayList<>();
+    int perGroup = Math.max(1, MAX_REQUEST_BYTES / (blockSize * 4));
+    for (int b = 0; b < blocks; b += perGroup) {
+      groups.add(new int[] {b, Math.min(perGroup, blocks - b)});
+    }
+  }
+
+  private int length(int block) {
+    return Math.min(blockSize, values.length - block * blockSize);
+  }
+
+  private ParameterServerGrpc.ParameterServerFutureStub deadline() {
+    return stub.withDeadlineAfter(30, TimeUnit.SECONDS);
+  }
+
+  @Override
+  public void run() throws Exception {
+    if (kind != Kind.PULL) {
+      push();
+    }
+    if (kind != Kind.PUSH) {
+      pull();
+    }
+  }
+
+  private void push() throws Exception {
+    List<ListenableFuture<?>> futures = new ArrayList<>(groups.size());
+    for (int[] g : groups) {
+      PushGradientsRequest.Builder req =
+          PushGradientsRequest.newBuilder().setTrainerId("bench").setStep(++step);
+      for (int b = g[0]; b < g[0] + g[1]; b++) {
+        req.addGradients(
+            TensorBlock.newBuilder()
+                .setName(name)
+                .setBlock(b)
+                .setOffset((long) b * blockSize)
+                .setDtype(DataType.FLOAT32)
+                .setData(TensorCodec.encode(grads, b * blockSize, length(b))));
+      }
+      futures.add(deadline().pushGradients(req.build()));
+    }
+    for (ListenableFuture<?> f : futures) {
+      f.get();
+    }
+  }
+
+  private void pull() throws Exception {
+    List<ListenableFuture<PullParametersResponse>> futures = new ArrayList<>(groups.size());
+    for (int[] g : groups) {
+      PullParametersRequest.Builder req = PullParametersRequest.newBuilder().setTrainerId("bench");
+      for (int b = g[0]; b < g[0] + g[1]; b++) {
+        req.addBlocks(BlockRef.newBuilder().setName(name).setBlock(b));
+      }
+      futures.add(deadline().pullParameters(req.build()));
+    }
+    for (ListenableFuture<PullParametersResponse> f : futures) {
+      for (TensorBlock b : f.get().getBlocksList()) {
+        TensorCodec.decode(b.getData(), b.getDtype(), values, (int) b.getOffset());
+      }
+    }
+  }
+
+  @Override
+  public void close() {
+    Channels.close(channel);
+  }
+}

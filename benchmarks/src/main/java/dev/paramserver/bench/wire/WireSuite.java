@@ -1,0 +1,307 @@
+package dev.paramserver.bench.wire;
+
+import dev.paramserver.bench.cluster.PserverSetup;
+import dev.paramserver.bench.cluster.ServiceJars;
+import dev.paramserver.bench.kernels.KernelSuite;
+import dev.paramserver.bench.report.JfrSummary;
+import dev.paramserver.bench.report.Report;
+import dev.paramserver.bench.report.Report.Target;
+import dev.paramserver.localcluster.ClusterSpec;
+import dev.paramserver.localcluster.LocalCluster;
+import dev.paramserver.localcluster.Role;
+import dev.paramserver.proto.v1.OptimizerConfig;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import jdk.jfr.Configuration;
+import jdk.jfr.Recording;
+
+/**
+ * The wire benchmark: a real etcd and a real pserver process (JFR recording on), initialised with
+ * one parameter per tensor size; push, pull and push+pull from 1, 2 and 4 client threads, and in
+ * the same run the same byte volumes through a bare, tuned gRPC echo server and a raw TCP echo in a
+ * separate process.
+ */
+public final class WireSuite {
+  static final int[] SIZES = {4 << 10, 64 << 10, 1 << 20, 4 << 20, 16 << 20};
+  static final int[] THREADS = {1, 2, 4};
+  static final String[] MODES = {"push", "pull", "push_pull", "grpc_echo", "raw_socket"};
+
+  private final Path runDir;
+  private final ServiceJars jars;
+  private final boolean quick;
+  private final List<Map<String, Object>> raw = new ArrayList<>();
+
+  public WireSuite(Path runDir, ServiceJars jars, boolean quick) {
+    this.runDir = runDir;
+    this.jars = jars;
+    this.quick = quick;
+  }
+
+  private static String paramName(int size) {
+    return "p" + KernelSuite.size(size);
+  }
+
+  public void run(Report report) throws Exception {
+    Path dir = runDir.resolve("wire");
+    Path jfr = dir.resolve("pserver.jfr");
+    List<String> psOpts = ServiceJars.jvmOptions(Role.PSERVER);
+    ClusterSpec spec =
+        jars.spec(dir)
+            .job("bench-wire")
+            .count(Role.MASTER, 0)
+            .pservers(1)
+            .trainers(0)
+            .jvmOptions(Role.PSERVER, psOpts)
+            .property(Role.PSERVER, "paramserver.pserver.checkpoint-interval", "0s")
+            .startTimeout(Duration.ofSeconds(180))
+            .build();
+    Map<String, Result> results = new LinkedHashMap<>();
+    try (LocalCluster cluster = new LocalCluster(spec);
+        EchoServerProcess echo =
+            EchoServerProcess.start(ServiceJars.jvmOptions(Role.PSERVER), dir)) {
+      cluster.start();
+      String address = "127.0.0.1:" + cluster.process(Role.PSERVER, 0).grpcPort();
+      PserverSetup.awaitServing(address, Duration.ofSeconds(60));
+      List<PserverSetup.Param> params = new ArrayList<>();
+      OptimizerConfig sgd =
+          OptimizerConfig.newBuilder()
+              .setKind(OptimizerConfig.Kind.SGD)
+              .setLearningRate(1e-6f)
+              .build();
+      for (int size : SIZES) {
+        params.add(new PserverSetup.Param(paramName(size), size / 4, sgd));
+      }
+      PserverSetup.initialise(address, params);
+      long pid = cluster.process(Role.PSERVER, 0).pid();
+      // record the serving only, not the start-up
+      jcmd(pid, "JFR.start", "name=bench", "settings=profile");
+      long warm = quick ? 200 : 400;
+      long measure = quick ? 500 : 1200;
+      for (int size : SIZES) {
+        for (int k : THREADS) {
+          for (String mode : MODES) {
+            Op.Factory f = factory(mode, size, address, echo);
+            long bytes = mode.equals("push") || mode.equals("pull") ? size : 2L * size;
+            LoadRunner.Result r = LoadRunner.run(f, k, bytes, warm, measure);
+            results.put(key(mode, size, k), new Result(mode, size, k, r));
+            System.out.printf(
+                "wire %-10s %6s x%d: %7.3f GB/s  p50 %8.1f us  p99 %8.1f us  (%d ops)%n",
+                mode, KernelSuite.size(size), k, r.gbPerSec(), r.p50Us(), r.p99Us(), r.ops());
+          }
+        }
+      }
+      int small = SIZES[0];
+      for (String mode : new String[] {"grpc_sink", "grpc_source"}) {
+        LoadRunner.Result r =
+            LoadRunner.run(factory(mode, small, address, echo), 1, small, warm, measure);
+        results.put(key(mode, small, 1), new Result(mode, small, 1, r));
+        System.out.printf(
+            "wire %-10s %6s x1: p50 %8.1f us  p99 %8.1f us%n",
+            mode, KernelSuite.size(small), r.p50Us(), r.p99Us());
+      }
+      clientProfile(report, address);
+      jcmd(pid, "JFR.dump", "name=bench", "filename=" + jfr);
+    }
+    report(report, results);
+    try {
+      report.note("Profile", "");
+      for (String l :
+          JfrSummary.read(jfr).markdown("pserver process during the wire benchmark (JFR)")) {
+        report.note("Profile", l);
+      }
+      report.extra("pserverProfile", JfrSummary.read(jfr).json());
+    } catch (Exception e) {
+      report.note("Profile", "pserver JFR recording unreadable: " + e);
+    }
+  }
+
+  /** A client-side recording of push+pull (this JVM is the trainer's stand-in). */
+  private void clientProfile(Report report, String address) throws Exception {
+    Path file = runDir.resolve("wire").resolve("client.jfr");
+    try (Recording rec = new Recording(Configuration.getConfiguration("profile"))) {
+      rec.start();
+      LoadRunner.run(
+          () ->
+              new PserverOps(
+                  PserverOps.Kind.PUSH_PULL,
+                  address,
+                  paramName(16 << 20),
+                  (16 << 20) / 4,
+                  PserverSetup.BLOCK),
+          1,
+          1,
+          0,
+          quick ? 1000 : 2500);
+      LoadRunner.run(
+          () ->
+              new PserverOps(
+                  PserverOps.Kind.PUSH_PULL, address, paramName(4 << 10), 1024, PserverSetup.BLOCK),
+          1,
+          1,
+          0,
+          quick ? 500 : 1500);
+      rec.stop();
+      rec.dump(file);
+    }
+    JfrSummary s = JfrSummary.read(file);
+    for (String l :
+        s.markdown("benchmark client (trainer side), push+pull of 16 MiB then 4 KiB (JFR)")) {
+      report.note("Profile", l);
+    }
+    report.extra("clientProfile", s.json());
+  }
+
+  /** Runs {@code jcmd <pid> <command...>} and returns its output. */
+  public static String jcmd(long pid, String... command) throws Exception {
+    List<String> cmd = new ArrayList<>();
+    cmd.add(Path.of(System.getProperty("java.home"), "bin", "jcmd").toString());
+    cmd.add(Long.toString(pid));
+    cmd.addAll(List.of(command));
+    Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+    String out = new String(p.getInputStream().readAllBytes());
+    if (p.waitFor() != 0 || out.contains("Exception")) {
+      throw new IllegalStateException("jcmd " + String.join(" ", command) + " failed: " + out);
+    }
+    return out;
+  }
+
+  private Op.Factory factory(String mode, int size, String address, EchoServerProcess echo) {
+    String name = paramName(size);
+    return switch (mode) {
+      case "push" ->
+          () -> new PserverOps(PserverOps.Kind.PUSH, address, name, size / 4, PserverSetup.BLOCK);
+      case "pull" ->
+          () -> new PserverOps(PserverOps.Kind.PULL, address, name, size / 4, PserverSetup.BLOCK);
+      case "push_pull" ->
+          () ->
+              new PserverOps(
+                  PserverOps.Kind.PUSH_PULL, address, name, size / 4, PserverSetup.BLOCK);
+      case "grpc_echo" -> () -> new GrpcEchoOps(echo.grpcPort(), EchoProtocol.ECHO, size);
+      case "grpc_sink" -> () -> new GrpcEchoOps(echo.grpcPort(), EchoProtocol.SINK, size);
+      case "grpc_source" -> () -> new GrpcEchoOps(echo.grpcPort(), EchoProtocol.SOURCE, size);
+      case "raw_socket" -> () -> new RawSocketOps(echo.rawPort(), size);
+      default -> throw new IllegalArgumentException(mode);
+    };
+  }
+
+  private static String key(String mode, int size, int k) {
+    return mode + "/" + size + "/" + k;
+  }
+
+  record Result(String mode, int size, int threads, LoadRunner.Result r) {}
+
+  private double best(Map<String, Result> results, String mode, int size) {
+    double b = Double.NaN;
+    for (int k : THREADS) {
+      Result r = results.get(key(mode, size, k));
+      if (r != null && !(r.r.gbPerSec() <= b)) {
+        b = r.r.gbPerSec();
+      }
+    }
+    return b;
+  }
+
+  private void report(Report report, Map<String, Result> results) {
+    Report.Table tput =
+        report.table(
+            "Wire (1 pserver process, loopback)",
+            "Throughput, GB/s (push+pull, echo and raw socket count the bytes of both directions)",
+            "size",
+            "threads",
+            "push",
+            "pull",
+            "push+pull",
+            "gRPC echo",
+            "raw socket",
+            "push+pull / echo",
+            "push+pull / raw");
+    Report.Table lat =
+        report.table(
+            "Wire (1 pserver process, loopback)",
+            "Latency p50 / p99, microseconds",
+            "size",
+            "threads",
+            "push",
+            "pull",
+            "push+pull",
+            "gRPC echo",
+            "raw socket");
+    for (int size : SIZES) {
+      for (int k : THREADS) {
+        double pp = results.get(key("push_pull", size, k)).r.gbPerSec();
+        double echo = results.get(key("grpc_echo", size, k)).r.gbPerSec();
+        double rawS = results.get(key("raw_socket", size, k)).r.gbPerSec();
+        tput.row(
+            KernelSuite.size(size),
+            k,
+            results.get(key("push", size, k)).r.gbPerSec(),
+            results.get(key("pull", size, k)).r.gbPerSec(),
+            pp,
+            echo,
+            rawS,
+            pp / echo,
+            pp / rawS);
+        List<Object> row = new ArrayList<>(List.of(KernelSuite.size(size), k));
+        for (String m : new String[] {"push", "pull", "push_pull", "grpc_echo", "raw_socket"}) {
+          LoadRunner.Result r = results.get(key(m, size, k)).r;
+          row.add(Report.fmt(r.p50Us()) + " / " + Report.fmt(r.p99Us()));
+        }
+        lat.row(row.toArray());
+      }
+    }
+    for (Result r : results.values()) {
+      Map<String, Object> m = new LinkedHashMap<>();
+      m.put("mode", r.mode);
+      m.put("bytes", r.size);
+      m.put("threads", r.threads);
+      m.put("ops", r.r.ops());
+      m.put("seconds", r.r.seconds());
+      m.put("gbPerSec", r.r.gbPerSec());
+      m.put("p50Us", r.r.p50Us());
+      m.put("p99Us", r.r.p99Us());
+      raw.add(m);
+    }
+    report.extra("wireRaw", raw);
+    for (int size : SIZES) {
+      String s = KernelSuite.size(size);
+      double pp = best(results, "push_pull", size);
+      Target echoT = size >= 1 << 20 ? Target.atLeast(0.8) : null;
+      Target rawT = size >= 1 << 20 ? Target.atLeast(0.4) : null;
+      report.ratio(
+          "push_pull_" + s + "_vs_grpc_echo",
+          pp / best(results, "grpc_echo", size),
+          echoT,
+          "best GB/s over 1/2/4 threads, bare tuned gRPC echo");
+      report.ratio(
+          "push_pull_" + s + "_vs_raw_socket",
+          pp / best(results, "raw_socket", size),
+          rawT,
+          "best GB/s over 1/2/4 threads, raw TCP echo");
+    }
+    int small = SIZES[0];
+    double sink = results.get(key("grpc_sink", small, 1)).r.p50Us();
+    double source = results.get(key("grpc_source", small, 1)).r.p50Us();
+    report.ratio(
+        "p50_push_4KiB_vs_grpc_unary",
+        results.get(key("push", small, 1)).r.p50Us() / sink,
+        Target.atMost(1.3),
+        "1 thread; bare gRPC unary carrying 4 KiB up, empty answer (" + Report.fmt(sink) + " us)");
+    report.ratio(
+        "p50_pull_4KiB_vs_grpc_unary",
+        results.get(key("pull", small, 1)).r.p50Us() / source,
+        Target.atMost(1.3),
+        "1 thread; bare gRPC unary with a 4-byte request answering 4 KiB ("
+            + Report.fmt(source)
+            + " us)");
+    report.ratio(
+        "p50_push_pull_4KiB_vs_grpc_echo",
+        results.get(key("push_pull", small, 1)).r.p50Us()
+            / results.get(key("grpc_echo", small, 1)).r.p50Us(),
+        null,
+        "1 thread; two RPCs (push then pull) against one 4 KiB echo");
+  }
+}
