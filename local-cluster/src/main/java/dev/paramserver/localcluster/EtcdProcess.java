@@ -23,6 +23,7 @@ final class EtcdProcess {
   private static final Logger log = LoggerFactory.getLogger(EtcdProcess.class);
   private static final Duration START_TIMEOUT = Duration.ofSeconds(20);
 
+  private final Launcher launcher;
   private final String binary;
   private final int clientPort;
   private final int peerPort;
@@ -30,7 +31,9 @@ final class EtcdProcess {
   private final Path logFile;
   private Process process;
 
-  EtcdProcess(String binary, int clientPort, int peerPort, Path dataDir, Path logFile) {
+  EtcdProcess(
+      Launcher launcher, String binary, int clientPort, int peerPort, Path dataDir, Path logFile) {
+    this.launcher = launcher;
     this.binary = binary;
     this.clientPort = clientPort;
     this.peerPort = peerPort;
@@ -91,10 +94,10 @@ final class EtcdProcess {
           StandardOpenOption.CREATE,
           StandardOpenOption.APPEND);
       process =
-          new ProcessBuilder(Signals.inOwnSession(cmd))
-              .redirectErrorStream(true)
-              .redirectOutput(ProcessBuilder.Redirect.appendTo(logFile.toFile()))
-              .start();
+          launcher.start(
+              new ProcessBuilder(Launcher.wrap(cmd))
+                  .redirectErrorStream(true)
+                  .redirectOutput(ProcessBuilder.Redirect.appendTo(logFile.toFile())));
     } catch (IOException e) {
       throw new LocalClusterException(
           "could not start etcd '" + binary + "': " + e.getMessage(), e);

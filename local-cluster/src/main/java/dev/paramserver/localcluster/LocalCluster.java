@@ -41,6 +41,7 @@ public final class LocalCluster implements AutoCloseable {
 
   private final ClusterSpec spec;
   private final PortAllocator ports = new PortAllocator();
+  private final Launcher launcher = new Launcher();
   private final EtcdProcess etcd;
   private final Map<Role, List<ServiceProcess>> slots = new EnumMap<>(Role.class);
   private final ClusterFile clusterFile;
@@ -65,6 +66,7 @@ public final class LocalCluster implements AutoCloseable {
     }
     this.etcd =
         new EtcdProcess(
+            launcher,
             spec.etcdBinary(),
             ports.next(),
             ports.next(),
@@ -472,6 +474,7 @@ public final class LocalCluster implements AutoCloseable {
     }
     etcd.stop(spec.stopTimeout());
     watchdog.shutdownNow();
+    launcher.shutdown();
     writeClusterFile();
     log.info("local cluster {} stopped", spec.runDir());
   }
@@ -495,7 +498,7 @@ public final class LocalCluster implements AutoCloseable {
                     spec, sp.role(), sp.index(), http, grpc, etcd.endpoint()));
     Process p;
     try {
-      p = sp.launch(command, spec.runDir(), http, grpc, spec.probeHttp());
+      p = sp.launch(launcher, command, spec.runDir(), http, grpc, spec.probeHttp());
     } catch (IOException e) {
       sp.state(ProcessState.FAILED);
       writeClusterFile();

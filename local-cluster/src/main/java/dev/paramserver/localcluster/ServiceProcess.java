@@ -63,7 +63,8 @@ final class ServiceProcess {
    * Starts a new incarnation on the given ports, appending to the log after a marker line. The
    * first launch is not a restart; every later one is.
    */
-  synchronized Process launch(List<String> command, Path workDir, int http, int grpc, boolean probe)
+  synchronized Process launch(
+      Launcher launcher, List<String> command, Path workDir, int http, int grpc, boolean probe)
       throws IOException {
     boolean first = state == ProcessState.NEW;
     httpPort = http;
@@ -85,11 +86,11 @@ final class ServiceProcess {
         StandardOpenOption.CREATE,
         StandardOpenOption.APPEND);
     process =
-        new ProcessBuilder(Signals.inOwnSession(command))
-            .directory(workDir.toFile())
-            .redirectErrorStream(true)
-            .redirectOutput(ProcessBuilder.Redirect.appendTo(logFile.toFile()))
-            .start();
+        launcher.start(
+            new ProcessBuilder(Launcher.wrap(command))
+                .directory(workDir.toFile())
+                .redirectErrorStream(true)
+                .redirectOutput(ProcessBuilder.Redirect.appendTo(logFile.toFile())));
     generation++;
     intent = Intent.NONE;
     state = probe ? ProcessState.STARTING : ProcessState.RUNNING;
