@@ -1,0 +1,109 @@
+package dev.paramserver.deploy;
+
+import dev.paramserver.master.MasterProperties;
+import dev.paramserver.pserver.PserverProperties;
+import dev.paramserver.service.CommonProperties;
+import dev.paramserver.trainer.config.TrainerProperties;
+import java.io.IOException;
+import java.io.StringReader;
+import java.io.UncheckedIOException;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.OptionalInt;
+import java.util.Properties;
+import java.util.Set;
+import java.util.TreeSet;
+
+/**
+ * The three services as the deployment files see them: image name, the properties they bind and the
+ * ports their packaged configuration starts them on.
+ */
+enum ServiceRole {
+  MASTER(
+      "master-service",
+      MasterProperties.class,
+      "master-service/src/main/resources/application.yml"),
+  PSERVER(
+      "pserver-service",
+      PserverProperties.class,
+      "pserver-service/src/main/resources/application.yml"),
+  TRAINER(
+      "trainer-agent",
+      TrainerProperties.class,
+      "trainer-agent/src/main/resources/application.properties");
+
+  final String module;
+  final Class<?> propertiesRecord;
+  final String applicationConfig;
+
+  ServiceRole(String module, Class<?> propertiesRecord, String applicationConfig) {
+    this.module = module;
+    this.propertiesRecord = propertiesRecord;
+    this.applicationConfig = applicationConfig;
+  }
+
+  /** The role of a paramserver image name ({@code paramserver/master-service:tag}), if any. */
+  static ServiceRole ofImage(String image) {
+    for (ServiceRole r : values()) {
+      if (image != null && image.matches(".*/" + r.module + "(:.*)?")) {
+        return r;
+      }
+    }
+    return null;
+  }
+
+  /** Every {@code paramserver.*} property this service binds: the common ones and its own. */
+  Set<String> properties() {
+    Set<String> all = new TreeSet<>(ConfigurationPropertyNames.of(CommonProperties.class));
+    all.addAll(ConfigurationPropertyNames.of(propertiesRecord));
+    return all;
+  }
+
+  /** Whether an environment variable binds one of this service's properties. */
+  boolean bindsEnv(String variable) {
+    return properties().stream()
+        .anyMatch(p -> ConfigurationPropertyNames.envNames(p).contains(variable));
+  }
+
+  /** {@code server.port} of the packaged configuration. */
+  int httpPort() {
+    return Integer.parseInt(config().get("server.port"));
+  }
+
+  /** {@code grpc.server.port} of the packaged configuration; empty for the trainer (no server). */
+  OptionalInt grpcPort() {
+    String p = config().get("grpc.server.port");
+    return p == null ? OptionalInt.empty() : OptionalInt.of(Integer.parseInt(p));
+  }
+
+  /** The packaged application.yml / application.properties, flattened to dotted keys. */
+  Map<String, String> config() {
+    String text = RepoFiles.read(applicationConfig);
+    Map<String, String> flat = new LinkedHashMap<>();
+    if (applicationConfig.endsWith(".properties")) {
+      Properties props = new Properties();
+      try {
+        props.load(new StringReader(text));
+      } catch (IOException e) {
+        throw new UncheckedIOException(e);
+      }
+      props.forEach((k, v) -> flat.put(k.toString(), v.toString()));
+    } else {
+      flatten("", RepoFiles.yaml(applicationConfig), flat);
+    }
+    return flat;
+  }
+
+  @SuppressWarnings("unchecked")
+  private static void flatten(String prefix, Map<String, Object> map, Map<String, String> out) {
+    map.forEach(
+        (k, v) -> {
+          String key = prefix.isEmpty() ? k : prefix + "." + k;
+          if (v instanceof Map<?, ?> m) {
+            flatten(key, (Map<String, Object>) m, out);
+          } else {
+            out.put(key, String.valueOf(v));
+          }
+        });
+  }
+}
