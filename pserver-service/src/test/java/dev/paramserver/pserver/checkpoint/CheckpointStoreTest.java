@@ -106,9 +106,11 @@ class CheckpointStoreTest {
             .setStaleness(4)
             .build());
     shard.finishInit(finish("s", 0));
+    store.write(2, shard.snapshot());
     ParameterShard restored = new ParameterShard(true);
-    restored.restore(shard.snapshot());
+    restored.restore(store.load(2).orElseThrow().checkpoint());
     assertThat(restored.mode()).isEqualTo(TrainingMode.BOUNDED_STALENESS);
+    assertThat(restored.status().getMode()).isEqualTo(TrainingMode.BOUNDED_STALENESS);
   }
 
   @Test
