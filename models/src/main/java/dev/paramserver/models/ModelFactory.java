@@ -5,7 +5,8 @@ public final class ModelFactory {
   private ModelFactory() {}
 
   /** The type names this factory knows. */
-  public static final java.util.List<String> TYPES = java.util.List.of("softmax", "mlp");
+  public static final java.util.List<String> TYPES =
+      java.util.List.of("softmax", "mlp", "sparse-lr");
 
   public static Model create(ModelSpec spec) {
     return switch (spec.type()) {
@@ -17,6 +18,7 @@ public final class ModelFactory {
         }
         yield new Mlp("mlp", spec.features(), spec.classes(), spec.hidden(), spec.activation());
       }
+      case "sparse-lr" -> new SparseLogisticRegression(spec.features(), spec.embeddingWidth());
       default ->
           throw new IllegalArgumentException(
               "unknown model '" + spec.type() + "': choose one of " + TYPES);

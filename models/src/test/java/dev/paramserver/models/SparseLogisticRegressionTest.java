@@ -1,0 +1,115 @@
+package dev.paramserver.models;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.paramserver.proto.v1.Example;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import org.assertj.core.data.Offset;
+import org.junit.jupiter.api.Test;
+
+class SparseLogisticRegressionTest {
+
+  private static Batch batch(int n, int features, long seed) {
+    Random r = new Random(seed);
+    List<Example> ex = new ArrayList<>();
+    for (int i = 0; i < n; i++) {
+      Example.Builder b = Example.newBuilder().setLabel(r.nextInt(2));
+      for (int j = 0; j < features; j++) {
+        b.addDense((float) r.nextGaussian());
+      }
+      for (int k = 0; k < 4; k++) {
+        b.addSparseIds(r.nextInt(6)).addSparseValues((float) (0.5 + r.nextDouble()));
+      }
+      ex.add(b.build());
+    }
+    return Batch.of(ex, features);
+  }
+
+  private static Parameters randomParams(SparseLogisticRegression m, Batch b, long seed) {
+    Random r = new Random(seed);
+    Parameters p = Initializers.initial(m, seed);
+    for (String name : p.denseNames()) {
+      float[] v = p.dense(name);
+      for (int i = 0; i < v.length; i++) {
+        v[i] += (float) (0.3 * r.nextGaussian());
+      }
+    }
+    for (String t : p.sparseNames()) {
+      Parameters.SparseTable table = p.sparse(t);
+      for (long id : b.sparseIds()) {
+        float[] row = table.row(id);
+        for (int d = 0; d < row.length; d++) {
+          row[d] = (float) (0.3 * r.nextGaussian());
+        }
+      }
+    }
+    return p;
+  }
+
+  private static double loss(Model m, Parameters p, Batch b) {
+    return m.trainStep(p, b, Parameters.zerosLike(m)).loss();
+  }
+
+  @Test
+  void gradients_matchFiniteDifferences_denseAndSparse() {
+    SparseLogisticRegression m = new SparseLogisticRegression(3, 4);
+    Batch b = batch(9, 3, 1);
+    Parameters p = randomParams(m, b, 2);
+    Parameters g = Parameters.zerosLike(m);
+    m.trainStep(p, b, g);
+    double eps = 1e-2;
+    int checked = 0;
+    for (String name : p.denseNames()) {
+      float[] v = p.dense(name);
+      for (int i = 0; i < v.length; i++) {
+        float orig = v[i];
+        v[i] = (float) (orig + eps);
+        double up = loss(m, p, b);
+        v[i] = (float) (orig - eps);
+        double down = loss(m, p, b);
+        v[i] = orig;
+        assertThat(g.dense(name)[i])
+            .as("d loss / d %s[%d]", name, i)
+            .isCloseTo((float) ((up - down) / (2 * eps)), Offset.offset(2e-3f));
+        checked++;
+      }
+    }
+    for (String t : p.sparseNames()) {
+      for (Map.Entry<Long, float[]> row : p.sparse(t).rows().entrySet()) {
+        float[] v = row.getValue();
+        for (int d = 0; d < v.length; d++) {
+          float orig = v[d];
+          v[d] = (float) (orig + eps);
+          double up = loss(m, p, b);
+          v[d] = (float) (orig - eps);
+          double down = loss(m, p, b);
+          v[d] = orig;
+          float[] grow = g.sparse(t).rowOrNull(row.getKey());
+          assertThat(grow).as("gradient row %s[%d]", t, row.getKey()).isNotNull();
+          assertThat(grow[d])
+              .as("d loss / d %s[%d][%d]", t, row.getKey(), d)
+              .isCloseTo((float) ((up - down) / (2 * eps)), Offset.offset(2e-3f));
+          checked++;
+        }
+      }
+    }
+    assertThat(checked).isGreaterThan(20);
+  }
+
+  @Test
+  void gradients_touchOnlyTheRowsOfTheBatch() {
+    SparseLogisticRegression m = new SparseLogisticRegression(0, 2);
+    Batch b = batch(5, 0, 3);
+    Parameters g = Parameters.zerosLike(m);
+    m.trainStep(randomParams(m, b, 4), b, g);
+    java.util.Set<Long> ids = new java.util.HashSet<>();
+    for (long id : b.sparseIds()) {
+      ids.add(id);
+    }
+    assertThat(g.sparse(SparseLogisticRegression.WIDE).rows().keySet()).isEqualTo(ids);
+    assertThat(g.sparse(SparseLogisticRegression.EMB).rows().keySet()).isEqualTo(ids);
+  }
+}
