@@ -30,8 +30,8 @@ public final class MasterContexts implements AutoCloseable {
                 "--grpc.server.shutdown-grace-period=1s",
                 "--paramserver.job=" + job,
                 "--paramserver.etcd.endpoints=" + etcdEndpoint,
-                "--paramserver.etcd.lease-ttl=2s",
-                "--paramserver.etcd.call-timeout=2s",
+                "--paramserver.etcd.lease-ttl=5s",
+                "--paramserver.etcd.call-timeout=3s",
                 "--paramserver.admin.token=" + TOKEN,
                 "--paramserver.admin.exit-jvm-on-shutdown=false",
                 "--paramserver.master.timeout-check-interval=100ms"));

@@ -1,5 +1,6 @@
 package dev.paramserver.master.state;
 
+import com.google.protobuf.CodedOutputStream;
 import com.google.protobuf.InvalidProtocolBufferException;
 import dev.paramserver.coordination.CoordinationException;
 import dev.paramserver.coordination.JobKeys;
@@ -7,8 +8,10 @@ import dev.paramserver.coordination.KeyValueStore;
 import dev.paramserver.coordination.KeyValueStore.KeyValue;
 import dev.paramserver.proto.v1.DatasetIndex;
 import dev.paramserver.proto.v1.MasterSnapshot;
+import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -156,10 +159,8 @@ public final class EtcdJobStore implements JobStore {
   }
 
   @Override
-  public synchronized long saveSnapshot(MasterSnapshot snapshot) {
-    byte[] data =
-        SnapshotCodec.compress(
-            snapshot.toBuilder().setDatasetRevision(datasetRevision).build().toByteArray());
+  public synchronized long saveSnapshot(byte[] serializedSnapshot) {
+    byte[] data = SnapshotCodec.compress(withDatasetRevision(serializedSnapshot));
     if (data.length > MAX_SNAPSHOT_BYTES) {
       throw new IllegalStateException(
           "the master snapshot is "
@@ -184,6 +185,26 @@ public final class EtcdJobStore implements JobStore {
     commit(puts, deletes, "master snapshot");
     snapshotParts = parts.size();
     return data.length;
+  }
+
+  /** Appends dataset_revision (a later occurrence of a scalar field wins when parsed). */
+  private byte[] withDatasetRevision(byte[] snapshot) {
+    if (datasetRevision == 0) {
+      return snapshot;
+    }
+    int field = MasterSnapshot.DATASET_REVISION_FIELD_NUMBER;
+    byte[] out =
+        Arrays.copyOf(
+            snapshot, snapshot.length + CodedOutputStream.computeInt64Size(field, datasetRevision));
+    CodedOutputStream c =
+        CodedOutputStream.newInstance(out, snapshot.length, out.length - snapshot.length);
+    try {
+      c.writeInt64(field, datasetRevision);
+      c.checkNoSpaceLeft();
+    } catch (IOException e) {
+      throw new IllegalStateException("cannot append the dataset revision", e);
+    }
+    return out;
   }
 
   private void commit(Map<String, byte[]> puts, List<String> deletes, String what) {

@@ -20,8 +20,16 @@ public interface JobStore {
   /** Saves the dataset index (once, when the dataset is set). */
   void saveDataset(DatasetIndex index);
 
+  /**
+   * Saves a serialized {@link MasterSnapshot} of the task queues; returns its stored (compressed)
+   * size in bytes.
+   */
+  long saveSnapshot(byte[] serializedSnapshot);
+
   /** Saves a snapshot of the task queues; returns its stored (compressed) size in bytes. */
-  long saveSnapshot(MasterSnapshot snapshot);
+  default long saveSnapshot(MasterSnapshot snapshot) {
+    return saveSnapshot(snapshot.toByteArray());
+  }
 
   /** Keeps nothing: for a master run without persistence (unit tests, tools). */
   JobStore NONE =
@@ -40,7 +48,7 @@ public interface JobStore {
         public void saveDataset(DatasetIndex index) {}
 
         @Override
-        public long saveSnapshot(MasterSnapshot snapshot) {
+        public long saveSnapshot(byte[] serializedSnapshot) {
           return 0;
         }
       };

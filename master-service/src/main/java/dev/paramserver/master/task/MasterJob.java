@@ -319,7 +319,7 @@ public final class MasterJob {
 
   private void save(TaskQueue q) {
     try {
-      lastSnapshotBytes = store.saveSnapshot(q.snapshot());
+      lastSnapshotBytes = store.saveSnapshot(q.snapshotBytes());
     } catch (FenceLostException e) {
       throw fenceLost(e);
     }

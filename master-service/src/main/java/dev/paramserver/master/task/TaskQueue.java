@@ -330,6 +330,11 @@ public final class TaskQueue {
     return TaskQueueSnapshots.toSnapshot(this);
   }
 
+  /** The snapshot, serialized (the fast path used on every change). */
+  public byte[] snapshotBytes() {
+    return TaskQueueSnapshots.encode(this);
+  }
+
   /** Rebuilds a queue from a snapshot, with the dataset's records per task. */
   public static TaskQueue restore(
       MasterSnapshot snapshot, long[] taskRecords, int maxFailures, Clock clock) {

@@ -90,7 +90,7 @@ class EtcdJobStoreTest {
     }
     MasterSnapshot snapshot = queue.snapshot();
     long start = System.nanoTime();
-    long bytes = store.saveSnapshot(snapshot);
+    long bytes = store.saveSnapshot(queue.snapshotBytes());
     long saveMs = (System.nanoTime() - start) / 1_000_000;
     log.info(
         "100,000-task snapshot: {} bytes raw, {} bytes compressed, saved in {} ms",
@@ -111,7 +111,7 @@ class EtcdJobStoreTest {
     for (int i = 0; i < changes; i++) {
       TaskQueue copy = queue.copy();
       copy.next("trainer-x", 0, Duration.ofSeconds(60));
-      store.saveSnapshot(copy.snapshot());
+      store.saveSnapshot(copy.snapshotBytes());
       queue = copy;
     }
     System.out.println(
@@ -122,6 +122,10 @@ class EtcdJobStoreTest {
     DatasetIndex loaded = reader.loadDataset().orElseThrow();
     assertThat(loaded).isEqualTo(index);
     MasterSnapshot loadedSnapshot = reader.loadSnapshot().orElseThrow();
+    assertThat(loadedSnapshot.getDatasetRevision())
+        .as("the snapshot names the revision of the dataset it goes with")
+        .isEqualTo(
+            coordinator.kv().get(coordinator.keys().masterDataset()).orElseThrow().modRevision());
     TaskQueue restored =
         TaskQueue.restore(loadedSnapshot, Dataset.of(loaded).taskRecords(), 3, Clock.systemUTC());
     assertThat(restored.status()).isEqualTo(queue.status());

@@ -10,6 +10,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.proto.v1.JobState;
+import dev.paramserver.proto.v1.MasterSnapshot;
 import dev.paramserver.rpc.ServiceException;
 import java.time.Duration;
 import java.util.function.Consumer;
@@ -364,6 +365,18 @@ class TaskQueueTest {
 
   static Stream<Integer> futurePasses() {
     return Stream.of(1, 2, -1);
+  }
+
+  @org.junit.jupiter.api.Test
+  void snapshotBytes_parseToTheSameSnapshot() throws Exception {
+    QueueScript s = new QueueScript(new long[] {5, 6, 7, 8}, 2, 2);
+    assertThat(MasterSnapshot.parseFrom(s.queue.snapshotBytes())).isEqualTo(s.queue.snapshot());
+    s.get("a", 0).task(0, 1).get("bé", 0).task(1, 1).finish(0, 1, true, false);
+    s.fail(1, 1, false, true).get("c", 0).evaluate("a", 0, 1.5, 0.25);
+    MasterSnapshot parsed = MasterSnapshot.parseFrom(s.queue.snapshotBytes());
+    assertThat(parsed).isEqualTo(s.queue.snapshot());
+    assertThat(parsed.getTasks().getHoldersList()).containsExactly("", "", "c", "");
+    assertThat(parsed.getTasks().getTodoOrderList()).containsExactly(3, 1);
   }
 
   @org.junit.jupiter.api.Test
