@@ -200,7 +200,7 @@ public final class ClusterSpec {
     private String etcdBinary;
     private int maxRestarts = 5;
     private Duration restartBackoff = Duration.ofMillis(500);
-    private Duration startTimeout = Duration.ofSeconds(120);
+    private Duration startTimeout = Duration.ofSeconds(180);
     private Duration stopTimeout = Duration.ofSeconds(20);
     private ServiceCommand command = ServiceCommand.javaServices();
     private boolean probeHttp = true;
@@ -245,6 +245,28 @@ public final class ClusterSpec {
     /** The executable jar of a role (for example master-service/target/...-exec.jar). */
     public Builder jar(Role role, Path jar) {
       jars.put(role, jar.toAbsolutePath().normalize());
+      return this;
+    }
+
+    /**
+     * Sets the jar of every role from the newest {@code <module>-*-exec.jar} in {@code dir}, or in
+     * {@code dir/<module>/target} (so {@code dir} may be the repository root).
+     *
+     * @throws LocalClusterException naming the missing jars
+     */
+    public Builder serviceJars(Path dir) {
+      JarLocator.locate(dir).forEach(this::jar);
+      return this;
+    }
+
+    /**
+     * Sets the jar of every role from the repository found through {@code $PARAMSERVER_HOME}, the
+     * working directory or its parents (as in a module's tests).
+     *
+     * @throws LocalClusterException when the repository or a jar is not found
+     */
+    public Builder serviceJars() {
+      JarLocator.locate(null).forEach(this::jar);
       return this;
     }
 

@@ -104,6 +104,7 @@ public final class RunLocal {
         ClusterSpec.builder(runDir).job(o.job).masters(o.masters).pservers(o.pservers);
     b.trainers(o.trainers);
     jars.forEach(b::jar);
+    b.startTimeout(o.timeout); // a loaded machine may start JVMs slowly: only --timeout limits it
     b.property(Role.MASTER, "paramserver.master.passes", Integer.toString(o.passes));
     b.property(Role.TRAINER, "paramserver.trainer.train-data", absoluteGlob(o.trainGlob()));
     b.property(Role.TRAINER, "paramserver.trainer.test-data", absoluteGlob(o.testGlob()));

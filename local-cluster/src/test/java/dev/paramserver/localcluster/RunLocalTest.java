@@ -7,6 +7,7 @@ import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -58,6 +59,8 @@ class RunLocalTest {
       Files.createFile(target.resolve(r.module() + "-0.1.0-SNAPSHOT.jar")); // not the exec jar
       Files.createFile(target.resolve(r.module() + "-0.1.0-SNAPSHOT-exec.jar"));
     }
+    assertThat(ClusterSpec.builder(dir.resolve("run")).serviceJars(repo).build().jar(Role.MASTER))
+        .isEqualTo(repo.resolve("master-service/target/master-service-0.1.0-SNAPSHOT-exec.jar"));
     Map<Role, Path> jars = JarLocator.locate(repo);
     assertThat(jars.get(Role.PSERVER))
         .isEqualTo(repo.resolve("pserver-service/target/pserver-service-0.1.0-SNAPSHOT-exec.jar"));
@@ -95,6 +98,7 @@ class RunLocalTest {
         .containsEntry("paramserver.trainer.batch-size", "7")
         .containsEntry("paramserver.trainer.model-output", dir.resolve("model.pb").toString());
     assertThat(spec.count(Role.PSERVER)).isEqualTo(2);
+    assertThat(spec.startTimeout()).isEqualTo(Duration.ofMinutes(15));
     assertThat(spec.adminToken()).matches("[0-9a-f]{32}");
     assertThat(RunLocal.absoluteGlob("data/t-*.rio"))
         .isEqualTo(Path.of("").toAbsolutePath().resolve("data/t-*.rio").toString());
