@@ -166,6 +166,8 @@ public final class ShardRegistration
             claimed);
       }
       shard.holdCalls("pserver " + claimed + " is loading its checkpoint: retry shortly");
+      // No checkpoint of the old index's state under either index while the state changes.
+      shard.setIndex(-1);
       ShardPersistence p = persistence.getIfAvailable();
       if (p != null) {
         p.load(claimed);

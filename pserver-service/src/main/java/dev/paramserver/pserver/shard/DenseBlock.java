@@ -33,6 +33,11 @@ final class DenseBlock {
     updates++;
   }
 
+  /** The values as FLOAT32 wire bytes (one copy, made under the block's lock). */
+  synchronized com.google.protobuf.ByteString encode() {
+    return dev.paramserver.tensor.TensorCodec.encode(values);
+  }
+
   synchronized float[] copyValues() {
     return values.clone();
   }

@@ -169,7 +169,7 @@ public final class ParameterShard {
                 .setBlock(b.block)
                 .setOffset(b.offset)
                 .setDtype(DataType.FLOAT32)
-                .setData(TensorCodec.encode(b.copyValues())));
+                .setData(b.encode()));
       }
       for (int t = 0; t < sparseTables.size(); t++) {
         out.addSparseRows(readRows(sparseTables.get(t), sparseIds.get(t)));
