@@ -238,7 +238,7 @@ public final class MasterElection implements SmartLifecycle {
     }
     Lease l = lease;
     lease = null;
-    if (l != null) {
+    if (l != null && l.isAlive()) {
       try {
         l.revoke();
       } catch (RuntimeException e) {
