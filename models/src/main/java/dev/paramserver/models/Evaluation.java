@@ -14,6 +14,19 @@ public record Evaluation(double loss, double accuracy, long samples, double auc)
 
   /** Evaluates in batches of {@code batchSize}. */
   public static Evaluation of(Model model, Parameters params, Dataset data, int batchSize) {
+    return of(model, params, data, batchSize, b -> {});
+  }
+
+  /**
+   * Evaluates in batches, calling {@code prepare} before each batch (for example to fetch the
+   * sparse rows the batch touches).
+   */
+  public static Evaluation of(
+      Model model,
+      Parameters params,
+      Dataset data,
+      int batchSize,
+      java.util.function.Consumer<Batch> prepare) {
     int k = model.classes();
     boolean binary = k == 2;
     float[] scores = binary ? new float[data.size()] : null;
@@ -22,6 +35,7 @@ public record Evaluation(double loss, double accuracy, long samples, double auc)
     long correct = 0;
     int seen = 0;
     for (Batch b : data.batches(batchSize)) {
+      prepare.accept(b);
       float[] probs = model.predict(params, b);
       for (int i = 0; i < b.size(); i++) {
         int y = b.labels()[i];

@@ -18,7 +18,7 @@ import org.springframework.validation.annotation.Validated;
  *     master and the trainers must see the same paths)
  * @param testData globs of the RecordIO test files, evaluated at the end of each pass (empty: no
  *     evaluation)
- * @param model the model type: softmax or mlp
+ * @param model the model type: softmax, mlp or sparse-lr
  * @param features dense input features (0: read from the first training record)
  * @param classes number of classes (0: largest label of the test data, else of the first training
  *     file, plus one)
@@ -41,6 +41,7 @@ import org.springframework.validation.annotation.Validated;
  * @param accumulate mini-batches whose gradients are summed (and averaged) before one push
  * @param gradientDtype element type of gradients on the wire: float32, float16 or bfloat16
  * @param prefetch fetch and read the next task while the current one trains
+ * @param embeddingWidth sparse-lr: width of the embedding part (0 = wide part only)
  */
 @Validated
 @ConfigurationProperties("paramserver.trainer")
@@ -69,7 +70,8 @@ public record TrainerProperties(
     @DefaultValue("10s") Duration maxBackoff,
     @DefaultValue("1") @Min(1) @Max(1024) int accumulate,
     @DefaultValue("float32") String gradientDtype,
-    @DefaultValue("true") boolean prefetch) {
+    @DefaultValue("true") boolean prefetch,
+    @DefaultValue("8") @Min(0) @Max(1024) int embeddingWidth) {
 
   public TrainerProperties {
     hidden = hidden == null ? List.of() : List.copyOf(hidden);

@@ -18,13 +18,24 @@ import java.util.List;
 public final class ModelLayout {
   private final List<ParameterSpec> specs = new ArrayList<>();
   private final List<BlockSpec> blocks = new ArrayList<>();
+  private final List<ParameterDef> sparseTables = new ArrayList<>();
   private final ShardPlacement placement;
 
   public ModelLayout(Model model, int blockSize, OptimizerConfig optimizer, int pservers) {
     for (ParameterDef def : model.parameters()) {
       if (def.sparse()) {
-        throw new IllegalArgumentException(
-            "parameter '" + def.name() + "' is a sparse table: not supported by this trainer yet");
+        float stddev = def.init() instanceof ParameterDef.Normal n ? n.stddev() : 0f;
+        specs.add(
+            ParameterSpec.newBuilder()
+                .setName(def.name())
+                .addAllShape(def.shape())
+                .setDtype(DataType.FLOAT32)
+                .setSparse(true)
+                .setInitStddev(stddev)
+                .setOptimizer(optimizer)
+                .build());
+        sparseTables.add(def);
+        continue;
       }
       specs.add(
           ParameterSpec.newBuilder()
@@ -49,6 +60,15 @@ public final class ModelLayout {
 
   public int pservers() {
     return placement.pservers();
+  }
+
+  /** The sparse tables: their rows live on {@code ShardPlacement.ownerOfRow(table, row, N)}. */
+  public List<ParameterDef> sparseTables() {
+    return sparseTables;
+  }
+
+  public int ownerOfRow(String table, long row) {
+    return ShardPlacement.ownerOfRow(table, row, placement.pservers());
   }
 
   public List<BlockSpec> blocksOf(int pserver) {

@@ -1,6 +1,7 @@
 package dev.paramserver.trainer.pserver;
 
 import com.google.common.util.concurrent.ListenableFuture;
+import dev.paramserver.models.ParameterDef;
 import dev.paramserver.models.Parameters;
 import dev.paramserver.proto.v1.BlockRef;
 import dev.paramserver.proto.v1.DataType;
@@ -9,6 +10,7 @@ import dev.paramserver.proto.v1.ParameterServerGrpc;
 import dev.paramserver.proto.v1.PullParametersRequest;
 import dev.paramserver.proto.v1.PullParametersResponse;
 import dev.paramserver.proto.v1.PushGradientsRequest;
+import dev.paramserver.proto.v1.SparseRows;
 import dev.paramserver.proto.v1.TensorBlock;
 import dev.paramserver.rpc.Backoff;
 import dev.paramserver.rpc.RpcErrors;
@@ -19,6 +21,8 @@ import io.grpc.StatusRuntimeException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
@@ -145,6 +149,18 @@ public final class ParameterClient {
         bytesPushed.addAndGet(bytes);
       }
     }
+    for (Map.Entry<Integer, PushGradientsRequest> e : sparsePushes(grads, step).entrySet()) {
+      ParameterServerGrpc.ParameterServerFutureStub s = stub(e.getKey());
+      if (s == null) {
+        droppedPushes.incrementAndGet();
+        continue;
+      }
+      futures.add(s.pushGradients(e.getValue()));
+      owners.add(e.getKey());
+      for (SparseRows rows : e.getValue().getSparseGradientsList()) {
+        bytesPushed.addAndGet(rows.getData().size());
+      }
+    }
     int ok = 0;
     for (int i = 0; i < futures.size(); i++) {
       int ps = owners.get(i);
@@ -179,6 +195,111 @@ public final class ParameterClient {
       throw cause instanceof StatusRuntimeException sre
           ? sre
           : new IllegalStateException("push to pserver " + ps + " failed", cause);
+    }
+  }
+
+  /** The sparse-row gradients of {@code grads}, one request per owning pserver. */
+  private Map<Integer, PushGradientsRequest> sparsePushes(Parameters grads, long step) {
+    Map<Integer, PushGradientsRequest.Builder> reqs = new TreeMap<>();
+    for (ParameterDef def : layout.sparseTables()) {
+      Parameters.SparseTable table = grads.sparse(def.name());
+      if (table.rows().isEmpty()) {
+        continue;
+      }
+      int width = table.width();
+      Map<Integer, List<Long>> byOwner = new TreeMap<>();
+      for (long id : table.rows().keySet()) {
+        byOwner.computeIfAbsent(layout.ownerOfRow(def.name(), id), k -> new ArrayList<>()).add(id);
+      }
+      for (Map.Entry<Integer, List<Long>> e : byOwner.entrySet()) {
+        float[] data = new float[e.getValue().size() * width];
+        int i = 0;
+        for (long id : e.getValue()) {
+          System.arraycopy(table.rows().get(id), 0, data, i * width, width);
+          i++;
+        }
+        reqs.computeIfAbsent(
+                e.getKey(),
+                k -> PushGradientsRequest.newBuilder().setTrainerId(trainerId).setStep(step))
+            .addSparseGradients(
+                SparseRows.newBuilder()
+                    .setName(def.name())
+                    .addAllRowIds(e.getValue())
+                    .setDtype(DataType.FLOAT32)
+                    .setData(TensorCodec.encode(data)));
+      }
+    }
+    Map<Integer, PushGradientsRequest> out = new TreeMap<>();
+    reqs.forEach((k, v) -> out.put(k, v.build()));
+    return out;
+  }
+
+  /**
+   * Pulls the rows of every sparse table that the ids touch into {@code params} (which should hold
+   * no stale rows: the caller clears them), retrying until it succeeds.
+   */
+  public void pullRows(Parameters params, long[] ids) {
+    if (layout.sparseTables().isEmpty() || ids.length == 0) {
+      return;
+    }
+    Map<Integer, PullParametersRequest.Builder> reqs = new TreeMap<>();
+    for (ParameterDef def : layout.sparseTables()) {
+      Map<Integer, java.util.Set<Long>> byOwner = new TreeMap<>();
+      for (long id : ids) {
+        byOwner
+            .computeIfAbsent(layout.ownerOfRow(def.name(), id), k -> new java.util.TreeSet<>())
+            .add(id);
+      }
+      for (Map.Entry<Integer, java.util.Set<Long>> e : byOwner.entrySet()) {
+        reqs.computeIfAbsent(
+                e.getKey(), k -> PullParametersRequest.newBuilder().setTrainerId(trainerId))
+            .addSparseRows(
+                dev.paramserver.proto.v1.SparseRowsRef.newBuilder()
+                    .setName(def.name())
+                    .addAllRowIds(e.getValue()));
+      }
+    }
+    for (Map.Entry<Integer, PullParametersRequest.Builder> e : reqs.entrySet()) {
+      PullParametersResponse resp = pullRowsWithRetry(e.getKey(), e.getValue().build(), params);
+      for (SparseRows rows : resp.getSparseRowsList()) {
+        Parameters.SparseTable table = params.sparse(rows.getName());
+        float[] all = TensorCodec.decode(rows.getData(), rows.getDtype());
+        int width = table.width();
+        for (int i = 0; i < rows.getRowIdsCount(); i++) {
+          table.put(
+              rows.getRowIds(i), java.util.Arrays.copyOfRange(all, i * width, (i + 1) * width));
+        }
+        bytesPulled.addAndGet(rows.getData().size());
+      }
+    }
+  }
+
+  private PullParametersResponse pullRowsWithRetry(
+      int ps, PullParametersRequest req, Parameters params) {
+    Backoff backoff = Backoff.upTo(maxBackoff);
+    while (true) {
+      if (stopping.getAsBoolean()) {
+        throw new TrainerStoppedException("pulling sparse rows from pserver " + ps);
+      }
+      ParameterServerGrpc.ParameterServerFutureStub s = stub(ps);
+      if (s != null) {
+        try {
+          return s.pullParameters(req).get();
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          throw new TrainerStoppedException("pulling sparse rows");
+        } catch (ExecutionException e) {
+          noteFailure(ps, e.getCause(), params);
+        }
+      } else {
+        directory.invalidate(ps);
+      }
+      try {
+        backoff.pause();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new TrainerStoppedException("pulling sparse rows");
+      }
     }
   }
 

@@ -35,6 +35,7 @@ final class TaskTrainer {
   private final Parameters values;
   private final Parameters grads;
   private final Parameters batchGrads;
+  private final boolean sparse;
   private long step;
   private long windowStart = System.nanoTime();
   private long windowSamples;
@@ -64,6 +65,7 @@ final class TaskTrainer {
     this.seed = seed;
     this.grads = Parameters.zerosLike(model);
     this.batchGrads = accumulate > 1 ? Parameters.zerosLike(model) : grads;
+    this.sparse = !values.sparseNames().isEmpty();
   }
 
   /**
@@ -80,6 +82,12 @@ final class TaskTrainer {
     for (Batch batch : batches) {
       if (accumulate > 1) {
         batchGrads.clear();
+      }
+      if (sparse) {
+        for (String t : values.sparseNames()) {
+          values.sparse(t).rows().clear();
+        }
+        client.pullRows(values, batch.sparseIds());
       }
       Model.StepResult r = model.trainStep(values, batch, batchGrads);
       if (accumulate > 1) {
@@ -122,14 +130,32 @@ final class TaskTrainer {
         a[i] += b[i];
       }
     }
+    for (String t : into.sparseNames()) {
+      Parameters.SparseTable to = into.sparse(t);
+      for (var row : from.sparse(t).rows().entrySet()) {
+        float[] a = to.row(row.getKey());
+        float[] b = row.getValue();
+        for (int i = 0; i < a.length; i++) {
+          a[i] += b[i];
+        }
+      }
+    }
   }
 
   private static void scale(Parameters p, float f) {
     for (String name : p.denseNames()) {
-      float[] a = p.dense(name);
-      for (int i = 0; i < a.length; i++) {
-        a[i] *= f;
+      scale(p.dense(name), f);
+    }
+    for (String t : p.sparseNames()) {
+      for (float[] row : p.sparse(t).rows().values()) {
+        scale(row, f);
       }
+    }
+  }
+
+  private static void scale(float[] a, float f) {
+    for (int i = 0; i < a.length; i++) {
+      a[i] *= f;
     }
   }
 

@@ -358,7 +358,20 @@ public final class TrainingLoop {
     }
     progress.state = TrainerState.EVALUATING;
     client.pull(values);
-    Evaluation e = Evaluation.of(model, values, testSet, 1024);
+    Evaluation e =
+        Evaluation.of(
+            model,
+            values,
+            testSet,
+            1024,
+            b -> {
+              if (!values.sparseNames().isEmpty()) {
+                for (String t : values.sparseNames()) {
+                  values.sparse(t).rows().clear();
+                }
+                client.pullRows(values, b.sparseIds());
+              }
+            });
     metrics.evaluation(e.loss(), e.accuracy());
     log.info(
         String.format(
@@ -401,6 +414,20 @@ public final class TrainingLoop {
       return;
     }
     client.pull(values);
+    if (!values.sparseNames().isEmpty()) {
+      // rows exist only for ids seen in the data: collect them and pull every one
+      java.util.Set<Long> ids = new java.util.TreeSet<>();
+      List<String> globs = new ArrayList<>(absolute(props.requireTrainData()));
+      globs.addAll(absolute(props.testData()));
+      for (Example e : Dataset.readGlobs(globs)) {
+        ids.addAll(e.getSparseIdsList());
+      }
+      long[] all = ids.stream().mapToLong(Long::longValue).toArray();
+      for (int i = 0; i < all.length; i += 50_000) {
+        client.pullRows(
+            values, java.util.Arrays.copyOfRange(all, i, Math.min(all.length, i + 50_000)));
+      }
+    }
     ModelFiles.write(out, spec, model, values, job);
     log.info("wrote the final model to {}", out.toAbsolutePath());
   }
@@ -427,7 +454,7 @@ public final class TrainingLoop {
         classes,
         props.hidden(),
         Mlp.Activation.valueOf(props.activation().toUpperCase(Locale.ROOT)),
-        0);
+        props.embeddingWidth());
   }
 
   /** Relative globs are taken from this process's working directory. */

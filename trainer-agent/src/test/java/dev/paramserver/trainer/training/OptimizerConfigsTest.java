@@ -36,7 +36,8 @@ class OptimizerConfigsTest {
         Duration.ofSeconds(5),
         1,
         "float32",
-        true);
+        true,
+        0);
   }
 
   @Test
