@@ -9,6 +9,7 @@ import static dev.paramserver.pserver.shard.Requests.pull;
 import static dev.paramserver.pserver.shard.Requests.push;
 import static dev.paramserver.pserver.shard.Requests.sgd;
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.catchThrowable;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -68,18 +69,21 @@ class PserverApplicationTest {
     TempDirs.deleteRecursively(checkpoints);
   }
 
-  private ConfigurableApplicationContext start() {
-    return new SpringApplicationBuilder(PserverApplication.class)
-        .run(
-            "--server.port=0",
-            "--server.address=127.0.0.1",
-            "--grpc.server.port=0",
-            "--grpc.server.address=127.0.0.1",
-            "--paramserver.etcd.endpoints=" + etcd.endpoint(),
-            "--paramserver.job=" + job,
-            "--paramserver.admin.token=tok",
-            "--paramserver.pserver.checkpoint-dir=" + checkpoints,
-            "--paramserver.pserver.checkpoint-interval=0s");
+  private ConfigurableApplicationContext start(String... extra) {
+    List<String> args =
+        new java.util.ArrayList<>(
+            List.of(
+                "--server.port=0",
+                "--server.address=127.0.0.1",
+                "--grpc.server.port=0",
+                "--grpc.server.address=127.0.0.1",
+                "--paramserver.etcd.endpoints=" + etcd.endpoint(),
+                "--paramserver.job=" + job,
+                "--paramserver.admin.token=tok",
+                "--paramserver.pserver.checkpoint-dir=" + checkpoints,
+                "--paramserver.pserver.checkpoint-interval=0s"));
+    args.addAll(List.of(extra));
+    return new SpringApplicationBuilder(PserverApplication.class).run(args.toArray(String[]::new));
   }
 
   private static HttpResponse<String> http(
@@ -219,5 +223,15 @@ class PserverApplicationTest {
           "registration back to REGISTERED");
       assertThat(registration.index()).isZero();
     }
+  }
+
+  @Test
+  void desiredBelowOne_refusesToStart_namingTheProperty() {
+    Throwable t = catchThrowable(() -> start("--paramserver.pserver.desired=0").close());
+    StringBuilder chain = new StringBuilder();
+    for (Throwable c = t; c != null; c = c.getCause()) {
+      chain.append(c.getMessage()).append('\n');
+    }
+    assertThat(chain.toString()).contains("paramserver.pserver").contains("desired");
   }
 }
