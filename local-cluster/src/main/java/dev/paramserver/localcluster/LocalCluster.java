@@ -41,8 +41,9 @@ public final class LocalCluster implements AutoCloseable {
     try {
       Files.createDirectories(runDir.resolve("logs"));
       Files.createDirectories(runDir.resolve("checkpoints"));
+      removeEarlierEtcdData(runDir.resolve("etcd"));
     } catch (IOException e) {
-      throw new UncheckedIOException("could not create run folder " + runDir, e);
+      throw new UncheckedIOException("could not prepare run folder " + runDir, e);
     }
     this.admin = new AdminClient(spec.adminToken());
     this.supervisor = new Supervisor(spec, new PortAllocator(), this::jobEndedNow);
@@ -412,6 +413,23 @@ public final class LocalCluster implements AutoCloseable {
     supervisor.shutdownThreads();
     supervisor.writeClusterFile();
     log.info("local cluster {} stopped", spec.runDir());
+  }
+
+  /**
+   * A new cluster starts from an empty etcd: the state of an earlier run in the same folder (a
+   * finished job, pserver checkpoint metadata) would otherwise leak into this one. Only a directory
+   * that holds etcd's {@code member/} is removed.
+   */
+  private static void removeEarlierEtcdData(Path dataDir) throws IOException {
+    if (!Files.isDirectory(dataDir.resolve("member"))) {
+      return;
+    }
+    log.info("removing the etcd data of an earlier run in {}", dataDir);
+    try (var paths = Files.walk(dataDir)) {
+      for (Path p : paths.sorted(java.util.Comparator.reverseOrder()).toList()) {
+        Files.delete(p);
+      }
+    }
   }
 
   /** Whether the leader reports the job FINISHED or FAILED right now. */

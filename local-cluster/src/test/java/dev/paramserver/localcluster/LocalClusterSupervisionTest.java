@@ -288,6 +288,17 @@ class LocalClusterSupervisionTest {
   }
 
   @Test
+  void newClusterInAUsedRunFolder_startsFromAnEmptyEtcd() throws Exception {
+    start(SLEEPERS, b -> b);
+    etcdPut(cluster.etcdEndpoint(), "/paramserver/t/old", "state of the first run");
+    cluster.close();
+
+    start(SLEEPERS, b -> b);
+
+    assertThat(etcdGet(cluster.etcdEndpoint(), "/paramserver/t/old")).isEmpty();
+  }
+
+  @Test
   void close_stopsEveryProcessAndEtcdAndRecordsIt() throws Exception {
     start(SLEEPERS, b -> b);
     cluster.pauseProcess(Role.PSERVER, 0); // a paused process must still be stopped
