@@ -55,6 +55,7 @@ public final class ParameterClient {
   private final Duration maxBackoff;
   private final BooleanSupplier stopping;
   private final DataType gradientType;
+  private final boolean sync;
   private final AtomicLong bytesPushed = new AtomicLong();
   private final AtomicLong bytesPulled = new AtomicLong();
   private final AtomicLong droppedPushes = new AtomicLong();
@@ -67,8 +68,10 @@ public final class ParameterClient {
       Duration rpcTimeout,
       Duration maxBackoff,
       DataType gradientType,
+      boolean sync,
       BooleanSupplier stopping) {
     this.gradientType = gradientType;
+    this.sync = sync;
     this.directory = directory;
     this.layout = layout;
     this.initializer = initializer;
@@ -116,48 +119,57 @@ public final class ParameterClient {
   }
 
   /**
-   * Sends the gradients to every pserver concurrently. A pserver that fails has its part of the
-   * gradient dropped (logged and counted); returns the number of pservers that applied it.
+   * Sends the gradients to every pserver concurrently. In asynchronous mode a pserver's blocks go
+   * in requests of at most {@link #MAX_REQUEST_BYTES}; in synchronous mode each pserver gets
+   * exactly one request per step (possibly empty: an idle trainer's contribution), because the
+   * barrier counts one push per trainer. A pserver that fails has its part of the gradient dropped
+   * (logged and counted); returns the number of requests applied.
    */
   public int push(Parameters grads, long step, Parameters latest) {
-    List<ListenableFuture<?>> futures = new ArrayList<>();
-    List<Integer> owners = new ArrayList<>();
+    Map<Integer, PushGradientsRequest> sparse = sparsePushes(grads, step);
+    List<PushGradientsRequest> requests = new ArrayList<>();
+    List<Integer> targets = new ArrayList<>();
     for (int ps = 0; ps < layout.pservers(); ps++) {
-      for (List<BlockSpec> group : groups(layout.blocksOf(ps))) {
-        PushGradientsRequest.Builder req =
-            PushGradientsRequest.newBuilder().setTrainerId(trainerId).setStep(step);
-        long bytes = 0;
-        for (BlockSpec b : group) {
-          req.addGradients(
-              TensorBlock.newBuilder()
-                  .setName(b.name())
-                  .setBlock(b.block())
-                  .setOffset(b.offset())
-                  .setDtype(DataType.FLOAT32)
-                  .setData(
-                      TensorCodec.encode(grads.dense(b.name()), (int) b.offset(), b.length())));
-          bytes += b.bytes();
+      List<List<BlockSpec>> groups = groups(layout.blocksOf(ps));
+      if (sync) {
+        PushGradientsRequest.Builder one = newPush(step);
+        for (List<BlockSpec> group : groups) {
+          addBlocks(one, group, grads);
         }
-        ParameterServerGrpc.ParameterServerFutureStub s = stub(ps);
-        if (s == null) {
-          droppedPushes.incrementAndGet();
-          log.warn("pserver {} is not registered; dropping its part of the gradient", ps);
-          continue;
+        PushGradientsRequest rows = sparse.get(ps);
+        if (rows != null) {
+          one.addAllSparseGradients(rows.getSparseGradientsList());
         }
-        futures.add(s.pushGradients(req.build()));
-        owners.add(ps);
-        bytesPushed.addAndGet(bytes);
-      }
-    }
-    for (Map.Entry<Integer, PushGradientsRequest> e : sparsePushes(grads, step).entrySet()) {
-      ParameterServerGrpc.ParameterServerFutureStub s = stub(e.getKey());
-      if (s == null) {
-        droppedPushes.incrementAndGet();
+        requests.add(one.build());
+        targets.add(ps);
         continue;
       }
-      futures.add(s.pushGradients(e.getValue()));
-      owners.add(e.getKey());
-      for (SparseRows rows : e.getValue().getSparseGradientsList()) {
+      for (List<BlockSpec> group : groups) {
+        requests.add(addBlocks(newPush(step), group, grads).build());
+        targets.add(ps);
+      }
+      if (sparse.containsKey(ps)) {
+        requests.add(sparse.get(ps));
+        targets.add(ps);
+      }
+    }
+    List<ListenableFuture<?>> futures = new ArrayList<>();
+    List<Integer> owners = new ArrayList<>();
+    for (int i = 0; i < requests.size(); i++) {
+      int ps = targets.get(i);
+      ParameterServerGrpc.ParameterServerFutureStub s = stub(ps);
+      if (s == null) {
+        droppedPushes.incrementAndGet();
+        log.warn("pserver {} is not registered; dropping its part of the gradient", ps);
+        continue;
+      }
+      PushGradientsRequest req = requests.get(i);
+      futures.add(s.pushGradients(req));
+      owners.add(ps);
+      for (TensorBlock b : req.getGradientsList()) {
+        bytesPushed.addAndGet(b.getData().size());
+      }
+      for (SparseRows rows : req.getSparseGradientsList()) {
         bytesPushed.addAndGet(rows.getData().size());
       }
     }
@@ -198,6 +210,26 @@ public final class ParameterClient {
     }
   }
 
+  private PushGradientsRequest.Builder newPush(long step) {
+    return PushGradientsRequest.newBuilder().setTrainerId(trainerId).setStep(step);
+  }
+
+  private PushGradientsRequest.Builder addBlocks(
+      PushGradientsRequest.Builder req, List<BlockSpec> group, Parameters grads) {
+    for (BlockSpec b : group) {
+      req.addGradients(
+          TensorBlock.newBuilder()
+              .setName(b.name())
+              .setBlock(b.block())
+              .setOffset(b.offset())
+              .setDtype(gradientType)
+              .setData(
+                  TensorCodec.encode(
+                      grads.dense(b.name()), (int) b.offset(), b.length(), gradientType)));
+    }
+    return req;
+  }
+
   /** The sparse-row gradients of {@code grads}, one request per owning pserver. */
   private Map<Integer, PushGradientsRequest> sparsePushes(Parameters grads, long step) {
     Map<Integer, PushGradientsRequest.Builder> reqs = new TreeMap<>();
@@ -225,8 +257,8 @@ public final class ParameterClient {
                 SparseRows.newBuilder()
                     .setName(def.name())
                     .addAllRowIds(e.getValue())
-                    .setDtype(DataType.FLOAT32)
-                    .setData(TensorCodec.encode(data)));
+                    .setDtype(gradientType)
+                    .setData(TensorCodec.encode(data, 0, data.length, gradientType)));
       }
     }
     Map<Integer, PushGradientsRequest> out = new TreeMap<>();

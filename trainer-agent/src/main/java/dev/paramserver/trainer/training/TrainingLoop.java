@@ -193,6 +193,7 @@ public final class TrainingLoop {
               props.rpcTimeout(),
               props.maxBackoff(),
               props.gradientWireType(),
+              props.sync(),
               stopping::get);
       this.params = client;
       metrics.counter(
@@ -261,6 +262,7 @@ public final class TrainingLoop {
             props.logEvery(),
             props.seed());
     int pass = 0;
+    Parameters idleGrads = Parameters.zerosLike(model);
     progress.state = TrainerState.TRAINING;
     try (TaskSource tasks = new TaskSource(master, props.id(), props.prefetch())) {
       while (true) {
@@ -304,7 +306,17 @@ public final class TrainingLoop {
             progress.tasksDone++;
             metrics.taskFinished();
           }
-          case WAIT, PASS_NOT_STARTED -> sleep(Math.max(50, resp.getRetryAfterMs()));
+          case WAIT, PASS_NOT_STARTED -> {
+            if (props.sync()) {
+              // an idle trainer still takes part in each synchronous step, with an empty push
+              idleGrads.clear();
+              client.push(idleGrads, 0, values);
+              client.pull(values);
+              sleep(Math.min(50, Math.max(5, resp.getRetryAfterMs())));
+            } else {
+              sleep(Math.max(50, resp.getRetryAfterMs()));
+            }
+          }
           case PASS_FINISHED -> {
             evaluateAndReport(master, client, model, values, testSet, pass);
             pass = resp.getCurrentPass();
