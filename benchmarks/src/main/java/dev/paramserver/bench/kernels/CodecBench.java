@@ -58,6 +58,12 @@ public class CodecBench {
     return decoded;
   }
 
+  /** Copy into a fresh array, as encode must (allocation and zeroing included). */
+  @Benchmark
+  public byte[] memoryClone() {
+    return src.clone();
+  }
+
   /** The baseline: copy the same bytes into an existing array. */
   @Benchmark
   public byte[] memoryCopy() {

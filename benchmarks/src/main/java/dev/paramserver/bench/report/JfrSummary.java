@@ -182,22 +182,22 @@ public final class JfrSummary {
             allocationBytes / 1e9));
     out.add("");
     out.add("| work (top frame) | samples |\n| --- | ---: |");
-    for (var e : topN(category, 12)) {
+    for (var e : topN(category, 10)) {
       out.add("| " + e.getKey() + " | " + pct(e.getValue(), samples) + " |");
     }
     out.add("");
     out.add("| hottest methods (self) | samples |\n| --- | ---: |");
-    for (var e : topN(self, 12)) {
+    for (var e : topN(self, 10)) {
       out.add("| `" + e.getKey() + "` | " + pct(e.getValue(), samples) + " |");
     }
     out.add("");
     out.add("| paramserver methods on the stack (inclusive) | samples |\n| --- | ---: |");
-    for (var e : topN(inclusive, 10)) {
+    for (var e : topN(inclusive, 8)) {
       out.add("| `" + e.getKey() + "` | " + pct(e.getValue(), samples) + " |");
     }
     out.add("");
     out.add("| allocation sites (sampled bytes) | share |\n| --- | ---: |");
-    for (var e : topN(allocation, 8)) {
+    for (var e : topN(allocation, 6)) {
       out.add("| `" + e.getKey() + "` | " + pct(e.getValue(), allocationBytes) + " |");
     }
     out.add("");

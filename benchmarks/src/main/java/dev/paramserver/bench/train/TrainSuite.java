@@ -1,8 +1,10 @@
 package dev.paramserver.bench.train;
 
 import dev.paramserver.bench.cluster.ServiceJars;
+import dev.paramserver.bench.report.JfrSummary;
 import dev.paramserver.bench.report.Report;
 import dev.paramserver.bench.report.Report.Target;
+import dev.paramserver.bench.wire.WireSuite;
 import dev.paramserver.localcluster.ClusterSpec;
 import dev.paramserver.localcluster.JobStatusView;
 import dev.paramserver.localcluster.LocalCluster;
@@ -29,6 +31,7 @@ public final class TrainSuite {
   private final Path runDir;
   private final ServiceJars jars;
   private final boolean quick;
+  private final List<Path> profiles = new ArrayList<>();
 
   public TrainSuite(Path runDir, ServiceJars jars, boolean quick) {
     this.runDir = runDir;
@@ -39,10 +42,10 @@ public final class TrainSuite {
   public void run(Report report) throws Exception {
     Path data = runDir.resolve("train").resolve("data");
     DemoData.Result demo =
-        DemoData.generate(data, DemoData.Options.builder().train(quick ? 20000 : 60000).build());
+        DemoData.generate(data, DemoData.Options.builder().train(quick ? 10000 : 20000).build());
     String trainGlob = data.resolve("train-*.recordio").toString();
     String testGlob = data.resolve("test-*.recordio").toString();
-    int passes = quick ? 3 : 4;
+    int passes = 3;
 
     SingleJvmTrainer.Result single =
         SingleJvmTrainer.run(
@@ -116,6 +119,19 @@ public final class TrainSuite {
             "classes",
             demo.classes()));
     report.extra("training", json);
+    String[] who = {"pserver", "trainer"};
+    for (int i = 0; i < profiles.size(); i++) {
+      Path f = profiles.get(i);
+      try {
+        JfrSummary js = JfrSummary.read(f);
+        for (String l : js.markdown(who[i] + " process, training 1 + 1 from pass 1 on (JFR)")) {
+          report.note("Profile", l);
+        }
+        report.extra(who[i] + "TrainingProfile", js.json());
+      } catch (Exception e) {
+        report.note("Profile", who[i] + " recording " + f + " unreadable: " + e);
+      }
+    }
   }
 
   record Distributed(
@@ -127,7 +143,7 @@ public final class TrainSuite {
       List<Double> perPass) {}
 
   private Distributed distributed(
-      int pservers, int trainers, String trainGlob, String testGlob, int passes) {
+      int pservers, int trainers, String trainGlob, String testGlob, int passes) throws Exception {
     Path dir = runDir.resolve("train").resolve(pservers + "x" + trainers);
     ClusterSpec spec =
         jars.spec(dir)
@@ -145,9 +161,33 @@ public final class TrainSuite {
             .property(Role.PSERVER, "paramserver.pserver.checkpoint-interval", "0s")
             .startTimeout(Duration.ofSeconds(180))
             .build();
+    boolean profile = pservers == 1 && trainers == 1;
+    Path trainerJfr = dir.resolve("trainer.jfr");
+    Path pserverJfr = dir.resolve("pserver.jfr");
     try (LocalCluster cluster = new LocalCluster(spec)) {
       cluster.start();
+      if (profile) {
+        // profile the measured passes only: from pass 1 on; the trainer dumps when it exits
+        cluster.awaitJob(
+            s -> s.pass() >= 1 || s.isFinished() || s.isFailed(), Duration.ofMinutes(4));
+        WireSuite.jcmd(
+            cluster.process(Role.TRAINER, 0).pid(),
+            "JFR.start",
+            "name=bench",
+            "settings=profile",
+            "dumponexit=true",
+            "filename=" + trainerJfr);
+        WireSuite.jcmd(
+            cluster.process(Role.PSERVER, 0).pid(), "JFR.start", "name=bench", "settings=profile");
+      }
       JobStatusView end = cluster.awaitJobEnd(Duration.ofMinutes(quick ? 4 : 6));
+      if (profile) {
+        WireSuite.jcmd(
+            cluster.process(Role.PSERVER, 0).pid(),
+            "JFR.dump",
+            "name=bench",
+            "filename=" + pserverJfr);
+      }
       if (!end.isFinished()) {
         throw new IllegalStateException(
             "training job " + pservers + "x" + trainers + " did not finish: " + end);
@@ -172,6 +212,11 @@ public final class TrainSuite {
           records += p.records();
           millis += ms;
         }
+      }
+      if (profile) {
+        cluster.close(); // the trainer's recording is written as it exits
+        profiles.add(pserverJfr);
+        profiles.add(trainerJfr);
       }
       int measured = Math.max(0, end.passes().size() - 1);
       return new Distributed(

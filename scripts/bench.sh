@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The performance suite: JMH kernels (optimizer apply, tensor codec), the wire (a real etcd and
+# pserver process vs a bare tuned gRPC echo and a raw socket), training (distributed 1+1 and 2+2
+# vs one JVM) and pserver memory, each against baselines of the same run. Prints a Markdown table
+# and one "ratio <name>=<value>" line per ratio; writes bench/results.md and bench/results.json.
+#
+# Usage: scripts/bench.sh [--only kernels,wire,train,memory] [--quick] [--run-dir DIR] [--out DIR]
+# Environment: BENCH_SKIP_BUILD=1 reuses what is built; ETCD_BIN points at etcd if not on the PATH.
+# Needs Java 17 (JDK: jcmd, attach) and etcd 3.4+. Takes 6-10 minutes on 2 cores.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [[ "${BENCH_SKIP_BUILD:-0}" != 1 ]]; then
+  echo "building the services and the benchmarks (./mvnw -B -q -DskipTests package)..."
+  ./mvnw -B -q -DskipTests package \
+    -pl benchmarks,master-service,pserver-service,trainer-agent -am
+fi
+if [[ ! -f benchmarks/target/classpath.txt ]]; then
+  echo "benchmarks/target/classpath.txt is missing: run without BENCH_SKIP_BUILD=1" >&2
+  exit 2
+fi
+CP="benchmarks/target/classes:$(cat benchmarks/target/classpath.txt)"
+exec java -Xms1g -Xmx2g -XX:+UseParallelGC -cp "$CP" \
+  dev.paramserver.bench.BenchSuite --repo . --out bench "$@"
