@@ -34,6 +34,9 @@ die() {
 have_data=false
 want_help=false
 run_dir=""
+format=recordio
+train=""
+test=""
 args=("$@")
 for ((i = 0; i < ${#args[@]}; i++)); do
   case "${args[i]}" in
@@ -41,6 +44,14 @@ for ((i = 0; i < ${#args[@]}; i++)); do
     --help | --help=*) want_help=true ;;
     --run-dir) run_dir="${args[i + 1]:-}" ;;
     --run-dir=*) run_dir="${args[i]#--run-dir=}" ;;
+    --format) format="${args[i + 1]:-}" ;;
+    --format=*) format="${args[i]#--format=}" ;;
+  esac
+  case "${args[i]}" in
+    --train) train="${args[i + 1]:-}" ;;
+    --train=*) train="${args[i]#--train=}" ;;
+    --test) test="${args[i + 1]:-}" ;;
+    --test=*) test="${args[i]#--test=}" ;;
   esac
 done
 
@@ -107,6 +118,45 @@ if ! $have_data && ! $want_help; then
 fi
 
 # ---- 4. the orchestrator ----
+# LibSVM input: convert --train and --test to RecordIO shards in the run folder first (the master
+# dispatches RecordIO chunks), then train on those.
+if [[ "$format" == libsvm ]] && ! $want_help; then
+  [[ -n "$train" ]] || die "--format libsvm needs --train FILE (LibSVM text)"
+  if [[ -z "$run_dir" ]]; then
+    run_dir="runs/$(date +%Y%m%d-%H%M%S)"
+    extra+=(--run-dir "$run_dir")
+  fi
+  data_dir="$run_dir/data"
+  mkdir -p "$data_dir"
+  convert() { # $1 = glob of LibSVM files, $2 = output prefix
+    local n=0 f
+    for f in $1; do
+      [[ -f "$f" ]] || die "no LibSVM file matches '$1'"
+      java "${JAVA_OPTS[@]}" -jar "$PSCTL_JAR" convert --format libsvm --input "$f" \
+        --output "$2-$n" --shards 2 || die "converting $f failed"
+      n=$((n + 1))
+    done
+  }
+  echo "converting LibSVM input to RecordIO in $data_dir..."
+  convert "$train" "$data_dir/train"
+  filtered=()
+  skip=false
+  for a in "$@"; do
+    if $skip; then skip=false; continue; fi
+    case "$a" in
+      --train | --test | --format) skip=true ;;
+      --train=* | --test=* | --format=*) ;;
+      *) filtered+=("$a") ;;
+    esac
+  done
+  set -- "${filtered[@]}"
+  extra+=(--train "$data_dir/train-*.recordio")
+  if [[ -n "$test" ]]; then
+    convert "$test" "$data_dir/test"
+    extra+=(--test "$data_dir/test-*.recordio")
+  fi
+fi
+
 export PARAMSERVER_HOME="$ROOT" # where RunLocal finds the service jars
 exec java "${JAVA_OPTS[@]}" "${LOG_OPTS[@]}" -cp "$PSCTL_JAR" \
   -Dloader.main=dev.paramserver.localcluster.RunLocal \

@@ -54,6 +54,15 @@ public final class RunLocal {
       out.print(RunOptions.USAGE);
       return 0;
     }
+    if (options.format != null && !options.format.equals("recordio")) {
+      // scripts/run-local.sh converts LibSVM input to RecordIO before it gets here
+      err.println(
+          "run-local: --format "
+              + options.format
+              + " needs the input converted to RecordIO first: use scripts/run-local.sh, which"
+              + " converts it, or psctl convert");
+      return 2;
+    }
     ClusterSpec spec;
     LocalCluster cluster;
     try {
@@ -116,9 +125,6 @@ public final class RunLocal {
       b.property(Role.TRAINER, "paramserver.trainer.hidden", o.hidden);
     }
     b.property(Role.TRAINER, "paramserver.trainer.sync", Boolean.toString(o.sync));
-    if (o.format != null) {
-      b.property(Role.TRAINER, "paramserver.trainer.format", o.format);
-    }
     b.property(
         Role.TRAINER, "paramserver.trainer.model-output", runDir.resolve("model.pb").toString());
     for (RunOptions.Extra e : o.extras) {
