@@ -1,25 +1,86 @@
 package dev.paramserver.rpc;
 
+import io.grpc.ClientInterceptor;
 import io.grpc.ManagedChannel;
 import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
+import java.util.List;
+import java.util.Objects;
 import java.util.concurrent.TimeUnit;
 
-/** Client channels with the project's settings: message size cap, keep-alive, plaintext or TLS. */
+/**
+ * Client channels with the project's settings: message size cap, keep-alive, plaintext or TLS.
+ *
+ * <p>Process-wide default interceptors ({@link #setDefaultInterceptors}) let a Spring service add
+ * client instrumentation (call-latency metrics) to every channel built with {@link
+ * #forAddress(String)}, including those built by plain classes that know nothing of Spring.
+ */
 public final class Channels {
   /** Largest message a client accepts; senders keep well below (blocks of about 1 MiB). */
   public static final int MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
 
+  private static volatile List<ClientInterceptor> defaultInterceptors = List.of();
+
   private Channels() {}
 
-  /** A plaintext channel to {@code host:port}. */
+  /** A plaintext channel to {@code host:port}, with the {@link #defaultInterceptors()}. */
   public static ManagedChannel forAddress(String hostPort) {
+    return forAddress(hostPort, defaultInterceptors);
+  }
+
+  /**
+   * A plaintext channel to {@code host:port} whose calls pass through {@code interceptors} (the
+   * first one sees a call first), and not through the defaults.
+   */
+  public static ManagedChannel forAddress(String hostPort, ClientInterceptor... interceptors) {
+    return forAddress(hostPort, List.of(interceptors));
+  }
+
+  /** Like {@link #forAddress(String, ClientInterceptor...)}, with a list. */
+  public static ManagedChannel forAddress(String hostPort, List<ClientInterceptor> interceptors) {
     HostPort hp = HostPort.parse(hostPort);
-    return NettyChannelBuilder.forAddress(hp.host(), hp.port())
-        .usePlaintext()
-        .maxInboundMessageSize(MAX_MESSAGE_BYTES)
-        .keepAliveTime(30, TimeUnit.SECONDS)
-        .keepAliveWithoutCalls(false)
-        .build();
+    NettyChannelBuilder builder =
+        NettyChannelBuilder.forAddress(hp.host(), hp.port())
+            .usePlaintext()
+            .maxInboundMessageSize(MAX_MESSAGE_BYTES)
+            .keepAliveTime(30, TimeUnit.SECONDS)
+            .keepAliveWithoutCalls(false);
+    if (!interceptors.isEmpty()) {
+      // intercept() runs the last-given interceptor first; reverse so the first given runs first
+      ClientInterceptor[] reversed = new ClientInterceptor[interceptors.size()];
+      for (int i = 0; i < reversed.length; i++) {
+        reversed[i] = interceptors.get(reversed.length - 1 - i);
+      }
+      builder.intercept(reversed);
+    }
+    return builder.build();
+  }
+
+  /**
+   * Sets the interceptors that {@link #forAddress(String)} adds to every channel built after this
+   * call (channels already built keep theirs). Set once at application startup, for example by a
+   * Spring bean registering client metrics; an empty list removes them.
+   */
+  public static synchronized void setDefaultInterceptors(List<ClientInterceptor> interceptors) {
+    defaultInterceptors = List.copyOf(Objects.requireNonNull(interceptors, "interceptors"));
+  }
+
+  /**
+   * Removes the default interceptors only if they are still {@code expected} (so that a closing
+   * application does not clear the defaults another one in the same JVM set since).
+   *
+   * @return true if they were removed
+   */
+  public static synchronized boolean clearDefaultInterceptors(List<ClientInterceptor> expected) {
+    if (defaultInterceptors.equals(List.copyOf(expected))) {
+      defaultInterceptors = List.of();
+      return true;
+    }
+    return false;
+  }
+
+  /** The interceptors {@link #forAddress(String)} currently adds (empty unless set). */
+  public static List<ClientInterceptor> defaultInterceptors() {
+    return defaultInterceptors;
   }
 
   /** Shuts a channel down, waiting briefly for calls in flight. */

@@ -1,0 +1,110 @@
+package dev.paramserver.rpc;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.grpc.CallOptions;
+import io.grpc.Channel;
+import io.grpc.ClientCall;
+import io.grpc.ClientInterceptor;
+import io.grpc.ManagedChannel;
+import io.grpc.MethodDescriptor;
+import io.grpc.Server;
+import io.grpc.StatusRuntimeException;
+import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
+import io.grpc.stub.ClientCalls;
+import java.io.ByteArrayInputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.net.InetSocketAddress;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+class ChannelsTest {
+  private static final MethodDescriptor.Marshaller<byte[]> BYTES =
+      new MethodDescriptor.Marshaller<>() {
+        @Override
+        public InputStream stream(byte[] value) {
+          return new ByteArrayInputStream(value);
+        }
+
+        @Override
+        public byte[] parse(InputStream stream) {
+          try {
+            return stream.readAllBytes();
+          } catch (IOException e) {
+            throw new IllegalStateException(e);
+          }
+        }
+      };
+  private static final MethodDescriptor<byte[], byte[]> METHOD =
+      MethodDescriptor.<byte[], byte[]>newBuilder(BYTES, BYTES)
+          .setType(MethodDescriptor.MethodType.UNARY)
+          .setFullMethodName("test.Missing/Call")
+          .build();
+
+  private Server server;
+  private final List<String> seen = new CopyOnWriteArrayList<>();
+
+  @BeforeEach
+  void startServer() throws IOException {
+    server = NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", 0)).build().start();
+  }
+
+  @AfterEach
+  void stopServer() throws InterruptedException {
+    Channels.setDefaultInterceptors(List.of());
+    server.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
+  }
+
+  private ClientInterceptor recording(String name) {
+    return new ClientInterceptor() {
+      @Override
+      public <Q, R> ClientCall<Q, R> interceptCall(
+          MethodDescriptor<Q, R> method, CallOptions options, Channel next) {
+        seen.add(name + ":" + method.getFullMethodName());
+        return next.newCall(method, options);
+      }
+    };
+  }
+
+  private void call(ManagedChannel channel) {
+    try {
+      assertThatThrownBy(
+              () ->
+                  ClientCalls.blockingUnaryCall(
+                      channel,
+                      METHOD,
+                      CallOptions.DEFAULT.withDeadlineAfter(5, TimeUnit.SECONDS),
+                      new byte[0]))
+          .isInstanceOf(StatusRuntimeException.class)
+          .hasMessageContaining("UNIMPLEMENTED");
+    } finally {
+      Channels.close(channel);
+    }
+  }
+
+  @Test
+  void interceptorsRunInTheOrderGiven() {
+    call(Channels.forAddress("127.0.0.1:" + server.getPort(), recording("a"), recording("b")));
+    assertThat(seen).containsExactly("a:test.Missing/Call", "b:test.Missing/Call");
+  }
+
+  @Test
+  void defaultInterceptorsApplyToChannelsBuiltWithoutExplicitOnes() {
+    ClientInterceptor d = recording("default");
+    Channels.setDefaultInterceptors(List.of(d));
+    call(Channels.forAddress("127.0.0.1:" + server.getPort()));
+    call(Channels.forAddress("127.0.0.1:" + server.getPort(), recording("explicit")));
+    assertThat(seen).containsExactly("default:test.Missing/Call", "explicit:test.Missing/Call");
+
+    assertThat(Channels.clearDefaultInterceptors(List.of(recording("other")))).isFalse();
+    assertThat(Channels.defaultInterceptors()).containsExactly(d);
+    assertThat(Channels.clearDefaultInterceptors(List.of(d))).isTrue();
+    assertThat(Channels.defaultInterceptors()).isEmpty();
+  }
+}
