@@ -23,6 +23,7 @@ final class EtcdCalls {
   private final Duration timeout;
   private final List<String> endpoints;
   private final AtomicBoolean connected = new AtomicBoolean(false);
+  private volatile CallObserver observer = CallObserver.NONE;
 
   EtcdCalls(Duration timeout, List<String> endpoints) {
     this.timeout = timeout;
@@ -31,6 +32,10 @@ final class EtcdCalls {
 
   Duration timeout() {
     return timeout;
+  }
+
+  void observer(CallObserver observer) {
+    this.observer = observer == null ? CallObserver.NONE : observer;
   }
 
   boolean isConnected() {
@@ -43,9 +48,12 @@ final class EtcdCalls {
    * @param what the operation and key, for messages ("put /paramserver/j/ps/0")
    */
   <T> T await(CompletableFuture<T> future, String what) {
+    long start = System.nanoTime();
+    boolean success = false;
     try {
       T result = future.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
       markConnected(true, null);
+      success = true;
       return result;
     } catch (TimeoutException e) {
       future.cancel(true);
@@ -68,7 +76,31 @@ final class EtcdCalls {
       future.cancel(true);
       Thread.currentThread().interrupt();
       throw new CoordinationException("interrupted while waiting for etcd " + what, e);
+    } finally {
+      observe(what, System.nanoTime() - start, success);
     }
+  }
+
+  private void observe(String what, long nanos, boolean success) {
+    CallObserver o = observer;
+    if (o == CallObserver.NONE) {
+      return;
+    }
+    try {
+      o.onCall(operationOf(what), nanos, success);
+    } catch (RuntimeException e) {
+      log.warn("etcd call observer failed on {}", what, e);
+    }
+  }
+
+  /** The fixed operation name of a call description ("get prefix /a/b" -> "get-prefix"). */
+  static String operationOf(String what) {
+    String[] words = what.split(" ", 3);
+    String op = words[0];
+    if (words.length > 1 && (op.equals("lease") || words[1].equals("prefix"))) {
+      op = op + "-" + words[1];
+    }
+    return op;
   }
 
   /** Records the outcome of a call made without {@link #await}. */

@@ -92,6 +92,14 @@ public final class EtcdCoordinator implements Coordinator {
     return coordinator;
   }
 
+  /**
+   * Sets who is told about every etcd request this coordinator waits for (for latency metrics);
+   * null for nobody. Takes effect for calls that start afterwards.
+   */
+  public void setCallObserver(CallObserver observer) {
+    calls.observer(observer);
+  }
+
   public EtcdSettings settings() {
     return settings;
   }
