@@ -292,7 +292,7 @@ public final class ParameterClient {
       }
     }
     for (Map.Entry<Integer, PullParametersRequest.Builder> e : reqs.entrySet()) {
-      PullParametersResponse resp = pullRowsWithRetry(e.getKey(), e.getValue().build(), params);
+      PullParametersResponse resp = pullWithRetry(e.getKey(), e.getValue().build(), params);
       for (SparseRows rows : resp.getSparseRowsList()) {
         Parameters.SparseTable table = params.sparse(rows.getName());
         float[] all = TensorCodec.decode(rows.getData(), rows.getDtype());
@@ -302,35 +302,6 @@ public final class ParameterClient {
               rows.getRowIds(i), java.util.Arrays.copyOfRange(all, i * width, (i + 1) * width));
         }
         bytesPulled.addAndGet(rows.getData().size());
-      }
-    }
-  }
-
-  private PullParametersResponse pullRowsWithRetry(
-      int ps, PullParametersRequest req, Parameters params) {
-    Backoff backoff = Backoff.upTo(maxBackoff);
-    while (true) {
-      if (stopping.getAsBoolean()) {
-        throw new TrainerStoppedException("pulling sparse rows from pserver " + ps);
-      }
-      ParameterServerGrpc.ParameterServerFutureStub s = stub(ps);
-      if (s != null) {
-        try {
-          return s.pullParameters(req).get();
-        } catch (InterruptedException e) {
-          Thread.currentThread().interrupt();
-          throw new TrainerStoppedException("pulling sparse rows");
-        } catch (ExecutionException e) {
-          noteFailure(ps, e.getCause(), params);
-        }
-      } else {
-        directory.invalidate(ps);
-      }
-      try {
-        backoff.pause();
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        throw new TrainerStoppedException("pulling sparse rows");
       }
     }
   }
@@ -360,7 +331,7 @@ public final class ParameterClient {
         noteFailure(owners.get(i), e.getCause(), params);
       }
       if (resp == null) {
-        resp = pullWithRetry(owners.get(i), groupsSent.get(i), params);
+        resp = pullWithRetry(owners.get(i), pullRequest(groupsSent.get(i)), params);
       }
       store(resp, params);
     }
@@ -374,31 +345,36 @@ public final class ParameterClient {
     return req.build();
   }
 
-  private PullParametersResponse pullWithRetry(int ps, List<BlockSpec> group, Parameters params) {
+  /**
+   * Sends a pull to one pserver until it succeeds, with backoff, re-resolving the pserver after a
+   * failure (pulls are safe to repeat).
+   */
+  private PullParametersResponse pullWithRetry(
+      int ps, PullParametersRequest req, Parameters params) {
     Backoff backoff = Backoff.upTo(maxBackoff);
     while (true) {
       if (stopping.getAsBoolean()) {
         throw new TrainerStoppedException("pulling parameters from pserver " + ps);
+      }
+      ParameterServerGrpc.ParameterServerFutureStub s = stub(ps);
+      if (s != null) {
+        try {
+          return s.pullParameters(req).get();
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          throw new TrainerStoppedException("pulling parameters");
+        } catch (ExecutionException e) {
+          noteFailure(ps, e.getCause(), params);
+        }
+      } else {
+        log.warn("pserver {} is not registered; waiting (attempt {})", ps, backoff.attempts() + 1);
+        directory.invalidate(ps);
       }
       try {
         backoff.pause();
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
         throw new TrainerStoppedException("pulling parameters");
-      }
-      ParameterServerGrpc.ParameterServerFutureStub s = stub(ps);
-      if (s == null) {
-        directory.invalidate(ps);
-        log.warn("pserver {} is not registered; waiting (attempt {})", ps, backoff.attempts());
-        continue;
-      }
-      try {
-        return s.pullParameters(pullRequest(group)).get();
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        throw new TrainerStoppedException("pulling parameters");
-      } catch (ExecutionException e) {
-        noteFailure(ps, e.getCause(), params);
       }
     }
   }
