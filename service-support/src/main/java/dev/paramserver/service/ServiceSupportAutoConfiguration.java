@@ -2,14 +2,20 @@ package dev.paramserver.service;
 
 import dev.paramserver.coordination.Coordinator;
 import dev.paramserver.coordination.EtcdCoordinator;
+import dev.paramserver.rpc.Channels;
 import dev.paramserver.rpc.ErrorMappingInterceptor;
+import io.grpc.ClientInterceptor;
 import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.binder.MeterBinder;
 import java.time.Duration;
+import java.util.List;
 import net.devh.boot.grpc.server.interceptor.GrpcGlobalServerInterceptor;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.springframework.beans.factory.DisposableBean;
 import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.boot.actuate.autoconfigure.metrics.MeterRegistryCustomizer;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
@@ -19,6 +25,7 @@ import org.springframework.boot.web.servlet.FilterRegistrationBean;
 import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
+import org.springframework.core.env.Environment;
 
 /**
  * The Spring plumbing every paramserver service shares: {@link CommonProperties}, the {@link
@@ -82,6 +89,56 @@ public class ServiceSupportAutoConfiguration {
         Gauge.builder("paramserver.etcd.connected", coordinator, c -> c.isConnected() ? 1.0 : 0.0)
             .description("1 while the last calls to etcd succeeded, else 0")
             .register(registry);
+  }
+
+  /**
+   * Metrics every service shares: common tags ({@link CommonMetricTags}), etcd call latency ({@link
+   * EtcdCallMetrics}) and client-side gRPC call latency ({@link ClientCallMetrics}) for every
+   * channel built with {@link Channels#forAddress(String)}: the interceptor becomes a process-wide
+   * default of {@link Channels} while this context lives (classes such as the trainer's pserver and
+   * master clients build their channels without Spring, so a default is the least intrusive way to
+   * reach them).
+   */
+  @Configuration(proxyBeanMethods = false)
+  @ConditionalOnClass(MeterRegistry.class)
+  static class MetricsConfiguration {
+    @Bean
+    MeterRegistryCustomizer<MeterRegistry> paramserverCommonMetricTags(
+        Environment environment, CommonProperties properties) {
+      return new CommonMetricTags(environment, properties);
+    }
+
+    @Bean
+    MeterBinder etcdCallMetrics(ObjectProvider<EtcdCoordinator> coordinator) {
+      return registry ->
+          coordinator.ifAvailable(c -> c.setCallObserver(new EtcdCallMetrics(registry)));
+    }
+
+    @Bean
+    @ConditionalOnMissingBean
+    ClientCallMetrics clientCallMetrics(MeterRegistry registry) {
+      return new ClientCallMetrics(registry);
+    }
+
+    @Bean
+    DefaultClientInterceptors defaultClientInterceptors(ClientCallMetrics metrics) {
+      return new DefaultClientInterceptors(List.of(metrics));
+    }
+  }
+
+  /** Sets {@link Channels}' default interceptors while the context lives. */
+  static final class DefaultClientInterceptors implements DisposableBean {
+    private final List<ClientInterceptor> interceptors;
+
+    DefaultClientInterceptors(List<ClientInterceptor> interceptors) {
+      this.interceptors = interceptors;
+      Channels.setDefaultInterceptors(interceptors);
+    }
+
+    @Override
+    public void destroy() {
+      Channels.clearDefaultInterceptors(interceptors);
+    }
   }
 
   /** The admin endpoints and their token filter (servlet web applications only). */

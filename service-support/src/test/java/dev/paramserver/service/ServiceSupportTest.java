@@ -9,6 +9,7 @@ import dev.paramserver.coordination.Coordinator;
 import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.proto.v1.GetStatusRequest;
 import dev.paramserver.proto.v1.MasterGrpc;
+import dev.paramserver.rpc.Channels;
 import dev.paramserver.rpc.ErrorMappingInterceptor;
 import dev.paramserver.rpc.RpcErrors;
 import dev.paramserver.service.testapp.NotLeaderMasterService;
@@ -36,7 +37,11 @@ import org.springframework.test.context.DynamicPropertySource;
 @SpringBootTest(
     classes = TestServiceApp.class,
     webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT,
-    properties = "paramserver.admin.token=s3cret")
+    properties = {
+      "paramserver.admin.token=s3cret",
+      "spring.application.name=support-test",
+      "paramserver.role=tester"
+    })
 class ServiceSupportTest {
   @RegisterExtension static final EtcdExtension etcd = new EtcdExtension();
   private static final ObjectMapper JSON = new ObjectMapper();
@@ -100,9 +105,61 @@ class ServiceSupportTest {
   void defaults_exposeOnlyHealthInfoPrometheus_andShutDownGracefully() throws Exception {
     HttpResponse<String> prometheus = Http.get(url("/actuator/prometheus"), null);
     assertThat(prometheus.statusCode()).isEqualTo(200);
-    assertThat(prometheus.body()).contains("paramserver_etcd_connected 1.0");
+    assertThat(prometheus.body()).containsPattern("paramserver_etcd_connected\\{.*\\} 1.0");
     assertThat(Http.get(url("/actuator/env"), null).statusCode()).isEqualTo(404);
     assertThat(environment.getProperty("server.shutdown")).isEqualTo("graceful");
+  }
+
+  @Test
+  void prometheus_hasCommonTags_etcdCallLatency_andGrpcHistogramsOnBothSides() throws Exception {
+    int grpcPort = context.getBean(NotLeaderMasterService.class).port();
+    ManagedChannel channel = Channels.forAddress("127.0.0.1:" + grpcPort);
+    try {
+      assertThatThrownBy(
+              () ->
+                  MasterGrpc.newBlockingStub(channel)
+                      .withDeadlineAfter(5, TimeUnit.SECONDS)
+                      .getStatus(GetStatusRequest.getDefaultInstance()))
+          .isInstanceOf(StatusRuntimeException.class);
+    } finally {
+      Channels.close(channel);
+    }
+    coordinator.kv().get(coordinator.keys().prefix() + "probe");
+
+    String body = Http.get(url("/actuator/prometheus"), null).body();
+    String job = "paramserver_job=\"" + coordinator.keys().job() + "\"";
+    String method = "grpc_method=\"paramserver.v1.Master/GetStatus\"";
+    String status = "grpc_status=\"FAILED_PRECONDITION\"";
+    // labels are sorted by name, le comes last
+    assertThat(body)
+        .contains(
+            "grpc_client_call_duration_seconds_bucket{application=\"support-test\","
+                + method
+                + ","
+                + status
+                + ",grpc_target=\"127.0.0.1:"
+                + grpcPort
+                + "\","
+                + job
+                + ",role=\"tester\",le=\"+Inf\"} 1")
+        .contains("grpc_client_call_duration_seconds_bucket{", "le=\"0.005\"}")
+        .containsPattern(
+            "grpc_server_call_duration_seconds_bucket\\{application=\"support-test\","
+                + method
+                + ","
+                + status
+                + ",.*"
+                + job
+                + ",role=\"tester\",le=\"0.005\"}")
+        .contains(
+            "paramserver_etcd_call_seconds_bucket{application=\"support-test\","
+                + "operation=\"get\",outcome=\"success\","
+                + job
+                + ",role=\"tester\",le=\"0.01\"}")
+        .contains(
+            "paramserver_etcd_connected{application=\"support-test\","
+                + job
+                + ",role=\"tester\"} 1.0");
   }
 
   @Test

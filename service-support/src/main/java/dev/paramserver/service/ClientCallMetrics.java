@@ -1,0 +1,129 @@
+package dev.paramserver.service;
+
+import io.grpc.CallOptions;
+import io.grpc.Channel;
+import io.grpc.ClientCall;
+import io.grpc.ClientInterceptor;
+import io.grpc.ForwardingClientCall.SimpleForwardingClientCall;
+import io.grpc.ForwardingClientCallListener.SimpleForwardingClientCallListener;
+import io.grpc.Metadata;
+import io.grpc.MethodDescriptor;
+import io.grpc.Status;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Tags;
+import io.micrometer.core.instrument.Timer;
+import java.time.Duration;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Client-side gRPC call latency, as the timer {@code grpc.client.call.duration} (Prometheus: {@code
+ * grpc_client_call_duration_seconds_bucket}) tagged {@code grpc.method} (full method name), {@code
+ * grpc.status} (status code name) and {@code grpc.target} (the channel's authority): the same
+ * family, tags and buckets that grpc-spring-boot-starter's client metrics and its server-side
+ * {@code grpc.server.call.duration} use, so dashboards treat both sides alike. The time runs from
+ * the start of the call to its close, so it includes waiting for a connection and retries.
+ *
+ * <p>Used for channels built with {@link dev.paramserver.rpc.Channels} (which does not go through
+ * grpc-spring-boot-starter's client factory): {@link ServiceSupportAutoConfiguration} registers it
+ * as a default interceptor there.
+ */
+public final class ClientCallMetrics implements ClientInterceptor {
+  /** Meter name. */
+  public static final String CALL_DURATION = "grpc.client.call.duration";
+
+  /** Bucket bounds of grpc-java's (and grpc-spring-boot-starter's) latency histograms. */
+  static final Duration[] LATENCY_BUCKETS = latencyBuckets();
+
+  private final MeterRegistry registry;
+
+  public ClientCallMetrics(MeterRegistry registry) {
+    this.registry = registry;
+  }
+
+  @Override
+  public <Q, R> ClientCall<Q, R> interceptCall(
+      MethodDescriptor<Q, R> method, CallOptions options, Channel next) {
+    String target = next.authority() == null ? "" : next.authority();
+    return new SimpleForwardingClientCall<>(next.newCall(method, options)) {
+      @Override
+      public void start(Listener<R> listener, Metadata headers) {
+        long start = System.nanoTime();
+        super.start(
+            new SimpleForwardingClientCallListener<>(listener) {
+              @Override
+              public void onClose(Status status, Metadata trailers) {
+                record(method.getFullMethodName(), target, status, System.nanoTime() - start);
+                super.onClose(status, trailers);
+              }
+            },
+            headers);
+      }
+    };
+  }
+
+  private void record(String method, String target, Status status, long nanos) {
+    Timer.builder(CALL_DURATION)
+        .description("Time taken by a call, from the client's start of it to its close")
+        .tags(
+            Tags.of(
+                "grpc.method",
+                method,
+                "grpc.status",
+                status.getCode().name(),
+                "grpc.target",
+                target))
+        .serviceLevelObjectives(LATENCY_BUCKETS)
+        .register(registry)
+        .record(nanos, TimeUnit.NANOSECONDS);
+  }
+
+  private static Duration[] latencyBuckets() {
+    long[] micros = {
+      10,
+      50,
+      100,
+      300,
+      600,
+      800,
+      1_000,
+      2_000,
+      3_000,
+      4_000,
+      5_000,
+      6_000,
+      8_000,
+      10_000,
+      13_000,
+      16_000,
+      20_000,
+      25_000,
+      30_000,
+      40_000,
+      50_000,
+      65_000,
+      80_000,
+      100_000,
+      130_000,
+      160_000,
+      200_000,
+      250_000,
+      300_000,
+      400_000,
+      500_000,
+      650_000,
+      800_000,
+      1_000_000,
+      2_000_000,
+      5_000_000,
+      10_000_000,
+      20_000_000,
+      50_000_000,
+      100_000_000
+    };
+    Duration[] d = new Duration[micros.length];
+    for (int i = 0; i < micros.length; i++) {
+      d[i] = Duration.ofNanos(micros[i] * 1000);
+    }
+    return d;
+  }
+}
