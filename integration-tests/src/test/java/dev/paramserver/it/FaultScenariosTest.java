@@ -213,6 +213,23 @@ class FaultScenariosTest {
   }
 
   @Test
+  void killPserverAndLoseItsCheckpoints_trainersReinitialiseIt() throws Exception {
+    runScenario(
+        "kill-pserver-no-checkpoint",
+        1,
+        cluster -> {
+          cluster.kill(Role.PSERVER, 1, false);
+          Path checkpoints = cluster.spec().runDir().resolve("checkpoints").resolve("pserver-1");
+          if (Files.exists(checkpoints)) {
+            try (var files = Files.walk(checkpoints)) {
+              files.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+            }
+          }
+          cluster.restart(Role.PSERVER, 1);
+        });
+  }
+
+  @Test
   void killTrainer_aFreshOneJoins() throws Exception {
     runScenario("kill-trainer", 1, cluster -> cluster.kill(Role.TRAINER, 0));
   }
