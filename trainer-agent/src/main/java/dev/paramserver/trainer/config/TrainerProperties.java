@@ -34,8 +34,8 @@ import org.springframework.validation.annotation.Validated;
  * @param modelOutput where the elected trainer writes the final model (empty: not written)
  * @param rpcTimeout deadline of each call to the master or a pserver
  * @param logEvery log progress every this many batches
- * @param seed seed of the parameter initialisation and of the shuffling
- * @param shuffleBuffer examples kept in the shuffle buffer (0: shuffle each task's records only)
+ * @param seed seed of the parameter initialisation and of the shuffling (each task's records are
+ *     shuffled before they are cut into mini-batches)
  * @param exitWhenDone stop the process when the job is finished
  * @param maxBackoff the longest wait between retries when the master or a pserver is unavailable
  * @param accumulate mini-batches whose gradients are summed (and averaged) before one push
@@ -65,7 +65,6 @@ public record TrainerProperties(
     @DefaultValue("10s") Duration rpcTimeout,
     @DefaultValue("200") @Min(1) int logEvery,
     @DefaultValue("42") long seed,
-    @DefaultValue("0") @Min(0) int shuffleBuffer,
     @DefaultValue("true") boolean exitWhenDone,
     @DefaultValue("10s") Duration maxBackoff,
     @DefaultValue("1") @Min(1) @Max(1024) int accumulate,

@@ -31,7 +31,6 @@ class OptimizerConfigsTest {
         Duration.ofSeconds(5),
         100,
         1,
-        0,
         true,
         Duration.ofSeconds(5),
         1,
