@@ -31,8 +31,7 @@ public final class ClientCallMetrics implements ClientInterceptor {
   /** Meter name. */
   public static final String CALL_DURATION = "grpc.client.call.duration";
 
-  /** Bucket bounds of grpc-java's (and grpc-spring-boot-starter's) latency histograms. */
-  static final Duration[] LATENCY_BUCKETS = latencyBuckets();
+  private static final Duration[] LATENCY_BUCKETS = MetricBuckets.latency();
 
   private final MeterRegistry registry;
 
@@ -75,55 +74,5 @@ public final class ClientCallMetrics implements ClientInterceptor {
         .serviceLevelObjectives(LATENCY_BUCKETS)
         .register(registry)
         .record(nanos, TimeUnit.NANOSECONDS);
-  }
-
-  private static Duration[] latencyBuckets() {
-    long[] micros = {
-      10,
-      50,
-      100,
-      300,
-      600,
-      800,
-      1_000,
-      2_000,
-      3_000,
-      4_000,
-      5_000,
-      6_000,
-      8_000,
-      10_000,
-      13_000,
-      16_000,
-      20_000,
-      25_000,
-      30_000,
-      40_000,
-      50_000,
-      65_000,
-      80_000,
-      100_000,
-      130_000,
-      160_000,
-      200_000,
-      250_000,
-      300_000,
-      400_000,
-      500_000,
-      650_000,
-      800_000,
-      1_000_000,
-      2_000_000,
-      5_000_000,
-      10_000_000,
-      20_000_000,
-      50_000_000,
-      100_000_000
-    };
-    Duration[] d = new Duration[micros.length];
-    for (int i = 0; i < micros.length; i++) {
-      d[i] = Duration.ofNanos(micros[i] * 1000);
-    }
-    return d;
   }
 }
