@@ -30,8 +30,12 @@ final class AdamRule implements UpdateRule {
     float[] v = slots[1];
     float b1 = beta1;
     float b2 = beta2;
-    float c1 = (float) (1 - Math.pow(beta1, t));
-    float c2 = (float) (1 - Math.pow(beta2, t));
+    // lr * (m / c1) / (sqrt(v / c2) + eps) == step * m / (sqrt(v) * invSqrtC2 + eps): one square
+    // root and one division per element, which the JIT vectorises
+    double c1 = 1 - Math.pow(beta1, t);
+    double c2 = 1 - Math.pow(beta2, t);
+    float step = (float) (lr / c1);
+    float invSqrtC2 = (float) (1 / Math.sqrt(c2));
     float eps = epsilon;
     if (decoupledDecay > 0) {
       float keep = 1f - lr * decoupledDecay;
@@ -45,7 +49,7 @@ final class AdamRule implements UpdateRule {
       float vi = b2 * v[i] + (1 - b2) * gi * gi;
       m[i] = mi;
       v[i] = vi;
-      w[i] -= lr * (mi / c1) / ((float) Math.sqrt(vi / c2) + eps);
+      w[i] -= step * mi / ((float) Math.sqrt(vi) * invSqrtC2 + eps);
     }
   }
 }
