@@ -23,7 +23,9 @@ import java.util.Set;
  *
  * <p>Options: {@code --repo DIR} (where the services' exec jars were built, default "."), {@code
  * --out DIR} (default bench), {@code --run-dir DIR} (logs, recordings; default a temp folder),
- * {@code --only kernels,wire,train,memory}, {@code --quick} (shorter measurements).
+ * {@code --only kernels,wire,train,memory}, {@code --quick} (shorter measurements), {@code
+ * --pserver-extra-jar JAR} (an experiment: classes loaded into the wire benchmark's pserver, for
+ * example benchmarks/target/benchmarks-0.1.0-SNAPSHOT-pserver-experiment.jar).
  */
 public final class BenchSuite {
   private BenchSuite() {}
@@ -34,6 +36,7 @@ public final class BenchSuite {
     Path runDir = null;
     Set<String> only = new LinkedHashSet<>(List.of("kernels", "wire", "train", "memory"));
     boolean quick = false;
+    Path extraJar = null;
     for (int i = 0; i < args.length; i++) {
       switch (args[i]) {
         case "--repo" -> repo = Path.of(args[++i]);
@@ -41,10 +44,11 @@ public final class BenchSuite {
         case "--run-dir" -> runDir = Path.of(args[++i]);
         case "--only" -> only = new LinkedHashSet<>(List.of(args[++i].split(",")));
         case "--quick" -> quick = true;
+        case "--pserver-extra-jar" -> extraJar = Path.of(args[++i]).toAbsolutePath();
         default -> {
           System.err.println(
               "usage: BenchSuite [--repo DIR] [--out DIR] [--run-dir DIR]"
-                  + " [--only kernels,wire,train,memory] [--quick]");
+                  + " [--only kernels,wire,train,memory] [--quick] [--pserver-extra-jar JAR]");
           System.exit(2);
         }
       }
@@ -56,10 +60,11 @@ public final class BenchSuite {
             .toAbsolutePath()
             .normalize(),
         only,
-        quick);
+        quick,
+        extraJar);
   }
 
-  static void run(Path repo, Path out, Path runDir, Set<String> only, boolean quick)
+  static void run(Path repo, Path out, Path runDir, Set<String> only, boolean quick, Path extraJar)
       throws Exception {
     long t0 = System.nanoTime();
     Report report = new Report();
@@ -86,7 +91,7 @@ public final class BenchSuite {
     }
     if (only.contains("wire")) {
       ServiceJars j = jars;
-      section("wire", () -> new WireSuite(runDir, j, quick).run(report));
+      section("wire", () -> new WireSuite(runDir, j, quick, extraJar).run(report));
     }
     if (only.contains("train")) {
       ServiceJars j = jars;

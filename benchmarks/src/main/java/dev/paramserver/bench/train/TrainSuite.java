@@ -32,6 +32,8 @@ public final class TrainSuite {
   private final ServiceJars jars;
   private final boolean quick;
   private final List<Path> profiles = new ArrayList<>();
+  private final Map<String, Map<String, ServerRpcTimes.Times>> rpcTimes = new LinkedHashMap<>();
+  private long jobMillis;
 
   public TrainSuite(Path runDir, ServiceJars jars, boolean quick) {
     this.runDir = runDir;
@@ -119,6 +121,28 @@ public final class TrainSuite {
             "classes",
             demo.classes()));
     report.extra("training", json);
+    Report.Table rpc =
+        report.table(
+            "Training (demo data, softmax, SGD, batch 64, async)",
+            "Where the 1 + 1 job's time goes: server-side time per RPC method over the whole job"
+                + " (all passes: "
+                + Report.fmt(jobMillis / 1000.0)
+                + " s of passes)",
+            "service",
+            "method",
+            "calls",
+            "total s",
+            "mean ms");
+    rpcTimes.forEach(
+        (svc, m) ->
+            m.forEach(
+                (method, tm) ->
+                    rpc.row(
+                        svc,
+                        method,
+                        (long) tm.calls(),
+                        tm.seconds(),
+                        tm.calls() == 0 ? Double.NaN : 1000 * tm.seconds() / tm.calls())));
     String[] who = {"pserver", "trainer"};
     for (int i = 0; i < profiles.size(); i++) {
       Path f = profiles.get(i);
@@ -131,6 +155,15 @@ public final class TrainSuite {
       } catch (Exception e) {
         report.note("Profile", who[i] + " recording " + f + " unreadable: " + e);
       }
+    }
+  }
+
+  private static Map<String, ServerRpcTimes.Times> scrapeQuietly(int port) {
+    try {
+      return ServerRpcTimes.scrape(port);
+    } catch (Exception e) {
+      System.out.println("could not read metrics on port " + port + ": " + e);
+      return Map.of();
     }
   }
 
@@ -187,6 +220,9 @@ public final class TrainSuite {
             "JFR.dump",
             "name=bench",
             "filename=" + pserverJfr);
+        rpcTimes.put("master", scrapeQuietly(cluster.process(Role.MASTER, 0).httpPort()));
+        rpcTimes.put("pserver", scrapeQuietly(cluster.process(Role.PSERVER, 0).httpPort()));
+        jobMillis = end.passes().stream().mapToLong(p -> p.endedMs() - p.startedMs()).sum();
       }
       if (!end.isFinished()) {
         throw new IllegalStateException(

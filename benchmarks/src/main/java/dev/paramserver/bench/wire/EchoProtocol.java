@@ -56,7 +56,22 @@ final class EchoProtocol {
     @Override
     public byte[] parse(InputStream stream) {
       try {
-        return stream.readAllBytes();
+        // grpc hands a KnownLength stream: read it in one go into an exact-size array
+        int n = stream.available();
+        byte[] out = new byte[n];
+        int off = 0;
+        while (off < n) {
+          int r = stream.read(out, off, n - off);
+          if (r < 0) {
+            break;
+          }
+          off += r;
+        }
+        if (off < n || stream.read() >= 0) {
+          throw new IllegalStateException(
+              "message length differs from its announced " + n + " bytes");
+        }
+        return out;
       } catch (IOException e) {
         throw new UncheckedIOException(e);
       }

@@ -54,14 +54,18 @@ public final class EchoServerMain {
                       out.onCompleted();
                     }))
             .build();
-    Server grpc =
+    NettyServerBuilder sb =
         NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", 0))
-            .directExecutor()
-            .flowControlWindow(WINDOW)
             .maxInboundMessageSize(MAX_MESSAGE)
-            .addService(service)
-            .build()
-            .start();
+            .addService(service);
+    if (Boolean.parseBoolean(System.getProperty("bench.echo.direct", "true"))) {
+      sb.directExecutor();
+    }
+    int window = Integer.getInteger("bench.echo.window", WINDOW);
+    if (window > 0) {
+      sb.flowControlWindow(window);
+    }
+    Server grpc = sb.build().start();
     ServerSocket raw = new ServerSocket(0, 64, InetAddress.getByName("127.0.0.1"));
     Thread acceptor = new Thread(() -> accept(raw), "raw-accept");
     acceptor.setDaemon(true);

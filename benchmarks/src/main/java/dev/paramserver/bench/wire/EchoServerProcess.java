@@ -27,6 +27,11 @@ final class EchoServerProcess implements AutoCloseable {
     List<String> cmd = new ArrayList<>();
     cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
     cmd.addAll(jvmOptions);
+    for (String prop : new String[] {"bench.echo.direct", "bench.echo.window"}) {
+      if (System.getProperty(prop) != null) {
+        cmd.add("-D" + prop + "=" + System.getProperty(prop));
+      }
+    }
     cmd.add("-cp");
     cmd.add(System.getProperty("java.class.path"));
     cmd.add(EchoServerMain.class.getName());

@@ -16,20 +16,25 @@ import java.util.concurrent.TimeUnit;
  * moves the bytes both ways, SINK only up, SOURCE only down.
  */
 final class GrpcEchoOps implements Op {
-  static final int CHUNK = 1 << 20;
+  static final int CHUNK = Integer.getInteger("bench.echo.chunk", 1 << 20);
 
   private final ManagedChannel channel;
   private final MethodDescriptor<byte[], byte[]> method;
   private final List<byte[]> requests = new ArrayList<>();
 
   GrpcEchoOps(int port, MethodDescriptor<byte[], byte[]> method, int size) {
-    this.channel =
+    NettyChannelBuilder cb =
         NettyChannelBuilder.forAddress("127.0.0.1", port)
             .usePlaintext()
-            .directExecutor()
-            .flowControlWindow(EchoServerMain.WINDOW)
-            .maxInboundMessageSize(EchoServerMain.MAX_MESSAGE)
-            .build();
+            .maxInboundMessageSize(EchoServerMain.MAX_MESSAGE);
+    if (Boolean.parseBoolean(System.getProperty("bench.echo.direct", "true"))) {
+      cb.directExecutor();
+    }
+    int window = Integer.getInteger("bench.echo.window", EchoServerMain.WINDOW);
+    if (window > 0) {
+      cb.flowControlWindow(window);
+    }
+    this.channel = cb.build();
     this.method = method;
     for (int off = 0; off < size; off += CHUNK) {
       int n = Math.min(CHUNK, size - off);

@@ -2,6 +2,7 @@ package dev.paramserver.bench.wire;
 
 import dev.paramserver.bench.cluster.PserverSetup;
 import dev.paramserver.bench.cluster.ServiceJars;
+import dev.paramserver.bench.experiment.ExtraJarCommand;
 import dev.paramserver.bench.kernels.KernelSuite;
 import dev.paramserver.bench.report.JfrSummary;
 import dev.paramserver.bench.report.Report;
@@ -34,12 +35,17 @@ public final class WireSuite {
   private final Path runDir;
   private final ServiceJars jars;
   private final boolean quick;
+  private final Path pserverExtraJar;
   private final List<Map<String, Object>> raw = new ArrayList<>();
 
-  public WireSuite(Path runDir, ServiceJars jars, boolean quick) {
+  /**
+   * @param pserverExtraJar null, or a jar loaded into the pserver (the tuned-server experiment)
+   */
+  public WireSuite(Path runDir, ServiceJars jars, boolean quick, Path pserverExtraJar) {
     this.runDir = runDir;
     this.jars = jars;
     this.quick = quick;
+    this.pserverExtraJar = pserverExtraJar;
   }
 
   private static String paramName(int size) {
@@ -50,8 +56,15 @@ public final class WireSuite {
     Path dir = runDir.resolve("wire");
     Path jfr = dir.resolve("pserver.jfr");
     List<String> psOpts = ServiceJars.jvmOptions(Role.PSERVER);
+    ClusterSpec.Builder builder = jars.spec(dir);
+    if (pserverExtraJar != null) {
+      builder.command(new ExtraJarCommand(pserverExtraJar), true);
+      report.note(
+          "Experiment",
+          "pserver started with extra jar " + pserverExtraJar + " (tuned gRPC server)");
+    }
     ClusterSpec spec =
-        jars.spec(dir)
+        builder
             .job("bench-wire")
             .count(Role.MASTER, 0)
             .pservers(1)
@@ -82,6 +95,13 @@ public final class WireSuite {
       jcmd(pid, "JFR.start", "name=bench", "settings=profile");
       long warm = quick ? 200 : 300;
       long measure = quick ? 500 : 1000;
+      // warm every JVM's JIT (servers and this client) before anything is measured: on a busy
+      // 2-core machine the first seconds of C2 compilation would otherwise land in the first cells
+      for (int size : new int[] {4 << 10, 1 << 20}) {
+        for (String mode : MODES) {
+          LoadRunner.run(factory(mode, size, address, echo), 2, size, quick ? 800 : 1500, 1);
+        }
+      }
       for (int size : SIZES) {
         for (int k : THREADS) {
           for (String mode : MODES) {

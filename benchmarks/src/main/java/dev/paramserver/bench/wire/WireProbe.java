@@ -1,0 +1,44 @@
+package dev.paramserver.bench.wire;
+
+import dev.paramserver.bench.cluster.ServiceJars;
+import dev.paramserver.localcluster.Role;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+/**
+ * A development aid for tuning the baselines: runs the gRPC echo and the raw socket at the given
+ * sizes and thread counts (settings through -Dbench.echo.direct, -Dbench.echo.window,
+ * -Dbench.echo.chunk). Usage: WireProbe SIZE_BYTES... [-t THREADS].
+ */
+public final class WireProbe {
+  private WireProbe() {}
+
+  public static void main(String[] args) throws Exception {
+    int threads = 1;
+    java.util.List<Integer> sizes = new java.util.ArrayList<>();
+    for (int i = 0; i < args.length; i++) {
+      if (args[i].equals("-t")) {
+        threads = Integer.parseInt(args[++i]);
+      } else {
+        sizes.add(Integer.parseInt(args[i]));
+      }
+    }
+    Path dir = Files.createTempDirectory("wire-probe");
+    try (EchoServerProcess echo =
+        EchoServerProcess.start(ServiceJars.jvmOptions(Role.PSERVER), dir)) {
+      for (int size : sizes) {
+        for (String mode : new String[] {"grpc_echo", "raw_socket"}) {
+          int s = size;
+          Op.Factory f =
+              mode.equals("grpc_echo")
+                  ? () -> new GrpcEchoOps(echo.grpcPort(), EchoProtocol.ECHO, s)
+                  : () -> new RawSocketOps(echo.rawPort(), s);
+          LoadRunner.Result r = LoadRunner.run(f, threads, 2L * size, 500, 1500);
+          System.out.printf(
+              "%-10s %9d x%d: %7.3f GB/s p50 %9.1f us p99 %9.1f us (%d ops)%n",
+              mode, size, threads, r.gbPerSec(), r.p50Us(), r.p99Us(), r.ops());
+        }
+      }
+    }
+  }
+}
