@@ -25,6 +25,11 @@ import org.springframework.validation.annotation.Validated;
  *     holder's lease expiring) before trying again
  * @param blockingThreads threads that run calls which may wait (synchronous barriers), so they
  *     never block gRPC's threads
+ * @param index the index ({@code ps/<index>}) this pserver tries to claim first, for example a
+ *     StatefulSet pod's ordinal, so that a restarted pod gets its own shard and checkpoints back;
+ *     when it is taken (or outside {@code [0, desired)}) the lowest free index is claimed instead.
+ *     -1 (the default) claims the lowest free index. After a lost lease the pserver always tries
+ *     the index it held first.
  */
 @Validated
 @ConfigurationProperties("paramserver.pserver")
@@ -35,4 +40,5 @@ public record PserverProperties(
     @DefaultValue("true") boolean rejectNonFinite,
     @DefaultValue("60s") @NotNull Duration syncTimeout,
     @DefaultValue("30s") @NotNull Duration registerTimeout,
-    @DefaultValue("64") @Min(1) @Max(4096) int blockingThreads) {}
+    @DefaultValue("64") @Min(1) @Max(4096) int blockingThreads,
+    @DefaultValue("-1") @Min(-1) @Max(4095) int index) {}

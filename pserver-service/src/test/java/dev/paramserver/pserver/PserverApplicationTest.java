@@ -15,6 +15,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.paramserver.coordination.EtcdCoordinator;
 import dev.paramserver.coordination.EtcdSettings;
+import dev.paramserver.coordination.Lease;
 import dev.paramserver.proto.v1.CheckpointMeta;
 import dev.paramserver.proto.v1.ParameterServerGrpc;
 import dev.paramserver.proto.v1.PullParametersResponse;
@@ -164,15 +165,27 @@ class PserverApplicationTest {
       assertThat(status.get("state").asText()).isEqualTo("SERVING");
       assertThat(status.get("step").asLong()).isEqualTo(1);
 
+      String tags = "application=\"pserver\",paramserver_job=\"" + job + "\",role=\"pserver\"";
       assertThat(http(ctx, "GET", "/actuator/prometheus").body())
-          .contains("pserver_step 1.0")
-          .contains("pserver_pushed_bytes_total");
+          .contains("paramserver_pserver_step{" + tags + "} 1.0")
+          .contains("paramserver_pserver_index{" + tags + "} 0.0")
+          .contains("paramserver_pserver_pushed_bytes_total{" + tags + "}")
+          .contains("paramserver_pserver_push_apply_seconds_bucket{" + tags + ",le=\"0.001\"}")
+          .contains("paramserver_pserver_push_apply_seconds_count{" + tags + "} 1")
+          .contains("paramserver_etcd_call_seconds_bucket{")
+          .containsPattern(
+              "grpc_server_call_duration_seconds_bucket\\{application=\"pserver\","
+                  + "grpc_method=\"paramserver.v1.ParameterServer/PushGradients\","
+                  + "grpc_status=\"OK\",.*le=\"0.001\"}");
       assertThat(unauthenticatedPost(ctx, "/admin/checkpoint").statusCode()).isEqualTo(401);
       HttpResponse<String> cp = http(ctx, "POST", "/admin/checkpoint");
       assertThat(cp.statusCode()).isEqualTo(200);
       JsonNode meta = JSON.readTree(cp.body());
       assertThat(meta.get("step").asLong()).isEqualTo(1);
       assertThat(Files.exists(Path.of(meta.get("path").asText()))).isTrue();
+      assertThat(http(ctx, "GET", "/actuator/prometheus").body())
+          .contains("paramserver_pserver_checkpoint_write_seconds_count{" + tags + "} 1")
+          .contains("paramserver_pserver_checkpoint_write_seconds_bucket{" + tags + ",le=\"1.0\"}");
     }
     // Graceful shutdown revoked the lease and wrote a final checkpoint.
     assertThat(registered(0)).isEmpty();
@@ -222,6 +235,46 @@ class PserverApplicationTest {
           () -> registration.state() == RegistrationState.REGISTERED,
           "registration back to REGISTERED");
       assertThat(registration.index()).isZero();
+    }
+  }
+
+  @Test
+  void configuredIndex_isClaimedEvenThoughALowerOneIsFree() throws Exception {
+    try (ConfigurableApplicationContext ctx =
+        start("--paramserver.pserver.desired=2", "--paramserver.pserver.index=1")) {
+      ShardRegistration registration = ctx.getBean(ShardRegistration.class);
+      // the index is taken once the claimed index's checkpoint was looked for, after the claim
+      Poll.until(Duration.ofSeconds(20), () -> registration.index() == 1, "index 1 claimed");
+      assertThat(registered(1)).contains(registration.address());
+      assertThat(registered(0)).isEmpty();
+      assertThat(http(ctx, "GET", "/actuator/prometheus").body())
+          .containsPattern("(?m)^paramserver_pserver_index\\{[^}]*} 1\\.0$");
+    }
+  }
+
+  @Test
+  void afterALostLease_theIndexHeldBefore_isClaimedFirst() throws Exception {
+    Lease other = coordinator.grantLease(Duration.ofSeconds(10));
+    assertThat(coordinator.kv().putIfAbsent(coordinator.keys().ps(0), new byte[0], other)).isTrue();
+    try (ConfigurableApplicationContext ctx = start("--paramserver.pserver.desired=2")) {
+      ShardRegistration registration = ctx.getBean(ShardRegistration.class);
+      Poll.until(Duration.ofSeconds(20), () -> registration.index() == 1, "index 1 claimed");
+      long leaseId = coordinator.kv().get(coordinator.keys().ps(1)).orElseThrow().leaseId();
+      other.revoke(); // ps/0 is free now
+      try (Client client = Client.builder().endpoints(etcd.endpoint()).build()) {
+        client.getLeaseClient().revoke(leaseId).get(10, TimeUnit.SECONDS);
+      }
+      Poll.until(
+          Duration.ofSeconds(30),
+          () ->
+              coordinator
+                  .kv()
+                  .get(coordinator.keys().ps(1))
+                  .map(kv -> kv.leaseId() != leaseId)
+                  .orElse(false),
+          "ps/1 claimed again under a new lease");
+      assertThat(registered(0)).isEmpty();
+      assertThat(registration.index()).isEqualTo(1);
     }
   }
 

@@ -1,37 +1,55 @@
 package dev.paramserver.pserver.admin;
 
 import dev.paramserver.pserver.checkpoint.CheckpointService;
+import dev.paramserver.pserver.registration.ShardRegistration;
 import dev.paramserver.pserver.shard.ParameterShard;
+import dev.paramserver.service.MetricBuckets;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Timer;
 import org.springframework.stereotype.Component;
 
 /**
- * Domain gauges of a pserver: {@code pserver.step} (update count), {@code pserver.parameter.bytes},
- * {@code pserver.checkpoint.step}, {@code pserver.checkpoint.age} (seconds since the newest
- * checkpoint was written or loaded; NaN before the first) and {@code pserver.checkpoint.duration}
- * (seconds the last checkpoint took to write).
+ * Domain meters of a pserver (Prometheus names {@code paramserver_pserver_*}): gauges {@code
+ * paramserver.pserver.index} (the claimed index, -1 while none; a gauge rather than a common tag
+ * because the index is claimed after the meters are registered and can change when the lease is
+ * lost), {@code .step} (update count), {@code .parameter.bytes}, {@code .checkpoint.step}, {@code
+ * .checkpoint.age} (seconds since the newest checkpoint was written or loaded; NaN before the
+ * first), {@code .checkpoint.duration} (seconds the last checkpoint took to write) and the timer
+ * {@code paramserver.pserver.checkpoint.write} (every checkpoint write, with histogram buckets).
  */
 @Component
 public final class PserverMetrics {
 
   public PserverMetrics(
-      MeterRegistry registry, ParameterShard shard, CheckpointService checkpoints) {
-    Gauge.builder("pserver.step", shard, ParameterShard::step)
+      MeterRegistry registry,
+      ParameterShard shard,
+      CheckpointService checkpoints,
+      ShardRegistration registration) {
+    Gauge.builder("paramserver.pserver.index", registration, ShardRegistration::index)
+        .description("Index this pserver claimed in etcd (ps/<index>), -1 while it holds none")
+        .register(registry);
+    Timer checkpointWrite =
+        Timer.builder("paramserver.pserver.checkpoint.write")
+            .description("Time to snapshot the shard and write a checkpoint")
+            .serviceLevelObjectives(MetricBuckets.latency())
+            .register(registry);
+    checkpoints.onWritten(checkpointWrite::record);
+    Gauge.builder("paramserver.pserver.step", shard, ParameterShard::step)
         .description("Updates applied to the shard")
         .register(registry);
-    Gauge.builder("pserver.parameter.bytes", shard, s -> s.status().getParameterBytes())
+    Gauge.builder("paramserver.pserver.parameter.bytes", shard, s -> s.status().getParameterBytes())
         .description("Bytes of parameter values held (dense blocks and sparse rows)")
         .baseUnit("bytes")
         .register(registry);
     Gauge.builder(
-            "pserver.checkpoint.step",
+            "paramserver.pserver.checkpoint.step",
             checkpoints,
             c -> c.last() == null ? Double.NaN : c.last().step())
         .description("Step of the newest checkpoint")
         .register(registry);
     Gauge.builder(
-            "pserver.checkpoint.age",
+            "paramserver.pserver.checkpoint.age",
             checkpoints,
             c ->
                 c.last() == null
@@ -41,7 +59,7 @@ public final class PserverMetrics {
         .baseUnit("seconds")
         .register(registry);
     Gauge.builder(
-            "pserver.checkpoint.duration",
+            "paramserver.pserver.checkpoint.duration",
             checkpoints,
             c -> c.last() == null ? Double.NaN : c.last().writeSeconds())
         .description("Seconds the last checkpoint took to write (0 for a loaded one)")

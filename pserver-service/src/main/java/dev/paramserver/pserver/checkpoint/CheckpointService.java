@@ -12,6 +12,7 @@ import java.util.Optional;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.context.SmartLifecycle;
@@ -31,6 +32,7 @@ public final class CheckpointService implements ShardPersistence, SmartLifecycle
   private final Duration interval;
   private ScheduledExecutorService timer;
   private volatile LastCheckpoint last;
+  private volatile Consumer<Duration> writeObserver = d -> {};
   private volatile boolean running;
 
   /** The newest checkpoint written or loaded, and how long writing it took. */
@@ -42,6 +44,11 @@ public final class CheckpointService implements ShardPersistence, SmartLifecycle
     this.store =
         new CheckpointStore(coordinator.kv(), coordinator.keys(), properties.checkpointDir());
     this.interval = properties.checkpointInterval();
+  }
+
+  /** Sets who is told how long each checkpoint write took (for metrics); replaces the last one. */
+  public void onWritten(Consumer<Duration> observer) {
+    this.writeObserver = observer;
   }
 
   @Override
@@ -81,7 +88,9 @@ public final class CheckpointService implements ShardPersistence, SmartLifecycle
     ShardCheckpoint snapshot = shard.snapshot();
     CheckpointMeta meta = store.write(index, snapshot);
     shard.recordCheckpoint(snapshot.getStep());
-    double seconds = (System.nanoTime() - started) / 1e9;
+    long nanos = System.nanoTime() - started;
+    double seconds = nanos / 1e9;
+    writeObserver.accept(Duration.ofNanos(nanos));
     last = new LastCheckpoint(meta.getPath(), meta.getStep(), meta.getTimestampMs(), seconds);
     log.debug("checkpoint at step {} took {} s", snapshot.getStep(), seconds);
     return Optional.of(meta);

@@ -14,6 +14,7 @@ import dev.paramserver.proto.v1.ShardStatus;
 import dev.paramserver.proto.v1.TrainingMode;
 import dev.paramserver.pserver.shard.ParameterShard;
 import dev.paramserver.rpc.ErrorMappingInterceptor;
+import dev.paramserver.service.MetricBuckets;
 import io.grpc.stub.StreamObserver;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -46,18 +47,19 @@ public final class ParameterServerGrpcService extends ParameterServerGrpc.Parame
     this.shard = shard;
     this.blockingExecutor = blockingExecutor;
     this.pushedBytes =
-        Counter.builder("pserver.pushed.bytes")
+        Counter.builder("paramserver.pserver.pushed.bytes")
             .description("Bytes of gradient pushes received")
             .baseUnit("bytes")
             .register(registry);
     this.pulledBytes =
-        Counter.builder("pserver.pulled.bytes")
+        Counter.builder("paramserver.pserver.pulled.bytes")
             .description("Bytes of parameters sent in pulls")
             .baseUnit("bytes")
             .register(registry);
     this.pushTimer =
-        Timer.builder("pserver.push.apply")
+        Timer.builder("paramserver.pserver.push.apply")
             .description("Time to validate and apply a push (sync modes: including the barrier)")
+            .serviceLevelObjectives(MetricBuckets.latency())
             .register(registry);
   }
 

@@ -25,8 +25,10 @@ import org.springframework.stereotype.Component;
 
 /**
  * Registers this pserver in etcd once its gRPC server listens: writes {@code ps_desired} if absent,
- * grants a lease and claims the lowest free {@code ps/<idx>} with the gRPC address as value, then
- * loads that index's checkpoint. A lost lease triggers a new claim. On shutdown revokes the lease.
+ * grants a lease and claims {@code ps/<idx>} with the gRPC address as value (the configured {@code
+ * paramserver.pserver.index} when it is free, else the lowest free index), then loads that index's
+ * checkpoint. A lost lease triggers a new claim, which tries the index held before first. On
+ * shutdown revokes the lease.
  */
 @Component
 public final class ShardRegistration
@@ -95,13 +97,24 @@ public final class ShardRegistration
       try {
         int desired = ensureDesired();
         granted = coordinator.grantLease(leaseTtl);
+        int preferred = index >= 0 ? index : properties.index();
+        if (preferred >= desired) {
+          log.warn(
+              "paramserver.pserver.index {} is outside [0, {}) ({} = {}): claiming the lowest"
+                  + " free index instead",
+              preferred,
+              desired,
+              coordinator.keys().psDesired(),
+              desired);
+        }
         int claimed =
             coordinator.claimIndex(
                 coordinator.keys().psPrefix(),
                 desired,
                 address.getBytes(StandardCharsets.UTF_8),
                 granted,
-                properties.registerTimeout());
+                properties.registerTimeout(),
+                preferred);
         lease = granted;
         granted.onLost(this::onLeaseLost);
         onClaimed(claimed);

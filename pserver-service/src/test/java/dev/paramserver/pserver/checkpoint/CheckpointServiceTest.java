@@ -47,7 +47,7 @@ class CheckpointServiceTest {
 
   private PserverProperties properties(Duration interval) {
     return new PserverProperties(
-        1, dir, interval, true, Duration.ofSeconds(10), Duration.ofSeconds(10), 4);
+        1, dir, interval, true, Duration.ofSeconds(10), Duration.ofSeconds(10), 4, -1);
   }
 
   private long checkpointedStep() {
