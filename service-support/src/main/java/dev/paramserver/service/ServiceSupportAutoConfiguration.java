@@ -29,8 +29,9 @@ import org.springframework.core.env.Environment;
 
 /**
  * The Spring plumbing every paramserver service shares: {@link CommonProperties}, the {@link
- * Coordinator} (etcd), the "etcd" health indicator, the token-protected admin endpoints and, when
- * net.devh's gRPC server is present, the global {@link ErrorMappingInterceptor}.
+ * Coordinator} (etcd), the "etcd" health indicator, the token-protected admin endpoints, shared
+ * metrics (common tags, etcd call latency, client-side gRPC call latency) and, when net.devh's gRPC
+ * server is present, the global {@link ErrorMappingInterceptor}.
  */
 @AutoConfiguration
 @EnableConfigurationProperties(CommonProperties.class)
