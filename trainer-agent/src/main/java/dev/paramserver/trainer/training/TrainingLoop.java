@@ -324,8 +324,10 @@ public final class TrainingLoop {
           }
           case JOB_FINISHED -> {
             int last = Math.max(0, resp.getTotalPasses() - 1);
-            evaluateAndReport(master, client, model, values, testSet, last);
+            // the model file is written before this trainer's final report, so whoever waits for
+            // the reports finds it
             exportIfElected(client, model, spec, values, lease);
+            evaluateAndReport(master, client, model, values, testSet, last);
             progress.state = TrainerState.FINISHED;
             log.info("job finished: {} tasks trained by this trainer", progress.tasksDone);
             return 0;
