@@ -1,0 +1,112 @@
+package dev.paramserver.it;
+
+import dev.paramserver.localcluster.ClusterSpec;
+import dev.paramserver.localcluster.Role;
+import java.io.IOException;
+import java.net.ServerSocket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * One service process started by hand from its exec jar (outside a LocalCluster), its output in a
+ * log file: for starts that must fail, or that need an etcd state prepared beforehand.
+ */
+final class ServiceRun implements AutoCloseable {
+  private static final HttpClient HTTP =
+      HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
+
+  final Process process;
+  final Path log;
+  final int httpPort;
+  final int grpcPort;
+
+  private ServiceRun(Process process, Path log, int httpPort, int grpcPort) {
+    this.process = process;
+    this.log = log;
+    this.httpPort = httpPort;
+    this.grpcPort = grpcPort;
+  }
+
+  /** Starts the role's jar on free loopback ports with the given properties (they win). */
+  static ServiceRun start(Role role, Path log, Map<String, String> properties) throws IOException {
+    int http = freePort();
+    int grpc = freePort();
+    List<String> cmd = new ArrayList<>();
+    cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+    cmd.addAll(ClusterSpec.defaultJvmOptions(role));
+    cmd.add("-jar");
+    cmd.add(Jobs.jar(role).toString());
+    cmd.add("--server.address=127.0.0.1");
+    cmd.add("--server.port=" + http);
+    cmd.add("--grpc.server.address=127.0.0.1");
+    cmd.add("--grpc.server.port=" + grpc);
+    properties.forEach((k, v) -> cmd.add("--" + k + "=" + v));
+    Files.createDirectories(log.getParent());
+    Process p =
+        new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+    return new ServiceRun(p, log, http, grpc);
+  }
+
+  /** Waits for the process to exit; returns its exit code. */
+  int awaitExit(Duration timeout) throws InterruptedException {
+    if (!process.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
+      throw new AssertionError("process did not exit within " + timeout + "; see " + log);
+    }
+    return process.exitValue();
+  }
+
+  String output() throws IOException {
+    return Files.readString(log, StandardCharsets.UTF_8);
+  }
+
+  /** The HTTP status of GET path on the service's HTTP port, or -1 when it does not answer. */
+  static int httpGet(int port, String path) {
+    try {
+      HttpResponse<Void> r =
+          HTTP.send(
+              HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path))
+                  .timeout(Duration.ofSeconds(5))
+                  .GET()
+                  .build(),
+              HttpResponse.BodyHandlers.discarding());
+      return r.statusCode();
+    } catch (IOException e) {
+      return -1;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return -1;
+    }
+  }
+
+  private static int freePort() throws IOException {
+    try (ServerSocket s = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+      return s.getLocalPort();
+    }
+  }
+
+  @Override
+  public void close() {
+    if (!process.isAlive()) {
+      return;
+    }
+    process.destroy();
+    try {
+      if (!process.waitFor(20, TimeUnit.SECONDS)) {
+        process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+      }
+    } catch (InterruptedException e) {
+      process.destroyForcibly();
+      Thread.currentThread().interrupt();
+    }
+  }
+}
