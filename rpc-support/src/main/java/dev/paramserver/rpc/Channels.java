@@ -19,10 +19,14 @@ public final class Channels {
   public static final int MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
 
   private static volatile List<ClientInterceptor> defaultInterceptors = List.of();
+  private static volatile ClientTls tls;
 
   private Channels() {}
 
-  /** A plaintext channel to {@code host:port}, with the {@link #defaultInterceptors()}. */
+  /**
+   * A channel to {@code host:port} (plaintext, or TLS after {@link #setTls}), with the {@link
+   * #defaultInterceptors()}.
+   */
   public static ManagedChannel forAddress(String hostPort) {
     return forAddress(hostPort, defaultInterceptors);
   }
@@ -40,10 +44,18 @@ public final class Channels {
     HostPort hp = HostPort.parse(hostPort);
     NettyChannelBuilder builder =
         NettyChannelBuilder.forAddress(hp.host(), hp.port())
-            .usePlaintext()
             .maxInboundMessageSize(MAX_MESSAGE_BYTES)
             .keepAliveTime(30, TimeUnit.SECONDS)
             .keepAliveWithoutCalls(false);
+    ClientTls t = tls;
+    if (t == null) {
+      builder.usePlaintext();
+    } else {
+      builder.useTransportSecurity().sslContext(t.sslContext());
+      if (t.authorityOverride() != null && !t.authorityOverride().isBlank()) {
+        builder.overrideAuthority(t.authorityOverride());
+      }
+    }
     if (!interceptors.isEmpty()) {
       // intercept() runs the last-given interceptor first; reverse so the first given runs first
       ClientInterceptor[] reversed = new ClientInterceptor[interceptors.size()];
@@ -53,6 +65,19 @@ public final class Channels {
       builder.intercept(reversed);
     }
     return builder.build();
+  }
+
+  /**
+   * Makes every channel built after this call use TLS with these settings (null: plaintext, the
+   * default). Set once at application startup from configuration.
+   */
+  public static void setTls(ClientTls settings) {
+    tls = settings;
+  }
+
+  /** The TLS settings in force, or null for plaintext. */
+  public static ClientTls tls() {
+    return tls;
   }
 
   /**
