@@ -50,6 +50,10 @@ public final class TaskQueue {
   long version;
   byte[] states;
   long[] epochs;
+
+  /** Each task's epoch when the current pass started; reports at or below it are from before. */
+  long[] passStartEpochs;
+
   int[] failures;
   long[] deadlines;
   int[] finishes;
@@ -88,6 +92,7 @@ public final class TaskQueue {
     if (allocate) {
       states = new byte[tasks];
       epochs = new long[tasks];
+      passStartEpochs = new long[tasks];
       failures = new int[tasks];
       deadlines = new long[tasks];
       finishes = new int[tasks];
@@ -108,6 +113,7 @@ public final class TaskQueue {
     c.version = version;
     c.states = states.clone();
     c.epochs = epochs.clone();
+    c.passStartEpochs = passStartEpochs.clone();
     c.failures = failures.clone();
     c.deadlines = deadlines.clone();
     c.finishes = finishes.clone();
@@ -195,7 +201,7 @@ public final class TaskQueue {
    */
   public Report finished(long taskId, long epoch) {
     int id = checkId(taskId);
-    if (states[id] == DONE && epoch > 0 && epoch <= epochs[id]) {
+    if (states[id] == DONE && epoch > passStartEpochs[id] && epoch <= epochs[id]) {
       finishes[id]++;
       current().duplicates++;
       version++;
@@ -429,6 +435,7 @@ public final class TaskQueue {
     todo.clear();
     for (int i = 0; i < tasks; i++) {
       states[i] = TODO;
+      passStartEpochs[i] = epochs[i];
       failures[i] = 0;
       deadlines[i] = 0;
       finishes[i] = 0;

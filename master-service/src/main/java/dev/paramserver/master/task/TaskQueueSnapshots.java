@@ -22,12 +22,14 @@ final class TaskQueueSnapshots {
     TaskTable.Builder t = TaskTable.newBuilder();
     List<Integer> states = new ArrayList<>(n);
     List<Long> epochs = new ArrayList<>(n);
+    List<Long> passStarts = new ArrayList<>(n);
     List<Integer> failures = new ArrayList<>(n);
     List<Long> deadlines = new ArrayList<>(n);
     List<Integer> finishes = new ArrayList<>(n);
     for (int i = 0; i < n; i++) {
       states.add((int) q.states[i]);
       epochs.add(q.epochs[i]);
+      passStarts.add(q.passStartEpochs[i]);
       failures.add(q.failures[i]);
       deadlines.add(q.deadlines[i]);
       finishes.add(q.finishes[i]);
@@ -37,7 +39,8 @@ final class TaskQueueSnapshots {
         .addAllFailures(failures)
         .addAllDeadlinesMs(deadlines)
         .addAllFinishes(finishes)
-        .addAllHolders(Arrays.asList(q.holders));
+        .addAllHolders(Arrays.asList(q.holders))
+        .addAllPassStartEpochs(passStarts);
     for (int id : q.todo.toArray()) {
       t.addTodoOrder(id);
     }
@@ -75,10 +78,12 @@ final class TaskQueueSnapshots {
     int finishesSize = 0;
     int todoSize = 0;
     int holdersSize = 0;
+    int passStartsSize = 0;
     byte[][] holders = new byte[n][];
     for (int i = 0; i < n; i++) {
       statesSize += CodedOutputStream.computeInt32SizeNoTag(q.states[i]);
       epochsSize += CodedOutputStream.computeUInt64SizeNoTag(q.epochs[i]);
+      passStartsSize += CodedOutputStream.computeUInt64SizeNoTag(q.passStartEpochs[i]);
       failuresSize += CodedOutputStream.computeUInt32SizeNoTag(q.failures[i]);
       deadlinesSize += CodedOutputStream.computeInt64SizeNoTag(q.deadlines[i]);
       finishesSize += CodedOutputStream.computeUInt32SizeNoTag(q.finishes[i]);
@@ -96,7 +101,8 @@ final class TaskQueueSnapshots {
             + packedSize(4, deadlinesSize)
             + packedSize(5, finishesSize)
             + packedSize(6, todoSize)
-            + holdersSize;
+            + holdersSize
+            + packedSize(8, passStartsSize);
     int headSize = head.getSerializedSize();
     byte[] out =
         new byte
@@ -137,6 +143,10 @@ final class TaskQueueSnapshots {
         c.writeTag(7, WireFormat.WIRETYPE_LENGTH_DELIMITED);
         c.writeUInt32NoTag(holders[i].length);
         c.writeRawBytes(holders[i]);
+      }
+      packedHeader(c, 8, passStartsSize, n);
+      for (int i = 0; i < n; i++) {
+        c.writeUInt64NoTag(q.passStartEpochs[i]);
       }
       c.checkNoSpaceLeft();
     } catch (IOException e) {
@@ -191,6 +201,7 @@ final class TaskQueueSnapshots {
     q.jobStartedMs = s.getJobStartedMs();
     q.states = new byte[n];
     q.epochs = new long[n];
+    q.passStartEpochs = new long[n];
     q.failures = new int[n];
     q.deadlines = new long[n];
     q.finishes = new int[n];
@@ -200,6 +211,8 @@ final class TaskQueueSnapshots {
       byte st = (byte) t.getStatesValue(i);
       q.states[i] = st;
       q.epochs[i] = t.getEpochs(i);
+      // snapshots written before this field existed: treat every epoch as this pass's
+      q.passStartEpochs[i] = t.getPassStartEpochsCount() == n ? t.getPassStartEpochs(i) : 0;
       q.failures[i] = t.getFailures(i);
       q.deadlines[i] = t.getDeadlinesMs(i);
       q.finishes[i] = t.getFinishes(i);

@@ -31,7 +31,6 @@ final class QueueModel {
   final int passes;
   final int maxFailures;
   final long timeoutMs;
-  final boolean crossPassDuplicates;
   JobState state = JobState.RUNNING;
   int pass;
   final St[] st;
@@ -43,9 +42,7 @@ final class QueueModel {
   final Deque<Integer> todo = new ArrayDeque<>();
   final List<Ledger> ledgers = new ArrayList<>();
 
-  QueueModel(
-      long[] records, int passes, int maxFailures, long timeoutMs, boolean crossPassDuplicates) {
-    this.crossPassDuplicates = crossPassDuplicates;
+  QueueModel(long[] records, int passes, int maxFailures, long timeoutMs) {
     this.records = records;
     this.passes = passes;
     this.maxFailures = maxFailures;
@@ -111,10 +108,9 @@ final class QueueModel {
       endPassIfDrained();
       return "accepted";
     }
-    // a report of a dispatch of this pass on a task already done: a duplicate. (With
-    // crossPassDuplicates, as TaskQueue does today, a report of a dispatch of an earlier pass
-    // also counts, as a duplicate of the current pass.)
-    long firstEpochOfPass = crossPassDuplicates ? 1 : epochAtPassStart[id] + 1;
+    // a report of a dispatch of this pass on a task already done: a duplicate; a report of a
+    // dispatch of an earlier pass is stale
+    long firstEpochOfPass = epochAtPassStart[id] + 1;
     if (st[id] == St.DONE && e >= firstEpochOfPass && e <= epoch[id]) {
       finishes[id]++;
       ledger().duplicates++;

@@ -132,7 +132,7 @@ class TaskQueueModelTest {
       this.records = records;
       this.maxFailures = maxFailures;
       this.queue = new TaskQueue(records.clone(), passes, maxFailures, clock);
-      this.model = new QueueModel(records, passes, maxFailures, TIMEOUT.toMillis(), true);
+      this.model = new QueueModel(records, passes, maxFailures, TIMEOUT.toMillis());
       this.lastEpochs = new long[records.length];
       check("start");
     }
