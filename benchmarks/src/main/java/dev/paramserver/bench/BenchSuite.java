@@ -91,7 +91,7 @@ public final class BenchSuite {
     }
     if (only.contains("wire")) {
       ServiceJars j = jars;
-      section("wire", () -> new WireSuite(runDir, j, quick, extraJar).run(report));
+      section("wire", () -> new WireSuite(runDir, j, quick, extraJar, tunedJar(repo)).run(report));
     }
     if (only.contains("train")) {
       ServiceJars j = jars;
@@ -110,6 +110,12 @@ public final class BenchSuite {
     System.out.print(report.ratioLines());
     System.out.println(
         "wrote " + out.resolve("results.md") + " and " + out.resolve("results.json"));
+  }
+
+  /** The experiment jar built beside the suite, if present: the wire section then runs an A/B. */
+  private static Path tunedJar(Path repo) {
+    Path p = repo.resolve("benchmarks/target/benchmarks-0.1.0-SNAPSHOT-pserver-experiment.jar");
+    return Files.isRegularFile(p) && !Boolean.getBoolean("bench.noab") ? p : null;
   }
 
   interface Section {

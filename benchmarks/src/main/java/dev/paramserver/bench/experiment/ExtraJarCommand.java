@@ -13,15 +13,20 @@ import java.util.List;
  */
 public final class ExtraJarCommand implements ServiceCommand {
   private final Path extraJar;
+  private final int onlyIndex;
 
-  public ExtraJarCommand(Path extraJar) {
+  /**
+   * @param onlyIndex the one pserver index that gets the extra jar, or -1 for every pserver
+   */
+  public ExtraJarCommand(Path extraJar, int onlyIndex) {
     this.extraJar = extraJar;
+    this.onlyIndex = onlyIndex;
   }
 
   @Override
   public List<String> build(LaunchContext ctx) {
     List<String> cmd = ServiceCommand.javaServices().build(ctx);
-    if (ctx.role() != Role.PSERVER) {
+    if (ctx.role() != Role.PSERVER || (onlyIndex >= 0 && ctx.index() != onlyIndex)) {
       return cmd;
     }
     List<String> out = new ArrayList<>();
