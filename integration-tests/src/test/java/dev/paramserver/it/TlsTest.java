@@ -1,0 +1,183 @@
+package dev.paramserver.it;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.paramserver.localcluster.JobStatusView;
+import dev.paramserver.localcluster.LocalCluster;
+import dev.paramserver.localcluster.ProcessInfo;
+import dev.paramserver.localcluster.Role;
+import dev.paramserver.proto.v1.GetShardStatusRequest;
+import dev.paramserver.proto.v1.ParameterServerGrpc;
+import dev.paramserver.proto.v1.ShardStatus;
+import dev.paramserver.psctl.demo.DemoData;
+import dev.paramserver.rpc.Channels;
+import dev.paramserver.rpc.ClientTls;
+import io.grpc.ManagedChannel;
+import io.grpc.StatusRuntimeException;
+import java.io.FileInputStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.KeyStore;
+import java.time.Duration;
+import java.util.Base64;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Mutual TLS on every gRPC connection: certificates generated in the test (keytool), the master and
+ * the pserver serve TLS and require client certificates, the trainer connects with its own; the job
+ * trains to the end, and a plaintext client or a client without a certificate is refused.
+ */
+class TlsTest {
+  @TempDir Path dir;
+
+  /** A self-signed EC certificate for 127.0.0.1 as PEM files: name.crt and name.key. */
+  private void certificate(String name) throws Exception {
+    Path store = dir.resolve(name + ".p12");
+    String keytool = Path.of(System.getProperty("java.home"), "bin", "keytool").toString();
+    Process p =
+        new ProcessBuilder(
+                keytool,
+                "-genkeypair",
+                "-alias",
+                name,
+                "-keyalg",
+                "EC",
+                "-groupname",
+                "secp256r1",
+                "-sigalg",
+                "SHA256withECDSA",
+                "-dname",
+                "CN=" + name,
+                "-ext",
+                "SAN=IP:127.0.0.1,DNS:localhost",
+                "-validity",
+                "2",
+                "-keystore",
+                store.toString(),
+                "-storetype",
+                "PKCS12",
+                "-storepass",
+                "changeit",
+                "-keypass",
+                "changeit")
+            .redirectErrorStream(true)
+            .start();
+    String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+    assertThat(p.waitFor(60, TimeUnit.SECONDS)).isTrue();
+    assertThat(p.exitValue()).as(out).isZero();
+    KeyStore ks = KeyStore.getInstance("PKCS12");
+    try (FileInputStream in = new FileInputStream(store.toFile())) {
+      ks.load(in, "changeit".toCharArray());
+    }
+    Base64.Encoder b64 = Base64.getMimeEncoder(64, "\n".getBytes(StandardCharsets.US_ASCII));
+    Files.writeString(
+        dir.resolve(name + ".crt"),
+        "-----BEGIN CERTIFICATE-----\n"
+            + b64.encodeToString(ks.getCertificate(name).getEncoded())
+            + "\n-----END CERTIFICATE-----\n");
+    Files.writeString(
+        dir.resolve(name + ".key"),
+        "-----BEGIN PRIVATE KEY-----\n"
+            + b64.encodeToString(ks.getKey(name, "changeit".toCharArray()).getEncoded())
+            + "\n-----END PRIVATE KEY-----\n");
+  }
+
+  @Test
+  void mutualTls_trainsToTheEnd_andRefusesPlaintextAndAnonymousClients() throws Exception {
+    certificate("server");
+    certificate("trainer");
+    DemoData.Result demo =
+        DemoData.generate(
+            dir.resolve("data"), DemoData.Options.builder().train(6000).test(1000).build());
+    var spec = Jobs.spec(dir.resolve("run")).job("tls").masters(1).pservers(1).trainers(1);
+    for (Role server : new Role[] {Role.MASTER, Role.PSERVER}) {
+      spec.property(server, "grpc.server.security.enabled", "true")
+          .property(
+              server, "grpc.server.security.certificate-chain", "file:" + dir.resolve("server.crt"))
+          .property(server, "grpc.server.security.private-key", "file:" + dir.resolve("server.key"))
+          .property(
+              server,
+              "grpc.server.security.trust-cert-collection",
+              "file:" + dir.resolve("trainer.crt"))
+          .property(server, "grpc.server.security.client-auth", "REQUIRE");
+    }
+    spec.property(Role.MASTER, "paramserver.master.passes", "1")
+        .property(Role.TRAINER, "paramserver.grpc-client.tls.enabled", "true")
+        .property(
+            Role.TRAINER,
+            "paramserver.grpc-client.tls.trust-cert-collection",
+            dir.resolve("server.crt").toString())
+        .property(
+            Role.TRAINER,
+            "paramserver.grpc-client.tls.certificate-chain",
+            dir.resolve("trainer.crt").toString())
+        .property(
+            Role.TRAINER,
+            "paramserver.grpc-client.tls.private-key",
+            dir.resolve("trainer.key").toString())
+        .property(
+            Role.TRAINER,
+            "paramserver.trainer.train-data",
+            dir.resolve("data") + "/train-*.recordio")
+        .property(Role.TRAINER, "paramserver.trainer.test-data", demo.testFile().toString());
+    ClientTls previous = Channels.tls();
+    try (LocalCluster cluster = new LocalCluster(spec.build())) {
+      cluster.start();
+      JobStatusView end =
+          cluster.awaitJob(
+              s ->
+                  s.isFailed()
+                      || s.isFinished()
+                          && !s.passes().isEmpty()
+                          && s.passes().get(0).evalReports() >= 1,
+              Duration.ofMinutes(4));
+      assertThat(end.state()).as(end.failureReason()).isEqualTo("FINISHED");
+      assertThat(end.passes().get(0).evalAccuracy()).isGreaterThan(0.9);
+
+      ProcessInfo ps = cluster.process(Role.PSERVER, 0);
+      String addr = "127.0.0.1:" + ps.grpcPort();
+      Channels.setTls(null);
+      assertThat(refused(addr)).as("plaintext client").isTrue();
+      Channels.setTls(new ClientTls(dir.resolve("server.crt"), null, null, null));
+      assertThat(refused(addr)).as("TLS client without a certificate").isTrue();
+      Channels.setTls(
+          new ClientTls(
+              dir.resolve("server.crt"),
+              dir.resolve("trainer.crt"),
+              dir.resolve("trainer.key"),
+              null));
+      ManagedChannel ch = Channels.forAddress(addr, List.of());
+      try {
+        ShardStatus st =
+            ParameterServerGrpc.newBlockingStub(ch)
+                .withDeadlineAfter(10, TimeUnit.SECONDS)
+                .getShardStatus(GetShardStatusRequest.getDefaultInstance());
+        assertThat(st.getInitialised()).isTrue();
+      } finally {
+        Channels.close(ch);
+      }
+    } finally {
+      Channels.setTls(previous);
+    }
+  }
+
+  private static boolean refused(String addr) {
+    ManagedChannel ch = Channels.forAddress(addr, List.of());
+    try {
+      assertThatThrownBy(
+              () ->
+                  ParameterServerGrpc.newBlockingStub(ch)
+                      .withDeadlineAfter(10, TimeUnit.SECONDS)
+                      .getShardStatus(GetShardStatusRequest.getDefaultInstance()))
+          .isInstanceOf(StatusRuntimeException.class);
+      return true;
+    } finally {
+      Channels.close(ch);
+    }
+  }
+}
