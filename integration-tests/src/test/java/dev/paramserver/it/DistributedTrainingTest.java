@@ -9,6 +9,11 @@ import dev.paramserver.psctl.Psctl;
 import dev.paramserver.psctl.demo.DemoData;
 import java.io.PrintWriter;
 import java.io.StringWriter;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.net.http.HttpResponse.BodyHandlers;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -24,6 +29,34 @@ import picocli.CommandLine;
  * exported model are checked.
  */
 class DistributedTrainingTest {
+  private static String scrape(int httpPort) throws Exception {
+    HttpResponse<String> r =
+        HttpClient.newHttpClient()
+            .send(
+                HttpRequest.newBuilder(
+                        URI.create("http://127.0.0.1:" + httpPort + "/actuator/prometheus"))
+                    .build(),
+                BodyHandlers.ofString());
+    assertThat(r.statusCode()).isEqualTo(200);
+    return r.body();
+  }
+
+  /** The histogram family has buckets for each method (so histogram_quantile works). */
+  private static void assertHistograms(String metrics, String family, String... methods) {
+    for (String method : methods) {
+      assertThat(
+              metrics
+                  .lines()
+                  .anyMatch(
+                      l ->
+                          l.startsWith(family + "{")
+                              && l.contains("grpc_method=\"" + method + "\"")
+                              && l.contains("le=")))
+          .as("%s buckets for %s", family, method)
+          .isTrue();
+    }
+  }
+
   @TempDir Path dir;
 
   @Test
@@ -48,6 +81,9 @@ class DistributedTrainingTest {
                 .property(Role.TRAINER, "paramserver.trainer.test-data", demo.testFile().toString())
                 .property(Role.TRAINER, "paramserver.trainer.learning-rate", "0.1")
                 .property(Role.TRAINER, "paramserver.trainer.model-output", model.toString())
+                // trainers stay up after the job, so their metrics can be read and they can be
+                // stopped through the admin endpoint
+                .property(Role.TRAINER, "paramserver.trainer.exit-when-done", "false")
                 .build())) {
       cluster.start();
       JobStatusView end =
@@ -78,6 +114,77 @@ class DistributedTrainingTest {
       assertThat(m.find()).as(out.toString()).isTrue();
       assertThat(Double.parseDouble(m.group(1)))
           .isCloseTo(last.evalAccuracy(), org.assertj.core.data.Offset.offset(0.005));
+
+      // latency histograms for every RPC method used, on both sides
+      assertHistograms(
+          scrape(cluster.process(Role.MASTER, 0).httpPort()),
+          "grpc_server_call_duration_seconds_bucket",
+          "paramserver.v1.Master/SetDataset",
+          "paramserver.v1.Master/GetTask",
+          "paramserver.v1.Master/TaskFinished",
+          "paramserver.v1.Master/ReportEvaluation");
+      for (int ps = 0; ps < 2; ps++) {
+        assertHistograms(
+            scrape(cluster.process(Role.PSERVER, ps).httpPort()),
+            "grpc_server_call_duration_seconds_bucket",
+            "paramserver.v1.ParameterServer/InitParameters",
+            "paramserver.v1.ParameterServer/FinishInit",
+            "paramserver.v1.ParameterServer/PushGradients",
+            "paramserver.v1.ParameterServer/PullParameters",
+            "paramserver.v1.ParameterServer/GetShardStatus");
+      }
+      String trainerMetrics = scrape(cluster.process(Role.TRAINER, 0).httpPort());
+      assertHistograms(
+          trainerMetrics,
+          "grpc_client_call_duration_seconds_bucket",
+          "paramserver.v1.Master/GetTask",
+          "paramserver.v1.Master/TaskFinished",
+          "paramserver.v1.ParameterServer/PushGradients",
+          "paramserver.v1.ParameterServer/PullParameters");
+      assertThat(trainerMetrics).contains("paramserver_trainer_samples_total");
+
+      // admin: 401 without the token; with it, status and a graceful shutdown (202, then exit 0)
+      int trainerHttp = cluster.process(Role.TRAINER, 1).httpPort();
+      HttpClient http = HttpClient.newHttpClient();
+      URI status = URI.create("http://127.0.0.1:" + trainerHttp + "/admin/status");
+      assertThat(
+              http.send(HttpRequest.newBuilder(status).build(), BodyHandlers.ofString())
+                  .statusCode())
+          .isEqualTo(401);
+      HttpResponse<String> ok =
+          http.send(
+              HttpRequest.newBuilder(status)
+                  .header("Authorization", "Bearer " + cluster.adminToken())
+                  .build(),
+              BodyHandlers.ofString());
+      assertThat(ok.statusCode()).isEqualTo(200);
+      assertThat(ok.body()).contains("\"role\":\"trainer\"").contains("\"state\":\"FINISHED\"");
+      URI shutdown = URI.create("http://127.0.0.1:" + trainerHttp + "/admin/shutdown");
+      assertThat(
+              http.send(
+                      HttpRequest.newBuilder(shutdown)
+                          .POST(HttpRequest.BodyPublishers.noBody())
+                          .build(),
+                      BodyHandlers.ofString())
+                  .statusCode())
+          .isEqualTo(401);
+      long pid = cluster.process(Role.TRAINER, 1).pid();
+      assertThat(
+              http.send(
+                      HttpRequest.newBuilder(shutdown)
+                          .header("Authorization", "Bearer " + cluster.adminToken())
+                          .POST(HttpRequest.BodyPublishers.noBody())
+                          .build(),
+                      BodyHandlers.ofString())
+                  .statusCode())
+          .isEqualTo(202);
+      ProcessHandle handle = ProcessHandle.of(pid).orElse(null);
+      if (handle != null) {
+        handle.onExit().get(60, java.util.concurrent.TimeUnit.SECONDS);
+      }
+      assertThat(ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false))
+          .as("trainer-1 exited after the admin shutdown")
+          .isFalse();
     }
     assertThat(Files.exists(dir.resolve("run").resolve("cluster.json"))).isTrue();
   }
