@@ -44,6 +44,10 @@ public final class Channels {
     HostPort hp = HostPort.parse(hostPort);
     NettyChannelBuilder builder =
         NettyChannelBuilder.forAddress(hp.host(), hp.port())
+            // responses complete on the transport thread: callers wait on futures or blocking
+            // stubs, never run blocking callbacks, so the hop through an executor is pure cost
+            .directExecutor()
+            .flowControlWindow(16 * 1024 * 1024)
             .maxInboundMessageSize(MAX_MESSAGE_BYTES)
             .keepAliveTime(30, TimeUnit.SECONDS)
             .keepAliveWithoutCalls(false);
