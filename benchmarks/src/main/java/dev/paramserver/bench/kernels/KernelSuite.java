@@ -25,35 +25,60 @@ public final class KernelSuite {
     this.quick = quick;
   }
 
-  public void run(Report report) throws RunnerException {
-    Options opts =
-        new OptionsBuilder()
-            .include(OptimizerBench.class.getName() + "\\.")
-            .include(ArrayCopyBench.class.getName() + "\\.")
-            .include(CodecBench.class.getName() + "\\.")
-            .forks(1)
-            .warmupIterations(quick ? 2 : 3)
-            .warmupTime(TimeValue.milliseconds(quick ? 300 : 500))
-            .measurementIterations(quick ? 3 : 5)
-            .measurementTime(TimeValue.milliseconds(quick ? 300 : 500))
-            .jvmArgs("-Xms3g", "-Xmx3g", "-XX:+UseParallelGC", "-XX:-UseAdaptiveSizePolicy")
-            .verbosity(VerboseMode.SILENT)
-            .shouldFailOnError(true)
-            .build();
+  /** One benchmark method with fixed parameters, in its own fork; returns us/op. */
+  private double measure(String benchRegex, String... params) throws RunnerException {
+    OptionsBuilder ob = new OptionsBuilder();
+    ob.include(benchRegex)
+        .forks(1)
+        .warmupIterations(quick ? 2 : 3)
+        .warmupTime(TimeValue.milliseconds(quick ? 300 : 400))
+        .measurementIterations(quick ? 3 : 4)
+        .measurementTime(TimeValue.milliseconds(quick ? 300 : 400))
+        .jvmArgs("-Xms3g", "-Xmx3g", "-XX:+UseParallelGC", "-XX:-UseAdaptiveSizePolicy")
+        .verbosity(VerboseMode.SILENT)
+        .shouldFailOnError(true);
+    for (int i = 0; i < params.length; i += 2) {
+      ob.param(params[i], params[i + 1]);
+    }
+    Options opts = ob.build();
     Collection<RunResult> results = new Runner(opts).run();
+    if (results.size() != 1) {
+      throw new IllegalStateException(benchRegex + " ran " + results.size() + " benchmarks");
+    }
+    return results.iterator().next().getPrimaryResult().getScore();
+  }
+
+  /**
+   * Each kernel is measured between two runs of its baseline (the machine is shared: load drifts
+   * between forks), and compared with the mean of the two.
+   */
+  public void run(Report report) throws RunnerException {
     Map<String, Double> usPerOp = new HashMap<>();
-    Map<String, Double> errPerOp = new HashMap<>();
-    for (RunResult r : results) {
-      String bench = r.getParams().getBenchmark();
-      String method = bench.substring(bench.lastIndexOf('.') + 1);
-      String n = r.getParams().getParam("n");
-      String kind = r.getParams().getParam("kind");
-      String key = (kind != null ? kind : method) + "/" + n;
-      if (bench.contains("CodecBench")) {
-        key = "codec." + method + "/" + n;
+    String copyBench = ArrayCopyBench.class.getName() + ".arrayCopy$";
+    String apply = OptimizerBench.class.getName() + ".apply$";
+    String codecBench = CodecBench.class.getName() + ".";
+    for (String n : new String[] {"1048576", "16777216"}) {
+      double before = measure(copyBench, "n", n);
+      for (String kind : new String[] {"sgd", "momentum", "adam"}) {
+        usPerOp.put(kind + "/" + n, measure(apply, "n", n, "kind", kind));
+        if (kind.equals("adam")) {
+          usPerOp.put(
+              "adamHoisted/" + n, measure(AdamVariantsBench.class.getName() + ".hoisted$", "n", n));
+        }
+        double after = measure(copyBench, "n", n);
+        usPerOp.put("copyFor." + kind + "/" + n, (before + after) / 2);
+        before = after;
       }
-      usPerOp.put(key, r.getPrimaryResult().getScore());
-      errPerOp.put(key, r.getPrimaryResult().getScoreError());
+      usPerOp.put("arrayCopy/" + n, usPerOp.get("copyFor.sgd/" + n));
+      System.out.printf("kernels: optimizers over %s floats measured%n", n);
+    }
+    for (String n : new String[] {"262144", "4194304"}) {
+      double before = measure(codecBench + "memoryCopy$", "n", n);
+      for (String m : new String[] {"encode", "decode", "memoryClone"}) {
+        usPerOp.put("codec." + m + "/" + n, measure(codecBench + m + "$", "n", n));
+      }
+      double after = measure(codecBench + "memoryCopy$", "n", n);
+      usPerOp.put("codec.memoryCopy/" + n, (before + after) / 2);
     }
 
     Report.Table opt =
@@ -74,22 +99,40 @@ public final class KernelSuite {
         int b = OptimizerBench.bytesPerParam(kind);
         Double us = usPerOp.get(kind + "/" + n);
         double g = gbs(elems * b, us);
-        opt.row(kind, label(elems), b, us, g, g / copyGbs);
+        double base = gbs(elems * 8, usPerOp.get("copyFor." + kind + "/" + n));
+        opt.row(kind, label(elems), b, us, g, g / base);
+        if (kind.equals("adam")) {
+          double h = gbs(elems * b, usPerOp.get("adamHoisted/" + n));
+          opt.row(
+              "adam, hoisted candidate (AdamVariantsBench)",
+              label(elems),
+              b,
+              usPerOp.get("adamHoisted/" + n),
+              h,
+              h / base);
+          report.ratio(
+              "adam_hoisted_candidate_apply_"
+                  + (elems == 1048576 ? "1M" : "16M")
+                  + "_vs_array_copy",
+              h / base,
+              null,
+              "array copy");
+        }
         String size = elems == 1048576 ? "1M" : "16M";
-        report.ratio(kind + "_apply_" + size + "_vs_array_copy", g / copyGbs, null, "array copy");
+        report.ratio(kind + "_apply_" + size + "_vs_array_copy", g / base, null, "array copy");
       }
     }
     // the named ratios: the memory-bound size (16M floats, far beyond the caches), the one the
     // bytes-touched model describes
     for (String kind : new String[] {"sgd", "momentum", "adam"}) {
       long elems = 16777216;
-      double copy = gbs(elems * 8, usPerOp.get("arrayCopy/16777216"));
+      double copy = gbs(elems * 8, usPerOp.get("copyFor." + kind + "/16777216"));
       double g = gbs(elems * OptimizerBench.bytesPerParam(kind), usPerOp.get(kind + "/16777216"));
       report.ratio(
           kind + "_apply_vs_array_copy",
           g / copy,
           kind.equals("momentum") ? null : Target.atLeast(0.5),
-          "System.arraycopy of 16M floats, bytes touched per second");
+          "System.arraycopy of 16M floats (mean of the runs just before and after), bytes touched per second");
     }
 
     Report.Table codec =
@@ -110,6 +153,13 @@ public final class KernelSuite {
           usPerOp.get("codec.memoryCopy/" + n),
           copy,
           1.0);
+      double clone = gbs(bytes, usPerOp.get("codec.memoryClone/" + n));
+      codec.row(
+          "memory copy into a new array (byte[].clone)",
+          size(bytes),
+          usPerOp.get("codec.memoryClone/" + n),
+          clone,
+          clone / copy);
       for (String m : new String[] {"encode", "decode"}) {
         double g = gbs(bytes, usPerOp.get("codec." + m + "/" + n));
         codec.row(
