@@ -42,6 +42,8 @@ import org.springframework.validation.annotation.Validated;
  * @param gradientDtype element type of gradients on the wire: float32, float16 or bfloat16
  * @param prefetch fetch and read the next task while the current one trains
  * @param embeddingWidth sparse-lr: width of the embedding part (0 = wide part only)
+ * @param pipeline asynchronous mode: push and pull in the background while the next batch is
+ *     computed (the values used are at most one push behind)
  */
 @Validated
 @ConfigurationProperties("paramserver.trainer")
@@ -70,7 +72,8 @@ public record TrainerProperties(
     @DefaultValue("1") @Min(1) @Max(1024) int accumulate,
     @DefaultValue("float32") String gradientDtype,
     @DefaultValue("true") boolean prefetch,
-    @DefaultValue("8") @Min(0) @Max(1024) int embeddingWidth) {
+    @DefaultValue("8") @Min(0) @Max(1024) int embeddingWidth,
+    @DefaultValue("true") boolean pipeline) {
 
   public TrainerProperties {
     hidden = hidden == null ? List.of() : List.copyOf(hidden);

@@ -20,7 +20,7 @@ import org.slf4j.LoggerFactory;
  * accumulate} batches, the mean of their gradients), pull. Keeps the progress numbers and logs
  * every {@code logEvery} batches.
  */
-final class TaskTrainer {
+final class TaskTrainer implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(TaskTrainer.class);
 
   private final Model model;
@@ -33,8 +33,13 @@ final class TaskTrainer {
   private final int logEvery;
   private final long seed;
   private final Parameters values;
-  private final Parameters grads;
+  private Parameters grads;
   private final Parameters batchGrads;
+  private final boolean pipeline;
+  private Parameters spareGrads;
+  private Parameters incoming;
+  private java.util.concurrent.ExecutorService comm;
+  private java.util.concurrent.Future<?> inFlight;
   private final boolean sparse;
   private long step;
   private long windowStart = System.nanoTime();
@@ -52,7 +57,8 @@ final class TaskTrainer {
       int batchSize,
       int accumulate,
       int logEvery,
-      long seed) {
+      long seed,
+      boolean pipeline) {
     this.model = model;
     this.features = features;
     this.client = client;
@@ -66,6 +72,11 @@ final class TaskTrainer {
     this.grads = Parameters.zerosLike(model);
     this.batchGrads = accumulate > 1 ? Parameters.zerosLike(model) : grads;
     this.sparse = !values.sparseNames().isEmpty();
+    this.pipeline = pipeline;
+    if (pipeline) {
+      spareGrads = Parameters.zerosLike(model);
+      incoming = Parameters.zerosLike(model);
+    }
   }
 
   /**
@@ -89,7 +100,7 @@ final class TaskTrainer {
         }
         client.pullRows(values, batch.sparseIds());
       }
-      Model.StepResult r = model.trainStep(values, batch, batchGrads);
+      Model.StepResult r = model.trainStep(values, batch, accumulate > 1 ? batchGrads : grads);
       if (accumulate > 1) {
         add(grads, batchGrads);
       }
@@ -104,22 +115,87 @@ final class TaskTrainer {
         if (pending > 0) {
           push(pending);
         }
+        awaitInFlight();
         return -1;
       }
     }
     if (pending > 0) {
       push(pending);
     }
+    // the task counts as trained only once all of its gradients were applied
+    awaitInFlight();
     return records;
   }
 
+  /**
+   * Sends the (mean) gradient. Without pipelining: push, then pull fresh values, then go on. With
+   * pipelining (asynchronous mode), the push and the pull run on a background thread while the next
+   * batch is computed on the values as they are; the pulled values are taken in before the next
+   * push, so the model is at most one push behind, as it may be in asynchronous SGD anyway.
+   */
   private void push(int batches) {
     if (batches > 1) {
       scale(grads, 1f / batches);
     }
-    client.push(grads, ++step, values);
-    client.pull(values);
+    if (!pipeline) {
+      client.push(grads, ++step, values);
+      client.pull(values);
+      grads.clear();
+      return;
+    }
+    awaitInFlight();
+    Parameters sending = grads;
+    grads = spareGrads;
+    spareGrads = sending;
+    long s = ++step;
+    if (comm == null) {
+      comm =
+          java.util.concurrent.Executors.newSingleThreadExecutor(
+              r -> {
+                Thread t = new Thread(r, "push-pull");
+                t.setDaemon(true);
+                return t;
+              });
+    }
+    inFlight =
+        comm.submit(
+            () -> {
+              client.push(sending, s, values);
+              client.pull(incoming);
+            });
     grads.clear();
+  }
+
+  /** Waits for the push and pull in flight, then takes the pulled values in. */
+  private void awaitInFlight() {
+    if (inFlight == null) {
+      return;
+    }
+    try {
+      inFlight.get();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new dev.paramserver.trainer.TrainerStoppedException("waiting for a push");
+    } catch (java.util.concurrent.ExecutionException e) {
+      if (e.getCause() instanceof RuntimeException re) {
+        throw re;
+      }
+      throw new IllegalStateException(e.getCause());
+    } finally {
+      inFlight = null;
+    }
+    for (String name : values.denseNames()) {
+      float[] src = incoming.dense(name);
+      System.arraycopy(src, 0, values.dense(name), 0, src.length);
+    }
+  }
+
+  /** Stops the background thread of the pipeline. */
+  @Override
+  public void close() {
+    if (comm != null) {
+      comm.shutdownNow();
+    }
   }
 
   private static void add(Parameters into, Parameters from) {

@@ -260,11 +260,13 @@ public final class TrainingLoop {
             props.batchSize(),
             props.accumulate(),
             props.logEvery(),
-            props.seed());
+            props.seed(),
+            props.pipeline() && !props.sync());
     int pass = 0;
     Parameters idleGrads = Parameters.zerosLike(model);
     progress.state = TrainerState.TRAINING;
-    try (TaskSource tasks = new TaskSource(master, props.id(), props.prefetch())) {
+    try (TaskSource tasks = new TaskSource(master, props.id(), props.prefetch());
+        trainer) {
       while (true) {
         if (stopping.get()) {
           throw new TrainerStoppedException("before asking for a task");

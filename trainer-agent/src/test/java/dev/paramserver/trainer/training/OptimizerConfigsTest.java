@@ -36,7 +36,8 @@ class OptimizerConfigsTest {
         1,
         "float32",
         true,
-        0);
+        0,
+        true);
   }
 
   @Test
