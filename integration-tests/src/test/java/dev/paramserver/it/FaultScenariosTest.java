@@ -85,6 +85,10 @@ class FaultScenariosTest {
   }
 
   private static ClusterSpec spec(String name, int masters) throws IOException {
+    return builder(name, masters).build();
+  }
+
+  private static ClusterSpec.Builder builder(String name, int masters) throws IOException {
     ClusterSpec.Builder b = Jobs.spec(dir.resolve(name));
     for (Role r : new Role[] {Role.MASTER, Role.PSERVER, Role.TRAINER}) {
       // short leases: a dead process is noticed within seconds
@@ -103,8 +107,7 @@ class FaultScenariosTest {
             dir.resolve("data") + "/train-*.recordio")
         .property(Role.TRAINER, "paramserver.trainer.test-data", demo.testFile().toString())
         .property(Role.TRAINER, "paramserver.trainer.batch-size", Integer.toString(BATCH))
-        .property(Role.TRAINER, "paramserver.trainer.learning-rate", Double.toString(LR))
-        .build();
+        .property(Role.TRAINER, "paramserver.trainer.learning-rate", Double.toString(LR));
   }
 
   /** A fault applied to a running cluster; returns when the fault is over (the process resumed). */
@@ -117,8 +120,14 @@ class FaultScenariosTest {
    * outcome.
    */
   private static void runScenario(String name, int masters, Fault fault) throws Exception {
-    try (LocalCluster cluster = new LocalCluster(spec(name, masters))) {
+    runScenario(name, spec(name, masters), cluster -> {}, fault);
+  }
+
+  private static void runScenario(String name, ClusterSpec spec, Fault afterStart, Fault fault)
+      throws Exception {
+    try (LocalCluster cluster = new LocalCluster(spec)) {
       cluster.start();
+      afterStart.inject(cluster);
       cluster.awaitJob(s -> s.tasks().done() >= 10 || s.pass() > 0, Duration.ofMinutes(3));
       long doneBefore = totalDone(cluster);
       long t0 = System.nanoTime();
@@ -227,6 +236,23 @@ class FaultScenariosTest {
           }
           cluster.restart(Role.PSERVER, 1);
         });
+  }
+
+  @Test
+  void trainersConnectionToTheMasterCutMidTask_theyReconnectAndGoOn() throws Exception {
+    try (CuttableProxy proxy = new CuttableProxy()) {
+      // the master publishes the proxy's port, so every trainer reaches it through the proxy
+      ClusterSpec spec =
+          builder("master-connection-cut", 1)
+              .property(
+                  Role.MASTER, "paramserver.master.advertise-port", Integer.toString(proxy.port()))
+              .build();
+      runScenario(
+          "master-connection-cut",
+          spec,
+          cluster -> proxy.target(cluster.process(Role.MASTER, 0).grpcPort()),
+          cluster -> proxy.cut(5_000));
+    }
   }
 
   @Test

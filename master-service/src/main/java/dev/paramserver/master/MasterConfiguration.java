@@ -34,9 +34,16 @@ class MasterConfiguration {
 
   @Bean
   MasterElection masterElection(
-      Coordinator coordinator, MasterJob job, EtcdJobStore store, CommonProperties common) {
-    return new MasterElection(
-        coordinator, job, store, common.advertiseHost(), common.etcd().leaseTtl(), ROLE_PHASE);
+      Coordinator coordinator,
+      MasterJob job,
+      EtcdJobStore store,
+      CommonProperties common,
+      MasterProperties props) {
+    MasterElection election =
+        new MasterElection(
+            coordinator, job, store, common.advertiseHost(), common.etcd().leaseTtl(), ROLE_PHASE);
+    election.setAdvertisePort(props.advertisePort());
+    return election;
   }
 
   @Bean

@@ -22,6 +22,9 @@ import org.springframework.validation.annotation.Validated;
  * @param timeoutCheckInterval how often the master looks for pending tasks past their deadline
  * @param waitRetry the {@code retry_after_ms} hint sent with WAIT and PASS_NOT_STARTED answers
  * @param adaptiveTimeout optional timeout derived from the recent task durations
+ * @param advertisePort the port published in {@code master/addr} for trainers to dial, when they
+ *     reach the master through a proxy or a port mapping; 0 (default) publishes the gRPC server's
+ *     own port
  */
 @Validated
 @ConfigurationProperties("paramserver.master")
@@ -32,7 +35,8 @@ public record MasterProperties(
     @DefaultValue("3") @Min(1) int maxFailures,
     @DefaultValue("1s") @NotNull Duration timeoutCheckInterval,
     @DefaultValue("200ms") @NotNull Duration waitRetry,
-    @DefaultValue @Valid @NotNull AdaptiveTimeout adaptiveTimeout) {
+    @DefaultValue @Valid @NotNull AdaptiveTimeout adaptiveTimeout,
+    @DefaultValue("0") @Min(0) @jakarta.validation.constraints.Max(65535) int advertisePort) {
 
   public MasterProperties {
     requirePositive("paramserver.master.task-timeout", taskTimeout);
@@ -49,7 +53,8 @@ public record MasterProperties(
         3,
         Duration.ofSeconds(1),
         Duration.ofMillis(200),
-        AdaptiveTimeout.disabled());
+        AdaptiveTimeout.disabled(),
+        0);
   }
 
   /**

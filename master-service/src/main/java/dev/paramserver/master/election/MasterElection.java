@@ -55,6 +55,7 @@ public final class MasterElection implements SmartLifecycle {
   private volatile boolean running;
   private volatile boolean lossSignalled;
   private volatile String identity = "";
+  private volatile int advertisePort;
   private volatile Thread thread;
   private volatile Lease lease;
   private volatile Leadership leadership;
@@ -101,12 +102,17 @@ public final class MasterElection implements SmartLifecycle {
     leaderAddress.start();
   }
 
+  /** Publishes this port instead of the gRPC server's own (0: the server's port). */
+  public void setAdvertisePort(int port) {
+    this.advertisePort = port;
+  }
+
   /** Starts campaigning: called once the gRPC server listens on {@code grpcPort}. */
   public synchronized void begin(int grpcPort) {
     if (!running || thread != null) {
       return;
     }
-    identity = advertiseHost + ":" + grpcPort;
+    identity = advertiseHost + ":" + (advertisePort > 0 ? advertisePort : grpcPort);
     Thread t = new Thread(this::run, "master-election");
     t.setDaemon(true);
     thread = t;

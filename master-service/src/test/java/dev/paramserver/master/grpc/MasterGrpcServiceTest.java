@@ -57,7 +57,8 @@ class MasterGrpcServiceTest {
             2,
             Duration.ofSeconds(1),
             Duration.ofMillis(250),
-            MasterProperties.AdaptiveTimeout.disabled());
+            MasterProperties.AdaptiveTimeout.disabled(),
+            0);
     job = new MasterJob(props, JobStore.NONE, Clock.systemUTC());
     job.startServing("127.0.0.1:7001");
     String name = InProcessServerBuilder.generateName();
