@@ -27,6 +27,11 @@ final class EchoServerProcess implements AutoCloseable {
     List<String> cmd = new ArrayList<>();
     cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
     cmd.addAll(jvmOptions);
+    // development aid (WireProbe): extra JVM options for the echo server, e.g. a bigger heap
+    String extra = System.getProperty("bench.echo.jvm");
+    if (extra != null && !extra.isBlank()) {
+      cmd.addAll(List.of(extra.trim().split("\\s+")));
+    }
     for (String prop : new String[] {"bench.echo.direct", "bench.echo.window"}) {
       if (System.getProperty(prop) != null) {
         cmd.add("-D" + prop + "=" + System.getProperty(prop));
