@@ -44,11 +44,12 @@ public final class BenchSuite {
         case "--run-dir" -> runDir = Path.of(args[++i]);
         case "--only" -> only = new LinkedHashSet<>(List.of(args[++i].split(",")));
         case "--quick" -> quick = true;
+        case "--ab" -> System.setProperty("bench.ab", "true");
         case "--pserver-extra-jar" -> extraJar = Path.of(args[++i]).toAbsolutePath();
         default -> {
           System.err.println(
               "usage: BenchSuite [--repo DIR] [--out DIR] [--run-dir DIR]"
-                  + " [--only kernels,wire,train,memory] [--quick] [--pserver-extra-jar JAR]");
+                  + " [--only kernels,wire,train,memory] [--quick] [--ab] [--pserver-extra-jar JAR]");
           System.exit(2);
         }
       }
@@ -112,10 +113,13 @@ public final class BenchSuite {
         "wrote " + out.resolve("results.md") + " and " + out.resolve("results.json"));
   }
 
-  /** The experiment jar built beside the suite, if present: the wire section then runs an A/B. */
+  /**
+   * With {@code --ab}: the experiment jar built beside the suite; the wire section then runs a
+   * second pserver with it and a tuned client channel, A/B against the as-built path.
+   */
   private static Path tunedJar(Path repo) {
     Path p = repo.resolve("benchmarks/target/benchmarks-0.1.0-SNAPSHOT-pserver-experiment.jar");
-    return Files.isRegularFile(p) && !Boolean.getBoolean("bench.noab") ? p : null;
+    return Files.isRegularFile(p) && Boolean.getBoolean("bench.ab") ? p : null;
   }
 
   interface Section {
