@@ -14,10 +14,10 @@ import org.openjdk.jmh.annotations.State;
 
 /**
  * Candidate rewrites of the pserver's Adam loop, measured beside it (not part of the suite's table;
- * run with {@code org.openjdk.jmh.Main AdamVariantsBench}): {@code current} is the loop of {@code
- * AdamRule} as it stands; {@code hoisted} folds the bias corrections into two constants so the loop
- * has one division and one square root per element: {@code w -= (lr/c1) * m / (sqrt(v) *
- * (1/sqrt(c2)) + eps)}, the same value up to float rounding.
+ * run with {@code org.openjdk.jmh.Main AdamVariantsBench}): {@code current} is the loop {@code
+ * AdamRule} had before it adopted the hoisted form (commit d78f5e3); {@code hoisted} folds the bias
+ * corrections into two constants so the loop has one division and one square root per element:
+ * {@code w -= (lr/c1) * m / (sqrt(v) * (1/sqrt(c2)) + eps)}, the same value up to float rounding.
  */
 @BenchmarkMode(Mode.AverageTime)
 @OutputTimeUnit(TimeUnit.MICROSECONDS)
