@@ -76,8 +76,11 @@ public final class ClusterSpec {
               "-XX:+UseSerialGC",
               "-XX:TieredStopAtLevel=1",
               "-XX:+ExitOnOutOfMemoryError");
+      // a roomy young generation: every push and pull allocates its tensors, and a 64 MB start
+      // heap made the pserver collect about eight times a second (JFR, bench/results.md)
       case PSERVER, TRAINER ->
-          List.of("-Xms64m", "-Xmx1g", "-XX:+UseSerialGC", "-XX:+ExitOnOutOfMemoryError");
+          List.of(
+              "-Xms256m", "-Xmn128m", "-Xmx1g", "-XX:+UseSerialGC", "-XX:+ExitOnOutOfMemoryError");
     };
   }
 
