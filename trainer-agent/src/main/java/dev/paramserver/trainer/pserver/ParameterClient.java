@@ -191,23 +191,7 @@ public final class ParameterClient {
 
   private void handlePushFailure(int ps, Throwable cause, Parameters latest) {
     droppedPushes.incrementAndGet();
-    ErrorReason reason = RpcErrors.reasonOf(cause);
-    if (reason == ErrorReason.NOT_INITIALIZED) {
-      log.warn(
-          "pserver {} has no parameters (restarted without a checkpoint?); re-initialising", ps);
-      initializer.reinitialise(ps, latest);
-    } else if (RpcErrors.isTransient(cause)) {
-      log.warn(
-          "push to pserver {} ({}) failed: {}; dropping this gradient and looking it up again",
-          ps,
-          directory.address(ps),
-          RpcErrors.codeOf(cause));
-      directory.invalidate(ps);
-    } else {
-      throw cause instanceof StatusRuntimeException sre
-          ? sre
-          : new IllegalStateException("push to pserver " + ps + " failed", cause);
-    }
+    handleFailure(ps, cause, latest, "push to", "dropping this gradient and looking it up again");
   }
 
   private PushGradientsRequest.Builder newPush(long step) {
@@ -380,22 +364,36 @@ public final class ParameterClient {
   }
 
   private void noteFailure(int ps, Throwable cause, Parameters latest) {
+    handleFailure(ps, cause, latest, "pull from", "retrying");
+  }
+
+  /**
+   * What a failed call to a pserver means: it lost its state (re-initialise it), it withdrew a
+   * synchronous step (go on), it is unreachable (look it up again); anything else is a bug.
+   */
+  private void handleFailure(
+      int ps, Throwable cause, Parameters latest, String call, String action) {
     ErrorReason reason = RpcErrors.reasonOf(cause);
     if (reason == ErrorReason.NOT_INITIALIZED) {
       log.warn(
           "pserver {} has no parameters (restarted without a checkpoint?); re-initialising", ps);
       initializer.reinitialise(ps, latest);
+    } else if (reason == ErrorReason.SYNC_ABORTED) {
+      log.warn(
+          "{} pserver {}: the synchronous step was withdrawn ({})", call, ps, cause.getMessage());
     } else if (RpcErrors.isTransient(cause)) {
       log.warn(
-          "pull from pserver {} ({}) failed: {}; retrying",
+          "{} pserver {} ({}) failed: {}; {}",
+          call,
           ps,
           directory.address(ps),
-          RpcErrors.codeOf(cause));
+          RpcErrors.codeOf(cause),
+          action);
       directory.invalidate(ps);
     } else {
       throw cause instanceof StatusRuntimeException sre
           ? sre
-          : new IllegalStateException("pull from pserver " + ps + " failed", cause);
+          : new IllegalStateException(call + " pserver " + ps + " failed", cause);
     }
   }
 
