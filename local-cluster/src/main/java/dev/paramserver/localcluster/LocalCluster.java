@@ -109,6 +109,11 @@ public final class LocalCluster implements AutoCloseable {
     if (!p.isAlive()) {
       supervisor.onExit(
           sp, p); // act now, so the state says RESTARTING or STOPPED when kill returns
+      // the supervisor's own exit handler may have claimed the exit first: wait until it is done
+      long deadline = System.nanoTime() + Duration.ofSeconds(5).toNanos();
+      while (sp.state() == ProcessState.RUNNING && System.nanoTime() < deadline) {
+        sleep(Duration.ofMillis(10));
+      }
     }
     return before;
   }
