@@ -1,7 +1,7 @@
 package dev.paramserver.bench.kernels;
 
+import dev.paramserver.optimizers.ParameterOptimizer;
 import dev.paramserver.proto.v1.OptimizerConfig;
-import dev.paramserver.pserver.optimizer.ParameterOptimizer;
 import java.util.Random;
 import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;

@@ -122,7 +122,7 @@ public final class JfrSummary {
       return "other";
     }
     String m = method(st.getFrames().get(0));
-    if (m.startsWith("dev.paramserver.pserver.optimizer")) {
+    if (m.startsWith("dev.paramserver.optimizers")) {
       return "optimizer arithmetic";
     }
     if (m.startsWith("dev.paramserver.tensor") || m.startsWith("java.nio.")) {

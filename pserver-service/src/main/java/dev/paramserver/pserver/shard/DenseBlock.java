@@ -1,6 +1,6 @@
 package dev.paramserver.pserver.shard;
 
-import dev.paramserver.pserver.optimizer.ParameterOptimizer;
+import dev.paramserver.optimizers.ParameterOptimizer;
 
 /**
  * One dense block with its optimizer state. Every read and write of {@code values}, {@code slots}

@@ -1,9 +1,9 @@
 package dev.paramserver.pserver.shard;
 
+import dev.paramserver.optimizers.ParameterOptimizer;
 import dev.paramserver.proto.v1.DataType;
 import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.proto.v1.ParameterSpec;
-import dev.paramserver.pserver.optimizer.ParameterOptimizer;
 import dev.paramserver.rpc.ServiceException;
 import dev.paramserver.tensor.BlockLayout;
 

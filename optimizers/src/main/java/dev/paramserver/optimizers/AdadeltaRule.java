@@ -1,4 +1,4 @@
-package dev.paramserver.pserver.optimizer;
+package dev.paramserver.optimizers;
 
 /**
  * Adadelta (Zeiler): {@code Eg = rho Eg + (1-rho) g^2; dx = sqrt(Edx + eps) / sqrt(Eg + eps) * g;

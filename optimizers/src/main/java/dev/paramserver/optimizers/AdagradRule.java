@@ -1,4 +1,4 @@
-package dev.paramserver.pserver.optimizer;
+package dev.paramserver.optimizers;
 
 /**
  * Adagrad with the textbook sign: {@code acc += g^2; w -= lr * g / (sqrt(acc) + eps)}. (The older

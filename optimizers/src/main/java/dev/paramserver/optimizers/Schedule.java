@@ -1,4 +1,4 @@
-package dev.paramserver.pserver.optimizer;
+package dev.paramserver.optimizers;
 
 import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.proto.v1.LearningRateSchedule;

@@ -1,4 +1,4 @@
-package dev.paramserver.pserver.optimizer;
+package dev.paramserver.optimizers;
 
 /**
  * The core of an optimizer: how one gradient changes the weights and the rule's state vectors.

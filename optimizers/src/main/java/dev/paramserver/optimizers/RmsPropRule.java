@@ -1,4 +1,4 @@
-package dev.paramserver.pserver.optimizer;
+package dev.paramserver.optimizers;
 
 /** RMSProp: {@code s = rho s + (1-rho) g^2; w -= lr * g / (sqrt(s) + eps)}. */
 final class RmsPropRule implements UpdateRule {

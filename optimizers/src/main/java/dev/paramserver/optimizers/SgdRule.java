@@ -1,4 +1,4 @@
-package dev.paramserver.pserver.optimizer;
+package dev.paramserver.optimizers;
 
 /**
  * Stochastic gradient descent. Plain: {@code w -= lr * g}. With momentum {@code mu}: {@code v = mu

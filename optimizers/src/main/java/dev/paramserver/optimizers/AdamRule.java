@@ -1,4 +1,4 @@
-package dev.paramserver.pserver.optimizer;
+package dev.paramserver.optimizers;
 
 /**
  * Adam (Kingma and Ba): {@code m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2; w -= lr * (m / (1 -
