@@ -9,7 +9,7 @@ import dev.paramserver.localcluster.ClusterSpec;
 import dev.paramserver.localcluster.JobStatusView;
 import dev.paramserver.localcluster.LocalCluster;
 import dev.paramserver.localcluster.Role;
-import dev.paramserver.psctl.demo.DemoData;
+import dev.paramserver.models.demo.DemoData;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;

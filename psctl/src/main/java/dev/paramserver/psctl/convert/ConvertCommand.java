@@ -1,9 +1,9 @@
 package dev.paramserver.psctl.convert;
 
+import dev.paramserver.models.ShardedWriter;
 import dev.paramserver.psctl.CompressorConverter;
 import dev.paramserver.psctl.PsctlCommand;
 import dev.paramserver.psctl.data.DatasetStats;
-import dev.paramserver.psctl.data.ShardedWriter;
 import dev.paramserver.recordio.Compressor;
 import java.nio.file.Files;
 import java.nio.file.Path;

@@ -1,5 +1,6 @@
 package dev.paramserver.psctl.demo;
 
+import dev.paramserver.models.demo.DemoData;
 import dev.paramserver.psctl.CompressorConverter;
 import dev.paramserver.psctl.PsctlCommand;
 import dev.paramserver.recordio.Compressor;

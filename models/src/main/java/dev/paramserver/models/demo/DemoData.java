@@ -1,7 +1,7 @@
-package dev.paramserver.psctl.demo;
+package dev.paramserver.models.demo;
 
+import dev.paramserver.models.ShardedWriter;
 import dev.paramserver.proto.v1.Example;
-import dev.paramserver.psctl.data.ShardedWriter;
 import dev.paramserver.recordio.Compressor;
 import java.io.IOException;
 import java.nio.file.Files;

@@ -1,4 +1,4 @@
-package dev.paramserver.psctl.data;
+package dev.paramserver.models;
 
 import dev.paramserver.proto.v1.Example;
 import dev.paramserver.recordio.Compressor;

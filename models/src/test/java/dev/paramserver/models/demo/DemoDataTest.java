@@ -1,21 +1,26 @@
-package dev.paramserver.psctl.demo;
+package dev.paramserver.models.demo;
 
-import static dev.paramserver.psctl.Records.examples;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.paramserver.models.Dataset;
 import dev.paramserver.proto.v1.Example;
-import dev.paramserver.psctl.Run;
 import dev.paramserver.recordio.Compressor;
 import dev.paramserver.recordio.RecordIndex;
+import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 class DemoDataTest {
   @TempDir Path dir;
+
+  private static List<Example> examples(Path file) throws IOException {
+    return Dataset.readGlobs(List.of(file.toString()));
+  }
 
   private static DemoData.Options.Builder small() {
     return DemoData.Options.builder().train(4000).test(2000).recordsPerChunk(250).shards(2);
@@ -84,7 +89,7 @@ class DemoDataTest {
     assertThat(acc).isGreaterThanOrEqualTo(0.95).isLessThan(0.999);
     assertThat(r.oracleTestAccuracy()).isGreaterThanOrEqualTo(0.95);
     // labels roughly balanced
-    assertThat(java.util.Arrays.stream(n).min().getAsInt()).isGreaterThan(4000 / classes / 2);
+    assertThat(Arrays.stream(n).min().getAsInt()).isGreaterThan(4000 / classes / 2);
   }
 
   @Test
@@ -109,35 +114,5 @@ class DemoDataTest {
     assertThat(train).extracting(Example::getLabel).containsOnly(0, 1);
     // the hidden model predicts well, but labels are Bernoulli draws, not a deterministic function
     assertThat(r.oracleTestAccuracy()).isBetween(0.75, 0.97);
-  }
-
-  @Test
-  void command_printsPathsAndCounts() throws Exception {
-    Run r =
-        Run.psctl(
-            "demo-data",
-            "--output",
-            dir.toString(),
-            "--train",
-            "300",
-            "--test",
-            "100",
-            "--shards",
-            "3",
-            "--features",
-            "20");
-    assertThat(r.code()).as(r.err()).isZero();
-    assertThat(r.out())
-        .contains("train: " + dir.resolve("train-00002.recordio"))
-        .contains("test:  " + dir.resolve("test-00000.recordio"))
-        .contains("dense data: 300 train + 100 test records, 10 classes, 20 features, seed 42");
-    assertThat(examples(dir.resolve("train-00002.recordio"))).hasSize(100);
-  }
-
-  @Test
-  void command_invalidOptions_areUsageErrors() {
-    Run r = Run.psctl("demo-data", "--output", dir.toString(), "--classes", "1");
-    assertThat(r.code()).isEqualTo(2);
-    assertThat(r.err()).contains("classes must be >= 2, got 1");
   }
 }

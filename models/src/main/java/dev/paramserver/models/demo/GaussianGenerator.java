@@ -1,4 +1,4 @@
-package dev.paramserver.psctl.demo;
+package dev.paramserver.models.demo;
 
 import dev.paramserver.proto.v1.Example;
 import java.util.Random;
