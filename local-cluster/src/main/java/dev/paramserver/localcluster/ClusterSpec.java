@@ -1,7 +1,6 @@
 package dev.paramserver.localcluster;
 
-import java.io.File;
-import java.nio.file.Files;
+import dev.paramserver.launcher.EtcdProcess;
 import java.nio.file.Path;
 import java.security.SecureRandom;
 import java.time.Duration;
@@ -95,26 +94,7 @@ public final class ClusterSpec {
    * The etcd binary: {@code $ETCD_BIN}, else {@code etcd} on the PATH, else {@code /usr/bin/etcd}.
    */
   public static String findEtcdBinary() {
-    String env = System.getenv("ETCD_BIN");
-    if (env != null && !env.isBlank()) {
-      if (Files.isExecutable(Path.of(env))) {
-        return env;
-      }
-      throw new IllegalStateException("ETCD_BIN=" + env + " is not an executable file");
-    }
-    String path = System.getenv("PATH");
-    if (path != null) {
-      for (String dir : path.split(File.pathSeparator)) {
-        if (!dir.isEmpty() && Files.isExecutable(Path.of(dir, "etcd"))) {
-          return Path.of(dir, "etcd").toString();
-        }
-      }
-    }
-    if (Files.isExecutable(Path.of("/usr/bin/etcd"))) {
-      return "/usr/bin/etcd";
-    }
-    throw new IllegalStateException(
-        "etcd not found: install it with 'sudo apt-get install -y etcd-server' or set ETCD_BIN");
+    return EtcdProcess.findBinary();
   }
 
   public Path runDir() {

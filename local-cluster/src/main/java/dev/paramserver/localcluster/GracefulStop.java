@@ -1,5 +1,6 @@
 package dev.paramserver.localcluster;
 
+import dev.paramserver.launcher.Signals;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;

@@ -1,6 +1,9 @@
 package dev.paramserver.localcluster;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.paramserver.launcher.EtcdProcess;
+import dev.paramserver.launcher.LaunchException;
+import dev.paramserver.launcher.Signals;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
@@ -63,7 +66,7 @@ public final class LocalCluster implements AutoCloseable {
     }
     Runtime.getRuntime().addShutdownHook(shutdownHook);
     try {
-      etcd.start();
+      startEtcdProcess();
       supervisor.emit(
           ClusterEvent.Type.ETCD_STARTED, "etcd", etcd.pid(), "etcd up at " + etcd.endpoint());
       supervisor.startProbing();
@@ -246,11 +249,19 @@ public final class LocalCluster implements AutoCloseable {
   public void startEtcd() {
     synchronized (supervisor.lifecycle()) {
       supervisor.requireRunning("start etcd");
-      etcd.start();
+      startEtcdProcess();
     }
     supervisor.emit(
         ClusterEvent.Type.ETCD_STARTED, "etcd", etcd.pid(), "etcd up at " + etcd.endpoint());
     supervisor.writeClusterFile();
+  }
+
+  private void startEtcdProcess() {
+    try {
+      etcd.start();
+    } catch (LaunchException e) {
+      throw new LocalClusterException(e.getMessage(), e);
+    }
   }
 
   /** The pid of etcd, or -1 when it is not running. */

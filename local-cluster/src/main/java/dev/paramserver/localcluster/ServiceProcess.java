@@ -1,5 +1,6 @@
 package dev.paramserver.localcluster;
 
+import dev.paramserver.launcher.Launcher;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;

@@ -1,5 +1,7 @@
 package dev.paramserver.localcluster;
 
+import dev.paramserver.launcher.EtcdProcess;
+import dev.paramserver.launcher.Launcher;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.InetSocketAddress;

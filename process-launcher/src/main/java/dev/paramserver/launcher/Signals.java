@@ -1,14 +1,14 @@
-package dev.paramserver.localcluster;
+package dev.paramserver.launcher;
 
 import java.io.IOException;
 import java.util.concurrent.TimeUnit;
 
 /** Sends POSIX signals with {@code kill}. */
-final class Signals {
+public final class Signals {
   private Signals() {}
 
   /** Sends SIG{@code name} (STOP, CONT, ...) to {@code pid}; false when kill failed. */
-  static boolean send(long pid, String name) {
+  public static boolean send(long pid, String name) {
     try {
       Process kill =
           new ProcessBuilder("kill", "-" + name, Long.toString(pid))

@@ -1,7 +1,9 @@
-package dev.paramserver.localcluster;
+package dev.paramserver.launcher;
 
+import java.io.File;
 import java.io.IOException;
 import java.io.InputStream;
+import java.io.UncheckedIOException;
 import java.net.HttpURLConnection;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
@@ -17,11 +19,13 @@ import org.slf4j.LoggerFactory;
 
 /**
  * A single-node etcd on 127.0.0.1 whose ports and data directory survive stop and start, so a
- * cluster can lose etcd and get the same one back.
+ * cluster or a fault test can lose etcd and get the same one back. Its output is appended to {@link
+ * #logFile()}. Start failures throw {@link LaunchException} with the end of that log.
  */
-final class EtcdProcess {
+public final class EtcdProcess {
   private static final Logger log = LoggerFactory.getLogger(EtcdProcess.class);
   private static final Duration START_TIMEOUT = Duration.ofSeconds(20);
+  private static final Duration KILL_WAIT = Duration.ofSeconds(5);
 
   private final Launcher launcher;
   private final String binary;
@@ -31,8 +35,16 @@ final class EtcdProcess {
   private final Path logFile;
   private Process process;
 
-  EtcdProcess(
+  /**
+   * @param launcher starts the process (so it ends with this JVM)
+   * @param binary the etcd executable, for example from {@link #findBinary()}
+   */
+  public EtcdProcess(
       Launcher launcher, String binary, int clientPort, int peerPort, Path dataDir, Path logFile) {
+    if (clientPort == peerPort) {
+      throw new IllegalArgumentException(
+          "etcd needs two different ports, got client and peer port " + clientPort);
+    }
     this.launcher = launcher;
     this.binary = binary;
     this.clientPort = clientPort;
@@ -41,31 +53,68 @@ final class EtcdProcess {
     this.logFile = logFile;
   }
 
-  String endpoint() {
+  /**
+   * The etcd binary: {@code $ETCD_BIN}, else {@code etcd} on the PATH, else {@code /usr/bin/etcd}.
+   *
+   * @throws IllegalStateException naming what to install or set when there is none
+   */
+  public static String findBinary() {
+    String env = System.getenv("ETCD_BIN");
+    if (env != null && !env.isBlank()) {
+      if (Files.isExecutable(Path.of(env))) {
+        return env;
+      }
+      throw new IllegalStateException("ETCD_BIN=" + env + " is not an executable file");
+    }
+    String path = System.getenv("PATH");
+    if (path != null) {
+      for (String dir : path.split(File.pathSeparator)) {
+        if (!dir.isEmpty() && Files.isExecutable(Path.of(dir, "etcd"))) {
+          return Path.of(dir, "etcd").toString();
+        }
+      }
+    }
+    if (Files.isExecutable(Path.of("/usr/bin/etcd"))) {
+      return "/usr/bin/etcd";
+    }
+    throw new IllegalStateException(
+        "etcd not found: install it with 'sudo apt-get install -y etcd-server' or set ETCD_BIN");
+  }
+
+  /** The client URL, {@code http://127.0.0.1:PORT}. */
+  public String endpoint() {
     return "http://127.0.0.1:" + clientPort;
   }
 
-  Path dataDir() {
+  public int clientPort() {
+    return clientPort;
+  }
+
+  public Path dataDir() {
     return dataDir;
   }
 
-  Path logFile() {
+  public Path logFile() {
     return logFile;
   }
 
-  synchronized boolean isRunning() {
+  public synchronized boolean isRunning() {
     return process != null && process.isAlive();
   }
 
   /** The pid of the running etcd, or -1. */
-  synchronized long pid() {
+  public synchronized long pid() {
     return isRunning() ? process.pid() : -1;
   }
 
   /** Starts etcd (no-op when running) and waits until /health says true. */
-  synchronized void start() {
+  public synchronized void start() {
     if (isRunning()) {
       return;
+    }
+    if (binary.contains(File.separator) && !Files.isExecutable(Path.of(binary))) {
+      // checked here: behind setsid/setpriv a missing binary would look like an etcd that exited
+      throw new LaunchException("etcd binary '" + binary + "' is not an executable file");
     }
     String client = endpoint();
     String peer = "http://127.0.0.1:" + peerPort;
@@ -87,7 +136,7 @@ final class EtcdProcess {
             "--initial-cluster",
             "n1=" + peer);
     try {
-      Files.createDirectories(logFile.getParent());
+      Files.createDirectories(logFile.toAbsolutePath().getParent());
       Files.writeString(
           logFile,
           "===== " + Instant.now() + " starting etcd: " + String.join(" ", cmd) + "\n",
@@ -99,15 +148,14 @@ final class EtcdProcess {
                   .redirectErrorStream(true)
                   .redirectOutput(ProcessBuilder.Redirect.appendTo(logFile.toFile())));
     } catch (IOException e) {
-      throw new LocalClusterException(
-          "could not start etcd '" + binary + "': " + e.getMessage(), e);
+      throw new LaunchException("could not start etcd '" + binary + "': " + e.getMessage(), e);
     }
     awaitHealthy();
     log.info("etcd pid {} healthy at {} (data {})", process.pid(), client, dataDir);
   }
 
   /** SIGTERM, then SIGKILL after {@code grace}; data and ports are kept. */
-  synchronized void stop(Duration grace) {
+  public synchronized void stop(Duration grace) {
     if (!isRunning()) {
       return;
     }
@@ -116,20 +164,31 @@ final class EtcdProcess {
     if (!waitForExit(grace)) {
       log.warn("etcd pid {} ignored SIGTERM for {}; killing it", process.pid(), grace);
       process.destroyForcibly();
-      waitForExit(Duration.ofSeconds(5));
+      waitForExit(KILL_WAIT);
     }
   }
 
   /** SIGKILL at once; data and ports are kept. */
-  synchronized void kill() {
+  public synchronized void kill() {
     if (isRunning()) {
       process.destroyForcibly();
-      waitForExit(Duration.ofSeconds(5));
+      waitForExit(KILL_WAIT);
     }
   }
 
-  synchronized boolean signal(String name) {
+  /** Sends SIG{@code name} (STOP, CONT, ...) to the running etcd; false when it is not running. */
+  public synchronized boolean signal(String name) {
     return isRunning() && Signals.send(process.pid(), name);
+  }
+
+  /** The last {@code lines} lines of etcd's log, for error messages. */
+  public String logTail(int lines) {
+    try {
+      List<String> all = Files.readAllLines(logFile, StandardCharsets.UTF_8);
+      return String.join("\n", all.subList(Math.max(0, all.size() - lines), all.size()));
+    } catch (IOException | UncheckedIOException e) {
+      return "(no log: " + e + ")";
+    }
   }
 
   private void awaitHealthy() {
@@ -137,14 +196,15 @@ final class EtcdProcess {
     String last = "no answer yet";
     while (System.nanoTime() < deadline) {
       if (!process.isAlive()) {
-        throw new LocalClusterException(
+        throw new LaunchException(
             "etcd exited with code "
                 + process.exitValue()
-                + " while starting; see "
-                + logFile
-                + " (is another etcd using "
+                + " while starting (is another etcd using "
                 + dataDir
-                + "?)");
+                + " or its ports?); end of "
+                + logFile
+                + ":\n"
+                + logTail(30));
       }
       try {
         String body = httpGet(endpoint() + "/health");
@@ -157,15 +217,17 @@ final class EtcdProcess {
       }
       sleep(100);
     }
-    throw new LocalClusterException(
+    throw new LaunchException(
         "etcd at "
             + endpoint()
             + " not healthy within "
             + START_TIMEOUT.toSeconds()
             + " s (last: "
             + last
-            + "); see "
-            + logFile);
+            + "); end of "
+            + logFile
+            + ":\n"
+            + logTail(30));
   }
 
   private static String httpGet(String url) throws IOException {
@@ -193,7 +255,7 @@ final class EtcdProcess {
       Thread.sleep(millis);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
-      throw new LocalClusterException("interrupted while waiting for etcd", e);
+      throw new LaunchException("interrupted while waiting for etcd", e);
     }
   }
 }

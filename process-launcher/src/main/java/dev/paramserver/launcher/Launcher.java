@@ -1,42 +1,45 @@
-package dev.paramserver.localcluster;
+package dev.paramserver.launcher;
 
+import java.io.File;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.RejectedExecutionException;
 
 /**
- * Starts every child of a cluster from one long-lived thread, each in its own session ({@code
- * setsid}) and, where util-linux's {@code setpriv} can, with a parent-death signal: if the
- * orchestrator dies without stopping its children (kill -9, a crashed test JVM), the kernel sends
- * them SIGTERM. The signal fires when the thread that started the child ends, hence the dedicated
- * thread, which lives until {@link #shutdown()} after every child has stopped.
+ * Starts child processes from one long-lived thread, each in its own session ({@code setsid}) and,
+ * where util-linux's {@code setpriv} can, with a parent-death signal: if the JVM that started them
+ * dies without stopping its children (kill -9, a crashed test JVM), the kernel sends them SIGTERM.
+ * The signal fires when the thread that started the child ends, hence the dedicated thread, which
+ * lives until {@link #shutdown()} after every child has stopped.
  */
-final class Launcher {
+public final class Launcher {
   private static final String SETSID = "/usr/bin/setsid";
   private static final String SETPRIV = "/usr/bin/setpriv";
-  private static final boolean HAS_SETSID = new java.io.File(SETSID).canExecute();
+  private static final boolean HAS_SETSID = new File(SETSID).canExecute();
   private static final boolean HAS_PDEATHSIG = supportsPdeathsig();
 
   private final ExecutorService thread =
       Executors.newSingleThreadExecutor(
           r -> {
-            Thread t = new Thread(r, "local-cluster-launcher");
+            Thread t = new Thread(r, "process-launcher");
             t.setDaemon(true);
             return t;
           });
 
   /**
    * The command wrapped so that the child runs in its own session (a Ctrl-C in the terminal then
-   * reaches only the orchestrator, which stops the children in order) and gets SIGTERM when the
-   * orchestrator dies. setsid and setpriv exec in place, so the pid stays the child's (the child of
-   * a JVM is never a process group leader, so setsid does not fork).
+   * reaches only the JVM, which stops the children in order) and gets SIGTERM when the JVM dies.
+   * setsid and setpriv exec in place, so the pid stays the child's (the child of a JVM is never a
+   * process group leader, so setsid does not fork).
    */
-  static List<String> wrap(List<String> command) {
+  public static List<String> wrap(List<String> command) {
     List<String> cmd = new ArrayList<>(command.size() + 4);
     if (HAS_SETSID) {
       cmd.add(SETSID);
@@ -49,12 +52,13 @@ final class Launcher {
   }
 
   /** Starts {@code builder} (whose command is already wrapped) on the launcher thread. */
-  Process start(ProcessBuilder builder) throws IOException {
+  public Process start(ProcessBuilder builder) throws IOException {
     Future<Process> started;
     try {
       started = thread.submit(builder::start);
-    } catch (java.util.concurrent.RejectedExecutionException e) {
-      throw new IOException("the cluster is closed: cannot start " + builder.command().get(0), e);
+    } catch (RejectedExecutionException e) {
+      throw new IOException(
+          "the launcher is shut down: cannot start " + builder.command().get(0), e);
     }
     try {
       return started.get();
@@ -71,18 +75,17 @@ final class Launcher {
   }
 
   /** Ends the launcher thread; call only once every child has stopped. */
-  void shutdown() {
+  public void shutdown() {
     thread.shutdown();
   }
 
   private static boolean supportsPdeathsig() {
-    if (!new java.io.File(SETPRIV).canExecute()) {
+    if (!new File(SETPRIV).canExecute()) {
       return false;
     }
     try {
       Process p = new ProcessBuilder(SETPRIV, "--help").redirectErrorStream(true).start();
-      String help =
-          new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+      String help = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
       p.waitFor();
       return help.contains("--pdeathsig");
     } catch (IOException | UncheckedIOException e) {
