@@ -4,37 +4,31 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.paramserver.localcluster.ClusterSpec;
+import dev.paramserver.localcluster.JarLocator;
 import dev.paramserver.localcluster.JobStatusView;
 import dev.paramserver.localcluster.Role;
-import java.io.IOException;
-import java.nio.file.DirectoryStream;
-import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Map;
 
 /** Shared pieces of the end-to-end tests: the service jars and the accounting checks. */
 final class Jobs {
   private Jobs() {}
 
-  /** The repository root (tests run in integration-tests/). */
-  static Path repoRoot() {
-    Path cwd = Path.of("").toAbsolutePath();
-    return Files.isRegularFile(cwd.resolve("master-service/pom.xml")) ? cwd : cwd.getParent();
-  }
+  private static Map<Role, Path> jars;
 
-  static Path jar(Role role) throws IOException {
-    Path target = repoRoot().resolve(role.module()).resolve("target");
-    try (DirectoryStream<Path> ds =
-        Files.newDirectoryStream(target, role.module() + "-*-exec.jar")) {
-      for (Path p : ds) {
-        return p;
-      }
+  /**
+   * The exec jar of the role, from this repository; refuses jars older than the sources they were
+   * built from, so the tests never run old code.
+   */
+  static synchronized Path jar(Role role) {
+    if (jars == null) {
+      jars = JarLocator.locateFresh();
     }
-    throw new IllegalStateException(
-        "no exec jar in " + target + ": the services must be packaged before the end-to-end tests");
+    return jars.get(role);
   }
 
   /** A spec with the three service jars of this build. */
-  static ClusterSpec.Builder spec(Path runDir) throws IOException {
+  static ClusterSpec.Builder spec(Path runDir) {
     ClusterSpec.Builder b = ClusterSpec.builder(runDir);
     for (Role r : new Role[] {Role.MASTER, Role.PSERVER, Role.TRAINER}) {
       b.jar(r, jar(r));

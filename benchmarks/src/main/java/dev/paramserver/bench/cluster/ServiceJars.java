@@ -1,6 +1,7 @@
 package dev.paramserver.bench.cluster;
 
 import dev.paramserver.localcluster.ClusterSpec;
+import dev.paramserver.localcluster.JarLocator;
 import dev.paramserver.localcluster.Role;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -20,28 +21,14 @@ public final class ServiceJars {
 
   private ServiceJars() {}
 
-  /** Copies {@code <repo>/<module>/target/<module>-0.1.0-SNAPSHOT-exec.jar} of each role. */
+  /** Copies the exec jar of each role, found by {@link JarLocator} in {@code repo}. */
   public static ServiceJars copy(Path repo, Path runDir) throws IOException {
     ServiceJars s = new ServiceJars();
     Path dir = Files.createDirectories(runDir.resolve("jars"));
-    for (Role role : Role.values()) {
-      String module =
-          switch (role) {
-            case MASTER -> "master-service";
-            case PSERVER -> "pserver-service";
-            case TRAINER -> "trainer-agent";
-          };
-      Path jar =
-          repo.resolve(module).resolve("target").resolve(module + "-0.1.0-SNAPSHOT-exec.jar");
-      if (!Files.isRegularFile(jar)) {
-        throw new IllegalStateException(
-            "executable jar "
-                + jar
-                + " is missing: build it with ./mvnw -B -q -DskipTests package (scripts/bench.sh does)");
-      }
-      Path copy = dir.resolve(jar.getFileName());
-      Files.copy(jar, copy, StandardCopyOption.REPLACE_EXISTING);
-      s.jars.put(role, copy);
+    for (Map.Entry<Role, Path> e : JarLocator.locate(repo).entrySet()) {
+      Path copy = dir.resolve(e.getValue().getFileName());
+      Files.copy(e.getValue(), copy, StandardCopyOption.REPLACE_EXISTING);
+      s.jars.put(e.getKey(), copy);
     }
     return s;
   }
