@@ -4,8 +4,7 @@
 # vs one JVM) and pserver memory, each against baselines of the same run. Prints a Markdown table
 # and one "ratio <name>=<value>" line per ratio; writes bench/results.md and bench/results.json.
 #
-# Usage: scripts/bench.sh [--only kernels,wire,train,memory] [--quick] [--ab] [--run-dir DIR]
-# (--ab: also A/B a pserver with a tuned gRPC server and a tuned client channel, same run)
+# Usage: scripts/bench.sh [--only kernels,wire,train,memory] [--quick] [--run-dir DIR]
 # Environment: BENCH_SKIP_BUILD=1 reuses what is built; ETCD_BIN points at etcd if not on the PATH.
 # Needs Java 17 (JDK: jcmd, attach) and etcd 3.4+. Takes 6-10 minutes on 2 cores.
 set -euo pipefail

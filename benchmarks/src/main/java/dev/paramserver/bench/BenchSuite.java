@@ -13,6 +13,7 @@ import java.time.Instant;
 import java.time.temporal.ChronoUnit;
 import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Locale;
 import java.util.Set;
 
 /**
@@ -23,9 +24,7 @@ import java.util.Set;
  *
  * <p>Options: {@code --repo DIR} (where the services' exec jars were built, default "."), {@code
  * --out DIR} (default bench), {@code --run-dir DIR} (logs, recordings; default a temp folder),
- * {@code --only kernels,wire,train,memory}, {@code --quick} (shorter measurements), {@code
- * --pserver-extra-jar JAR} (an experiment: classes loaded into the wire benchmark's pserver, for
- * example benchmarks/target/benchmarks-0.1.0-SNAPSHOT-pserver-experiment.jar).
+ * {@code --only kernels,wire,train,memory}, {@code --quick} (shorter measurements).
  */
 public final class BenchSuite {
   private BenchSuite() {}
@@ -36,7 +35,6 @@ public final class BenchSuite {
     Path runDir = null;
     Set<String> only = new LinkedHashSet<>(List.of("kernels", "wire", "train", "memory"));
     boolean quick = false;
-    Path extraJar = null;
     for (int i = 0; i < args.length; i++) {
       switch (args[i]) {
         case "--repo" -> repo = Path.of(args[++i]);
@@ -44,12 +42,10 @@ public final class BenchSuite {
         case "--run-dir" -> runDir = Path.of(args[++i]);
         case "--only" -> only = new LinkedHashSet<>(List.of(args[++i].split(",")));
         case "--quick" -> quick = true;
-        case "--ab" -> System.setProperty("bench.ab", "true");
-        case "--pserver-extra-jar" -> extraJar = Path.of(args[++i]).toAbsolutePath();
         default -> {
           System.err.println(
               "usage: BenchSuite [--repo DIR] [--out DIR] [--run-dir DIR]"
-                  + " [--only kernels,wire,train,memory] [--quick] [--ab] [--pserver-extra-jar JAR]");
+                  + " [--only kernels,wire,train,memory] [--quick]");
           System.exit(2);
         }
       }
@@ -61,11 +57,10 @@ public final class BenchSuite {
             .toAbsolutePath()
             .normalize(),
         only,
-        quick,
-        extraJar);
+        quick);
   }
 
-  static void run(Path repo, Path out, Path runDir, Set<String> only, boolean quick, Path extraJar)
+  static void run(Path repo, Path out, Path runDir, Set<String> only, boolean quick)
       throws Exception {
     long t0 = System.nanoTime();
     Report report = new Report();
@@ -77,7 +72,7 @@ public final class BenchSuite {
     report.machine(
         "load average at start",
         String.format(
-            java.util.Locale.ROOT,
+            Locale.ROOT,
             "%.2f",
             ManagementFactory.getOperatingSystemMXBean().getSystemLoadAverage()));
     report.machine("sections", String.join(",", only) + (quick ? " (quick)" : ""));
@@ -92,7 +87,7 @@ public final class BenchSuite {
     }
     if (only.contains("wire")) {
       ServiceJars j = jars;
-      section("wire", () -> new WireSuite(runDir, j, quick, extraJar, tunedJar(repo)).run(report));
+      section("wire", () -> new WireSuite(runDir, j, quick).run(report));
     }
     if (only.contains("train")) {
       ServiceJars j = jars;
@@ -103,23 +98,13 @@ public final class BenchSuite {
       section("memory", () -> new MemorySuite(runDir, j).run(report));
     }
     report.machine(
-        "suite wall time",
-        String.format(java.util.Locale.ROOT, "%.0f s", (System.nanoTime() - t0) / 1e9));
+        "suite wall time", String.format(Locale.ROOT, "%.0f s", (System.nanoTime() - t0) / 1e9));
     report.write(out);
     System.out.println();
     System.out.println(report.markdown());
     System.out.print(report.ratioLines());
     System.out.println(
         "wrote " + out.resolve("results.md") + " and " + out.resolve("results.json"));
-  }
-
-  /**
-   * With {@code --ab}: the experiment jar built beside the suite; the wire section then runs a
-   * second pserver with it and a tuned client channel, A/B against the as-built path.
-   */
-  private static Path tunedJar(Path repo) {
-    Path p = repo.resolve("benchmarks/target/benchmarks-0.1.0-SNAPSHOT-pserver-experiment.jar");
-    return Files.isRegularFile(p) && Boolean.getBoolean("bench.ab") ? p : null;
   }
 
   interface Section {

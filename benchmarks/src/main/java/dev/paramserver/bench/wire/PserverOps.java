@@ -12,6 +12,7 @@ import dev.paramserver.rpc.Channels;
 import dev.paramserver.tensor.TensorCodec;
 import io.grpc.ManagedChannel;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 
@@ -43,39 +44,20 @@ public final class PserverOps implements Op {
   private long step;
 
   public PserverOps(Kind kind, String address, String name, int elements, int blockSize) {
-    this(kind, address, name, elements, blockSize, false);
-  }
-
-  /**
-   * @param tunedClient use a channel tuned like the echo baseline's (direct executor, 16 MiB
-   *     window) instead of the project's {@link Channels#forAddress} (an experiment)
-   */
-  public PserverOps(
-      Kind kind, String address, String name, int elements, int blockSize, boolean tunedClient) {
     this.kind = kind;
     this.name = name;
     this.blockSize = blockSize;
-    this.channel = tunedClient ? tunedChannel(address) : Channels.forAddress(address);
+    this.channel = Channels.forAddress(address);
     this.stub = ParameterServerGrpc.newFutureStub(channel);
     this.values = new float[elements];
     this.grads = new float[elements];
-    java.util.Arrays.fill(grads, 1e-7f);
+    Arrays.fill(grads, 1e-7f);
     this.blocks = (elements + blockSize - 1) / blockSize;
     this.groups = new ArrayList<>();
     int perGroup = Math.max(1, MAX_REQUEST_BYTES / (blockSize * 4));
     for (int b = 0; b < blocks; b += perGroup) {
       groups.add(new int[] {b, Math.min(perGroup, blocks - b)});
     }
-  }
-
-  private static ManagedChannel tunedChannel(String address) {
-    Channels.HostPort hp = Channels.HostPort.parse(address);
-    return io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder.forAddress(hp.host(), hp.port())
-        .usePlaintext()
-        .directExecutor()
-        .flowControlWindow(EchoServerMain.WINDOW)
-        .maxInboundMessageSize(Channels.MAX_MESSAGE_BYTES)
-        .build();
   }
 
   private int length(int block) {

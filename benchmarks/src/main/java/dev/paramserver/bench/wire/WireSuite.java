@@ -2,7 +2,6 @@ package dev.paramserver.bench.wire;
 
 import dev.paramserver.bench.cluster.PserverSetup;
 import dev.paramserver.bench.cluster.ServiceJars;
-import dev.paramserver.bench.experiment.ExtraJarCommand;
 import dev.paramserver.bench.kernels.KernelSuite;
 import dev.paramserver.bench.report.JfrSummary;
 import dev.paramserver.bench.report.Report;
@@ -35,22 +34,12 @@ public final class WireSuite {
   private final Path runDir;
   private final ServiceJars jars;
   private final boolean quick;
-  private final Path pserverExtraJar;
-  private final Path tunedJar;
   private final List<Map<String, Object>> raw = new ArrayList<>();
 
-  /**
-   * @param pserverExtraJar null, or a jar loaded into the pserver (the tuned-server experiment)
-   * @param tunedJar null, or the experiment jar: a second pserver runs with it and is compared with
-   *     the first in the same run (A/B)
-   */
-  public WireSuite(
-      Path runDir, ServiceJars jars, boolean quick, Path pserverExtraJar, Path tunedJar) {
+  public WireSuite(Path runDir, ServiceJars jars, boolean quick) {
     this.runDir = runDir;
     this.jars = jars;
     this.quick = quick;
-    this.pserverExtraJar = pserverExtraJar;
-    this.tunedJar = tunedJar;
   }
 
   private static String paramName(int size) {
@@ -61,21 +50,11 @@ public final class WireSuite {
     Path dir = runDir.resolve("wire");
     Path jfr = dir.resolve("pserver.jfr");
     List<String> psOpts = ServiceJars.jvmOptions(Role.PSERVER);
-    ClusterSpec.Builder builder = jars.spec(dir);
-    if (pserverExtraJar != null) {
-      builder.command(new ExtraJarCommand(pserverExtraJar, -1), true);
-      report.note(
-          "Experiment",
-          "pserver started with extra jar " + pserverExtraJar + " (tuned gRPC server)");
-    }
-    if (tunedJar != null && pserverExtraJar == null) {
-      builder.command(new ExtraJarCommand(tunedJar, 1), true);
-    }
     ClusterSpec spec =
-        builder
+        jars.spec(dir)
             .job("bench-wire")
             .count(Role.MASTER, 0)
-            .pservers(tunedJar != null ? 2 : 1)
+            .pservers(1)
             .trainers(0)
             .jvmOptions(Role.PSERVER, psOpts)
             .property(Role.PSERVER, "paramserver.pserver.checkpoint-interval", "0s")
@@ -98,12 +77,6 @@ public final class WireSuite {
         params.add(new PserverSetup.Param(paramName(size), size / 4, sgd));
       }
       PserverSetup.initialise(address, params);
-      String tuned = null;
-      if (tunedJar != null) {
-        tuned = "127.0.0.1:" + cluster.process(Role.PSERVER, 1).grpcPort();
-        PserverSetup.awaitServing(tuned, Duration.ofSeconds(60));
-        PserverSetup.initialise(tuned, params);
-      }
       long pid = cluster.process(Role.PSERVER, 0).pid();
       // record the serving only, not the start-up
       jcmd(pid, "JFR.start", "name=bench", "settings=profile");
@@ -114,9 +87,6 @@ public final class WireSuite {
       for (int size : new int[] {4 << 10, 1 << 20}) {
         for (String mode : MODES) {
           LoadRunner.run(factory(mode, size, address, echo), 2, size, quick ? 800 : 1500, 1);
-        }
-        if (tuned != null) {
-          LoadRunner.run(factory("push_pull", size, tuned, echo), 2, size, quick ? 800 : 1500, 1);
         }
       }
       for (int size : SIZES) {
@@ -132,10 +102,7 @@ public final class WireSuite {
           }
         }
       }
-      latencyRounds(results, address, tuned, echo, warm, measure);
-      if (tuned != null) {
-        abThroughput(results, address, tuned, echo, warm, measure);
-      }
+      latencyRounds(results, address, echo, warm, measure);
       clientProfile(report, address);
       jcmd(pid, "JFR.dump", "name=bench", "filename=" + jfr);
     }
@@ -158,53 +125,16 @@ public final class WireSuite {
    * is kept.
    */
   private void latencyRounds(
-      Map<String, Result> results,
-      String address,
-      String tuned,
-      EchoServerProcess echo,
-      long warm,
-      long measure)
+      Map<String, Result> results, String address, EchoServerProcess echo, long warm, long measure)
       throws Exception {
     int small = SIZES[0];
-    String[] modes =
-        tuned == null
-            ? new String[] {"push", "grpc_sink", "pull", "grpc_source", "push_pull", "grpc_echo"}
-            : new String[] {
-              "push",
-              "grpc_sink",
-              "push_tuned",
-              "push_tclient",
-              "pull",
-              "grpc_source",
-              "pull_tuned",
-              "pull_tclient",
-              "push_pull",
-              "grpc_echo",
-              "push_pull_tuned",
-              "push_pull_tclient"
-            };
+    String[] modes = {"push", "grpc_sink", "pull", "grpc_source", "push_pull", "grpc_echo"};
     Map<String, List<LoadRunner.Result>> rounds = new LinkedHashMap<>();
     for (int round = 0; round < LATENCY_ROUNDS; round++) {
       for (String mode : modes) {
         long bytes = mode.equals("push_pull") || mode.equals("grpc_echo") ? 2L * small : small;
-        boolean t = mode.endsWith("_tuned");
-        boolean tc = mode.endsWith("_tclient");
-        String base = mode.replace("_tuned", "").replace("_tclient", "");
-        if (base.equals("push_pull")) {
-          bytes = 2L * small;
-        }
-        Op.Factory f =
-            tc
-                ? () ->
-                    new PserverOps(
-                        kindOf(base),
-                        address,
-                        paramName(small),
-                        small / 4,
-                        PserverSetup.BLOCK,
-                        true)
-                : factory(base, small, t ? tuned : address, echo);
-        LoadRunner.Result r = LoadRunner.run(f, 1, bytes, warm, measure / 2);
+        LoadRunner.Result r =
+            LoadRunner.run(factory(mode, small, address, echo), 1, bytes, warm, measure / 2);
         rounds.computeIfAbsent(mode, k -> new ArrayList<>()).add(r);
       }
     }
@@ -216,57 +146,6 @@ public final class WireSuite {
       System.out.printf(
           "latency %-11s 4KiB x1: p50 %8.1f us  p99 %8.1f us (median of %d rounds)%n",
           mode, median.p50Us(), median.p99Us(), l.size());
-    }
-  }
-
-  private static PserverOps.Kind kindOf(String mode) {
-    return switch (mode) {
-      case "push" -> PserverOps.Kind.PUSH;
-      case "pull" -> PserverOps.Kind.PULL;
-      default -> PserverOps.Kind.PUSH_PULL;
-    };
-  }
-
-  /** Push+pull throughput of the default and the tuned pserver, interleaved, 2 threads. */
-  private void abThroughput(
-      Map<String, Result> results,
-      String address,
-      String tuned,
-      EchoServerProcess echo,
-      long warm,
-      long measure)
-      throws Exception {
-    for (int size : new int[] {1 << 20, 16 << 20}) {
-      for (int round = 0; round < 2; round++) {
-        for (String[] v :
-            new String[][] {
-              {"ab_default", address}, {"ab_tuned", tuned}, {"ab_tclient", address}
-            }) {
-          int sz = size;
-          Op.Factory f =
-              v[0].equals("ab_tclient")
-                  ? () ->
-                      new PserverOps(
-                          PserverOps.Kind.PUSH_PULL,
-                          address,
-                          paramName(sz),
-                          sz / 4,
-                          PserverSetup.BLOCK,
-                          true)
-                  : factory("push_pull", size, v[1], echo);
-          LoadRunner.Result r = LoadRunner.run(f, 2, 2L * size, warm, measure);
-          Result prev = results.get(key(v[0], size, 2));
-          if (prev == null || r.gbPerSec() > prev.r.gbPerSec()) {
-            results.put(key(v[0], size, 2), new Result(v[0], size, 2, r));
-          }
-        }
-      }
-      System.out.printf(
-          "A/B push+pull %s x2: default %.3f GB/s, tuned server %.3f GB/s, tuned client %.3f GB/s%n",
-          KernelSuite.size(size),
-          results.get(key("ab_default", size, 2)).r.gbPerSec(),
-          results.get(key("ab_tuned", size, 2)).r.gbPerSec(),
-          results.get(key("ab_tclient", size, 2)).r.gbPerSec());
     }
   }
 
@@ -422,66 +301,6 @@ public final class WireSuite {
     for (String[] lr : latRows) {
       LoadRunner.Result r = results.get(key("lat_" + lr[0], SIZES[0], 1)).r;
       small4k.row(lr[1], r.p50Us(), r.p99Us());
-    }
-    if (results.containsKey(key("lat_push_tuned", SIZES[0], 1))) {
-      Report.Table ab =
-          report.table(
-              "Wire (1 pserver process, loopback)",
-              "Experiment, same run: server and client tuned like the echo (direct executor, 16 MiB"
-                  + " flow-control window): a second pserver with TunedGrpcServerConfiguration,"
-                  + " and the as-built pserver through a tuned client channel",
-              "measure",
-              "as built",
-              "tuned server",
-              "tuned server / as built",
-              "tuned client",
-              "tuned client / as built");
-      for (String m : new String[] {"push", "pull", "push_pull"}) {
-        double a = results.get(key("lat_" + m, SIZES[0], 1)).r.p50Us();
-        double b = results.get(key("lat_" + m + "_tuned", SIZES[0], 1)).r.p50Us();
-        double c = results.get(key("lat_" + m + "_tclient", SIZES[0], 1)).r.p50Us();
-        ab.row("p50 " + m + " 4 KiB, 1 thread (us)", a, b, b / a, c, c / a);
-        report.ratio(
-            "tuned_client_p50_" + m + "_4KiB_vs_as_built", c / a, null, "A/B in the same run");
-        report.ratio(
-            "tuned_pserver_p50_" + m + "_4KiB_vs_as_built", b / a, null, "A/B in the same run");
-      }
-      report.ratio(
-          "tuned_pserver_p50_push_4KiB_vs_grpc_unary",
-          results.get(key("lat_push_tuned", SIZES[0], 1)).r.p50Us()
-              / results.get(key("lat_grpc_sink", SIZES[0], 1)).r.p50Us(),
-          null,
-          "what p50_push_4KiB_vs_grpc_unary would be with the tuned server");
-      report.ratio(
-          "tuned_pserver_p50_pull_4KiB_vs_grpc_unary",
-          results.get(key("lat_pull_tuned", SIZES[0], 1)).r.p50Us()
-              / results.get(key("lat_grpc_source", SIZES[0], 1)).r.p50Us(),
-          null,
-          "what p50_pull_4KiB_vs_grpc_unary would be with the tuned server");
-      for (int size : new int[] {1 << 20, 16 << 20}) {
-        Result a = results.get(key("ab_default", size, 2));
-        Result b = results.get(key("ab_tuned", size, 2));
-        Result c = results.get(key("ab_tclient", size, 2));
-        if (a != null && b != null && c != null) {
-          ab.row(
-              "push+pull " + KernelSuite.size(size) + ", 2 threads (GB/s)",
-              a.r.gbPerSec(),
-              b.r.gbPerSec(),
-              b.r.gbPerSec() / a.r.gbPerSec(),
-              c.r.gbPerSec(),
-              c.r.gbPerSec() / a.r.gbPerSec());
-          report.ratio(
-              "tuned_client_push_pull_" + KernelSuite.size(size) + "_vs_as_built",
-              c.r.gbPerSec() / a.r.gbPerSec(),
-              null,
-              "A/B in the same run, 2 threads, best of 2 interleaved rounds");
-          report.ratio(
-              "tuned_pserver_push_pull_" + KernelSuite.size(size) + "_vs_as_built",
-              b.r.gbPerSec() / a.r.gbPerSec(),
-              null,
-              "A/B in the same run, 2 threads, best of 2 interleaved rounds");
-        }
-      }
     }
     for (Result r : results.values()) {
       Map<String, Object> m = new LinkedHashMap<>();
