@@ -1,6 +1,8 @@
 package dev.paramserver.coordination;
 
 import io.etcd.jetcd.ByteSequence;
+import io.etcd.jetcd.KeyValue;
+import io.etcd.jetcd.common.exception.ErrorCode;
 import io.etcd.jetcd.common.exception.EtcdException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -142,8 +144,7 @@ final class EtcdCalls {
   /** True if the error says the lease is unknown to etcd. */
   static boolean isNotFound(Throwable error) {
     for (Throwable t = error; t != null; t = t.getCause()) {
-      if (t instanceof EtcdException etcd
-          && etcd.getErrorCode() == io.etcd.jetcd.common.exception.ErrorCode.NOT_FOUND) {
+      if (t instanceof EtcdException etcd && etcd.getErrorCode() == ErrorCode.NOT_FOUND) {
         return true;
       }
     }
@@ -158,7 +159,7 @@ final class EtcdCalls {
     return ByteSequence.from(b);
   }
 
-  static KeyValueStore.KeyValue toKeyValue(io.etcd.jetcd.KeyValue kv) {
+  static KeyValueStore.KeyValue toKeyValue(KeyValue kv) {
     return new KeyValueStore.KeyValue(
         kv.getKey().toString(StandardCharsets.UTF_8),
         kv.getValue().getBytes(),

@@ -18,6 +18,7 @@ import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import javax.net.ssl.SSLException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -81,7 +82,7 @@ public final class EtcdCoordinator implements Coordinator {
     if (settings.caFile() != null) {
       try {
         builder.sslContext(b -> b.trustManager(settings.caFile().toFile()));
-      } catch (javax.net.ssl.SSLException | RuntimeException e) {
+      } catch (SSLException | RuntimeException e) {
         throw new IllegalArgumentException(
             "cannot use etcd CA file " + settings.caFile() + ": " + e.getMessage(), e);
       }
@@ -118,8 +119,7 @@ public final class EtcdCoordinator implements Coordinator {
   @Override
   public Lease grantLease(Duration ttl) {
     requireOpen();
-    EtcdLease lease =
-        EtcdLease.grant(client.getLeaseClient(), calls, ttl, scheduler, listenerExecutor);
+    EtcdLease lease = EtcdLease.grant(client, calls, ttl, scheduler, listenerExecutor);
     leases.add(lease);
     leases.removeIf(l -> l.state() != EtcdLease.State.ALIVE);
     return lease;

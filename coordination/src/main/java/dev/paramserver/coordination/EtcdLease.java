@@ -1,5 +1,6 @@
 package dev.paramserver.coordination;
 
+import io.etcd.jetcd.Client;
 import io.etcd.jetcd.lease.LeaseKeepAliveResponse;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -31,7 +32,9 @@ final class EtcdLease implements Lease {
     LOST
   }
 
-  private final io.etcd.jetcd.Lease client;
+  /** The etcd client whose lease service grants, keeps and revokes this lease. */
+  private final Client etcd;
+
   private final EtcdCalls calls;
   private final long id;
   private final Duration ttl;
@@ -48,14 +51,14 @@ final class EtcdLease implements Lease {
   private volatile ScheduledFuture<?> task;
 
   private EtcdLease(
-      io.etcd.jetcd.Lease client,
+      Client etcd,
       EtcdCalls calls,
       long id,
       Duration ttl,
       long grantSentNanos,
       ScheduledExecutorService scheduler,
       Executor listenerExecutor) {
-    this.client = client;
+    this.etcd = etcd;
     this.calls = calls;
     this.id = id;
     this.ttl = ttl;
@@ -71,7 +74,7 @@ final class EtcdLease implements Lease {
 
   /** Grants a lease of at least {@code ttl} (etcd counts whole seconds) and starts keeping it. */
   static EtcdLease grant(
-      io.etcd.jetcd.Lease client,
+      Client etcd,
       EtcdCalls calls,
       Duration ttl,
       ScheduledExecutorService scheduler,
@@ -81,10 +84,11 @@ final class EtcdLease implements Lease {
     }
     long seconds = (ttl.toMillis() + 999) / 1000;
     long sent = System.nanoTime();
-    var granted = calls.await(client.grant(seconds), "lease grant (ttl " + seconds + "s)");
+    var granted =
+        calls.await(etcd.getLeaseClient().grant(seconds), "lease grant (ttl " + seconds + "s)");
     EtcdLease lease =
         new EtcdLease(
-            client,
+            etcd,
             calls,
             granted.getID(),
             Duration.ofSeconds(granted.getTTL()),
@@ -115,7 +119,7 @@ final class EtcdLease implements Lease {
     }
     lastSentNanos = now;
     try {
-      client
+      etcd.getLeaseClient()
           .keepAliveOnce(id)
           .orTimeout(keepAliveTimeoutMillis, TimeUnit.MILLISECONDS)
           .whenComplete((response, error) -> onKeepAlive(now, response, error));
@@ -167,7 +171,10 @@ final class EtcdLease implements Lease {
   private void revokeAfterLoss(long sinceNanos) {
     CompletableFuture<?> attempt;
     try {
-      attempt = client.revoke(id).orTimeout(calls.timeout().toMillis(), TimeUnit.MILLISECONDS);
+      attempt =
+          etcd.getLeaseClient()
+              .revoke(id)
+              .orTimeout(calls.timeout().toMillis(), TimeUnit.MILLISECONDS);
     } catch (RuntimeException e) {
       return; // client closed
     }
@@ -247,7 +254,10 @@ final class EtcdLease implements Lease {
     }
     CompletableFuture<?> call;
     try {
-      call = client.revoke(id).orTimeout(calls.timeout().toMillis(), TimeUnit.MILLISECONDS);
+      call =
+          etcd.getLeaseClient()
+              .revoke(id)
+              .orTimeout(calls.timeout().toMillis(), TimeUnit.MILLISECONDS);
     } catch (RuntimeException e) {
       call = CompletableFuture.failedFuture(e);
     }

@@ -1,5 +1,6 @@
 package dev.paramserver.coordination;
 
+import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -54,7 +55,7 @@ public interface KeyValueStore {
   /** A key's value and revisions. */
   record KeyValue(String key, byte[] value, long createRevision, long modRevision, long leaseId) {
     public String valueAsString() {
-      return new String(value, java.nio.charset.StandardCharsets.UTF_8);
+      return new String(value, StandardCharsets.UTF_8);
     }
   }
 

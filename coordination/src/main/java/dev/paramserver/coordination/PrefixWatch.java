@@ -5,7 +5,9 @@ import static dev.paramserver.coordination.EtcdCalls.bytes;
 import io.etcd.jetcd.Watch;
 import io.etcd.jetcd.common.exception.CompactedException;
 import io.etcd.jetcd.options.WatchOption;
+import io.etcd.jetcd.watch.WatchEvent;
 import io.etcd.jetcd.watch.WatchResponse;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
@@ -83,7 +85,7 @@ final class PrefixWatch implements AutoCloseable {
   }
 
   private void onResponse(WatchResponse response) {
-    for (io.etcd.jetcd.watch.WatchEvent e : response.getEvents()) {
+    for (WatchEvent e : response.getEvents()) {
       KeyValueStore.WatchEvent.Type type =
           switch (e.getEventType()) {
             case PUT -> KeyValueStore.WatchEvent.Type.PUT;
@@ -128,7 +130,7 @@ final class PrefixWatch implements AutoCloseable {
   private void reopenLater() {
     try {
       scheduler.schedule(this::open, 1, TimeUnit.SECONDS);
-    } catch (java.util.concurrent.RejectedExecutionException e) {
+    } catch (RejectedExecutionException e) {
       log.debug("not reopening watch on {}: coordinator closed", prefix);
     }
   }

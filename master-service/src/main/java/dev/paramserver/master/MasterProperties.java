@@ -2,6 +2,7 @@ package dev.paramserver.master;
 
 import jakarta.validation.Valid;
 import jakarta.validation.constraints.DecimalMin;
+import jakarta.validation.constraints.Max;
 import jakarta.validation.constraints.Min;
 import jakarta.validation.constraints.NotNull;
 import java.time.Duration;
@@ -36,7 +37,7 @@ public record MasterProperties(
     @DefaultValue("1s") @NotNull Duration timeoutCheckInterval,
     @DefaultValue("200ms") @NotNull Duration waitRetry,
     @DefaultValue @Valid @NotNull AdaptiveTimeout adaptiveTimeout,
-    @DefaultValue("0") @Min(0) @jakarta.validation.constraints.Max(65535) int advertisePort) {
+    @DefaultValue("0") @Min(0) @Max(65535) int advertisePort) {
 
   public MasterProperties {
     requirePositive("paramserver.master.task-timeout", taskTimeout);

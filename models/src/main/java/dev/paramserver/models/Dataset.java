@@ -1,5 +1,6 @@
 package dev.paramserver.models;
 
+import com.google.protobuf.InvalidProtocolBufferException;
 import dev.paramserver.proto.v1.Example;
 import dev.paramserver.recordio.ChunkInfo;
 import dev.paramserver.recordio.RecordIndex;
@@ -40,7 +41,7 @@ public final class Dataset {
       for (byte[] rec : RecordReader.readChunk(c)) {
         try {
           out.add(Example.parseFrom(rec));
-        } catch (com.google.protobuf.InvalidProtocolBufferException e) {
+        } catch (InvalidProtocolBufferException e) {
           throw new IOException(
               "record "
                   + i

@@ -1,6 +1,7 @@
 package dev.paramserver.models;
 
 import java.util.Arrays;
+import java.util.function.Consumer;
 
 /**
  * Loss, accuracy and (for binary models) AUC of a model on examples.
@@ -22,11 +23,7 @@ public record Evaluation(double loss, double accuracy, long samples, double auc)
    * sparse rows the batch touches).
    */
   public static Evaluation of(
-      Model model,
-      Parameters params,
-      Dataset data,
-      int batchSize,
-      java.util.function.Consumer<Batch> prepare) {
+      Model model, Parameters params, Dataset data, int batchSize, Consumer<Batch> prepare) {
     int k = model.classes();
     boolean binary = k == 2;
     float[] scores = binary ? new float[data.size()] : null;

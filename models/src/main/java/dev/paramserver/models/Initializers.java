@@ -1,6 +1,7 @@
 package dev.paramserver.models;
 
 import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
 import java.util.SplittableRandom;
 import java.util.zip.CRC32;
 
@@ -21,7 +22,7 @@ public final class Initializers {
         dst[i] = (float) ((rnd.nextDouble() * 2 - 1) * u.limit());
       }
     } else {
-      java.util.Arrays.fill(dst, 0f);
+      Arrays.fill(dst, 0f);
     }
   }
 

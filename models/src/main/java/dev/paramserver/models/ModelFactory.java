@@ -1,12 +1,13 @@
 package dev.paramserver.models;
 
+import java.util.List;
+
 /** Builds the built-in models by type name. */
 public final class ModelFactory {
   private ModelFactory() {}
 
   /** The type names this factory knows. */
-  public static final java.util.List<String> TYPES =
-      java.util.List.of("softmax", "mlp", "sparse-lr");
+  public static final List<String> TYPES = List.of("softmax", "mlp", "sparse-lr");
 
   public static Model create(ModelSpec spec) {
     return switch (spec.type()) {

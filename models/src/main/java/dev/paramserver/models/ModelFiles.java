@@ -1,5 +1,6 @@
 package dev.paramserver.models;
 
+import com.google.protobuf.InvalidProtocolBufferException;
 import dev.paramserver.proto.v1.DataType;
 import dev.paramserver.proto.v1.ModelFile;
 import dev.paramserver.proto.v1.NamedTensor;
@@ -13,7 +14,9 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
+import java.util.Arrays;
 import java.util.Map;
+import java.util.TreeMap;
 
 /** Writes and reads trained models ({@code paramserver.v1.ModelFile} protobuf). */
 public final class ModelFiles {
@@ -37,7 +40,7 @@ public final class ModelFiles {
         SparseTable.Builder sb = SparseTable.newBuilder().setName(def.name()).setWidth(t.width());
         float[] all = new float[t.rows().size() * t.width()];
         int i = 0;
-        for (Map.Entry<Long, float[]> row : new java.util.TreeMap<>(t.rows()).entrySet()) {
+        for (Map.Entry<Long, float[]> row : new TreeMap<>(t.rows()).entrySet()) {
           sb.addRowIds(row.getKey());
           System.arraycopy(row.getValue(), 0, all, i * t.width(), t.width());
           i++;
@@ -73,7 +76,7 @@ public final class ModelFiles {
     ModelFile file;
     try (InputStream in = Files.newInputStream(path)) {
       file = ModelFile.parseFrom(in);
-    } catch (com.google.protobuf.InvalidProtocolBufferException e) {
+    } catch (InvalidProtocolBufferException e) {
       throw new IOException(path + " is not a paramserver model file: " + e.getMessage(), e);
     }
     if (file.getModel().isEmpty()) {
@@ -113,8 +116,7 @@ public final class ModelFiles {
       float[] all = TensorCodec.decode(t.getData());
       for (int i = 0; i < t.getRowIdsCount(); i++) {
         table.put(
-            t.getRowIds(i),
-            java.util.Arrays.copyOfRange(all, i * t.getWidth(), (i + 1) * t.getWidth()));
+            t.getRowIds(i), Arrays.copyOfRange(all, i * t.getWidth(), (i + 1) * t.getWidth()));
       }
     }
     return new Loaded(spec, model, params, file);

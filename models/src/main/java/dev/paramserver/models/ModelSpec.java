@@ -1,7 +1,9 @@
 package dev.paramserver.models;
 
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.stream.Collectors;
 
@@ -37,7 +39,7 @@ public record ModelSpec(
     m.put("features", Integer.toString(features));
     m.put("classes", Integer.toString(classes));
     m.put("hidden", hidden.stream().map(String::valueOf).collect(Collectors.joining(",")));
-    m.put("activation", activation.name().toLowerCase(java.util.Locale.ROOT));
+    m.put("activation", activation.name().toLowerCase(Locale.ROOT));
     m.put("embedding-width", Integer.toString(embeddingWidth));
     return m;
   }
@@ -48,7 +50,7 @@ public record ModelSpec(
     List<Integer> hidden =
         hiddenText.isBlank()
             ? List.of()
-            : java.util.Arrays.stream(hiddenText.split(","))
+            : Arrays.stream(hiddenText.split(","))
                 .map(String::trim)
                 .map(Integer::parseInt)
                 .toList();
@@ -57,8 +59,7 @@ public record ModelSpec(
         Integer.parseInt(config.getOrDefault("features", "0")),
         Integer.parseInt(config.getOrDefault("classes", "2")),
         hidden,
-        Mlp.Activation.valueOf(
-            config.getOrDefault("activation", "relu").toUpperCase(java.util.Locale.ROOT)),
+        Mlp.Activation.valueOf(config.getOrDefault("activation", "relu").toUpperCase(Locale.ROOT)),
         Integer.parseInt(config.getOrDefault("embedding-width", "0")));
   }
 }

@@ -1,5 +1,6 @@
 package dev.paramserver.models;
 
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -97,7 +98,7 @@ public final class Parameters {
   /** Sets every dense value to zero and empties the sparse tables. */
   public void clear() {
     for (float[] v : dense.values()) {
-      java.util.Arrays.fill(v, 0f);
+      Arrays.fill(v, 0f);
     }
     for (SparseTable t : sparse.values()) {
       t.rows.clear();

@@ -1,8 +1,11 @@
 package dev.paramserver.psctl;
 
+import dev.paramserver.psctl.cluster.RunLocalCommand;
 import dev.paramserver.psctl.convert.ConvertCommand;
 import dev.paramserver.psctl.demo.DemoDataCommand;
 import dev.paramserver.psctl.inspect.InspectCommand;
+import dev.paramserver.psctl.model.EvaluateCommand;
+import dev.paramserver.psctl.model.PredictCommand;
 import java.io.PrintWriter;
 import java.util.concurrent.Callable;
 import picocli.CommandLine;
@@ -30,9 +33,9 @@ import picocli.CommandLine.Spec;
       ConvertCommand.class,
       InspectCommand.class,
       DemoDataCommand.class,
-      dev.paramserver.psctl.cluster.RunLocalCommand.class,
-      dev.paramserver.psctl.model.EvaluateCommand.class,
-      dev.paramserver.psctl.model.PredictCommand.class,
+      RunLocalCommand.class,
+      EvaluateCommand.class,
+      PredictCommand.class,
       CommandLine.HelpCommand.class,
     })
 public final class Psctl implements Callable<Integer> {

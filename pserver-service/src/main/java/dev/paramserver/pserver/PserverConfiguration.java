@@ -4,12 +4,14 @@ import dev.paramserver.coordination.Coordinator;
 import dev.paramserver.pserver.shard.ParameterShard;
 import dev.paramserver.pserver.shard.SyncAggregator;
 import dev.paramserver.pserver.sync.EtcdTrainerMembership;
+import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
 import java.time.Duration;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import net.devh.boot.grpc.server.serverfactory.GrpcServerConfigurer;
 import org.springframework.beans.factory.annotation.Value;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
@@ -27,10 +29,10 @@ public class PserverConfiguration {
    * block stream without waiting for window updates.
    */
   @Bean
-  net.devh.boot.grpc.server.serverfactory.GrpcServerConfigurer pserverGrpcServerTuning() {
+  GrpcServerConfigurer pserverGrpcServerTuning() {
     return builder -> {
       builder.directExecutor();
-      if (builder instanceof io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder netty) {
+      if (builder instanceof NettyServerBuilder netty) {
         netty.flowControlWindow(FLOW_CONTROL_WINDOW);
       }
     };

@@ -5,6 +5,7 @@ import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
+import java.util.Arrays;
 import java.util.zip.GZIPInputStream;
 import java.util.zip.GZIPOutputStream;
 import org.xerial.snappy.SnappyFramedInputStream;
@@ -16,7 +17,7 @@ final class PayloadCodec {
 
   static byte[] compress(Compressor c, byte[] data, int length) throws IOException {
     if (c == Compressor.NONE) {
-      return length == data.length ? data : java.util.Arrays.copyOf(data, length);
+      return length == data.length ? data : Arrays.copyOf(data, length);
     }
     ByteArrayOutputStream out = new ByteArrayOutputStream(Math.max(64, length / 2));
     try (OutputStream z =

@@ -7,6 +7,7 @@ import java.io.OutputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
+import java.util.Objects;
 import java.util.zip.CRC32;
 
 /**
@@ -43,8 +44,8 @@ public final class RecordWriter implements Closeable {
       throw new IllegalArgumentException(
           "records per chunk must be at least 1, got " + recordsPerChunk);
     }
-    this.out = java.util.Objects.requireNonNull(out, "out");
-    this.compressor = java.util.Objects.requireNonNull(compressor, "compressor");
+    this.out = Objects.requireNonNull(out, "out");
+    this.compressor = Objects.requireNonNull(compressor, "compressor");
     this.recordsPerChunk = recordsPerChunk;
   }
 

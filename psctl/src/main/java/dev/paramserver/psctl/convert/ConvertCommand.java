@@ -6,6 +6,7 @@ import dev.paramserver.psctl.PsctlCommand;
 import dev.paramserver.psctl.data.DatasetStats;
 import dev.paramserver.recordio.Compressor;
 import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Locale;
@@ -124,7 +125,7 @@ public final class ConvertCommand extends PsctlCommand {
       throw usageError("--delimiter must not be empty");
     }
     if (!Files.isRegularFile(input)) {
-      throw new java.nio.file.NoSuchFileException(input.toString());
+      throw new NoSuchFileException(input.toString());
     }
 
     List<Path> files = ShardedWriter.shardPaths(output, shards);

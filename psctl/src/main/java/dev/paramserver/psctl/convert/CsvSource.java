@@ -8,6 +8,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 
 /**
  * Reads a simple CSV file (no quoted delimiters; surrounding quotes and blanks of a field are
@@ -34,7 +35,7 @@ final class CsvSource {
 
   /** Parses "first", "last" or a 0-based column number; null when it is none of these. */
   static Integer parseLabelColumn(String text) {
-    String t = text.trim().toLowerCase(java.util.Locale.ROOT);
+    String t = text.trim().toLowerCase(Locale.ROOT);
     if (t.equals("first")) {
       return FIRST;
     }

@@ -6,6 +6,7 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Locale;
 
 /**
  * Reads LibSVM / SVMlight files: {@code label idx:val idx:val ...} per line, features into {@code
@@ -22,7 +23,7 @@ final class LibSvmSource {
     AUTO;
 
     static IndexBase parse(String s) {
-      return switch (s.trim().toLowerCase(java.util.Locale.ROOT)) {
+      return switch (s.trim().toLowerCase(Locale.ROOT)) {
         case "0" -> ZERO;
         case "1" -> ONE;
         case "auto" -> AUTO;

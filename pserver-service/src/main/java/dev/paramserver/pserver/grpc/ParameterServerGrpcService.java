@@ -1,5 +1,6 @@
 package dev.paramserver.pserver.grpc;
 
+import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.proto.v1.FinishInitRequest;
 import dev.paramserver.proto.v1.FinishInitResponse;
 import dev.paramserver.proto.v1.GetShardStatusRequest;
@@ -14,6 +15,7 @@ import dev.paramserver.proto.v1.ShardStatus;
 import dev.paramserver.proto.v1.TrainingMode;
 import dev.paramserver.pserver.shard.ParameterShard;
 import dev.paramserver.rpc.ErrorMappingInterceptor;
+import dev.paramserver.rpc.ServiceException;
 import dev.paramserver.service.MetricBuckets;
 import io.grpc.stub.StreamObserver;
 import io.micrometer.core.instrument.Counter;
@@ -144,8 +146,8 @@ public final class ParameterServerGrpcService extends ParameterServerGrpc.Parame
       out.onError(
           ErrorMappingInterceptor.map(
               ParameterServerGrpc.SERVICE_NAME + "/" + method,
-              new dev.paramserver.rpc.ServiceException(
-                  dev.paramserver.proto.v1.ErrorReason.SHUTTING_DOWN,
+              new ServiceException(
+                  ErrorReason.SHUTTING_DOWN,
                   "pserver is shutting down: retry on its replacement")));
     }
   }

@@ -1,6 +1,8 @@
 package dev.paramserver.pserver.shard;
 
+import com.google.protobuf.ByteString;
 import dev.paramserver.optimizers.ParameterOptimizer;
+import dev.paramserver.tensor.TensorCodec;
 
 /**
  * One dense block with its optimizer state. Every read and write of {@code values}, {@code slots}
@@ -34,8 +36,8 @@ final class DenseBlock {
   }
 
   /** The values as FLOAT32 wire bytes (one copy, made under the block's lock). */
-  synchronized com.google.protobuf.ByteString encode() {
-    return dev.paramserver.tensor.TensorCodec.encode(values);
+  synchronized ByteString encode() {
+    return TensorCodec.encode(values);
   }
 
   synchronized float[] copyValues() {

@@ -1,5 +1,6 @@
 package dev.paramserver.pserver.shard;
 
+import com.google.protobuf.TextFormat;
 import dev.paramserver.proto.v1.DataType;
 import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.proto.v1.FinishInitRequest;
@@ -247,6 +248,6 @@ final class ShardInit {
   }
 
   private static String describe(ParameterSpec s) {
-    return "{" + com.google.protobuf.TextFormat.shortDebugString(s) + "}";
+    return "{" + TextFormat.shortDebugString(s) + "}";
   }
 }

@@ -10,6 +10,8 @@ import dev.paramserver.proto.v1.SparseTableCheckpoint;
 import dev.paramserver.proto.v1.TrainingMode;
 import dev.paramserver.rpc.ServiceException;
 import dev.paramserver.tensor.TensorCodec;
+import java.util.Arrays;
+import java.util.Comparator;
 import java.util.Map;
 
 /** Converts a shard to and from its checkpoint message. */
@@ -39,7 +41,7 @@ final class ShardSnapshots {
             .setCreatedMs(System.currentTimeMillis());
     shard.parameters().values().stream()
         .map(p -> p.spec)
-        .sorted(java.util.Comparator.comparing(ParameterSpec::getName))
+        .sorted(Comparator.comparing(ParameterSpec::getName))
         .forEach(cp::addParameters);
     cp.setUnknownFields(modeFields(shard.mode(), shard.staleness()));
     for (DenseBlock b : shard.blocks().values()) {
@@ -130,10 +132,10 @@ final class ShardSnapshots {
         slotData[s] = floats(tc.getSlots(s), n * width, tc.getName());
       }
       for (int i = 0; i < n; i++) {
-        float[] rv = java.util.Arrays.copyOfRange(values, i * width, (i + 1) * width);
+        float[] rv = Arrays.copyOfRange(values, i * width, (i + 1) * width);
         float[][] rs = new float[slots][];
         for (int s = 0; s < slots; s++) {
-          rs[s] = java.util.Arrays.copyOfRange(slotData[s], i * width, (i + 1) * width);
+          rs[s] = Arrays.copyOfRange(slotData[s], i * width, (i + 1) * width);
         }
         t.putRow(tc.getRowIds(i), new SparseTable.Row(rv, rs, tc.getRowUpdates(i)));
       }

@@ -1,5 +1,6 @@
 package dev.paramserver.pserver.shard;
 
+import com.google.protobuf.ByteString;
 import dev.paramserver.proto.v1.DataType;
 import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.proto.v1.PushGradientsRequest;
@@ -123,8 +124,7 @@ final class ValidatedPush {
     return out;
   }
 
-  private static float[] decode(
-      String what, DataType dtype, com.google.protobuf.ByteString data, int expected) {
+  private static float[] decode(String what, DataType dtype, ByteString data, int expected) {
     if (dtype != DataType.FLOAT32 && dtype != DataType.FLOAT16 && dtype != DataType.BFLOAT16) {
       throw new ServiceException(
           ErrorReason.UNSUPPORTED_DTYPE,

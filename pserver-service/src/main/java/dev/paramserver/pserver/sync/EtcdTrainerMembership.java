@@ -11,6 +11,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.Collectors;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -73,7 +74,7 @@ public final class EtcdTrainerMembership implements TrainerMembership, AutoClose
       Set<String> now =
           kv.getPrefix(prefix).stream()
               .map(k -> k.key().substring(prefix.length()))
-              .collect(java.util.stream.Collectors.toSet());
+              .collect(Collectors.toSet());
       boolean changed = live.retainAll(now) | live.addAll(now);
       if (changed) {
         log.info("live trainers: {}", now);
