@@ -1,6 +1,10 @@
 package dev.paramserver.models.demo;
 
 import dev.paramserver.proto.v1.Example;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
 import java.util.Random;
 
 /**
@@ -14,8 +18,7 @@ final class SparseGenerator implements DemoData.Generator {
   private final double[][] weights;
   private final long mask;
   private final long salt;
-  private final java.util.List<java.util.Map<Long, Double>> weightById =
-      new java.util.ArrayList<>();
+  private final List<Map<Long, Double>> weightById = new ArrayList<>();
 
   SparseGenerator(DemoData.Options o) {
     Random rnd = new Random(DemoData.mix(o.seed(), 3));
@@ -34,7 +37,7 @@ final class SparseGenerator implements DemoData.Generator {
     mask = (1L << o.hashBits()) - 1;
     salt = DemoData.mix(o.seed(), 4);
     for (int f = 0; f < fields; f++) {
-      java.util.Map<Long, Double> m = new java.util.HashMap<>();
+      Map<Long, Double> m = new HashMap<>();
       for (int v = 0; v < vocab[f]; v++) {
         m.putIfAbsent(id(f, v), weights[f][v]);
       }
