@@ -2,7 +2,7 @@ package dev.paramserver.coordination;
 
 import java.util.regex.Pattern;
 
-/** The etcd keys of one job (DESIGN.md §1), all under {@code /paramserver/<job>/}. */
+/** The etcd keys of one job (docs/design.md §1), all under {@code /paramserver/<job>/}. */
 public final class JobKeys {
   private static final Pattern JOB_NAME = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,62}");
 

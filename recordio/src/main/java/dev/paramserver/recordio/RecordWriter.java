@@ -11,9 +11,9 @@ import java.util.Objects;
 import java.util.zip.CRC32;
 
 /**
- * Writes records into RecordIO chunks (DESIGN.md §7). Records are buffered into the current chunk,
- * which is written out when it holds {@code recordsPerChunk} records, when the next record would
- * take its record bytes past {@link #MAX_CHUNK_RECORD_BYTES}, on {@link #flushChunk()} and on
+ * Writes records into RecordIO chunks (docs/design.md §7). Records are buffered into the current
+ * chunk, which is written out when it holds {@code recordsPerChunk} records, when the next record
+ * would take its record bytes past {@link #MAX_CHUNK_RECORD_BYTES}, on {@link #flushChunk()} and on
  * {@link #close()}. Not thread-safe.
  */
 public final class RecordWriter implements Closeable {

@@ -8,8 +8,8 @@ import java.util.zip.CRC32;
 import java.util.zip.CRC32C;
 
 /**
- * Builds RecordIO bytes by hand, straight from DESIGN.md §7 and the public compression formats,
- * without the production writer or any compression library.
+ * Builds RecordIO bytes by hand, straight from docs/design.md §7 and the public compression
+ * formats, without the production writer or any compression library.
  */
 final class HandBuilt {
   private HandBuilt() {}

@@ -14,7 +14,9 @@ import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** The reader against files built byte by byte from DESIGN.md §7, and the writer's exact bytes. */
+/**
+ * The reader against files built byte by byte from docs/design.md §7, and the writer's exact bytes.
+ */
 class RecordIoFormatTest {
   @TempDir Path dir;
 

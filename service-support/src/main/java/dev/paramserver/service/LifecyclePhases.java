@@ -4,9 +4,10 @@ import org.springframework.context.SmartLifecycle;
 
 /**
  * {@link SmartLifecycle} phases the services use, so that a graceful shutdown happens in the order
- * DESIGN.md §6 asks for. Spring starts lower phases first and stops higher phases first. The {@code
- * Coordinator} bean is not a lifecycle bean: it is closed by its destroy method, which Spring runs
- * only after every lifecycle bean has stopped, so any phase may still use etcd in {@code stop()}.
+ * docs/design.md §5 describes. Spring starts lower phases first and stops higher phases first. The
+ * {@code Coordinator} bean is not a lifecycle bean: it is closed by its destroy method, which
+ * Spring runs only after every lifecycle bean has stopped, so any phase may still use etcd in
+ * {@code stop()}.
  *
  * <p>Order at shutdown (each phase's {@code stop} waits at most {@code
  * spring.lifecycle.timeout-per-shutdown-phase}, 30 s by default):

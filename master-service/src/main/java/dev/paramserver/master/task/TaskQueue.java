@@ -15,7 +15,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The task queues of a job (DESIGN.md §3): every task of the current pass is in exactly one of
+ * The task queues of a job (docs/design.md §3): every task of the current pass is in exactly one of
  * todo, pending (with a deadline, a dispatch epoch and a holder), done or failed.
  *
  * <p>Rules: a task is handed out from the head of todo with its epoch increased; a report carries

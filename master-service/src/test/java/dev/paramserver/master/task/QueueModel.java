@@ -8,8 +8,8 @@ import java.util.Deque;
 import java.util.List;
 
 /**
- * The reference model of the task queues (DESIGN.md §3), written as plainly as possible: what a
- * {@link TaskQueue} must do, step by step. {@link TaskQueueModelTest} runs both side by side.
+ * The reference model of the task queues (docs/design.md §3), written as plainly as possible: what
+ * a {@link TaskQueue} must do, step by step. {@link TaskQueueModelTest} runs both side by side.
  */
 final class QueueModel {
   enum St {

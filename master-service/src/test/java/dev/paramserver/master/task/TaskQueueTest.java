@@ -19,7 +19,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 
-/** The queue semantics of DESIGN.md §3, one row per transition. */
+/** The queue semantics of docs/design.md §3, one row per transition. */
 class TaskQueueTest {
   private static final Duration PAST_TIMEOUT = QueueScript.TIMEOUT.plusSeconds(1);
 
