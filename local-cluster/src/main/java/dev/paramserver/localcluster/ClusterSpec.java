@@ -4,6 +4,7 @@ import dev.paramserver.launcher.EtcdProcess;
 import java.nio.file.Path;
 import java.security.SecureRandom;
 import java.time.Duration;
+import java.util.Collections;
 import java.util.EnumMap;
 import java.util.HexFormat;
 import java.util.LinkedHashMap;
@@ -166,7 +167,7 @@ public final class ClusterSpec {
   }
 
   private static Map<String, String> copyOrdered(Map<String, String> map) {
-    return java.util.Collections.unmodifiableMap(new LinkedHashMap<>(map));
+    return Collections.unmodifiableMap(new LinkedHashMap<>(map));
   }
 
   /** Builds a {@link ClusterSpec}; every setting has a default except the run folder. */

@@ -10,6 +10,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.List;
 import java.util.Optional;
 import java.util.function.Consumer;
@@ -442,7 +443,7 @@ public final class LocalCluster implements AutoCloseable {
     }
     log.info("removing the etcd data of an earlier run in {}", dataDir);
     try (var paths = Files.walk(dataDir)) {
-      for (Path p : paths.sorted(java.util.Comparator.reverseOrder()).toList()) {
+      for (Path p : paths.sorted(Comparator.reverseOrder()).toList()) {
         Files.delete(p);
       }
     }

@@ -1,9 +1,11 @@
 package dev.paramserver.localcluster;
 
 import java.io.PrintStream;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.Set;
 
 /**
@@ -17,7 +19,7 @@ final class ProgressPrinter {
   private final PrintStream out;
   private final Set<Integer> donePrinted = new HashSet<>();
   private final Set<Integer> evalPrinted = new HashSet<>();
-  private final java.util.Map<Integer, Long> endSeen = new java.util.HashMap<>();
+  private final Map<Integer, Long> endSeen = new HashMap<>();
   private String lastState = "";
   private String lastTasks = "";
   private long lastTasksAt;

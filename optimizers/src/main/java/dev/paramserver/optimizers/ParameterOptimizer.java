@@ -3,6 +3,7 @@ package dev.paramserver.optimizers;
 import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.proto.v1.OptimizerConfig;
 import dev.paramserver.rpc.ServiceException;
+import java.util.Arrays;
 
 /**
  * The whole update of one parameter, built from its {@link OptimizerConfig}: gradient clipping (by
@@ -115,7 +116,7 @@ public final class ParameterOptimizer {
     float init = rule.initialSlotValue();
     if (init != 0) {
       for (float[] slot : s) {
-        java.util.Arrays.fill(slot, init);
+        Arrays.fill(slot, init);
       }
     }
     return s;

@@ -16,6 +16,7 @@ import io.grpc.StatusRuntimeException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Random;
 import java.util.concurrent.TimeUnit;
 
 /** Initialises a single pserver directly over gRPC, as the one initialising trainer would. */
@@ -75,7 +76,7 @@ public final class PserverSetup {
         int count = (p.elements() + BLOCK - 1) / BLOCK;
         List<TensorBlock> batch = new ArrayList<>();
         long batchBytes = 0;
-        java.util.Random rnd = new java.util.Random(p.name().hashCode());
+        Random rnd = new Random(p.name().hashCode());
         for (int b = 0; b < count; b++) {
           int n = Math.min(BLOCK, p.elements() - b * BLOCK);
           float[] v = new float[n];

@@ -1,5 +1,6 @@
 package dev.paramserver.bench.kernels;
 
+import java.util.Arrays;
 import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
@@ -29,7 +30,7 @@ public class ArrayCopyBench {
   public void setUp() {
     src = new float[n];
     dst = new float[n];
-    java.util.Arrays.fill(src, 1.5f);
+    Arrays.fill(src, 1.5f);
   }
 
   @Benchmark

@@ -3,6 +3,7 @@ package dev.paramserver.bench.report;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -38,8 +39,8 @@ public final class JfrSummary {
 
   public static JfrSummary read(Path file) throws IOException {
     JfrSummary s = new JfrSummary();
-    java.time.Instant first = null;
-    java.time.Instant last = null;
+    Instant first = null;
+    Instant last = null;
     for (RecordedEvent e : RecordingFile.readAllEvents(file)) {
       if (first == null || e.getStartTime().isBefore(first)) {
         first = e.getStartTime();

@@ -4,6 +4,7 @@ import io.grpc.Server;
 import io.grpc.ServerServiceDefinition;
 import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
 import io.grpc.stub.ServerCalls;
+import java.io.BufferedInputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -97,7 +98,7 @@ public final class EchoServerMain {
     byte[] buf = new byte[1 << 20];
     try (s) {
       s.setTcpNoDelay(true);
-      InputStream in = new java.io.BufferedInputStream(s.getInputStream(), 1 << 16);
+      InputStream in = new BufferedInputStream(s.getInputStream(), 1 << 16);
       OutputStream out = s.getOutputStream();
       while (true) {
         long len = readLength(in);

@@ -4,6 +4,8 @@ import dev.paramserver.bench.cluster.ServiceJars;
 import dev.paramserver.localcluster.Role;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 
 /**
  * A development aid for tuning the baselines: runs the gRPC echo and the raw socket at the given
@@ -15,7 +17,7 @@ public final class WireProbe {
 
   public static void main(String[] args) throws Exception {
     int threads = 1;
-    java.util.List<Integer> sizes = new java.util.ArrayList<>();
+    List<Integer> sizes = new ArrayList<>();
     for (int i = 0; i < args.length; i++) {
       if (args[i].equals("-t")) {
         threads = Integer.parseInt(args[++i]);
