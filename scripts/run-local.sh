@@ -10,14 +10,14 @@
 #      etcd-server with apt-get (as root, or through sudo), else stops with the command to run.
 #   2. build: if a service exec jar or the psctl exec jar is missing, runs
 #      `./mvnw -B -q -DskipTests package` at the repository root (first run only).
-#   3. data: without --train (or --demo-data), generates the demo dataset into <run-dir>/data with
-#      `psctl demo-data` and trains on <run-dir>/data/train-*.recordio, evaluating on test-*.recordio.
-#   4. runs the orchestrator, dev.paramserver.localcluster.RunLocal (the code behind
-#      `psctl run-local`), from the psctl exec jar through Spring Boot's PropertiesLauncher
-#      (-Dloader.main), so this script does not depend on how psctl's commands are wired. The JVM
-#      replaces this shell (exec): Ctrl-C and SIGTERM reach it, and it stops the cluster in order.
+#   3. runs `psctl run-local` from the psctl exec jar with every option unchanged. psctl parses the
+#      options (the same picocli options as the orchestrator's, dev.paramserver.localcluster
+#      .RunOptions), prepares the input (without --train or --demo-data it generates the demo
+#      dataset into <run-dir>/data; --format libsvm converts the LibSVM files to RecordIO there),
+#      then runs the orchestrator. The JVM replaces this shell (exec): Ctrl-C and SIGTERM reach it,
+#      and it stops the cluster in order.
 #
-# Every option is passed through to the orchestrator; see `scripts/run-local.sh --help`:
+# Options (see `scripts/run-local.sh --help`):
 #   --train GLOB --test GLOB --model softmax --optimizer sgd --lr X --batch-size B --passes N
 #   --pservers N --trainers M --masters K --run-dir DIR --job NAME --timeout 15m --jar-dir DIR
 #   --set ROLE.KEY=VALUE --hidden 128,64 --sync --format recordio|libsvm --demo-data DIR
@@ -30,28 +30,11 @@ die() {
   exit 2
 }
 
-# ---- options this script looks at (all are passed through unchanged) ----
-have_data=false
+# ---- --help needs no etcd (psctl parses every option) ----
 want_help=false
-run_dir=""
-format=recordio
-train=""
-test=""
-args=("$@")
-for ((i = 0; i < ${#args[@]}; i++)); do
-  case "${args[i]}" in
-    --train | --train=* | --demo-data | --demo-data=*) have_data=true ;;
+for arg in "$@"; do
+  case "$arg" in
     --help | --help=*) want_help=true ;;
-    --run-dir) run_dir="${args[i + 1]:-}" ;;
-    --run-dir=*) run_dir="${args[i]#--run-dir=}" ;;
-    --format) format="${args[i + 1]:-}" ;;
-    --format=*) format="${args[i]#--format=}" ;;
-  esac
-  case "${args[i]}" in
-    --train) train="${args[i + 1]:-}" ;;
-    --train=*) train="${args[i]#--train=}" ;;
-    --test) test="${args[i + 1]:-}" ;;
-    --test=*) test="${args[i]#--test=}" ;;
   esac
 done
 
@@ -97,67 +80,6 @@ JAVA_OPTS=(-Xms32m -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1)
 LOG_OPTS=(-Dorg.slf4j.simpleLogger.showDateTime=true -Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss
   -Dorg.slf4j.simpleLogger.showThreadName=false -Dorg.slf4j.simpleLogger.showShortLogName=true)
 
-# ---- 3. demo data ----
-extra=()
-if ! $have_data && ! $want_help; then
-  if [[ -z "$run_dir" ]]; then
-    run_dir="runs/$(date +%Y%m%d-%H%M%S)"
-    extra+=(--run-dir "$run_dir")
-  fi
-  data_dir="$run_dir/data"
-  mkdir -p "$data_dir"
-  echo "generating demo data into $data_dir..."
-  if [[ -x "$ROOT/bin/psctl" ]]; then
-    "$ROOT/bin/psctl" demo-data --output "$data_dir"
-  else
-    java "${JAVA_OPTS[@]}" -jar "$PSCTL_JAR" demo-data --output "$data_dir"
-  fi
-  compgen -G "$data_dir/train-*.recordio" >/dev/null ||
-    die "psctl demo-data wrote no $data_dir/train-*.recordio"
-  extra+=(--train "$data_dir/train-*.recordio" --test "$data_dir/test-*.recordio")
-fi
-
-# ---- 4. the orchestrator ----
-# LibSVM input: convert --train and --test to RecordIO shards in the run folder first (the master
-# dispatches RecordIO chunks), then train on those.
-if [[ "$format" == libsvm ]] && ! $want_help; then
-  [[ -n "$train" ]] || die "--format libsvm needs --train FILE (LibSVM text)"
-  if [[ -z "$run_dir" ]]; then
-    run_dir="runs/$(date +%Y%m%d-%H%M%S)"
-    extra+=(--run-dir "$run_dir")
-  fi
-  data_dir="$run_dir/data"
-  mkdir -p "$data_dir"
-  convert() { # $1 = glob of LibSVM files, $2 = output prefix
-    local n=0 f
-    for f in $1; do
-      [[ -f "$f" ]] || die "no LibSVM file matches '$1'"
-      java "${JAVA_OPTS[@]}" -jar "$PSCTL_JAR" convert --format libsvm --input "$f" \
-        --output "$2-$n" --shards 2 || die "converting $f failed"
-      n=$((n + 1))
-    done
-  }
-  echo "converting LibSVM input to RecordIO in $data_dir..."
-  convert "$train" "$data_dir/train"
-  filtered=()
-  skip=false
-  for a in "$@"; do
-    if $skip; then skip=false; continue; fi
-    case "$a" in
-      --train | --test | --format) skip=true ;;
-      --train=* | --test=* | --format=*) ;;
-      *) filtered+=("$a") ;;
-    esac
-  done
-  set -- "${filtered[@]}"
-  extra+=(--train "$data_dir/train-*.recordio")
-  if [[ -n "$test" ]]; then
-    convert "$test" "$data_dir/test"
-    extra+=(--test "$data_dir/test-*.recordio")
-  fi
-fi
-
-export PARAMSERVER_HOME="$ROOT" # where RunLocal finds the service jars
-exec java "${JAVA_OPTS[@]}" "${LOG_OPTS[@]}" -cp "$PSCTL_JAR" \
-  -Dloader.main=dev.paramserver.localcluster.RunLocal \
-  org.springframework.boot.loader.launch.PropertiesLauncher "$@" "${extra[@]}"
+# ---- 3. psctl run-local ----
+export PARAMSERVER_HOME="$ROOT" # where the orchestrator finds the service jars
+exec java "${JAVA_OPTS[@]}" "${LOG_OPTS[@]}" -jar "$PSCTL_JAR" run-local "$@"

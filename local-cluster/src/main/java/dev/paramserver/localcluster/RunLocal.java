@@ -9,13 +9,14 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import picocli.CommandLine;
 
 /**
  * The main job: starts etcd, masters, pservers and trainers on loopback, follows the job through
  * the leader's {@code /admin/status}, prints progress per pass and finally {@code RESULT
  * accuracy=<a> loss=<l> samples_per_s=<s> elapsed_s=<t>}, then stops everything. Exit codes: 0
  * done, 1 the job failed or timed out, 2 bad usage or nothing to run. Run {@code --help} for the
- * options ({@link RunOptions#USAGE}).
+ * options ({@link RunOptions}).
  */
 public final class RunLocal {
   private static final Duration POLL = Duration.ofSeconds(1);
@@ -40,27 +41,41 @@ public final class RunLocal {
     return new RunLocal(System.out, System.err).execute(args);
   }
 
+  /** Runs the job with validated {@code options} and returns the process exit code. */
+  public static int run(RunOptions options) {
+    return new RunLocal(System.out, System.err).execute(options);
+  }
+
+  /** The help of the options, as {@code --help} prints it. */
+  static String usage() {
+    return new CommandLine(new RunOptions()).getUsageMessage();
+  }
+
   int execute(String[] args) {
-    long t0 = System.nanoTime();
     RunOptions options;
     try {
       options = RunOptions.parse(args);
     } catch (RunOptions.UsageException e) {
       err.println("run-local: " + e.getMessage());
-      err.print(RunOptions.USAGE);
+      err.print(usage());
       return 2;
     }
     if (options.help) {
-      out.print(RunOptions.USAGE);
+      out.print(usage());
       return 0;
     }
+    return execute(options);
+  }
+
+  int execute(RunOptions options) {
+    long t0 = System.nanoTime();
     if (options.format != null && !options.format.equals("recordio")) {
-      // scripts/run-local.sh converts LibSVM input to RecordIO before it gets here
+      // psctl run-local (behind scripts/run-local.sh) converts LibSVM input before it gets here
       err.println(
           "run-local: --format "
               + options.format
-              + " needs the input converted to RecordIO first: use scripts/run-local.sh, which"
-              + " converts it, or psctl convert");
+              + " needs the input converted to RecordIO first: use psctl run-local or"
+              + " scripts/run-local.sh, which convert it, or psctl convert");
       return 2;
     }
     ClusterSpec spec;
@@ -108,7 +123,7 @@ public final class RunLocal {
   }
 
   static ClusterSpec spec(RunOptions o, Map<Role, Path> jars) {
-    Path runDir = o.runDir.toAbsolutePath().normalize();
+    Path runDir = o.runDir().toAbsolutePath().normalize();
     ClusterSpec.Builder b =
         ClusterSpec.builder(runDir).job(o.job).masters(o.masters).pservers(o.pservers);
     b.trainers(o.trainers);

@@ -8,139 +8,217 @@ import java.time.format.DateTimeParseException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
-import java.util.Set;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.ITypeConverter;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.TypeConversionException;
 
 /**
- * The options of {@link RunLocal}, parsed from {@code --name value} or {@code --name=value}
- * arguments. Defaults: softmax, sgd, lr 0.1, batch 64, 3 passes, 2 pservers, 2 trainers, 1 master,
- * run folder ./runs/&lt;timestamp&gt;, job "local", timeout 15 min.
+ * The options of {@code run-local}, declared once for picocli: {@link RunLocal}'s own main parses
+ * them, and {@code psctl run-local} (behind {@code scripts/run-local.sh}) mixes them in. Both
+ * {@code --name value} and {@code --name=value} work. Defaults: softmax, sgd, lr 0.1, batch 64, 3
+ * passes, 2 pservers, 2 trainers, 1 master, run folder ./runs/&lt;timestamp&gt;, job "local",
+ * timeout 15 min.
  */
-final class RunOptions {
-  static final String USAGE =
-      """
-      usage: run-local [options]
-        --train GLOB           training RecordIO files (required unless --demo-data)
-        --test GLOB            test files evaluated after each pass (default: the training files)
-        --demo-data DIR        use DIR/train-*.recordio and DIR/test-*.recordio
-        --model NAME           softmax (default), mlp, sparse-lr
-        --hidden SIZES         hidden layer sizes for mlp, e.g. 128,64
-        --optimizer NAME       sgd (default), momentum, adam, ...
-        --lr X                 learning rate (default 0.1)
-        --batch-size B         mini-batch size (default 64)
-        --passes N             passes over the data (default 3)
-        --sync                 synchronous training (default asynchronous)
-        --format F             input format: recordio (default) or libsvm
-        --masters K            masters, 1 leader + standbys (default 1)
-        --pservers N           parameter servers (default 2)
-        --trainers M           trainer agents (default 2)
-        --run-dir DIR          run folder for logs, checkpoints, cluster.json (default ./runs/<time>)
-        --job NAME             job name, the etcd key prefix (default local)
-        --timeout DURATION     give up after this long, e.g. 900s, 15m (default 15m)
-        --jar-dir DIR          where the service exec jars are (default: <repo>/<module>/target)
-        --set ROLE.KEY=VALUE   extra property for master|pserver|trainer, e.g.
-                               --set pserver.paramserver.pserver.checkpoint-interval=10s (repeatable)
-        --help                 show this help
-      """;
-
-  private static final Set<String> FLAGS = Set.of("sync", "help");
+@Command(
+    name = "run-local",
+    sortOptions = false,
+    description = {
+      "Runs etcd, masters, pservers and trainers as local processes on 127.0.0.1, trains a model,",
+      "prints progress per pass and finally",
+      "  RESULT accuracy=<a> loss=<l> samples_per_s=<s> elapsed_s=<t>",
+      "then stops everything. Exit code: 0 done, 1 the job failed or timed out, 2 bad usage or a"
+          + " missing prerequisite.",
+      ""
+    })
+public final class RunOptions {
   private static final Pattern SHORT_DURATION =
       Pattern.compile("(\\d+(?:\\.\\d+)?)\\s*(ms|s|m|min|h)?", Pattern.CASE_INSENSITIVE);
 
+  @Option(
+      names = "--train",
+      paramLabel = "GLOB",
+      description = "training RecordIO files (required unless --demo-data)")
   String train;
+
+  @Option(
+      names = "--test",
+      paramLabel = "GLOB",
+      description = "test files evaluated after each pass (default: the training files)")
   String test;
+
+  @Option(
+      names = "--demo-data",
+      paramLabel = "DIR",
+      description = "use DIR/train-*.recordio and DIR/test-*.recordio")
   Path demoData;
-  String model = "softmax";
+
+  @Option(
+      names = "--model",
+      paramLabel = "NAME",
+      defaultValue = "softmax",
+      converter = NonBlank.class,
+      description = "softmax (default), mlp, sparse-lr")
+  String model;
+
+  @Option(
+      names = "--hidden",
+      paramLabel = "SIZES",
+      converter = HiddenSizes.class,
+      description = "hidden layer sizes for mlp, e.g. 128,64")
   String hidden;
-  String optimizer = "sgd";
-  String lr = "0.1";
-  int batchSize = 64;
-  int passes = 3;
+
+  @Option(
+      names = "--optimizer",
+      paramLabel = "NAME",
+      defaultValue = "sgd",
+      converter = NonBlank.class,
+      description = "sgd (default), momentum, adam, ...")
+  String optimizer;
+
+  @Option(
+      names = "--lr",
+      paramLabel = "X",
+      defaultValue = "0.1",
+      converter = LearningRate.class,
+      description = "learning rate (default 0.1)")
+  String lr;
+
+  @Option(
+      names = "--batch-size",
+      paramLabel = "B",
+      defaultValue = "64",
+      converter = AtLeastOne.class,
+      description = "mini-batch size (default 64)")
+  int batchSize;
+
+  @Option(
+      names = "--passes",
+      paramLabel = "N",
+      defaultValue = "3",
+      converter = AtLeastOne.class,
+      description = "passes over the data (default 3)")
+  int passes;
+
+  @Option(
+      names = "--sync",
+      arity = "0..1",
+      paramLabel = "true|false",
+      description = "synchronous training (default asynchronous)")
   boolean sync;
+
+  @Option(
+      names = "--format",
+      paramLabel = "F",
+      description = "input format: recordio (default) or libsvm")
   String format;
-  int masters = 1;
-  int pservers = 2;
-  int trainers = 2;
+
+  @Option(
+      names = "--masters",
+      paramLabel = "K",
+      defaultValue = "1",
+      converter = AtLeastOne.class,
+      description = "masters, 1 leader + standbys (default 1)")
+  int masters;
+
+  @Option(
+      names = "--pservers",
+      paramLabel = "N",
+      defaultValue = "2",
+      converter = AtLeastOne.class,
+      description = "parameter servers (default 2)")
+  int pservers;
+
+  @Option(
+      names = "--trainers",
+      paramLabel = "M",
+      defaultValue = "2",
+      converter = AtLeastOne.class,
+      description = "trainer agents (default 2)")
+  int trainers;
+
+  @Option(
+      names = "--run-dir",
+      paramLabel = "DIR",
+      description = "run folder for logs, checkpoints, cluster.json (default ./runs/<time>)")
   Path runDir;
-  String job = "local";
-  Duration timeout = Duration.ofMinutes(15);
+
+  @Option(
+      names = "--job",
+      paramLabel = "NAME",
+      defaultValue = "local",
+      description = "job name, the etcd key prefix (default local)")
+  String job;
+
+  @Option(
+      names = "--timeout",
+      paramLabel = "DURATION",
+      defaultValue = "15m",
+      converter = TimeoutConverter.class,
+      description = "give up after this long, e.g. 900s, 15m (default 15m)")
+  Duration timeout;
+
+  @Option(
+      names = "--jar-dir",
+      paramLabel = "DIR",
+      description = "where the service exec jars are (default: <repo>/<module>/target)")
   Path jarDir;
-  final List<Extra> extras = new ArrayList<>();
+
+  @Option(
+      names = "--set",
+      paramLabel = "ROLE.KEY=VALUE",
+      converter = ExtraConverter.class,
+      description = {
+        "extra property for master|pserver|trainer, e.g.",
+        "--set pserver.paramserver.pserver.checkpoint-interval=10s (repeatable)"
+      })
+  List<Extra> extras = new ArrayList<>();
+
+  @Option(names = "--help", usageHelp = true, description = "show this help")
   boolean help;
 
   /** One {@code --set role.key=value}. */
-  record Extra(Role role, String key, String value) {}
+  public record Extra(Role role, String key, String value) {}
 
   /** Thrown for a bad command line; the message says what is wrong. */
-  static final class UsageException extends RuntimeException {
+  public static final class UsageException extends RuntimeException {
     private static final long serialVersionUID = 1L;
 
-    UsageException(String message) {
+    public UsageException(String message) {
       super(message);
     }
   }
 
+  /**
+   * Parses and validates {@code args} and sets the default run folder.
+   *
+   * @throws UsageException naming the bad option
+   */
   static RunOptions parse(String... args) {
     RunOptions o = new RunOptions();
-    for (int i = 0; i < args.length; i++) {
-      String arg = args[i];
-      if (!arg.startsWith("--") || arg.length() == 2) {
-        throw new UsageException("unexpected argument '" + arg + "' (options start with --)");
-      }
-      String name = arg.substring(2);
-      String value = null;
-      int eq = name.indexOf('=');
-      if (eq >= 0) {
-        value = name.substring(eq + 1);
-        name = name.substring(0, eq);
-      } else if (!FLAGS.contains(name)) {
-        if (i + 1 >= args.length) {
-          throw new UsageException("option --" + name + " needs a value");
-        }
-        value = args[++i];
-      }
-      o.apply(name, value);
+    try {
+      new CommandLine(o).parseArgs(args);
+    } catch (ParameterException e) {
+      throw new UsageException(e.getMessage());
     }
-    o.validate();
-    if (o.runDir == null) {
-      o.runDir =
-          Path.of(
-              "runs", LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss")));
+    if (!o.help) {
+      o.validate();
     }
+    o.runDir();
     return o;
   }
 
-  private void apply(String name, String value) {
-    switch (name) {
-      case "train" -> train = nonBlank(name, value);
-      case "test" -> test = nonBlank(name, value);
-      case "demo-data" -> demoData = Path.of(nonBlank(name, value));
-      case "model" -> model = nonBlank(name, value);
-      case "hidden" -> hidden = hiddenSizes(value);
-      case "optimizer" -> optimizer = nonBlank(name, value);
-      case "lr" -> lr = learningRate(value);
-      case "batch-size" -> batchSize = positive(name, value);
-      case "passes" -> passes = positive(name, value);
-      case "sync" -> sync = value == null || bool(name, value);
-      case "format" -> format = nonBlank(name, value).toLowerCase(Locale.ROOT);
-      case "masters" -> masters = positive(name, value);
-      case "pservers" -> pservers = positive(name, value);
-      case "trainers" -> trainers = positive(name, value);
-      case "run-dir" -> runDir = Path.of(nonBlank(name, value));
-      case "job" -> job = nonBlank(name, value);
-      case "timeout" -> timeout = duration(value);
-      case "jar-dir" -> jarDir = Path.of(nonBlank(name, value));
-      case "set" -> extras.add(extra(value));
-      case "help" -> help = value == null || bool(name, value);
-      default -> throw new UsageException("unknown option --" + name + " (see --help)");
-    }
-  }
-
-  private void validate() {
-    if (help) {
-      return;
-    }
+  /**
+   * Checks what picocli cannot check option by option: that there is training data and that the
+   * format and the job name are valid.
+   *
+   * @throws UsageException naming the problem
+   */
+  public void validate() {
     if (train == null && demoData == null) {
       throw new UsageException(
           "no training data: pass --train GLOB (and --test GLOB) or --demo-data DIR;"
@@ -149,12 +227,63 @@ final class RunOptions {
     if (train != null && demoData != null) {
       throw new UsageException("pass either --train or --demo-data, not both");
     }
+    format = format == null ? null : format.toLowerCase(Locale.ROOT);
     if (format != null && !format.equals("recordio") && !format.equals("libsvm")) {
       throw new UsageException("--format must be recordio or libsvm, got '" + format + "'");
     }
     if (!job.matches("[A-Za-z0-9._-]+")) {
       throw new UsageException("--job '" + job + "' may use only letters, digits, '.', '_', '-'");
     }
+  }
+
+  /** The run folder: --run-dir, else ./runs/&lt;time&gt;, fixed on the first call. */
+  public Path runDir() {
+    if (runDir == null) {
+      runDir =
+          Path.of(
+              "runs", LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss")));
+    }
+    return runDir;
+  }
+
+  /** Whether neither --train nor --demo-data was given. */
+  public boolean hasNoInput() {
+    return train == null && demoData == null;
+  }
+
+  /** Whether the input is LibSVM text (--format libsvm), to be converted before the run. */
+  public boolean isLibSvm() {
+    return "libsvm".equalsIgnoreCase(format);
+  }
+
+  /** The --train glob as given, or null. */
+  public String train() {
+    return train;
+  }
+
+  /** The --test glob as given, or null. */
+  public String test() {
+    return test;
+  }
+
+  /** The --demo-data directory, or null. */
+  public Path demoData() {
+    return demoData;
+  }
+
+  /** Trains on the demo data in {@code dir} (generated for the run). */
+  public void useDemoData(Path dir) {
+    this.demoData = dir;
+    this.train = null;
+    this.test = null;
+  }
+
+  /** Trains on RecordIO files converted for the run; {@code test} may be null. */
+  public void useRecordIo(String train, String test) {
+    this.train = train;
+    this.test = test;
+    this.demoData = null;
+    this.format = "recordio";
   }
 
   /** The training glob, from --train or --demo-data. */
@@ -174,14 +303,14 @@ final class RunOptions {
     String t = text == null ? "" : text.trim();
     if (t.toUpperCase(Locale.ROOT).startsWith("P")) {
       try {
-        return positive("timeout", Duration.parse(t));
+        return positive(Duration.parse(t));
       } catch (DateTimeParseException e) {
-        throw new UsageException("bad duration '" + text + "': " + e.getMessage());
+        throw new TypeConversionException("bad duration '" + text + "': " + e.getMessage());
       }
     }
     Matcher m = SHORT_DURATION.matcher(t);
     if (!m.matches()) {
-      throw new UsageException(
+      throw new TypeConversionException(
           "bad duration '" + text + "': use e.g. 900 (seconds), 900s, 15m, 1h, 500ms or PT15M");
     }
     double amount = Double.parseDouble(m.group(1));
@@ -193,79 +322,93 @@ final class RunOptions {
           case "h" -> amount * 3_600_000;
           default -> amount * 1000;
         };
-    return positive("timeout", Duration.ofMillis(Math.round(millis)));
+    return positive(Duration.ofMillis(Math.round(millis)));
   }
 
-  private static Duration positive(String name, Duration d) {
+  private static Duration positive(Duration d) {
     if (d.isNegative() || d.isZero()) {
-      throw new UsageException("--" + name + " must be positive, got " + d);
+      throw new TypeConversionException("must be positive, got " + d);
     }
     return d;
   }
 
-  private static Extra extra(String value) {
-    int eq = value == null ? -1 : value.indexOf('=');
-    int dot = value == null ? -1 : value.indexOf('.');
-    if (eq < 0 || dot < 0 || dot > eq || dot == 0 || dot + 1 == eq) {
-      throw new UsageException(
-          "--set expects ROLE.KEY=VALUE (ROLE master, pserver or trainer), got '" + value + "'");
+  static final class TimeoutConverter implements ITypeConverter<Duration> {
+    @Override
+    public Duration convert(String value) {
+      return duration(value);
     }
-    Role role;
-    try {
-      role = Role.parse(value.substring(0, dot));
-    } catch (IllegalArgumentException e) {
-      throw new UsageException("--set " + value + ": " + e.getMessage());
-    }
-    return new Extra(role, value.substring(dot + 1, eq), value.substring(eq + 1));
   }
 
-  private static String nonBlank(String name, String value) {
-    if (value == null || value.isBlank()) {
-      throw new UsageException("option --" + name + " needs a non-empty value");
+  static final class NonBlank implements ITypeConverter<String> {
+    @Override
+    public String convert(String value) {
+      if (value.isBlank()) {
+        throw new TypeConversionException("needs a non-empty value");
+      }
+      return value;
     }
-    return value;
   }
 
-  private static int positive(String name, String value) {
-    try {
-      int n = Integer.parseInt(value.trim());
+  static final class AtLeastOne implements ITypeConverter<Integer> {
+    @Override
+    public Integer convert(String value) {
+      int n;
+      try {
+        n = Integer.parseInt(value.trim());
+      } catch (NumberFormatException e) {
+        throw new TypeConversionException("expects a whole number, got '" + value + "'");
+      }
       if (n < 1) {
-        throw new UsageException("--" + name + " must be at least 1, got " + n);
+        throw new TypeConversionException("must be at least 1, got " + n);
       }
       return n;
-    } catch (NumberFormatException e) {
-      throw new UsageException("--" + name + " expects a whole number, got '" + value + "'");
     }
   }
 
-  private static boolean bool(String name, String value) {
-    return switch (value.trim().toLowerCase(Locale.ROOT)) {
-      case "true", "yes", "1" -> true;
-      case "false", "no", "0" -> false;
-      default -> throw new UsageException("--" + name + " expects true or false, got " + value);
-    };
-  }
-
-  private static String learningRate(String value) {
-    try {
-      double lr = Double.parseDouble(value.trim());
+  static final class LearningRate implements ITypeConverter<String> {
+    @Override
+    public String convert(String value) {
+      double lr;
+      try {
+        lr = Double.parseDouble(value.trim());
+      } catch (NumberFormatException e) {
+        throw new TypeConversionException("expects a number, got '" + value + "'");
+      }
       if (!(lr > 0) || Double.isInfinite(lr)) {
-        throw new UsageException("--lr must be a positive number, got " + value);
+        throw new TypeConversionException("must be a positive number, got " + value);
       }
       return value.trim();
-    } catch (NumberFormatException e) {
-      throw new UsageException("--lr expects a number, got '" + value + "'");
     }
   }
 
-  private static String hiddenSizes(String value) {
-    String v = value == null ? "" : value.replace(" ", "");
-    if (!v.matches("\\d+(,\\d+)*") || v.matches(".*\\b0+\\b.*")) {
-      throw new UsageException(
-          "--hidden expects positive layer sizes separated by commas, e.g. 128,64, got '"
-              + value
-              + "'");
+  static final class HiddenSizes implements ITypeConverter<String> {
+    @Override
+    public String convert(String value) {
+      String v = value.replace(" ", "");
+      if (!v.matches("\\d+(,\\d+)*") || v.matches(".*\\b0+\\b.*")) {
+        throw new TypeConversionException(
+            "expects positive layer sizes separated by commas, e.g. 128,64, got '" + value + "'");
+      }
+      return v;
     }
-    return v;
+  }
+
+  static final class ExtraConverter implements ITypeConverter<Extra> {
+    @Override
+    public Extra convert(String value) {
+      int eq = value.indexOf('=');
+      int dot = value.indexOf('.');
+      if (eq < 0 || dot < 0 || dot > eq || dot == 0 || dot + 1 == eq) {
+        throw new TypeConversionException(
+            "expects ROLE.KEY=VALUE (ROLE master, pserver or trainer), got '" + value + "'");
+      }
+      Role role;
+      try {
+        role = Role.parse(value.substring(0, dot));
+      } catch (IllegalArgumentException e) {
+        throw new TypeConversionException(e.getMessage());
+      }
+      return new Extra(role, value.substring(dot + 1, eq), value.substring(eq + 1));
+    }
   }
 }

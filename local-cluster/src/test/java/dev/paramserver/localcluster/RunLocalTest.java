@@ -27,14 +27,17 @@ class RunLocalTest {
   @Test
   void help_printsUsageAndExitsZero() {
     assertThat(run("--help")).isZero();
-    assertThat(out.toString(StandardCharsets.UTF_8)).contains("--train GLOB", "--set ROLE.KEY");
+    assertThat(out.toString(StandardCharsets.UTF_8))
+        .contains("--train=GLOB", "--set=ROLE.KEY=VALUE", "RESULT accuracy=");
   }
 
   @Test
   void badOption_exitsTwoWithTheReason() {
     assertThat(run("--train", "x", "--passes", "zero")).isEqualTo(2);
     assertThat(err.toString(StandardCharsets.UTF_8))
-        .contains("--passes expects a whole number, got 'zero'");
+        .contains(
+            "run-local: Invalid value for option '--passes': expects a whole number, got 'zero'")
+        .contains("Usage: run-local");
   }
 
   @Test
