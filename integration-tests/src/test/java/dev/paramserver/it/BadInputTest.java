@@ -55,10 +55,7 @@ import org.assertj.core.api.ThrowableAssert.ThrowingCallable;
 import org.awaitility.Awaitility;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.MethodOrderer;
-import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.TestMethodOrder;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -67,8 +64,12 @@ import org.junit.jupiter.api.io.TempDir;
  * healthy and the pserver's parameters stay bit-for-bit what was initialised. Also: an invalid
  * configuration refuses to start naming the property, and an unreadable checkpoint is survived with
  * a loud warning.
+ *
+ * <p>The tests pass in any order and alone: the pserver's initialisation and the master's dataset
+ * are each set up once, by whichever test needs them first, and what the services answer before
+ * that (the "before init" and "before the dataset" cases, and datasets refused as unreadable) is
+ * recorded just before and asserted by the tests that are about it.
  */
-@TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class BadInputTest {
   private static final Duration RPC = Duration.ofSeconds(20);
   private static final String INIT_ID = "bad-input-init";
@@ -88,6 +89,12 @@ class BadInputTest {
   static ServiceRun badLeaseTtl;
   static ServiceRun badCheckpoint;
   static Path garbageCheckpoint;
+  // recorded by initialisePserverOnce / setDatasetOnce, before the state they need is gone
+  static final Map<String, Throwable> beforeInit = new LinkedHashMap<>();
+  static int blocksStored = -1;
+  static final Map<String, Throwable> beforeDataset = new LinkedHashMap<>();
+  static final Map<String, Path> unreadable = new LinkedHashMap<>();
+  static SetDatasetResponse goodDataset;
 
   @BeforeAll
   static void startCluster() throws Exception {
@@ -196,7 +203,14 @@ class BadInputTest {
   /** Runs the call, asserts it fails with the code, the reason and a message holding every part. */
   private static StatusRuntimeException expectError(
       String what, ThrowingCallable call, Status.Code code, ErrorReason reason, String... parts) {
-    Throwable t = catchThrowable(call);
+    return expectError(what, catchThrowable(call), code, reason, parts);
+  }
+
+  /**
+   * Asserts that {@code t}, the outcome of a call, is the error with the code, reason and parts.
+   */
+  private static StatusRuntimeException expectError(
+      String what, Throwable t, Status.Code code, ErrorReason reason, String... parts) {
     assertThat(t).as(what + ": must fail").isInstanceOf(StatusRuntimeException.class);
     StatusRuntimeException e = (StatusRuntimeException) t;
     String message = e.getStatus().getDescription();
@@ -267,27 +281,21 @@ class BadInputTest {
     return r.build();
   }
 
-  @Test
-  @Order(1)
-  void pserver_beforeInitialisation_pushAndPullAreRefused() {
-    expectError(
+  /**
+   * Initialises the pserver's shard once, for every test that needs it. Records first what a push
+   * and a pull are answered before the initialisation.
+   */
+  private static synchronized void initialisePserverOnce() {
+    if (blocksStored >= 0) {
+      return;
+    }
+    beforeInit.put(
         "push before init",
-        () -> ps().pushGradients(push(block("bad.w", 0, DataType.FLOAT32, floats(new float[8])))),
-        Status.Code.FAILED_PRECONDITION,
-        ErrorReason.NOT_INITIALIZED,
-        "not initialised",
-        "InitParameters");
-    expectError(
-        "pull before init",
-        () -> ps().pullParameters(pull("bad.w", 0)),
-        Status.Code.FAILED_PRECONDITION,
-        ErrorReason.NOT_INITIALIZED,
-        "not initialised");
-  }
-
-  @Test
-  @Order(2)
-  void pserver_initialise() {
+        catchThrowable(
+            () ->
+                ps().pushGradients(
+                        push(block("bad.w", 0, DataType.FLOAT32, floats(new float[8]))))));
+    beforeInit.put("pull before init", catchThrowable(() -> ps().pullParameters(pull("bad.w", 0))));
     Random rnd = new Random(7);
     float[] w = new float[20];
     for (int i = 0; i < w.length; i++) {
@@ -303,22 +311,49 @@ class BadInputTest {
             .setInitId(INIT_ID)
             .addParameters(spec("bad.w", 4, 5))
             .addParameters(spec("bad.b", 3));
+    Map<String, ByteString> blocks = new LinkedHashMap<>();
     for (int b = 0; b < 3; b++) {
       ByteString data =
           floats(Arrays.copyOfRange(w, b * W_BLOCK, Math.min(w.length, (b + 1) * W_BLOCK)));
       init.addBlocks(block("bad.w", b, DataType.FLOAT32, data));
-      initialBlocks.put("bad.w/" + b, data);
+      blocks.put("bad.w/" + b, data);
     }
     ByteString bias = floats(0.5f, -1.25f, 3e-39f);
     init.addBlocks(block("bad.b", 0, DataType.FLOAT32, bias));
-    initialBlocks.put("bad.b/0", bias);
-    assertThat(ps().initParameters(init.build()).getBlocks()).as("blocks stored").isEqualTo(4);
+    blocks.put("bad.b/0", bias);
+    int stored = ps().initParameters(init.build()).getBlocks();
     ps().finishInit(
             FinishInitRequest.newBuilder()
                 .setTrainerId(TRAINER)
                 .setInitId(INIT_ID)
                 .setExpectedBlocks(4)
                 .build());
+    initialBlocks.putAll(blocks);
+    blocksStored = stored;
+  }
+
+  @Test
+  void pserver_beforeInitialisation_pushAndPullAreRefused() {
+    initialisePserverOnce();
+    expectError(
+        "push before init",
+        beforeInit.get("push before init"),
+        Status.Code.FAILED_PRECONDITION,
+        ErrorReason.NOT_INITIALIZED,
+        "not initialised",
+        "InitParameters");
+    expectError(
+        "pull before init",
+        beforeInit.get("pull before init"),
+        Status.Code.FAILED_PRECONDITION,
+        ErrorReason.NOT_INITIALIZED,
+        "not initialised");
+  }
+
+  @Test
+  void pserver_initialise() {
+    initialisePserverOnce();
+    assertThat(blocksStored).as("blocks stored").isEqualTo(4);
     assertThat(ps().getShardStatus(GetShardStatusRequest.getDefaultInstance()).getInitialised())
         .as("shard initialised")
         .isTrue();
@@ -326,8 +361,8 @@ class BadInputTest {
   }
 
   @Test
-  @Order(3)
   void pserver_badPushesAndPulls() {
+    initialisePserverOnce();
     expectError(
         "push: wrong element count",
         () -> ps().pushGradients(push(block("bad.w", 0, DataType.FLOAT32, floats(new float[7])))),
@@ -397,8 +432,8 @@ class BadInputTest {
   }
 
   @Test
-  @Order(4)
   void pserver_reinitialisationWithAnotherShape_isRefused() {
+    initialisePserverOnce();
     InitParametersRequest sameIdOtherShape =
         InitParametersRequest.newBuilder()
             .setTrainerId(TRAINER)
@@ -424,8 +459,8 @@ class BadInputTest {
   }
 
   @Test
-  @Order(5)
   void pserver_messageOverTheInboundCap_isRefused() {
+    initialisePserverOnce();
     // 70 MB of zeros in one block of an unknown parameter: refused by the transport (64 MB cap)
     ByteString huge = ByteString.copyFrom(new byte[70 << 20]);
     Throwable t =
@@ -489,41 +524,29 @@ class BadInputTest {
     return SetDatasetRequest.newBuilder().setTrainerId(TRAINER).addAllGlobs(List.of(globs)).build();
   }
 
-  @Test
-  @Order(10)
-  void master_beforeTheDataset_tasksAreRefused() {
-    expectError(
-        "GetTask before SetDataset",
-        () -> master().getTask(GetTaskRequest.newBuilder().setTrainerId(TRAINER).build()),
-        Status.Code.FAILED_PRECONDITION,
-        ErrorReason.NO_DATASET,
-        "SetDataset");
-    expectError(
-        "TaskFinished before SetDataset",
-        () ->
-            master()
-                .taskFinished(
-                    TaskFinishedRequest.newBuilder()
-                        .setTrainerId(TRAINER)
-                        .setTaskId(0)
-                        .setEpoch(1)
-                        .build()),
-        Status.Code.FAILED_PRECONDITION,
-        ErrorReason.NO_DATASET,
-        "SetDataset");
-  }
-
-  @Test
-  @Order(11)
-  void master_unreadableDatasets_areRefused() throws Exception {
-    String nothing = dir.resolve("data").resolve("nothing-*.rio").toString();
-    expectError(
-        "SetDataset: glob matching nothing",
-        () -> master().setDataset(dataset(nothing)),
-        Status.Code.INVALID_ARGUMENT,
-        ErrorReason.DATASET_UNREADABLE,
-        nothing);
-
+  /**
+   * Sets the master's dataset once, for every test that needs it. Records first what the master
+   * answers before any dataset is set: task calls, and datasets it cannot read.
+   */
+  private static synchronized void setDatasetOnce() throws Exception {
+    if (goodDataset != null) {
+      return;
+    }
+    beforeDataset.put(
+        "GetTask",
+        catchThrowable(
+            () -> master().getTask(GetTaskRequest.newBuilder().setTrainerId(TRAINER).build())));
+    beforeDataset.put(
+        "TaskFinished",
+        catchThrowable(
+            () ->
+                master()
+                    .taskFinished(
+                        TaskFinishedRequest.newBuilder()
+                            .setTrainerId(TRAINER)
+                            .setTaskId(0)
+                            .setEpoch(1)
+                            .build())));
     Path good = recordFile("good.rio", 100);
     byte[] bytes = Files.readAllBytes(good);
     Path corrupt = dir.resolve("data").resolve("corrupt.rio");
@@ -531,37 +554,71 @@ class BadInputTest {
     // the header of the first chunk overwritten
     Arrays.fill(garbage, 0, 16, (byte) 0x5a);
     Files.write(corrupt, garbage);
-    expectError(
-        "SetDataset: corrupt RecordIO file",
-        () -> master().setDataset(dataset(corrupt.toString())),
-        Status.Code.INVALID_ARGUMENT,
-        ErrorReason.DATASET_UNREADABLE,
-        corrupt.toString(),
-        "bad magic",
-        "offset");
-
     Path truncated = dir.resolve("data").resolve("truncated.rio");
     Files.write(truncated, Arrays.copyOf(bytes, bytes.length - 7));
+    unreadable.put("glob matching nothing", dir.resolve("data").resolve("nothing-*.rio"));
+    unreadable.put("corrupt RecordIO file", corrupt);
+    unreadable.put("truncated RecordIO file", truncated);
+    for (Map.Entry<String, Path> e : unreadable.entrySet()) {
+      beforeDataset.put(
+          e.getKey(), catchThrowable(() -> master().setDataset(dataset(e.getValue().toString()))));
+    }
+    goodDataset = master().setDataset(dataset(good.toString()));
+  }
+
+  @Test
+  void master_beforeTheDataset_tasksAreRefused() throws Exception {
+    setDatasetOnce();
     expectError(
-        "SetDataset: truncated RecordIO file",
-        () -> master().setDataset(dataset(truncated.toString())),
+        "GetTask before SetDataset",
+        beforeDataset.get("GetTask"),
+        Status.Code.FAILED_PRECONDITION,
+        ErrorReason.NO_DATASET,
+        "SetDataset");
+    expectError(
+        "TaskFinished before SetDataset",
+        beforeDataset.get("TaskFinished"),
+        Status.Code.FAILED_PRECONDITION,
+        ErrorReason.NO_DATASET,
+        "SetDataset");
+  }
+
+  @Test
+  void master_unreadableDatasets_areRefused() throws Exception {
+    setDatasetOnce();
+    String nothing = unreadable.get("glob matching nothing").toString();
+    expectError(
+        "SetDataset: glob matching nothing",
+        beforeDataset.get("glob matching nothing"),
         Status.Code.INVALID_ARGUMENT,
         ErrorReason.DATASET_UNREADABLE,
-        truncated.toString(),
+        nothing);
+    String corrupt = unreadable.get("corrupt RecordIO file").toString();
+    expectError(
+        "SetDataset: corrupt RecordIO file",
+        beforeDataset.get("corrupt RecordIO file"),
+        Status.Code.INVALID_ARGUMENT,
+        ErrorReason.DATASET_UNREADABLE,
+        corrupt,
+        "bad magic",
+        "offset");
+    String truncated = unreadable.get("truncated RecordIO file").toString();
+    expectError(
+        "SetDataset: truncated RecordIO file",
+        beforeDataset.get("truncated RecordIO file"),
+        Status.Code.INVALID_ARGUMENT,
+        ErrorReason.DATASET_UNREADABLE,
+        truncated,
         "truncated chunk",
         "offset");
   }
 
   @Test
-  @Order(12)
   void master_afterTheDataset_unknownTasksAndOtherDatasetsAreRefused() throws Exception {
+    setDatasetOnce();
     Path good = dir.resolve("data").resolve("good.rio");
-    if (!Files.exists(good)) {
-      recordFile("good.rio", 100);
-    }
-    SetDatasetResponse set = master().setDataset(dataset(good.toString()));
-    assertThat(set.getTasks()).as("tasks of the good dataset").isPositive();
-    assertThat(set.getRecords()).as("records of the good dataset").isEqualTo(100);
+    assertThat(goodDataset.getTasks()).as("tasks of the good dataset").isPositive();
+    assertThat(goodDataset.getRecords()).as("records of the good dataset").isEqualTo(100);
     assertThat(master().setDataset(dataset(good.toString())).getAlreadySet())
         .as("the same dataset again is accepted as already set")
         .isTrue();
@@ -605,8 +662,8 @@ class BadInputTest {
   }
 
   @Test
-  @Order(20)
   void afterAllBadInput_servicesAreHealthyAndParametersUnchanged() {
+    initialisePserverOnce();
     for (Role role : new Role[] {Role.MASTER, Role.PSERVER}) {
       ProcessInfo p = proc(role);
       assertThat(ServiceRun.httpGet(p.httpPort(), "/actuator/health/liveness"))
@@ -620,7 +677,6 @@ class BadInputTest {
   // ---------------------------------------------------------------- configuration, checkpoints
 
   @Test
-  @Order(30)
   void invalidConfiguration_refusesToStartNamingTheProperty() throws Exception {
     int desired = badDesired.awaitExit(Duration.ofSeconds(90));
     assertThat(desired).as("exit code with desired=0; see %s", badDesired.log).isNotZero();
@@ -647,7 +703,6 @@ class BadInputTest {
   }
 
   @Test
-  @Order(31)
   void unreadableCheckpoint_startsUninitialisedWithALoudWarning() throws Exception {
     ServiceRun run = badCheckpoint;
     Awaitility.await("pserver with a garbage checkpoint is live")
