@@ -157,7 +157,7 @@ class BadInputTest {
           .put(
               ByteSequence.from("/paramserver/" + job + "/checkpoints/0", StandardCharsets.UTF_8),
               ByteSequence.from(meta.toByteArray()))
-          .get(10, TimeUnit.SECONDS);
+          .get(30, TimeUnit.SECONDS); // generous: two JVMs are starting beside it
     }
     return ServiceRun.start(
         Role.PSERVER,

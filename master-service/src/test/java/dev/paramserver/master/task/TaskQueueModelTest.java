@@ -62,7 +62,9 @@ class TaskQueueModelTest {
     LATEST_OF_TASK
   }
 
-  @Property(tries = 200, shrinking = ShrinkingMode.FULL)
+  // a jqwik property, outside JUnit Jupiter's default timeout: its run time is bounded by the tries
+  // and by BOUNDED shrinking (which gives up shrinking a failure after 10 s)
+  @Property(tries = 200, shrinking = ShrinkingMode.BOUNDED)
   void queueAgreesWithTheModel(
       @ForAll @Size(min = 1, max = 4) List<@LongRange(min = 1, max = 50) Long> records,
       @ForAll @IntRange(min = 1, max = 3) int passes,
