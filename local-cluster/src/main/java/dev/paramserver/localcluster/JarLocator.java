@@ -45,30 +45,35 @@ public final class JarLocator {
     if (jarDir != null) {
       return fromDir(jarDir.toAbsolutePath().normalize(), "--jar-dir " + jarDir);
     }
-    Path root = repository();
+    Path root = repository(true);
     return fromDir(root, "the repository at " + root);
   }
 
   /**
    * The jars of the repository, each checked to be newer than every source it is built from (the
    * {@code src/main} of its module and of every project module it depends on), so a test never runs
-   * code older than what it tests.
+   * code older than what it tests. The repository holding the working directory comes first here,
+   * so the tests of a checkout use that checkout's jars whatever $PARAMSERVER_HOME says.
    *
    * @throws LocalClusterException naming the stale jar, the newer source and the rebuild command
    */
   public static Map<Role, Path> locateFresh() {
-    Path root = repository();
+    Path root = repository(false);
     Map<Role, Path> jars = fromDir(root, "the repository at " + root);
     jars.forEach((role, jar) -> requireNewerThanSources(jar, root, role.module()));
     return jars;
   }
 
   /**
-   * The repository root: {@code $PARAMSERVER_HOME}, the working directory or a parent, or a parent
-   * of this library's location, whichever first holds the services' modules.
+   * The repository root: {@code $PARAMSERVER_HOME} (first only when {@code homeFirst}), the working
+   * directory or a parent, or a parent of this library's location, whichever first holds the
+   * services' modules.
    */
-  public static Path repository() {
+  private static Path repository(boolean homeFirst) {
     Set<Path> roots = new LinkedHashSet<>();
+    if (!homeFirst) {
+      addWithParents(roots, Path.of("").toAbsolutePath());
+    }
     String home = System.getenv("PARAMSERVER_HOME");
     if (home != null && !home.isBlank()) {
       roots.add(Path.of(home).toAbsolutePath().normalize());
