@@ -32,7 +32,8 @@ class EtcdFaultsTest {
                 null,
                 null,
                 null));
-    assertThat(coordinator.awaitConnected(Duration.ofSeconds(5))).isTrue();
+    // the first connection of the JVM sets up gRPC and Netty: seconds on a loaded machine
+    assertThat(coordinator.awaitConnected(Duration.ofSeconds(30))).isTrue();
   }
 
   @AfterEach
