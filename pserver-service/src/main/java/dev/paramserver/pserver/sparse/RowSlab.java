@@ -1,0 +1,148 @@
+package dev.paramserver.pserver.sparse;
+
+import java.util.Arrays;
+
+/**
+ * Dense, chunked primitive storage of rows: per row its id, {@code stride} floats (the values
+ * followed by each optimizer slot, side by side for locality), an update count and a word of
+ * eviction metadata. Rows occupy slots {@code [0, size)}; removing a row moves the last row into
+ * its slot, so the storage stays dense (eviction samples uniformly, snapshots read a prefix).
+ *
+ * <p>Chunks of {@value #CHUNK_ROWS} rows are allocated as rows arrive, so growing never copies more
+ * than the first chunk and the slack is at most one chunk; the first chunk itself starts small and
+ * doubles, so that a table of a few rows stays small. Not thread-safe.
+ */
+final class RowSlab implements LongSlotIndex.Keys {
+  static final int CHUNK_SHIFT = 10;
+  static final int CHUNK_ROWS = 1 << CHUNK_SHIFT;
+  private static final int MASK = CHUNK_ROWS - 1;
+  private static final int FIRST_ROWS = 8;
+
+  final int stride;
+  private long[][] ids = new long[0][];
+  private float[][] floats = new float[0][];
+  private int[][] updates = new int[0][];
+  private int[][] meta = new int[0][];
+  private int size;
+  private int capacity;
+
+  RowSlab(int stride) {
+    this.stride = stride;
+  }
+
+  int size() {
+    return size;
+  }
+
+  @Override
+  public long key(int slot) {
+    return ids[slot >>> CHUNK_SHIFT][slot & MASK];
+  }
+
+  /** Appends a row with id {@code id}, zero floats, no updates; returns its slot. */
+  int add(long id) {
+    if (size == capacity) {
+      grow();
+    }
+    int slot = size++;
+    ids[slot >>> CHUNK_SHIFT][slot & MASK] = id;
+    return slot;
+  }
+
+  /** Moves the last row into {@code slot} and drops the last slot; returns the moved row's id. */
+  long removeByMovingLast(int slot) {
+    int last = --size;
+    if (slot != last) {
+      long movedId = key(last);
+      ids[slot >>> CHUNK_SHIFT][slot & MASK] = movedId;
+      System.arraycopy(floatChunk(last), offset(last), floatChunk(slot), offset(slot), stride);
+      updates[slot >>> CHUNK_SHIFT][slot & MASK] = updates(last);
+      meta[slot >>> CHUNK_SHIFT][slot & MASK] = meta(last);
+      clearFloats(last);
+      return movedId;
+    }
+    clearFloats(last);
+    return key(last);
+  }
+
+  private void clearFloats(int slot) {
+    int o = offset(slot);
+    Arrays.fill(floatChunk(slot), o, o + stride, 0f);
+  }
+
+  /** The chunk holding the floats of {@code slot}; they start at {@link #offset}. */
+  float[] floatChunk(int slot) {
+    return floats[slot >>> CHUNK_SHIFT];
+  }
+
+  int offset(int slot) {
+    return (slot & MASK) * stride;
+  }
+
+  int updates(int slot) {
+    return updates[slot >>> CHUNK_SHIFT][slot & MASK];
+  }
+
+  void setUpdates(int slot, int value) {
+    updates[slot >>> CHUNK_SHIFT][slot & MASK] = value;
+  }
+
+  int meta(int slot) {
+    return meta[slot >>> CHUNK_SHIFT][slot & MASK];
+  }
+
+  void setMeta(int slot, int value) {
+    meta[slot >>> CHUNK_SHIFT][slot & MASK] = value;
+  }
+
+  /** Bytes of the arrays allocated (not only the rows in use). */
+  long allocatedBytes() {
+    return (long) capacity * (8 + 4L * stride + 4 + 4);
+  }
+
+  void clear() {
+    ids = new long[0][];
+    floats = new float[0][];
+    updates = new int[0][];
+    meta = new int[0][];
+    size = 0;
+    capacity = 0;
+  }
+
+  private void grow() {
+    if (capacity < CHUNK_ROWS) {
+      // The first chunk doubles until it is full size.
+      int rows = Math.max(FIRST_ROWS, capacity * 2);
+      if (ids.length == 0) {
+        ids = new long[1][];
+        floats = new float[1][];
+        updates = new int[1][];
+        meta = new int[1][];
+        ids[0] = new long[rows];
+        floats[0] = new float[rows * stride];
+        updates[0] = new int[rows];
+        meta[0] = new int[rows];
+      } else {
+        ids[0] = Arrays.copyOf(ids[0], rows);
+        floats[0] = Arrays.copyOf(floats[0], rows * stride);
+        updates[0] = Arrays.copyOf(updates[0], rows);
+        meta[0] = Arrays.copyOf(meta[0], rows);
+      }
+      capacity = rows;
+      return;
+    }
+    if (capacity > Integer.MAX_VALUE - CHUNK_ROWS) {
+      throw new IllegalStateException("a table stripe holds at most 2^31 rows");
+    }
+    int c = ids.length;
+    ids = Arrays.copyOf(ids, c + 1);
+    floats = Arrays.copyOf(floats, c + 1);
+    updates = Arrays.copyOf(updates, c + 1);
+    meta = Arrays.copyOf(meta, c + 1);
+    ids[c] = new long[CHUNK_ROWS];
+    floats[c] = new float[CHUNK_ROWS * stride];
+    updates[c] = new int[CHUNK_ROWS];
+    meta[c] = new int[CHUNK_ROWS];
+    capacity += CHUNK_ROWS;
+  }
+}

@@ -1,0 +1,461 @@
+package dev.paramserver.pserver.sparse;
+
+import java.util.Arrays;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.concurrent.locks.ReentrantReadWriteLock;
+import java.util.function.LongSupplier;
+
+/**
+ * The rows of one sparse table in primitive storage: up to {@value #STRIPES} stripes, each an
+ * open-addressing index over a chunked slab under its own read-write lock. Pulls of different rows
+ * proceed in parallel (read lock); a push holds its row's stripe exclusively while it updates the
+ * row, so concurrent pushes of a row never lose an update.
+ *
+ * <p>With a cap ({@link TableSettings#maxRows}, or a shared {@link SparseBudget}) adding a row to a
+ * full table first evicts up to two rows of the same stripe, each the lowest scored of {@link
+ * TableSettings#sample} random rows, never one of the ids of the batch being applied: an insert
+ * does a bounded amount of work and never waits for anything but its stripe's lock. When every
+ * sampled row is pinned by the batch the table goes over the cap for a while and the following
+ * inserts bring it back.
+ *
+ * <p>With an admission threshold an id without a row gets one only at its threshold-th push; the
+ * earlier pushes of it are dropped (and counted), and pulls of it read the row's initial values.
+ * Pulls never create rows.
+ */
+public final class SparseRowStore {
+  static final int STRIPES = 32;
+
+  /** Bytes per row besides the floats: id, update count, eviction word, index share. */
+  static final int ROW_OVERHEAD_BYTES = 8 + 4 + 4 + 8;
+
+  /** The initial values of a row (deterministic per id). */
+  public interface RowInit {
+    void fill(long id, float[] out, int offset);
+  }
+
+  /** Updates one row of a batch in place; {@code index} is the row's position in the batch. */
+  public interface RowUpdate {
+    void apply(int index, float[] values, float[][] slots, long updatesBefore);
+  }
+
+  /** A piece of the table copied for a snapshot; arrays hold {@code rows} entries. */
+  public record Chunk(long[] ids, float[] values, float[][] slots, long[] updates, int rows) {}
+
+  /** Receives snapshot chunks. */
+  public interface ChunkSink {
+    void accept(Chunk chunk);
+  }
+
+  private final int width;
+  private final float[] slotInit;
+  private final RowInit init;
+  private final TableSettings settings;
+  private final LongSupplier clock;
+  private final long rowBytes;
+  private final Stripe[] stripes;
+  private final AtomicInteger sweep = new AtomicInteger();
+  private final AtomicLong rows = new AtomicLong();
+  private final LongAdder evictions = new LongAdder();
+  private final LongAdder refused = new LongAdder();
+
+  /**
+   * @param slotInit the initial value of each optimizer slot (its length is the slot count)
+   * @param clock nanoseconds, for the eviction policy
+   */
+  public SparseRowStore(
+      int width, float[] slotInit, RowInit init, TableSettings settings, LongSupplier clock) {
+    if (width < 1) {
+      throw new IllegalArgumentException("width must be >= 1, got " + width);
+    }
+    this.width = width;
+    this.slotInit = slotInit.clone();
+    this.init = init;
+    this.settings = settings;
+    this.clock = clock;
+    int stride = width * (1 + slotInit.length);
+    this.rowBytes = ROW_OVERHEAD_BYTES + 4L * stride;
+    // A small capped table gets fewer stripes, so that each stripe has rows to evict.
+    int n =
+        (int)
+            Math.max(
+                1, Math.min(STRIPES, Long.highestOneBit(Math.max(1, settings.maxRows() / 64))));
+    this.stripes = new Stripe[n];
+    int sketchWidth = Math.max(1, settings.sketchWidth() / n);
+    for (int i = 0; i < n; i++) {
+      stripes[i] =
+          new Stripe(
+              i,
+              stride,
+              settings.admissionThreshold() > 1
+                  ? new AdmissionSketch(sketchWidth, settings.admissionThreshold())
+                  : null);
+    }
+  }
+
+  public int width() {
+    return width;
+  }
+
+  public int slots() {
+    return slotInit.length;
+  }
+
+  /** Rows held. */
+  public long rows() {
+    return rows.get();
+  }
+
+  /** Bytes a row counts against a cap. */
+  public long rowBytes() {
+    return rowBytes;
+  }
+
+  /** Bytes of primitive storage allocated (slabs, indexes, sketches). */
+  public long bytes() {
+    long n = 0;
+    for (Stripe s : stripes) {
+      s.lock.readLock().lock();
+      try {
+        n += s.slab.allocatedBytes() + 4L * s.index.capacity();
+        n += s.sketch == null ? 0 : s.sketch.bytes();
+      } finally {
+        s.lock.readLock().unlock();
+      }
+    }
+    return n;
+  }
+
+  /** Rows dropped by the cap or expired (TTL) since the table was created. */
+  public long evictions() {
+    return evictions.sum();
+  }
+
+  /** Row pushes dropped because their id was below the admission threshold. */
+  public long admissionsRefused() {
+    return refused.sum();
+  }
+
+  public TableSettings settings() {
+    return settings;
+  }
+
+  private Stripe stripe(long id) {
+    return stripes[(int) (LongSlotIndex.mix(id) >>> 58) & (stripes.length - 1)];
+  }
+
+  /** Copies the values of row {@code id} (its initial values if it has no row) to {@code out}. */
+  public void read(long id, float[] out, int offset) {
+    Stripe s = stripe(id);
+    s.lock.readLock().lock();
+    try {
+      int slot = s.index.get(id);
+      if (slot >= 0 && !settings.policy().expired(s.slab.meta(slot), clock.getAsLong())) {
+        System.arraycopy(s.slab.floatChunk(slot), s.slab.offset(slot), out, offset, width);
+        return;
+      }
+    } finally {
+      s.lock.readLock().unlock();
+    }
+    init.fill(id, out, offset);
+  }
+
+  /**
+   * Applies {@code update} to each row of {@code ids} in turn, creating rows as needed (subject to
+   * admission and the cap). Rows refused admission are skipped.
+   *
+   * @return how many rows were updated
+   */
+  public int update(long[] ids, RowUpdate update) {
+    long[] pinned = null;
+    if (settings.capped() || settings.policy().expires()) {
+      pinned = ids.clone();
+      Arrays.sort(pinned);
+    }
+    float[] values = new float[width];
+    float[][] slots = new float[slotInit.length][width];
+    int applied = 0;
+    for (int i = 0; i < ids.length; i++) {
+      long id = ids[i];
+      Stripe s = stripe(id);
+      s.lock.writeLock().lock();
+      try {
+        long now = clock.getAsLong();
+        int slot = s.index.get(id);
+        if (slot >= 0 && settings.policy().expired(s.slab.meta(slot), now)) {
+          remove(s, slot);
+          slot = -1;
+        }
+        if (slot < 0) {
+          if (s.sketch != null && !s.sketch.admit(id)) {
+            refused.increment();
+            continue;
+          }
+          makeRoom(s, pinned, now);
+          slot = insert(s, id, now);
+        }
+        float[] chunk = s.slab.floatChunk(slot);
+        int o = s.slab.offset(slot);
+        System.arraycopy(chunk, o, values, 0, width);
+        for (int k = 0; k < slots.length; k++) {
+          System.arraycopy(chunk, o + (k + 1) * width, slots[k], 0, width);
+        }
+        int before = s.slab.updates(slot);
+        update.apply(i, values, slots, Integer.toUnsignedLong(before));
+        System.arraycopy(values, 0, chunk, o, width);
+        for (int k = 0; k < slots.length; k++) {
+          System.arraycopy(slots[k], 0, chunk, o + (k + 1) * width, width);
+        }
+        // Saturates: past 2^32 - 1 updates bias corrections are long since 1.
+        s.slab.setUpdates(slot, before == -1 ? before : before + 1);
+        s.slab.setMeta(slot, settings.policy().updated(s.slab.meta(slot), now));
+        applied++;
+        if (settings.policy().expires()) {
+          expireSome(pinned, now);
+        }
+      } finally {
+        s.lock.writeLock().unlock();
+      }
+    }
+    return applied;
+  }
+
+  /** Puts a row as it is (a checkpoint being restored), evicting if the table is full. */
+  public void put(long id, float[] values, float[][] rowSlots, long updates) {
+    Stripe s = stripe(id);
+    s.lock.writeLock().lock();
+    try {
+      long now = clock.getAsLong();
+      int slot = s.index.get(id);
+      if (slot < 0) {
+        makeRoom(s, null, now);
+        slot = insert(s, id, now);
+      }
+      float[] chunk = s.slab.floatChunk(slot);
+      int o = s.slab.offset(slot);
+      System.arraycopy(values, 0, chunk, o, width);
+      for (int k = 0; k < slotInit.length; k++) {
+        System.arraycopy(rowSlots[k], 0, chunk, o + (k + 1) * width, width);
+      }
+      s.slab.setUpdates(slot, (int) Math.min(updates, 0xFFFF_FFFFL));
+    } finally {
+      s.lock.writeLock().unlock();
+    }
+  }
+
+  /**
+   * Copies the table out in chunks of at most {@code chunkRows} rows, one stripe at a time: each
+   * stripe is copied under its read lock (pushes to it wait for the copy, not for the sink), so the
+   * memory needed is one stripe's rows, not the table's.
+   */
+  public void snapshot(int chunkRows, ChunkSink sink) {
+    long now = clock.getAsLong();
+    for (Stripe s : stripes) {
+      long[] ids;
+      float[] floats;
+      int[] counts;
+      int n;
+      int stride = s.slab.stride;
+      s.lock.readLock().lock();
+      try {
+        n = s.slab.size();
+        ids = new long[n];
+        floats = new float[n * stride];
+        counts = new int[n];
+        int kept = 0;
+        for (int slot = 0; slot < n; slot++) {
+          if (settings.policy().expired(s.slab.meta(slot), now)) {
+            continue;
+          }
+          ids[kept] = s.slab.key(slot);
+          System.arraycopy(
+              s.slab.floatChunk(slot), s.slab.offset(slot), floats, kept * stride, stride);
+          counts[kept] = s.slab.updates(slot);
+          kept++;
+        }
+        n = kept;
+      } finally {
+        s.lock.readLock().unlock();
+      }
+      for (int from = 0; from < n; from += chunkRows) {
+        sink.accept(chunk(ids, floats, counts, from, Math.min(n, from + chunkRows), stride));
+      }
+    }
+  }
+
+  private Chunk chunk(long[] ids, float[] floats, int[] counts, int from, int to, int stride) {
+    int n = to - from;
+    float[] values = new float[n * width];
+    float[][] slots = new float[slotInit.length][n * width];
+    long[] updates = new long[n];
+    for (int r = 0; r < n; r++) {
+      int o = (from + r) * stride;
+      System.arraycopy(floats, o, values, r * width, width);
+      for (int k = 0; k < slots.length; k++) {
+        System.arraycopy(floats, o + (k + 1) * width, slots[k], r * width, width);
+      }
+      updates[r] = Integer.toUnsignedLong(counts[from + r]);
+    }
+    return new Chunk(Arrays.copyOfRange(ids, from, to), values, slots, updates, n);
+  }
+
+  /** Drops every row and gives their bytes back to the shared budget. */
+  public void clear() {
+    for (Stripe s : stripes) {
+      s.lock.writeLock().lock();
+      try {
+        int n = s.slab.size();
+        s.slab.clear();
+        s.index.clear();
+        rows.addAndGet(-n);
+        release(n);
+      } finally {
+        s.lock.writeLock().unlock();
+      }
+    }
+  }
+
+  private void release(int n) {
+    SparseBudget b = settings.budget();
+    if (b != null) {
+      b.add(-n * rowBytes);
+    }
+  }
+
+  private int insert(Stripe s, long id, long now) {
+    int slot = s.slab.add(id);
+    s.index.put(id, slot);
+    float[] chunk = s.slab.floatChunk(slot);
+    int o = s.slab.offset(slot);
+    init.fill(id, chunk, o);
+    for (int k = 0; k < slotInit.length; k++) {
+      if (slotInit[k] != 0) {
+        Arrays.fill(chunk, o + (k + 1) * width, o + (k + 2) * width, slotInit[k]);
+      }
+    }
+    s.slab.setUpdates(slot, 0);
+    s.slab.setMeta(slot, settings.policy().created(now));
+    rows.incrementAndGet();
+    SparseBudget b = settings.budget();
+    if (b != null) {
+      b.add(rowBytes);
+    }
+    return slot;
+  }
+
+  private void remove(Stripe s, int slot) {
+    long id = s.slab.key(slot);
+    s.index.remove(id);
+    int last = s.slab.size() - 1;
+    if (slot != last) {
+      // Repoint the last row's id before its row moves (the index reads ids from the slab).
+      s.index.move(s.slab.key(last), slot);
+    }
+    s.slab.removeByMovingLast(slot);
+    rows.decrementAndGet();
+    release(1);
+    evictions.increment();
+  }
+
+  private boolean full() {
+    SparseBudget b = settings.budget();
+    return rows.get() >= settings.maxRows() || (b != null && b.full(rowBytes));
+  }
+
+  /**
+   * Evicts up to two rows while the table is full: from {@code s} (whose write lock the caller
+   * holds) or, when it has no candidate, from another stripe whose lock is free right now.
+   */
+  private void makeRoom(Stripe s, long[] pinned, long now) {
+    for (int round = 0; round < 2 && full(); round++) {
+      int victim = pickVictim(s, pinned, now);
+      if (victim >= 0) {
+        remove(s, victim);
+      } else if (!evictElsewhere(s, pinned, now)) {
+        return;
+      }
+    }
+  }
+
+  private boolean evictElsewhere(Stripe s, long[] pinned, long now) {
+    for (int j = 1; j < stripes.length; j++) {
+      Stripe other = stripes[(s.number + j) & (stripes.length - 1)];
+      // tryLock only: waiting for a second stripe while holding one could deadlock.
+      if (other.slab.size() > 0 && other.lock.writeLock().tryLock()) {
+        try {
+          int victim = pickVictim(other, pinned, now);
+          if (victim >= 0) {
+            remove(other, victim);
+            return true;
+          }
+        } finally {
+          other.lock.writeLock().unlock();
+        }
+      }
+    }
+    return false;
+  }
+
+  private int pickVictim(Stripe s, long[] pinned, long now) {
+    int n = s.slab.size();
+    if (n == 0) {
+      return -1;
+    }
+    ThreadLocalRandom random = ThreadLocalRandom.current();
+    int best = -1;
+    long bestScore = Long.MAX_VALUE;
+    for (int i = 0; i < settings.sample(); i++) {
+      int slot = random.nextInt(n);
+      if (pinned != null && Arrays.binarySearch(pinned, s.slab.key(slot)) >= 0) {
+        continue;
+      }
+      long score = settings.policy().score(s.slab.meta(slot), now);
+      if (score < bestScore) {
+        best = slot;
+        bestScore = score;
+      }
+    }
+    return best;
+  }
+
+  /** TTL: looks at two rows of the next stripe in turn (if its lock is free) to expire them. */
+  private void expireSome(long[] pinned, long now) {
+    Stripe s = stripes[sweep.getAndIncrement() & (stripes.length - 1)];
+    if (!s.lock.writeLock().tryLock()) {
+      return;
+    }
+    try {
+      for (int i = 0; i < 2; i++) {
+        int n = s.slab.size();
+        if (n == 0) {
+          return;
+        }
+        int slot = s.cursor = (s.cursor + 1) % n;
+        if (settings.policy().expired(s.slab.meta(slot), now)
+            && (pinned == null || Arrays.binarySearch(pinned, s.slab.key(slot)) < 0)) {
+          remove(s, slot);
+        }
+      }
+    } finally {
+      s.lock.writeLock().unlock();
+    }
+  }
+
+  private static final class Stripe {
+    final ReentrantReadWriteLock lock = new ReentrantReadWriteLock();
+    final RowSlab slab;
+    final LongSlotIndex index;
+    final AdmissionSketch sketch;
+    final int number;
+    int cursor;
+
+    Stripe(int number, int stride, AdmissionSketch sketch) {
+      this.number = number;
+      this.slab = new RowSlab(stride);
+      this.index = new LongSlotIndex(slab);
+      this.sketch = sketch;
+    }
+  }
+}
