@@ -3,9 +3,14 @@ package dev.paramserver.pserver;
 import dev.paramserver.coordination.Coordinator;
 import dev.paramserver.pserver.shard.ParameterShard;
 import dev.paramserver.pserver.shard.SyncAggregator;
+import dev.paramserver.pserver.sparse.EvictionPolicy;
+import dev.paramserver.pserver.sparse.SparseBudget;
+import dev.paramserver.pserver.sparse.SparseSettings;
 import dev.paramserver.pserver.sync.EtcdTrainerMembership;
 import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
 import java.time.Duration;
+import java.util.HashMap;
+import java.util.Map;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ThreadPoolExecutor;
@@ -40,11 +45,42 @@ public class PserverConfiguration {
 
   @Bean
   ParameterShard parameterShard(PserverProperties properties) {
-    ParameterShard shard = new ParameterShard(properties.rejectNonFinite());
+    ParameterShard shard =
+        new ParameterShard(properties.rejectNonFinite(), sparseSettings(properties.sparse()));
     // Until the index is claimed (and its checkpoint loaded) calls are answered UNAVAILABLE.
     shard.holdCalls(
         "pserver is starting (claiming its index, loading its checkpoint): retry shortly");
     return shard;
+  }
+
+  /** The domain settings of the sparse tables; a 0 cap means none. */
+  static SparseSettings sparseSettings(PserverProperties.Sparse p) {
+    Map<String, SparseSettings.TableCap> tables = new HashMap<>();
+    p.tables()
+        .forEach(
+            (name, cap) ->
+                tables.put(
+                    name,
+                    new SparseSettings.TableCap(
+                        orUnlimited(cap.maxRows()), orUnlimited(cap.maxBytes().toBytes()))));
+    EvictionPolicy policy =
+        switch (p.eviction()) {
+          case LFU -> EvictionPolicy.lfu(p.lfuHalfLife());
+          case TTL -> EvictionPolicy.ttl(p.ttl());
+        };
+    long maxBytes = p.maxBytes().toBytes();
+    return new SparseSettings(
+        orUnlimited(p.maxRows()),
+        tables,
+        maxBytes > 0 ? new SparseBudget(maxBytes) : null,
+        policy,
+        p.evictionSample(),
+        p.admissionThreshold(),
+        p.admissionSketchWidth());
+  }
+
+  private static long orUnlimited(long cap) {
+    return cap > 0 ? cap : Long.MAX_VALUE;
   }
 
   /** The live trainers, from etcd (synchronous modes). */

@@ -1,12 +1,15 @@
 package dev.paramserver.pserver;
 
+import jakarta.validation.Valid;
 import jakarta.validation.constraints.Max;
 import jakarta.validation.constraints.Min;
 import jakarta.validation.constraints.NotNull;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Map;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 import org.springframework.boot.context.properties.bind.DefaultValue;
+import org.springframework.util.unit.DataSize;
 import org.springframework.validation.annotation.Validated;
 
 /**
@@ -30,6 +33,7 @@ import org.springframework.validation.annotation.Validated;
  *     when it is taken (or outside {@code [0, desired)}) the lowest free index is claimed instead.
  *     -1 (the default) claims the lowest free index. After a lost lease the pserver always tries
  *     the index it held first.
+ * @param sparse caps, eviction and admission of the sparse (embedding) tables
  */
 @Validated
 @ConfigurationProperties("paramserver.pserver")
@@ -41,4 +45,57 @@ public record PserverProperties(
     @DefaultValue("60s") @NotNull Duration syncTimeout,
     @DefaultValue("30s") @NotNull Duration registerTimeout,
     @DefaultValue("64") @Min(1) @Max(4096) int blockingThreads,
-    @DefaultValue("-1") @Min(-1) @Max(4095) int index) {}
+    @DefaultValue("-1") @Min(-1) @Max(4095) int index,
+    @DefaultValue @Valid @NotNull Sparse sparse) {
+
+  /**
+   * Sparse tables ({@code paramserver.pserver.sparse.*}). Without caps every pushed id keeps a row
+   * for ever; with one, a full table evicts a row before it adds one.
+   *
+   * @param maxRows row cap of every sparse table without its own entry in {@code tables}; 0 for no
+   *     cap
+   * @param maxBytes cap on the bytes of all sparse tables of this pserver together (values,
+   *     optimizer state, id, counters and index share of each row); 0 for no cap
+   * @param tables per-table caps by table name, replacing {@code max-rows} for that table
+   * @param eviction which rows a full table drops: {@code lfu} (least frequently updated, counts
+   *     halving every {@code lfu-half-life}; for long-lived popular ids) or {@code ttl} (least
+   *     recently updated, and rows not updated for {@code ttl} expire even below the cap; for ids
+   *     with a life time such as sessions or campaigns)
+   * @param lfuHalfLife {@code lfu}: how long it takes an unused row's count to halve
+   * @param ttl {@code ttl}: rows not updated for this long are dropped (at least 1s)
+   * @param evictionSample rows sampled to choose each one evicted (more is closer to exact LFU or
+   *     LRU, and slower)
+   * @param admissionThreshold pushes an id needs before it gets a row; the earlier pushes of it are
+   *     dropped and pulls of it return the row's initial values (zeros unless the table has an
+   *     init_stddev). 1 admits every id at its first push
+   * @param admissionSketchWidth counters per hash row of each table's count-min sketch (4 rows of
+   *     one byte each): about 10x the distinct ids seen between two halvings keeps false admissions
+   *     rare
+   */
+  public record Sparse(
+      @DefaultValue("0") @Min(0) long maxRows,
+      @DefaultValue("0B") @NotNull DataSize maxBytes,
+      @DefaultValue Map<String, @Valid TableCap> tables,
+      @DefaultValue("lfu") @NotNull Eviction eviction,
+      @DefaultValue("10m") @NotNull Duration lfuHalfLife,
+      @DefaultValue("24h") @NotNull Duration ttl,
+      @DefaultValue("8") @Min(1) @Max(64) int evictionSample,
+      @DefaultValue("1") @Min(1) @Max(255) int admissionThreshold,
+      @DefaultValue("1048576") @Min(16) @Max(268435456) int admissionSketchWidth) {
+
+    /** Eviction policies. */
+    public enum Eviction {
+      LFU,
+      TTL
+    }
+
+    /**
+     * The cap of one table ({@code paramserver.pserver.sparse.tables.<name>.*}).
+     *
+     * @param maxRows rows at most; 0 for no row cap
+     * @param maxBytes bytes at most (converted to rows by the table's row size); 0 for none
+     */
+    public record TableCap(
+        @DefaultValue("0") @Min(0) long maxRows, @DefaultValue("0B") @NotNull DataSize maxBytes) {}
+  }
+}

@@ -3,10 +3,13 @@ package dev.paramserver.pserver.admin;
 import dev.paramserver.pserver.checkpoint.CheckpointService;
 import dev.paramserver.pserver.registration.ShardRegistration;
 import dev.paramserver.pserver.shard.ParameterShard;
+import dev.paramserver.pserver.shard.SparseTableStats;
 import dev.paramserver.service.MetricBuckets;
+import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
+import java.util.function.ToLongFunction;
 import org.springframework.stereotype.Component;
 
 /**
@@ -17,6 +20,10 @@ import org.springframework.stereotype.Component;
  * .checkpoint.age} (seconds since the newest checkpoint was written or loaded; NaN before the
  * first), {@code .checkpoint.duration} (seconds the last checkpoint took to write) and the timer
  * {@code paramserver.pserver.checkpoint.write} (every checkpoint write, with histogram buckets).
+ * Per sparse table (tag {@code table}): gauges {@code paramserver.pserver.sparse.rows} and {@code
+ * .sparse.bytes}, counters {@code .sparse.evictions} (rows dropped by the cap or expired) and
+ * {@code .sparse.admissions.refused} (row pushes dropped below the admission threshold); NaN once
+ * the table is no longer defined.
  */
 @Component
 public final class PserverMetrics {
@@ -65,5 +72,41 @@ public final class PserverMetrics {
         .description("Seconds the last checkpoint took to write (0 for a loaded one)")
         .baseUnit("seconds")
         .register(registry);
+    shard.onTableDefined(name -> registerTable(registry, shard, name));
+    shard.sparseTables().forEach(t -> registerTable(registry, shard, t.name()));
+  }
+
+  /** Registers the meters of a sparse table; registering a table again is a no-op. */
+  private static void registerTable(MeterRegistry registry, ParameterShard shard, String table) {
+    Gauge.builder(
+            "paramserver.pserver.sparse.rows", shard, s -> stat(s, table, SparseTableStats::rows))
+        .description("Rows held by a sparse table")
+        .tag("table", table)
+        .register(registry);
+    Gauge.builder(
+            "paramserver.pserver.sparse.bytes", shard, s -> stat(s, table, SparseTableStats::bytes))
+        .description("Bytes of storage of a sparse table (values, optimizer state, ids, index)")
+        .baseUnit("bytes")
+        .tag("table", table)
+        .register(registry);
+    FunctionCounter.builder(
+            "paramserver.pserver.sparse.evictions",
+            shard,
+            s -> stat(s, table, SparseTableStats::evictions))
+        .description("Rows of a sparse table dropped by its cap or expired")
+        .tag("table", table)
+        .register(registry);
+    FunctionCounter.builder(
+            "paramserver.pserver.sparse.admissions.refused",
+            shard,
+            s -> stat(s, table, SparseTableStats::admissionsRefused))
+        .description("Row pushes dropped because the id was below the admission threshold")
+        .tag("table", table)
+        .register(registry);
+  }
+
+  private static double stat(
+      ParameterShard shard, String table, ToLongFunction<SparseTableStats> field) {
+    return shard.sparseTable(table).map(t -> (double) field.applyAsLong(t)).orElse(Double.NaN);
   }
 }

@@ -5,15 +5,19 @@ import dev.paramserver.pserver.checkpoint.CheckpointService;
 import dev.paramserver.pserver.registration.RegistrationState;
 import dev.paramserver.pserver.registration.ShardRegistration;
 import dev.paramserver.pserver.shard.ParameterShard;
+import dev.paramserver.pserver.shard.SparseTableStats;
 import dev.paramserver.service.AdminStatusSource;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import org.springframework.stereotype.Component;
 
 /**
  * {@code GET /admin/status} of a pserver: state REGISTERING, UNINITIALISED, SERVING or DRAINING;
  * identity {@code host:grpcPort}; details index, initialised, initId, mode, step, parameters,
- * blocks, bytes and lastCheckpoint {path, step, timestamp}.
+ * blocks, bytes, sparseTables [{name, rows, bytes, evictions, admissionsRefused, maxRows (null: no
+ * cap)}] and lastCheckpoint {path, step, timestamp}.
  */
 @Component
 public final class PserverStatusSource implements AdminStatusSource {
@@ -61,6 +65,18 @@ public final class PserverStatusSource implements AdminStatusSource {
     d.put("parameters", s.getParameters());
     d.put("blocks", s.getBlocks());
     d.put("bytes", s.getParameterBytes());
+    List<Map<String, Object>> tables = new ArrayList<>();
+    for (SparseTableStats t : shard.sparseTables()) {
+      Map<String, Object> m = new LinkedHashMap<>();
+      m.put("name", t.name());
+      m.put("rows", t.rows());
+      m.put("bytes", t.bytes());
+      m.put("evictions", t.evictions());
+      m.put("admissionsRefused", t.admissionsRefused());
+      m.put("maxRows", t.maxRows() == Long.MAX_VALUE ? null : t.maxRows());
+      tables.add(m);
+    }
+    d.put("sparseTables", tables);
     CheckpointService.LastCheckpoint last = checkpoints.last();
     if (last != null) {
       Map<String, Object> c = new LinkedHashMap<>();

@@ -85,14 +85,13 @@ public final class CheckpointService implements ShardPersistence, SmartLifecycle
       return Optional.empty();
     }
     long started = System.nanoTime();
-    ShardCheckpoint snapshot = shard.snapshot();
-    CheckpointMeta meta = store.write(index, snapshot);
-    shard.recordCheckpoint(snapshot.getStep());
+    CheckpointMeta meta = store.write(index, shard::writeCheckpoint);
+    shard.recordCheckpoint(meta.getStep());
     long nanos = System.nanoTime() - started;
     double seconds = nanos / 1e9;
     writeObserver.accept(Duration.ofNanos(nanos));
     last = new LastCheckpoint(meta.getPath(), meta.getStep(), meta.getTimestampMs(), seconds);
-    log.debug("checkpoint at step {} took {} s", snapshot.getStep(), seconds);
+    log.debug("checkpoint at step {} took {} s", meta.getStep(), seconds);
     return Optional.of(meta);
   }
 

@@ -54,15 +54,43 @@ public final class CheckpointStore {
    * @return the metadata now stored in etcd
    * @throws CoordinationException if etcd's metadata changed under us (the new file is deleted)
    */
-  public synchronized CheckpointMeta write(int index, ShardCheckpoint checkpoint) {
+  public CheckpointMeta write(int index, ShardCheckpoint checkpoint) {
+    return write(
+        index,
+        out -> {
+          checkpoint.writeTo(out);
+          return checkpoint.getStep();
+        });
+  }
+
+  /** Writes a serialised {@link ShardCheckpoint} to a stream; returns the step it records. */
+  public interface CheckpointBody {
+    long writeTo(OutputStream out) throws IOException;
+  }
+
+  /**
+   * Writes the checkpoint {@code body} streams (never held in memory as a whole) as the newest
+   * checkpoint of shard {@code index}.
+   *
+   * @return the metadata now stored in etcd
+   * @throws CoordinationException if etcd's metadata changed under us (the new file is deleted)
+   */
+  public synchronized CheckpointMeta write(int index, CheckpointBody body) {
     String uuid = UUID.randomUUID().toString();
-    Path file = dir.resolve("ps-" + index + "-step" + checkpoint.getStep() + "-" + uuid + ".ckpt");
+    Path file;
     long crc;
+    long step;
     try {
       Files.createDirectories(dir);
-      crc = writeDurably(file, checkpoint);
+      Path tmp = dir.resolve(".tmp-ps-" + index + "-" + uuid + ".ckpt");
+      CRC32 sum = new CRC32();
+      step = writeDurably(tmp, sum, body);
+      crc = sum.getValue();
+      file = dir.resolve("ps-" + index + "-step" + step + "-" + uuid + ".ckpt");
+      moveIntoPlace(tmp, file);
     } catch (IOException e) {
-      throw new UncheckedIOException("cannot write checkpoint " + file + ": " + e.getMessage(), e);
+      throw new UncheckedIOException(
+          "cannot write checkpoint of pserver " + index + " to " + dir + ": " + e.getMessage(), e);
     }
     String key = keys.checkpoint(index);
     Optional<KeyValueStore.KeyValue> current = kv.get(key);
@@ -73,7 +101,7 @@ public final class CheckpointStore {
             .setPath(file.toString())
             .setCrc32((int) crc)
             .setTimestampMs(System.currentTimeMillis())
-            .setStep(checkpoint.getStep());
+            .setStep(step);
     if (old != null && !old.getPath().isEmpty()) {
       meta.setPreviousPath(old.getPath()).setPreviousCrc32(old.getCrc32());
     }
@@ -99,27 +127,30 @@ public final class CheckpointStore {
     log.info(
         "checkpoint of pserver {} at step {} written to {} (crc32 {})",
         index,
-        checkpoint.getStep(),
+        step,
         file,
         Long.toHexString(crc));
     return written;
   }
 
-  private static long writeDurably(Path file, ShardCheckpoint checkpoint) throws IOException {
-    Path tmp = file.resolveSibling(".tmp-" + file.getFileName());
-    CRC32 crc = new CRC32();
+  private static long writeDurably(Path tmp, CRC32 crc, CheckpointBody body) throws IOException {
+    long step;
     try (FileChannel channel =
         FileChannel.open(tmp, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
       OutputStream out =
           new CheckedOutputStream(
               new BufferedOutputStream(Channels.newOutputStream(channel), 1 << 16), crc);
-      checkpoint.writeTo(out);
+      step = body.writeTo(out);
       out.flush();
       channel.force(true);
     } catch (IOException | RuntimeException e) {
       deleteQuietly(tmp);
       throw e;
     }
+    return step;
+  }
+
+  private static void moveIntoPlace(Path tmp, Path file) throws IOException {
     try {
       Files.move(tmp, file, StandardCopyOption.ATOMIC_MOVE);
     } catch (AtomicMoveNotSupportedException e) {
@@ -127,7 +158,6 @@ public final class CheckpointStore {
       throw e;
     }
     syncDirectory(file.getParent());
-    return crc.getValue();
   }
 
   private static void syncDirectory(Path dir) {

@@ -16,15 +16,7 @@ final class Gradients {
       g.block().apply(g.gradient());
     }
     for (ValidatedPush.SparseGradient g : push.sparse) {
-      int width = g.table().width();
-      var optimizer = g.table().parameter.optimizer;
-      for (int i = 0; i < g.rowIds().length; i++) {
-        SparseTable.Row row = g.table().row(g.rowIds()[i]);
-        synchronized (row) {
-          optimizer.update(row.values, g.gradient(), i * width, row.slots, row.updates);
-          row.updates++;
-        }
-      }
+      g.table().apply(g.rowIds(), g.gradient());
     }
   }
 

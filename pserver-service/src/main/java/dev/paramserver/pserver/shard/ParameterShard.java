@@ -14,15 +14,20 @@ import dev.paramserver.proto.v1.SparseRows;
 import dev.paramserver.proto.v1.SparseRowsRef;
 import dev.paramserver.proto.v1.TensorBlock;
 import dev.paramserver.proto.v1.TrainingMode;
+import dev.paramserver.pserver.sparse.SparseSettings;
 import dev.paramserver.rpc.ServiceException;
 import dev.paramserver.tensor.TensorCodec;
+import java.io.IOException;
+import java.io.OutputStream;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
+import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -39,6 +44,7 @@ public final class ParameterShard {
       Comparator.comparing(DenseBlock::name).thenComparingInt(b -> b.block);
 
   private final boolean rejectNonFinite;
+  private final SparseSettings sparseSettings;
   private final ReentrantReadWriteLock structure = new ReentrantReadWriteLock();
   // Guarded by structure (written under the write lock, read under either).
   private final Map<String, Parameter> parameters = new HashMap<>();
@@ -55,12 +61,22 @@ public final class ParameterShard {
   private volatile int index = -1;
   private volatile long checkpointStep;
   private volatile SyncAggregator sync;
+  private volatile Consumer<String> tableListener = name -> {};
 
   /**
    * @param rejectNonFinite reject gradients holding NaN or Inf (NON_FINITE_GRADIENT)
    */
   public ParameterShard(boolean rejectNonFinite) {
+    this(rejectNonFinite, SparseSettings.unlimited());
+  }
+
+  /**
+   * @param rejectNonFinite reject gradients holding NaN or Inf (NON_FINITE_GRADIENT)
+   * @param sparseSettings caps, eviction and admission of the sparse tables
+   */
+  public ParameterShard(boolean rejectNonFinite, SparseSettings sparseSettings) {
     this.rejectNonFinite = rejectNonFinite;
+    this.sparseSettings = sparseSettings;
   }
 
   /** Defines parameters and stores initial blocks; see {@code ParameterServer.InitParameters}. */
@@ -186,10 +202,7 @@ public final class ParameterShard {
     SparseRows.Builder rows =
         SparseRows.newBuilder().setName(table.name()).setDtype(DataType.FLOAT32);
     for (int i = 0; i < ids.length; i++) {
-      SparseTable.Row row = table.row(ids[i]);
-      synchronized (row) {
-        System.arraycopy(row.values, 0, data, i * width, width);
-      }
+      table.read(ids[i], data, i * width);
       rows.addRowIds(ids[i]);
     }
     return rows.setData(TensorCodec.encode(data)).build();
@@ -277,11 +290,59 @@ public final class ParameterShard {
     return n;
   }
 
+  /** Tells {@code listener} the name of every sparse table defined from now on (for metrics). */
+  public void onTableDefined(Consumer<String> listener) {
+    this.tableListener = listener;
+  }
+
+  /** The state of sparse table {@code name}, if it is defined. */
+  public Optional<SparseTableStats> sparseTable(String name) {
+    return sparseTables().stream().filter(t -> t.name().equals(name)).findFirst();
+  }
+
+  /** Rows, bytes, evictions and refused admissions of each sparse table, by name. */
+  public List<SparseTableStats> sparseTables() {
+    structure.readLock().lock();
+    try {
+      List<SparseTableStats> out = new ArrayList<>();
+      tables.values().stream()
+          .sorted(Comparator.comparing(SparseTable::name))
+          .forEach(
+              t ->
+                  out.add(
+                      new SparseTableStats(
+                          t.name(),
+                          t.store.rows(),
+                          t.store.bytes(),
+                          t.store.evictions(),
+                          t.store.admissionsRefused(),
+                          t.store.settings().maxRows())));
+      return out;
+    } finally {
+      structure.readLock().unlock();
+    }
+  }
+
   /** A consistent-per-block copy of the whole shard with optimizer state, for a checkpoint. */
   public ShardCheckpoint snapshot() {
     structure.readLock().lock();
     try {
       return ShardSnapshots.snapshot(this);
+    } finally {
+      structure.readLock().unlock();
+    }
+  }
+
+  /**
+   * Streams a checkpoint of the shard to {@code out}, copying one dense block or one table stripe
+   * at a time: pushes go on meanwhile, and the memory needed is one stripe's rows.
+   *
+   * @return the step recorded in the checkpoint
+   */
+  public long writeCheckpoint(OutputStream out) throws IOException {
+    structure.readLock().lock();
+    try {
+      return ShardSnapshots.write(this, out);
     } finally {
       structure.readLock().unlock();
     }
@@ -393,6 +454,15 @@ public final class ParameterShard {
     return tables;
   }
 
+  /** Defines sparse table {@code p} with no rows (the caller holds the write lock). */
+  void defineTable(Parameter p) {
+    SparseTable old = tables.put(p.name(), new SparseTable(p, sparseSettings));
+    if (old != null) {
+      old.store.clear();
+    }
+    tableListener.accept(p.name());
+  }
+
   String pendingInitId() {
     return initId;
   }
@@ -414,6 +484,8 @@ public final class ParameterShard {
   void clear() {
     parameters.clear();
     blocks.clear();
+    // Gives the rows' bytes back to the pserver's sparse budget.
+    tables.values().forEach(t -> t.store.clear());
     tables.clear();
     initId = null;
     mode = TrainingMode.ASYNC;

@@ -181,7 +181,7 @@ final class ShardInit {
     for (Parameter p : defined.values()) {
       shard.parameters().put(p.name(), p);
       if (p.sparse()) {
-        shard.tables().put(p.name(), new SparseTable(p));
+        shard.defineTable(p);
       }
     }
     for (TensorBlock b : ordered) {

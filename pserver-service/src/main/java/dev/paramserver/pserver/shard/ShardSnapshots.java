@@ -1,6 +1,7 @@
 package dev.paramserver.pserver.shard;
 
 import com.google.protobuf.ByteString;
+import com.google.protobuf.CodedOutputStream;
 import com.google.protobuf.UnknownFieldSet;
 import dev.paramserver.proto.v1.BlockCheckpoint;
 import dev.paramserver.proto.v1.ErrorReason;
@@ -8,11 +9,17 @@ import dev.paramserver.proto.v1.ParameterSpec;
 import dev.paramserver.proto.v1.ShardCheckpoint;
 import dev.paramserver.proto.v1.SparseTableCheckpoint;
 import dev.paramserver.proto.v1.TrainingMode;
+import dev.paramserver.pserver.sparse.SparseRowStore;
 import dev.paramserver.rpc.ServiceException;
 import dev.paramserver.tensor.TensorCodec;
-import java.util.Arrays;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.io.UncheckedIOException;
+import java.util.ArrayList;
+import java.util.Collections;
 import java.util.Comparator;
-import java.util.Map;
+import java.util.List;
+import java.util.function.Consumer;
 
 /** Converts a shard to and from its checkpoint message. */
 final class ShardSnapshots {
@@ -31,8 +38,48 @@ final class ShardSnapshots {
         .build();
   }
 
-  /** The caller holds the shard's read lock; each block is copied under its own lock. */
+  /** Rows per {@link SparseTableCheckpoint} entry: a large table is written as many entries. */
+  static final int CHUNK_ROWS = 1 << 14;
+
+  /**
+   * The whole checkpoint in memory (small shards, tests). The caller holds the shard's read lock;
+   * each block and each table stripe is copied under its own lock.
+   */
   static ShardCheckpoint snapshot(ParameterShard shard) {
+    ShardCheckpoint.Builder cp = header(shard).toBuilder();
+    forEachTableChunk(shard, cp::addSparseTables);
+    return cp.build();
+  }
+
+  /**
+   * Writes the checkpoint to {@code out} without holding it in memory: the header and dense blocks
+   * first, then each sparse table as entries of {@value #CHUNK_ROWS} rows (repeated entries of a
+   * table are read back as one table, by this and by earlier versions). The caller holds the
+   * shard's read lock.
+   */
+  static long write(ParameterShard shard, OutputStream out) throws IOException {
+    ShardCheckpoint header = header(shard);
+    header.writeTo(out);
+    CodedOutputStream coded = CodedOutputStream.newInstance(out, 1 << 16);
+    try {
+      forEachTableChunk(
+          shard,
+          chunk -> {
+            try {
+              coded.writeMessage(ShardCheckpoint.SPARSE_TABLES_FIELD_NUMBER, chunk);
+            } catch (IOException e) {
+              throw new UncheckedIOException(e);
+            }
+          });
+    } catch (UncheckedIOException e) {
+      throw e.getCause();
+    }
+    coded.flush();
+    return header.getStep();
+  }
+
+  /** Everything but the sparse tables' rows. */
+  private static ShardCheckpoint header(ParameterShard shard) {
     ShardCheckpoint.Builder cp =
         ShardCheckpoint.newBuilder()
             .setIndex(Math.max(shard.index(), 0))
@@ -55,34 +102,42 @@ final class ShardSnapshots {
       }
       cp.addBlocks(bc);
     }
-    for (SparseTable t : shard.tables().values()) {
-      cp.addSparseTables(snapshotTable(t));
-    }
     return cp.build();
   }
 
-  private static SparseTableCheckpoint snapshotTable(SparseTable t) {
-    int width = t.width();
-    int slots = t.parameter.optimizer.slots();
-    Map<Long, SparseTable.Row> rows = t.rows();
-    long[] ids = rows.keySet().stream().mapToLong(Long::longValue).sorted().toArray();
-    float[] values = new float[ids.length * width];
-    float[][] slotData = new float[slots][ids.length * width];
-    SparseTableCheckpoint.Builder out =
-        SparseTableCheckpoint.newBuilder().setName(t.name()).setWidth(width);
-    for (int i = 0; i < ids.length; i++) {
-      SparseTable.Row row = rows.get(ids[i]);
-      synchronized (row) {
-        System.arraycopy(row.values, 0, values, i * width, width);
-        for (int s = 0; s < slots; s++) {
-          System.arraycopy(row.slots[s], 0, slotData[s], i * width, width);
-        }
-        out.addRowUpdates(row.updates);
+  private static void forEachTableChunk(
+      ParameterShard shard, Consumer<SparseTableCheckpoint> sink) {
+    List<SparseTable> tables = new ArrayList<>(shard.tables().values());
+    tables.sort(Comparator.comparing(SparseTable::name));
+    for (SparseTable t : tables) {
+      boolean[] any = {false};
+      t.store.snapshot(
+          CHUNK_ROWS,
+          c -> {
+            any[0] = true;
+            sink.accept(chunkOf(t, c));
+          });
+      if (!any[0]) {
+        // An empty table still appears, so that its definition is checked on restore.
+        sink.accept(
+            SparseTableCheckpoint.newBuilder()
+                .setName(t.name())
+                .setWidth(t.width())
+                .setValues(ByteString.EMPTY)
+                .addAllSlots(Collections.nCopies(t.store.slots(), ByteString.EMPTY))
+                .build());
       }
-      out.addRowIds(ids[i]);
     }
-    out.setValues(TensorCodec.encode(values));
-    for (float[] s : slotData) {
+  }
+
+  private static SparseTableCheckpoint chunkOf(SparseTable t, SparseRowStore.Chunk c) {
+    SparseTableCheckpoint.Builder out =
+        SparseTableCheckpoint.newBuilder().setName(t.name()).setWidth(t.width());
+    for (int i = 0; i < c.rows(); i++) {
+      out.addRowIds(c.ids()[i]).addRowUpdates(c.updates()[i]);
+    }
+    out.setValues(TensorCodec.encode(c.values()));
+    for (float[] s : c.slots()) {
       out.addSlots(TensorCodec.encode(s));
     }
     return out.build();
@@ -95,7 +150,7 @@ final class ShardSnapshots {
       Parameter p = Parameter.of(spec);
       shard.parameters().put(p.name(), p);
       if (p.sparse()) {
-        shard.tables().put(p.name(), new SparseTable(p));
+        shard.defineTable(p);
       }
     }
     for (BlockCheckpoint bc : cp.getBlocksList()) {
@@ -131,13 +186,14 @@ final class ShardSnapshots {
       for (int s = 0; s < slots; s++) {
         slotData[s] = floats(tc.getSlots(s), n * width, tc.getName());
       }
+      float[] rv = new float[width];
+      float[][] rs = new float[slots][width];
       for (int i = 0; i < n; i++) {
-        float[] rv = Arrays.copyOfRange(values, i * width, (i + 1) * width);
-        float[][] rs = new float[slots][];
+        System.arraycopy(values, i * width, rv, 0, width);
         for (int s = 0; s < slots; s++) {
-          rs[s] = Arrays.copyOfRange(slotData[s], i * width, (i + 1) * width);
+          System.arraycopy(slotData[s], i * width, rs[s], 0, width);
         }
-        t.putRow(tc.getRowIds(i), new SparseTable.Row(rv, rs, tc.getRowUpdates(i)));
+        t.store.put(tc.getRowIds(i), rv, rs, tc.getRowUpdates(i));
       }
     }
     UnknownFieldSet extra = cp.getUnknownFields();

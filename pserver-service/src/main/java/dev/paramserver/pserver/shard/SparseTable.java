@@ -1,19 +1,34 @@
 package dev.paramserver.pserver.shard;
 
-import java.util.Map;
+import dev.paramserver.pserver.sparse.SparseRowStore;
+import dev.paramserver.pserver.sparse.SparseSettings;
+import dev.paramserver.pserver.sparse.TableSettings;
+import java.util.Arrays;
 import java.util.SplittableRandom;
-import java.util.concurrent.ConcurrentHashMap;
 
 /**
- * A sparse (row) table: rows of {@code width} floats created on first use, each with its own
- * optimizer state and update count, so memory grows with the rows touched.
+ * A sparse (row) table: rows of {@code width} floats with their optimizer state and update count,
+ * in compact primitive storage ({@link SparseRowStore}). A row is created by the first push of its
+ * id (once admitted) and may be evicted under a cap; a row that does not exist reads as its initial
+ * values, which are a deterministic function of (table, id), so a fresh row, an evicted row and a
+ * row not admitted yet all read the same.
  */
 final class SparseTable {
   final Parameter parameter;
-  private final Map<Long, Row> rows = new ConcurrentHashMap<>();
+  final SparseRowStore store;
 
-  SparseTable(Parameter parameter) {
+  SparseTable(Parameter parameter, SparseSettings settings) {
     this.parameter = parameter;
+    float[][] oneSlot = parameter.optimizer.newSlots(1);
+    float[] slotInit = new float[oneSlot.length];
+    for (int s = 0; s < oneSlot.length; s++) {
+      slotInit[s] = oneSlot[s][0];
+    }
+    TableSettings table =
+        settings.forTable(
+            parameter.name(), SparseSettings.rowBytes(parameter.width, slotInit.length));
+    this.store =
+        new SparseRowStore(parameter.width, slotInit, this::initRow, table, System::nanoTime);
   }
 
   String name() {
@@ -24,35 +39,39 @@ final class SparseTable {
     return parameter.width;
   }
 
-  /** The row, created with the table's initialiser if new. */
-  Row row(long id) {
-    return rows.computeIfAbsent(id, this::newRow);
+  long rowCount() {
+    return store.rows();
   }
 
-  Map<Long, Row> rows() {
-    return rows;
+  /** Copies the values of row {@code id} to {@code out} at {@code offset}. */
+  void read(long id, float[] out, int offset) {
+    store.read(id, out, offset);
   }
 
-  int rowCount() {
-    return rows.size();
+  /**
+   * Applies {@code gradient} (row {@code i} at {@code i * width}) to the rows of {@code ids}; the
+   * gradients of rows refused admission are dropped.
+   */
+  void apply(long[] ids, float[] gradient) {
+    int width = parameter.width;
+    var optimizer = parameter.optimizer;
+    store.update(
+        ids,
+        (i, values, slots, updatesBefore) ->
+            optimizer.update(values, gradient, i * width, slots, updatesBefore));
   }
 
-  /** Puts a restored row (checkpoint load). */
-  void putRow(long id, Row row) {
-    rows.put(id, row);
-  }
-
-  private Row newRow(long id) {
-    float[] values = new float[parameter.width];
+  private void initRow(long id, float[] out, int offset) {
     float stddev = parameter.spec.getInitStddev();
     if (stddev > 0) {
       // Seeded by (table, row) so every pserver and every restart creates the same row.
       SplittableRandom random = new SplittableRandom(seed(parameter.name(), id));
-      for (int i = 0; i < values.length; i++) {
-        values[i] = (float) (random.nextGaussian() * stddev);
+      for (int i = 0; i < parameter.width; i++) {
+        out[offset + i] = (float) (random.nextGaussian() * stddev);
       }
+    } else {
+      Arrays.fill(out, offset, offset + parameter.width, 0f);
     }
-    return new Row(values, parameter.optimizer.newSlots(values.length), 0);
   }
 
   static long seed(String table, long row) {
@@ -61,18 +80,5 @@ final class SparseTable {
       h = 31 * h + table.charAt(i);
     }
     return h * 0x9E3779B97F4A7C15L + row;
-  }
-
-  /** One row with its optimizer state; guarded by its monitor. */
-  static final class Row {
-    final float[] values;
-    final float[][] slots;
-    long updates;
-
-    Row(float[] values, float[][] slots, long updates) {
-      this.values = values;
-      this.slots = slots;
-      this.updates = updates;
-    }
   }
 }

@@ -66,7 +66,7 @@ class SparseTableTest {
   }
 
   @Test
-  void rows_areCreatedLazily_withADeterministicNormalInit() {
+  void rows_areCreatedByPushesOnly_withADeterministicNormalInit() {
     ParameterShard a = shard(table("emb", 0, 0.5f, sgd(1)));
     ParameterShard b = shard(table("emb", 0, 0.5f, sgd(1)));
     assertThat(a.status().getParameterBytes()).isZero();
@@ -78,8 +78,11 @@ class SparseTableTest {
     assertThat(java.util.Arrays.copyOfRange(rowsA, 0, WIDTH))
         .isNotEqualTo(java.util.Arrays.copyOfRange(rowsA, WIDTH, 2 * WIDTH));
     assertThat(rowsA).doesNotContain(0f);
-    // Memory grows with the rows touched: two rows of 4 floats.
+    // Pulls create no rows: memory grows with the rows pushed, two rows of 4 floats here.
+    assertThat(a.status().getParameterBytes()).isZero();
+    a.push(pushRows("emb", new long[] {7, 1_000_000_007L}, new float[2 * WIDTH]));
     assertThat(a.status().getParameterBytes()).isEqualTo(2 * WIDTH * 4);
+    assertThat(pullRows(a, "emb", 7, 1_000_000_007L)).containsExactly(rowsA);
   }
 
   @Test
