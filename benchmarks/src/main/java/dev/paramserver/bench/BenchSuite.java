@@ -4,6 +4,7 @@ import dev.paramserver.bench.cluster.ServiceJars;
 import dev.paramserver.bench.kernels.KernelSuite;
 import dev.paramserver.bench.memory.MemorySuite;
 import dev.paramserver.bench.report.Report;
+import dev.paramserver.bench.sparse.SparseSuite;
 import dev.paramserver.bench.train.TrainSuite;
 import dev.paramserver.bench.wire.WireSuite;
 import java.lang.management.ManagementFactory;
@@ -24,7 +25,7 @@ import java.util.Set;
  *
  * <p>Options: {@code --repo DIR} (where the services' exec jars were built, default "."), {@code
  * --out DIR} (default bench), {@code --run-dir DIR} (logs, recordings; default a temp folder),
- * {@code --only kernels,wire,train,memory}, {@code --quick} (shorter measurements).
+ * {@code --only kernels,wire,train,memory,sparse}, {@code --quick} (shorter measurements).
  */
 public final class BenchSuite {
   private BenchSuite() {}
@@ -33,7 +34,7 @@ public final class BenchSuite {
     Path repo = Path.of(".");
     Path out = Path.of("bench");
     Path runDir = null;
-    Set<String> only = new LinkedHashSet<>(List.of("kernels", "wire", "train", "memory"));
+    Set<String> only = new LinkedHashSet<>(List.of("kernels", "wire", "train", "memory", "sparse"));
     boolean quick = false;
     for (int i = 0; i < args.length; i++) {
       switch (args[i]) {
@@ -45,7 +46,7 @@ public final class BenchSuite {
         default -> {
           System.err.println(
               "usage: BenchSuite [--repo DIR] [--out DIR] [--run-dir DIR]"
-                  + " [--only kernels,wire,train,memory] [--quick]");
+                  + " [--only kernels,wire,train,memory,sparse] [--quick]");
           System.exit(2);
         }
       }
@@ -79,7 +80,10 @@ public final class BenchSuite {
     System.out.println("run folder (logs, JFR recordings, data): " + runDir);
 
     ServiceJars jars = null;
-    if (only.contains("wire") || only.contains("train") || only.contains("memory")) {
+    if (only.contains("wire")
+        || only.contains("train")
+        || only.contains("memory")
+        || only.contains("sparse")) {
       jars = ServiceJars.copy(repo, runDir);
     }
     if (only.contains("kernels")) {
@@ -96,6 +100,10 @@ public final class BenchSuite {
     if (only.contains("memory")) {
       ServiceJars j = jars;
       section("memory", () -> new MemorySuite(runDir, j).run(report));
+    }
+    if (only.contains("sparse")) {
+      ServiceJars j = jars;
+      section("sparse", () -> new SparseSuite(runDir, j, quick).run(report));
     }
     report.machine(
         "suite wall time", String.format(Locale.ROOT, "%.0f s", (System.nanoTime() - t0) / 1e9));

@@ -9,11 +9,6 @@ import dev.paramserver.models.demo.DemoData;
 import dev.paramserver.psctl.Psctl;
 import java.io.PrintWriter;
 import java.io.StringWriter;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
-import java.net.http.HttpResponse.BodyHandlers;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -30,15 +25,7 @@ import picocli.CommandLine;
  */
 class DistributedTrainingTest {
   private static String scrape(int httpPort) throws Exception {
-    HttpResponse<String> r =
-        HttpClient.newHttpClient()
-            .send(
-                HttpRequest.newBuilder(
-                        URI.create("http://127.0.0.1:" + httpPort + "/actuator/prometheus"))
-                    .build(),
-                BodyHandlers.ofString());
-    assertThat(r.statusCode()).isEqualTo(200);
-    return r.body();
+    return Jobs.scrapePrometheus(httpPort);
   }
 
   /** The histogram family has buckets for each method (so histogram_quantile works). */

@@ -7,7 +7,13 @@ import dev.paramserver.localcluster.ClusterSpec;
 import dev.paramserver.localcluster.JarLocator;
 import dev.paramserver.localcluster.JobStatusView;
 import dev.paramserver.localcluster.Role;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.net.http.HttpResponse.BodyHandlers;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.Map;
 
 /** Shared pieces of the end-to-end tests: the service jars and the accounting checks. */
@@ -59,5 +65,19 @@ final class Jobs {
   static long number(JsonNode parent, String field) {
     JsonNode n = parent.path(field);
     return n.isMissingNode() || n.isNull() ? 0 : n.asLong();
+  }
+
+  /** The Prometheus text of a service ({@code /actuator/prometheus}), checked to answer 200. */
+  static String scrapePrometheus(int httpPort) throws Exception {
+    HttpResponse<String> r =
+        HttpClient.newHttpClient()
+            .send(
+                HttpRequest.newBuilder(
+                        URI.create("http://127.0.0.1:" + httpPort + "/actuator/prometheus"))
+                    .timeout(Duration.ofSeconds(10))
+                    .build(),
+                BodyHandlers.ofString());
+    assertThat(r.statusCode()).isEqualTo(200);
+    return r.body();
   }
 }

@@ -110,10 +110,35 @@ class ModelsEndToEndTest {
 
   @Test
   void sparseLr_onConvertedLibsvmClickData_reachesEightyPercent() throws Exception {
+    Path data = clickData(dir, 16000, 4000);
+    Path testGlob = data.resolve("test-*.recordio");
+    JobStatusView.PassView last =
+        train(
+            "sparse-lr",
+            2,
+            data.resolve("train-*.recordio"),
+            testGlob,
+            Map.of(
+                "model", "sparse-lr",
+                "embedding-width", "4",
+                "optimizer", "adagrad",
+                "learning-rate", "0.1",
+                "accumulate", "2"));
+    assertThat(last.evalAccuracy()).as("sparse-lr test accuracy").isGreaterThan(0.80);
+    assertThat(evaluate("sparse-lr", testGlob))
+        .isCloseTo(last.evalAccuracy(), org.assertj.core.data.Offset.offset(0.01));
+  }
+
+  /**
+   * Generates click logs of {@code train} and {@code test} records and converts them with psctl
+   * convert into {@code dir/sparse/{train,test}-*.recordio} (2 shards each); returns {@code
+   * dir/sparse}.
+   */
+  static Path clickData(Path dir, int train, int test) throws Exception {
     Path raw = dir.resolve("raw");
     Files.createDirectories(raw);
-    writeClickLog(raw.resolve("train.svm"), 16000, 1);
-    writeClickLog(raw.resolve("test.svm"), 4000, 2);
+    writeClickLog(raw.resolve("train.svm"), train, 1);
+    writeClickLog(raw.resolve("test.svm"), test, 2);
     Path data = dir.resolve("sparse");
     for (String part : new String[] {"train", "test"}) {
       int code =
@@ -132,22 +157,7 @@ class ModelsEndToEndTest {
                   "250");
       assertThat(code).isZero();
     }
-    Path testGlob = data.resolve("test-*.recordio");
-    JobStatusView.PassView last =
-        train(
-            "sparse-lr",
-            2,
-            data.resolve("train-*.recordio"),
-            testGlob,
-            Map.of(
-                "model", "sparse-lr",
-                "embedding-width", "4",
-                "optimizer", "adagrad",
-                "learning-rate", "0.1",
-                "accumulate", "2"));
-    assertThat(last.evalAccuracy()).as("sparse-lr test accuracy").isGreaterThan(0.80);
-    assertThat(evaluate("sparse-lr", testGlob))
-        .isCloseTo(last.evalAccuracy(), org.assertj.core.data.Offset.offset(0.01));
+    return data;
   }
 
   /**
