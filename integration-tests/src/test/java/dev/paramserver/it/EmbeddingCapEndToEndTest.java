@@ -6,9 +6,6 @@ import dev.paramserver.localcluster.ClusterSpec;
 import dev.paramserver.localcluster.JobStatusView;
 import dev.paramserver.localcluster.LocalCluster;
 import dev.paramserver.localcluster.Role;
-import dev.paramserver.psctl.Psctl;
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -88,22 +85,10 @@ class EmbeddingCapEndToEndTest {
 
   /** The AUC psctl evaluate reports for the exported model on the test data. */
   private double auc(String name) {
-    StringWriter out = new StringWriter();
-    StringWriter err = new StringWriter();
-    var cl = Psctl.commandLine();
-    cl.setOut(new PrintWriter(out, true));
-    cl.setErr(new PrintWriter(err, true));
-    int code =
-        cl.execute(
-            "evaluate",
-            "--model",
-            dir.resolve(name).resolve("model.pb").toString(),
-            "--data",
-            dir.resolve("sparse").resolve("test-*.recordio").toString());
-    assertThat(code).as(err.toString()).isZero();
-    Matcher m = Pattern.compile("auc=([0-9.]+)").matcher(out.toString());
-    assertThat(m.find()).as(out.toString()).isTrue();
-    return Double.parseDouble(m.group(1));
+    return ModelsEndToEndTest.evaluated(
+        dir.resolve(name).resolve("model.pb"),
+        dir.resolve("sparse").resolve("test-*.recordio"),
+        "auc");
   }
 
   /** Distinct feature ids of the LibSVM training log. */

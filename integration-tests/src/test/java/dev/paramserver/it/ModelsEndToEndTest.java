@@ -66,20 +66,19 @@ class ModelsEndToEndTest {
 
   /** Accuracy that psctl evaluate reports for the exported model. */
   private double evaluate(String name, Path test) {
+    return evaluated(dir.resolve(name).resolve("model.pb"), test, "accuracy");
+  }
+
+  /** A figure ({@code accuracy}, {@code auc}) psctl evaluate reports for a model on data. */
+  static double evaluated(Path model, Path data, String figure) {
     StringWriter out = new StringWriter();
     StringWriter err = new StringWriter();
     CommandLine cl = Psctl.commandLine();
     cl.setOut(new PrintWriter(out, true));
     cl.setErr(new PrintWriter(err, true));
-    int code =
-        cl.execute(
-            "evaluate",
-            "--model",
-            dir.resolve(name).resolve("model.pb").toString(),
-            "--data",
-            test.toString());
+    int code = cl.execute("evaluate", "--model", model.toString(), "--data", data.toString());
     assertThat(code).as(err.toString()).isZero();
-    Matcher m = Pattern.compile("accuracy=([0-9.]+)").matcher(out.toString());
+    Matcher m = Pattern.compile(figure + "=([0-9.]+)").matcher(out.toString());
     assertThat(m.find()).as(out.toString()).isTrue();
     return Double.parseDouble(m.group(1));
   }

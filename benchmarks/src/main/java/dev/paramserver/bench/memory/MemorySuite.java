@@ -127,7 +127,7 @@ public final class MemorySuite {
   }
 
   /** Used heap after full collections, settled (two in a row agree within 1%). */
-  private static long liveHeap(MemoryMXBean mem) throws InterruptedException {
+  public static long liveHeap(MemoryMXBean mem) throws InterruptedException {
     long last = Long.MAX_VALUE;
     for (int i = 0; i < 5; i++) {
       mem.gc();

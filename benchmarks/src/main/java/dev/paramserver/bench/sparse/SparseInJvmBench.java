@@ -1,6 +1,7 @@
 package dev.paramserver.bench.sparse;
 
 import com.google.protobuf.CodedInputStream;
+import dev.paramserver.bench.memory.MemorySuite;
 import dev.paramserver.proto.v1.PullParametersRequest;
 import dev.paramserver.proto.v1.PushGradientsRequest;
 import dev.paramserver.proto.v1.ShardCheckpoint;
@@ -118,7 +119,7 @@ public final class SparseInJvmBench {
   /** 10M rows of width 8 with Adam: live heap growth, then checkpoint write and load seconds. */
   private static void memoryAndCheckpoint(long rows, Path dir) throws Exception {
     MemoryMXBean mem = ManagementFactory.getMemoryMXBean();
-    long before = liveHeap(mem);
+    long before = MemorySuite.liveHeap(mem);
     ParameterShard shard = shard(SparseSettings.unlimited(), WIDTH_SMALL);
     long[] ids = new long[4096];
     long t0 = System.nanoTime();
@@ -131,7 +132,7 @@ public final class SparseInJvmBench {
       shard.push(SparseWorkload.push(WIDTH_SMALL, batch));
     }
     print("fill_rows_per_s", rows / ((System.nanoTime() - t0) / 1e9));
-    long after = liveHeap(mem);
+    long after = MemorySuite.liveHeap(mem);
     SparseTableStats s = stats(shard);
     print("memory_rows", s.rows());
     print("memory_heap_growth_bytes", after - before);
@@ -146,7 +147,7 @@ public final class SparseInJvmBench {
     print("checkpoint_write_s", (System.nanoTime() - t0) / 1e9);
     print("checkpoint_file_bytes", Files.size(file));
     shard = null;
-    liveHeap(mem);
+    MemorySuite.liveHeap(mem);
     t0 = System.nanoTime();
     ShardCheckpoint cp;
     try (InputStream in = new BufferedInputStream(Files.newInputStream(file), 1 << 16)) {
@@ -159,20 +160,6 @@ public final class SparseInJvmBench {
     print("checkpoint_load_s", (System.nanoTime() - t0) / 1e9);
     print("checkpoint_loaded_rows", stats(restored).rows());
     Files.delete(file);
-  }
-
-  private static long liveHeap(MemoryMXBean mem) throws InterruptedException {
-    long last = Long.MAX_VALUE;
-    for (int i = 0; i < 5; i++) {
-      mem.gc();
-      long used = mem.getHeapMemoryUsage().getUsed();
-      if (Math.abs(used - last) < used / 100) {
-        return Math.min(used, last);
-      }
-      last = used;
-      Thread.sleep(200);
-    }
-    return last;
   }
 
   private static void print(String name, double value) {
