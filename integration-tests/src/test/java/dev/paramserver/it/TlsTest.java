@@ -11,6 +11,7 @@ import dev.paramserver.models.demo.DemoData;
 import dev.paramserver.proto.v1.GetShardStatusRequest;
 import dev.paramserver.proto.v1.ParameterServerGrpc;
 import dev.paramserver.proto.v1.ShardStatus;
+import dev.paramserver.rpc.ChannelFactory;
 import dev.paramserver.rpc.Channels;
 import dev.paramserver.rpc.ClientTls;
 import io.grpc.ManagedChannel;
@@ -22,7 +23,6 @@ import java.nio.file.Path;
 import java.security.KeyStore;
 import java.time.Duration;
 import java.util.Base64;
-import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -125,7 +125,6 @@ class TlsTest {
             "paramserver.trainer.train-data",
             dir.resolve("data") + "/train-*.recordio")
         .property(Role.TRAINER, "paramserver.trainer.test-data", demo.testFile().toString());
-    ClientTls previous = Channels.tls();
     try (LocalCluster cluster = new LocalCluster(spec.build())) {
       cluster.start();
       JobStatusView end =
@@ -141,17 +140,23 @@ class TlsTest {
 
       ProcessInfo ps = cluster.process(Role.PSERVER, 0);
       String addr = "127.0.0.1:" + ps.grpcPort();
-      Channels.setTls(null);
-      assertThat(refused(addr)).as("plaintext client").isTrue();
-      Channels.setTls(new ClientTls(dir.resolve("server.crt"), null, null, null));
-      assertThat(refused(addr)).as("TLS client without a certificate").isTrue();
-      Channels.setTls(
-          new ClientTls(
-              dir.resolve("server.crt"),
-              dir.resolve("trainer.crt"),
-              dir.resolve("trainer.key"),
-              null));
-      ManagedChannel ch = Channels.forAddress(addr, List.of());
+      assertThat(refused(ChannelFactory.plaintext(), addr)).as("plaintext client").isTrue();
+      assertThat(
+              refused(
+                  ChannelFactory.plaintext()
+                      .withTls(new ClientTls(dir.resolve("server.crt"), null, null, null)),
+                  addr))
+          .as("TLS client without a certificate")
+          .isTrue();
+      ChannelFactory mutual =
+          ChannelFactory.plaintext()
+              .withTls(
+                  new ClientTls(
+                      dir.resolve("server.crt"),
+                      dir.resolve("trainer.crt"),
+                      dir.resolve("trainer.key"),
+                      null));
+      ManagedChannel ch = mutual.forAddress(addr);
       try {
         ShardStatus st =
             ParameterServerGrpc.newBlockingStub(ch)
@@ -161,13 +166,11 @@ class TlsTest {
       } finally {
         Channels.close(ch);
       }
-    } finally {
-      Channels.setTls(previous);
     }
   }
 
-  private static boolean refused(String addr) {
-    ManagedChannel ch = Channels.forAddress(addr, List.of());
+  private static boolean refused(ChannelFactory channels, String addr) {
+    ManagedChannel ch = channels.forAddress(addr);
     try {
       assertThatThrownBy(
               () ->

@@ -1,9 +1,13 @@
 package dev.paramserver.rpc;
 
+import static io.grpc.Status.fromThrowable;
+
 import com.google.protobuf.Any;
+import com.google.protobuf.InvalidProtocolBufferException;
 import com.google.rpc.ErrorInfo;
+import com.google.rpc.Status;
 import dev.paramserver.proto.v1.ErrorReason;
-import io.grpc.Status;
+import io.grpc.Status.Code;
 import io.grpc.StatusRuntimeException;
 import io.grpc.protobuf.StatusProto;
 
@@ -18,30 +22,29 @@ public final class RpcErrors {
   private RpcErrors() {}
 
   /** The status code a reason is reported with. */
-  public static Status.Code codeFor(ErrorReason reason) {
+  public static Code codeFor(ErrorReason reason) {
     return switch (reason) {
-      case NOT_INITIALIZED, NOT_LEADER, DATASET_CONFLICT, NO_DATASET ->
-          Status.Code.FAILED_PRECONDITION;
-      case UNKNOWN_PARAMETER, UNKNOWN_TASK -> Status.Code.NOT_FOUND;
+      case NOT_INITIALIZED, NOT_LEADER, DATASET_CONFLICT, NO_DATASET -> Code.FAILED_PRECONDITION;
+      case UNKNOWN_PARAMETER, UNKNOWN_TASK -> Code.NOT_FOUND;
       case SHAPE_MISMATCH,
           UNSUPPORTED_DTYPE,
           NON_FINITE_GRADIENT,
           DATASET_UNREADABLE,
           BAD_ARGUMENT,
           BAD_OPTIMIZER ->
-          Status.Code.INVALID_ARGUMENT;
-      case INIT_CONFLICT -> Status.Code.ALREADY_EXISTS;
-      case SHUTTING_DOWN -> Status.Code.UNAVAILABLE;
-      case TOO_LARGE -> Status.Code.RESOURCE_EXHAUSTED;
-      case SYNC_ABORTED -> Status.Code.ABORTED;
-      case ERROR_REASON_UNSPECIFIED, UNRECOGNIZED -> Status.Code.UNKNOWN;
+          Code.INVALID_ARGUMENT;
+      case INIT_CONFLICT -> Code.ALREADY_EXISTS;
+      case SHUTTING_DOWN -> Code.UNAVAILABLE;
+      case TOO_LARGE -> Code.RESOURCE_EXHAUSTED;
+      case SYNC_ABORTED -> Code.ABORTED;
+      case ERROR_REASON_UNSPECIFIED, UNRECOGNIZED -> Code.UNKNOWN;
     };
   }
 
   /** A status exception carrying the reason as an ErrorInfo detail. */
   public static StatusRuntimeException toStatus(ErrorReason reason, String message) {
-    com.google.rpc.Status status =
-        com.google.rpc.Status.newBuilder()
+    Status status =
+        Status.newBuilder()
             .setCode(codeFor(reason).value())
             .setMessage(message == null ? reason.name() : message)
             .addDetails(
@@ -56,7 +59,7 @@ public final class RpcErrors {
 
   /** The reason a failed call carried, or ERROR_REASON_UNSPECIFIED when it carried none. */
   public static ErrorReason reasonOf(Throwable t) {
-    com.google.rpc.Status status = StatusProto.fromThrowable(t);
+    Status status = StatusProto.fromThrowable(t);
     if (status == null) {
       return ErrorReason.ERROR_REASON_UNSPECIFIED;
     }
@@ -67,7 +70,7 @@ public final class RpcErrors {
           if (DOMAIN.equals(info.getDomain())) {
             return ErrorReason.valueOf(info.getReason());
           }
-        } catch (com.google.protobuf.InvalidProtocolBufferException | IllegalArgumentException e) {
+        } catch (InvalidProtocolBufferException | IllegalArgumentException e) {
           return ErrorReason.ERROR_REASON_UNSPECIFIED;
         }
       }
@@ -76,15 +79,15 @@ public final class RpcErrors {
   }
 
   /** The status code of a failed call (UNKNOWN for a non-gRPC exception). */
-  public static Status.Code codeOf(Throwable t) {
-    return Status.fromThrowable(t).getCode();
+  public static Code codeOf(Throwable t) {
+    return fromThrowable(t).getCode();
   }
 
   /** True for failures worth retrying after re-resolving the peer (it was unreachable or busy). */
   public static boolean isTransient(Throwable t) {
-    Status.Code code = codeOf(t);
-    return code == Status.Code.UNAVAILABLE
-        || code == Status.Code.DEADLINE_EXCEEDED
-        || code == Status.Code.CANCELLED && !Thread.currentThread().isInterrupted();
+    Code code = codeOf(t);
+    return code == Code.UNAVAILABLE
+        || code == Code.DEADLINE_EXCEEDED
+        || code == Code.CANCELLED && !Thread.currentThread().isInterrupted();
   }
 }

@@ -57,7 +57,6 @@ class ChannelsTest {
 
   @AfterEach
   void stopServer() throws InterruptedException {
-    Channels.setDefaultInterceptors(List.of());
     server.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
   }
 
@@ -95,16 +94,26 @@ class ChannelsTest {
   }
 
   @Test
-  void defaultInterceptorsApplyToChannelsBuiltWithoutExplicitOnes() {
-    ClientInterceptor d = recording("default");
-    Channels.setDefaultInterceptors(List.of(d));
+  void factoryInterceptorsApplyToEveryChannelItBuilds_inTheOrderGiven() {
+    ChannelFactory factory =
+        ChannelFactory.plaintext().withInterceptors(List.of(recording("x"), recording("y")));
+    call(factory.forAddress("127.0.0.1:" + server.getPort()));
+    call(factory.forAddress("127.0.0.1:" + server.getPort()));
     call(Channels.forAddress("127.0.0.1:" + server.getPort()));
-    call(Channels.forAddress("127.0.0.1:" + server.getPort(), recording("explicit")));
-    assertThat(seen).containsExactly("default:test.Missing/Call", "explicit:test.Missing/Call");
+    assertThat(seen)
+        .containsExactly(
+            "x:test.Missing/Call",
+            "y:test.Missing/Call",
+            "x:test.Missing/Call",
+            "y:test.Missing/Call");
+    assertThat(factory.tls()).isNull();
+    assertThat(ChannelFactory.plaintext().interceptors()).isEmpty();
+  }
 
-    assertThat(Channels.clearDefaultInterceptors(List.of(recording("other")))).isFalse();
-    assertThat(Channels.defaultInterceptors()).containsExactly(d);
-    assertThat(Channels.clearDefaultInterceptors(List.of(d))).isTrue();
-    assertThat(Channels.defaultInterceptors()).isEmpty();
+  @Test
+  void factory_rejectsAMalformedAddress_namingIt() {
+    assertThatThrownBy(() -> ChannelFactory.plaintext().forAddress("nohost"))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("'nohost' is not host:port");
   }
 }

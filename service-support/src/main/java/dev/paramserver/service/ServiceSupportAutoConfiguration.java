@@ -2,18 +2,17 @@ package dev.paramserver.service;
 
 import dev.paramserver.coordination.Coordinator;
 import dev.paramserver.coordination.EtcdCoordinator;
-import dev.paramserver.rpc.Channels;
+import dev.paramserver.rpc.ChannelFactory;
+import dev.paramserver.rpc.ClientTls;
 import dev.paramserver.rpc.ErrorMappingInterceptor;
 import io.grpc.ClientInterceptor;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.binder.MeterBinder;
 import java.time.Duration;
-import java.util.List;
 import net.devh.boot.grpc.server.interceptor.GrpcGlobalServerInterceptor;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.springframework.beans.factory.DisposableBean;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.actuate.autoconfigure.metrics.MeterRegistryCustomizer;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
@@ -93,12 +92,22 @@ public class ServiceSupportAutoConfiguration {
   }
 
   /**
+   * The client channels of this service: TLS when {@code paramserver.grpc-client.tls.enabled} (see
+   * {@link ClientTlsConfiguration}), and client-side call metrics ({@link ClientCallMetrics}) on
+   * every call when Micrometer is present.
+   */
+  @Bean
+  @ConditionalOnMissingBean
+  public ChannelFactory channelFactory(
+      ObjectProvider<ClientTls> tls, ObjectProvider<ClientCallMetrics> metrics) {
+    return new ChannelFactory(
+        tls.getIfAvailable(), metrics.stream().map(m -> (ClientInterceptor) m).toList());
+  }
+
+  /**
    * Metrics every service shares: common tags ({@link CommonMetricTags}), etcd call latency ({@link
-   * EtcdCallMetrics}) and client-side gRPC call latency ({@link ClientCallMetrics}) for every
-   * channel built with {@link Channels#forAddress(String)}: the interceptor becomes a process-wide
-   * default of {@link Channels} while this context lives (classes such as the trainer's pserver and
-   * master clients build their channels without Spring, so a default is the least intrusive way to
-   * reach them).
+   * EtcdCallMetrics}) and client-side gRPC call latency ({@link ClientCallMetrics}, added to the
+   * channels of the {@link ChannelFactory}).
    */
   @Configuration(proxyBeanMethods = false)
   @ConditionalOnClass(MeterRegistry.class)
@@ -119,26 +128,6 @@ public class ServiceSupportAutoConfiguration {
     @ConditionalOnMissingBean
     ClientCallMetrics clientCallMetrics(MeterRegistry registry) {
       return new ClientCallMetrics(registry);
-    }
-
-    @Bean
-    DefaultClientInterceptors defaultClientInterceptors(ClientCallMetrics metrics) {
-      return new DefaultClientInterceptors(List.of(metrics));
-    }
-  }
-
-  /** Sets {@link Channels}' default interceptors while the context lives. */
-  static final class DefaultClientInterceptors implements DisposableBean {
-    private final List<ClientInterceptor> interceptors;
-
-    DefaultClientInterceptors(List<ClientInterceptor> interceptors) {
-      this.interceptors = interceptors;
-      Channels.setDefaultInterceptors(interceptors);
-    }
-
-    @Override
-    public void destroy() {
-      Channels.clearDefaultInterceptors(interceptors);
     }
   }
 

@@ -9,6 +9,7 @@ import dev.paramserver.coordination.Coordinator;
 import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.proto.v1.GetStatusRequest;
 import dev.paramserver.proto.v1.MasterGrpc;
+import dev.paramserver.rpc.ChannelFactory;
 import dev.paramserver.rpc.Channels;
 import dev.paramserver.rpc.ErrorMappingInterceptor;
 import dev.paramserver.rpc.RpcErrors;
@@ -167,6 +168,13 @@ class ServiceSupportTest {
     assertThat(coordinator.isConnected()).isTrue();
     assertThat(coordinator.keys().job()).startsWith("test-");
     assertThat(context.getBeansOfType(ErrorMappingInterceptor.class)).hasSize(1);
+  }
+
+  @Test
+  void channelFactory_isPlaintext_withTheClientCallMetrics() {
+    ChannelFactory factory = context.getBean(ChannelFactory.class);
+    assertThat(factory.tls()).isNull();
+    assertThat(factory.interceptors()).containsExactly(context.getBean(ClientCallMetrics.class));
   }
 
   @Test

@@ -6,6 +6,8 @@ import dev.paramserver.coordination.LeaderElection.Leadership;
 import dev.paramserver.coordination.Lease;
 import dev.paramserver.master.state.EtcdJobStore;
 import dev.paramserver.master.task.MasterJob;
+import dev.paramserver.rpc.Retry;
+import dev.paramserver.rpc.StoppedException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Optional;
@@ -156,19 +158,24 @@ public final class MasterElection implements SmartLifecycle {
   }
 
   private void run() {
-    while (running) {
-      try {
-        campaignOnce();
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        break;
-      } catch (RuntimeException e) {
-        log.warn("master election round failed, retrying in {}: {}", RETRY, e.toString());
-        stepDown();
-        if (!pause(RETRY)) {
-          break;
-        }
-      }
+    try {
+      new Retry(RETRY, RETRY, () -> !running)
+          .until(
+              "the master election",
+              attempt -> {
+                try {
+                  while (running) {
+                    campaignOnce(); // returns once leadership is lost: campaign again at once
+                  }
+                  return Optional.of(true);
+                } catch (RuntimeException e) {
+                  log.warn("master election round failed, retrying in {}: {}", RETRY, e.toString());
+                  stepDown();
+                  return Optional.empty();
+                }
+              });
+    } catch (StoppedException e) {
+      log.debug("master election ends: {}", e.getMessage());
     }
     stepDown();
   }
@@ -257,16 +264,6 @@ public final class MasterElection implements SmartLifecycle {
     synchronized (signal) {
       lossSignalled = true;
       signal.notifyAll();
-    }
-  }
-
-  private boolean pause(Duration d) {
-    try {
-      Thread.sleep(d.toMillis());
-      return running;
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      return false;
     }
   }
 

@@ -6,9 +6,12 @@ import dev.paramserver.coordination.KeyValueStore;
 import dev.paramserver.coordination.Lease;
 import dev.paramserver.pserver.PserverProperties;
 import dev.paramserver.pserver.shard.ParameterShard;
+import dev.paramserver.rpc.Retry;
+import dev.paramserver.rpc.StoppedException;
 import dev.paramserver.service.LifecyclePhases;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.Optional;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
@@ -91,53 +94,56 @@ public final class ShardRegistration
 
   /** Claims an index; runs on the worker thread while the state is REGISTERING. */
   private void register() {
-    long backoffMs = 200;
-    while (state == RegistrationState.REGISTERING && !Thread.currentThread().isInterrupted()) {
-      Lease granted = null;
-      try {
-        int desired = ensureDesired();
-        granted = coordinator.grantLease(leaseTtl);
-        int preferred = index >= 0 ? index : properties.index();
-        if (preferred >= desired) {
-          log.warn(
-              "paramserver.pserver.index {} is outside [0, {}) ({} = {}): claiming the lowest"
-                  + " free index instead",
-              preferred,
-              desired,
-              coordinator.keys().psDesired(),
-              desired);
-        }
-        int claimed =
-            coordinator.claimIndex(
-                coordinator.keys().psPrefix(),
-                desired,
-                address.getBytes(StandardCharsets.UTF_8),
-                granted,
-                properties.registerTimeout(),
-                preferred);
-        lease = granted;
-        granted.onLost(this::onLeaseLost);
-        onClaimed(claimed);
-        if (!moveTo(RegistrationState.REGISTERED)) {
-          return;
-        }
-        log.info("registered as pserver {} ({}) under lease {}", claimed, address, granted.id());
-        return;
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        revokeQuietly(granted);
-        return;
-      } catch (RuntimeException e) {
-        revokeQuietly(granted);
-        log.warn("registration failed, retrying in {} ms: {}", backoffMs, e.toString());
-        try {
-          Thread.sleep(backoffMs);
-        } catch (InterruptedException ie) {
-          Thread.currentThread().interrupt();
-          return;
-        }
-        backoffMs = Math.min(MAX_BACKOFF.toMillis(), backoffMs * 2);
+    Retry retry =
+        new Retry(
+            Duration.ofMillis(200),
+            MAX_BACKOFF,
+            () -> state != RegistrationState.REGISTERING || Thread.currentThread().isInterrupted());
+    try {
+      retry.until("registering", attempt -> registerOnce());
+    } catch (StoppedException e) {
+      log.debug("registration ends: {}", e.getMessage());
+    }
+  }
+
+  /** One attempt to claim an index: empty if it failed and should be retried. */
+  private Optional<Integer> registerOnce() throws InterruptedException {
+    Lease granted = null;
+    try {
+      int desired = ensureDesired();
+      granted = coordinator.grantLease(leaseTtl);
+      int preferred = index >= 0 ? index : properties.index();
+      if (preferred >= desired) {
+        log.warn(
+            "paramserver.pserver.index {} is outside [0, {}) ({} = {}): claiming the lowest"
+                + " free index instead",
+            preferred,
+            desired,
+            coordinator.keys().psDesired(),
+            desired);
       }
+      int claimed =
+          coordinator.claimIndex(
+              coordinator.keys().psPrefix(),
+              desired,
+              address.getBytes(StandardCharsets.UTF_8),
+              granted,
+              properties.registerTimeout(),
+              preferred);
+      lease = granted;
+      granted.onLost(this::onLeaseLost);
+      onClaimed(claimed);
+      if (moveTo(RegistrationState.REGISTERED)) {
+        log.info("registered as pserver {} ({}) under lease {}", claimed, address, granted.id());
+      }
+      return Optional.of(claimed);
+    } catch (InterruptedException e) {
+      revokeQuietly(granted);
+      throw e;
+    } catch (RuntimeException e) {
+      revokeQuietly(granted);
+      log.warn("registration failed, retrying: {}", e.toString());
+      return Optional.empty();
     }
   }
 

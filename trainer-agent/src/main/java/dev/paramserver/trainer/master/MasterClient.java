@@ -5,14 +5,13 @@ import dev.paramserver.coordination.KeyValueStore;
 import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.proto.v1.MasterGrpc;
 import dev.paramserver.rpc.Backoff;
+import dev.paramserver.rpc.ChannelFactory;
 import dev.paramserver.rpc.Channels;
 import dev.paramserver.rpc.RpcErrors;
 import dev.paramserver.trainer.TrainerStoppedException;
-import io.grpc.ClientInterceptor;
 import io.grpc.ManagedChannel;
 import io.grpc.StatusRuntimeException;
 import java.time.Duration;
-import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
@@ -39,25 +38,16 @@ public final class MasterClient implements AutoCloseable {
   private ManagedChannel channel;
   private volatile String watchedAddress;
   private final AutoCloseable watch;
-  private final List<ClientInterceptor> interceptors;
+  private final ChannelFactory channels;
 
-  /**
-   * A client whose channels use the process-wide {@link Channels#defaultInterceptors()} (in the
-   * trainer service: client call metrics, set by service-support at startup).
-   */
-  public MasterClient(
-      Coordinator coordinator, Duration rpcTimeout, Duration maxBackoff, BooleanSupplier stopping) {
-    this(coordinator, rpcTimeout, maxBackoff, stopping, Channels.defaultInterceptors());
-  }
-
-  /** A client whose channels pass every call through {@code interceptors}, in order. */
+  /** A client whose channels come from {@code channels}. */
   public MasterClient(
       Coordinator coordinator,
       Duration rpcTimeout,
       Duration maxBackoff,
       BooleanSupplier stopping,
-      List<ClientInterceptor> interceptors) {
-    this.interceptors = List.copyOf(interceptors);
+      ChannelFactory channels) {
+    this.channels = channels;
     this.coordinator = coordinator;
     this.rpcTimeout = rpcTimeout;
     this.maxBackoff = maxBackoff;
@@ -147,7 +137,7 @@ public final class MasterClient implements AutoCloseable {
           return null;
         }
         address = addr;
-        channel = Channels.forAddress(addr, interceptors);
+        channel = channels.forAddress(addr);
         log.info("connected to master {}", addr);
       }
       return MasterGrpc.newBlockingStub(channel);

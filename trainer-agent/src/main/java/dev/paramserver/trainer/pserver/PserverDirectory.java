@@ -4,14 +4,13 @@ import dev.paramserver.coordination.Coordinator;
 import dev.paramserver.coordination.KeyValueStore;
 import dev.paramserver.proto.v1.ParameterServerGrpc;
 import dev.paramserver.rpc.Backoff;
+import dev.paramserver.rpc.ChannelFactory;
 import dev.paramserver.rpc.Channels;
 import dev.paramserver.trainer.TrainerStoppedException;
-import io.grpc.ClientInterceptor;
 import io.grpc.ManagedChannel;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.HashMap;
-import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.BooleanSupplier;
@@ -30,27 +29,19 @@ public final class PserverDirectory implements AutoCloseable {
   private final Map<Integer, String> addresses = new ConcurrentHashMap<>();
   private final Map<Integer, ManagedChannel> channels = new HashMap<>();
   private final AutoCloseable watch;
-  private final List<ClientInterceptor> interceptors;
+  private final ChannelFactory channelFactory;
   private volatile int count;
 
   /**
-   * A directory whose channels use the process-wide {@link Channels#defaultInterceptors()} (in the
-   * trainer service: client call metrics, set by service-support at startup).
-   */
-  public PserverDirectory(Coordinator coordinator, BooleanSupplier stopping) {
-    this(coordinator, stopping, Channels.defaultInterceptors());
-  }
-
-  /**
-   * A directory whose channels pass every call through {@code interceptors}, in order.
+   * A directory whose channels come from {@code channels}.
    *
    * @param stopping true once the trainer stops; waits for pservers then give up
    */
   public PserverDirectory(
-      Coordinator coordinator, BooleanSupplier stopping, List<ClientInterceptor> interceptors) {
+      Coordinator coordinator, BooleanSupplier stopping, ChannelFactory channelFactory) {
     this.coordinator = coordinator;
     this.stopping = stopping;
-    this.interceptors = List.copyOf(interceptors);
+    this.channelFactory = channelFactory;
     String prefix = coordinator.keys().psPrefix();
     this.watch =
         coordinator
@@ -166,7 +157,7 @@ public final class PserverDirectory implements AutoCloseable {
         if (addr == null) {
           return null;
         }
-        ch = Channels.forAddress(addr, interceptors);
+        ch = channelFactory.forAddress(addr);
         channels.put(index, ch);
       }
       return ParameterServerGrpc.newFutureStub(ch);

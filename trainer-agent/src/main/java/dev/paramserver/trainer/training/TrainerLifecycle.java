@@ -1,6 +1,7 @@
 package dev.paramserver.trainer.training;
 
 import dev.paramserver.coordination.Coordinator;
+import dev.paramserver.rpc.ChannelFactory;
 import dev.paramserver.trainer.config.TrainerProperties;
 import java.time.Duration;
 import org.slf4j.Logger;
@@ -27,6 +28,7 @@ public class TrainerLifecycle implements SmartLifecycle {
   private final Duration leaseTtl;
   private final String advertiseHost;
   private final io.micrometer.core.instrument.MeterRegistry registry;
+  private final ChannelFactory channels;
   private volatile TrainingLoop loop;
   private volatile boolean running;
 
@@ -36,8 +38,10 @@ public class TrainerLifecycle implements SmartLifecycle {
       ConfigurableApplicationContext context,
       @Value("${paramserver.etcd.lease-ttl:10s}") Duration leaseTtl,
       @Value("${paramserver.advertise-host:127.0.0.1}") String advertiseHost,
-      io.micrometer.core.instrument.MeterRegistry registry) {
+      io.micrometer.core.instrument.MeterRegistry registry,
+      ChannelFactory channels) {
     this.registry = registry;
+    this.channels = channels;
     this.props = props;
     this.coordinator = coordinator;
     this.context = context;
@@ -57,7 +61,13 @@ public class TrainerLifecycle implements SmartLifecycle {
             : 0;
     loop =
         new TrainingLoop(
-            props, coordinator, leaseTtl, advertiseHost + ":" + port, this::exit, registry);
+            props,
+            coordinator,
+            leaseTtl,
+            advertiseHost + ":" + port,
+            this::exit,
+            registry,
+            channels);
     loop.start();
     running = true;
   }

@@ -21,6 +21,7 @@ import dev.paramserver.proto.v1.TaskFailedRequest;
 import dev.paramserver.proto.v1.TaskFinishedRequest;
 import dev.paramserver.proto.v1.TrainingMode;
 import dev.paramserver.recordio.RecordIndex;
+import dev.paramserver.rpc.ChannelFactory;
 import dev.paramserver.trainer.TrainerStoppedException;
 import dev.paramserver.trainer.config.TrainerProperties;
 import dev.paramserver.trainer.master.MasterClient;
@@ -57,6 +58,7 @@ public final class TrainingLoop {
   private final String job;
   private final IntConsumer onExit;
   private final TrainerMetrics metrics;
+  private final ChannelFactory channels;
   private final TrainingProgress progress = new TrainingProgress();
   private final AtomicBoolean stopping = new AtomicBoolean();
   private volatile Thread thread;
@@ -72,7 +74,9 @@ public final class TrainingLoop {
       Duration leaseTtl,
       String endpoint,
       IntConsumer onExit,
-      io.micrometer.core.instrument.MeterRegistry registry) {
+      io.micrometer.core.instrument.MeterRegistry registry,
+      ChannelFactory channels) {
+    this.channels = channels;
     this.props = props;
     this.coordinator = coordinator;
     this.leaseTtl = leaseTtl;
@@ -144,9 +148,10 @@ public final class TrainingLoop {
   private int run() throws IOException {
     Lease lease = coordinator.grantLease(leaseTtl);
     try (lease;
-        PserverDirectory directory = new PserverDirectory(coordinator, stopping::get);
+        PserverDirectory directory = new PserverDirectory(coordinator, stopping::get, channels);
         MasterClient master =
-            new MasterClient(coordinator, props.rpcTimeout(), props.maxBackoff(), stopping::get)) {
+            new MasterClient(
+                coordinator, props.rpcTimeout(), props.maxBackoff(), stopping::get, channels)) {
       coordinator
           .kv()
           .put(

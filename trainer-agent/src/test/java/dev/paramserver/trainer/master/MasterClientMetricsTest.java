@@ -8,7 +8,7 @@ import dev.paramserver.coordination.EtcdSettings;
 import dev.paramserver.proto.v1.GetStatusRequest;
 import dev.paramserver.proto.v1.JobStatus;
 import dev.paramserver.proto.v1.MasterGrpc;
-import dev.paramserver.rpc.Channels;
+import dev.paramserver.rpc.ChannelFactory;
 import dev.paramserver.service.ClientCallMetrics;
 import dev.paramserver.testsupport.EtcdExtension;
 import io.grpc.Server;
@@ -55,7 +55,6 @@ class MasterClientMetricsTest {
 
   @AfterEach
   void stop() throws InterruptedException {
-    Channels.setDefaultInterceptors(List.of());
     coordinator.close();
     server.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
   }
@@ -87,20 +86,19 @@ class MasterClientMetricsTest {
             Duration.ofSeconds(5),
             Duration.ofMillis(200),
             () -> false,
-            List.of(new ClientCallMetrics(registry))));
+            ChannelFactory.plaintext().withInterceptors(List.of(new ClientCallMetrics(registry)))));
     assertThat(calls()).isEqualTo(1);
   }
 
   @Test
-  void theShortConstructor_usesTheProcessWideDefaults() {
-    Channels.setDefaultInterceptors(List.of(new ClientCallMetrics(registry)));
+  void aFactoryWithoutInterceptors_measuresNothing() {
     getStatus(
-        new MasterClient(coordinator, Duration.ofSeconds(5), Duration.ofMillis(200), () -> false));
-    assertThat(calls()).isEqualTo(1);
-
-    Channels.setDefaultInterceptors(List.of());
-    getStatus(
-        new MasterClient(coordinator, Duration.ofSeconds(5), Duration.ofMillis(200), () -> false));
-    assertThat(calls()).isEqualTo(1);
+        new MasterClient(
+            coordinator,
+            Duration.ofSeconds(5),
+            Duration.ofMillis(200),
+            () -> false,
+            ChannelFactory.plaintext()));
+    assertThat(calls()).isZero();
   }
 }
