@@ -114,7 +114,8 @@ class ServiceSupportTest {
   @Test
   void prometheus_hasCommonTags_etcdCallLatency_andGrpcHistogramsOnBothSides() throws Exception {
     int grpcPort = context.getBean(NotLeaderMasterService.class).port();
-    ManagedChannel channel = Channels.forAddress("127.0.0.1:" + grpcPort);
+    ManagedChannel channel =
+        context.getBean(ChannelFactory.class).forAddress("127.0.0.1:" + grpcPort);
     try {
       assertThatThrownBy(
               () ->
