@@ -10,9 +10,9 @@ import java.util.concurrent.TimeUnit;
  * Builds client channels with the project's settings (message size cap, keep-alive), plaintext or
  * TLS, and with the client interceptors every call passes through (the first given sees a call
  * first). Immutable: a service builds one at startup from its configuration and hands it to its
- * clients.
+ * clients. Tests may override {@link #forAddress} to reach in-process servers by name.
  */
-public final class ChannelFactory {
+public class ChannelFactory {
   private static final ChannelFactory PLAINTEXT = new ChannelFactory(null, List.of());
 
   private final ClientTls tls;

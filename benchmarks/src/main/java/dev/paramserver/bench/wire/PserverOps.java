@@ -23,7 +23,7 @@ import java.util.concurrent.TimeUnit;
  * once; gradients encoded from a {@code float[]}, pulled values decoded into one.
  */
 public final class PserverOps implements Op {
-  /** Same cap as the trainer's ParameterClient.MAX_REQUEST_BYTES. */
+  /** Same cap as the trainer's RequestPlanner.MAX_REQUEST_BYTES. */
   static final int MAX_REQUEST_BYTES = 2 * 1024 * 1024;
 
   public enum Kind {

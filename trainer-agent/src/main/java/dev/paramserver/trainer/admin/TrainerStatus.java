@@ -2,8 +2,8 @@ package dev.paramserver.trainer.admin;
 
 import dev.paramserver.service.AdminStatusSource;
 import dev.paramserver.trainer.config.TrainerProperties;
-import dev.paramserver.trainer.training.TrainerLifecycle;
-import dev.paramserver.trainer.training.TrainingLoop;
+import dev.paramserver.trainer.pserver.PserverTraffic;
+import dev.paramserver.trainer.training.TrainingProgress;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import org.springframework.stereotype.Component;
@@ -12,11 +12,13 @@ import org.springframework.stereotype.Component;
 @Component
 class TrainerStatus implements AdminStatusSource {
   private final TrainerProperties props;
-  private final TrainerLifecycle lifecycle;
+  private final TrainingProgress progress;
+  private final PserverTraffic traffic;
 
-  TrainerStatus(TrainerProperties props, TrainerLifecycle lifecycle) {
+  TrainerStatus(TrainerProperties props, TrainingProgress progress, PserverTraffic traffic) {
     this.props = props;
-    this.lifecycle = lifecycle;
+    this.progress = progress;
+    this.traffic = traffic;
   }
 
   @Override
@@ -26,8 +28,7 @@ class TrainerStatus implements AdminStatusSource {
 
   @Override
   public String state() {
-    TrainingLoop loop = lifecycle.loop();
-    return loop == null ? "STARTING" : loop.progress().state().name();
+    return progress.state().name();
   }
 
   @Override
@@ -37,18 +38,13 @@ class TrainerStatus implements AdminStatusSource {
 
   @Override
   public Map<String, Object> details() {
-    TrainingLoop loop = lifecycle.loop();
     Map<String, Object> m = new LinkedHashMap<>();
-    m.put("model", props.model());
-    m.put("optimizer", props.optimizer());
-    if (loop != null) {
-      m.putAll(loop.progress().details());
-      if (loop.parameterClient() != null) {
-        m.put("bytesPushed", loop.parameterClient().bytesPushed());
-        m.put("bytesPulled", loop.parameterClient().bytesPulled());
-        m.put("droppedPushes", loop.parameterClient().droppedPushes());
-      }
-    }
+    m.put("model", props.model().model());
+    m.put("optimizer", props.optimizer().optimizer());
+    m.putAll(progress.details());
+    m.put("bytesPushed", traffic.bytesPushed());
+    m.put("bytesPulled", traffic.bytesPulled());
+    m.put("droppedPushes", traffic.droppedPushes());
     return m;
   }
 }

@@ -4,17 +4,16 @@ import dev.paramserver.coordination.Coordinator;
 import dev.paramserver.coordination.KeyValueStore;
 import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.proto.v1.MasterGrpc;
-import dev.paramserver.rpc.Backoff;
 import dev.paramserver.rpc.ChannelFactory;
 import dev.paramserver.rpc.Channels;
+import dev.paramserver.rpc.Retry;
 import dev.paramserver.rpc.RpcErrors;
-import dev.paramserver.trainer.TrainerStoppedException;
+import dev.paramserver.rpc.StoppedException;
 import io.grpc.ManagedChannel;
 import io.grpc.StatusRuntimeException;
 import java.time.Duration;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
-import java.util.function.BooleanSupplier;
 import java.util.function.Function;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -31,27 +30,25 @@ public final class MasterClient implements AutoCloseable {
 
   private final Coordinator coordinator;
   private final Duration rpcTimeout;
-  private final Duration maxBackoff;
-  private final BooleanSupplier stopping;
+  private final Retry retry;
+  private final ChannelFactory channels;
   private final Object lock = new Object();
   private String address;
   private ManagedChannel channel;
   private volatile String watchedAddress;
   private final AutoCloseable watch;
-  private final ChannelFactory channels;
 
-  /** A client whose channels come from {@code channels}. */
+  /**
+   * @param rpcTimeout the deadline of each call
+   * @param retry how calls are retried while the master is unavailable or not the leader
+   * @param channels builds the channel to the master
+   */
   public MasterClient(
-      Coordinator coordinator,
-      Duration rpcTimeout,
-      Duration maxBackoff,
-      BooleanSupplier stopping,
-      ChannelFactory channels) {
-    this.channels = channels;
+      Coordinator coordinator, Duration rpcTimeout, Retry retry, ChannelFactory channels) {
     this.coordinator = coordinator;
     this.rpcTimeout = rpcTimeout;
-    this.maxBackoff = maxBackoff;
-    this.stopping = stopping;
+    this.retry = retry;
+    this.channels = channels;
     String key = coordinator.keys().masterAddr();
     this.watch =
         coordinator
@@ -80,39 +77,48 @@ public final class MasterClient implements AutoCloseable {
   /**
    * Runs a call against the leader with a deadline, retrying while the master is unavailable or not
    * the leader. Other errors are thrown.
+   *
+   * @throws StoppedException when the trainer stops before the call succeeded
    */
   public <T> T call(String what, Function<MasterGrpc.MasterBlockingStub, T> fn) {
-    Backoff backoff = Backoff.upTo(maxBackoff);
-    while (true) {
-      if (stopping.getAsBoolean()) {
-        throw new TrainerStoppedException(what);
-      }
-      MasterGrpc.MasterBlockingStub stub = stub();
-      if (stub != null) {
-        try {
-          return fn.apply(stub.withDeadlineAfter(rpcTimeout.toMillis(), TimeUnit.MILLISECONDS));
-        } catch (StatusRuntimeException e) {
-          boolean notLeader = RpcErrors.reasonOf(e) == ErrorReason.NOT_LEADER;
-          if (!notLeader && !RpcErrors.isTransient(e)) {
-            throw e;
-          }
-          log.warn(
-              "{} failed at master {} ({}); finding the leader again, attempt {}",
-              what,
-              address().orElse("?"),
-              e.getStatus().getCode() + (notLeader ? " not the leader" : ""),
-              backoff.attempts() + 1);
-          invalidate();
-        }
-      } else if (backoff.attempts() % 10 == 0) {
+    return retry.until(what, attempt -> attempt(what, fn, attempt));
+  }
+
+  /**
+   * Makes one attempt of a call, without retrying and whether or not the trainer stops: for the
+   * last words of a stopping trainer (handing its task back).
+   *
+   * @return whether the call succeeded
+   */
+  public boolean callOnce(String what, Function<MasterGrpc.MasterBlockingStub, ?> fn) {
+    return attempt(what, fn, 1).isPresent();
+  }
+
+  private <T> Optional<T> attempt(
+      String what, Function<MasterGrpc.MasterBlockingStub, T> fn, int attempt) {
+    MasterGrpc.MasterBlockingStub stub = stub();
+    if (stub == null) {
+      if (attempt % 10 == 1) {
         log.info("waiting for a master to register under {}", coordinator.keys().masterAddr());
       }
-      try {
-        backoff.pause();
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        throw new TrainerStoppedException(what);
+      return Optional.empty();
+    }
+    try {
+      return Optional.of(
+          fn.apply(stub.withDeadlineAfter(rpcTimeout.toMillis(), TimeUnit.MILLISECONDS)));
+    } catch (StatusRuntimeException e) {
+      boolean notLeader = RpcErrors.reasonOf(e) == ErrorReason.NOT_LEADER;
+      if (!notLeader && !RpcErrors.isTransient(e)) {
+        throw e;
       }
+      log.warn(
+          "{} failed at master {} ({}); finding the leader again, attempt {}",
+          what,
+          address().orElse("?"),
+          e.getStatus().getCode() + (notLeader ? " not the leader" : ""),
+          attempt);
+      invalidate();
+      return Optional.empty();
     }
   }
 

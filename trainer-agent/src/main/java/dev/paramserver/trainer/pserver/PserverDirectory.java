@@ -3,17 +3,15 @@ package dev.paramserver.trainer.pserver;
 import dev.paramserver.coordination.Coordinator;
 import dev.paramserver.coordination.KeyValueStore;
 import dev.paramserver.proto.v1.ParameterServerGrpc;
-import dev.paramserver.rpc.Backoff;
 import dev.paramserver.rpc.ChannelFactory;
 import dev.paramserver.rpc.Channels;
-import dev.paramserver.trainer.TrainerStoppedException;
+import dev.paramserver.rpc.Retry;
 import io.grpc.ManagedChannel;
 import java.nio.charset.StandardCharsets;
-import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.function.BooleanSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -25,22 +23,15 @@ public final class PserverDirectory implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(PserverDirectory.class);
 
   private final Coordinator coordinator;
-  private final BooleanSupplier stopping;
   private final Map<Integer, String> addresses = new ConcurrentHashMap<>();
   private final Map<Integer, ManagedChannel> channels = new HashMap<>();
   private final AutoCloseable watch;
   private final ChannelFactory channelFactory;
   private volatile int count;
 
-  /**
-   * A directory whose channels come from {@code channels}.
-   *
-   * @param stopping true once the trainer stops; waits for pservers then give up
-   */
-  public PserverDirectory(
-      Coordinator coordinator, BooleanSupplier stopping, ChannelFactory channelFactory) {
+  /** A directory whose channels come from {@code channelFactory}. */
+  public PserverDirectory(Coordinator coordinator, ChannelFactory channelFactory) {
     this.coordinator = coordinator;
-    this.stopping = stopping;
     this.channelFactory = channelFactory;
     String prefix = coordinator.keys().psPrefix();
     this.watch =
@@ -79,50 +70,51 @@ public final class PserverDirectory implements AutoCloseable {
     }
   }
 
-  /** Waits until {@code ps_desired} is set and that many pservers are registered. */
-  public int awaitAll(Duration maxBackoff) {
-    Backoff backoff = Backoff.upTo(maxBackoff);
-    long lastLog = 0;
-    while (true) {
-      if (stopping.getAsBoolean()) {
-        throw new TrainerStoppedException("waiting for pservers");
-      }
-      try {
-        int desired =
-            coordinator
-                .kv()
-                .get(coordinator.keys().psDesired())
-                .map(kv -> Integer.parseInt(new String(kv.value(), StandardCharsets.UTF_8).trim()))
-                .orElse(0);
-        refresh();
-        int registered = 0;
-        for (int i = 0; i < desired; i++) {
-          if (addresses.containsKey(i)) {
-            registered++;
+  /**
+   * Waits until {@code ps_desired} is set and that many pservers are registered.
+   *
+   * @param retry how often to look again (it gives up when the trainer stops)
+   * @return the number of pservers
+   */
+  public int awaitAll(Retry retry) {
+    long[] lastLog = {0};
+    return retry.until(
+        "waiting for pservers",
+        attempt -> {
+          try {
+            int desired = desired();
+            refresh();
+            int registered = 0;
+            for (int i = 0; i < desired; i++) {
+              if (addresses.containsKey(i)) {
+                registered++;
+              }
+            }
+            if (desired > 0 && registered == desired) {
+              count = desired;
+              log.info("found {} pservers: {}", desired, addresses);
+              return Optional.of(desired);
+            }
+            if (System.currentTimeMillis() - lastLog[0] > 5000) {
+              log.info(
+                  "waiting for pservers: {} of {} registered",
+                  registered,
+                  desired == 0 ? "(ps_desired not set yet)" : desired);
+              lastLog[0] = System.currentTimeMillis();
+            }
+          } catch (RuntimeException e) {
+            log.warn("cannot read pserver registrations from etcd: {}", e.getMessage());
           }
-        }
-        if (desired > 0 && registered == desired) {
-          count = desired;
-          log.info("found {} pservers: {}", desired, addresses);
-          return desired;
-        }
-        if (System.currentTimeMillis() - lastLog > 5000) {
-          log.info(
-              "waiting for pservers: {} of {} registered",
-              registered,
-              desired == 0 ? "(ps_desired not set yet)" : desired);
-          lastLog = System.currentTimeMillis();
-        }
-      } catch (RuntimeException e) {
-        log.warn("cannot read pserver registrations from etcd: {}", e.getMessage());
-      }
-      try {
-        Thread.sleep(Math.min(500, backoff.nextDelayMs()));
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        throw new TrainerStoppedException("waiting for pservers");
-      }
-    }
+          return Optional.empty();
+        });
+  }
+
+  private int desired() {
+    return coordinator
+        .kv()
+        .get(coordinator.keys().psDesired())
+        .map(kv -> Integer.parseInt(new String(kv.value(), StandardCharsets.UTF_8).trim()))
+        .orElse(0);
   }
 
   /** Number of pservers (after {@link #awaitAll}). */

@@ -1,29 +1,25 @@
 package dev.paramserver.trainer.pserver;
 
 import dev.paramserver.coordination.Coordinator;
+import dev.paramserver.coordination.KeyValueStore;
 import dev.paramserver.coordination.Lease;
 import dev.paramserver.models.Parameters;
-import dev.paramserver.proto.v1.DataType;
 import dev.paramserver.proto.v1.FinishInitRequest;
 import dev.paramserver.proto.v1.GetShardStatusRequest;
 import dev.paramserver.proto.v1.InitParametersRequest;
+import dev.paramserver.proto.v1.ParameterServerGrpc;
 import dev.paramserver.proto.v1.ShardStatus;
-import dev.paramserver.proto.v1.TensorBlock;
-import dev.paramserver.proto.v1.TrainingMode;
-import dev.paramserver.rpc.Backoff;
 import dev.paramserver.rpc.RpcErrors;
-import dev.paramserver.tensor.BlockSpec;
-import dev.paramserver.tensor.TensorCodec;
-import dev.paramserver.trainer.TrainerStoppedException;
+import dev.paramserver.rpc.StoppedException;
 import io.grpc.StatusRuntimeException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
-import java.util.function.BooleanSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -39,40 +35,30 @@ public final class ShardInitializer {
 
   private final Coordinator coordinator;
   private final PserverDirectory directory;
+  private final RequestPlanner planner;
   private final Lease lease;
-  private final String trainerId;
-  private final Duration rpcTimeout;
-  private final Duration maxBackoff;
-  private final BooleanSupplier stopping;
-  private final TrainingMode mode;
-  private ModelLayout layout;
+  private final CallPolicy calls;
 
   public ShardInitializer(
       Coordinator coordinator,
       PserverDirectory directory,
+      RequestPlanner planner,
       Lease lease,
-      String trainerId,
-      Duration rpcTimeout,
-      Duration maxBackoff,
-      TrainingMode mode,
-      BooleanSupplier stopping) {
+      CallPolicy calls) {
     this.coordinator = coordinator;
     this.directory = directory;
+    this.planner = planner;
     this.lease = lease;
-    this.trainerId = trainerId;
-    this.rpcTimeout = rpcTimeout;
-    this.maxBackoff = maxBackoff;
-    this.mode = mode;
-    this.stopping = stopping;
-  }
-
-  public void setLayout(ModelLayout layout) {
-    this.layout = layout;
+    this.calls = calls;
   }
 
   /** Blocks until every pserver is initialised, initialising them if this trainer wins the lock. */
   public void ensureAll(Parameters values) {
-    ensure(allPservers(), values);
+    List<Integer> all = new ArrayList<>();
+    for (int i = 0; i < planner.layout().pservers(); i++) {
+      all.add(i);
+    }
+    ensure(all, values);
   }
 
   /** Re-initialises one pserver that lost its state (if no other trainer did it meanwhile). */
@@ -80,68 +66,58 @@ public final class ShardInitializer {
     ensure(List.of(ps), values);
   }
 
-  private List<Integer> allPservers() {
-    List<Integer> all = new ArrayList<>();
-    for (int i = 0; i < layout.pservers(); i++) {
-      all.add(i);
-    }
-    return all;
+  private void ensure(List<Integer> pservers, Parameters values) {
+    long[] lastLog = {0};
+    calls
+        .retry(Duration.ofMillis(200), Duration.ofSeconds(2))
+        .until(
+            "initialising pservers",
+            attempt -> {
+              List<Integer> missing = uninitialised(pservers);
+              if (missing.isEmpty()) {
+                return Optional.of(true);
+              }
+              if (initialiseUnderLock(missing, values)) {
+                return uninitialised(pservers).isEmpty() ? Optional.of(true) : Optional.empty();
+              }
+              if (System.currentTimeMillis() - lastLog[0] > 5000) {
+                log.info("waiting for another trainer to initialise pservers {}", missing);
+                lastLog[0] = System.currentTimeMillis();
+              }
+              return Optional.empty();
+            });
   }
 
-  private void ensure(List<Integer> pservers, Parameters values) {
-    Backoff backoff = new Backoff(Duration.ofMillis(200), Duration.ofSeconds(2));
-    long lastLog = 0;
-    while (true) {
-      if (stopping.getAsBoolean()) {
-        throw new TrainerStoppedException("initialising pservers");
+  /** Initialises {@code missing} if this trainer takes the lock; returns whether it did. */
+  private boolean initialiseUnderLock(List<Integer> missing, Parameters values) {
+    String lockKey = coordinator.keys().initLock();
+    try {
+      byte[] me = planner.trainerId().getBytes(StandardCharsets.UTF_8);
+      if (!coordinator.kv().putIfAbsent(lockKey, me, lease)) {
+        return false;
       }
-      List<Integer> missing = uninitialised(pservers);
-      if (missing.isEmpty()) {
-        return;
-      }
-      String lockKey = coordinator.keys().initLock();
-      boolean won = false;
+    } catch (RuntimeException e) {
+      log.warn("cannot take the initialisation lock: {}", e.getMessage());
+      return false;
+    }
+    try {
+      initialise(missing, values);
+    } finally {
       try {
-        won =
-            coordinator
-                .kv()
-                .putIfAbsent(lockKey, trainerId.getBytes(StandardCharsets.UTF_8), lease);
+        coordinator.kv().delete(lockKey);
       } catch (RuntimeException e) {
-        log.warn("cannot take the initialisation lock: {}", e.getMessage());
-      }
-      if (won) {
-        try {
-          initialise(uninitialised(pservers), values);
-        } finally {
-          try {
-            coordinator.kv().delete(lockKey);
-          } catch (RuntimeException e) {
-            log.warn(
-                "cannot release the initialisation lock (it ends with our lease): {}",
-                e.getMessage());
-          }
-        }
-        continue;
-      }
-      if (System.currentTimeMillis() - lastLog > 5000) {
-        log.info("waiting for another trainer to initialise pservers {}", missing);
-        lastLog = System.currentTimeMillis();
-      }
-      try {
-        backoff.pause();
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        throw new TrainerStoppedException("initialising pservers");
+        log.warn(
+            "cannot release the initialisation lock (it ends with our lease): {}", e.getMessage());
       }
     }
+    return true;
   }
 
   /** The pservers among {@code pservers} that answer and are not initialised. */
   private List<Integer> uninitialised(List<Integer> pservers) {
     List<Integer> out = new ArrayList<>();
     for (int ps : pservers) {
-      ShardStatus st = status(ps);
-      if (!st.getInitialised()) {
+      if (!status(ps).getInitialised()) {
         out.add(ps);
       }
     }
@@ -149,38 +125,38 @@ public final class ShardInitializer {
   }
 
   private ShardStatus status(int ps) {
-    Backoff backoff = Backoff.upTo(maxBackoff);
-    while (true) {
-      if (stopping.getAsBoolean()) {
-        throw new TrainerStoppedException("asking pserver " + ps + " for its status");
-      }
-      var stub = directory.stub(ps);
-      if (stub != null) {
-        try {
-          return stub.withDeadlineAfter(rpcTimeout.toMillis(), TimeUnit.MILLISECONDS)
-              .getShardStatus(GetShardStatusRequest.getDefaultInstance())
-              .get();
-        } catch (InterruptedException e) {
-          Thread.currentThread().interrupt();
-          throw new TrainerStoppedException("asking pserver " + ps + " for its status");
-        } catch (ExecutionException e) {
-          if (!RpcErrors.isTransient(e.getCause())) {
-            throw new IllegalStateException(
-                "pserver " + ps + " failed to report its status", e.getCause());
-          }
-          log.warn("pserver {} is unreachable ({}); retrying", ps, RpcErrors.codeOf(e.getCause()));
-          directory.invalidate(ps);
-        }
-      } else {
-        directory.invalidate(ps);
-      }
-      try {
-        backoff.pause();
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        throw new TrainerStoppedException("asking pserver " + ps + " for its status");
-      }
-    }
+    String what = "asking pserver " + ps + " for its status";
+    return calls
+        .retry()
+        .until(
+            what,
+            attempt -> {
+              ParameterServerGrpc.ParameterServerFutureStub stub = stub(ps);
+              if (stub == null) {
+                directory.invalidate(ps);
+                return Optional.empty();
+              }
+              try {
+                return Optional.of(
+                    stub.getShardStatus(GetShardStatusRequest.getDefaultInstance()).get());
+              } catch (ExecutionException e) {
+                if (!RpcErrors.isTransient(e.getCause())) {
+                  throw new IllegalStateException(
+                      "pserver " + ps + " failed to report its status", e.getCause());
+                }
+                log.warn(
+                    "pserver {} is unreachable ({}); retrying", ps, RpcErrors.codeOf(e.getCause()));
+                directory.invalidate(ps);
+                return Optional.empty();
+              }
+            });
+  }
+
+  private ParameterServerGrpc.ParameterServerFutureStub stub(int ps) {
+    ParameterServerGrpc.ParameterServerFutureStub s = directory.stub(ps);
+    return s == null
+        ? null
+        : s.withDeadlineAfter(calls.timeout().toMillis(), TimeUnit.MILLISECONDS);
   }
 
   private void initialise(List<Integer> pservers, Parameters values) {
@@ -192,82 +168,56 @@ public final class ShardInitializer {
         coordinator
             .kv()
             .get(doneKey)
-            .map(kv -> kv.valueAsString())
+            .map(KeyValueStore.KeyValue::valueAsString)
             .orElse(UUID.randomUUID().toString());
     for (int ps : pservers) {
-      List<BlockSpec> blocks = layout.blocksOf(ps);
+      List<InitParametersRequest> requests = planner.inits(ps, values, initId);
       log.info(
           "initialising pserver {} ({}) with {} blocks, {} bytes, init {}",
           ps,
           directory.address(ps),
-          blocks.size(),
-          layout.placement().bytesOf(ps),
+          planner.layout().blocksOf(ps).size(),
+          planner.layout().placement().bytesOf(ps),
           initId);
-      try {
-        var stub = directory.stub(ps);
-        if (stub == null) {
-          throw new IllegalStateException("pserver " + ps + " is not registered");
-        }
-        List<InitParametersRequest> requests = initRequests(blocks, values, initId);
-        for (InitParametersRequest req : requests) {
-          stub.withDeadlineAfter(rpcTimeout.toMillis(), TimeUnit.MILLISECONDS)
-              .initParameters(req)
-              .get();
-        }
-        stub.withDeadlineAfter(rpcTimeout.toMillis(), TimeUnit.MILLISECONDS)
-            .finishInit(
-                FinishInitRequest.newBuilder()
-                    .setTrainerId(trainerId)
-                    .setInitId(initId)
-                    .setExpectedBlocks(blocks.size())
-                    .build())
-            .get();
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        throw new TrainerStoppedException("initialising pserver " + ps);
-      } catch (ExecutionException | RuntimeException e) {
-        Throwable cause = e instanceof ExecutionException ? e.getCause() : e;
-        if (cause instanceof StatusRuntimeException && RpcErrors.isTransient(cause)) {
-          log.warn("initialising pserver {} failed ({}); will retry", ps, RpcErrors.codeOf(cause));
-          directory.invalidate(ps);
-          return;
-        }
-        throw new IllegalStateException(
-            "initialising pserver " + ps + " failed: " + cause.getMessage(), cause);
+      if (!initialiseOne(ps, requests, initId)) {
+        return;
       }
     }
     coordinator.kv().put(doneKey, initId.getBytes(StandardCharsets.UTF_8));
   }
 
-  private List<InitParametersRequest> initRequests(
-      List<BlockSpec> blocks, Parameters values, String initId) {
-    List<InitParametersRequest> out = new ArrayList<>();
-    InitParametersRequest.Builder cur = newRequest(initId);
-    long bytes = 0;
-    for (BlockSpec b : blocks) {
-      if (bytes > 0 && bytes + b.bytes() > ParameterClient.MAX_REQUEST_BYTES) {
-        out.add(cur.build());
-        cur = newRequest(initId);
-        bytes = 0;
+  /** Sends one pserver its blocks; false if it is unreachable (the caller tries again later). */
+  private boolean initialiseOne(int ps, List<InitParametersRequest> requests, String initId) {
+    try {
+      ParameterServerGrpc.ParameterServerFutureStub stub = directory.stub(ps);
+      if (stub == null) {
+        throw new IllegalStateException("pserver " + ps + " is not registered");
       }
-      cur.addBlocks(
-          TensorBlock.newBuilder()
-              .setName(b.name())
-              .setBlock(b.block())
-              .setOffset(b.offset())
-              .setDtype(DataType.FLOAT32)
-              .setData(TensorCodec.encode(values.dense(b.name()), (int) b.offset(), b.length())));
-      bytes += b.bytes();
+      long deadline = calls.timeout().toMillis();
+      for (InitParametersRequest req : requests) {
+        stub.withDeadlineAfter(deadline, TimeUnit.MILLISECONDS).initParameters(req).get();
+      }
+      stub.withDeadlineAfter(deadline, TimeUnit.MILLISECONDS)
+          .finishInit(
+              FinishInitRequest.newBuilder()
+                  .setTrainerId(planner.trainerId())
+                  .setInitId(initId)
+                  .setExpectedBlocks(planner.layout().blocksOf(ps).size())
+                  .build())
+          .get();
+      return true;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new StoppedException("initialising pserver " + ps);
+    } catch (ExecutionException | RuntimeException e) {
+      Throwable cause = e instanceof ExecutionException ? e.getCause() : e;
+      if (cause instanceof StatusRuntimeException && RpcErrors.isTransient(cause)) {
+        log.warn("initialising pserver {} failed ({}); will retry", ps, RpcErrors.codeOf(cause));
+        directory.invalidate(ps);
+        return false;
+      }
+      throw new IllegalStateException(
+          "initialising pserver " + ps + " failed: " + cause.getMessage(), cause);
     }
-    out.add(cur.build());
-    return out;
-  }
-
-  private InitParametersRequest.Builder newRequest(String initId) {
-    return InitParametersRequest.newBuilder()
-        .setTrainerId(trainerId)
-        .addAllParameters(layout.specs())
-        .setInitId(initId)
-        .setMode(mode);
   }
 }

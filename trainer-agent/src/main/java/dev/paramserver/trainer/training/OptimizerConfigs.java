@@ -1,14 +1,14 @@
 package dev.paramserver.trainer.training;
 
 import dev.paramserver.proto.v1.OptimizerConfig;
-import dev.paramserver.trainer.config.TrainerProperties;
+import dev.paramserver.trainer.config.OptimizerProperties;
 import java.util.Locale;
 
 /** The optimizer the trainer asks the pservers to apply, from its properties. */
 final class OptimizerConfigs {
   private OptimizerConfigs() {}
 
-  static OptimizerConfig from(TrainerProperties p) {
+  static OptimizerConfig from(OptimizerProperties p) {
     OptimizerConfig.Kind kind =
         switch (p.optimizer().toLowerCase(Locale.ROOT)) {
           case "sgd", "momentum", "nesterov" -> OptimizerConfig.Kind.SGD;

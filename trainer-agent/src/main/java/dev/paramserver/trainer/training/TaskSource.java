@@ -2,12 +2,11 @@ package dev.paramserver.trainer.training;
 
 import dev.paramserver.models.Dataset;
 import dev.paramserver.proto.v1.Example;
-import dev.paramserver.proto.v1.GetTaskRequest;
 import dev.paramserver.proto.v1.GetTaskResponse;
 import dev.paramserver.proto.v1.Task;
 import dev.paramserver.recordio.ChunkInfo;
-import dev.paramserver.trainer.TrainerStoppedException;
-import dev.paramserver.trainer.master.MasterClient;
+import dev.paramserver.trainer.StopSignal;
+import dev.paramserver.trainer.master.MasterReports;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -32,15 +31,15 @@ final class TaskSource implements AutoCloseable {
     }
   }
 
-  private final MasterClient master;
-  private final String trainerId;
+  private final MasterReports master;
+  private final StopSignal stop;
   private final boolean prefetch;
   private final ExecutorService executor;
   private Future<Fetched> next;
 
-  TaskSource(MasterClient master, String trainerId, boolean prefetch) {
+  TaskSource(MasterReports master, StopSignal stop, boolean prefetch) {
     this.master = master;
-    this.trainerId = trainerId;
+    this.stop = stop;
     this.prefetch = prefetch;
     this.executor =
         prefetch
@@ -58,17 +57,7 @@ final class TaskSource implements AutoCloseable {
     if (next != null) {
       Future<Fetched> f = next;
       next = null;
-      try {
-        return f.get();
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        throw new TrainerStoppedException("waiting for the prefetched task");
-      } catch (ExecutionException e) {
-        if (e.getCause() instanceof RuntimeException re) {
-          throw re;
-        }
-        throw new IllegalStateException(e.getCause());
-      }
+      return stop.await(f, "waiting for the prefetched task");
     }
     return fetch(pass);
   }
@@ -98,12 +87,7 @@ final class TaskSource implements AutoCloseable {
   }
 
   private Fetched fetch(int pass) {
-    GetTaskResponse resp =
-        master.call(
-            "GetTask",
-            stub ->
-                stub.getTask(
-                    GetTaskRequest.newBuilder().setTrainerId(trainerId).setPass(pass).build()));
+    GetTaskResponse resp = master.getTask(pass);
     if (resp.getOutcome() != GetTaskResponse.Outcome.TASK) {
       return new Fetched(resp, List.of(), null);
     }

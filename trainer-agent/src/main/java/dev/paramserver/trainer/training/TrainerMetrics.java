@@ -1,92 +1,87 @@
 package dev.paramserver.trainer.training;
 
-import io.micrometer.core.instrument.Counter;
+import dev.paramserver.trainer.pserver.PserverTraffic;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.ToDoubleFunction;
+import org.springframework.stereotype.Component;
 
 /**
- * The trainer's domain metrics (names as Prometheus shows them): {@code
- * paramserver_trainer_samples_total}, {@code paramserver_trainer_batches_total}, {@code
- * paramserver_trainer_tasks_total{outcome}}, {@code paramserver_trainer_loss}, {@code
- * paramserver_trainer_samples_per_second}, {@code paramserver_trainer_pass}, {@code
- * paramserver_trainer_eval_loss}, {@code paramserver_trainer_eval_accuracy}, {@code
- * paramserver_trainer_bytes_pushed_total}, {@code paramserver_trainer_bytes_pulled_total}, {@code
- * paramserver_trainer_dropped_pushes_total}.
+ * The trainer's domain metrics, read from {@link TrainingProgress} and {@link PserverTraffic}
+ * (names as Prometheus shows them): {@code paramserver_trainer_samples_total}, {@code
+ * paramserver_trainer_batches_total}, {@code paramserver_trainer_tasks_total{outcome}}, {@code
+ * paramserver_trainer_loss}, {@code paramserver_trainer_samples_per_second}, {@code
+ * paramserver_trainer_pass}, {@code paramserver_trainer_eval_loss}, {@code
+ * paramserver_trainer_eval_accuracy}, {@code paramserver_trainer_bytes_pushed_total}, {@code
+ * paramserver_trainer_bytes_pulled_total}, {@code paramserver_trainer_dropped_pushes_total}.
  */
+@Component
 public final class TrainerMetrics {
   private final MeterRegistry registry;
-  private final Counter samples;
-  private final Counter batches;
-  private final Counter tasksFinished;
-  private final Counter tasksFailed;
-  private final Counter tasksHandedBack;
-  private final AtomicLong evalLossMicros = new AtomicLong();
-  private final AtomicLong evalAccuracyMicros = new AtomicLong();
 
-  public TrainerMetrics(MeterRegistry registry, TrainingProgress progress) {
+  public TrainerMetrics(MeterRegistry registry, TrainingProgress progress, PserverTraffic traffic) {
     this.registry = registry;
-    samples =
-        Counter.builder("paramserver.trainer.samples")
-            .description("Examples trained on")
-            .register(registry);
-    batches =
-        Counter.builder("paramserver.trainer.batches")
-            .description("Mini-batches trained")
-            .register(registry);
-    tasksFinished = tasks("finished");
-    tasksFailed = tasks("failed");
-    tasksHandedBack = tasks("handed_back");
-    Gauge.builder("paramserver.trainer.loss", progress, p -> nanToZero(p.lastLoss()))
-        .description("Training loss of the last mini-batch")
-        .register(registry);
-    Gauge.builder("paramserver.trainer.samples.per.second", progress, p -> p.samplesPerSecond)
-        .description("Training throughput over the last progress window")
-        .register(registry);
-    Gauge.builder("paramserver.trainer.pass", progress, p -> p.pass)
-        .description("The pass being trained")
-        .register(registry);
-    Gauge.builder("paramserver.trainer.eval.loss", evalLossMicros, v -> v.get() / 1e6)
-        .description("Test loss at the end of the last pass")
-        .register(registry);
-    Gauge.builder("paramserver.trainer.eval.accuracy", evalAccuracyMicros, v -> v.get() / 1e6)
-        .description("Test accuracy at the end of the last pass")
-        .register(registry);
+    counter("paramserver.trainer.samples", "Examples trained on", progress, p -> p.samples());
+    counter("paramserver.trainer.batches", "Mini-batches trained", progress, p -> p.batches());
+    tasks(progress, "finished", TrainingProgress::tasksDone);
+    tasks(progress, "failed", TrainingProgress::tasksFailed);
+    tasks(progress, "handed_back", TrainingProgress::tasksHandedBack);
+    gauge(
+        "paramserver.trainer.loss",
+        "Training loss of the last mini-batch",
+        progress,
+        p -> nanToZero(p.lastLoss()));
+    gauge(
+        "paramserver.trainer.samples.per.second",
+        "Training throughput over the last progress window",
+        progress,
+        TrainingProgress::samplesPerSecond);
+    gauge("paramserver.trainer.pass", "The pass being trained", progress, p -> p.pass());
+    gauge(
+        "paramserver.trainer.eval.loss",
+        "Test loss at the end of the last pass",
+        progress,
+        TrainingProgress::evalLoss);
+    gauge(
+        "paramserver.trainer.eval.accuracy",
+        "Test accuracy at the end of the last pass",
+        progress,
+        TrainingProgress::evalAccuracy);
+    counter(
+        "paramserver.trainer.bytes.pushed",
+        "Gradient bytes sent to pservers",
+        traffic,
+        t -> t.bytesPushed());
+    counter(
+        "paramserver.trainer.bytes.pulled",
+        "Parameter bytes received from pservers",
+        traffic,
+        t -> t.bytesPulled());
+    counter(
+        "paramserver.trainer.dropped.pushes",
+        "Gradient pushes lost to a failed pserver call",
+        traffic,
+        t -> t.droppedPushes());
   }
 
-  private Counter tasks(String outcome) {
-    return Counter.builder("paramserver.trainer.tasks")
+  private void tasks(
+      TrainingProgress progress, String outcome, ToDoubleFunction<TrainingProgress> f) {
+    FunctionCounter.builder("paramserver.trainer.tasks", progress, f)
         .description("Tasks reported to the master, by outcome")
         .tag("outcome", outcome)
         .register(registry);
   }
 
-  private static double nanToZero(double v) {
-    return Double.isNaN(v) ? 0 : v;
-  }
-
-  /** Registers counters read from an object (bytes pushed and pulled, dropped pushes). */
-  public <T> void counter(String name, String description, T obj, ToDoubleFunction<T> f) {
+  private <T> void counter(String name, String description, T obj, ToDoubleFunction<T> f) {
     FunctionCounter.builder(name, obj, f).description(description).register(registry);
   }
 
-  void batch(int size) {
-    samples.increment(size);
-    batches.increment();
+  private <T> void gauge(String name, String description, T obj, ToDoubleFunction<T> f) {
+    Gauge.builder(name, obj, f).description(description).register(registry);
   }
 
-  void taskFinished() {
-    tasksFinished.increment();
-  }
-
-  void taskFailed(boolean handedBack) {
-    (handedBack ? tasksHandedBack : tasksFailed).increment();
-  }
-
-  void evaluation(double loss, double accuracy) {
-    evalLossMicros.set(Math.round(loss * 1e6));
-    evalAccuracyMicros.set(Math.round(accuracy * 1e6));
+  private static double nanToZero(double v) {
+    return Double.isNaN(v) ? 0 : v;
   }
 }

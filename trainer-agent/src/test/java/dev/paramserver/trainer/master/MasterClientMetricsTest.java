@@ -9,6 +9,7 @@ import dev.paramserver.proto.v1.GetStatusRequest;
 import dev.paramserver.proto.v1.JobStatus;
 import dev.paramserver.proto.v1.MasterGrpc;
 import dev.paramserver.rpc.ChannelFactory;
+import dev.paramserver.rpc.Retry;
 import dev.paramserver.service.ClientCallMetrics;
 import dev.paramserver.testsupport.EtcdExtension;
 import io.grpc.Server;
@@ -84,8 +85,7 @@ class MasterClientMetricsTest {
         new MasterClient(
             coordinator,
             Duration.ofSeconds(5),
-            Duration.ofMillis(200),
-            () -> false,
+            Retry.upTo(Duration.ofMillis(200), () -> false),
             ChannelFactory.plaintext().withInterceptors(List.of(new ClientCallMetrics(registry)))));
     assertThat(calls()).isEqualTo(1);
   }
@@ -96,8 +96,7 @@ class MasterClientMetricsTest {
         new MasterClient(
             coordinator,
             Duration.ofSeconds(5),
-            Duration.ofMillis(200),
-            () -> false,
+            Retry.upTo(Duration.ofMillis(200), () -> false),
             ChannelFactory.plaintext()));
     assertThat(calls()).isZero();
   }

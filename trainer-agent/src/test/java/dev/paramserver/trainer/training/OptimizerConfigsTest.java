@@ -4,40 +4,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.paramserver.proto.v1.OptimizerConfig;
-import dev.paramserver.trainer.config.TrainerProperties;
-import java.time.Duration;
-import java.util.List;
+import dev.paramserver.trainer.config.OptimizerProperties;
 import org.junit.jupiter.api.Test;
 
 class OptimizerConfigsTest {
-  private static TrainerProperties props(String optimizer, float momentum) {
-    return new TrainerProperties(
-        "t",
-        List.of("x"),
-        List.of(),
-        "softmax",
-        0,
-        0,
-        List.of(),
-        "relu",
-        optimizer,
-        0.05f,
-        momentum,
-        0f,
-        64,
-        1024,
-        false,
-        null,
-        Duration.ofSeconds(5),
-        100,
-        1,
-        true,
-        Duration.ofSeconds(5),
-        1,
-        "float32",
-        true,
-        0,
-        true);
+  private static OptimizerProperties props(String optimizer, float momentum) {
+    return new OptimizerProperties(optimizer, 0.05f, momentum, 0f, 1);
   }
 
   @Test

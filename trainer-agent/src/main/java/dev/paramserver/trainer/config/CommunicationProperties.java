@@ -1,0 +1,62 @@
+package dev.paramserver.trainer.config;
+
+import dev.paramserver.proto.v1.DataType;
+import jakarta.validation.constraints.Min;
+import java.time.Duration;
+import java.util.Locale;
+import org.springframework.boot.context.properties.ConfigurationProperties;
+import org.springframework.boot.context.properties.bind.DefaultValue;
+import org.springframework.validation.annotation.Validated;
+
+/**
+ * How the trainer talks to the master and the pservers ({@code paramserver.trainer.*}, the keys
+ * below only).
+ *
+ * @param sync synchronous training: every step waits for all trainers
+ * @param blockSize elements per parameter block (a block lives on one pserver)
+ * @param gradientDtype element type of gradients on the wire: float32, float16 or bfloat16
+ * @param pipeline asynchronous mode: push and pull in the background while the next batch is
+ *     computed (the values used are at most one push behind)
+ * @param rpcTimeout deadline of each call to the master or a pserver
+ * @param maxBackoff the longest wait between retries when the master or a pserver is unavailable
+ */
+@Validated
+@ConfigurationProperties("paramserver.trainer")
+public record CommunicationProperties(
+    @DefaultValue("false") boolean sync,
+    @DefaultValue("262144") @Min(1) int blockSize,
+    @DefaultValue("float32") String gradientDtype,
+    @DefaultValue("true") boolean pipeline,
+    @DefaultValue("10s") Duration rpcTimeout,
+    @DefaultValue("10s") Duration maxBackoff) {
+
+  public CommunicationProperties {
+    if (rpcTimeout.isNegative() || rpcTimeout.isZero()) {
+      throw new IllegalArgumentException(
+          "paramserver.trainer.rpc-timeout must be positive, got " + rpcTimeout);
+    }
+    if (maxBackoff.isNegative() || maxBackoff.isZero()) {
+      throw new IllegalArgumentException(
+          "paramserver.trainer.max-backoff must be positive, got " + maxBackoff);
+    }
+  }
+
+  /** The wire type of gradients. */
+  public DataType gradientWireType() {
+    return switch (gradientDtype.toLowerCase(Locale.ROOT)) {
+      case "float32", "fp32" -> DataType.FLOAT32;
+      case "float16", "fp16", "half" -> DataType.FLOAT16;
+      case "bfloat16", "bf16" -> DataType.BFLOAT16;
+      default ->
+          throw new IllegalArgumentException(
+              "paramserver.trainer.gradient-dtype '"
+                  + gradientDtype
+                  + "' is unknown: choose float32, float16 or bfloat16");
+    };
+  }
+
+  /** Asynchronous pipelining is on (it never applies to synchronous training). */
+  public boolean pipelined() {
+    return pipeline && !sync;
+  }
+}

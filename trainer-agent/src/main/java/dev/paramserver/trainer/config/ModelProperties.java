@@ -1,0 +1,37 @@
+package dev.paramserver.trainer.config;
+
+import jakarta.validation.constraints.Max;
+import jakarta.validation.constraints.Min;
+import java.nio.file.Path;
+import java.util.List;
+import org.springframework.boot.context.properties.ConfigurationProperties;
+import org.springframework.boot.context.properties.bind.DefaultValue;
+import org.springframework.validation.annotation.Validated;
+
+/**
+ * The model trained ({@code paramserver.trainer.*}, the keys below only).
+ *
+ * @param model the model type: softmax, mlp or sparse-lr
+ * @param features dense input features (0: read from the first training record)
+ * @param classes number of classes (0: largest label of the test data, else of the first training
+ *     file, plus one)
+ * @param hidden hidden layer sizes of the mlp, for example 128,64
+ * @param activation hidden activation of the mlp: relu or tanh
+ * @param embeddingWidth sparse-lr: width of the embedding part (0 = wide part only)
+ * @param modelOutput where the elected trainer writes the final model (empty: not written)
+ */
+@Validated
+@ConfigurationProperties("paramserver.trainer")
+public record ModelProperties(
+    @DefaultValue("softmax") String model,
+    @DefaultValue("0") @Min(0) int features,
+    @DefaultValue("0") @Min(0) int classes,
+    List<Integer> hidden,
+    @DefaultValue("relu") String activation,
+    @DefaultValue("8") @Min(0) @Max(1024) int embeddingWidth,
+    Path modelOutput) {
+
+  public ModelProperties {
+    hidden = hidden == null ? List.of() : List.copyOf(hidden);
+  }
+}

@@ -1,0 +1,102 @@
+package dev.paramserver.trainer.master;
+
+import dev.paramserver.proto.v1.GetTaskRequest;
+import dev.paramserver.proto.v1.GetTaskResponse;
+import dev.paramserver.proto.v1.ReportEvaluationRequest;
+import dev.paramserver.proto.v1.SetDatasetRequest;
+import dev.paramserver.proto.v1.SetDatasetResponse;
+import dev.paramserver.proto.v1.Task;
+import dev.paramserver.proto.v1.TaskFailedRequest;
+import dev.paramserver.proto.v1.TaskFinishedRequest;
+import java.util.List;
+
+/**
+ * The calls a trainer makes to the master, as requests built from this trainer's id. Every call but
+ * {@link #handBack} retries through {@link MasterClient} until it succeeds or the trainer stops.
+ */
+public final class MasterReports {
+  private final MasterClient master;
+  private final String trainerId;
+
+  public MasterReports(MasterClient master, String trainerId) {
+    this.master = master;
+    this.trainerId = trainerId;
+  }
+
+  public String trainerId() {
+    return trainerId;
+  }
+
+  /** Tells the master which files to train on (a no-op if another trainer did). */
+  public SetDatasetResponse setDataset(List<String> globs) {
+    return master.call(
+        "SetDataset",
+        stub ->
+            stub.setDataset(
+                SetDatasetRequest.newBuilder().addAllGlobs(globs).setTrainerId(trainerId).build()));
+  }
+
+  /** Asks for a task of {@code pass}. */
+  public GetTaskResponse getTask(int pass) {
+    return master.call(
+        "GetTask",
+        stub ->
+            stub.getTask(
+                GetTaskRequest.newBuilder().setTrainerId(trainerId).setPass(pass).build()));
+  }
+
+  public void finished(Task task, long records) {
+    master.call(
+        "TaskFinished",
+        stub ->
+            stub.taskFinished(
+                TaskFinishedRequest.newBuilder()
+                    .setTrainerId(trainerId)
+                    .setTaskId(task.getId())
+                    .setEpoch(task.getEpoch())
+                    .setRecords(records)
+                    .build()));
+  }
+
+  /** Reports a task that cannot be trained (its records cannot be read). */
+  public void failed(Task task, String reason) {
+    master.call("TaskFailed", stub -> stub.taskFailed(failure(task, reason, false)));
+  }
+
+  /**
+   * Hands a task back as this trainer stops: one attempt, made even though the trainer stops (if it
+   * fails, the master re-dispatches the task when its timeout ends).
+   *
+   * @return whether the master took it back
+   */
+  public boolean handBack(Task task) {
+    String reason = "trainer " + trainerId + " is shutting down";
+    return master.callOnce("TaskFailed", stub -> stub.taskFailed(failure(task, reason, true)));
+  }
+
+  private TaskFailedRequest failure(Task task, String reason, boolean handBack) {
+    return TaskFailedRequest.newBuilder()
+        .setTrainerId(trainerId)
+        .setTaskId(task.getId())
+        .setEpoch(task.getEpoch())
+        .setReason(reason == null ? "" : reason)
+        .setHandedBack(handBack)
+        .build();
+  }
+
+  /** Reports the evaluation at the end of a pass. */
+  public void evaluation(int pass, double loss, double accuracy, long samples, double auc) {
+    master.call(
+        "ReportEvaluation",
+        stub ->
+            stub.reportEvaluation(
+                ReportEvaluationRequest.newBuilder()
+                    .setTrainerId(trainerId)
+                    .setPass(pass)
+                    .setLoss(loss)
+                    .setAccuracy(accuracy)
+                    .setSamples(samples)
+                    .setAuc(Double.isNaN(auc) ? 0 : auc)
+                    .build()));
+  }
+}

@@ -1,0 +1,219 @@
+package dev.paramserver.trainer.pserver;
+
+import dev.paramserver.models.ParameterDef;
+import dev.paramserver.models.Parameters;
+import dev.paramserver.proto.v1.BlockRef;
+import dev.paramserver.proto.v1.DataType;
+import dev.paramserver.proto.v1.InitParametersRequest;
+import dev.paramserver.proto.v1.PullParametersRequest;
+import dev.paramserver.proto.v1.PushGradientsRequest;
+import dev.paramserver.proto.v1.SparseRows;
+import dev.paramserver.proto.v1.SparseRowsRef;
+import dev.paramserver.proto.v1.TensorBlock;
+import dev.paramserver.proto.v1.TrainingMode;
+import dev.paramserver.tensor.BlockSpec;
+import dev.paramserver.tensor.TensorCodec;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
+
+/**
+ * Cuts pushes, pulls and initialisation into requests, one pserver each, as the layout places the
+ * blocks and rows. No request carries more than {@link #MAX_REQUEST_BYTES} of dense tensor data,
+ * except in synchronous mode, where each pserver gets exactly one push per step (possibly empty: an
+ * idle trainer's contribution), because the barrier counts one push per trainer.
+ */
+public final class RequestPlanner {
+  /** Largest tensor payload of one request, well under gRPC's 4 MiB default cap. */
+  public static final int MAX_REQUEST_BYTES = 2 * 1024 * 1024;
+
+  /** A request and the pserver it goes to. */
+  public record Planned<R>(int pserver, R request) {}
+
+  private final ModelLayout layout;
+  private final String trainerId;
+  private final DataType gradientType;
+  private final boolean sync;
+
+  public RequestPlanner(ModelLayout layout, String trainerId, DataType gradientType, boolean sync) {
+    this.layout = layout;
+    this.trainerId = trainerId;
+    this.gradientType = gradientType;
+    this.sync = sync;
+  }
+
+  public ModelLayout layout() {
+    return layout;
+  }
+
+  public String trainerId() {
+    return trainerId;
+  }
+
+  public TrainingMode mode() {
+    return sync ? TrainingMode.SYNC : TrainingMode.ASYNC;
+  }
+
+  /** Groups blocks into request-sized runs. */
+  static List<List<BlockSpec>> groups(List<BlockSpec> blocks) {
+    List<List<BlockSpec>> out = new ArrayList<>();
+    List<BlockSpec> cur = new ArrayList<>();
+    long bytes = 0;
+    for (BlockSpec b : blocks) {
+      if (!cur.isEmpty() && bytes + b.bytes() > MAX_REQUEST_BYTES) {
+        out.add(cur);
+        cur = new ArrayList<>();
+        bytes = 0;
+      }
+      cur.add(b);
+      bytes += b.bytes();
+    }
+    if (!cur.isEmpty()) {
+      out.add(cur);
+    }
+    return out;
+  }
+
+  /** The pushes of gradient {@code grads} at {@code step}, dense blocks and sparse rows. */
+  public List<Planned<PushGradientsRequest>> pushes(Parameters grads, long step) {
+    Map<Integer, PushGradientsRequest.Builder> sparse = sparsePushes(grads, step);
+    List<Planned<PushGradientsRequest>> out = new ArrayList<>();
+    for (int ps = 0; ps < layout.pservers(); ps++) {
+      List<List<BlockSpec>> groups = groups(layout.blocksOf(ps));
+      PushGradientsRequest.Builder rows = sparse.get(ps);
+      if (sync) {
+        PushGradientsRequest.Builder one = newPush(step);
+        groups.forEach(g -> addBlocks(one, g, grads));
+        if (rows != null) {
+          one.addAllSparseGradients(rows.getSparseGradientsList());
+        }
+        out.add(new Planned<>(ps, one.build()));
+        continue;
+      }
+      for (List<BlockSpec> group : groups) {
+        out.add(new Planned<>(ps, addBlocks(newPush(step), group, grads).build()));
+      }
+      if (rows != null) {
+        out.add(new Planned<>(ps, rows.build()));
+      }
+    }
+    return out;
+  }
+
+  private PushGradientsRequest.Builder newPush(long step) {
+    return PushGradientsRequest.newBuilder().setTrainerId(trainerId).setStep(step);
+  }
+
+  private PushGradientsRequest.Builder addBlocks(
+      PushGradientsRequest.Builder req, List<BlockSpec> group, Parameters grads) {
+    for (BlockSpec b : group) {
+      req.addGradients(block(b, grads, gradientType));
+    }
+    return req;
+  }
+
+  private static TensorBlock block(BlockSpec b, Parameters values, DataType type) {
+    return TensorBlock.newBuilder()
+        .setName(b.name())
+        .setBlock(b.block())
+        .setOffset(b.offset())
+        .setDtype(type)
+        .setData(TensorCodec.encode(values.dense(b.name()), (int) b.offset(), b.length(), type))
+        .build();
+  }
+
+  /** The sparse-row gradients of {@code grads}, one request per owning pserver. */
+  private Map<Integer, PushGradientsRequest.Builder> sparsePushes(Parameters grads, long step) {
+    Map<Integer, PushGradientsRequest.Builder> reqs = new TreeMap<>();
+    for (ParameterDef def : layout.sparseTables()) {
+      Parameters.SparseTable table = grads.sparse(def.name());
+      int width = table.width();
+      for (Map.Entry<Integer, Set<Long>> e : byOwner(def, table.rows().keySet()).entrySet()) {
+        float[] data = new float[e.getValue().size() * width];
+        int i = 0;
+        for (long id : e.getValue()) {
+          System.arraycopy(table.rows().get(id), 0, data, i * width, width);
+          i++;
+        }
+        reqs.computeIfAbsent(e.getKey(), k -> newPush(step))
+            .addSparseGradients(
+                SparseRows.newBuilder()
+                    .setName(def.name())
+                    .addAllRowIds(e.getValue())
+                    .setDtype(gradientType)
+                    .setData(TensorCodec.encode(data, 0, data.length, gradientType)));
+      }
+    }
+    return reqs;
+  }
+
+  /** Row ids by the pserver that owns them, each pserver's ids in ascending order. */
+  private Map<Integer, Set<Long>> byOwner(ParameterDef table, Iterable<Long> ids) {
+    Map<Integer, Set<Long>> out = new TreeMap<>();
+    for (long id : ids) {
+      out.computeIfAbsent(layout.ownerOfRow(table.name(), id), k -> new TreeSet<>()).add(id);
+    }
+    return out;
+  }
+
+  /** The pulls of every dense block, in request-sized groups. */
+  public List<Planned<PullParametersRequest>> pulls() {
+    List<Planned<PullParametersRequest>> out = new ArrayList<>();
+    for (int ps = 0; ps < layout.pservers(); ps++) {
+      for (List<BlockSpec> group : groups(layout.blocksOf(ps))) {
+        PullParametersRequest.Builder req = PullParametersRequest.newBuilder();
+        req.setTrainerId(trainerId);
+        for (BlockSpec b : group) {
+          req.addBlocks(BlockRef.newBuilder().setName(b.name()).setBlock(b.block()));
+        }
+        out.add(new Planned<>(ps, req.build()));
+      }
+    }
+    return out;
+  }
+
+  /** The pulls of the rows {@code ids} of every sparse table, one per owning pserver. */
+  public List<Planned<PullParametersRequest>> rowPulls(long[] ids) {
+    Map<Integer, PullParametersRequest.Builder> reqs = new TreeMap<>();
+    List<Long> all = new ArrayList<>(ids.length);
+    for (long id : ids) {
+      all.add(id);
+    }
+    for (ParameterDef def : layout.sparseTables()) {
+      for (Map.Entry<Integer, Set<Long>> e : byOwner(def, all).entrySet()) {
+        reqs.computeIfAbsent(
+                e.getKey(), k -> PullParametersRequest.newBuilder().setTrainerId(trainerId))
+            .addSparseRows(
+                SparseRowsRef.newBuilder().setName(def.name()).addAllRowIds(e.getValue()));
+      }
+    }
+    List<Planned<PullParametersRequest>> out = new ArrayList<>();
+    reqs.forEach((ps, req) -> out.add(new Planned<>(ps, req.build())));
+    return out;
+  }
+
+  /** The initialisation of pserver {@code ps} with {@code values} (float32, request-sized). */
+  public List<InitParametersRequest> inits(int ps, Parameters values, String initId) {
+    List<InitParametersRequest> out = new ArrayList<>();
+    for (List<BlockSpec> group : groups(layout.blocksOf(ps))) {
+      InitParametersRequest.Builder req = newInit(initId);
+      group.forEach(b -> req.addBlocks(block(b, values, DataType.FLOAT32)));
+      out.add(req.build());
+    }
+    if (out.isEmpty()) {
+      out.add(newInit(initId).build());
+    }
+    return out;
+  }
+
+  private InitParametersRequest.Builder newInit(String initId) {
+    return InitParametersRequest.newBuilder()
+        .setTrainerId(trainerId)
+        .addAllParameters(layout.specs())
+        .setInitId(initId)
+        .setMode(mode());
+  }
+}

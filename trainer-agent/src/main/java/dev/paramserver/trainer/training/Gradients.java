@@ -1,0 +1,54 @@
+package dev.paramserver.trainer.training;
+
+import dev.paramserver.models.Parameters;
+import java.util.Map;
+
+/** Arithmetic on gradients held as {@link Parameters}: dense arrays and sparse rows. */
+final class Gradients {
+  private Gradients() {}
+
+  /** {@code into += from}, dense and sparse (rows missing from {@code into} are added). */
+  static void add(Parameters into, Parameters from) {
+    for (String name : into.denseNames()) {
+      add(into.dense(name), from.dense(name));
+    }
+    for (String t : into.sparseNames()) {
+      Parameters.SparseTable to = into.sparse(t);
+      for (Map.Entry<Long, float[]> row : from.sparse(t).rows().entrySet()) {
+        add(to.row(row.getKey()), row.getValue());
+      }
+    }
+  }
+
+  private static void add(float[] a, float[] b) {
+    for (int i = 0; i < a.length; i++) {
+      a[i] += b[i];
+    }
+  }
+
+  /** {@code p *= f}, dense and sparse. */
+  static void scale(Parameters p, float f) {
+    for (String name : p.denseNames()) {
+      scale(p.dense(name), f);
+    }
+    for (String t : p.sparseNames()) {
+      for (float[] row : p.sparse(t).rows().values()) {
+        scale(row, f);
+      }
+    }
+  }
+
+  private static void scale(float[] a, float f) {
+    for (int i = 0; i < a.length; i++) {
+      a[i] *= f;
+    }
+  }
+
+  /** Copies the dense values of {@code from} into {@code to}. */
+  static void copyDense(Parameters from, Parameters to) {
+    for (String name : to.denseNames()) {
+      float[] src = from.dense(name);
+      System.arraycopy(src, 0, to.dense(name), 0, src.length);
+    }
+  }
+}

@@ -1,0 +1,85 @@
+package dev.paramserver.trainer.training;
+
+import dev.paramserver.coordination.Coordinator;
+import dev.paramserver.models.Dataset;
+import dev.paramserver.models.ModelFiles;
+import dev.paramserver.models.Parameters;
+import dev.paramserver.proto.v1.Example;
+import dev.paramserver.trainer.config.TrainerProperties;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Set;
+import java.util.TreeSet;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.stereotype.Component;
+
+/**
+ * Writes the final model to {@code paramserver.trainer.model-output}: one trainer does, the one
+ * that creates the job's export lock under its lease.
+ */
+@Component
+public class ModelExporter {
+  private static final Logger log = LoggerFactory.getLogger(ModelExporter.class);
+
+  /** Sparse rows pulled per request while exporting. */
+  private static final int ROWS_PER_PULL = 50_000;
+
+  private final Coordinator coordinator;
+  private final TrainerProperties props;
+
+  public ModelExporter(Coordinator coordinator, TrainerProperties props) {
+    this.coordinator = coordinator;
+    this.props = props;
+  }
+
+  /**
+   * Writes the model if an output is set and this trainer wins the export lock.
+   *
+   * @return whether this trainer wrote it
+   */
+  boolean exportIfElected(TrainingContext ctx) throws IOException {
+    Path out = props.model().modelOutput();
+    if (out == null) {
+      return false;
+    }
+    boolean elected =
+        coordinator
+            .kv()
+            .putIfAbsent(
+                coordinator.keys().exportLock(),
+                props.id().getBytes(StandardCharsets.UTF_8),
+                ctx.lease());
+    if (!elected) {
+      log.info("another trainer writes the final model");
+      return false;
+    }
+    Parameters values = ctx.values();
+    ctx.client().pull(values);
+    if (!values.sparseNames().isEmpty()) {
+      // rows exist only for ids seen in the data: collect them and pull every one
+      long[] all = seenIds();
+      for (int i = 0; i < all.length; i += ROWS_PER_PULL) {
+        ctx.client()
+            .pullRows(values, Arrays.copyOfRange(all, i, Math.min(all.length, i + ROWS_PER_PULL)));
+      }
+    }
+    ModelFiles.write(out, ctx.spec(), ctx.model(), values, coordinator.keys().job());
+    log.info("wrote the final model to {}", out.toAbsolutePath());
+    return true;
+  }
+
+  private long[] seenIds() throws IOException {
+    Set<Long> ids = new TreeSet<>();
+    List<String> globs = new ArrayList<>(ModelSpecs.absolute(props.data().requireTrainData()));
+    globs.addAll(ModelSpecs.absolute(props.data().testData()));
+    for (Example e : Dataset.readGlobs(globs)) {
+      ids.addAll(e.getSparseIdsList());
+    }
+    return ids.stream().mapToLong(Long::longValue).toArray();
+  }
+}

@@ -1,0 +1,150 @@
+package dev.paramserver.trainer.training;
+
+import dev.paramserver.models.Parameters;
+import dev.paramserver.proto.v1.GetTaskResponse;
+import dev.paramserver.proto.v1.SetDatasetResponse;
+import dev.paramserver.proto.v1.Task;
+import dev.paramserver.rpc.StoppedException;
+import dev.paramserver.trainer.StopSignal;
+import dev.paramserver.trainer.config.TrainerProperties;
+import dev.paramserver.trainer.master.MasterReports;
+import java.io.IOException;
+import java.util.ArrayList;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.stereotype.Component;
+
+/**
+ * Runs the job's passes: SetDataset, then GetTask → train the task → TaskFinished, evaluating at
+ * the end of each pass and writing the final model (if elected) when the job is finished. A stop
+ * request finishes the current batch, hands the task (and a prefetched one) back and ends with
+ * {@link StoppedException}.
+ */
+@Component
+public class PassRunner {
+  private static final Logger log = LoggerFactory.getLogger(PassRunner.class);
+
+  /** Exit code when the master says the job failed. */
+  static final int JOB_FAILED = 3;
+
+  private final TrainerProperties props;
+  private final MasterReports reports;
+  private final Evaluator evaluator;
+  private final ModelExporter exporter;
+  private final TrainingProgress progress;
+  private final StopSignal stop;
+
+  public PassRunner(
+      TrainerProperties props,
+      MasterReports reports,
+      Evaluator evaluator,
+      ModelExporter exporter,
+      TrainingProgress progress,
+      StopSignal stop) {
+    this.props = props;
+    this.reports = reports;
+    this.evaluator = evaluator;
+    this.exporter = exporter;
+    this.progress = progress;
+    this.stop = stop;
+  }
+
+  /**
+   * Trains until the job ends.
+   *
+   * @return the exit code: 0 when the job finished, {@value #JOB_FAILED} when it failed
+   */
+  int run(TrainingContext ctx) throws IOException {
+    SetDatasetResponse ds =
+        reports.setDataset(ModelSpecs.absolute(props.data().requireTrainData()));
+    log.info(
+        "dataset: {} files, {} chunks, {} tasks, {} records, {} passes{}",
+        ds.getFiles(),
+        ds.getChunks(),
+        ds.getTasks(),
+        ds.getRecords(),
+        ds.getPasses(),
+        ds.getAlreadySet() ? " (set before)" : "");
+    int pass = 0;
+    Parameters idleGrads = Parameters.zerosLike(ctx.model());
+    progress.moveTo(TrainerState.TRAINING);
+    try (TaskSource tasks = new TaskSource(reports, stop, props.data().prefetch());
+        TaskTrainer trainer = new TaskTrainer(ctx, props, progress, stop)) {
+      while (true) {
+        stop.check("before asking for a task");
+        TaskSource.Fetched next = tasks.next(pass);
+        GetTaskResponse resp = next.response();
+        switch (resp.getOutcome()) {
+          case TASK -> train(next, tasks, trainer, pass);
+          case WAIT, PASS_NOT_STARTED -> idle(ctx, idleGrads, resp.getRetryAfterMs());
+          case PASS_FINISHED -> {
+            evaluator.evaluate(ctx, pass);
+            pass = resp.getCurrentPass();
+            progress.moveTo(TrainerState.TRAINING);
+          }
+          case JOB_FINISHED -> {
+            // the model file is written before this trainer's final report, so whoever waits for
+            // the reports finds it
+            exporter.exportIfElected(ctx);
+            evaluator.evaluate(ctx, Math.max(0, resp.getTotalPasses() - 1));
+            progress.moveTo(TrainerState.FINISHED);
+            log.info("job finished: {} tasks trained by this trainer", progress.tasksDone());
+            return 0;
+          }
+          case JOB_FAILED -> {
+            progress.fail(resp.getReason());
+            log.error("the job failed: {}", resp.getReason());
+            return JOB_FAILED;
+          }
+          default ->
+              throw new IllegalStateException("master answered GetTask with " + resp.getOutcome());
+        }
+      }
+    }
+  }
+
+  private void train(TaskSource.Fetched next, TaskSource tasks, TaskTrainer trainer, int pass) {
+    Task task = next.task();
+    progress.task(task.getId(), task.getPass());
+    if (next.readError() != null) {
+      log.error("task {} cannot be read: {}", task.getId(), next.readError().getMessage());
+      progress.taskFailed();
+      reports.failed(task, next.readError().getMessage());
+      return;
+    }
+    tasks.prefetch(pass);
+    long trained;
+    try {
+      trained = trainer.train(task, new ArrayList<>(next.examples()));
+    } catch (StoppedException e) {
+      log.info("stopping: handing task {} back to the master", task.getId());
+      handBack(task);
+      TaskSource.Fetched prefetched = tasks.takePrefetched();
+      if (prefetched != null && prefetched.isTask()) {
+        handBack(prefetched.task());
+      }
+      throw e;
+    }
+    reports.finished(task, trained);
+    progress.taskFinished();
+  }
+
+  private void handBack(Task task) {
+    progress.taskHandedBack();
+    if (!reports.handBack(task)) {
+      log.warn("task {} was not handed back; the master re-dispatches it later", task.getId());
+    }
+  }
+
+  private void idle(TrainingContext ctx, Parameters idleGrads, long retryAfterMs) {
+    if (props.communication().sync()) {
+      // an idle trainer still takes part in each synchronous step, with an empty push
+      idleGrads.clear();
+      ctx.client().push(idleGrads, 0, ctx.values());
+      ctx.client().pull(ctx.values());
+      stop.pause(Math.min(50, Math.max(5, retryAfterMs)), "waiting for a task");
+    } else {
+      stop.pause(Math.max(50, retryAfterMs), "waiting for a task");
+    }
+  }
+}

@@ -1,0 +1,107 @@
+package dev.paramserver.trainer.training;
+
+import dev.paramserver.coordination.Lease;
+import dev.paramserver.rpc.StoppedException;
+import dev.paramserver.trainer.StopSignal;
+import java.io.IOException;
+import java.time.Duration;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.context.SmartLifecycle;
+import org.springframework.stereotype.Component;
+
+/**
+ * The trainer's session, on a thread of its own: register, set up (wait for and initialise the
+ * pservers), run the passes, exit. Starts once the web server listens and stops first on shutdown
+ * (highest phase), so the current batch finishes and the task goes back to the master before the
+ * HTTP server and the etcd connection close. Its state lives in {@link TrainingProgress}.
+ */
+@Component
+public class TrainingSession implements SmartLifecycle {
+  private static final Logger log = LoggerFactory.getLogger(TrainingSession.class);
+  private static final Duration STOP_TIMEOUT = Duration.ofSeconds(30);
+
+  private final TrainerRegistration registration;
+  private final TrainingSetup setup;
+  private final PassRunner passes;
+  private final TrainingProgress progress;
+  private final StopSignal stop;
+  private final TrainerExit exit;
+  private volatile Thread thread;
+
+  public TrainingSession(
+      TrainerRegistration registration,
+      TrainingSetup setup,
+      PassRunner passes,
+      TrainingProgress progress,
+      StopSignal stop,
+      TrainerExit exit) {
+    this.registration = registration;
+    this.setup = setup;
+    this.passes = passes;
+    this.progress = progress;
+    this.stop = stop;
+    this.exit = exit;
+  }
+
+  @Override
+  public synchronized void start() {
+    if (thread != null) {
+      return;
+    }
+    thread = new Thread(this::runAndExit, "trainer-loop");
+    thread.start();
+  }
+
+  /** Asks the session to stop after the current batch and waits up to 30 s. */
+  @Override
+  public void stop() {
+    stop.request();
+    progress.moveTo(TrainerState.STOPPING);
+    Thread t = thread;
+    if (t == null) {
+      return;
+    }
+    try {
+      t.join(STOP_TIMEOUT.toMillis());
+      if (t.isAlive()) {
+        log.warn("training session did not stop within {}; interrupting it", STOP_TIMEOUT);
+        t.interrupt();
+        t.join(2000);
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
+  @Override
+  public boolean isRunning() {
+    Thread t = thread;
+    return t != null && t.isAlive();
+  }
+
+  /** Stops before the web server (graceful shutdown) and before the coordinator closes. */
+  @Override
+  public int getPhase() {
+    return Integer.MAX_VALUE;
+  }
+
+  private void runAndExit() {
+    int code;
+    try (Lease lease = registration.register(setup.trainerId())) {
+      code = passes.run(setup.prepare(lease));
+    } catch (StoppedException e) {
+      log.info("training session stopped: {}", e.getMessage());
+      progress.moveTo(TrainerState.STOPPING);
+      progress.moveTo(TrainerState.STOPPED);
+      return;
+    } catch (RuntimeException | IOException e) {
+      log.error("training failed", e);
+      progress.fail(e.getMessage());
+      code = 1;
+    }
+    if (!stop.isRequested()) {
+      exit.exit(code);
+    }
+  }
+}

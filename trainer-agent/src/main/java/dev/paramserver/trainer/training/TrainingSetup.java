@@ -1,0 +1,109 @@
+package dev.paramserver.trainer.training;
+
+import dev.paramserver.coordination.Coordinator;
+import dev.paramserver.coordination.Lease;
+import dev.paramserver.models.Dataset;
+import dev.paramserver.models.Initializers;
+import dev.paramserver.models.Model;
+import dev.paramserver.models.ModelFactory;
+import dev.paramserver.models.ModelSpec;
+import dev.paramserver.models.Parameters;
+import dev.paramserver.proto.v1.Example;
+import dev.paramserver.trainer.StopSignal;
+import dev.paramserver.trainer.config.CommunicationProperties;
+import dev.paramserver.trainer.config.TrainerProperties;
+import dev.paramserver.trainer.pserver.CallPolicy;
+import dev.paramserver.trainer.pserver.ModelLayout;
+import dev.paramserver.trainer.pserver.ParameterClient;
+import dev.paramserver.trainer.pserver.PserverDirectory;
+import dev.paramserver.trainer.pserver.PserverFailures;
+import dev.paramserver.trainer.pserver.PserverTraffic;
+import dev.paramserver.trainer.pserver.RequestPlanner;
+import dev.paramserver.trainer.pserver.ShardInitializer;
+import java.io.IOException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.stereotype.Component;
+
+/**
+ * Prepares a training session: builds the model (sizes read from the data when unset), waits for
+ * the pservers, wires the pserver client over the model's layout, makes sure every pserver is
+ * initialised (one trainer does it) and pulls the current values.
+ */
+@Component
+public class TrainingSetup {
+  private static final Logger log = LoggerFactory.getLogger(TrainingSetup.class);
+
+  private final TrainerProperties props;
+  private final Coordinator coordinator;
+  private final PserverDirectory directory;
+  private final PserverTraffic traffic;
+  private final TrainingProgress progress;
+  private final StopSignal stop;
+
+  public TrainingSetup(
+      TrainerProperties props,
+      Coordinator coordinator,
+      PserverDirectory directory,
+      PserverTraffic traffic,
+      TrainingProgress progress,
+      StopSignal stop) {
+    this.props = props;
+    this.coordinator = coordinator;
+    this.directory = directory;
+    this.traffic = traffic;
+    this.progress = progress;
+    this.stop = stop;
+  }
+
+  String trainerId() {
+    return props.id();
+  }
+
+  TrainingContext prepare(Lease lease) throws IOException {
+    List<String> testGlobs = props.data().testData();
+    List<Example> test =
+        testGlobs.isEmpty() ? List.of() : Dataset.readGlobs(ModelSpecs.absolute(testGlobs));
+    ModelSpec spec = ModelSpecs.of(props.model(), props.data(), test);
+    Model model = ModelFactory.create(spec);
+    log.info(
+        "trainer {}: model {} with {} features, {} classes, optimizer {} lr {}",
+        props.id(),
+        spec.type(),
+        spec.features(),
+        spec.classes(),
+        props.optimizer().optimizer(),
+        props.optimizer().learningRate());
+
+    progress.moveTo(TrainerState.WAITING_FOR_PSERVERS);
+    CommunicationProperties comm = props.communication();
+    // registrations are cheap to read: look again at least every 500 ms
+    Duration wait = Duration.ofMillis(Math.min(500, comm.maxBackoff().toMillis()));
+    int pservers = directory.awaitAll(stop.retry(min(Duration.ofMillis(100), wait), wait));
+    ModelLayout layout =
+        new ModelLayout(
+            model, comm.blockSize(), OptimizerConfigs.from(props.optimizer()), pservers);
+    RequestPlanner planner =
+        new RequestPlanner(layout, props.id(), comm.gradientWireType(), comm.sync());
+    CallPolicy calls = new CallPolicy(comm.rpcTimeout(), comm.maxBackoff(), stop);
+    ShardInitializer initializer =
+        new ShardInitializer(coordinator, directory, planner, lease, calls);
+    ParameterClient client =
+        new ParameterClient(
+            directory, planner, new PserverFailures(directory, initializer), calls, traffic);
+
+    progress.moveTo(TrainerState.INITIALISING);
+    Parameters values = Initializers.initial(model, props.agent().seed());
+    initializer.ensureAll(values);
+    client.pull(values);
+    Dataset testSet = new Dataset(new ArrayList<>(test), spec.features());
+    return new TrainingContext(spec, model, values, client, testSet, lease);
+  }
+
+  private static Duration min(Duration a, Duration b) {
+    return a.compareTo(b) <= 0 ? a : b;
+  }
+}

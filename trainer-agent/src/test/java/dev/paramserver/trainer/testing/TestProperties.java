@@ -1,0 +1,31 @@
+package dev.paramserver.trainer.testing;
+
+import dev.paramserver.trainer.config.AgentProperties;
+import dev.paramserver.trainer.config.CommunicationProperties;
+import dev.paramserver.trainer.config.DataProperties;
+import dev.paramserver.trainer.config.ModelProperties;
+import dev.paramserver.trainer.config.OptimizerProperties;
+import dev.paramserver.trainer.config.TrainerProperties;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+
+/** Trainer settings for tests: a softmax over the {@link TestData} files, small batches. */
+public final class TestProperties {
+  private TestProperties() {}
+
+  /**
+   * @param modelOutput where to write the model, or null
+   */
+  public static TrainerProperties of(
+      String trainGlob, String testGlob, boolean pipeline, Path modelOutput) {
+    return new TrainerProperties(
+        new AgentProperties("t-test", 42, 1000, false),
+        new DataProperties(
+            List.of(trainGlob), testGlob == null ? List.of() : List.of(testGlob), 4, true),
+        new ModelProperties("softmax", 0, 0, List.of(), "relu", 0, modelOutput),
+        new OptimizerProperties("sgd", 0.5f, 0, 0, 1),
+        new CommunicationProperties(
+            false, 2, "float32", pipeline, Duration.ofSeconds(5), Duration.ofMillis(50)));
+  }
+}

@@ -1,0 +1,168 @@
+package dev.paramserver.trainer.training;
+
+import static java.nio.charset.StandardCharsets.UTF_8;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.paramserver.coordination.EtcdCoordinator;
+import dev.paramserver.coordination.EtcdSettings;
+import dev.paramserver.coordination.Lease;
+import dev.paramserver.models.Dataset;
+import dev.paramserver.models.Initializers;
+import dev.paramserver.models.Parameters;
+import dev.paramserver.recordio.ChunkInfo;
+import dev.paramserver.rpc.StoppedException;
+import dev.paramserver.testsupport.EtcdExtension;
+import dev.paramserver.trainer.config.TrainerProperties;
+import dev.paramserver.trainer.master.MasterClient;
+import dev.paramserver.trainer.master.MasterReports;
+import dev.paramserver.trainer.testing.FakeMaster;
+import dev.paramserver.trainer.testing.InProcessChannels;
+import dev.paramserver.trainer.testing.PserverCluster;
+import dev.paramserver.trainer.testing.TestData;
+import dev.paramserver.trainer.testing.TestProperties;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The pass runner, task trainer, evaluator and exporter over in-process gRPC against a fake master
+ * and fake pservers (real etcd): a whole job, and a shutdown in the middle of a push.
+ */
+@Timeout(60)
+class PassRunnerTest {
+  @RegisterExtension static final EtcdExtension etcd = new EtcdExtension();
+  @TempDir Path dir;
+
+  private EtcdCoordinator coordinator;
+  private PserverCluster cluster;
+  private FakeMaster master;
+  private MasterClient masterClient;
+  private Lease lease;
+  private final TrainingProgress progress = new TrainingProgress();
+  private List<ChunkInfo> chunks;
+
+  @BeforeEach
+  void start() throws Exception {
+    coordinator = EtcdCoordinator.connect(EtcdSettings.of(etcd.endpoint(), etcd.uniqueJob()));
+    cluster = new PserverCluster(coordinator, 2, 2, false);
+    master = new FakeMaster();
+    coordinator.kv().put(coordinator.keys().masterAddr(), master.address().getBytes(UTF_8));
+    masterClient =
+        new MasterClient(
+            coordinator,
+            Duration.ofSeconds(5),
+            cluster.stop.retryUpTo(Duration.ofMillis(50)),
+            new InProcessChannels());
+    lease = coordinator.grantLease(Duration.ofSeconds(10));
+    chunks = TestData.write(dir.resolve("train.recordio"), 80, 20);
+    TestData.write(dir.resolve("test.recordio"), 20, 20);
+  }
+
+  @AfterEach
+  void stop() throws Exception {
+    masterClient.close();
+    master.close();
+    lease.close();
+    cluster.close();
+    coordinator.close();
+  }
+
+  private PassRunner runner(TrainerProperties props) {
+    MasterReports reports = new MasterReports(masterClient, props.id());
+    return new PassRunner(
+        props,
+        reports,
+        new Evaluator(reports, progress),
+        new ModelExporter(coordinator, props),
+        progress,
+        cluster.stop);
+  }
+
+  private TrainingContext context(TrainerProperties props) throws Exception {
+    Parameters values = Initializers.initial(cluster.model, 42);
+    cluster.initializer.ensureAll(values);
+    cluster.client.pull(values);
+    List<String> test = ModelSpecs.absolute(props.data().testData());
+    Dataset testSet =
+        new Dataset(
+            test.isEmpty() ? new ArrayList<>() : new ArrayList<>(Dataset.readGlobs(test)),
+            TestData.SPEC.features());
+    progress.moveTo(TrainerState.WAITING_FOR_PSERVERS);
+    progress.moveTo(TrainerState.INITIALISING);
+    return new TrainingContext(
+        TestData.SPEC, cluster.model, values, cluster.client, testSet, lease);
+  }
+
+  @Test
+  void run_trainsEveryTask_evaluatesEachPass_writesTheModel_andFinishes() throws Exception {
+    Path out = dir.resolve("model.bin");
+    TrainerProperties props =
+        TestProperties.of(
+            dir.resolve("train.recordio").toString(),
+            dir.resolve("test.recordio").toString(),
+            true,
+            out);
+    master.addTask(1, chunks.subList(0, 2));
+    master.addTask(2, chunks.subList(2, 4));
+
+    int code = runner(props).run(context(props));
+
+    assertThat(code).isZero();
+    assertThat(progress.state()).isEqualTo(TrainerState.FINISHED);
+    assertThat(master.datasets).hasSize(1);
+    assertThat(master.finished).extracting(r -> r.getTaskId()).containsExactlyInAnyOrder(1L, 2L);
+    assertThat(master.finished).allSatisfy(r -> assertThat(r.getRecords()).isEqualTo(40));
+    assertThat(progress.samples()).isEqualTo(80);
+    assertThat(progress.tasksDone()).isEqualTo(2);
+    // evaluated at the end of the pass and at the end of the job; separable data is learnt
+    assertThat(master.evaluations).hasSize(2);
+    assertThat(master.evaluations).allSatisfy(e -> assertThat(e.getAccuracy()).isGreaterThan(0.9));
+    assertThat(progress.evalAccuracy()).isGreaterThan(0.9);
+    assertThat(Files.size(out)).isPositive();
+    assertThat(cluster.get(0).pushes() + cluster.get(1).pushes()).isGreaterThanOrEqualTo(20);
+  }
+
+  @Test
+  void shutdownMidPush_finishesTheBatch_handsTheTaskBack_andStops() throws Exception {
+    TrainerProperties props =
+        TestProperties.of(dir.resolve("train.recordio").toString(), null, false, null);
+    master.addTask(1, chunks);
+    TrainingContext ctx = context(props);
+    CountDownLatch pushing = cluster.get(0).holdNextPush();
+    ExecutorService thread = Executors.newSingleThreadExecutor();
+    try {
+      Future<Integer> run = thread.submit(() -> runner(props).run(ctx));
+      assertThat(pushing.await(20, TimeUnit.SECONDS)).as("a push reached the pserver").isTrue();
+      cluster.stop.request();
+      progress.moveTo(TrainerState.STOPPING);
+      cluster.get(0).releasePush();
+
+      assertThatThrownBy(() -> run.get(20, TimeUnit.SECONDS))
+          .hasCauseInstanceOf(StoppedException.class);
+    } finally {
+      thread.shutdownNow();
+    }
+    assertThat(master.failed).hasSize(1);
+    assertThat(master.failed.peek().getTaskId()).isEqualTo(1);
+    assertThat(master.failed.peek().getHandedBack()).isTrue();
+    assertThat(master.finished).isEmpty();
+    assertThat(progress.tasksHandedBack()).isEqualTo(1);
+    // the batch in flight was pushed once and nothing after it
+    assertThat(cluster.get(0).pushes()).isEqualTo(1);
+    assertThat(progress.batches()).isEqualTo(1);
+  }
+}
