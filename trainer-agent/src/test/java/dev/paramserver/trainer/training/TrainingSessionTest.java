@@ -97,6 +97,7 @@ class TrainingSessionTest {
         Duration.ofSeconds(20),
         () -> progress.state() == TrainerState.WAITING_FOR_PSERVERS,
         "trainer waiting for pservers");
+    assertThat(coordinator.kv().get(coordinator.keys().trainer("t-session"))).isPresent();
     coordinator.kv().put(coordinator.keys().psDesired(), "2".getBytes(UTF_8));
     coordinator.kv().put(coordinator.keys().ps(0), ps0.address().getBytes(UTF_8));
     coordinator.kv().put(coordinator.keys().ps(1), ps1.address().getBytes(UTF_8));
@@ -122,6 +123,7 @@ class TrainingSessionTest {
                 .functionCounter()
                 .count())
         .isEqualTo(2);
-    assertThat(coordinator.kv().get(coordinator.keys().trainer("t-session"))).isPresent();
+    // the registration ends with the session's lease
+    assertThat(coordinator.kv().get(coordinator.keys().trainer("t-session"))).isEmpty();
   }
 }
