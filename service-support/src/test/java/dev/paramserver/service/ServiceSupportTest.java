@@ -120,7 +120,7 @@ class ServiceSupportTest {
       assertThatThrownBy(
               () ->
                   MasterGrpc.newBlockingStub(channel)
-                      .withDeadlineAfter(5, TimeUnit.SECONDS)
+                      .withDeadlineAfter(30, TimeUnit.SECONDS)
                       .getStatus(GetStatusRequest.getDefaultInstance()))
           .isInstanceOf(StatusRuntimeException.class);
     } finally {
