@@ -59,7 +59,9 @@ class MasterFailoverTest {
 
   @AfterEach
   void stop() throws Exception {
-    client.close();
+    if (client != null) {
+      client.close();
+    }
     first.close();
     second.close();
     coordinator.close();

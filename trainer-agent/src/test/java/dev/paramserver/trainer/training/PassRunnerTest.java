@@ -137,6 +137,24 @@ class PassRunnerTest {
   }
 
   @Test
+  void unreadableTask_isReportedFailed_andTheJobGoesOn() throws Exception {
+    TrainerProperties props =
+        TestProperties.of(dir.resolve("train.recordio").toString(), null, true, null);
+    master.addTask(1, List.of(new ChunkInfo(dir.resolve("missing.recordio"), 0, 1000, 10)));
+    master.addTask(2, chunks.subList(0, 1));
+
+    assertThat(runner(props).run(context(props))).isZero();
+
+    assertThat(master.failed).hasSize(1);
+    assertThat(master.failed.peek().getTaskId()).isEqualTo(1);
+    assertThat(master.failed.peek().getHandedBack()).isFalse();
+    assertThat(master.failed.peek().getReason()).contains("missing.recordio");
+    assertThat(master.finished).extracting(r -> r.getTaskId()).containsExactly(2L);
+    assertThat(progress.tasksFailed()).isEqualTo(1);
+    assertThat(master.evaluations).isEmpty();
+  }
+
+  @Test
   void shutdownMidPush_finishesTheBatch_handsTheTaskBack_andStops() throws Exception {
     TrainerProperties props =
         TestProperties.of(dir.resolve("train.recordio").toString(), null, false, null);

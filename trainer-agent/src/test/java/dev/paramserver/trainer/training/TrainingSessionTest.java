@@ -123,7 +123,10 @@ class TrainingSessionTest {
                 .functionCounter()
                 .count())
         .isEqualTo(2);
-    // the registration ends with the session's lease
-    assertThat(coordinator.kv().get(coordinator.keys().trainer("t-session"))).isEmpty();
+    // the registration ends with the session's lease, revoked as the session ends
+    Poll.until(
+        Duration.ofSeconds(20),
+        () -> coordinator.kv().get(coordinator.keys().trainer("t-session")).isEmpty(),
+        "trainers/t-session removed with the session's lease");
   }
 }
