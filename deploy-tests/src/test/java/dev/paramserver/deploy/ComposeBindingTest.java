@@ -5,7 +5,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.paramserver.master.MasterProperties;
 import dev.paramserver.pserver.PserverProperties;
 import dev.paramserver.service.CommonProperties;
-import dev.paramserver.trainer.config.TrainerProperties;
+import dev.paramserver.trainer.config.AgentProperties;
+import dev.paramserver.trainer.config.DataProperties;
+import dev.paramserver.trainer.config.ModelProperties;
+import dev.paramserver.trainer.config.OptimizerProperties;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.LinkedHashMap;
@@ -80,13 +83,17 @@ class ComposeBindingTest {
 
   @Test
   void trainerProperties_bind() {
-    TrainerProperties trainer =
-        binderFor("trainer-2").bindOrCreate("paramserver.trainer", TrainerProperties.class);
-    assertThat(trainer.id()).isEqualTo("trainer-2");
-    assertThat(trainer.trainData()).containsExactly("/data/train-*.recordio");
-    assertThat(trainer.testData()).containsExactly("/data/test-*.recordio");
-    assertThat(trainer.learningRate()).isEqualTo(0.1f);
-    assertThat(trainer.exitWhenDone()).isTrue();
-    assertThat(trainer.modelOutput()).isEqualTo(Path.of("/var/lib/paramserver/model/model.pb"));
+    Binder binder = binderFor("trainer-2");
+    AgentProperties agent = binder.bindOrCreate("paramserver.trainer", AgentProperties.class);
+    DataProperties data = binder.bindOrCreate("paramserver.trainer", DataProperties.class);
+    OptimizerProperties optimizer =
+        binder.bindOrCreate("paramserver.trainer", OptimizerProperties.class);
+    ModelProperties model = binder.bindOrCreate("paramserver.trainer", ModelProperties.class);
+    assertThat(agent.id()).isEqualTo("trainer-2");
+    assertThat(data.trainData()).containsExactly("/data/train-*.recordio");
+    assertThat(data.testData()).containsExactly("/data/test-*.recordio");
+    assertThat(optimizer.learningRate()).isEqualTo(0.1f);
+    assertThat(agent.exitWhenDone()).isTrue();
+    assertThat(model.modelOutput()).isEqualTo(Path.of("/var/lib/paramserver/model/model.pb"));
   }
 }
