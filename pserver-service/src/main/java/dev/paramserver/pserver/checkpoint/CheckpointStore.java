@@ -1,14 +1,22 @@
 package dev.paramserver.pserver.checkpoint;
 
 import com.google.protobuf.CodedInputStream;
+import com.google.protobuf.ExtensionRegistryLite;
 import com.google.protobuf.InvalidProtocolBufferException;
+import com.google.protobuf.UnknownFieldSet;
+import com.google.protobuf.WireFormat;
 import dev.paramserver.coordination.CoordinationException;
 import dev.paramserver.coordination.JobKeys;
 import dev.paramserver.coordination.KeyValueStore;
+import dev.paramserver.proto.v1.BlockCheckpoint;
 import dev.paramserver.proto.v1.CheckpointMeta;
+import dev.paramserver.proto.v1.ParameterSpec;
 import dev.paramserver.proto.v1.ShardCheckpoint;
+import dev.paramserver.proto.v1.SparseTableCheckpoint;
+import java.io.BufferedInputStream;
 import java.io.BufferedOutputStream;
 import java.io.IOException;
+import java.io.InputStream;
 import java.io.OutputStream;
 import java.io.UncheckedIOException;
 import java.nio.channels.Channels;
@@ -22,6 +30,7 @@ import java.nio.file.StandardOpenOption;
 import java.util.Optional;
 import java.util.UUID;
 import java.util.zip.CRC32;
+import java.util.zip.CheckedInputStream;
 import java.util.zip.CheckedOutputStream;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -226,16 +235,29 @@ public final class CheckpointStore {
     }
   }
 
-  /** Reads a checkpoint file, checking its CRC-32 before parsing. */
+  /**
+   * Reads a checkpoint file as a stream, one top-level field at a time, computing its CRC-32 as the
+   * bytes go by; the CRC is checked once the whole file is read, before anything is returned.
+   * Memory holds the parsed checkpoint plus a bounded read buffer, never a copy of the file, so
+   * files over 2 GiB load too.
+   */
   static ShardCheckpoint read(String path, int expectedCrc) throws IOException {
-    byte[] bytes;
-    try {
-      bytes = Files.readAllBytes(Path.of(path));
+    CRC32 crc = new CRC32();
+    ShardCheckpoint checkpoint;
+    try (InputStream file = Files.newInputStream(Path.of(path));
+        CheckedInputStream in =
+            new CheckedInputStream(new BufferedInputStream(file, READ_BUFFER), crc)) {
+      try {
+        checkpoint = parseStreamed(CodedInputStream.newInstance(in, READ_BUFFER));
+      } catch (InvalidProtocolBufferException e) {
+        throw new IOException("file " + path + " is not a ShardCheckpoint: " + e.getMessage(), e);
+      }
+      // The parser stops at the end of the stream; anything left would be trailing garbage that
+      // the CRC still has to cover.
+      in.transferTo(OutputStream.nullOutputStream());
     } catch (NoSuchFileException e) {
       throw new IOException("file " + path + " does not exist", e);
     }
-    CRC32 crc = new CRC32();
-    crc.update(bytes);
     if ((int) crc.getValue() != expectedCrc) {
       throw new IOException(
           "file "
@@ -245,15 +267,42 @@ public final class CheckpointStore {
               + ", expected "
               + Integer.toHexString(expectedCrc));
     }
-    try {
-      // Aliasing: the tensors' ByteStrings share the file's bytes instead of copying them.
-      CodedInputStream in = CodedInputStream.newInstance(bytes);
-      in.enableAliasing(true);
-      in.setSizeLimit(Integer.MAX_VALUE);
-      return ShardCheckpoint.parseFrom(in);
-    } catch (InvalidProtocolBufferException e) {
-      throw new IOException("file " + path + " is not a ShardCheckpoint: " + e.getMessage(), e);
+    return checkpoint;
+  }
+
+  private static final int READ_BUFFER = 1 << 16;
+
+  /**
+   * Parses a {@link ShardCheckpoint} field by field; the size counter is reset after every
+   * top-level field so only one block or table chunk at a time counts against protobuf's limit.
+   */
+  private static ShardCheckpoint parseStreamed(CodedInputStream in) throws IOException {
+    in.setSizeLimit(Integer.MAX_VALUE);
+    ExtensionRegistryLite registry = ExtensionRegistryLite.getEmptyRegistry();
+    ShardCheckpoint.Builder out = ShardCheckpoint.newBuilder();
+    UnknownFieldSet.Builder unknown = UnknownFieldSet.newBuilder();
+    for (int tag = in.readTag(); tag != 0; tag = in.readTag()) {
+      switch (WireFormat.getTagFieldNumber(tag)) {
+        case ShardCheckpoint.INDEX_FIELD_NUMBER -> out.setIndex(in.readUInt32());
+        case ShardCheckpoint.STEP_FIELD_NUMBER -> out.setStep(in.readUInt64());
+        case ShardCheckpoint.INIT_ID_FIELD_NUMBER -> out.setInitId(in.readStringRequireUtf8());
+        case ShardCheckpoint.CREATED_MS_FIELD_NUMBER -> out.setCreatedMs(in.readInt64());
+        case ShardCheckpoint.PARAMETERS_FIELD_NUMBER ->
+            out.addParameters(in.readMessage(ParameterSpec.parser(), registry));
+        case ShardCheckpoint.BLOCKS_FIELD_NUMBER ->
+            out.addBlocks(in.readMessage(BlockCheckpoint.parser(), registry));
+        case ShardCheckpoint.SPARSE_TABLES_FIELD_NUMBER ->
+            out.addSparseTables(in.readMessage(SparseTableCheckpoint.parser(), registry));
+        default -> {
+          // Kept, not skipped: fields written as unknown fields (the training mode) must survive.
+          if (!unknown.mergeFieldFrom(tag, in)) {
+            throw new InvalidProtocolBufferException("unexpected end-group tag " + tag);
+          }
+        }
+      }
+      in.resetSizeCounter();
     }
+    return out.setUnknownFields(unknown.build()).build();
   }
 
   private static CheckpointMeta parseMeta(String key, byte[] value) {
