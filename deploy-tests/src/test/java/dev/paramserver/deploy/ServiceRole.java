@@ -3,11 +3,16 @@ package dev.paramserver.deploy;
 import dev.paramserver.master.MasterProperties;
 import dev.paramserver.pserver.PserverProperties;
 import dev.paramserver.service.CommonProperties;
-import dev.paramserver.trainer.config.TrainerProperties;
+import dev.paramserver.trainer.config.AgentProperties;
+import dev.paramserver.trainer.config.CommunicationProperties;
+import dev.paramserver.trainer.config.DataProperties;
+import dev.paramserver.trainer.config.ModelProperties;
+import dev.paramserver.trainer.config.OptimizerProperties;
 import java.io.IOException;
 import java.io.StringReader;
 import java.io.UncheckedIOException;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.OptionalInt;
 import java.util.Properties;
@@ -21,24 +26,29 @@ import java.util.TreeSet;
 enum ServiceRole {
   MASTER(
       "master-service",
-      MasterProperties.class,
-      "master-service/src/main/resources/application.yml"),
+      "master-service/src/main/resources/application.yml",
+      MasterProperties.class),
   PSERVER(
       "pserver-service",
-      PserverProperties.class,
-      "pserver-service/src/main/resources/application.yml"),
+      "pserver-service/src/main/resources/application.yml",
+      PserverProperties.class),
   TRAINER(
       "trainer-agent",
-      TrainerProperties.class,
-      "trainer-agent/src/main/resources/application.properties");
+      "trainer-agent/src/main/resources/application.properties",
+      // the trainer binds one record per concern, all directly under paramserver.trainer
+      AgentProperties.class,
+      DataProperties.class,
+      ModelProperties.class,
+      OptimizerProperties.class,
+      CommunicationProperties.class);
 
   final String module;
-  final Class<?> propertiesRecord;
+  final List<Class<?>> propertiesRecords;
   final String applicationConfig;
 
-  ServiceRole(String module, Class<?> propertiesRecord, String applicationConfig) {
+  ServiceRole(String module, String applicationConfig, Class<?>... propertiesRecords) {
     this.module = module;
-    this.propertiesRecord = propertiesRecord;
+    this.propertiesRecords = List.of(propertiesRecords);
     this.applicationConfig = applicationConfig;
   }
 
@@ -55,7 +65,7 @@ enum ServiceRole {
   /** Every {@code paramserver.*} property this service binds: the common ones and its own. */
   Set<String> properties() {
     Set<String> all = new TreeSet<>(ConfigurationPropertyNames.of(CommonProperties.class));
-    all.addAll(ConfigurationPropertyNames.of(propertiesRecord));
+    propertiesRecords.forEach(r -> all.addAll(ConfigurationPropertyNames.of(r)));
     return all;
   }
 
