@@ -3,9 +3,11 @@ package dev.paramserver.pserver.checkpoint;
 import dev.paramserver.coordination.Coordinator;
 import dev.paramserver.proto.v1.CheckpointMeta;
 import dev.paramserver.proto.v1.ShardCheckpoint;
+import dev.paramserver.proto.v1.SparseTableCheckpoint;
 import dev.paramserver.pserver.PserverProperties;
 import dev.paramserver.pserver.registration.ShardPersistence;
 import dev.paramserver.pserver.shard.ParameterShard;
+import dev.paramserver.pserver.shard.ShardRestore;
 import dev.paramserver.service.LifecyclePhases;
 import java.time.Duration;
 import java.util.Optional;
@@ -51,27 +53,43 @@ public final class CheckpointService implements ShardPersistence, SmartLifecycle
     this.writeObserver = observer;
   }
 
+  /**
+   * Loads the newest readable checkpoint of {@code index}, streaming its table rows into fresh row
+   * stores: the shard is emptied first (its calls are held meanwhile), so memory holds one copy of
+   * the tables plus one entry being read, never the old content beside the new.
+   */
   @Override
   public void load(int index) {
-    Optional<CheckpointStore.Loaded> loaded = store.load(index);
+    shard.reset();
+    Optional<CheckpointStore.Loaded> loaded = store.load(index, () -> restorer(shard));
     if (loaded.isEmpty()) {
       shard.reset();
       last = null;
       return;
     }
     ShardCheckpoint cp = loaded.get().checkpoint();
-    try {
-      shard.restore(cp);
-      last = new LastCheckpoint(loaded.get().path(), cp.getStep(), cp.getCreatedMs(), 0);
-    } catch (RuntimeException e) {
-      log.error(
-          "checkpoint {} of pserver {} cannot be loaded: starting uninitialised",
-          loaded.get().path(),
-          index,
-          e);
-      shard.reset();
-      last = null;
-    }
+    last = new LastCheckpoint(loaded.get().path(), cp.getStep(), cp.getCreatedMs(), 0);
+  }
+
+  /** Streams a checkpoint into {@code shard} (see {@link ParameterShard#beginRestore}). */
+  public static CheckpointStore.Restorer restorer(ParameterShard shard) {
+    ShardRestore restore = shard.beginRestore();
+    return new CheckpointStore.Restorer() {
+      @Override
+      public void table(ShardCheckpoint headerSoFar, SparseTableCheckpoint table) {
+        restore.table(headerSoFar, table);
+      }
+
+      @Override
+      public void install(ShardCheckpoint header) {
+        restore.install(header);
+      }
+
+      @Override
+      public void discard() {
+        restore.discard();
+      }
+    };
   }
 
   /**

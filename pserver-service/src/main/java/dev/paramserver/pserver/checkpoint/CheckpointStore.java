@@ -1,16 +1,15 @@
 package dev.paramserver.pserver.checkpoint;
 
+import com.google.protobuf.ByteString;
 import com.google.protobuf.CodedInputStream;
+import com.google.protobuf.CodedOutputStream;
 import com.google.protobuf.ExtensionRegistryLite;
 import com.google.protobuf.InvalidProtocolBufferException;
-import com.google.protobuf.UnknownFieldSet;
 import com.google.protobuf.WireFormat;
 import dev.paramserver.coordination.CoordinationException;
 import dev.paramserver.coordination.JobKeys;
 import dev.paramserver.coordination.KeyValueStore;
-import dev.paramserver.proto.v1.BlockCheckpoint;
 import dev.paramserver.proto.v1.CheckpointMeta;
-import dev.paramserver.proto.v1.ParameterSpec;
 import dev.paramserver.proto.v1.ShardCheckpoint;
 import dev.paramserver.proto.v1.SparseTableCheckpoint;
 import java.io.BufferedInputStream;
@@ -27,8 +26,11 @@ import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Optional;
 import java.util.UUID;
+import java.util.function.Supplier;
 import java.util.zip.CRC32;
 import java.util.zip.CheckedInputStream;
 import java.util.zip.CheckedOutputStream;
@@ -54,7 +56,10 @@ public final class CheckpointStore {
     this.dir = dir.toAbsolutePath().normalize();
   }
 
-  /** A checkpoint read back, with the metadata of the file it came from. */
+  /**
+   * A checkpoint read back, with the metadata of the file it came from ({@code checkpoint} is its
+   * header only when it was streamed into a {@link Restorer}).
+   */
   public record Loaded(ShardCheckpoint checkpoint, String path, long crc32, boolean fallback) {}
 
   /**
@@ -179,10 +184,34 @@ public final class CheckpointStore {
   }
 
   /**
-   * The newest readable checkpoint of shard {@code index}: the current one, or the previous one
-   * (with a loud warning) when the current file is missing or corrupt; empty when there is none.
+   * Receives a checkpoint as it is read: each sparse-table entry as soon as it is parsed, then,
+   * once the whole file is read and its CRC checked, everything else. A restorer that throws makes
+   * the file count as unreadable.
    */
-  public Optional<Loaded> load(int index) {
+  public interface Restorer {
+    /**
+     * One sparse-table entry.
+     *
+     * @param headerSoFar the fields read before it (the parameter definitions among them)
+     */
+    void table(ShardCheckpoint headerSoFar, SparseTableCheckpoint table);
+
+    /** The file is whole: every field but the table entries, to install with them. */
+    void install(ShardCheckpoint header);
+
+    /** The file proved unreadable: drop what was received. */
+    void discard();
+  }
+
+  /**
+   * Loads the newest readable checkpoint of shard {@code index} into a restorer from {@code
+   * restorers} (a new one per file tried): the current one, or the previous one (with a loud
+   * warning) when the current file is missing, corrupt or refused by its restorer.
+   *
+   * @return the file loaded, with its header ({@link Loaded#checkpoint} without the table rows);
+   *     empty when there is no readable checkpoint (nothing was installed)
+   */
+  public Optional<Loaded> load(int index, Supplier<Restorer> restorers) {
     String key = keys.checkpoint(index);
     Optional<KeyValueStore.KeyValue> kv0 = kv.get(key);
     if (kv0.isEmpty()) {
@@ -191,13 +220,8 @@ public final class CheckpointStore {
     }
     CheckpointMeta meta = parseMeta(key, kv0.get().value());
     try {
-      return Optional.of(
-          new Loaded(
-              read(meta.getPath(), meta.getCrc32()),
-              meta.getPath(),
-              Integer.toUnsignedLong(meta.getCrc32()),
-              false));
-    } catch (IOException e) {
+      return Optional.of(loadFile(meta.getPath(), meta.getCrc32(), restorers.get(), false));
+    } catch (IOException | RuntimeException e) {
       log.warn(
           "!!! CHECKPOINT OF PSERVER {} AT STEP {} IS UNREADABLE ({}): {} -- falling back to the"
               + " previous checkpoint {}",
@@ -212,20 +236,16 @@ public final class CheckpointStore {
       return Optional.empty();
     }
     try {
-      ShardCheckpoint previous = read(meta.getPreviousPath(), meta.getPreviousCrc32());
+      Loaded previous =
+          loadFile(meta.getPreviousPath(), meta.getPreviousCrc32(), restorers.get(), true);
       log.warn(
           "!!! pserver {} recovered from the PREVIOUS checkpoint {} at step {}: updates after it"
               + " are lost",
           index,
           meta.getPreviousPath(),
-          previous.getStep());
-      return Optional.of(
-          new Loaded(
-              previous,
-              meta.getPreviousPath(),
-              Integer.toUnsignedLong(meta.getPreviousCrc32()),
-              true));
-    } catch (IOException e) {
+          previous.checkpoint().getStep());
+      return Optional.of(previous);
+    } catch (IOException | RuntimeException e) {
       log.error(
           "previous checkpoint {} of pserver {} is unreadable too ({}): starting uninitialised",
           meta.getPreviousPath(),
@@ -236,19 +256,81 @@ public final class CheckpointStore {
   }
 
   /**
-   * Reads a checkpoint file as a stream, one top-level field at a time, computing its CRC-32 as the
-   * bytes go by; the CRC is checked once the whole file is read, before anything is returned.
-   * Memory holds the parsed checkpoint plus a bounded read buffer, never a copy of the file, so
-   * files over 2 GiB load too.
+   * The newest readable checkpoint of shard {@code index}, whole in memory (small shards, tools and
+   * tests): see {@link #load(int, Supplier)}.
    */
+  public Optional<Loaded> load(int index) {
+    Whole[] last = {null};
+    Optional<Loaded> loaded =
+        load(
+            index,
+            () -> {
+              last[0] = new Whole();
+              return last[0];
+            });
+    return loaded.map(l -> new Loaded(last[0].checkpoint(), l.path(), l.crc32(), l.fallback()));
+  }
+
+  private static Loaded loadFile(String path, int crc, Restorer restorer, boolean fallback)
+      throws IOException {
+    try {
+      ShardCheckpoint header = read(path, crc, restorer);
+      restorer.install(header);
+      return new Loaded(header, path, Integer.toUnsignedLong(crc), fallback);
+    } catch (IOException | RuntimeException e) {
+      restorer.discard();
+      throw e;
+    }
+  }
+
+  /** Collects a checkpoint whole. */
+  private static final class Whole implements Restorer {
+    private final List<SparseTableCheckpoint> tables = new ArrayList<>();
+    private ShardCheckpoint header;
+
+    @Override
+    public void table(ShardCheckpoint headerSoFar, SparseTableCheckpoint table) {
+      tables.add(table);
+    }
+
+    @Override
+    public void install(ShardCheckpoint header) {
+      this.header = header;
+    }
+
+    @Override
+    public void discard() {
+      tables.clear();
+    }
+
+    ShardCheckpoint checkpoint() {
+      return header.toBuilder().addAllSparseTables(tables).build();
+    }
+  }
+
+  /** Reads a whole checkpoint file into memory, checking its CRC-32 (tools and tests). */
   static ShardCheckpoint read(String path, int expectedCrc) throws IOException {
+    Whole whole = new Whole();
+    whole.install(read(path, expectedCrc, whole));
+    return whole.checkpoint();
+  }
+
+  /**
+   * Reads a checkpoint file as a stream, one top-level field at a time, computing its CRC-32 as the
+   * bytes go by: sparse-table entries go to {@code restorer} as they are parsed, every other field
+   * is kept. The CRC is checked once the whole file is read.
+   *
+   * @return every field but the table entries (only valid when the CRC matched, i.e. when this
+   *     returns)
+   */
+  static ShardCheckpoint read(String path, int expectedCrc, Restorer restorer) throws IOException {
     CRC32 crc = new CRC32();
-    ShardCheckpoint checkpoint;
+    ShardCheckpoint header;
     try (InputStream file = Files.newInputStream(Path.of(path));
         CheckedInputStream in =
             new CheckedInputStream(new BufferedInputStream(file, READ_BUFFER), crc)) {
       try {
-        checkpoint = parseStreamed(CodedInputStream.newInstance(in, READ_BUFFER));
+        header = parseStreamed(CodedInputStream.newInstance(in, READ_BUFFER), restorer);
       } catch (InvalidProtocolBufferException e) {
         throw new IOException("file " + path + " is not a ShardCheckpoint: " + e.getMessage(), e);
       }
@@ -267,42 +349,38 @@ public final class CheckpointStore {
               + ", expected "
               + Integer.toHexString(expectedCrc));
     }
-    return checkpoint;
+    return header;
   }
 
   private static final int READ_BUFFER = 1 << 16;
 
   /**
-   * Parses a {@link ShardCheckpoint} field by field; the size counter is reset after every
-   * top-level field so only one block or table chunk at a time counts against protobuf's limit.
+   * Parses a {@link ShardCheckpoint} field by field: table entries go to {@code restorer}, every
+   * other field (known or not, in whatever order) is copied into the header, which is parsed as a
+   * message of its own. The size counter is reset after every top-level field so only one block or
+   * table entry at a time counts against protobuf's limit.
    */
-  private static ShardCheckpoint parseStreamed(CodedInputStream in) throws IOException {
+  private static ShardCheckpoint parseStreamed(CodedInputStream in, Restorer restorer)
+      throws IOException {
     in.setSizeLimit(Integer.MAX_VALUE);
     ExtensionRegistryLite registry = ExtensionRegistryLite.getEmptyRegistry();
-    ShardCheckpoint.Builder out = ShardCheckpoint.newBuilder();
-    UnknownFieldSet.Builder unknown = UnknownFieldSet.newBuilder();
+    ByteString.Output headerBytes = ByteString.newOutput();
+    CodedOutputStream header = CodedOutputStream.newInstance(headerBytes);
+    ShardCheckpoint parsedHeader = null;
     for (int tag = in.readTag(); tag != 0; tag = in.readTag()) {
-      switch (WireFormat.getTagFieldNumber(tag)) {
-        case ShardCheckpoint.INDEX_FIELD_NUMBER -> out.setIndex(in.readUInt32());
-        case ShardCheckpoint.STEP_FIELD_NUMBER -> out.setStep(in.readUInt64());
-        case ShardCheckpoint.INIT_ID_FIELD_NUMBER -> out.setInitId(in.readStringRequireUtf8());
-        case ShardCheckpoint.CREATED_MS_FIELD_NUMBER -> out.setCreatedMs(in.readInt64());
-        case ShardCheckpoint.PARAMETERS_FIELD_NUMBER ->
-            out.addParameters(in.readMessage(ParameterSpec.parser(), registry));
-        case ShardCheckpoint.BLOCKS_FIELD_NUMBER ->
-            out.addBlocks(in.readMessage(BlockCheckpoint.parser(), registry));
-        case ShardCheckpoint.SPARSE_TABLES_FIELD_NUMBER ->
-            out.addSparseTables(in.readMessage(SparseTableCheckpoint.parser(), registry));
-        default -> {
-          // Kept, not skipped: fields written as unknown fields (the training mode) must survive.
-          if (!unknown.mergeFieldFrom(tag, in)) {
-            throw new InvalidProtocolBufferException("unexpected end-group tag " + tag);
-          }
+      if (WireFormat.getTagFieldNumber(tag) == ShardCheckpoint.SPARSE_TABLES_FIELD_NUMBER) {
+        if (parsedHeader == null) {
+          header.flush();
+          parsedHeader = ShardCheckpoint.parseFrom(headerBytes.toByteString());
         }
+        restorer.table(parsedHeader, in.readMessage(SparseTableCheckpoint.parser(), registry));
+      } else if (!in.skipField(tag, header)) {
+        throw new InvalidProtocolBufferException("unexpected end-group tag " + tag);
       }
       in.resetSizeCounter();
     }
-    return out.setUnknownFields(unknown.build()).build();
+    header.flush();
+    return ShardCheckpoint.parseFrom(headerBytes.toByteString());
   }
 
   private static CheckpointMeta parseMeta(String key, byte[] value) {

@@ -12,6 +12,7 @@ import dev.paramserver.proto.v1.ShardCheckpoint;
 import dev.paramserver.proto.v1.ShardStatus;
 import dev.paramserver.proto.v1.SparseRows;
 import dev.paramserver.proto.v1.SparseRowsRef;
+import dev.paramserver.proto.v1.SparseTableCheckpoint;
 import dev.paramserver.proto.v1.TensorBlock;
 import dev.paramserver.proto.v1.TrainingMode;
 import dev.paramserver.pserver.sparse.SparseSettings;
@@ -350,16 +351,40 @@ public final class ParameterShard {
 
   /** Replaces the shard's content with a checkpoint's; the shard is then initialised. */
   public void restore(ShardCheckpoint checkpoint) {
+    ShardRestore restore = beginRestore();
+    try {
+      for (SparseTableCheckpoint tc : checkpoint.getSparseTablesList()) {
+        restore.table(checkpoint, tc);
+      }
+    } catch (RuntimeException e) {
+      restore.discard();
+      throw e;
+    }
+    restore.install(checkpoint.toBuilder().clearSparseTables().build());
+  }
+
+  /**
+   * Starts restoring a checkpoint that is read as a stream: its table entries go to the returned
+   * {@link ShardRestore} as they are read, and its {@link ShardRestore#install} replaces the
+   * shard's content at once. The shard is unchanged until then.
+   */
+  public ShardRestore beginRestore() {
+    return new ShardRestore(this);
+  }
+
+  /** Installs a restore: see {@link ShardRestore#install}. */
+  void install(ShardCheckpoint header, Map<String, SparseTable> staged) {
     structure.writeLock().lock();
     try {
-      ShardSnapshots.restore(this, checkpoint);
-      checkpointStep = checkpoint.getStep();
+      ShardSnapshots.install(this, header, staged);
+      checkpointStep = header.getStep();
       log.info(
-          "restored {} blocks, {} sparse tables of init '{}' at step {}",
+          "restored {} blocks, {} sparse tables ({} rows) of init '{}' at step {}",
           blocks.size(),
           tables.size(),
+          tables.values().stream().mapToLong(SparseTable::rowCount).sum(),
           initId,
-          checkpoint.getStep());
+          header.getStep());
     } finally {
       structure.writeLock().unlock();
     }
@@ -456,11 +481,21 @@ public final class ParameterShard {
 
   /** Defines sparse table {@code p} with no rows (the caller holds the write lock). */
   void defineTable(Parameter p) {
-    SparseTable old = tables.put(p.name(), new SparseTable(p, sparseSettings));
-    if (old != null) {
+    installTable(newTable(p));
+  }
+
+  /** A sparse table with no rows, not (yet) part of the shard. */
+  SparseTable newTable(Parameter p) {
+    return new SparseTable(p, sparseSettings);
+  }
+
+  /** Makes {@code table} the shard's table of its name (the caller holds the write lock). */
+  void installTable(SparseTable table) {
+    SparseTable old = tables.put(table.name(), table);
+    if (old != null && old != table) {
       old.store.clear();
     }
-    tableListener.accept(p.name());
+    tableListener.accept(table.name());
   }
 
   String pendingInitId() {

@@ -4,13 +4,11 @@ import com.google.protobuf.ByteString;
 import com.google.protobuf.CodedOutputStream;
 import com.google.protobuf.UnknownFieldSet;
 import dev.paramserver.proto.v1.BlockCheckpoint;
-import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.proto.v1.ParameterSpec;
 import dev.paramserver.proto.v1.ShardCheckpoint;
 import dev.paramserver.proto.v1.SparseTableCheckpoint;
 import dev.paramserver.proto.v1.TrainingMode;
 import dev.paramserver.pserver.sparse.SparseRowStore;
-import dev.paramserver.rpc.ServiceException;
 import dev.paramserver.tensor.TensorCodec;
 import java.io.IOException;
 import java.io.OutputStream;
@@ -19,6 +17,7 @@ import java.util.ArrayList;
 import java.util.Collections;
 import java.util.Comparator;
 import java.util.List;
+import java.util.Map;
 import java.util.function.Consumer;
 
 /** Converts a shard to and from its checkpoint message. */
@@ -140,63 +139,63 @@ final class ShardSnapshots {
     for (float[] s : c.slots()) {
       out.addSlots(TensorCodec.encode(s));
     }
+    for (int i = 0; i < c.rows(); i++) {
+      out.addRowEvictionScores(c.scores()[i]);
+    }
+    if (c.rows() > 0) {
+      out.setEvictionPolicy(t.store.settings().policy().name());
+    }
     return out.build();
   }
 
-  /** The caller holds the shard's write lock. */
-  static void restore(ParameterShard shard, ShardCheckpoint cp) {
+  /**
+   * Replaces the shard's content with {@code header} (every field but the table rows) and the
+   * {@code staged} tables (whose rows were restored already). The caller holds the write lock.
+   */
+  static void install(
+      ParameterShard shard, ShardCheckpoint header, Map<String, SparseTable> staged) {
     shard.clear();
-    for (ParameterSpec spec : cp.getParametersList()) {
-      Parameter p = Parameter.of(spec);
+    for (ParameterSpec spec : header.getParametersList()) {
+      SparseTable table = staged.get(spec.getName());
+      Parameter p = table != null ? table.parameter : Parameter.of(spec);
+      if (table != null && !p.spec.equals(spec)) {
+        throw ShardRestore.corrupt("sparse table " + spec.getName() + " is defined twice");
+      }
       shard.parameters().put(p.name(), p);
       if (p.sparse()) {
-        shard.defineTable(p);
+        shard.installTable(table != null ? table : shard.newTable(p));
       }
     }
-    for (BlockCheckpoint bc : cp.getBlocksList()) {
+    for (String name : staged.keySet()) {
+      if (!shard.tables().containsKey(name)) {
+        throw ShardRestore.corrupt("sparse table " + name + " has no definition");
+      }
+    }
+    for (BlockCheckpoint bc : header.getBlocksList()) {
       Parameter p = shard.parameters().get(bc.getName());
       if (p == null || p.sparse() || bc.getBlock() >= p.blockCount) {
-        throw corrupt("block " + bc.getName() + "#" + bc.getBlock() + " has no definition");
+        throw ShardRestore.corrupt(
+            "block " + bc.getName() + "#" + bc.getBlock() + " has no definition");
       }
-      float[] values = floats(bc.getValues(), p.blockLength(bc.getBlock()), bc.getName());
+      float[] values =
+          ShardRestore.floats(bc.getValues(), p.blockLength(bc.getBlock()), bc.getName());
       DenseBlock b = new DenseBlock(p, bc.getBlock(), values);
       if (bc.getSlotsCount() != b.slots.length) {
-        throw corrupt("block " + bc.getName() + "#" + bc.getBlock() + " has wrong slot count");
+        throw ShardRestore.corrupt(
+            "block " + bc.getName() + "#" + bc.getBlock() + " has wrong slot count");
       }
       for (int s = 0; s < b.slots.length; s++) {
         System.arraycopy(
-            floats(bc.getSlots(s), values.length, bc.getName()), 0, b.slots[s], 0, values.length);
+            ShardRestore.floats(bc.getSlots(s), values.length, bc.getName()),
+            0,
+            b.slots[s],
+            0,
+            values.length);
       }
       b.updates = bc.getUpdates();
       shard.blocks().put(DenseBlock.key(bc.getName(), bc.getBlock()), b);
     }
-    for (SparseTableCheckpoint tc : cp.getSparseTablesList()) {
-      SparseTable t = shard.tables().get(tc.getName());
-      if (t == null || tc.getWidth() != t.width()) {
-        throw corrupt("sparse table " + tc.getName() + " has no matching definition");
-      }
-      int width = t.width();
-      int n = tc.getRowIdsCount();
-      float[] values = floats(tc.getValues(), n * width, tc.getName());
-      int slots = t.parameter.optimizer.slots();
-      if (tc.getSlotsCount() != slots || tc.getRowUpdatesCount() != n) {
-        throw corrupt("sparse table " + tc.getName() + " has wrong slot or update counts");
-      }
-      float[][] slotData = new float[slots][];
-      for (int s = 0; s < slots; s++) {
-        slotData[s] = floats(tc.getSlots(s), n * width, tc.getName());
-      }
-      float[] rv = new float[width];
-      float[][] rs = new float[slots][width];
-      for (int i = 0; i < n; i++) {
-        System.arraycopy(values, i * width, rv, 0, width);
-        for (int s = 0; s < slots; s++) {
-          System.arraycopy(slotData[s], i * width, rs[s], 0, width);
-        }
-        t.store.put(tc.getRowIds(i), rv, rs, tc.getRowUpdates(i));
-      }
-    }
-    UnknownFieldSet extra = cp.getUnknownFields();
+    UnknownFieldSet extra = header.getUnknownFields();
     TrainingMode mode =
         extra.hasField(MODE_FIELD)
             ? TrainingMode.forNumber(extra.getField(MODE_FIELD).getVarintList().get(0).intValue())
@@ -205,19 +204,8 @@ final class ShardSnapshots {
         extra.hasField(STALENESS_FIELD)
             ? extra.getField(STALENESS_FIELD).getVarintList().get(0).intValue()
             : 0;
-    shard.setDefinition(cp.getInitId(), mode == null ? TrainingMode.ASYNC : mode, staleness);
-    shard.setStep(cp.getStep());
-    shard.setInitialised(!cp.getInitId().isEmpty());
-  }
-
-  private static float[] floats(ByteString data, int expected, String name) {
-    if (data.size() != 4L * expected) {
-      throw corrupt(name + " holds " + data.size() + " bytes, expected " + 4L * expected);
-    }
-    return TensorCodec.decode(data);
-  }
-
-  private static ServiceException corrupt(String what) {
-    return new ServiceException(ErrorReason.BAD_ARGUMENT, "checkpoint is inconsistent: " + what);
+    shard.setDefinition(header.getInitId(), mode == null ? TrainingMode.ASYNC : mode, staleness);
+    shard.setStep(header.getStep());
+    shard.setInitialised(!header.getInitId().isEmpty());
   }
 }

@@ -25,6 +25,12 @@ public interface EvictionPolicy {
   /** Lower scores are evicted first. */
   long score(int meta, long nowNanos);
 
+  /**
+   * Metadata of a row restored at {@code nowNanos} whose {@link #score} was {@code score} when it
+   * was checkpointed: the row scores the same now as it did then.
+   */
+  int restored(long score, long nowNanos);
+
   /** Whether a row with this metadata is dead already (its values are no longer served). */
   default boolean expired(int meta, long nowNanos) {
     return false;

@@ -42,6 +42,11 @@ final class LfuPolicy implements EvictionPolicy {
   }
 
   @Override
+  public int restored(long score, long nowNanos) {
+    return (period(nowNanos) << 16) | (int) Math.max(0, Math.min(MAX_COUNT, score));
+  }
+
+  @Override
   public String name() {
     return "lfu";
   }

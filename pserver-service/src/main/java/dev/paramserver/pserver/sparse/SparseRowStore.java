@@ -41,8 +41,15 @@ public final class SparseRowStore {
     void apply(int index, float[] values, float[][] slots, long updatesBefore);
   }
 
-  /** A piece of the table copied for a snapshot; arrays hold {@code rows} entries. */
-  public record Chunk(long[] ids, float[] values, float[][] slots, long[] updates, int rows) {}
+  /**
+   * A piece of the table copied for a snapshot; arrays hold {@code rows} entries. {@code scores}
+   * are the eviction policy's scores of the rows at the time of the copy.
+   */
+  public record Chunk(
+      long[] ids, float[] values, float[][] slots, long[] updates, long[] scores, int rows) {}
+
+  /** A row {@link #put} without an eviction score: it scores as a row created now. */
+  public static final long NO_SCORE = Long.MIN_VALUE;
 
   /** Receives snapshot chunks. */
   public interface ChunkSink {
@@ -222,8 +229,13 @@ public final class SparseRowStore {
     return applied;
   }
 
-  /** Puts a row as it is (a checkpoint being restored), evicting if the table is full. */
-  public void put(long id, float[] values, float[][] rowSlots, long updates) {
+  /**
+   * Puts a row as it is (a checkpoint being restored), evicting if the table is full.
+   *
+   * @param score the row's eviction score when it was copied ({@link Chunk#scores}), or {@link
+   *     #NO_SCORE}
+   */
+  public void put(long id, float[] values, float[][] rowSlots, long updates, long score) {
     Stripe s = stripe(id);
     s.lock.writeLock().lock();
     try {
@@ -240,6 +252,9 @@ public final class SparseRowStore {
         System.arraycopy(rowSlots[k], 0, chunk, o + (k + 1) * width, width);
       }
       s.slab.setUpdates(slot, (int) Math.min(updates, 0xFFFF_FFFFL));
+      if (score != NO_SCORE) {
+        s.slab.setMeta(slot, settings.policy().restored(score, now));
+      }
     } finally {
       s.lock.writeLock().unlock();
     }
@@ -256,6 +271,7 @@ public final class SparseRowStore {
       long[] ids;
       float[] floats;
       int[] counts;
+      long[] scores;
       int n;
       int stride = s.slab.stride;
       s.lock.readLock().lock();
@@ -264,6 +280,7 @@ public final class SparseRowStore {
         ids = new long[n];
         floats = new float[n * stride];
         counts = new int[n];
+        scores = new long[n];
         int kept = 0;
         for (int slot = 0; slot < n; slot++) {
           if (settings.policy().expired(s.slab.meta(slot), now)) {
@@ -273,6 +290,7 @@ public final class SparseRowStore {
           System.arraycopy(
               s.slab.floatChunk(slot), s.slab.offset(slot), floats, kept * stride, stride);
           counts[kept] = s.slab.updates(slot);
+          scores[kept] = settings.policy().score(s.slab.meta(slot), now);
           kept++;
         }
         n = kept;
@@ -280,12 +298,14 @@ public final class SparseRowStore {
         s.lock.readLock().unlock();
       }
       for (int from = 0; from < n; from += chunkRows) {
-        sink.accept(chunk(ids, floats, counts, from, Math.min(n, from + chunkRows), stride));
+        sink.accept(
+            chunk(ids, floats, counts, scores, from, Math.min(n, from + chunkRows), stride));
       }
     }
   }
 
-  private Chunk chunk(long[] ids, float[] floats, int[] counts, int from, int to, int stride) {
+  private Chunk chunk(
+      long[] ids, float[] floats, int[] counts, long[] scores, int from, int to, int stride) {
     int n = to - from;
     float[] values = new float[n * width];
     float[][] slots = new float[slotInit.length][n * width];
@@ -298,7 +318,13 @@ public final class SparseRowStore {
       }
       updates[r] = Integer.toUnsignedLong(counts[from + r]);
     }
-    return new Chunk(Arrays.copyOfRange(ids, from, to), values, slots, updates, n);
+    return new Chunk(
+        Arrays.copyOfRange(ids, from, to),
+        values,
+        slots,
+        updates,
+        Arrays.copyOfRange(scores, from, to),
+        n);
   }
 
   /** Drops every row and gives their bytes back to the shared budget. */

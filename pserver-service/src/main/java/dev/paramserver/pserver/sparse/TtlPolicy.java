@@ -35,6 +35,12 @@ final class TtlPolicy implements EvictionPolicy {
   }
 
   @Override
+  public int restored(long score, long nowNanos) {
+    // score is minus the age in seconds; an age from the future (a bad file) counts as 0.
+    return seconds(nowNanos) + (int) Math.max(-Integer.MAX_VALUE, Math.min(0, score));
+  }
+
+  @Override
   public boolean expired(int meta, long nowNanos) {
     return seconds(nowNanos) - meta >= ttlSeconds;
   }

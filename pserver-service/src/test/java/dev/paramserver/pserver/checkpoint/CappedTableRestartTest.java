@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.paramserver.coordination.EtcdCoordinator;
 import dev.paramserver.coordination.EtcdSettings;
+import dev.paramserver.proto.v1.CheckpointMeta;
 import dev.paramserver.proto.v1.DataType;
 import dev.paramserver.proto.v1.OptimizerConfig;
 import dev.paramserver.proto.v1.ParameterSpec;
@@ -17,10 +18,12 @@ import dev.paramserver.proto.v1.SparseRowsRef;
 import dev.paramserver.proto.v1.SparseTableCheckpoint;
 import dev.paramserver.pserver.shard.ParameterShard;
 import dev.paramserver.pserver.sparse.EvictionPolicy;
+import dev.paramserver.pserver.sparse.SparseBudget;
 import dev.paramserver.pserver.sparse.SparseSettings;
 import dev.paramserver.tensor.TensorCodec;
 import dev.paramserver.testsupport.EtcdExtension;
 import dev.paramserver.testsupport.TempDirs;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
@@ -53,6 +56,49 @@ class CappedTableRestartTest {
   void tearDown() {
     coordinator.close();
     TempDirs.deleteRecursively(dir);
+  }
+
+  @Test
+  void corruptNewestCheckpoint_streamedRestoreFallsBackToThePrevious_andGivesItsRowsBack()
+      throws Exception {
+    SparseBudget budget = new SparseBudget(1L << 30);
+    SparseSettings settings =
+        new SparseSettings(
+            Long.MAX_VALUE, Map.of(), budget, EvictionPolicy.lfu(Duration.ofMinutes(10)), 8, 1, 16);
+    ParameterShard shard = new ParameterShard(true, settings);
+    shard.init(init("i1", List.of(table("wide", 2)), List.of()));
+    shard.finishInit(finish("i1", 0));
+    shard.setIndex(4);
+    long[] ids = new long[20_000];
+    for (int i = 0; i < ids.length; i++) {
+      ids[i] = i;
+    }
+    shard.push(push("wide", 2, ids, 1));
+    store.write(4, shard::writeCheckpoint);
+    ShardCheckpoint previous = shard.snapshot();
+    for (int i = 0; i < ids.length; i++) {
+      ids[i] = 100_000 + i;
+    }
+    shard.push(push("wide", 2, ids, 2));
+    CheckpointMeta newest = store.write(4, shard::writeCheckpoint);
+    // Damage the newest file near its end: every table entry but the last parses, the CRC fails.
+    Path file = Path.of(newest.getPath());
+    byte[] bytes = Files.readAllBytes(file);
+    bytes[bytes.length - 3] ^= 0x5a;
+    Files.write(file, bytes);
+    long usedByOriginal = budget.used();
+
+    ParameterShard restarted = new ParameterShard(true, settings);
+    restarted.setIndex(4);
+    CheckpointStore.Loaded loaded =
+        store.load(4, () -> CheckpointService.restorer(restarted)).orElseThrow();
+
+    assertThat(loaded.fallback()).isTrue();
+    assertThat(withoutTime(restarted.snapshot())).isEqualTo(withoutTime(previous));
+    assertThat(restarted.sparseTable("wide").orElseThrow().rows()).isEqualTo(20_000);
+    // The rows staged from the damaged file were given back to the shared budget.
+    assertThat(budget.used() - usedByOriginal)
+        .isEqualTo(20_000 * SparseSettings.rowBytes(2, 2)); // Adam: two slots
   }
 
   private static SparseSettings cappedEmb() {
@@ -135,7 +181,7 @@ class CappedTableRestartTest {
     store.write(3, shard::writeCheckpoint);
     ParameterShard restarted = new ParameterShard(true, cappedEmb());
     restarted.setIndex(3);
-    restarted.restore(store.load(3).orElseThrow().checkpoint());
+    assertThat(store.load(3, () -> CheckpointService.restorer(restarted))).isPresent();
 
     ShardCheckpoint before = shard.snapshot();
     assertThat(before.getSparseTablesList().stream().filter(t -> t.getName().equals("wide")))

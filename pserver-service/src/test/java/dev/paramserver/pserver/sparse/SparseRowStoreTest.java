@@ -282,11 +282,15 @@ class SparseRowStoreTest {
                 c.ids()[r],
                 Arrays.copyOfRange(c.values(), r * WIDTH, (r + 1) * WIDTH),
                 slots,
-                c.updates()[r]);
+                c.updates()[r],
+                c.scores()[r]);
           }
         });
     assertThat(ids).hasSize(300).doesNotHaveDuplicates();
     assertThat(copy.rows()).isEqualTo(300);
+    // The LFU counts came along too: both tables score every row alike.
+    assertThat(scoresById(copy)).isEqualTo(scoresById(s)).hasSize(300);
+    assertThat(scoresById(s).values()).anyMatch(v -> v > 1);
     for (long id : ids) {
       float[] a = new float[WIDTH];
       float[] b = new float[WIDTH];
@@ -300,6 +304,18 @@ class SparseRowStoreTest {
     s.update(new long[] {id}, (k, v, slots, n) -> before[0] = n);
     copy.update(new long[] {id}, (k, v, slots, n) -> before[1] = n);
     assertThat(before[1]).isEqualTo(before[0]).isPositive();
+  }
+
+  private static java.util.Map<Long, Long> scoresById(SparseRowStore store) {
+    java.util.Map<Long, Long> out = new java.util.HashMap<>();
+    store.snapshot(
+        1 << 10,
+        c -> {
+          for (int r = 0; r < c.rows(); r++) {
+            out.put(c.ids()[r], c.scores()[r]);
+          }
+        });
+    return out;
   }
 
   /** Zipf-distributed ids: rank r (0 = hottest) has weight 1 / (r + 1)^s. */
