@@ -138,7 +138,14 @@ class ModelsEndToEndTest {
     Files.createDirectories(raw);
     writeClickLog(raw.resolve("train.svm"), train, 1);
     writeClickLog(raw.resolve("test.svm"), test, 2);
-    Path data = dir.resolve("sparse");
+    return convertLibsvm(raw, dir.resolve("sparse"));
+  }
+
+  /**
+   * Converts {@code raw/{train,test}.svm} with psctl convert into {@code
+   * data/{train,test}-*.recordio} (2 shards each); returns {@code data}.
+   */
+  static Path convertLibsvm(Path raw, Path data) {
     for (String part : new String[] {"train", "test"}) {
       int code =
           Psctl.commandLine()
