@@ -1,17 +1,15 @@
 package dev.paramserver.bench.sparse;
 
-import com.google.protobuf.CodedInputStream;
 import dev.paramserver.bench.memory.MemorySuite;
 import dev.paramserver.proto.v1.PullParametersRequest;
 import dev.paramserver.proto.v1.PushGradientsRequest;
-import dev.paramserver.proto.v1.ShardCheckpoint;
+import dev.paramserver.pserver.checkpoint.CheckpointService;
+import dev.paramserver.pserver.checkpoint.CheckpointStore;
 import dev.paramserver.pserver.shard.ParameterShard;
 import dev.paramserver.pserver.shard.SparseTableStats;
 import dev.paramserver.pserver.sparse.EvictionPolicy;
 import dev.paramserver.pserver.sparse.SparseSettings;
-import java.io.BufferedInputStream;
 import java.io.BufferedOutputStream;
-import java.io.InputStream;
 import java.io.OutputStream;
 import java.lang.management.ManagementFactory;
 import java.lang.management.MemoryMXBean;
@@ -21,6 +19,8 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.zip.CRC32;
+import java.util.zip.CheckedOutputStream;
 
 /**
  * The in-JVM half of the sparse-table benchmarks, run by {@link SparseSuite} in a JVM of its own
@@ -141,23 +141,24 @@ public final class SparseInJvmBench {
 
     Path file = dir.resolve("sparse-10m.ckpt");
     t0 = System.nanoTime();
-    try (OutputStream out = new BufferedOutputStream(Files.newOutputStream(file), 1 << 16)) {
+    CRC32 crc = new CRC32();
+    try (OutputStream out =
+        new CheckedOutputStream(
+            new BufferedOutputStream(Files.newOutputStream(file), 1 << 16), crc)) {
       shard.writeCheckpoint(out);
     }
     print("checkpoint_write_s", (System.nanoTime() - t0) / 1e9);
     print("checkpoint_file_bytes", Files.size(file));
     shard = null;
     MemorySuite.liveHeap(mem);
+    long beforeLoad = MemorySuite.liveHeap(mem);
+    // The pserver's own load path: rows streamed into fresh stores, CRC checked, then installed.
     t0 = System.nanoTime();
-    ShardCheckpoint cp;
-    try (InputStream in = new BufferedInputStream(Files.newInputStream(file), 1 << 16)) {
-      CodedInputStream coded = CodedInputStream.newInstance(in);
-      coded.setSizeLimit(Integer.MAX_VALUE);
-      cp = ShardCheckpoint.parseFrom(coded);
-    }
     ParameterShard restored = new ParameterShard(true, SparseSettings.unlimited());
-    restored.restore(cp);
+    CheckpointStore.Restorer restorer = CheckpointService.restorer(restored);
+    restorer.install(CheckpointStore.read(file.toString(), (int) crc.getValue(), restorer));
     print("checkpoint_load_s", (System.nanoTime() - t0) / 1e9);
+    print("checkpoint_load_heap_growth_bytes", MemorySuite.liveHeap(mem) - beforeLoad);
     print("checkpoint_loaded_rows", stats(restored).rows());
     Files.delete(file);
   }

@@ -323,7 +323,8 @@ public final class CheckpointStore {
    * @return every field but the table entries (only valid when the CRC matched, i.e. when this
    *     returns)
    */
-  static ShardCheckpoint read(String path, int expectedCrc, Restorer restorer) throws IOException {
+  public static ShardCheckpoint read(String path, int expectedCrc, Restorer restorer)
+      throws IOException {
     CRC32 crc = new CRC32();
     ShardCheckpoint header;
     try (InputStream file = Files.newInputStream(Path.of(path));
