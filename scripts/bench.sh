@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The performance suite: JMH kernels (optimizer apply, tensor codec), the wire (a real etcd and
-# pserver process vs a bare tuned gRPC echo and a raw socket), training (distributed 1+1 and 2+2
-# vs one JVM) and pserver memory, each against baselines of the same run. Prints a Markdown table
+# pserver process vs a bare tuned gRPC echo and a raw socket), training (softmax, a 5M-parameter
+# MLP and a click-through model on 1+1, 2+2 and 4+4 processes vs one JVM, steady state and whole
+# job) and pserver memory, each against baselines of the same run. Prints a Markdown table
 # and one "ratio <name>=<value>" line per ratio; writes bench/results.md and bench/results.json.
 #
 # Usage: scripts/bench.sh [--only kernels,wire,train,memory,sparse] [--quick] [--run-dir DIR]

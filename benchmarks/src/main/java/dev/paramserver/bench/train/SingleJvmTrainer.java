@@ -6,55 +6,99 @@ import dev.paramserver.models.Evaluation;
 import dev.paramserver.models.Initializers;
 import dev.paramserver.models.Mlp;
 import dev.paramserver.models.Model;
+import dev.paramserver.models.ModelFactory;
+import dev.paramserver.models.ModelSpec;
+import dev.paramserver.models.ParameterDef;
 import dev.paramserver.models.Parameters;
 import dev.paramserver.proto.v1.Example;
 import java.io.IOException;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
+import java.util.Locale;
+import java.util.Map;
 import java.util.Random;
+import java.util.SplittableRandom;
 
 /**
- * The training baseline: the same model (softmax regression), data, batch size and plain SGD as the
- * distributed job, in one JVM with no RPC. Each pass reads the RecordIO files, shuffles, cuts
- * batches, trains and evaluates on the test set, as a trainer does per pass.
+ * The training baseline: the same model, data, batch size and plain SGD as the distributed job, in
+ * one JVM with no RPC. Each pass reads the RecordIO files, shuffles, cuts batches, trains and
+ * evaluates on the test set, as a trainer does per pass. Sparse rows start as the pservers start
+ * them (deterministic per table and id), so the two reach the same quality.
+ *
+ * <p>Run by {@link TrainSuite} in a JVM of its own, so that its start-up counts as the distributed
+ * job's does: {@code main} takes {@code type features classes hidden embeddingWidth batch lr passes
+ * trainGlob testGlob} and prints {@code pass=<i> records=<n> seconds=<s>} per pass and {@code
+ * accuracy=} and {@code auc=} at the end.
  */
-final class SingleJvmTrainer {
-  /** Samples per second of each pass and the final test accuracy. */
-  record Result(List<Double> samplesPerSec, List<Long> records, double accuracy) {
-    /** Records over seconds of the passes from {@code first} on. */
-    double rateFrom(int first) {
-      double recs = 0;
-      double secs = 0;
-      for (int i = first; i < records.size(); i++) {
-        recs += records.get(i);
-        secs += records.get(i) / samplesPerSec.get(i);
-      }
-      return recs / secs;
-    }
-  }
-
+public final class SingleJvmTrainer {
   private SingleJvmTrainer() {}
 
-  static Result run(
-      List<String> trainGlobs, List<String> testGlobs, int passes, int batchSize, float lr)
+  public static void main(String[] args) throws IOException {
+    List<Integer> hidden =
+        args[3].equals("-")
+            ? List.of()
+            : Arrays.stream(args[3].split(",")).map(Integer::parseInt).toList();
+    ModelSpec spec =
+        new ModelSpec(
+            args[0],
+            Integer.parseInt(args[1]),
+            Integer.parseInt(args[2]),
+            hidden,
+            Mlp.Activation.RELU,
+            Integer.parseInt(args[4]));
+    run(
+        spec,
+        Integer.parseInt(args[5]),
+        Float.parseFloat(args[6]),
+        Integer.parseInt(args[7]),
+        args[8],
+        args[9]);
+  }
+
+  /** The arguments of {@link #main} for {@code w}. */
+  static List<String> arguments(Workload w) {
+    ModelSpec s = w.spec();
+    String hidden =
+        s.hidden().isEmpty()
+            ? "-"
+            : String.join(",", s.hidden().stream().map(String::valueOf).toList());
+    return List.of(
+        s.type(),
+        Integer.toString(s.features()),
+        Integer.toString(s.classes()),
+        hidden,
+        Integer.toString(s.embeddingWidth()),
+        Integer.toString(w.batch()),
+        Float.toString(w.lr()),
+        Integer.toString(w.passes()),
+        w.trainGlob(),
+        w.testGlob());
+  }
+
+  static void run(
+      ModelSpec spec, int batchSize, float lr, int passes, String trainGlob, String testGlob)
       throws IOException {
-    List<Example> test = Dataset.readGlobs(testGlobs);
-    int features = Dataset.featuresOf(test);
-    int classes = Dataset.classesOf(test);
-    Model model = Mlp.softmax(features, classes);
+    List<Example> test = Dataset.readGlobs(List.of(testGlob));
+    Model model = ModelFactory.create(spec);
     Parameters params = Initializers.initial(model, 42);
     Parameters grads = Parameters.zerosLike(model);
-    Dataset testSet = new Dataset(test, features);
-    List<Double> rates = new ArrayList<>();
-    List<Long> records = new ArrayList<>();
-    double accuracy = 0;
+    Map<String, Float> rowStddev = new java.util.HashMap<>();
+    for (ParameterDef d : model.parameters()) {
+      if (d.sparse()) {
+        rowStddev.put(d.name(), d.init() instanceof ParameterDef.Normal n ? n.stddev() : 0f);
+      }
+    }
+    Dataset testSet = new Dataset(test, spec.features());
+    Evaluation eval = null;
     for (int pass = 0; pass < passes; pass++) {
       long t0 = System.nanoTime();
-      List<Example> train = new ArrayList<>(Dataset.readGlobs(trainGlobs));
+      List<Example> train = new ArrayList<>(Dataset.readGlobs(List.of(trainGlob)));
       Collections.shuffle(train, new Random(pass));
       long n = 0;
-      for (Batch b : new Dataset(train, features).batches(batchSize)) {
+      for (Batch b : new Dataset(train, spec.features()).batches(batchSize)) {
+        createRows(params, rowStddev, b);
         grads.clear();
         model.trainStep(params, b, grads);
         for (String name : params.denseNames()) {
@@ -64,13 +108,57 @@ final class SingleJvmTrainer {
             w[i] -= lr * g[i];
           }
         }
+        for (String name : params.sparseNames()) {
+          Parameters.SparseTable table = params.sparse(name);
+          grads
+              .sparse(name)
+              .rows()
+              .forEach(
+                  (id, g) -> {
+                    float[] w = table.row(id);
+                    for (int i = 0; i < w.length; i++) {
+                      w[i] -= lr * g[i];
+                    }
+                  });
+        }
         n += b.size();
       }
-      accuracy = Evaluation.of(model, params, testSet, 1024).accuracy();
-      double secs = (System.nanoTime() - t0) / 1e9;
-      rates.add(n / secs);
-      records.add(n);
+      eval = Evaluation.of(model, params, testSet, 1024, b -> createRows(params, rowStddev, b));
+      System.out.printf(
+          Locale.ROOT,
+          "pass=%d records=%d seconds=%.4f%n",
+          pass,
+          n,
+          (System.nanoTime() - t0) / 1e9);
     }
-    return new Result(rates, records, accuracy);
+    System.out.printf(Locale.ROOT, "accuracy=%.6f%nauc=%.6f%n", eval.accuracy(), eval.auc());
+  }
+
+  /** Gives every id of the batch without a row the row a pserver would create for it. */
+  private static void createRows(Parameters params, Map<String, Float> stddev, Batch b) {
+    for (Map.Entry<String, Float> e : stddev.entrySet()) {
+      Parameters.SparseTable table = params.sparse(e.getKey());
+      for (long id : b.sparseIds()) {
+        if (table.rowOrNull(id) == null) {
+          float[] row = new float[table.width()];
+          if (e.getValue() > 0) {
+            SplittableRandom r = new SplittableRandom(rowSeed(e.getKey(), id));
+            for (int i = 0; i < row.length; i++) {
+              row[i] = (float) (r.nextGaussian() * e.getValue());
+            }
+          }
+          table.put(id, row);
+        }
+      }
+    }
+  }
+
+  /** The seed a pserver draws row {@code id} of {@code table} from (its SparseTable.seed). */
+  private static long rowSeed(String table, long row) {
+    long h = 1125899906842597L;
+    for (int i = 0; i < table.length(); i++) {
+      h = 31 * h + table.charAt(i);
+    }
+    return h * 0x9E3779B97F4A7C15L + row;
   }
 }

@@ -1,0 +1,120 @@
+package dev.paramserver.bench.train;
+
+import dev.paramserver.models.Mlp;
+import dev.paramserver.models.ModelSpec;
+import dev.paramserver.models.demo.DemoData;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.Collectors;
+
+/**
+ * One training workload of the benchmark: its data (generated into {@code dir}), model, batch size,
+ * SGD learning rate and passes, trained the same way in one JVM and by the distributed setups.
+ *
+ * @param name the name in ratio lines ({@code softmax}, {@code mlp5m}, {@code ctr})
+ * @param title a line for the report
+ * @param spec the model (features and classes as in the data)
+ * @param batch examples per mini-batch
+ * @param lr SGD learning rate
+ * @param passes passes over the training data (the first is the warm-up)
+ * @param dir where the data lives: {@code train-*.recordio} and {@code test-*.recordio}
+ * @param metric {@code accuracy} or {@code auc}
+ */
+record Workload(
+    String name,
+    String title,
+    ModelSpec spec,
+    int batch,
+    float lr,
+    int passes,
+    Path dir,
+    String metric) {
+
+  String trainGlob() {
+    return dir.resolve("train-*.recordio").toString();
+  }
+
+  String testGlob() {
+    return dir.resolve("test-*.recordio").toString();
+  }
+
+  /** The trainer properties (without the data) that select this model and optimizer. */
+  Map<String, String> trainerProperties() {
+    Map<String, String> p = new LinkedHashMap<>();
+    p.put("model", spec.type());
+    if (!spec.hidden().isEmpty()) {
+      p.put("hidden", spec.hidden().stream().map(String::valueOf).collect(Collectors.joining(",")));
+    }
+    p.put("embedding-width", Integer.toString(spec.embeddingWidth()));
+    p.put("optimizer", "sgd");
+    p.put("learning-rate", Float.toString(lr));
+    p.put("batch-size", Integer.toString(batch));
+    return p;
+  }
+
+  /** The demo softmax: 32 features, 10 classes, 330 parameters. */
+  static Workload softmax(Path root, boolean quick) throws IOException {
+    Path dir = root.resolve("softmax");
+    DemoData.Result d =
+        DemoData.generate(dir, DemoData.Options.builder().train(quick ? 10_000 : 20_000).build());
+    return new Workload(
+        "softmax",
+        "demo softmax (32 features, 10 classes, " + d.trainRecords() + " records)",
+        ModelSpec.softmax((int) d.features(), d.classes()),
+        64,
+        0.1f,
+        5,
+        dir,
+        "accuracy");
+  }
+
+  /** A dense MLP of about 5M parameters: 784 features, hidden 2560 and 1152, 10 classes. */
+  static Workload mlp5m(Path root) throws IOException {
+    Path dir = root.resolve("mlp5m");
+    int features = 784;
+    DemoData.Result d =
+        DemoData.generate(
+            dir,
+            DemoData.Options.builder()
+                .features(features)
+                .classes(10)
+                .train(512)
+                .test(1000)
+                .recordsPerChunk(64)
+                .build());
+    ModelSpec spec =
+        new ModelSpec("mlp", features, d.classes(), List.of(2560, 1152), Mlp.Activation.RELU, 0);
+    return new Workload(
+        "mlp5m",
+        "MLP 784-2560-1152-10 (4.97M parameters, " + d.trainRecords() + " records)",
+        spec,
+        64,
+        0.05f,
+        3,
+        dir,
+        "accuracy");
+  }
+
+  /** Click-through: sparse-lr with an 8-wide embedding over Zipf ids from a 10M-id space. */
+  static Workload ctr(Path root, boolean quick) throws IOException {
+    Path dir = root.resolve("ctr");
+    int train = quick ? 40_000 : 100_000;
+    new CtrData(10_000_000L).write(dir, train, 10_000, 4);
+    return new Workload(
+        "ctr",
+        "click-through sparse-lr, embedding 8, "
+            + CtrData.FIELDS
+            + " Zipf fields over 10M ids ("
+            + train
+            + " records)",
+        new ModelSpec("sparse-lr", 0, 2, List.of(), Mlp.Activation.RELU, 8),
+        256,
+        0.05f,
+        3,
+        dir,
+        "auc");
+  }
+}
