@@ -1,5 +1,6 @@
 package dev.paramserver.pserver;
 
+import dev.paramserver.pserver.wal.WriteAheadLog.SyncMode;
 import jakarta.validation.Valid;
 import jakarta.validation.constraints.Max;
 import jakarta.validation.constraints.Min;
@@ -34,6 +35,7 @@ import org.springframework.validation.annotation.Validated;
  *     -1 (the default) claims the lowest free index. After a lost lease the pserver always tries
  *     the index it held first.
  * @param sparse caps, eviction and admission of the sparse (embedding) tables
+ * @param wal the write-ahead log of pushes, which makes every acknowledged push survive a crash
  */
 @Validated
 @ConfigurationProperties("paramserver.pserver")
@@ -46,7 +48,36 @@ public record PserverProperties(
     @DefaultValue("30s") @NotNull Duration registerTimeout,
     @DefaultValue("64") @Min(1) @Max(4096) int blockingThreads,
     @DefaultValue("-1") @Min(-1) @Max(4095) int index,
-    @DefaultValue @Valid @NotNull Sparse sparse) {
+    @DefaultValue @Valid @NotNull Sparse sparse,
+    @DefaultValue @Valid @NotNull Wal wal) {
+
+  /**
+   * The write-ahead log ({@code paramserver.pserver.wal.*}). Every push is appended to it before it
+   * is answered; a checkpoint truncates it; a restart loads the newest checkpoint and replays the
+   * log. Together with idempotent pushes (trainers retry a failed push with the same step) an
+   * acknowledged push is applied exactly once, whatever crashes.
+   *
+   * @param enabled keep the log; without it a crash loses the pushes since the last checkpoint
+   * @param sync when the log reaches the disk: {@code none} (written to the operating system before
+   *     each answer: survives a crash of the pserver process, for example {@code kill -9}, but a
+   *     crash of the machine loses what the OS had not written yet), {@code batch} (as none, plus
+   *     an fsync every {@code batch-interval} in the background: a machine crash loses at most that
+   *     interval of acknowledged pushes) or {@code always} (an fsync before each answer, shared by
+   *     concurrent pushes: survives a machine crash, as long as its disk survives)
+   * @param batchInterval {@code batch}: time between two background fsyncs
+   * @param dir directory of the log segments; empty for {@code checkpoint-dir}
+   */
+  public record Wal(
+      @DefaultValue("true") boolean enabled,
+      @DefaultValue("batch") @NotNull SyncMode sync,
+      @DefaultValue("50ms") @NotNull Duration batchInterval,
+      Path dir) {
+
+    /** The defaults: enabled, batch sync every 50 ms, in the checkpoint directory. */
+    public static Wal defaults() {
+      return new Wal(true, SyncMode.BATCH, Duration.ofMillis(50), null);
+    }
+  }
 
   /**
    * Sparse tables ({@code paramserver.pserver.sparse.*}). Without caps every pushed id keeps a row

@@ -8,6 +8,7 @@ import dev.paramserver.pserver.PserverProperties;
 import dev.paramserver.pserver.registration.ShardPersistence;
 import dev.paramserver.pserver.shard.ParameterShard;
 import dev.paramserver.pserver.shard.ShardRestore;
+import dev.paramserver.pserver.wal.WriteAheadLog;
 import dev.paramserver.service.LifecyclePhases;
 import java.time.Duration;
 import java.util.Optional;
@@ -24,6 +25,11 @@ import org.springframework.stereotype.Component;
  * Checkpoints the shard on a timer ({@code paramserver.pserver.checkpoint-interval}), on demand
  * ({@code POST /admin/checkpoint}) and on graceful shutdown, and loads a claimed index's newest
  * checkpoint. A timer tick with no update since the last checkpoint writes nothing.
+ *
+ * <p>With the write-ahead log on ({@code paramserver.pserver.wal.enabled}), a load replays the log
+ * after the checkpoint, a shard is checkpointed as soon as it is initialised (the base the log
+ * replays onto), and each checkpoint truncates the log: segments older than the previous
+ * checkpoint's (its fallback) are deleted.
  */
 @Component
 public final class CheckpointService implements ShardPersistence, SmartLifecycle {
@@ -36,6 +42,9 @@ public final class CheckpointService implements ShardPersistence, SmartLifecycle
   private volatile LastCheckpoint last;
   private volatile Consumer<Duration> writeObserver = d -> {};
   private volatile boolean running;
+  private final WriteAheadLog wal;
+  // The log segment of the newest checkpoint written or loaded (0: none).
+  private long lastCut;
 
   /** The newest checkpoint written or loaded, and how long writing it took. */
   public record LastCheckpoint(String path, long step, long timestampMs, double writeSeconds) {}
@@ -46,6 +55,68 @@ public final class CheckpointService implements ShardPersistence, SmartLifecycle
     this.store =
         new CheckpointStore(coordinator.kv(), coordinator.keys(), properties.checkpointDir());
     this.interval = properties.checkpointInterval();
+    PserverProperties.Wal w = properties.wal();
+    this.wal =
+        w.enabled()
+            ? new WriteAheadLog(
+                w.dir() == null ? properties.checkpointDir() : w.dir(), w.sync(), w.batchInterval())
+            : null;
+    if (wal != null) {
+      shard.onInitialised(this::checkpointInitialised);
+    }
+  }
+
+  private void checkpointInitialised() {
+    try {
+      checkpointNow();
+    } catch (RuntimeException e) {
+      log.error(
+          "checkpoint of the freshly initialised pserver {} failed: its write-ahead log has no"
+              + " base until the next checkpoint",
+          shard.index(),
+          e);
+    }
+  }
+
+  /** The write-ahead log, or null when it is off. */
+  public WriteAheadLog wal() {
+    return wal;
+  }
+
+  /** Replays the log after checkpoint segment {@code fromSegment}, then logs to a new segment. */
+  private synchronized void openLog(int index, long fromSegment) {
+    if (wal == null) {
+      return;
+    }
+    long start = System.nanoTime();
+    WriteAheadLog.Replayed r =
+        wal.open(
+            index,
+            fromSegment,
+            record -> {
+              try {
+                return shard.replay(record);
+              } catch (RuntimeException e) {
+                log.error(
+                    "write-ahead log record of pserver {} cannot be replayed: skipped", index, e);
+                return false;
+              }
+            });
+    lastCut = fromSegment;
+    shard.attachLog(wal);
+    if (r.records() > 0 || r.tornBytes() > 0) {
+      log.info(
+          "pserver {} replayed {} write-ahead log records ({} applied, {} skipped as applied) from"
+              + " {} segments in {} ms; torn tail: {} bytes; now at step {}",
+          index,
+          r.records(),
+          r.applied(),
+          r.records() - r.applied(),
+          r.segments(),
+          (System.nanoTime() - start) / 1_000_000,
+          r.tornBytes(),
+          shard.step());
+    }
   }
 
   /** Sets who is told how long each checkpoint write took (for metrics); replaces the last one. */
@@ -65,10 +136,12 @@ public final class CheckpointService implements ShardPersistence, SmartLifecycle
     if (loaded.isEmpty()) {
       shard.reset();
       last = null;
+      openLog(index, 0);
       return;
     }
     ShardCheckpoint cp = loaded.get().checkpoint();
     last = new LastCheckpoint(loaded.get().path(), cp.getStep(), cp.getCreatedMs(), 0);
+    openLog(index, cp.getWalSegment());
   }
 
   /** Streams a checkpoint into {@code shard} (see {@link ParameterShard#beginRestore}). */
@@ -105,6 +178,13 @@ public final class CheckpointService implements ShardPersistence, SmartLifecycle
     long started = System.nanoTime();
     CheckpointMeta meta = store.write(index, shard::writeCheckpoint);
     shard.recordCheckpoint(meta.getStep());
+    if (wal != null && wal.segment() > 0) {
+      // The checkpoint cut the log at the segment now being written; the previous checkpoint
+      // (kept as a fallback) needs the segments from its own cut on.
+      long cut = wal.segment();
+      wal.deleteBefore(lastCut);
+      lastCut = cut;
+    }
     long nanos = System.nanoTime() - started;
     double seconds = nanos / 1e9;
     writeObserver.accept(Duration.ofNanos(nanos));
@@ -139,6 +219,9 @@ public final class CheckpointService implements ShardPersistence, SmartLifecycle
           .ifPresent(m -> log.info("final checkpoint at step {}: {}", m.getStep(), m.getPath()));
     } catch (RuntimeException e) {
       log.error("final checkpoint of pserver {} failed", shard.index(), e);
+    }
+    if (wal != null) {
+      wal.close();
     }
   }
 

@@ -65,11 +65,15 @@ public final class ParameterServerGrpcService extends ParameterServerGrpc.Parame
             .register(registry);
   }
 
-  private long timedPush(PushGradientsRequest request) {
+  private PushGradientsResponse timedPush(PushGradientsRequest request) {
     pushedBytes.increment(request.getSerializedSize());
     long start = System.nanoTime();
     try {
-      return shard.push(request);
+      ParameterShard.PushOutcome r = shard.pushOutcome(request);
+      return PushGradientsResponse.newBuilder()
+          .setStep(r.step())
+          .setDuplicate(r.duplicate())
+          .build();
     } finally {
       pushTimer.record(System.nanoTime() - start, TimeUnit.NANOSECONDS);
     }
@@ -90,20 +94,23 @@ public final class ParameterServerGrpcService extends ParameterServerGrpc.Parame
 
   @Override
   public void finishInit(FinishInitRequest request, StreamObserver<FinishInitResponse> out) {
-    shard.finishInit(request);
-    reply(out, FinishInitResponse.getDefaultInstance());
+    // Off the transport thread: a freshly initialised shard is checkpointed before the answer.
+    offload(
+        "FinishInit",
+        out,
+        () -> {
+          shard.finishInit(request);
+          return FinishInitResponse.getDefaultInstance();
+        });
   }
 
   @Override
   public void pushGradients(
       PushGradientsRequest request, StreamObserver<PushGradientsResponse> out) {
-    if (shard.mode() == TrainingMode.ASYNC) {
-      reply(out, PushGradientsResponse.newBuilder().setStep(timedPush(request)).build());
+    if (!shard.pushMayBlock()) {
+      reply(out, timedPush(request));
     } else {
-      offload(
-          "PushGradients",
-          out,
-          () -> PushGradientsResponse.newBuilder().setStep(timedPush(request)).build());
+      offload("PushGradients", out, () -> timedPush(request));
     }
   }
 

@@ -15,11 +15,13 @@ import dev.paramserver.proto.v1.SparseRowsRef;
 import dev.paramserver.proto.v1.SparseTableCheckpoint;
 import dev.paramserver.proto.v1.TensorBlock;
 import dev.paramserver.proto.v1.TrainingMode;
+import dev.paramserver.proto.v1.WalRecord;
 import dev.paramserver.pserver.sparse.SparseSettings;
 import dev.paramserver.rpc.ServiceException;
 import dev.paramserver.tensor.TensorCodec;
 import java.io.IOException;
 import java.io.OutputStream;
+import java.io.UncheckedIOException;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
@@ -63,6 +65,20 @@ public final class ParameterShard {
   private volatile long checkpointStep;
   private volatile SyncAggregator sync;
   private volatile Consumer<String> tableListener = name -> {};
+  private final AppliedSteps applied = new AppliedSteps();
+  private volatile PushLog pushLog = PushLog.NONE;
+  private volatile Runnable initListener = () -> {};
+
+  /** Parts of one step a push may be cut into (the {@code part} field is below this). */
+  static final int MAX_PARTS = 1 << 16;
+
+  /**
+   * The answer to a push.
+   *
+   * @param step the shard's update count after the push (for a duplicate: now)
+   * @param duplicate the push had been applied before and changed nothing
+   */
+  public record PushOutcome(long step, boolean duplicate) {}
 
   /**
    * @param rejectNonFinite reject gradients holding NaN or Inf (NON_FINITE_GRADIENT)
@@ -92,14 +108,22 @@ public final class ParameterShard {
     }
   }
 
-  /** Marks the shard initialised after checking the block count. */
+  /**
+   * Marks the shard initialised after checking the block count, then tells the init listener (which
+   * checkpoints the fresh shard, so that its write-ahead log has a base to replay onto).
+   */
   public void finishInit(FinishInitRequest request) {
     checkNotHeld();
+    boolean fresh;
     structure.writeLock().lock();
     try {
+      fresh = !initialised;
       ShardInit.finish(this, request);
     } finally {
       structure.writeLock().unlock();
+    }
+    if (fresh && initialised) {
+      initListener.run();
     }
   }
 
@@ -108,39 +132,161 @@ public final class ParameterShard {
    * rejected push changes nothing.
    */
   public long push(PushGradientsRequest request) {
+    return pushOutcome(request).step();
+  }
+
+  /**
+   * Validates the whole push, then applies it once: a push identified by (trainer, session, step,
+   * part) that was applied before is answered as a duplicate and changes nothing. The push is in
+   * the write-ahead log before this returns. A rejected push changes nothing.
+   */
+  public PushOutcome pushOutcome(PushGradientsRequest request) {
     structure.readLock().lock();
     ValidatedPush push;
     try {
       checkServing();
+      if (request.getPart() >= MAX_PARTS) {
+        throw new ServiceException(
+            ErrorReason.BAD_ARGUMENT,
+            "push part " + request.getPart() + " is out of range: parts are 0.." + (MAX_PARTS - 1));
+      }
+      if (AppliedSteps.identified(request) && applied.applied(request)) {
+        return new PushOutcome(step.get(), true);
+      }
       push = ValidatedPush.of(request, parameters, blocks, tables, rejectNonFinite);
       if (mode == TrainingMode.ASYNC) {
-        Gradients.apply(push);
-        return step.incrementAndGet();
+        return outcome(applyOneLocked(push, true));
       }
     } finally {
       structure.readLock().unlock();
     }
-    return requireSync().contribute(request.getTrainerId(), request.getStep(), push);
+    return outcome(requireSync().contribute(request.getTrainerId(), request.getStep(), push));
   }
 
-  /** Applies validated gradients under the shard's read lock (bounded-staleness mode). */
-  void applyNowLocked(ValidatedPush push) {
+  private PushOutcome outcome(long stepOrDuplicate) {
+    return stepOrDuplicate < 0
+        ? new PushOutcome(step.get(), true)
+        : new PushOutcome(stepOrDuplicate, false);
+  }
+
+  /** True if {@code request} is identified and was applied already. */
+  boolean alreadyApplied(PushGradientsRequest request) {
+    return request != null && AppliedSteps.identified(request) && applied.applied(request);
+  }
+
+  /**
+   * Logs, applies and records one validated push under the shard's read lock (asynchronous and
+   * bounded-staleness modes).
+   *
+   * @return the shard's update count after it, or -1 if it was a duplicate
+   */
+  long applyOne(ValidatedPush push) {
     structure.readLock().lock();
     try {
-      Gradients.apply(push);
+      return applyOneLocked(push, true);
     } finally {
       structure.readLock().unlock();
     }
   }
 
-  /** Sums the gradients of several pushes per block (and sparse row) and applies each sum once. */
-  void applySummed(List<ValidatedPush> pushes) {
-    applyNowLocked(pushes.size() == 1 ? pushes.get(0) : Gradients.sum(pushes));
+  private long applyOneLocked(ValidatedPush push, boolean log) {
+    PushGradientsRequest request = push.request;
+    if (!AppliedSteps.identified(request)) {
+      return logAndApply(push, List.of(request), log);
+    }
+    AppliedSteps.Run run = applied.run(request);
+    synchronized (run) {
+      if (run.applied(request.getStep(), request.getPart())) {
+        return -1;
+      }
+      long reached = logAndApply(push, List.of(request), log);
+      run.record(request.getStep(), request.getPart());
+      return reached;
+    }
   }
 
-  /** Increments the shard's update count after a synchronous step was applied. */
-  long advanceStep() {
+  /**
+   * Sums the gradients of several pushes per block (and sparse row), logs them as one record and
+   * applies each sum once (a synchronous step).
+   *
+   * @return the shard's update count after the step
+   */
+  long applySummed(List<ValidatedPush> pushes) {
+    structure.readLock().lock();
+    try {
+      return applySummedLocked(pushes, true);
+    } finally {
+      structure.readLock().unlock();
+    }
+  }
+
+  private long applySummedLocked(List<ValidatedPush> pushes, boolean log) {
+    ValidatedPush sum = pushes.size() == 1 ? pushes.get(0) : Gradients.sum(pushes);
+    long reached = logAndApply(sum, pushes.stream().map(p -> p.request).toList(), log);
+    pushes.forEach(p -> applied.record(p.request));
+    return reached;
+  }
+
+  /** Appends the requests to the log (first: a push that cannot be logged is not applied). */
+  private long logAndApply(ValidatedPush push, List<PushGradientsRequest> requests, boolean log) {
+    if (log && pushLog.enabled()) {
+      try {
+        pushLog.append(WalRecord.newBuilder().addAllPushes(requests).setInitId(initId).build());
+      } catch (UncheckedIOException e) {
+        String why =
+            "pserver "
+                + index
+                + " cannot write its write-ahead log ("
+                + e.getMessage()
+                + "): it serves nothing until restarted";
+        holdCalls(why);
+        ParameterShard.log.error(why, e);
+        throw new ServiceException(ErrorReason.SHUTTING_DOWN, why);
+      }
+    }
+    Gradients.apply(push);
     return step.incrementAndGet();
+  }
+
+  /**
+   * Applies one record of the write-ahead log again (restart), without logging it: a push applied
+   * already (by the checkpoint) is skipped.
+   *
+   * @return false when the record was skipped (duplicate, or of another initialisation)
+   */
+  public boolean replay(WalRecord record) {
+    structure.readLock().lock();
+    try {
+      if (!initialised || !record.getInitId().equals(initId) || record.getPushesCount() == 0) {
+        return false;
+      }
+      List<ValidatedPush> pushes = new ArrayList<>();
+      for (PushGradientsRequest r : record.getPushesList()) {
+        pushes.add(ValidatedPush.of(r, parameters, blocks, tables, false));
+      }
+      if (pushes.size() == 1) {
+        return applyOneLocked(pushes.get(0), false) >= 0;
+      }
+      applySummedLocked(pushes, false);
+      return true;
+    } finally {
+      structure.readLock().unlock();
+    }
+  }
+
+  /** True when a push may wait (a synchronous mode, or a log that fsyncs before answering). */
+  public boolean pushMayBlock() {
+    return mode != TrainingMode.ASYNC || pushLog.blocks();
+  }
+
+  /** Logs every push applied from now on to {@code log} before it is answered. */
+  public void attachLog(PushLog log) {
+    this.pushLog = log;
+  }
+
+  /** Runs {@code listener} each time the shard becomes initialised through FinishInit. */
+  public void onInitialised(Runnable listener) {
+    this.initListener = listener;
   }
 
   /**
@@ -341,9 +487,20 @@ public final class ParameterShard {
    * @return the step recorded in the checkpoint
    */
   public long writeCheckpoint(OutputStream out) throws IOException {
+    PushLog log = pushLog;
+    if (log.enabled()) {
+      // With a write-ahead log the checkpoint must be a cut: every push logged before the cut is
+      // in it, none after. Pushes wait while it is written.
+      structure.writeLock().lock();
+      try {
+        return ShardSnapshots.write(this, out, log.cut());
+      } finally {
+        structure.writeLock().unlock();
+      }
+    }
     structure.readLock().lock();
     try {
-      return ShardSnapshots.write(this, out);
+      return ShardSnapshots.write(this, out, 0);
     } finally {
       structure.readLock().unlock();
     }
@@ -527,5 +684,10 @@ public final class ParameterShard {
     staleness = 0;
     initialised = false;
     step.set(0);
+    applied.clear();
+  }
+
+  AppliedSteps appliedSteps() {
+    return applied;
   }
 }

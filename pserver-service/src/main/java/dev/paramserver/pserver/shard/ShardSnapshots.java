@@ -45,7 +45,7 @@ final class ShardSnapshots {
    * each block and each table stripe is copied under its own lock.
    */
   static ShardCheckpoint snapshot(ParameterShard shard) {
-    ShardCheckpoint.Builder cp = header(shard).toBuilder();
+    ShardCheckpoint.Builder cp = header(shard, 0).toBuilder();
     forEachTableChunk(shard, cp::addSparseTables);
     return cp.build();
   }
@@ -56,8 +56,8 @@ final class ShardSnapshots {
    * table are read back as one table, by this and by earlier versions). The caller holds the
    * shard's read lock.
    */
-  static long write(ParameterShard shard, OutputStream out) throws IOException {
-    ShardCheckpoint header = header(shard);
+  static long write(ParameterShard shard, OutputStream out, long walSegment) throws IOException {
+    ShardCheckpoint header = header(shard, walSegment);
     header.writeTo(out);
     CodedOutputStream coded = CodedOutputStream.newInstance(out, 1 << 16);
     try {
@@ -78,11 +78,13 @@ final class ShardSnapshots {
   }
 
   /** Everything but the sparse tables' rows. */
-  private static ShardCheckpoint header(ParameterShard shard) {
+  private static ShardCheckpoint header(ParameterShard shard, long walSegment) {
     ShardCheckpoint.Builder cp =
         ShardCheckpoint.newBuilder()
             .setIndex(Math.max(shard.index(), 0))
             .setStep(shard.step())
+            .setWalSegment(walSegment)
+            .addAllApplied(shard.appliedSteps().toProto())
             .setInitId(shard.initialised() ? shard.pendingInitId() : "")
             .setCreatedMs(System.currentTimeMillis());
     shard.parameters().values().stream()
@@ -206,6 +208,7 @@ final class ShardSnapshots {
             : 0;
     shard.setDefinition(header.getInitId(), mode == null ? TrainingMode.ASYNC : mode, staleness);
     shard.setStep(header.getStep());
+    shard.appliedSteps().restore(header.getAppliedList());
     shard.setInitialised(!header.getInitId().isEmpty());
   }
 }

@@ -66,14 +66,28 @@ public final class SyncAggregator {
     }
   }
 
-  /** Adds a validated push; returns the shard's update count once it was applied. */
+  /**
+   * Adds a validated push; returns the shard's update count once it was applied, or -1 if it had
+   * been applied before (a duplicate).
+   */
   long contribute(String trainerId, long trainerStep, ValidatedPush push) {
     if (shard.mode() == TrainingMode.BOUNDED_STALENESS) {
       return boundedPush(trainerId, push);
     }
     synchronized (this) {
       checkNotAborted();
+      if (shard.alreadyApplied(push.request)) {
+        return -1;
+      }
       openIfNeeded();
+      Contribution same = sameAs(contributions.get(trainerId), push);
+      if (same == null) {
+        same = sameAs(queued.get(trainerId), push);
+      }
+      if (same != null) {
+        // A retry of a push still waiting for its step: wait for that one, do not add it twice.
+        return awaitApplied(trainerId, same);
+      }
       Contribution mine = new Contribution(push);
       if (contributions.containsKey(trainerId)
           || (!expected.isEmpty() && !expected.contains(trainerId))) {
@@ -91,26 +105,46 @@ public final class SyncAggregator {
         contributions.put(trainerId, mine);
       }
       tryComplete();
-      long deadline = System.nanoTime() + timeoutNanos;
-      while (mine.appliedAt < 0) {
-        checkNotAborted();
-        long left = deadline - System.nanoTime();
-        if (left <= 0) {
-          withdraw(trainerId, mine);
-          throw new ServiceException(
-              ErrorReason.SYNC_ABORTED,
-              "step "
-                  + openStep
-                  + " did not complete within "
-                  + Duration.ofNanos(timeoutNanos)
-                  + ": still waiting for trainers "
-                  + missing()
-                  + "; the push was withdrawn, push again");
-        }
-        waitNanos(left);
-      }
-      return mine.appliedAt;
+      return awaitApplied(trainerId, mine);
     }
+  }
+
+  /** The pending contribution {@code c} if it carries the same identified push, else null. */
+  private static Contribution sameAs(Contribution c, ValidatedPush push) {
+    if (c == null || c.push.request == null || push.request == null) {
+      return null;
+    }
+    var a = c.push.request;
+    var b = push.request;
+    return a.getStep() > 0
+            && a.getStep() == b.getStep()
+            && a.getPart() == b.getPart()
+            && a.getSession().equals(b.getSession())
+        ? c
+        : null;
+  }
+
+  /** Waits (holding this monitor) until {@code mine} was applied or the wait timed out. */
+  private long awaitApplied(String trainerId, Contribution mine) {
+    long deadline = System.nanoTime() + timeoutNanos;
+    while (mine.appliedAt < 0) {
+      checkNotAborted();
+      long left = deadline - System.nanoTime();
+      if (left <= 0) {
+        withdraw(trainerId, mine);
+        throw new ServiceException(
+            ErrorReason.SYNC_ABORTED,
+            "step "
+                + openStep
+                + " did not complete within "
+                + Duration.ofNanos(timeoutNanos)
+                + ": still waiting for trainers "
+                + missing()
+                + "; the push was withdrawn, push again");
+      }
+      waitNanos(left);
+    }
+    return mine.appliedAt;
   }
 
   /** Waits until the shard reached {@code minStep}, unless no pending step can reach it. */
@@ -201,8 +235,7 @@ public final class SyncAggregator {
         continue;
       }
       List<ValidatedPush> all = contributions.values().stream().map(c -> c.push).toList();
-      shard.applySummed(all);
-      long reached = shard.advanceStep();
+      long reached = shard.applySummed(all);
       for (Contribution c : contributions.values()) {
         c.appliedAt = reached;
       }
@@ -267,8 +300,10 @@ public final class SyncAggregator {
         mine = pushes.getOrDefault(trainerId, slowest(Long.MAX_VALUE));
       }
     }
-    shard.applyNowLocked(push);
-    long step = shard.advanceStep();
+    long step = shard.applyOne(push);
+    if (step < 0) {
+      return step;
+    }
     synchronized (this) {
       pushes.merge(trainerId, 1L, Long::sum);
       notifyAll();

@@ -19,10 +19,18 @@ import java.util.Map;
 final class ValidatedPush {
   final List<DenseGradient> dense;
   final List<SparseGradient> sparse;
+  // The request it came from (null for a sum of several), logged and recorded as applied.
+  final PushGradientsRequest request;
 
   ValidatedPush(List<DenseGradient> dense, List<SparseGradient> sparse) {
+    this(dense, sparse, null);
+  }
+
+  private ValidatedPush(
+      List<DenseGradient> dense, List<SparseGradient> sparse, PushGradientsRequest request) {
     this.dense = dense;
     this.sparse = sparse;
+    this.request = request;
   }
 
   record DenseGradient(DenseBlock block, float[] gradient) {}
@@ -70,7 +78,7 @@ final class ValidatedPush {
       }
       sparse.add(new SparseGradient(table, ids, values));
     }
-    return new ValidatedPush(dense, sparse);
+    return new ValidatedPush(dense, sparse, request);
   }
 
   static ServiceException unknownBlock(String name, int block, Map<String, Parameter> parameters) {

@@ -22,12 +22,10 @@ import dev.paramserver.testsupport.TempDirs;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
-import java.util.Map;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
-import org.springframework.util.unit.DataSize;
 
 class CheckpointServiceTest {
   @RegisterExtension static final EtcdExtension etcd = new EtcdExtension();
@@ -48,25 +46,7 @@ class CheckpointServiceTest {
   }
 
   private PserverProperties properties(Duration interval) {
-    return new PserverProperties(
-        1,
-        dir,
-        interval,
-        true,
-        Duration.ofSeconds(10),
-        Duration.ofSeconds(10),
-        4,
-        -1,
-        new PserverProperties.Sparse(
-            0,
-            DataSize.ofBytes(0),
-            Map.of(),
-            PserverProperties.Sparse.Eviction.LFU,
-            Duration.ofMinutes(10),
-            Duration.ofHours(24),
-            8,
-            1,
-            1 << 20));
+    return TestProperties.of(dir, interval, PserverProperties.Wal.defaults());
   }
 
   private long checkpointedStep() {

@@ -45,6 +45,7 @@ class TrainerStatus implements AdminStatusSource {
     m.put("bytesPushed", traffic.bytesPushed());
     m.put("bytesPulled", traffic.bytesPulled());
     m.put("droppedPushes", traffic.droppedPushes());
+    m.put("duplicatePushes", traffic.duplicatePushes());
     return m;
   }
 }

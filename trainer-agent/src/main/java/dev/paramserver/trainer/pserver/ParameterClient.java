@@ -6,6 +6,7 @@ import dev.paramserver.proto.v1.ParameterServerGrpc;
 import dev.paramserver.proto.v1.PullParametersRequest;
 import dev.paramserver.proto.v1.PullParametersResponse;
 import dev.paramserver.proto.v1.PushGradientsRequest;
+import dev.paramserver.proto.v1.PushGradientsResponse;
 import dev.paramserver.proto.v1.SparseRows;
 import dev.paramserver.proto.v1.TensorBlock;
 import dev.paramserver.rpc.StoppedException;
@@ -18,6 +19,7 @@ import java.util.Optional;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -26,9 +28,12 @@ import org.slf4j.LoggerFactory;
  * RequestPlanner} cuts them.
  *
  * <p>Retry policy (this is the one layer that retries pserver data calls): a pull is safe to repeat
- * and is retried with backoff until it succeeds; a push is not (a repeated push would apply the
- * same gradient twice), so a failed push is not repeated: its gradient is dropped and counted, and
- * the pserver's address is looked up again. Failures are acted on by {@link PserverFailures}.
+ * and is retried with backoff until it succeeds. A push is safe to repeat too: each carries its
+ * identity (trainer id, session, step, part) and a pserver applies a push once, answering a repeat
+ * with {@code duplicate = true}. So a failed push is retried with the same identity, with backoff,
+ * until it is acknowledged; only a trainer that stops meanwhile drops it (counted). Pushes are sent
+ * one step at a time: step s+1 leaves only once every part of step s was acknowledged, as the
+ * pservers' duplicate rule requires. Failures are acted on by {@link PserverFailures}.
  */
 public final class ParameterClient {
   private static final Logger log = LoggerFactory.getLogger(ParameterClient.class);
@@ -38,6 +43,9 @@ public final class ParameterClient {
   private final PserverFailures failures;
   private final CallPolicy calls;
   private final PserverTraffic traffic;
+  private final Object pushLock = new Object();
+  // The last step pushed, guarded by pushLock: every push call is the next step.
+  private long step;
 
   public ParameterClient(
       PserverDirectory directory,
@@ -60,48 +68,56 @@ public final class ParameterClient {
   }
 
   /**
-   * Sends the gradients to every pserver concurrently. A pserver that fails has its part of the
-   * gradient dropped (logged and counted).
+   * Sends the gradients to every pserver concurrently, as the client's next step, and retries each
+   * failed request with the same identity until it is acknowledged.
    *
    * @param latest this trainer's latest values, to re-initialise a pserver that lost its state
-   * @return the number of requests applied
+   * @return the number of requests acknowledged (all of them)
+   * @throws StoppedException when the trainer stops before every request was acknowledged (those
+   *     not acknowledged are counted as dropped)
    */
-  public int push(Parameters grads, long step, Parameters latest) {
-    List<Planned<PushGradientsRequest>> planned = planner.pushes(grads, step);
-    List<Future<?>> futures = new ArrayList<>();
-    List<Integer> owners = new ArrayList<>();
-    for (Planned<PushGradientsRequest> p : planned) {
-      ParameterServerGrpc.ParameterServerFutureStub s = stub(p.pserver());
-      if (s == null) {
-        traffic.droppedPush();
-        log.warn("pserver {} is not registered; dropping its part of the gradient", p.pserver());
-        continue;
+  public int push(Parameters grads, Parameters latest) {
+    synchronized (pushLock) {
+      List<Planned<PushGradientsRequest>> planned = planner.pushes(grads, ++step);
+      List<Future<PushGradientsResponse>> futures = new ArrayList<>();
+      for (Planned<PushGradientsRequest> p : planned) {
+        ParameterServerGrpc.ParameterServerFutureStub s = stub(p.pserver());
+        futures.add(s == null ? null : s.pushGradients(p.request()));
+        for (TensorBlock b : p.request().getGradientsList()) {
+          traffic.pushed(b.getData().size());
+        }
+        for (SparseRows rows : p.request().getSparseGradientsList()) {
+          traffic.pushed(rows.getData().size());
+        }
       }
-      futures.add(s.pushGradients(p.request()));
-      owners.add(p.pserver());
-      for (TensorBlock b : p.request().getGradientsList()) {
-        traffic.pushed(b.getData().size());
-      }
-      for (SparseRows rows : p.request().getSparseGradientsList()) {
-        traffic.pushed(rows.getData().size());
-      }
-    }
-    int ok = 0;
-    for (int i = 0; i < futures.size(); i++) {
+      int ok = 0;
       try {
-        await(futures.get(i), "pushing gradients");
-        ok++;
-      } catch (ExecutionException e) {
-        traffic.droppedPush();
-        failures.handle(
-            owners.get(i),
-            e.getCause(),
-            latest,
-            "push to",
-            "dropping this gradient and looking it up again");
+        for (int i = 0; i < futures.size(); i++) {
+          Planned<PushGradientsRequest> p = planned.get(i);
+          PushGradientsResponse resp = null;
+          if (futures.get(i) != null) {
+            try {
+              resp = await(futures.get(i), "pushing gradients");
+            } catch (ExecutionException e) {
+              failures.handle(p.pserver(), e.getCause(), latest, "push to", "retrying the push");
+            }
+          }
+          if (resp == null) {
+            resp = pushWithRetry(p, latest);
+          }
+          if (resp.getDuplicate()) {
+            traffic.duplicatePush();
+          }
+          ok++;
+        }
+      } catch (StoppedException e) {
+        for (int i = ok; i < planned.size(); i++) {
+          traffic.droppedPush();
+        }
+        throw e;
       }
+      return ok;
     }
-    return ok;
   }
 
   /** Pulls every block from every pserver into {@code params}, retrying until it succeeds. */
@@ -149,17 +165,44 @@ public final class ParameterClient {
     }
   }
 
+  /** Sends a push to one pserver until it is acknowledged, with backoff (same identity). */
+  private PushGradientsResponse pushWithRetry(Planned<PushGradientsRequest> p, Parameters latest) {
+    return withRetry(
+        p.pserver(),
+        "pushing gradients",
+        "push to",
+        "retrying the push",
+        s -> s.pushGradients(p.request()),
+        latest);
+  }
+
   /**
    * Sends a pull to one pserver until it succeeds, with backoff, re-resolving the pserver after a
    * failure (pulls are safe to repeat).
    */
   private PullParametersResponse pullWithRetry(
       Planned<PullParametersRequest> p, Parameters latest) {
-    int ps = p.pserver();
+    return withRetry(
+        p.pserver(),
+        "pulling parameters",
+        "pull from",
+        "retrying",
+        s -> s.pullParameters(p.request()),
+        latest);
+  }
+
+  /** Runs {@code call} on pserver {@code ps} until it succeeds, acting on each failure. */
+  private <T> T withRetry(
+      int ps,
+      String what,
+      String callName,
+      String action,
+      Function<ParameterServerGrpc.ParameterServerFutureStub, Future<T>> call,
+      Parameters latest) {
     return calls
         .retry()
         .until(
-            "pulling parameters from pserver " + ps,
+            what + " " + callName.substring(callName.indexOf(' ') + 1) + " pserver " + ps,
             attempt -> {
               ParameterServerGrpc.ParameterServerFutureStub s = stub(ps);
               if (s == null) {
@@ -168,9 +211,9 @@ public final class ParameterClient {
                 return Optional.empty();
               }
               try {
-                return Optional.of(await(s.pullParameters(p.request()), "pulling parameters"));
+                return Optional.of(await(call.apply(s), what));
               } catch (ExecutionException e) {
-                failures.handle(ps, e.getCause(), latest, "pull from", "retrying");
+                failures.handle(ps, e.getCause(), latest, callName, action);
                 return Optional.empty();
               }
             });

@@ -19,6 +19,7 @@ import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
+import java.util.UUID;
 
 /**
  * Cuts pushes, pulls and initialisation into requests, one pserver each, as the layout places the
@@ -37,6 +38,8 @@ public final class RequestPlanner {
   private final String trainerId;
   private final DataType gradientType;
   private final boolean sync;
+  // Identifies this run of the trainer in its pushes (see ParameterServer.PushGradients).
+  private final String session = UUID.randomUUID().toString();
 
   public RequestPlanner(ModelLayout layout, String trainerId, DataType gradientType, boolean sync) {
     this.layout = layout;
@@ -77,7 +80,11 @@ public final class RequestPlanner {
     return out;
   }
 
-  /** The pushes of gradient {@code grads} at {@code step}, dense blocks and sparse rows. */
+  /**
+   * The pushes of gradient {@code grads} at {@code step}, dense blocks and sparse rows. Each push
+   * carries this planner's session and its part number among the step's requests to its pserver, so
+   * that, with the trainer id and the step, it identifies the push.
+   */
   public List<Planned<PushGradientsRequest>> pushes(Parameters grads, long step) {
     Map<Integer, PushGradientsRequest.Builder> sparse = sparsePushes(grads, step);
     List<Planned<PushGradientsRequest>> out = new ArrayList<>();
@@ -93,18 +100,22 @@ public final class RequestPlanner {
         out.add(new Planned<>(ps, one.build()));
         continue;
       }
+      int part = 0;
       for (List<BlockSpec> group : groups) {
-        out.add(new Planned<>(ps, addBlocks(newPush(step), group, grads).build()));
+        out.add(new Planned<>(ps, addBlocks(newPush(step), group, grads).setPart(part++).build()));
       }
       if (rows != null) {
-        out.add(new Planned<>(ps, rows.build()));
+        out.add(new Planned<>(ps, rows.setPart(part).build()));
       }
     }
     return out;
   }
 
   private PushGradientsRequest.Builder newPush(long step) {
-    return PushGradientsRequest.newBuilder().setTrainerId(trainerId).setStep(step);
+    return PushGradientsRequest.newBuilder()
+        .setTrainerId(trainerId)
+        .setSession(session)
+        .setStep(step);
   }
 
   private PushGradientsRequest.Builder addBlocks(

@@ -22,7 +22,6 @@ final class GradientSender implements AutoCloseable {
   private Parameters spare;
   private ExecutorService comm;
   private Future<?> inFlight;
-  private long step;
 
   /**
    * @param pipeline push and pull in the background
@@ -44,7 +43,7 @@ final class GradientSender implements AutoCloseable {
    */
   Parameters send(Parameters grads) {
     if (incoming == null) {
-      client.push(grads, ++step, values);
+      client.push(grads, values);
       client.pull(values);
       grads.clear();
       return grads;
@@ -52,7 +51,6 @@ final class GradientSender implements AutoCloseable {
     awaitInFlight();
     Parameters next = spare;
     spare = grads;
-    long s = ++step;
     if (comm == null) {
       comm =
           Executors.newSingleThreadExecutor(
@@ -65,7 +63,7 @@ final class GradientSender implements AutoCloseable {
     inFlight =
         comm.submit(
             () -> {
-              client.push(grads, s, values);
+              client.push(grads, values);
               client.pull(incoming);
             });
     next.clear();

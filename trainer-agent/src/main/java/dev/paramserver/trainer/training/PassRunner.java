@@ -140,7 +140,7 @@ public class PassRunner {
     if (props.communication().sync()) {
       // an idle trainer still takes part in each synchronous step, with an empty push
       idleGrads.clear();
-      ctx.client().push(idleGrads, 0, ctx.values());
+      ctx.client().push(idleGrads, ctx.values());
       ctx.client().pull(ctx.values());
       stop.pause(Math.min(50, Math.max(5, retryAfterMs)), "waiting for a task");
     } else {

@@ -14,7 +14,8 @@ import org.springframework.stereotype.Component;
  * paramserver_trainer_loss}, {@code paramserver_trainer_samples_per_second}, {@code
  * paramserver_trainer_pass}, {@code paramserver_trainer_eval_loss}, {@code
  * paramserver_trainer_eval_accuracy}, {@code paramserver_trainer_bytes_pushed_total}, {@code
- * paramserver_trainer_bytes_pulled_total}, {@code paramserver_trainer_dropped_pushes_total}.
+ * paramserver_trainer_bytes_pulled_total}, {@code paramserver_trainer_dropped_pushes_total}, {@code
+ * paramserver_trainer_duplicate_pushes_total}.
  */
 @Component
 public final class TrainerMetrics {
@@ -60,9 +61,14 @@ public final class TrainerMetrics {
         t -> t.bytesPulled());
     counter(
         "paramserver.trainer.dropped.pushes",
-        "Gradient pushes lost to a failed pserver call",
+        "Gradient pushes never acknowledged (the trainer stopped while retrying them)",
         traffic,
         t -> t.droppedPushes());
+    counter(
+        "paramserver.trainer.duplicate.pushes",
+        "Retried pushes a pserver had applied already and acknowledged without applying again",
+        traffic,
+        t -> t.duplicatePushes());
   }
 
   private void tasks(

@@ -21,8 +21,8 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 /**
  * The trainer's failure policy towards pservers, over in-process gRPC against fake pservers (real
  * etcd for their registrations): re-initialisation of a pserver restarted empty, retries with
- * backoff of a pserver gone for a while, pushes dropped and never repeated, a withdrawn synchronous
- * step, a stop during retries.
+ * backoff of a pserver gone for a while, pushes retried with their identity until acknowledged, a
+ * withdrawn synchronous step pushed again, a stop during retries.
  */
 @Timeout(30)
 class PserverFailurePolicyTest {
@@ -109,47 +109,63 @@ class PserverFailurePolicyTest {
   }
 
   @Test
-  void pushToAnUnavailablePserver_isDroppedAndCounted_neverRepeated() {
+  void pushToAnUnavailablePserver_isRetriedWithTheSameIdentity_untilAcknowledged() {
     int planned = cluster.planner.pushes(filled(1f), 1).size();
     cluster.get(0).unavailableFor(1);
     int before = cluster.get(0).pushes();
 
-    int applied = cluster.client.push(filled(1f), 1, values);
+    int applied = cluster.client.push(filled(1f), values);
 
-    assertThat(applied).isEqualTo(planned - 1);
-    assertThat(cluster.get(0).pushes() - before).isEqualTo(1);
-    assertThat(cluster.traffic.droppedPushes()).isEqualTo(1);
+    assertThat(applied).isEqualTo(planned);
+    assertThat(cluster.get(0).pushes() - before).isEqualTo(2);
+    assertThat(cluster.get(0).lastPushes(2))
+        .extracting(r -> r.getSession() + "/" + r.getStep() + "/" + r.getPart())
+        .containsOnly(cluster.get(0).lastPushes(1).get(0).getSession() + "/1/0");
+    assertThat(cluster.traffic.droppedPushes()).isZero();
     assertThat(cluster.traffic.bytesPushed()).isPositive();
   }
 
   @Test
-  void pushToARestartedPserver_reinitialisesIt_andDropsTheGradient() {
+  void pushToARestartedPserver_reinitialisesIt_andThenAppliesTheGradient() {
     cluster.get(1).wipe();
     Parameters latest = filled(2f);
 
-    cluster.client.push(filled(1f), 1, latest);
+    cluster.client.push(filled(1f), latest);
 
     BlockSpec b = firstBlockOf(1);
     assertThat(cluster.get(1).initialised()).isTrue();
-    assertThat(cluster.get(1).value(b.name(), b.block(), 0)).isEqualTo(2f);
-    assertThat(cluster.traffic.droppedPushes()).isEqualTo(1);
+    assertThat(cluster.get(1).value(b.name(), b.block(), 0))
+        .isEqualTo(2f - PserverCluster.LEARNING_RATE);
+    assertThat(cluster.traffic.droppedPushes()).isZero();
   }
 
   @Test
-  void withdrawnSyncStep_isNotAFailure_andTheNextStepGoesThrough() throws Exception {
+  void withdrawnSyncStep_isPushedAgain_untilApplied() throws Exception {
     stop();
     start(true);
     int planned = cluster.planner.pushes(filled(1f), 1).size();
     assertThat(planned).isEqualTo(2); // one push per pserver per step in synchronous mode
     cluster.get(0).withdrawPushes(1);
 
-    assertThat(cluster.client.push(filled(1f), 1, values)).isEqualTo(1);
-    assertThat(cluster.client.push(filled(1f), 2, values)).isEqualTo(2);
+    assertThat(cluster.client.push(filled(1f), values)).isEqualTo(2);
+    assertThat(cluster.client.push(filled(1f), values)).isEqualTo(2);
 
     BlockSpec a = firstBlockOf(0);
     float initial = values.dense(a.name())[(int) a.offset()];
     assertThat(cluster.get(0).value(a.name(), a.block(), 0))
-        .isEqualTo(initial - PserverCluster.LEARNING_RATE);
+        .isEqualTo(initial - 2 * PserverCluster.LEARNING_RATE);
+    assertThat(cluster.traffic.droppedPushes()).isZero();
+  }
+
+  @Test
+  void stopRequested_whilePushRetries_givesUpWithStopped_andCountsTheDroppedPush() {
+    cluster.get(0).unavailableFor(1_000_000);
+    cluster.stop.request();
+
+    assertThatThrownBy(() -> cluster.client.push(filled(1f), values))
+        .isInstanceOf(StoppedException.class)
+        .hasMessageContaining("pushing gradients to pserver 0");
+    assertThat(cluster.traffic.droppedPushes()).isPositive();
   }
 
   @Test

@@ -76,6 +76,36 @@ class RequestPlannerTest {
   }
 
   @Test
+  void pushes_carryOneSession_andDistinctPartsPerPserver() {
+    // 4.8 MB of weights on one pserver: several requests to it
+    RequestPlanner p =
+        new RequestPlanner(new ModelLayout(big, 100_000, SGD, 1), "t1", DataType.FLOAT32, false);
+    List<Planned<PushGradientsRequest>> pushes = p.pushes(Parameters.zerosLike(big), 3);
+    assertThat(pushes).hasSizeGreaterThan(1);
+    assertThat(pushes)
+        .extracting(x -> x.request().getSession())
+        .containsOnly(pushes.get(0).request().getSession());
+    assertThat(pushes.get(0).request().getSession()).isNotEmpty();
+    for (int ps = 0; ps < p.layout().pservers(); ps++) {
+      int owner = ps;
+      List<Integer> parts =
+          pushes.stream()
+              .filter(x -> x.pserver() == owner)
+              .map(x -> x.request().getPart())
+              .toList();
+      assertThat(parts).doesNotHaveDuplicates();
+    }
+    assertThat(
+            planner(big, DataType.FLOAT32, false)
+                .pushes(Parameters.zerosLike(big), 3)
+                .get(0)
+                .request()
+                .getSession())
+        .as("another run of the trainer")
+        .isNotEqualTo(pushes.get(0).request().getSession());
+  }
+
+  @Test
   void syncPushes_areOnePerPserver_evenWhenEmpty() {
     RequestPlanner p = planner(sparse, DataType.FLOAT32, true);
     List<Planned<PushGradientsRequest>> pushes = p.pushes(Parameters.zerosLike(sparse), 0);

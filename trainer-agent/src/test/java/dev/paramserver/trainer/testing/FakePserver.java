@@ -21,9 +21,11 @@ import io.grpc.Status;
 import io.grpc.inprocess.InProcessServerBuilder;
 import io.grpc.stub.StreamObserver;
 import java.io.IOException;
+import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -44,6 +46,7 @@ public final class FakePserver extends ParameterServerGrpc.ParameterServerImplBa
   private final AtomicInteger unavailableCalls = new AtomicInteger();
   private final AtomicInteger withdrawnPushes = new AtomicInteger();
   private final AtomicInteger pushes = new AtomicInteger();
+  private final List<PushGradientsRequest> received = new CopyOnWriteArrayList<>();
   private final AtomicInteger pulls = new AtomicInteger();
   private final AtomicInteger inits = new AtomicInteger();
   private volatile CountDownLatch pushArrived;
@@ -98,6 +101,12 @@ public final class FakePserver extends ParameterServerGrpc.ParameterServerImplBa
 
   public int pushes() {
     return pushes.get();
+  }
+
+  /** The last {@code n} push requests received (answered or not), oldest first. */
+  public List<PushGradientsRequest> lastPushes(int n) {
+    List<PushGradientsRequest> all = List.copyOf(received);
+    return all.subList(Math.max(0, all.size() - n), all.size());
   }
 
   public int pulls() {
@@ -169,6 +178,7 @@ public final class FakePserver extends ParameterServerGrpc.ParameterServerImplBa
   @Override
   public void pushGradients(PushGradientsRequest req, StreamObserver<PushGradientsResponse> out) {
     pushes.incrementAndGet();
+    received.add(req);
     CountDownLatch arrived = pushArrived;
     if (arrived != null) {
       pushArrived = null;

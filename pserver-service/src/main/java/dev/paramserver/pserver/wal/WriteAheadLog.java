@@ -1,0 +1,323 @@
+package dev.paramserver.pserver.wal;
+
+import dev.paramserver.proto.v1.WalRecord;
+import dev.paramserver.pserver.shard.PushLog;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Predicate;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
+import java.util.zip.CRC32;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The write-ahead log of one shard: files {@code ps-<index>-wal-<segment>.log} in a directory, each
+ * a sequence of records framed as {@code uint32 length, uint32 crc32, WalRecord bytes}
+ * (little-endian). Records are appended to the newest segment; a checkpoint {@link #cut}s the log
+ * (a new segment starts) and, once the checkpoint is safely in etcd, the segments no checkpoint
+ * needs any more are deleted ({@link #deleteBefore}). A restarted pserver replays every segment
+ * from its checkpoint's onwards ({@link #open}) and then appends to a new segment, never to an old
+ * one, so a torn tail (a record cut short by a crash) stays where it was and is skipped.
+ *
+ * <p>Durability ({@link SyncMode}): NONE writes each record to the operating system before the push
+ * is answered (survives a crash of the process, not of the machine); BATCH adds an fsync every
+ * {@code batchInterval} in the background (a machine crash loses at most that much of the
+ * acknowledged pushes); ALWAYS fsyncs before each answer, concurrent appends sharing one fsync
+ * (survives a machine crash with its disk).
+ */
+public final class WriteAheadLog implements PushLog, AutoCloseable {
+  private static final Logger log = LoggerFactory.getLogger(WriteAheadLog.class);
+  private static final int FRAME = 8;
+
+  /** Larger records are taken for a torn or corrupt frame. */
+  static final int MAX_RECORD = 1 << 30;
+
+  /** When the log is forced to disk. */
+  public enum SyncMode {
+    NONE,
+    BATCH,
+    ALWAYS
+  }
+
+  private final Path dir;
+  private final SyncMode sync;
+  private final Duration batchInterval;
+  private ScheduledExecutorService syncer;
+  // Guarded by this.
+  private int index = -1;
+  private long segment;
+  private FileChannel channel;
+  private long written;
+  // Guarded by forceLock: bytes of the current channel known to be on disk.
+  private final Object forceLock = new Object();
+  private long forced;
+  private FileChannel forcedChannel;
+
+  public WriteAheadLog(Path dir, SyncMode sync, Duration batchInterval) {
+    this.dir = dir.toAbsolutePath().normalize();
+    this.sync = sync;
+    this.batchInterval = batchInterval;
+  }
+
+  /** What a replay read. */
+  public record Replayed(int segments, long records, long applied, long tornBytes) {}
+
+  /**
+   * Replays the segments of shard {@code index} from {@code fromSegment} on (0: none, the shard has
+   * no checkpoint: its old segments are deleted), then starts a new segment to append to.
+   *
+   * @param apply applies one record; returns false when it was skipped
+   */
+  public synchronized Replayed open(int index, long fromSegment, Predicate<WalRecord> apply) {
+    closeChannel();
+    this.index = index;
+    List<Long> existing = segments(index);
+    int replayedSegments = 0;
+    long records = 0;
+    long applied = 0;
+    long torn = 0;
+    if (fromSegment > 0) {
+      for (long seg : existing) {
+        if (seg < fromSegment) {
+          continue;
+        }
+        SegmentReader.Result r = SegmentReader.read(file(index, seg), apply);
+        replayedSegments++;
+        records += r.records();
+        applied += r.applied();
+        torn += r.tornBytes();
+      }
+    } else {
+      for (long seg : existing) {
+        delete(file(index, seg));
+      }
+    }
+    long next = Math.max(fromSegment, existing.isEmpty() ? 0 : existing.get(existing.size() - 1));
+    startSegment(next + 1);
+    startSyncer();
+    return new Replayed(replayedSegments, records, applied, torn);
+  }
+
+  @Override
+  public boolean enabled() {
+    return true;
+  }
+
+  @Override
+  public boolean blocks() {
+    return sync == SyncMode.ALWAYS;
+  }
+
+  @Override
+  public void append(WalRecord record) {
+    byte[] body = record.toByteArray();
+    CRC32 crc = new CRC32();
+    crc.update(body);
+    ByteBuffer buf = ByteBuffer.allocate(FRAME + body.length).order(ByteOrder.LITTLE_ENDIAN);
+    buf.putInt(body.length).putInt((int) crc.getValue()).put(body).flip();
+    FileChannel ch;
+    long end;
+    synchronized (this) {
+      if (channel == null) {
+        throw new UncheckedIOException(
+            new IOException("the write-ahead log is not open (no index claimed yet)"));
+      }
+      try {
+        while (buf.hasRemaining()) {
+          channel.write(buf);
+        }
+      } catch (IOException e) {
+        throw new UncheckedIOException(e);
+      }
+      written += buf.limit();
+      ch = channel;
+      end = written;
+    }
+    if (sync == SyncMode.ALWAYS) {
+      force(ch, end);
+    }
+  }
+
+  /** Forces {@code ch} to disk unless an fsync since {@code end} was written covered it. */
+  private void force(FileChannel ch, long end) {
+    synchronized (forceLock) {
+      if (forced >= end && ch == forcedChannel) {
+        return;
+      }
+      long upTo;
+      synchronized (this) {
+        upTo = ch == channel ? written : end;
+      }
+      try {
+        ch.force(false);
+      } catch (IOException e) {
+        throw new UncheckedIOException(e);
+      }
+      forcedChannel = ch;
+      forced = upTo;
+    }
+  }
+
+  @Override
+  public synchronized long cut() {
+    if (channel == null) {
+      return 0;
+    }
+    long next = segment + 1;
+    closeChannel();
+    startSegment(next);
+    return next;
+  }
+
+  /** Deletes the segments of the current index below {@code firstNeeded}. */
+  public void deleteBefore(long firstNeeded) {
+    int idx;
+    synchronized (this) {
+      idx = index;
+    }
+    if (idx < 0) {
+      return;
+    }
+    for (long seg : segments(idx)) {
+      if (seg < firstNeeded) {
+        delete(file(idx, seg));
+      }
+    }
+  }
+
+  /** The segment being appended to (0 before {@link #open}). */
+  public synchronized long segment() {
+    return channel == null ? 0 : segment;
+  }
+
+  public SyncMode syncMode() {
+    return sync;
+  }
+
+  private void startSegment(long seg) {
+    try {
+      Files.createDirectories(dir);
+      channel =
+          FileChannel.open(
+              file(index, seg),
+              StandardOpenOption.CREATE,
+              StandardOpenOption.WRITE,
+              StandardOpenOption.TRUNCATE_EXISTING);
+    } catch (IOException e) {
+      throw new UncheckedIOException(
+          "cannot create write-ahead log segment " + file(index, seg) + ": " + e.getMessage(), e);
+    }
+    segment = seg;
+    written = 0;
+  }
+
+  private void closeChannel() {
+    FileChannel ch = channel;
+    channel = null;
+    if (ch == null) {
+      return;
+    }
+    try {
+      if (sync != SyncMode.NONE) {
+        ch.force(false);
+      }
+      ch.close();
+    } catch (IOException e) {
+      log.warn("closing write-ahead log segment {} failed: {}", segment, e.toString());
+    }
+  }
+
+  private synchronized void startSyncer() {
+    if (sync != SyncMode.BATCH || syncer != null) {
+      return;
+    }
+    syncer =
+        Executors.newSingleThreadScheduledExecutor(
+            r -> {
+              Thread t = new Thread(r, "pserver-wal-sync");
+              t.setDaemon(true);
+              return t;
+            });
+    long ms = Math.max(1, batchInterval.toMillis());
+    syncer.scheduleWithFixedDelay(this::syncBatch, ms, ms, TimeUnit.MILLISECONDS);
+  }
+
+  private void syncBatch() {
+    FileChannel ch;
+    long end;
+    synchronized (this) {
+      ch = channel;
+      end = written;
+    }
+    if (ch == null) {
+      return;
+    }
+    try {
+      force(ch, end);
+    } catch (UncheckedIOException e) {
+      // The channel may have been closed by a cut meanwhile (which forced it): harmless.
+      log.debug("background fsync of the write-ahead log failed: {}", e.toString());
+    }
+  }
+
+  @Override
+  public void close() {
+    ScheduledExecutorService s;
+    synchronized (this) {
+      s = syncer;
+      syncer = null;
+      closeChannel();
+    }
+    if (s != null) {
+      s.shutdownNow();
+    }
+  }
+
+  private Path file(int idx, long seg) {
+    return dir.resolve(String.format("ps-%d-wal-%020d.log", idx, seg));
+  }
+
+  /** Segment numbers of shard {@code idx} on disk, ascending. */
+  List<Long> segments(int idx) {
+    Pattern p = Pattern.compile("ps-" + idx + "-wal-(\\d{20})\\.log");
+    List<Long> out = new ArrayList<>();
+    if (!Files.isDirectory(dir)) {
+      return out;
+    }
+    try (Stream<Path> files = Files.list(dir)) {
+      files.forEach(
+          f -> {
+            Matcher m = p.matcher(f.getFileName().toString());
+            if (m.matches()) {
+              out.add(Long.parseLong(m.group(1)));
+            }
+          });
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot list write-ahead log segments in " + dir, e);
+    }
+    out.sort(null);
+    return out;
+  }
+
+  private static void delete(Path f) {
+    try {
+      Files.deleteIfExists(f);
+    } catch (IOException e) {
+      log.warn("cannot delete write-ahead log segment {}: {}", f, e.toString());
+    }
+  }
+}

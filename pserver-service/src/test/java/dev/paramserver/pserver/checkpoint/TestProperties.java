@@ -1,0 +1,35 @@
+package dev.paramserver.pserver.checkpoint;
+
+import dev.paramserver.pserver.PserverProperties;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Map;
+import org.springframework.util.unit.DataSize;
+
+/** Pserver settings for the checkpoint tests: the defaults, with what a test varies. */
+final class TestProperties {
+  private TestProperties() {}
+
+  static PserverProperties of(Path dir, Duration interval, PserverProperties.Wal wal) {
+    return new PserverProperties(
+        1,
+        dir,
+        interval,
+        true,
+        Duration.ofSeconds(10),
+        Duration.ofSeconds(10),
+        4,
+        -1,
+        new PserverProperties.Sparse(
+            0,
+            DataSize.ofBytes(0),
+            Map.of(),
+            PserverProperties.Sparse.Eviction.LFU,
+            Duration.ofMinutes(10),
+            Duration.ofHours(24),
+            8,
+            1,
+            1 << 20),
+        wal);
+  }
+}
