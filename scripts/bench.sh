@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The performance suite: JMH kernels (optimizer apply, tensor codec), the wire (a real etcd and
-# pserver process vs a bare tuned gRPC echo and a raw socket), training (softmax, a 5M-parameter
+# pserver process vs a bare tuned gRPC echo and a raw socket), the write-ahead log's cost (push
+# throughput with the log off and with each wal.sync setting), training (softmax, a 5M-parameter
 # MLP and a click-through model on 1+1, 2+2 and 4+4 processes vs one JVM, steady state and whole
 # job) and pserver memory, each against baselines of the same run. Prints a Markdown table
 # and one "ratio <name>=<value>" line per ratio; writes bench/results.md and bench/results.json.
 #
-# Usage: scripts/bench.sh [--only kernels,wire,train,memory,sparse] [--quick] [--run-dir DIR]
+# Usage: scripts/bench.sh [--only kernels,wire,wal,train,memory,sparse] [--quick] [--run-dir DIR]
 # Environment: BENCH_SKIP_BUILD=1 reuses what is built; ETCD_BIN points at etcd if not on the PATH.
 # Needs Java 17 (JDK: jcmd, attach) and etcd 3.4+. Takes 6-10 minutes on 2 cores, plus about 5 for sparse (which
 # starts one JVM with a 4 GiB heap).

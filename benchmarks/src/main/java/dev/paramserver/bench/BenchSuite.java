@@ -6,6 +6,7 @@ import dev.paramserver.bench.memory.MemorySuite;
 import dev.paramserver.bench.report.Report;
 import dev.paramserver.bench.sparse.SparseSuite;
 import dev.paramserver.bench.train.TrainSuite;
+import dev.paramserver.bench.wire.WalSuite;
 import dev.paramserver.bench.wire.WireSuite;
 import java.lang.management.ManagementFactory;
 import java.nio.file.Files;
@@ -25,7 +26,7 @@ import java.util.Set;
  *
  * <p>Options: {@code --repo DIR} (where the services' exec jars were built, default "."), {@code
  * --out DIR} (default bench), {@code --run-dir DIR} (logs, recordings; default a temp folder),
- * {@code --only kernels,wire,train,memory,sparse}, {@code --quick} (shorter measurements).
+ * {@code --only kernels,wire,wal,train,memory,sparse}, {@code --quick} (shorter measurements).
  */
 public final class BenchSuite {
   private BenchSuite() {}
@@ -34,7 +35,8 @@ public final class BenchSuite {
     Path repo = Path.of(".");
     Path out = Path.of("bench");
     Path runDir = null;
-    Set<String> only = new LinkedHashSet<>(List.of("kernels", "wire", "train", "memory", "sparse"));
+    Set<String> only =
+        new LinkedHashSet<>(List.of("kernels", "wire", "wal", "train", "memory", "sparse"));
     boolean quick = false;
     for (int i = 0; i < args.length; i++) {
       switch (args[i]) {
@@ -46,7 +48,7 @@ public final class BenchSuite {
         default -> {
           System.err.println(
               "usage: BenchSuite [--repo DIR] [--out DIR] [--run-dir DIR]"
-                  + " [--only kernels,wire,train,memory,sparse] [--quick]");
+                  + " [--only kernels,wire,wal,train,memory,sparse] [--quick]");
           System.exit(2);
         }
       }
@@ -81,6 +83,7 @@ public final class BenchSuite {
 
     ServiceJars jars = null;
     if (only.contains("wire")
+        || only.contains("wal")
         || only.contains("train")
         || only.contains("memory")
         || only.contains("sparse")) {
@@ -92,6 +95,10 @@ public final class BenchSuite {
     if (only.contains("wire")) {
       ServiceJars j = jars;
       section("wire", () -> new WireSuite(runDir, j, quick).run(report));
+    }
+    if (only.contains("wal")) {
+      ServiceJars j = jars;
+      section("wal", () -> new WalSuite(runDir, j, quick).run(report));
     }
     if (only.contains("train")) {
       ServiceJars j = jars;

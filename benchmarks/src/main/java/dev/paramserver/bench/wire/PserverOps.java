@@ -14,6 +14,7 @@ import io.grpc.ManagedChannel;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.UUID;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -42,6 +43,7 @@ public final class PserverOps implements Op {
   private final List<int[]> groups; // each: first block, block count
   private final int blocks;
   private long step;
+  private final String session = UUID.randomUUID().toString();
 
   public PserverOps(Kind kind, String address, String name, int elements, int blockSize) {
     this.kind = kind;
@@ -80,9 +82,16 @@ public final class PserverOps implements Op {
 
   private void push() throws Exception {
     List<ListenableFuture<?>> futures = new ArrayList<>(groups.size());
+    // one step per push, one part per request, in this client's own session: as a trainer does
+    step++;
+    int part = 0;
     for (int[] g : groups) {
       PushGradientsRequest.Builder req =
-          PushGradientsRequest.newBuilder().setTrainerId("bench").setStep(++step);
+          PushGradientsRequest.newBuilder()
+              .setTrainerId("bench")
+              .setSession(session)
+              .setStep(step)
+              .setPart(part++);
       for (int b = g[0]; b < g[0] + g[1]; b++) {
         req.addGradients(
             TensorBlock.newBuilder()

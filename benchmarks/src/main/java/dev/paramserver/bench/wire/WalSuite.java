@@ -1,0 +1,138 @@
+package dev.paramserver.bench.wire;
+
+import dev.paramserver.bench.cluster.PserverSetup;
+import dev.paramserver.bench.cluster.ServiceJars;
+import dev.paramserver.bench.kernels.KernelSuite;
+import dev.paramserver.bench.report.Report;
+import dev.paramserver.localcluster.ClusterSpec;
+import dev.paramserver.localcluster.LocalCluster;
+import dev.paramserver.localcluster.Role;
+import dev.paramserver.proto.v1.OptimizerConfig;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The cost of the write-ahead log: push throughput of a real pserver process with the log off and
+ * with each sync setting ({@code paramserver.pserver.wal.sync} none, batch, always), 4 KiB pushes
+ * (per-push cost) and 1 MiB pushes (bytes), from 4 client threads, each setting on a fresh pserver
+ * in the same run. The rounds are interleaved (off, none, batch, always, then again) and the better
+ * of two kept, so that a change of machine load hits every setting alike.
+ */
+public final class WalSuite {
+  static final String[] SETTINGS = {"off", "none", "batch", "always"};
+  static final int[] SIZES = {4 << 10, 1 << 20};
+  static final int THREADS = 4;
+  static final int ROUNDS = 2;
+
+  private final Path runDir;
+  private final ServiceJars jars;
+  private final boolean quick;
+
+  public WalSuite(Path runDir, ServiceJars jars, boolean quick) {
+    this.runDir = runDir;
+    this.jars = jars;
+    this.quick = quick;
+  }
+
+  private ClusterSpec spec(String setting, int round) {
+    ClusterSpec.Builder b =
+        jars.spec(runDir.resolve("wal").resolve(setting + "-" + round))
+            .job("bench-wal-" + setting + "-" + round)
+            .count(Role.MASTER, 0)
+            .pservers(1)
+            .trainers(0)
+            .jvmOptions(Role.PSERVER, ServiceJars.jvmOptions(Role.PSERVER))
+            .property(Role.PSERVER, "paramserver.pserver.checkpoint-interval", "0s")
+            .startTimeout(Duration.ofSeconds(180));
+    if (setting.equals("off")) {
+      b.property(Role.PSERVER, "paramserver.pserver.wal.enabled", "false");
+    } else {
+      b.property(Role.PSERVER, "paramserver.pserver.wal.sync", setting);
+    }
+    return b.build();
+  }
+
+  public void run(Report report) throws Exception {
+    // pushes per second, best round, by setting and size
+    Map<String, double[]> best = new LinkedHashMap<>();
+    for (String s : SETTINGS) {
+      best.put(s, new double[SIZES.length]);
+    }
+    long warm = quick ? 300 : 500;
+    long measure = quick ? 1000 : 2500;
+    for (int round = 0; round < ROUNDS; round++) {
+      for (String setting : SETTINGS) {
+        try (LocalCluster cluster = new LocalCluster(spec(setting, round))) {
+          cluster.start();
+          String address = "127.0.0.1:" + cluster.process(Role.PSERVER, 0).grpcPort();
+          PserverSetup.awaitServing(address, Duration.ofSeconds(60));
+          OptimizerConfig sgd =
+              OptimizerConfig.newBuilder()
+                  .setKind(OptimizerConfig.Kind.SGD)
+                  .setLearningRate(1e-6f)
+                  .build();
+          List<PserverSetup.Param> params = new ArrayList<>();
+          for (int size : SIZES) {
+            params.add(new PserverSetup.Param(name(size), size / 4, sgd));
+          }
+          PserverSetup.initialise(address, params);
+          for (int i = 0; i < SIZES.length; i++) {
+            int size = SIZES[i];
+            Op.Factory f =
+                () ->
+                    new PserverOps(
+                        PserverOps.Kind.PUSH, address, name(size), size / 4, PserverSetup.BLOCK);
+            LoadRunner.Result r = LoadRunner.run(f, THREADS, size, warm, measure);
+            double perSec = r.ops() / r.seconds();
+            best.get(setting)[i] = Math.max(best.get(setting)[i], perSec);
+            System.out.printf(
+                "wal %-6s push %6s x%d: %9.0f pushes/s  p50 %8.1f us  p99 %8.1f us (round %d)%n",
+                setting, KernelSuite.size(size), THREADS, perSec, r.p50Us(), r.p99Us(), round + 1);
+          }
+        }
+      }
+    }
+    Report.Table t =
+        report.table(
+            "Write-ahead log (1 pserver process, loopback)",
+            "Push throughput, pushes/s from "
+                + THREADS
+                + " threads (best of "
+                + ROUNDS
+                + " interleaved rounds), and the ratio to no log",
+            "wal.sync",
+            "4 KiB pushes/s",
+            "4 KiB vs no log",
+            "1 MiB pushes/s",
+            "1 MiB vs no log");
+    double[] off = best.get("off");
+    for (String setting : SETTINGS) {
+      double[] v = best.get(setting);
+      t.row(
+          setting.equals("off") ? "(log off)" : setting, v[0], v[0] / off[0], v[1], v[1] / off[1]);
+      if (!setting.equals("off")) {
+        for (int i = 0; i < SIZES.length; i++) {
+          report.ratio(
+              "push_" + KernelSuite.size(SIZES[i]) + "_wal_" + setting + "_vs_no_wal",
+              v[i] / off[i],
+              null,
+              "pushes/s with paramserver.pserver.wal.sync="
+                  + setting
+                  + " against the log off, "
+                  + THREADS
+                  + " threads, best of "
+                  + ROUNDS
+                  + " interleaved rounds");
+        }
+      }
+    }
+  }
+
+  private static String name(int size) {
+    return "w" + KernelSuite.size(size);
+  }
+}
