@@ -1,13 +1,28 @@
 #!/usr/bin/env bash
 # Installs what the tests and the local run need beyond Java 17: an etcd server (Debian's
-# etcd-server package). Does nothing when etcd is already on the PATH or at /usr/bin/etcd.
+# etcd-server package) and, for the console's browser tests, a headless Chromium with its driver
+# (Debian's chromium and chromium-driver packages). Installs only what is missing.
+# INSTALL_BROWSER=0 skips the browser (the local run does not need it).
 set -euo pipefail
 
-if command -v etcd >/dev/null 2>&1 || [ -x /usr/bin/etcd ] || [ -n "${ETCD_BIN:-}" ]; then
+packages=()
+if ! { command -v etcd >/dev/null 2>&1 || [ -x /usr/bin/etcd ] || [ -n "${ETCD_BIN:-}" ]; }; then
+  packages+=(etcd-server)
+fi
+if [ "${INSTALL_BROWSER:-1}" != "0" ]; then
+  if ! { command -v chromium >/dev/null 2>&1 || [ -x /usr/bin/chromium ]; }; then
+    packages+=(chromium)
+  fi
+  if ! { command -v chromedriver >/dev/null 2>&1 || [ -x /usr/bin/chromedriver ]; }; then
+    packages+=(chromium-driver)
+  fi
+fi
+if [ ${#packages[@]} -eq 0 ]; then
   exit 0
 fi
 if ! command -v apt-get >/dev/null 2>&1; then
-  echo "etcd is required and apt-get is not available: install etcd 3.4+ and put it on the PATH (or set ETCD_BIN)" >&2
+  echo "missing: ${packages[*]} and apt-get is not available: install etcd 3.4+ (or set ETCD_BIN)" \
+    "and Chromium with chromedriver, and put them on the PATH" >&2
   exit 2
 fi
 SUDO=""
@@ -15,10 +30,10 @@ if [ "$(id -u)" -ne 0 ]; then
   if command -v sudo >/dev/null 2>&1; then
     SUDO="sudo"
   else
-    echo "etcd is required: run 'sudo apt-get install -y etcd-server' (as root), then try again" >&2
+    echo "missing: run 'sudo apt-get install -y ${packages[*]}' (as root), then try again" >&2
     exit 2
   fi
 fi
-echo "installing etcd (Debian package etcd-server)..."
+echo "installing ${packages[*]} (Debian packages)..."
 $SUDO apt-get update -q
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends etcd-server
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${packages[@]}"

@@ -142,6 +142,11 @@ public final class RunLocal {
     b.property(Role.TRAINER, "paramserver.trainer.sync", Boolean.toString(o.sync));
     b.property(
         Role.TRAINER, "paramserver.trainer.model-output", runDir.resolve("model.pb").toString());
+    // every pass's metrics beside the final model, in the run folder
+    b.property(
+        Role.MASTER,
+        "paramserver.master.tracking.metrics-file",
+        runDir.resolve("metrics.jsonl").toString());
     for (RunOptions.Extra e : o.extras) {
       b.property(e.role(), e.key(), e.value());
     }

@@ -2,12 +2,15 @@ package dev.paramserver.master;
 
 import dev.paramserver.coordination.Coordinator;
 import dev.paramserver.master.admin.MasterStatusSource;
+import dev.paramserver.master.console.JobConsole;
 import dev.paramserver.master.election.LeadershipHealthIndicator;
 import dev.paramserver.master.election.MasterElection;
 import dev.paramserver.master.metrics.MasterMetrics;
 import dev.paramserver.master.state.EtcdJobStore;
 import dev.paramserver.master.task.MasterJob;
 import dev.paramserver.master.task.TimeoutChecker;
+import dev.paramserver.rpc.ChannelFactory;
+import dev.paramserver.service.AdminAddress;
 import dev.paramserver.service.CommonProperties;
 import dev.paramserver.service.LifecyclePhases;
 import java.time.Clock;
@@ -16,7 +19,10 @@ import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.context.event.EventListener;
 
-/** The master's beans: job, state store, election, timeout checker, health and admin status. */
+/**
+ * The master's beans: job, state store, election, timeout checker, health, admin status and the job
+ * console.
+ */
 @Configuration(proxyBeanMethods = false)
 class MasterConfiguration {
   /** The election stops after the gRPC server drained its calls, before channels close. */
@@ -28,8 +34,31 @@ class MasterConfiguration {
   }
 
   @Bean
-  MasterJob masterJob(MasterProperties props, EtcdJobStore store) {
-    return new MasterJob(props, store, Clock.systemUTC());
+  MasterJob masterJob(MasterProperties props, EtcdJobStore store, AdminAddress adminAddress) {
+    MasterJob job = new MasterJob(props, store, Clock.systemUTC());
+    job.setAdminAddress(adminAddress::get);
+    return job;
+  }
+
+  /** The job as the console and {@code /admin/job} show it; samples only while leading. */
+  @Bean
+  JobConsole jobConsole(
+      MasterJob job,
+      MasterElection election,
+      Coordinator coordinator,
+      ChannelFactory channels,
+      CommonProperties common,
+      MasterProperties props) {
+    return JobConsole.create(
+        job,
+        election,
+        coordinator,
+        channels,
+        common.admin().token(),
+        props.console(),
+        props.tracking(),
+        common.advertiseHost(),
+        ROLE_PHASE);
   }
 
   @Bean

@@ -5,6 +5,7 @@ import jakarta.validation.constraints.DecimalMin;
 import jakarta.validation.constraints.Max;
 import jakarta.validation.constraints.Min;
 import jakarta.validation.constraints.NotNull;
+import java.nio.file.Path;
 import java.time.Duration;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 import org.springframework.boot.context.properties.bind.DefaultValue;
@@ -26,6 +27,8 @@ import org.springframework.validation.annotation.Validated;
  * @param advertisePort the port published in {@code master/addr} for trainers to dial, when they
  *     reach the master through a proxy or a port mapping; 0 (default) publishes the gRPC server's
  *     own port
+ * @param console the web console's and {@code /admin/job}'s sampling
+ * @param tracking where every pass's metrics are written
  */
 @Validated
 @ConfigurationProperties("paramserver.master")
@@ -37,7 +40,9 @@ public record MasterProperties(
     @DefaultValue("1s") @NotNull Duration timeoutCheckInterval,
     @DefaultValue("200ms") @NotNull Duration waitRetry,
     @DefaultValue @Valid @NotNull AdaptiveTimeout adaptiveTimeout,
-    @DefaultValue("0") @Min(0) @Max(65535) int advertisePort) {
+    @DefaultValue("0") @Min(0) @Max(65535) int advertisePort,
+    @DefaultValue @Valid @NotNull Console console,
+    @DefaultValue @NotNull Tracking tracking) {
 
   public MasterProperties {
     requirePositive("paramserver.master.task-timeout", taskTimeout);
@@ -55,7 +60,45 @@ public record MasterProperties(
         Duration.ofSeconds(1),
         Duration.ofMillis(200),
         AdaptiveTimeout.disabled(),
-        0);
+        0,
+        Console.defaults(),
+        new Tracking(null, null));
+  }
+
+  /**
+   * Run tracking: the leader appends a line per ended pass to {@code metricsFile} and, when {@code
+   * tensorboardDir} is set, writes the same values to a TensorBoard event file there.
+   *
+   * @param metricsFile a JSON-lines file (step, pass, losses, accuracy, AUC, records, samples/s,
+   *     times per pass); none by default ({@code run-local} sets {@code <run>/metrics.jsonl})
+   * @param tensorboardDir a directory for a TensorBoard event file; none (off) by default
+   */
+  public record Tracking(Path metricsFile, Path tensorboardDir) {}
+
+  /**
+   * How the leader samples the job for {@code /admin/job} and the console.
+   *
+   * @param sampleInterval time between samples of the job, the pservers' and the trainers' status
+   *     (default 1s)
+   * @param history samples kept for the curves over time (default 1800: 30 minutes at 1 s)
+   * @param events events kept (default 200)
+   * @param callTimeout timeout of each status call to a pserver or trainer (default 2s)
+   */
+  public record Console(
+      @DefaultValue("1s") @NotNull Duration sampleInterval,
+      @DefaultValue("1800") @Min(10) int history,
+      @DefaultValue("200") @Min(10) int events,
+      @DefaultValue("2s") @NotNull Duration callTimeout) {
+
+    public Console {
+      requirePositive("paramserver.master.console.sample-interval", sampleInterval);
+      requirePositive("paramserver.master.console.call-timeout", callTimeout);
+    }
+
+    /** The default sampling. */
+    public static Console defaults() {
+      return new Console(Duration.ofSeconds(1), 1800, 200, Duration.ofSeconds(2));
+    }
   }
 
   /**

@@ -55,16 +55,27 @@ public final class MasterContexts implements AutoCloseable {
   /** GET on the context's HTTP port: status code and body. */
   public HttpResponse<String> get(
       ConfigurableApplicationContext ctx, String path, boolean withToken) {
+    return send(ctx, path, withToken, "GET");
+  }
+
+  /** POST (no body) on the context's HTTP port, with the token: status code and body. */
+  public HttpResponse<String> post(ConfigurableApplicationContext ctx, String path) {
+    return send(ctx, path, true, "POST");
+  }
+
+  private HttpResponse<String> send(
+      ConfigurableApplicationContext ctx, String path, boolean withToken, String method) {
     HttpRequest.Builder req =
         HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + httpPort(ctx) + path))
-            .timeout(Duration.ofSeconds(5));
+            .timeout(Duration.ofSeconds(10))
+            .method(method, HttpRequest.BodyPublishers.noBody());
     if (withToken) {
       req.header("Authorization", "Bearer " + TOKEN);
     }
     try {
       return http.send(req.build(), HttpResponse.BodyHandlers.ofString());
     } catch (IOException e) {
-      throw new IllegalStateException("GET " + path + " failed: " + e, e);
+      throw new IllegalStateException(method + " " + path + " failed: " + e, e);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw new IllegalStateException("interrupted", e);

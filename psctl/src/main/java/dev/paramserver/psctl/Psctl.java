@@ -4,6 +4,10 @@ import dev.paramserver.psctl.cluster.RunLocalCommand;
 import dev.paramserver.psctl.convert.ConvertCommand;
 import dev.paramserver.psctl.demo.DemoDataCommand;
 import dev.paramserver.psctl.inspect.InspectCommand;
+import dev.paramserver.psctl.job.CheckpointCommand;
+import dev.paramserver.psctl.job.StatusCommand;
+import dev.paramserver.psctl.job.StopCommand;
+import dev.paramserver.psctl.job.WatchCommand;
 import dev.paramserver.psctl.model.EvaluateCommand;
 import dev.paramserver.psctl.model.PredictCommand;
 import java.io.PrintWriter;
@@ -28,7 +32,7 @@ import picocli.CommandLine.Spec;
     versionProvider = Psctl.Version.class,
     description =
         "paramserver command line tool: data conversion, inspection, demo data, local runs,"
-            + " evaluation and prediction.",
+            + " evaluation and prediction, and a running job's status, checkpoints and stop.",
     subcommands = {
       ConvertCommand.class,
       InspectCommand.class,
@@ -36,6 +40,10 @@ import picocli.CommandLine.Spec;
       RunLocalCommand.class,
       EvaluateCommand.class,
       PredictCommand.class,
+      StatusCommand.class,
+      WatchCommand.class,
+      CheckpointCommand.class,
+      StopCommand.class,
       CommandLine.HelpCommand.class,
     })
 public final class Psctl implements Callable<Integer> {

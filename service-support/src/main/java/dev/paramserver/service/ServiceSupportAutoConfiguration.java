@@ -152,6 +152,12 @@ public class ServiceSupportAutoConfiguration {
     }
 
     @Bean
+    @ConditionalOnMissingBean
+    AdminAddress adminAddress(CommonProperties properties, Environment environment) {
+      return new AdminAddress(properties.advertiseHost(), environment);
+    }
+
+    @Bean
     AdminController paramserverAdminController(
         ObjectProvider<AdminStatusSource> status, AdminShutdown shutdown) {
       return new AdminController(status, shutdown);

@@ -42,8 +42,10 @@ public final class MasterJob {
   private volatile boolean serving;
   private volatile String identity = "";
   private volatile Supplier<Optional<String>> leaderAddress = Optional::empty;
+  private volatile Supplier<String> adminAddress = () -> "";
   private volatile Runnable onFenceLost = () -> {};
   private volatile long lastSnapshotBytes;
+  private volatile JobEventListener events = (kind, message) -> {};
   private Dataset dataset;
   private TaskQueue queue;
 
@@ -57,6 +59,26 @@ public final class MasterJob {
   /** Where to find the leader's address for NOT_LEADER answers. */
   public void setLeaderAddress(Supplier<Optional<String>> leaderAddress) {
     this.leaderAddress = leaderAddress;
+  }
+
+  /** Where to find this master's HTTP address, reported in the status. */
+  public void setAdminAddress(Supplier<String> adminAddress) {
+    this.adminAddress = adminAddress;
+  }
+
+  /** Told of task failures, timeouts and stops (for the console's event list). */
+  public void setEventListener(JobEventListener events) {
+    this.events = events;
+  }
+
+  /** What {@link MasterJob} tells its {@link #setEventListener event listener}. */
+  @FunctionalInterface
+  public interface JobEventListener {
+    /**
+     * @param kind "task-failed", "task-timeout" or "job-stopped"
+     * @param message what happened, for a person
+     */
+    void onEvent(String kind, String message);
   }
 
   /** Called (once per loss) when a fenced save was refused: the election steps down. */
@@ -240,6 +262,10 @@ public final class MasterJob {
           handedBack ? "handed back" : "failed",
           trainer,
           reason);
+      if (!handedBack) {
+        events.onEvent(
+            "task-failed", "task " + taskId + " failed on trainer '" + trainer + "': " + reason);
+      }
     }
     return r.accepted();
   }
@@ -253,6 +279,18 @@ public final class MasterJob {
         });
   }
 
+  /**
+   * Stops the job: it ends as FAILED with {@code reason}, persisted like any change; trainers are
+   * told at their next call and exit. False when the job had already ended.
+   */
+  public boolean stop(String reason) {
+    boolean stopped = mutate(q -> q.stop(reason));
+    if (stopped) {
+      events.onEvent("job-stopped", "the job was stopped: " + reason);
+    }
+    return stopped;
+  }
+
   /** Takes back the pending tasks past their deadline; returns how many (0 when not serving). */
   public int expireOverdue() {
     synchronized (lock) {
@@ -262,6 +300,7 @@ public final class MasterJob {
       int n = mutate(TaskQueue::expireOverdue);
       if (n > 0) {
         log.info("{} task(s) timed out and went back to todo (or failed)", n);
+        events.onEvent("task-timeout", n + " task(s) timed out and went back to todo (or failed)");
       }
       return n;
     }
@@ -289,10 +328,12 @@ public final class MasterJob {
           .setTotalPasses(props.passes())
           .setTasks(TaskCounts.getDefaultInstance())
           .setMasterId(identity)
+          .setAdminAddress(adminAddress.get())
           .build();
     }
     return queue.status().toBuilder()
         .setMasterId(identity)
+        .setAdminAddress(adminAddress.get())
         .setDatasetRecords(dataset.records())
         .setDatasetTasks(dataset.tasks())
         .setDatasetChunks(dataset.chunks())

@@ -285,6 +285,28 @@ public final class TaskQueue {
     return expired;
   }
 
+  /**
+   * Ends a running job at once as FAILED with {@code reason} (an operator's stop): no task is
+   * handed out any more and trainers asking for one are told the job failed. Returns false, and
+   * changes nothing, when the job had already ended.
+   */
+  public boolean stop(String reason) {
+    if (state == JobState.FINISHED || state == JobState.FAILED) {
+      return false;
+    }
+    long now = clock.millis();
+    PassLedger ledger = current();
+    if (ledger.endedMs == 0) {
+      ledger.endedMs = now;
+      ledger.finalCounts = counts();
+    }
+    state = JobState.FAILED;
+    failureReason = reason;
+    version++;
+    log.warn("the job was stopped: {}", reason);
+    return true;
+  }
+
   /** Keeps a trainer's evaluation of {@code forPass} (the latest per trainer). */
   public void reportEvaluation(
       String trainer, int forPass, double loss, double accuracy, double auc) {

@@ -58,7 +58,9 @@ class MasterGrpcServiceTest {
             Duration.ofSeconds(1),
             Duration.ofMillis(250),
             MasterProperties.AdaptiveTimeout.disabled(),
-            0);
+            0,
+            MasterProperties.Console.defaults(),
+            new MasterProperties.Tracking(null, null));
     job = new MasterJob(props, JobStore.NONE, Clock.systemUTC());
     job.startServing("127.0.0.1:7001");
     String name = InProcessServerBuilder.generateName();

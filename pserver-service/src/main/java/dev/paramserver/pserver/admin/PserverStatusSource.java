@@ -5,6 +5,7 @@ import dev.paramserver.pserver.checkpoint.CheckpointService;
 import dev.paramserver.pserver.registration.RegistrationState;
 import dev.paramserver.pserver.registration.ShardRegistration;
 import dev.paramserver.pserver.shard.ParameterShard;
+import dev.paramserver.pserver.shard.ShardTraffic;
 import dev.paramserver.pserver.shard.SparseTableStats;
 import dev.paramserver.service.AdminStatusSource;
 import java.util.ArrayList;
@@ -17,16 +18,22 @@ import org.springframework.stereotype.Component;
  * {@code GET /admin/status} of a pserver: state REGISTERING, UNINITIALISED, SERVING or DRAINING;
  * identity {@code host:grpcPort}; details index, initialised, initId, mode, step, parameters,
  * blocks, bytes, sparseTables [{name, rows, bytes, evictions, admissionsRefused, maxRows (null: no
- * cap)}] and lastCheckpoint {path, step, timestamp}.
+ * cap)}], lastCheckpoint {path, step, timestamp}, pushes and pulls (served since the start) and
+ * applyP99Ms (99th percentile of the last 1024 pushes' apply times; null before any push).
  */
 @Component
 public final class PserverStatusSource implements AdminStatusSource {
   private final ShardRegistration registration;
   private final ParameterShard shard;
   private final CheckpointService checkpoints;
+  private final ShardTraffic traffic;
 
   public PserverStatusSource(
-      ShardRegistration registration, ParameterShard shard, CheckpointService checkpoints) {
+      ShardRegistration registration,
+      ParameterShard shard,
+      CheckpointService checkpoints,
+      ShardTraffic traffic) {
+    this.traffic = traffic;
     this.registration = registration;
     this.shard = shard;
     this.checkpoints = checkpoints;
@@ -87,6 +94,10 @@ public final class PserverStatusSource implements AdminStatusSource {
     } else {
       d.put("lastCheckpoint", null);
     }
+    d.put("pushes", traffic.pushes());
+    d.put("pulls", traffic.pulls());
+    double p99 = traffic.applyP99Millis();
+    d.put("applyP99Ms", Double.isNaN(p99) ? null : p99);
     return d;
   }
 }

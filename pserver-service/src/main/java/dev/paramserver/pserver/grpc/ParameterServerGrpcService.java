@@ -14,8 +14,10 @@ import dev.paramserver.proto.v1.PushGradientsResponse;
 import dev.paramserver.proto.v1.ShardStatus;
 import dev.paramserver.proto.v1.TrainingMode;
 import dev.paramserver.pserver.shard.ParameterShard;
+import dev.paramserver.pserver.shard.ShardTraffic;
 import dev.paramserver.rpc.ErrorMappingInterceptor;
 import dev.paramserver.rpc.ServiceException;
+import dev.paramserver.service.AdminAddress;
 import dev.paramserver.service.MetricBuckets;
 import io.grpc.stub.StreamObserver;
 import io.micrometer.core.instrument.Counter;
@@ -41,12 +43,18 @@ public final class ParameterServerGrpcService extends ParameterServerGrpc.Parame
   private final Counter pushedBytes;
   private final Counter pulledBytes;
   private final Timer pushTimer;
+  private final ShardTraffic traffic;
+  private final AdminAddress adminAddress;
 
   public ParameterServerGrpcService(
       ParameterShard shard,
       @Qualifier("pserverBlockingExecutor") Executor blockingExecutor,
-      MeterRegistry registry) {
+      MeterRegistry registry,
+      ShardTraffic traffic,
+      AdminAddress adminAddress) {
     this.shard = shard;
+    this.traffic = traffic;
+    this.adminAddress = adminAddress;
     this.blockingExecutor = blockingExecutor;
     this.pushedBytes =
         Counter.builder("paramserver.pserver.pushed.bytes")
@@ -75,13 +83,16 @@ public final class ParameterServerGrpcService extends ParameterServerGrpc.Parame
           .setDuplicate(r.duplicate())
           .build();
     } finally {
-      pushTimer.record(System.nanoTime() - start, TimeUnit.NANOSECONDS);
+      long nanos = System.nanoTime() - start;
+      pushTimer.record(nanos, TimeUnit.NANOSECONDS);
+      traffic.push(nanos);
     }
   }
 
   private PullParametersResponse countedPull(PullParametersRequest request) {
     PullParametersResponse r = shard.pull(request);
     pulledBytes.increment(r.getSerializedSize());
+    traffic.pull();
     return r;
   }
 
@@ -126,7 +137,7 @@ public final class ParameterServerGrpcService extends ParameterServerGrpc.Parame
 
   @Override
   public void getShardStatus(GetShardStatusRequest request, StreamObserver<ShardStatus> out) {
-    reply(out, shard.status());
+    reply(out, shard.status().toBuilder().setAdminAddress(adminAddress.get()).build());
   }
 
   private static <T> void reply(StreamObserver<T> out, T value) {

@@ -17,8 +17,10 @@ import dev.paramserver.proto.v1.ParameterServerGrpc;
 import dev.paramserver.proto.v1.ParameterSpec;
 import dev.paramserver.proto.v1.PullParametersResponse;
 import dev.paramserver.pserver.shard.ParameterShard;
+import dev.paramserver.pserver.shard.ShardTraffic;
 import dev.paramserver.rpc.ErrorMappingInterceptor;
 import dev.paramserver.rpc.RpcErrors;
+import dev.paramserver.service.AdminAddress;
 import dev.paramserver.tensor.TensorCodec;
 import io.grpc.ManagedChannel;
 import io.grpc.Server;
@@ -34,6 +36,7 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.springframework.core.env.StandardEnvironment;
 
 class ParameterServerGrpcServiceTest {
   private static final ParameterSpec W = dense("fc1.w", 6, 4, sgd(1f));
@@ -52,7 +55,12 @@ class ParameterServerGrpcServiceTest {
         InProcessServerBuilder.forName(name)
             .addService(
                 ServerInterceptors.intercept(
-                    new ParameterServerGrpcService(shard, executor, new SimpleMeterRegistry()),
+                    new ParameterServerGrpcService(
+                        shard,
+                        executor,
+                        new SimpleMeterRegistry(),
+                        new ShardTraffic(),
+                        new AdminAddress("127.0.0.1", new StandardEnvironment())),
                     new ErrorMappingInterceptor()))
             .build()
             .start();

@@ -21,10 +21,12 @@ import dev.paramserver.proto.v1.PushGradientsRequest;
 import dev.paramserver.proto.v1.PushGradientsResponse;
 import dev.paramserver.proto.v1.TrainingMode;
 import dev.paramserver.pserver.shard.ParameterShard;
+import dev.paramserver.pserver.shard.ShardTraffic;
 import dev.paramserver.pserver.shard.SyncAggregator;
 import dev.paramserver.pserver.sync.EtcdTrainerMembership;
 import dev.paramserver.rpc.ErrorMappingInterceptor;
 import dev.paramserver.rpc.RpcErrors;
+import dev.paramserver.service.AdminAddress;
 import dev.paramserver.tensor.TensorCodec;
 import dev.paramserver.testsupport.EtcdExtension;
 import dev.paramserver.testsupport.Poll;
@@ -45,6 +47,7 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
+import org.springframework.core.env.StandardEnvironment;
 
 /**
  * The synchronous mode over gRPC: waiting calls run on the blocking executor (the in-process server
@@ -81,7 +84,12 @@ class SyncModeGrpcTest {
             .directExecutor()
             .addService(
                 ServerInterceptors.intercept(
-                    new ParameterServerGrpcService(shard, blocking, new SimpleMeterRegistry()),
+                    new ParameterServerGrpcService(
+                        shard,
+                        blocking,
+                        new SimpleMeterRegistry(),
+                        new ShardTraffic(),
+                        new AdminAddress("127.0.0.1", new StandardEnvironment())),
                     new ErrorMappingInterceptor()))
             .build()
             .start();

@@ -1,0 +1,259 @@
+package dev.paramserver.it;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.paramserver.localcluster.ClusterSpec;
+import dev.paramserver.localcluster.JobStatusView;
+import dev.paramserver.localcluster.LocalCluster;
+import dev.paramserver.localcluster.Role;
+import dev.paramserver.models.demo.DemoData;
+import dev.paramserver.psctl.Psctl;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.nio.file.StandardCopyOption;
+import java.time.Duration;
+import java.util.List;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.openqa.selenium.By;
+import org.openqa.selenium.JavascriptExecutor;
+import org.openqa.selenium.OutputType;
+import org.openqa.selenium.TakesScreenshot;
+import org.openqa.selenium.WebDriver;
+import org.openqa.selenium.WebElement;
+import org.openqa.selenium.chrome.ChromeDriver;
+import org.openqa.selenium.chrome.ChromeDriverService;
+import org.openqa.selenium.chrome.ChromeOptions;
+import org.openqa.selenium.support.ui.WebDriverWait;
+import picocli.CommandLine;
+
+/**
+ * The master's web console in a real headless Chromium (Debian's chromium and chromium-driver,
+ * driven by Selenium with the packaged driver: nothing is downloaded), during a job on real
+ * processes (one cluster for the class): log in, see the job progress and the curves fill, see a
+ * killed pserver flagged and its restart in the events, press "checkpoint" and see the checkpoint
+ * ages reset; {@code psctl status}, {@code watch} and {@code stop} against the same job.
+ * Screenshots go to {@code target/console-screenshots/}.
+ */
+class ConsoleBrowserTest {
+  private static final Path SHOTS = Paths.get("target", "console-screenshots");
+
+  @TempDir static Path dir;
+  static LocalCluster cluster;
+  static WebDriver browser;
+
+  @BeforeAll
+  static void startClusterAndBrowser() throws Exception {
+    DemoData.Result demo =
+        DemoData.generate(
+            dir.resolve("data"),
+            DemoData.Options.builder()
+                .train(12000)
+                .test(2000)
+                .shards(2)
+                .recordsPerChunk(200)
+                .build());
+    ClusterSpec.Builder b = Jobs.spec(dir.resolve("run"));
+    for (Role r : new Role[] {Role.MASTER, Role.PSERVER, Role.TRAINER}) {
+      b.property(r, "paramserver.etcd.lease-ttl", "4s");
+    }
+    // many passes: the job outlasts the test, which ends it with psctl stop
+    b.job("console")
+        .masters(1)
+        .pservers(2)
+        .trainers(2)
+        .property(Role.MASTER, "paramserver.master.passes", "200")
+        .property(Role.PSERVER, "paramserver.pserver.checkpoint-interval", "5m")
+        .property(
+            Role.TRAINER,
+            "paramserver.trainer.train-data",
+            dir.resolve("data") + "/train-*.recordio")
+        .property(Role.TRAINER, "paramserver.trainer.test-data", demo.testFile().toString());
+    cluster = new LocalCluster(b.build());
+    cluster.start();
+    browser = chromium();
+  }
+
+  @AfterAll
+  static void stop() {
+    if (browser != null) {
+      browser.quit();
+    }
+    if (cluster != null) {
+      cluster.close();
+    }
+  }
+
+  /** Headless Chromium through the chromedriver of Debian's chromium-driver package. */
+  static WebDriver chromium() {
+    Path driver = Path.of(System.getProperty("chromedriver", "/usr/bin/chromedriver"));
+    Path binary = Path.of(System.getProperty("chromium", "/usr/bin/chromium"));
+    assertThat(driver)
+        .as("chromedriver (apt-get install chromium-driver; scripts/install-deps.sh does)")
+        .isExecutable();
+    ChromeOptions options = new ChromeOptions();
+    options.setBinary(binary.toFile());
+    options.addArguments(
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-dev-shm-usage",
+        "--disable-gpu",
+        "--window-size=1400,2000");
+    ChromeDriverService service =
+        new ChromeDriverService.Builder().usingDriverExecutable(driver.toFile()).build();
+    return new ChromeDriver(service, options);
+  }
+
+  private static String masterUrl() {
+    return "http://127.0.0.1:" + cluster.process(Role.MASTER, 0).httpPort();
+  }
+
+  private static WebDriverWait waitUpTo(Duration d) {
+    WebDriverWait w = new WebDriverWait(browser, d);
+    w.pollingEvery(Duration.ofMillis(250));
+    return w;
+  }
+
+  private static String text(String id) {
+    return browser.findElement(By.id(id)).getText();
+  }
+
+  private static List<WebElement> pserverRows() {
+    return browser.findElements(By.cssSelector("#pservers tbody tr"));
+  }
+
+  private static WebElement pserverRow(int index) {
+    return browser.findElement(By.cssSelector("#pservers tbody tr[data-index='" + index + "']"));
+  }
+
+  private static long points(String chart) {
+    Object n =
+        ((JavascriptExecutor) browser)
+            .executeScript(
+                "const c = window.paramserverConsole.charts[arguments[0]];"
+                    + " return c ? c.data[1].filter(v => v !== null).length : 0;",
+                chart);
+    return ((Number) n).longValue();
+  }
+
+  private static void screenshot(String name) throws Exception {
+    Files.createDirectories(SHOTS);
+    Path shot = ((TakesScreenshot) browser).getScreenshotAs(OutputType.FILE).toPath();
+    Files.copy(shot, SHOTS.resolve(name + ".png"), StandardCopyOption.REPLACE_EXISTING);
+  }
+
+  private static String psctl(String... args) {
+    StringWriter out = new StringWriter();
+    StringWriter err = new StringWriter();
+    CommandLine cl = Psctl.commandLine();
+    cl.setOut(new PrintWriter(out, true));
+    cl.setErr(new PrintWriter(err, true));
+    int code = cl.execute(args);
+    assertThat(code).as("psctl %s: %s", String.join(" ", args), err).isZero();
+    return out.toString();
+  }
+
+  @Test
+  void console_showsTheJobLive_aKilledPserverAndItsRestart_andCheckpointsOnRequest()
+      throws Exception {
+    // log in: the page asks for the token first
+    browser.get(masterUrl() + "/");
+    waitUpTo(Duration.ofSeconds(30)).until(d -> d.findElement(By.id("login-token")).isDisplayed());
+    browser.findElement(By.id("login-token")).sendKeys("wrong");
+    browser.findElement(By.id("login-button")).click();
+    waitUpTo(Duration.ofSeconds(30)).until(d -> text("login-error").contains("wrong admin token"));
+    browser.findElement(By.id("login-token")).sendKeys(cluster.adminToken());
+    browser.findElement(By.id("login-button")).click();
+
+    // the job's progress and the curves fill while it trains
+    waitUpTo(Duration.ofMinutes(3)).until(d -> "RUNNING".equals(text("job-state")));
+    waitUpTo(Duration.ofMinutes(3))
+        .until(
+            d ->
+                points("chart-loss") >= 5
+                    && points("chart-pass-loss") >= 2
+                    && points("chart-pass-acc") >= 2
+                    && pserverRows().size() == 2
+                    && browser.findElements(By.cssSelector("#trainers tbody tr")).size() == 2);
+    assertThat(text("job-pass")).matches("\\d+ of 200");
+    assertThat(text("job-tasks")).contains("done");
+    assertThat(text("job-rate")).isNotEqualTo("–");
+    screenshot("console-running");
+
+    // psctl against the same job: through etcd, and a watch of two lines
+    String status =
+        psctl(
+            "status",
+            "--etcd",
+            cluster.etcdEndpoint(),
+            "--job",
+            "console",
+            "--token",
+            cluster.adminToken());
+    assertThat(status).contains("RUNNING  pass").contains("pservers:").contains("trainers:");
+    String watch =
+        psctl(
+            "watch",
+            "--master",
+            masterUrl(),
+            "--token",
+            cluster.adminToken(),
+            "--count",
+            "2",
+            "--no-bar");
+    assertThat(watch.lines().toList()).hasSize(2).allMatch(l -> l.contains("RUNNING  pass"));
+
+    // a killed pserver is flagged, then its restart (and what followed) shows in the events
+    cluster.kill(Role.PSERVER, 1);
+    waitUpTo(Duration.ofSeconds(60))
+        .until(d -> pserverRow(1).getAttribute("class").contains("down"));
+    assertThat(pserverRow(1).findElement(By.className("flags")).getText())
+        .matches("(?s).*(down|lost).*");
+    screenshot("console-pserver-down");
+    waitUpTo(Duration.ofMinutes(2))
+        .until(
+            d ->
+                text("events").contains("pserver 1 registered again")
+                    && "SERVING"
+                        .equals(pserverRow(1).findElement(By.className("state")).getText()));
+    screenshot("console-pserver-restarted");
+
+    // checkpoint now (the periodic checkpoints are minutes apart): the ages start from zero, grow,
+    // and start again from zero at the next press
+    for (int press = 1; press <= 2; press++) {
+      if (press == 2) {
+        waitUpTo(Duration.ofMinutes(1)).until(d -> age(0) >= 4 && age(1) >= 4);
+        screenshot("console-checkpoint-aged");
+      }
+      browser.findElement(By.id("checkpoint-button")).click();
+      waitUpTo(Duration.ofMinutes(1))
+          .until(d -> text("action-result").contains("2 of 2 pservers checkpointed"));
+      waitUpTo(Duration.ofSeconds(30))
+          .until(d -> age(0) >= 0 && age(0) < 3 && age(1) >= 0 && age(1) < 3);
+      ((JavascriptExecutor) browser)
+          .executeScript("document.getElementById('action-result').textContent = ''");
+    }
+    assertThat(text("events")).contains("checkpoint requested by the operator: 2 of 2");
+    screenshot("console-checkpointed");
+
+    // stop the job gracefully with psctl: the console shows it ended
+    String stop = psctl("stop", "--master", masterUrl(), "--token", cluster.adminToken());
+    assertThat(stop).contains("the job was stopped");
+    JobStatusView end = cluster.awaitJobEnd(Duration.ofMinutes(1));
+    assertThat(end.isFailed()).isTrue();
+    waitUpTo(Duration.ofSeconds(30)).until(d -> "FAILED".equals(text("job-state")));
+    assertThat(text("job-failure")).contains("stopped by the operator");
+  }
+
+  /** The checkpoint age of a pserver shown in the console, in seconds (-1: none yet). */
+  private static double age(int index) {
+    String s =
+        pserverRow(index).findElement(By.className("checkpoint-age")).getAttribute("data-seconds");
+    return s == null || s.isEmpty() ? -1 : Double.parseDouble(s);
+  }
+}

@@ -1,0 +1,392 @@
+package dev.paramserver.master.console;
+
+import dev.paramserver.proto.v1.JobState;
+import dev.paramserver.proto.v1.JobStatus;
+import dev.paramserver.proto.v1.PassStatus;
+import dev.paramserver.proto.v1.TaskCounts;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Deque;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
+
+/**
+ * The job as {@code /admin/job} shows it, built from successive samples of the job's status, the
+ * pservers and the trainers: rates from the counts' differences, the curves over time, the training
+ * loss of each pass, the flags (a hot pserver pushes more than twice the median rate of the others;
+ * a straggler trains fewer than half the median samples per second of the others; a pserver that
+ * does not answer is down, one whose registration is gone is LOST until it is back) and the events
+ * found by comparing a sample with the one before (pserver restarts and re-initialisations,
+ * trainers coming and going, passes, the job's end). Plain logic, no network: {@link JobConsole}
+ * feeds it. Thread-safe.
+ */
+final class ConsoleModel {
+  static final double HOT_FACTOR = 2.0;
+  static final double STRAGGLER_FACTOR = 0.5;
+
+  private final int historySize;
+  private final JobEvents events;
+  private final Deque<Point> history = new ArrayDeque<>();
+  private final Map<Integer, PserverSample> lastPservers = new HashMap<>();
+  private final Map<Integer, double[]> pserverRates = new HashMap<>();
+  private final Set<Integer> lost = new TreeSet<>();
+  private final Map<Integer, String> initIds = new HashMap<>();
+  private final Map<String, Long> trainerLastReport = new HashMap<>();
+  private final Map<Integer, double[]> passLoss = new HashMap<>();
+  private JobStatus lastJob;
+  private long lastTimeMs;
+  private long lastRecords = -1;
+  private double recordsPerSecond;
+  private Map<String, Object> view = Map.of("leader", true, "job", Map.of());
+
+  /** One point of the curves over time. */
+  private record Point(
+      long timeMs, int pass, double recordsPerSecond, double samplesPerSecond, Double trainLoss) {}
+
+  ConsoleModel(int historySize, JobEvents events) {
+    this.historySize = historySize;
+    this.events = events;
+  }
+
+  /** Takes one sample (taken at {@code nowMs}) and rebuilds the view. */
+  synchronized void update(
+      long nowMs, JobStatus job, List<PserverSample> pservers, List<TrainerSample> trainers) {
+    double dt = lastTimeMs == 0 ? 0 : (nowMs - lastTimeMs) / 1000.0;
+    jobEvents(nowMs, job);
+    long records = job.getPassesList().stream().mapToLong(PassStatus::getRecords).sum();
+    if (lastRecords >= 0 && dt > 0) {
+      recordsPerSecond = Math.max(0, records - lastRecords) / dt;
+    }
+    lastRecords = records;
+    List<Map<String, Object>> ps = pservers(nowMs, dt, pservers);
+    List<Map<String, Object>> tr = trainers(nowMs, job, trainers);
+    double samplesPerSecond =
+        trainers.stream()
+            .filter(TrainerSample::reachable)
+            .mapToDouble(TrainerSample::samplesPerSecond)
+            .sum();
+    Double trainLoss = meanLoss(trainers);
+    if (job.getState() == JobState.RUNNING || history.isEmpty()) {
+      history.addLast(
+          new Point(nowMs, job.getPass(), recordsPerSecond, samplesPerSecond, trainLoss));
+      while (history.size() > historySize) {
+        history.removeFirst();
+      }
+    }
+    Map<String, Object> v = new LinkedHashMap<>();
+    v.put("time", nowMs);
+    v.put("leader", true);
+    v.put("job", job(nowMs, job, samplesPerSecond));
+    v.put("passes", passes(job));
+    v.put("series", series());
+    v.put("pservers", ps);
+    v.put("trainers", tr);
+    view = v;
+    lastJob = job;
+    lastTimeMs = nowMs;
+  }
+
+  /** The view of the last sample, with the events as they are now. */
+  synchronized Map<String, Object> view() {
+    Map<String, Object> v = new LinkedHashMap<>(view);
+    v.put("events", events.list().stream().map(JobEvents.Event::toMap).toList());
+    return v;
+  }
+
+  private void jobEvents(long now, JobStatus job) {
+    if (lastJob == null) {
+      return;
+    }
+    if (job.getState() == JobState.RUNNING && job.getPass() != lastJob.getPass()) {
+      events.add(
+          now, "pass", "pass " + (job.getPass() + 1) + " of " + job.getTotalPasses() + " started");
+    }
+    if (job.getState() != lastJob.getState()) {
+      switch (job.getState()) {
+        case FINISHED -> events.add(now, "job", "the job finished");
+        case FAILED -> events.add(now, "job", "the job failed: " + job.getFailureReason());
+        case RUNNING -> events.add(now, "job", "the job is running");
+        default -> {}
+      }
+    }
+  }
+
+  private List<Map<String, Object>> pservers(long now, double dt, List<PserverSample> samples) {
+    Map<Integer, PserverSample> seen = new TreeMap<>();
+    for (PserverSample s : samples) {
+      seen.put(s.index(), s);
+      PserverSample prev = lastPservers.get(s.index());
+      if (prev != null && prev.registration() != s.registration()) {
+        events.add(
+            now,
+            "pserver-restart",
+            "pserver " + s.index() + " registered again at " + s.address() + " (restarted)");
+        if (s.initId().isEmpty() && "UNINITIALISED".equals(s.state())) {
+          events.add(
+              now,
+              "pserver-reinit",
+              "pserver " + s.index() + " came back without parameters: it needs re-initialising");
+        }
+      } else if (prev == null && lastTimeMs != 0) {
+        events.add(
+            now, "pserver-restart", "pserver " + s.index() + " registered at " + s.address());
+      }
+      String initialised = initIds.get(s.index());
+      if (!s.initId().isEmpty() && initialised != null && !s.initId().equals(initialised)) {
+        events.add(now, "pserver-reinit", "pserver " + s.index() + " was initialised again");
+      }
+      if (!s.initId().isEmpty()) {
+        initIds.put(s.index(), s.initId());
+      }
+      double[] rate = pserverRates.computeIfAbsent(s.index(), i -> new double[2]);
+      if (prev != null && dt > 0 && s.error().isEmpty() && prev.error().isEmpty()) {
+        // a restarted pserver counts from 0 again
+        rate[0] = (s.pushes() >= prev.pushes() ? s.pushes() - prev.pushes() : s.pushes()) / dt;
+        rate[1] = (s.pulls() >= prev.pulls() ? s.pulls() - prev.pulls() : s.pulls()) / dt;
+      } else if (!s.error().isEmpty()) {
+        rate[0] = 0;
+        rate[1] = 0;
+      }
+      lost.remove(s.index());
+      lastPservers.put(s.index(), s);
+    }
+    for (Map.Entry<Integer, PserverSample> e : lastPservers.entrySet()) {
+      if (!seen.containsKey(e.getKey()) && lost.add(e.getKey())) {
+        events.add(
+            now,
+            "pserver-lost",
+            "pserver " + e.getKey() + " lost its registration (stopped, or its lease expired)");
+      }
+    }
+    Map<Integer, PserverSample> rows = new TreeMap<>(seen);
+    for (int i : lost) {
+      PserverSample was = lastPservers.get(i);
+      rows.put(
+          i,
+          PserverSample.unreachable(
+              i, was.address(), was.registration(), was.adminAddress(), "not registered in etcd"));
+      pserverRates.computeIfAbsent(i, k -> new double[2])[0] = 0;
+    }
+    List<Map<String, Object>> out = new ArrayList<>();
+    for (PserverSample s : rows.values()) {
+      double[] rate = pserverRates.computeIfAbsent(s.index(), k -> new double[2]);
+      List<Double> others = new ArrayList<>();
+      for (PserverSample o : rows.values()) {
+        if (o.index() != s.index()) {
+          others.add(pserverRates.get(o.index())[0]);
+        }
+      }
+      double median = median(others);
+      Map<String, Object> m = new LinkedHashMap<>();
+      m.put("index", s.index());
+      m.put("address", s.address());
+      m.put("adminAddress", s.adminAddress());
+      m.put("state", lost.contains(s.index()) ? "LOST" : s.state());
+      m.put("step", s.step());
+      m.put("parameterBytes", s.parameterBytes());
+      m.put("sparseRows", s.sparseRows());
+      m.put("pushesPerSecond", round(rate[0]));
+      m.put("pullsPerSecond", round(rate[1]));
+      m.put("applyP99Ms", s.applyP99Ms());
+      m.put(
+          "checkpointAgeSeconds",
+          s.checkpointMs() > 0 ? round(Math.max(0, now - s.checkpointMs()) / 1000.0) : null);
+      m.put("replica", null);
+      m.put("hot", !others.isEmpty() && median > 0 && rate[0] > HOT_FACTOR * median);
+      m.put("down", !s.error().isEmpty());
+      m.put("error", s.error());
+      out.add(m);
+    }
+    return out;
+  }
+
+  private List<Map<String, Object>> trainers(long now, JobStatus job, List<TrainerSample> samples) {
+    Map<String, Long> before = new HashMap<>(trainerLastReport);
+    for (TrainerSample t : samples) {
+      if (!before.containsKey(t.id()) && lastTimeMs != 0) {
+        events.add(now, "trainer-joined", "trainer '" + t.id() + "' joined");
+      }
+      if (t.reachable()) {
+        trainerLastReport.put(t.id(), now);
+        if (t.loss() != null && Double.isFinite(t.loss())) {
+          double[] acc = passLoss.computeIfAbsent(t.pass(), p -> new double[2]);
+          acc[0] += t.loss();
+          acc[1]++;
+        }
+      } else {
+        trainerLastReport.putIfAbsent(t.id(), 0L);
+      }
+    }
+    for (String id : before.keySet()) {
+      if (samples.stream().noneMatch(t -> t.id().equals(id))) {
+        trainerLastReport.remove(id);
+        events.add(now, "trainer-left", "trainer '" + id + "' left");
+      }
+    }
+    List<Map<String, Object>> out = new ArrayList<>();
+    for (TrainerSample t : samples) {
+      List<Double> others = new ArrayList<>();
+      for (TrainerSample o : samples) {
+        if (o != t && o.reachable()) {
+          others.add(o.samplesPerSecond());
+        }
+      }
+      double median = median(others);
+      long last = trainerLastReport.getOrDefault(t.id(), 0L);
+      Map<String, Object> m = new LinkedHashMap<>();
+      m.put("id", t.id());
+      m.put("adminAddress", t.adminAddress());
+      m.put("state", t.state());
+      m.put("pass", t.pass());
+      m.put("task", t.task() < 0 ? null : t.task());
+      m.put("samples", t.samples());
+      m.put("samplesPerSecond", round(t.samplesPerSecond()));
+      m.put("loss", t.loss());
+      m.put("lastReport", last == 0 ? null : last);
+      m.put("lagSeconds", last == 0 ? null : round((now - last) / 1000.0));
+      m.put("passLag", t.pass() < 0 ? null : Math.max(0, (int) job.getPass() - t.pass()));
+      m.put(
+          "straggler",
+          t.reachable()
+              && !others.isEmpty()
+              && median > 0
+              && t.samplesPerSecond() < STRAGGLER_FACTOR * median);
+      m.put("error", t.error());
+      out.add(m);
+    }
+    return out;
+  }
+
+  private Map<String, Object> job(long now, JobStatus job, double samplesPerSecond) {
+    Map<String, Object> m = new LinkedHashMap<>();
+    m.put("state", job.getState().name());
+    m.put("failureReason", job.getFailureReason());
+    m.put("masterId", job.getMasterId());
+    m.put("adminAddress", job.getAdminAddress());
+    m.put("pass", job.getPass());
+    m.put("totalPasses", job.getTotalPasses());
+    TaskCounts t = job.getTasks();
+    m.put(
+        "tasks",
+        Map.of(
+            "todo",
+            t.getTodo(),
+            "pending",
+            t.getPending(),
+            "done",
+            t.getDone(),
+            "failed",
+            t.getFailed()));
+    m.put("datasetTasks", job.getDatasetTasks());
+    m.put("datasetRecords", job.getDatasetRecords());
+    long started = job.getPassesCount() == 0 ? 0 : job.getPasses(0).getStartedMs();
+    long ended =
+        job.getState() == JobState.RUNNING || job.getPassesCount() == 0
+            ? 0
+            : job.getPasses(job.getPassesCount() - 1).getEndedMs();
+    double elapsed = started == 0 ? 0 : Math.max(0, (ended > 0 ? ended : now) - started) / 1000.0;
+    double progress = progress(job);
+    m.put("startedMs", started == 0 ? null : started);
+    m.put("elapsedSeconds", round(elapsed));
+    m.put("progress", round(progress));
+    m.put(
+        "etaSeconds",
+        job.getState() == JobState.RUNNING && progress > 0 && elapsed > 0
+            ? round(elapsed * (1 - progress) / progress)
+            : null);
+    m.put("recordsPerSecond", round(recordsPerSecond));
+    m.put("samplesPerSecond", round(samplesPerSecond));
+    return m;
+  }
+
+  /** Fraction of the job done: finished passes plus the done share of the current pass. */
+  static double progress(JobStatus job) {
+    if (job.getState() == JobState.FINISHED) {
+      return 1.0;
+    }
+    if (job.getTotalPasses() == 0 || job.getDatasetTasks() == 0) {
+      return 0.0;
+    }
+    double current = (double) job.getTasks().getDone() / job.getDatasetTasks();
+    return Math.min(1.0, (job.getPass() + current) / job.getTotalPasses());
+  }
+
+  private List<Map<String, Object>> passes(JobStatus job) {
+    List<Map<String, Object>> out = new ArrayList<>();
+    for (PassStatus p : job.getPassesList()) {
+      Map<String, Object> m = new LinkedHashMap<>();
+      m.put("pass", p.getPass());
+      m.put("startedMs", p.getStartedMs());
+      m.put("endedMs", p.getEndedMs() == 0 ? null : p.getEndedMs());
+      m.put("records", p.getRecords());
+      m.put("duplicates", p.getDuplicates());
+      m.put("timeouts", p.getTimeouts());
+      double[] loss = passLoss.get(p.getPass());
+      m.put("trainLoss", loss == null || loss[1] == 0 ? null : loss[0] / loss[1]);
+      boolean evaluated = p.getEvalReports() > 0;
+      m.put("testLoss", evaluated ? p.getEvalLoss() : null);
+      m.put("accuracy", evaluated ? p.getEvalAccuracy() : null);
+      m.put(
+          "auc",
+          evaluated && Double.isFinite(p.getEvalAuc()) && p.getEvalAuc() > 0
+              ? p.getEvalAuc()
+              : null);
+      out.add(m);
+    }
+    return out;
+  }
+
+  /** The curves over time, column by column (the shape charting libraries take). */
+  private Map<String, Object> series() {
+    List<Double> time = new ArrayList<>();
+    List<Integer> pass = new ArrayList<>();
+    List<Double> records = new ArrayList<>();
+    List<Double> samples = new ArrayList<>();
+    List<Double> loss = new ArrayList<>();
+    for (Point p : history) {
+      time.add(p.timeMs() / 1000.0);
+      pass.add(p.pass());
+      records.add(round(p.recordsPerSecond()));
+      samples.add(round(p.samplesPerSecond()));
+      loss.add(p.trainLoss());
+    }
+    Map<String, Object> m = new LinkedHashMap<>();
+    m.put("time", time);
+    m.put("pass", pass);
+    m.put("recordsPerSecond", records);
+    m.put("samplesPerSecond", samples);
+    m.put("trainLoss", loss);
+    return m;
+  }
+
+  private static Double meanLoss(List<TrainerSample> trainers) {
+    double sum = 0;
+    int n = 0;
+    for (TrainerSample t : trainers) {
+      if (t.reachable() && t.loss() != null && Double.isFinite(t.loss())) {
+        sum += t.loss();
+        n++;
+      }
+    }
+    return n == 0 ? null : sum / n;
+  }
+
+  static double median(List<Double> values) {
+    if (values.isEmpty()) {
+      return 0;
+    }
+    List<Double> sorted = new ArrayList<>(values);
+    sorted.sort(Double::compare);
+    int n = sorted.size();
+    return n % 2 == 1 ? sorted.get(n / 2) : (sorted.get(n / 2 - 1) + sorted.get(n / 2)) / 2;
+  }
+
+  private static double round(double v) {
+    return Double.isFinite(v) ? Math.round(v * 1000.0) / 1000.0 : 0.0;
+  }
+}

@@ -1,0 +1,243 @@
+package dev.paramserver.master.console;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.paramserver.coordination.Coordinator;
+import dev.paramserver.master.MasterProperties;
+import dev.paramserver.master.election.MasterElection;
+import dev.paramserver.master.task.MasterJob;
+import dev.paramserver.master.tracking.RunTracker;
+import dev.paramserver.proto.v1.JobStatus;
+import dev.paramserver.rpc.ChannelFactory;
+import dev.paramserver.rpc.ServiceException;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.context.SmartLifecycle;
+
+/**
+ * What the leader knows of the whole job, for {@code /admin/job}, the console and {@code psctl}:
+ * samples the job's status, the pservers and the trainers every {@code
+ * paramserver.master.console.sample-interval} while this master leads (a standby samples nothing)
+ * into a {@link ConsoleModel}, collects the events, and carries out the operator's actions
+ * (checkpoint every pserver now; stop the job). Ended passes go to the {@link RunTracker}.
+ */
+public final class JobConsole implements SmartLifecycle {
+  private static final Logger log = LoggerFactory.getLogger(JobConsole.class);
+  private static final Duration CHECKPOINT_TIMEOUT = Duration.ofMinutes(2);
+
+  private final MasterJob job;
+  private final MasterElection election;
+  private final ClusterProbe probe;
+  private final Duration interval;
+  private final Clock clock;
+  private final JobEvents events;
+  private final ConsoleModel model;
+  private final int phase;
+  private final RunTracker tracker;
+  private volatile Map<Integer, String> pserverAdmin = Map.of();
+  private volatile boolean leading;
+  private ScheduledExecutorService sampler;
+
+  JobConsole(
+      MasterJob job,
+      MasterElection election,
+      ClusterProbe probe,
+      Duration interval,
+      int history,
+      int eventCapacity,
+      Clock clock,
+      int phase,
+      RunTracker tracker) {
+    this.tracker = tracker;
+    this.job = job;
+    this.election = election;
+    this.probe = probe;
+    this.interval = interval;
+    this.clock = clock;
+    this.phase = phase;
+    this.events = new JobEvents(eventCapacity);
+    this.model = new ConsoleModel(history, events);
+    job.setEventListener((kind, message) -> events.add(clock.millis(), kind, message));
+  }
+
+  /**
+   * The console of {@code job}, sampling with {@code settings}; it reaches the pservers and the
+   * trainers through etcd, gRPC (for a pserver's HTTP address) and their admin endpoints with
+   * {@code adminToken}.
+   */
+  public static JobConsole create(
+      MasterJob job,
+      MasterElection election,
+      Coordinator coordinator,
+      ChannelFactory channels,
+      String adminToken,
+      MasterProperties.Console settings,
+      MasterProperties.Tracking tracking,
+      String host,
+      int phase) {
+    AdminHttp http = new AdminHttp(adminToken, settings.callTimeout());
+    ClusterProbe probe = new ClusterProbe(coordinator, channels, http, settings.callTimeout());
+    return new JobConsole(
+        job,
+        election,
+        probe,
+        settings.sampleInterval(),
+        settings.history(),
+        settings.events(),
+        Clock.systemUTC(),
+        phase,
+        new RunTracker(tracking.metricsFile(), tracking.tensorboardDir(), host));
+  }
+
+  /** The job as {@code GET /admin/job} shows it (docs/console.md). */
+  public Map<String, Object> view() {
+    return model.view();
+  }
+
+  /** One sample (the sampler calls it; tests may too). */
+  void sample() {
+    Optional<JobStatus> status = job.statusIfServing();
+    if (status.isEmpty() || !election.isLeader()) {
+      if (leading) {
+        events.add(
+            clock.millis(), "leader", "this master (" + job.identity() + ") stopped leading");
+      }
+      leading = false;
+      return;
+    }
+    if (!leading) {
+      leading = true;
+      events.add(clock.millis(), "leader", "master " + job.identity() + " leads the job");
+    }
+    try {
+      List<PserverSample> pservers = probe.pservers();
+      List<TrainerSample> trainers = probe.trainers();
+      Map<Integer, String> admin = new LinkedHashMap<>();
+      pservers.stream()
+          .filter(p -> !p.adminAddress().isEmpty())
+          .forEach(p -> admin.put(p.index(), p.adminAddress()));
+      pserverAdmin = admin;
+      // the job's status after the slow calls, so it is never older than what they found
+      model.update(clock.millis(), job.statusIfServing().orElse(status.get()), pservers, trainers);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    } catch (RuntimeException e) {
+      log.debug("console sample failed", e);
+    }
+  }
+
+  /**
+   * Asks every pserver to checkpoint now; answers per pserver {@code {index, ok, step | error}}.
+   */
+  public List<Map<String, Object>> checkpointNow() {
+    Map<Integer, String> targets = pserverAdmin;
+    Map<Integer, CompletableFuture<JsonNode>> calls = new LinkedHashMap<>();
+    targets.forEach(
+        (i, a) -> calls.put(i, probe.http().post(a, "/admin/checkpoint", CHECKPOINT_TIMEOUT)));
+    List<Map<String, Object>> out = new ArrayList<>();
+    for (Map.Entry<Integer, CompletableFuture<JsonNode>> e : calls.entrySet()) {
+      Map<String, Object> r = new LinkedHashMap<>();
+      r.put("index", e.getKey());
+      try {
+        JsonNode meta = e.getValue().get(CHECKPOINT_TIMEOUT.toSeconds() + 5, TimeUnit.SECONDS);
+        r.put("ok", true);
+        r.put("step", meta.path("step").asLong());
+      } catch (InterruptedException ex) {
+        Thread.currentThread().interrupt();
+        r.put("ok", false);
+        r.put("error", "interrupted");
+      } catch (Exception ex) {
+        r.put("ok", false);
+        Throwable c = ex.getCause() != null ? ex.getCause() : ex;
+        r.put("error", String.valueOf(c.getMessage()));
+      }
+      out.add(r);
+    }
+    long ok = out.stream().filter(r -> Boolean.TRUE.equals(r.get("ok"))).count();
+    events.add(
+        clock.millis(),
+        "checkpoint",
+        "checkpoint requested by the operator: "
+            + ok
+            + " of "
+            + out.size()
+            + " pservers wrote one");
+    return out;
+  }
+
+  /**
+   * Stops the job gracefully: every pserver checkpoints, then the job ends (FAILED, with the reason
+   * "stopped by the operator") so the trainers stop at their next call.
+   */
+  public Map<String, Object> stopJob() {
+    List<Map<String, Object>> checkpoints = checkpointNow();
+    Map<String, Object> out = new LinkedHashMap<>();
+    boolean stopped = false;
+    String message;
+    try {
+      stopped = job.stop("stopped by the operator (POST /admin/job/stop)");
+      message = stopped ? "the job was stopped" : "the job had already ended";
+    } catch (ServiceException e) {
+      message = "the job was not stopped: " + e.getMessage();
+    }
+    out.put("stopped", stopped);
+    out.put("message", message);
+    out.put("checkpoints", checkpoints);
+    return out;
+  }
+
+  /** Whether this master leads (and so serves the job). */
+  public boolean isLeader() {
+    return election.isLeader() && job.isServing();
+  }
+
+  public MasterElection election() {
+    return election;
+  }
+
+  @Override
+  public synchronized void start() {
+    if (sampler != null) {
+      return;
+    }
+    sampler =
+        Executors.newSingleThreadScheduledExecutor(
+            r -> {
+              Thread t = new Thread(r, "job-console");
+              t.setDaemon(true);
+              return t;
+            });
+    sampler.scheduleWithFixedDelay(
+        this::sample, interval.toMillis(), interval.toMillis(), TimeUnit.MILLISECONDS);
+  }
+
+  @Override
+  public synchronized void stop() {
+    if (sampler != null) {
+      sampler.shutdownNow();
+      sampler = null;
+    }
+    probe.close();
+    tracker.close();
+  }
+
+  @Override
+  public synchronized boolean isRunning() {
+    return sampler != null;
+  }
+
+  @Override
+  public int getPhase() {
+    return phase;
+  }
+}

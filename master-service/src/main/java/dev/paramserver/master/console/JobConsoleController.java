@@ -1,0 +1,96 @@
+package dev.paramserver.master.console;
+
+import dev.paramserver.proto.v1.GetStatusRequest;
+import dev.paramserver.proto.v1.MasterGrpc;
+import dev.paramserver.rpc.ChannelFactory;
+import io.grpc.ManagedChannel;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+import org.springframework.http.HttpStatus;
+import org.springframework.http.ResponseEntity;
+import org.springframework.web.bind.annotation.GetMapping;
+import org.springframework.web.bind.annotation.PostMapping;
+import org.springframework.web.bind.annotation.RequestMapping;
+import org.springframework.web.bind.annotation.RestController;
+
+/**
+ * {@code GET /admin/job} (the whole job, see docs/console.md), {@code POST /admin/job/checkpoint}
+ * (every pserver checkpoints now) and {@code POST /admin/job/stop} (checkpoint, then end the job).
+ * Token-protected like every {@code /admin} endpoint. A standby answers 409 naming the leader (its
+ * gRPC address and, when the leader answers, its HTTP address).
+ */
+@RestController
+@RequestMapping("/admin/job")
+final class JobConsoleController {
+  private final JobConsole console;
+  private final ChannelFactory channels;
+
+  JobConsoleController(JobConsole console, ChannelFactory channels) {
+    this.console = console;
+    this.channels = channels;
+  }
+
+  @GetMapping
+  ResponseEntity<Map<String, Object>> job() {
+    if (!console.isLeader()) {
+      return notLeader();
+    }
+    return ResponseEntity.ok(console.view());
+  }
+
+  @PostMapping("/checkpoint")
+  ResponseEntity<Map<String, Object>> checkpoint() {
+    if (!console.isLeader()) {
+      return notLeader();
+    }
+    List<Map<String, Object>> results = console.checkpointNow();
+    Map<String, Object> body = new LinkedHashMap<>();
+    body.put("checkpoints", results);
+    return ResponseEntity.ok(body);
+  }
+
+  @PostMapping("/stop")
+  ResponseEntity<Map<String, Object>> stop() {
+    if (!console.isLeader()) {
+      return notLeader();
+    }
+    return ResponseEntity.ok(console.stopJob());
+  }
+
+  private ResponseEntity<Map<String, Object>> notLeader() {
+    Map<String, Object> body = new LinkedHashMap<>();
+    Optional<String> leader = console.election().leaderAddress();
+    body.put("error", "not the leader");
+    body.put("leader", false);
+    body.put("state", console.election().state().name());
+    body.put("identity", console.election().identity());
+    body.put("leaderAddress", leader.orElse(null));
+    body.put("leaderAdminAddress", leader.map(this::adminAddressOf).orElse(null));
+    body.put(
+        "message",
+        leader
+            .map(a -> "this master is a standby; the leader is at " + a)
+            .orElse("this master is not the leader and no leader is known yet"));
+    return ResponseEntity.status(HttpStatus.CONFLICT).body(body);
+  }
+
+  /** The leader's HTTP address from its GetStatus, or null when it does not answer. */
+  private String adminAddressOf(String grpcAddress) {
+    ManagedChannel channel = channels.forAddress(grpcAddress);
+    try {
+      String a =
+          MasterGrpc.newBlockingStub(channel)
+              .withDeadlineAfter(2, TimeUnit.SECONDS)
+              .getStatus(GetStatusRequest.getDefaultInstance())
+              .getAdminAddress();
+      return a.isEmpty() ? null : a;
+    } catch (RuntimeException e) {
+      return null;
+    } finally {
+      channel.shutdownNow();
+    }
+  }
+}

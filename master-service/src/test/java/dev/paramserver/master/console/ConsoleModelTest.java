@@ -1,0 +1,187 @@
+package dev.paramserver.master.console;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.paramserver.proto.v1.JobState;
+import dev.paramserver.proto.v1.JobStatus;
+import dev.paramserver.proto.v1.PassStatus;
+import dev.paramserver.proto.v1.TaskCounts;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+class ConsoleModelTest {
+  private final JobEvents events = new JobEvents(50);
+  private final ConsoleModel model = new ConsoleModel(100, events);
+
+  private static JobStatus running(int pass, int done, long records) {
+    JobStatus.Builder b =
+        JobStatus.newBuilder()
+            .setState(JobState.RUNNING)
+            .setPass(pass)
+            .setTotalPasses(2)
+            .setDatasetTasks(10)
+            .setDatasetRecords(1000)
+            .setTasks(TaskCounts.newBuilder().setDone(done).setTodo(10 - done));
+    for (int p = 0; p <= pass; p++) {
+      PassStatus.Builder ps = PassStatus.newBuilder().setPass(p).setStartedMs(1_000 + p * 10_000L);
+      if (p < pass) {
+        ps.setRecords(1000).setEndedMs(1_000 + (p + 1) * 10_000L);
+        ps.setEvalReports(2).setEvalLoss(0.5).setEvalAccuracy(0.9).setEvalAuc(0.95);
+      } else {
+        ps.setRecords(records);
+      }
+      b.addPasses(ps);
+    }
+    return b.build();
+  }
+
+  private static PserverSample ps(int index, long registration, String initId, long pushes) {
+    return new PserverSample(
+        index,
+        "127.0.0.1:" + (9000 + index),
+        registration,
+        "127.0.0.1:" + (8000 + index),
+        "SERVING",
+        initId,
+        pushes,
+        4096,
+        Map.of("emb", 12L),
+        pushes,
+        pushes / 2,
+        1.5,
+        1_000,
+        "");
+  }
+
+  private static TrainerSample trainer(String id, double rate, double loss, int pass) {
+    return new TrainerSample(id, "127.0.0.1:1", "TRAINING", pass, 3, 100, rate, loss, "");
+  }
+
+  @SuppressWarnings("unchecked")
+  private static List<Map<String, Object>> list(Map<String, Object> view, String key) {
+    return (List<Map<String, Object>>) view.get(key);
+  }
+
+  @SuppressWarnings("unchecked")
+  private static Map<String, Object> map(Map<String, Object> view, String key) {
+    return (Map<String, Object>) view.get(key);
+  }
+
+  @Test
+  void progressEtaAndRecordsPerSecond_comeFromTheJobStatusAndItsChanges() {
+    model.update(
+        6_000, running(0, 0, 0), List.of(ps(0, 1, "a", 0)), List.of(trainer("t", 10, 2, 0)));
+    model.update(
+        11_000, running(0, 5, 500), List.of(ps(0, 1, "a", 50)), List.of(trainer("t", 10, 1, 0)));
+    Map<String, Object> job = map(model.view(), "job");
+    assertThat(job.get("state")).isEqualTo("RUNNING");
+    assertThat(job.get("progress")).isEqualTo(0.25); // half of the first of two passes
+    assertThat(job.get("elapsedSeconds")).isEqualTo(10.0); // since the first pass started at 1 s
+    assertThat(job.get("etaSeconds")).isEqualTo(30.0);
+    assertThat(job.get("recordsPerSecond")).isEqualTo(100.0); // 500 records in 5 s
+    assertThat((Map<String, Object>) job.get("tasks")).containsEntry("done", 5);
+    Map<String, Object> series = map(model.view(), "series");
+    assertThat((List<Object>) series.get("trainLoss")).containsExactly(2.0, 1.0);
+    assertThat((List<Object>) series.get("time")).containsExactly(6.0, 11.0);
+  }
+
+  @Test
+  void perPassCurves_holdTheTrainingLossMeanAndTheEvaluations() {
+    model.update(5_000, running(0, 1, 100), List.of(), List.of(trainer("t", 10, 3, 0)));
+    model.update(6_000, running(0, 2, 200), List.of(), List.of(trainer("t", 10, 1, 0)));
+    model.update(12_000, running(1, 0, 0), List.of(), List.of(trainer("t", 10, 0.5, 1)));
+    List<Map<String, Object>> passes = list(model.view(), "passes");
+    assertThat(passes).hasSize(2);
+    assertThat(passes.get(0))
+        .containsEntry("trainLoss", 2.0)
+        .containsEntry("testLoss", 0.5)
+        .containsEntry("accuracy", 0.9)
+        .containsEntry("auc", 0.95)
+        .containsEntry("records", 1000L);
+    assertThat(passes.get(1)).containsEntry("trainLoss", 0.5).containsEntry("testLoss", null);
+    assertThat(events.list()).extracting(JobEvents.Event::message).contains("pass 2 of 2 started");
+  }
+
+  @Test
+  void aPserverPushingMoreThanTwiceTheOthersMedianIsHot() {
+    model.update(
+        1_000,
+        running(0, 0, 0),
+        List.of(ps(0, 1, "a", 0), ps(1, 2, "a", 0), ps(2, 3, "a", 0)),
+        List.of());
+    model.update(
+        2_000,
+        running(0, 1, 10),
+        List.of(ps(0, 1, "a", 100), ps(1, 2, "a", 100), ps(2, 3, "a", 500)),
+        List.of());
+    List<Map<String, Object>> ps = list(model.view(), "pservers");
+    assertThat(ps).extracting(m -> m.get("hot")).containsExactly(false, false, true);
+    assertThat(ps.get(2))
+        .containsEntry("pushesPerSecond", 500.0)
+        .containsEntry("pullsPerSecond", 250.0)
+        .containsEntry("checkpointAgeSeconds", 1.0)
+        .containsEntry("applyP99Ms", 1.5)
+        .containsEntry("sparseRows", Map.of("emb", 12L));
+  }
+
+  @Test
+  void aTrainerBelowHalfTheOthersMedianIsAStraggler() {
+    model.update(
+        1_000,
+        running(0, 0, 0),
+        List.of(),
+        List.of(trainer("a", 100, 1, 0), trainer("b", 90, 1, 0), trainer("c", 30, 1, 0)));
+    List<Map<String, Object>> tr = list(model.view(), "trainers");
+    assertThat(tr).extracting(m -> m.get("straggler")).containsExactly(false, false, true);
+    assertThat(tr.get(0)).containsEntry("lastReport", 1_000L).containsEntry("passLag", 0);
+  }
+
+  @Test
+  void aKilledPserverIsDownThenLostThenItsRestartAndReinitialisationAreEvents() {
+    model.update(1_000, running(0, 0, 0), List.of(ps(0, 1, "a", 0), ps(1, 2, "a", 0)), List.of());
+    // killed: still registered (its lease lives on) but no answer
+    model.update(
+        2_000,
+        running(0, 0, 0),
+        List.of(
+            ps(0, 1, "a", 5), PserverSample.unreachable(1, "127.0.0.1:9001", 2, "x", "refused")),
+        List.of());
+    assertThat(list(model.view(), "pservers").get(1))
+        .containsEntry("state", "UNREACHABLE")
+        .containsEntry("down", true);
+    // lease expired
+    model.update(3_000, running(0, 0, 0), List.of(ps(0, 1, "a", 9)), List.of());
+    assertThat(list(model.view(), "pservers"))
+        .extracting(m -> m.get("state"))
+        .containsExactly("SERVING", "LOST");
+    // restarted under a new registration, then re-initialised by the trainers
+    model.update(4_000, running(0, 0, 0), List.of(ps(0, 1, "a", 9), ps(1, 7, "", 0)), List.of());
+    model.update(5_000, running(0, 0, 0), List.of(ps(0, 1, "a", 9), ps(1, 7, "b", 3)), List.of());
+    assertThat(events.list())
+        .extracting(JobEvents.Event::kind)
+        .containsSubsequence("pserver-lost", "pserver-restart", "pserver-reinit");
+    assertThat(list(model.view(), "pservers").get(1)).containsEntry("state", "SERVING");
+  }
+
+  @Test
+  void theJobsEndAndTrainersComingAndGoingAreEvents() {
+    model.update(1_000, running(0, 0, 0), List.of(), List.of(trainer("a", 1, 1, 0)));
+    model.update(
+        2_000, running(0, 0, 0), List.of(), List.of(trainer("a", 1, 1, 0), trainer("b", 1, 1, 0)));
+    model.update(3_000, running(0, 0, 0), List.of(), List.of(trainer("b", 1, 1, 0)));
+    model.update(
+        4_000,
+        running(0, 0, 0).toBuilder().setState(JobState.FAILED).setFailureReason("stopped").build(),
+        List.of(),
+        List.of());
+    assertThat(events.list())
+        .extracting(JobEvents.Event::message)
+        .containsSubsequence(
+            "trainer 'b' joined",
+            "trainer 'a' left",
+            "the job failed: stopped",
+            "trainer 'b' left");
+    assertThat(map(model.view(), "job")).containsEntry("etaSeconds", null);
+  }
+}

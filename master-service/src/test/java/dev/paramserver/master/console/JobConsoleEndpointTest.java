@@ -1,0 +1,108 @@
+package dev.paramserver.master.console;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.paramserver.coordination.EtcdCoordinator;
+import dev.paramserver.coordination.EtcdSettings;
+import dev.paramserver.master.MasterContexts;
+import dev.paramserver.master.election.MasterElection;
+import dev.paramserver.testsupport.EtcdExtension;
+import dev.paramserver.testsupport.Poll;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.springframework.context.ConfigurableApplicationContext;
+
+/**
+ * {@code /admin/job} and the console page on two real master contexts against a real etcd: the
+ * leader answers the job, a standby names the leader, the token is required; registrations in etcd
+ * are looked at through the services' own endpoints.
+ */
+class JobConsoleEndpointTest {
+  @RegisterExtension static final EtcdExtension etcd = new EtcdExtension();
+  private final MasterContexts masters = new MasterContexts();
+
+  @AfterEach
+  void close() {
+    masters.close();
+  }
+
+  private static JsonNode json(HttpResponse<String> r) {
+    try {
+      return new ObjectMapper().readTree(r.body());
+    } catch (java.io.IOException e) {
+      throw new AssertionError("not JSON: " + r.body(), e);
+    }
+  }
+
+  @Test
+  void leaderAnswersTheJob_standbyNamesTheLeader_tokenRequired_registrationsAreProbed()
+      throws Exception {
+    String job = etcd.uniqueJob();
+    String[] fast = {"--paramserver.master.console.sample-interval=200ms"};
+    ConfigurableApplicationContext leader = masters.start(etcd.endpoint(), job, fast);
+    MasterElection election = MasterContexts.election(leader);
+    Poll.until(Duration.ofSeconds(15), election::isLeader, "the first master to lead");
+    ConfigurableApplicationContext standby = masters.start(etcd.endpoint(), job, fast);
+    String leaderHttp = "127.0.0.1:" + MasterContexts.httpPort(leader);
+    String standbyHttp = "127.0.0.1:" + MasterContexts.httpPort(standby);
+
+    // a "trainer" registration pointing at the standby's HTTP port (a real /admin/status), and a
+    // "pserver" registration pointing at the leader's gRPC port (which has no GetShardStatus)
+    try (EtcdCoordinator c = EtcdCoordinator.connect(EtcdSettings.of(etcd.endpoint(), job))) {
+      c.kv().put(c.keys().trainer("t-1"), standbyHttp.getBytes(StandardCharsets.UTF_8));
+      c.kv().put(c.keys().ps(0), election.identity().getBytes(StandardCharsets.UTF_8));
+    }
+
+    assertThat(masters.get(leader, "/admin/job", false).statusCode()).isEqualTo(401);
+    Poll.until(
+        Duration.ofSeconds(15),
+        () -> {
+          HttpResponse<String> r = masters.get(leader, "/admin/job", true);
+          return r.statusCode() == 200
+              && json(r).path("trainers").size() == 1
+              && json(r).path("pservers").size() == 1;
+        },
+        "the leader's /admin/job to show the registered trainer and pserver");
+    JsonNode view = json(masters.get(leader, "/admin/job", true));
+    assertThat(view.path("leader").asBoolean()).isTrue();
+    assertThat(view.path("job").path("state").asText()).isEqualTo("WAITING_FOR_DATASET");
+    assertThat(view.path("job").path("adminAddress").asText()).isEqualTo(leaderHttp);
+    assertThat(view.path("series").path("time").isArray()).isTrue();
+    JsonNode trainer = view.path("trainers").get(0);
+    assertThat(trainer.path("id").asText()).isEqualTo("t-1");
+    assertThat(trainer.path("state").asText()).isEqualTo("STANDBY"); // read with the token
+    assertThat(trainer.path("error").asText()).isEmpty();
+    assertThat(view.path("pservers").size()).as(view.toString()).isEqualTo(1);
+    JsonNode pserver = view.path("pservers").get(0);
+    assertThat(pserver.path("index").asInt()).isZero();
+    assertThat(pserver.path("state").asText()).isEqualTo("UNREACHABLE");
+    assertThat(pserver.path("down").asBoolean()).isTrue();
+    assertThat(view.path("events").toString()).contains("leads the job");
+
+    HttpResponse<String> fromStandby = masters.get(standby, "/admin/job", true);
+    assertThat(fromStandby.statusCode()).isEqualTo(409);
+    JsonNode s = json(fromStandby);
+    assertThat(s.path("leaderAddress").asText()).isEqualTo(election.identity());
+    assertThat(s.path("leaderAdminAddress").asText()).isEqualTo(leaderHttp);
+
+    // no pserver answers: nothing checkpointed; no dataset yet: the job cannot be stopped
+    JsonNode cp = json(masters.post(leader, "/admin/job/checkpoint"));
+    assertThat(cp.path("checkpoints").size()).isZero();
+    JsonNode stop = json(masters.post(leader, "/admin/job/stop"));
+    assertThat(stop.path("stopped").asBoolean()).isFalse();
+    assertThat(stop.path("message").asText()).contains("no dataset");
+
+    // the console page is served without the token (it asks for it) and its chart library too
+    HttpResponse<String> page = masters.get(leader, "/", false);
+    assertThat(page.statusCode()).isEqualTo(200);
+    assertThat(page.body()).contains("paramserver console").doesNotContain("https://");
+    assertThat(masters.get(leader, "/webjars/uplot/dist/uPlot.iife.min.js", false).statusCode())
+        .isEqualTo(200);
+  }
+}

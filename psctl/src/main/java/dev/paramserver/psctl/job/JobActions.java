@@ -1,0 +1,31 @@
+package dev.paramserver.psctl.job;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.io.PrintWriter;
+
+/** Prints the answers of the master's job actions. */
+final class JobActions {
+  private JobActions() {}
+
+  /** One line per pserver; returns 0 when every checkpoint was written, else 1. */
+  static int printCheckpoints(PrintWriter out, JsonNode results) {
+    int failed = 0;
+    for (JsonNode c : results) {
+      if (c.path("ok").asBoolean()) {
+        out.println(
+            "pserver "
+                + c.path("index").asInt()
+                + ": checkpoint at step "
+                + c.path("step").asLong());
+      } else {
+        failed++;
+        out.println("pserver " + c.path("index").asInt() + ": FAILED: " + c.path("error").asText());
+      }
+    }
+    if (results.size() == 0) {
+      out.println("no pserver answered: nothing was checkpointed");
+    }
+    out.flush();
+    return failed == 0 && results.size() > 0 ? 0 : 1;
+  }
+}

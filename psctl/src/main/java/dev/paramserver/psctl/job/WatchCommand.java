@@ -1,0 +1,109 @@
+package dev.paramserver.psctl.job;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.time.Instant;
+import java.time.ZoneId;
+import java.time.format.DateTimeFormatter;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * {@code psctl watch}: a line per interval until the job ends; on a terminal, a progress bar per
+ * pass redrawn in place. Exits 0 when the job finished, 1 when it failed.
+ */
+@Command(
+    name = "watch",
+    description =
+        "Follow a running job: a line per second (a progress bar per pass on a terminal) until it"
+            + " ends; exit code 0 when it finished, 1 when it failed.")
+public final class WatchCommand extends JobCommand {
+  private static final DateTimeFormatter CLOCK =
+      DateTimeFormatter.ofPattern("HH:mm:ss").withZone(ZoneId.systemDefault());
+
+  @Option(
+      names = "--interval",
+      paramLabel = "SECONDS",
+      defaultValue = "1",
+      description = "Seconds between lines (default: ${DEFAULT-VALUE}).")
+  double interval;
+
+  @Option(
+      names = "--count",
+      paramLabel = "N",
+      defaultValue = "0",
+      description = "Stop after N lines (default: until the job ends).")
+  int count;
+
+  @Option(
+      names = "--bar",
+      negatable = true,
+      description = "Draw a progress bar per pass (default: when the output is a terminal).")
+  Boolean bar;
+
+  @Override
+  protected int run() throws Exception {
+    if (!(interval > 0)) {
+      throw usageError("--interval must be positive, got " + interval);
+    }
+    MasterClient client = client();
+    boolean bars = bar != null ? bar : System.console() != null;
+    PrintWriter out = out();
+    int lastPass = -1;
+    int lines = 0;
+    int failures = 0;
+    while (true) {
+      JsonNode v;
+      try {
+        v = client.get("/admin/job");
+        failures = 0;
+      } catch (IOException e) {
+        // a master failing over: say so and keep watching for a while
+        if (++failures > 30) {
+          throw e;
+        }
+        out.println(CLOCK.format(Instant.now()) + "  (no answer: " + e.getMessage() + ")");
+        out.flush();
+        Thread.sleep((long) (interval * 1000));
+        continue;
+      }
+      String state = v.path("job").path("state").asText();
+      int pass = v.path("job").path("pass").asInt();
+      if (bars) {
+        if (lastPass >= 0 && pass != lastPass) {
+          out.println();
+        }
+        out.print("\r" + JobReport.passBar(v, 30) + "  " + line(v));
+        if (isOver(state)) {
+          out.println();
+        }
+      } else {
+        out.println(CLOCK.format(Instant.now()) + "  " + line(v));
+      }
+      out.flush();
+      lastPass = pass;
+      lines++;
+      if (isOver(state)) {
+        return "FINISHED".equals(state) ? 0 : 1;
+      }
+      if (count > 0 && lines >= count) {
+        return 0;
+      }
+      Thread.sleep((long) (interval * 1000));
+    }
+  }
+
+  private static boolean isOver(String state) {
+    return "FINISHED".equals(state) || "FAILED".equals(state);
+  }
+
+  private static String line(JsonNode v) {
+    String loss = "";
+    JsonNode series = v.path("series").path("trainLoss");
+    if (series.size() > 0 && series.get(series.size() - 1).isNumber()) {
+      loss = "  loss " + JobReport.num(series.get(series.size() - 1), 4);
+    }
+    return JobReport.summary(v) + loss;
+  }
+}

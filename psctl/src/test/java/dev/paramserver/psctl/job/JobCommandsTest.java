@@ -1,0 +1,198 @@
+package dev.paramserver.psctl.job;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.sun.net.httpserver.HttpExchange;
+import com.sun.net.httpserver.HttpServer;
+import dev.paramserver.psctl.Run;
+import java.io.IOException;
+import java.io.InputStream;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The job commands' output and errors against an HTTP server answering as a master's {@code
+ * /admin/job} does (a recorded answer; the end-to-end tests run them against a real master).
+ */
+class JobCommandsTest {
+  private static final String TOKEN = "s3cret";
+  private HttpServer leader;
+  private HttpServer standby;
+  private final List<String> calls = new CopyOnWriteArrayList<>();
+  private volatile String jobJson;
+
+  @BeforeEach
+  void start() throws IOException {
+    try (InputStream in = getClass().getResourceAsStream("/admin-job.json")) {
+      jobJson = new String(in.readAllBytes(), StandardCharsets.UTF_8);
+    }
+    leader = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
+    leader.createContext("/admin/job", this::leader);
+    leader.start();
+    standby = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
+    standby.createContext(
+        "/admin/job",
+        ex ->
+            answer(
+                ex,
+                409,
+                "{\"error\":\"not the leader\",\"leaderAdminAddress\":\"127.0.0.1:"
+                    + leader.getAddress().getPort()
+                    + "\"}"));
+    standby.start();
+  }
+
+  @AfterEach
+  void stop() {
+    leader.stop(0);
+    standby.stop(0);
+  }
+
+  private void leader(HttpExchange ex) throws IOException {
+    calls.add(ex.getRequestMethod() + " " + ex.getRequestURI().getPath());
+    if (!("Bearer " + TOKEN).equals(ex.getRequestHeaders().getFirst("Authorization"))) {
+      answer(ex, 401, "{\"error\":\"unauthorized\",\"message\":\"wrong admin token\"}");
+      return;
+    }
+    switch (ex.getRequestURI().getPath()) {
+      case "/admin/job" -> answer(ex, 200, jobJson);
+      case "/admin/job/checkpoint" ->
+          answer(
+              ex,
+              200,
+              "{\"checkpoints\":[{\"index\":0,\"ok\":true,\"step\":1234},"
+                  + "{\"index\":1,\"ok\":false,\"error\":\"not initialised\"}]}");
+      case "/admin/job/stop" ->
+          answer(
+              ex,
+              200,
+              "{\"stopped\":true,\"message\":\"the job was stopped\",\"checkpoints\":"
+                  + "[{\"index\":0,\"ok\":true,\"step\":1300}]}");
+      default -> answer(ex, 404, "{}");
+    }
+  }
+
+  private static void answer(HttpExchange ex, int code, String body) throws IOException {
+    byte[] b = body.getBytes(StandardCharsets.UTF_8);
+    ex.getResponseHeaders().add("Content-Type", "application/json");
+    ex.sendResponseHeaders(code, b.length);
+    ex.getResponseBody().write(b);
+    ex.close();
+  }
+
+  private String url(HttpServer s) {
+    return "http://127.0.0.1:" + s.getAddress().getPort();
+  }
+
+  @Test
+  void status_printsTheJobPassesPserversTrainersFlagsAndEvents() {
+    Run r = Run.psctl("status", "--master", url(leader), "--token", TOKEN);
+    assertThat(r.code()).as(r.err()).isZero();
+    assertThat(r.out())
+        .contains(
+            "RUNNING  pass 2 of 3  tasks 4 todo, 2 pending, 6 done, 0 failed  elapsed 1m0s  ETA"
+                + " 1m0s  records/s 1200  ! pserver 1 [hot], trainer trainer-1 [straggler]")
+        .contains(
+            "pass 1  records 12000  train loss 0.5123  test loss 0.4000  accuracy 0.9100  auc -")
+        .contains("pass 2  records 6000  train loss 0.3000  test loss -")
+        .contains(
+            "0  127.0.0.1:9092  SERVING  step 1234  1.3 KiB  push/s 50.0  pull/s 50.0  p99 0.42 ms"
+                + "  checkpoint 12s ago")
+        .contains("1  127.0.0.1:9093  SERVING  step 5678")
+        .contains("checkpoint none [HOT]")
+        .contains("trainer-1  TRAINING  pass 2  task 8  samples/s 300  loss 0.3100")
+        .contains("[STRAGGLER]")
+        .contains("pass 2 of 3 started");
+  }
+
+  @Test
+  void status_followsAStandbyToTheLeader_andJsonPrintsTheAnswer() {
+    Run r = Run.psctl("status", "--master", url(standby) + "/", "--token", TOKEN, "--json");
+    assertThat(r.code()).as(r.err()).isZero();
+    assertThat(r.out()).contains("\"totalPasses\" : 3");
+    assertThat(calls).containsExactly("GET /admin/job");
+  }
+
+  @Test
+  void theTokenComesFromTheEnvironment_andAWrongOneIsAClearError() {
+    StatusCommand cmd = new StatusCommand();
+    cmd.env = java.util.Map.of(JobTarget.TOKEN_ENV, TOKEN);
+    java.io.StringWriter out = new java.io.StringWriter();
+    picocli.CommandLine cl = new picocli.CommandLine(cmd);
+    cl.setOut(new java.io.PrintWriter(out, true));
+    assertThat(cl.execute("--master", url(leader))).isZero();
+    assertThat(out.toString()).contains("pass 2 of 3");
+
+    Run wrong = Run.psctl("status", "--master", url(leader), "--token", "nope");
+    assertThat(wrong.code()).isEqualTo(1);
+    assertThat(wrong.err())
+        .contains("the master refused the admin token (wrong admin token)")
+        .contains("PARAMSERVER_ADMIN_TOKEN");
+  }
+
+  @Test
+  void missingTargetOrTokenAndBadUrlsAreUsageErrors() {
+    Run noTarget = Run.psctl("status", "--token", TOKEN);
+    assertThat(noTarget.code()).isEqualTo(2);
+    assertThat(noTarget.err()).contains("--master URL, or --etcd ENDPOINTS and --job NAME");
+    StatusCommand cmd = new StatusCommand();
+    cmd.env = java.util.Map.of();
+    java.io.StringWriter err = new java.io.StringWriter();
+    picocli.CommandLine cl = new picocli.CommandLine(cmd);
+    cl.setErr(new java.io.PrintWriter(err, true));
+    assertThat(cl.execute("--master", url(leader))).isEqualTo(2);
+    Run badUrl = Run.psctl("status", "--master", "127.0.0.1:8081", "--token", TOKEN);
+    assertThat(badUrl.code()).isEqualTo(2);
+    assertThat(badUrl.err()).contains("--master must be an HTTP URL");
+    Run down = Run.psctl("status", "--master", "http://127.0.0.1:1", "--token", TOKEN);
+    assertThat(down.code()).isEqualTo(1);
+    assertThat(down.err()).contains("cannot connect to the master at http://127.0.0.1:1");
+  }
+
+  @Test
+  void watch_printsALinePerIntervalAndStopsWhenTheJobEnds() {
+    Run r =
+        Run.psctl(
+            "watch",
+            "--master",
+            url(leader),
+            "--token",
+            TOKEN,
+            "--interval",
+            "0.05",
+            "--count",
+            "2",
+            "--no-bar");
+    assertThat(r.code()).as(r.err()).isZero();
+    assertThat(r.out().lines().toList())
+        .hasSize(2)
+        .allSatisfy(l -> assertThat(l).contains("RUNNING  pass 2 of 3").endsWith("loss 0.3000"));
+
+    jobJson = jobJson.replace("\"state\":\"RUNNING\"", "\"state\":\"FINISHED\"");
+    Run bar = Run.psctl("watch", "--master", url(leader), "--token", TOKEN, "--bar");
+    assertThat(bar.code()).isZero();
+    assertThat(bar.out())
+        .contains("pass 3/3 [##############################] 100%")
+        .contains("FINISHED");
+  }
+
+  @Test
+  void checkpointAndStop_printEachPserversResult() {
+    Run cp = Run.psctl("checkpoint", "--master", url(leader), "--token", TOKEN);
+    assertThat(cp.code()).isEqualTo(1); // one pserver failed
+    assertThat(cp.out())
+        .contains("pserver 0: checkpoint at step 1234")
+        .contains("pserver 1: FAILED: not initialised");
+    Run stop = Run.psctl("stop", "--master", url(leader), "--token", TOKEN);
+    assertThat(stop.code()).isZero();
+    assertThat(stop.out())
+        .contains("pserver 0: checkpoint at step 1300")
+        .contains("the job was stopped");
+    assertThat(calls).contains("POST /admin/job/checkpoint", "POST /admin/job/stop");
+  }
+}
