@@ -66,8 +66,9 @@
       return;
     }
     show('console');
-    render(body);
-    $('updated').textContent = 'last at ' + new Date().toLocaleTimeString();
+    const errors = render(body);
+    $('updated').textContent = 'last at ' + new Date().toLocaleTimeString()
+      + (errors.length ? '; could not draw ' + errors.join('; ') : '');
   }
 
   function standby(body) {
@@ -119,10 +120,16 @@
     $('job-progress-bar').style.width = pct + '%';
     $('job-progress').textContent = pct + '% of ' + fmt(j.datasetRecords) + ' records × ' + fmt(j.totalPasses) + ' passes';
     $('job-failure').textContent = j.failureReason ? 'failure: ' + j.failureReason : '';
-    renderCharts(v);
-    renderPservers(v.pservers || []);
-    renderTrainers(v.trainers || []);
-    renderEvents(v.events || []);
+    // one part failing to draw must not keep the others stale
+    const errors = [];
+    for (const [name, draw] of [
+      ['charts', () => renderCharts(v)],
+      ['pservers', () => renderPservers(v.pservers || [])],
+      ['trainers', () => renderTrainers(v.trainers || [])],
+      ['events', () => renderEvents(v.events || [])]]) {
+      try { draw(); } catch (e) { errors.push(name + ': ' + e); }
+    }
+    return errors;
   }
 
   function chart(id, title, series, data, timeAxis) {
@@ -132,7 +139,8 @@
       charts[id] = new uPlot({
         width, height: 220,
         scales: { x: { time: timeAxis } },
-        axes: [{ label: timeAxis ? '' : 'pass' }, {}],
+        // passes are whole numbers
+        axes: [timeAxis ? {} : { label: 'pass', incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500] }, {}],
         series: [{ label: timeAxis ? 'time' : 'pass' }].concat(series),
       }, data, el);
     } else {

@@ -23,6 +23,7 @@ import org.junit.jupiter.api.io.TempDir;
 import org.openqa.selenium.By;
 import org.openqa.selenium.JavascriptExecutor;
 import org.openqa.selenium.OutputType;
+import org.openqa.selenium.StaleElementReferenceException;
 import org.openqa.selenium.TakesScreenshot;
 import org.openqa.selenium.WebDriver;
 import org.openqa.selenium.WebElement;
@@ -58,7 +59,10 @@ class ConsoleBrowserTest {
                 .shards(2)
                 .recordsPerChunk(200)
                 .build());
-    ClusterSpec.Builder b = Jobs.spec(dir.resolve("run"));
+    // the run folder (logs of every process) stays under target/ for a look after a failure
+    Path run = Paths.get("target", "console-run").toAbsolutePath();
+    deleteRecursively(run);
+    ClusterSpec.Builder b = Jobs.spec(run);
     for (Role r : new Role[] {Role.MASTER, Role.PSERVER, Role.TRAINER}) {
       b.property(r, "paramserver.etcd.lease-ttl", "4s");
     }
@@ -89,6 +93,17 @@ class ConsoleBrowserTest {
     }
   }
 
+  private static void deleteRecursively(Path p) throws java.io.IOException {
+    if (!Files.exists(p)) {
+      return;
+    }
+    try (var files = Files.walk(p)) {
+      for (Path f : files.sorted(java.util.Comparator.reverseOrder()).toList()) {
+        Files.delete(f);
+      }
+    }
+  }
+
   /** Headless Chromium through the chromedriver of Debian's chromium-driver package. */
   static WebDriver chromium() {
     Path driver = Path.of(System.getProperty("chromedriver", "/usr/bin/chromedriver"));
@@ -116,6 +131,8 @@ class ConsoleBrowserTest {
   private static WebDriverWait waitUpTo(Duration d) {
     WebDriverWait w = new WebDriverWait(browser, d);
     w.pollingEvery(Duration.ofMillis(250));
+    // the tables are redrawn every second: an element found may be replaced before it is read
+    w.ignoring(StaleElementReferenceException.class);
     return w;
   }
 
@@ -161,6 +178,33 @@ class ConsoleBrowserTest {
   @Test
   void console_showsTheJobLive_aKilledPserverAndItsRestart_andCheckpointsOnRequest()
       throws Exception {
+    try {
+      scenario();
+    } catch (Throwable t) {
+      // what the page and the master showed, for the report
+      screenshot("failure");
+      Files.writeString(
+          SHOTS.resolve("failure-admin-job.json"),
+          psctlOutput(
+              "status", "--master", masterUrl(), "--token", cluster.adminToken(), "--json"));
+      Object log =
+          ((JavascriptExecutor) browser)
+              .executeScript("return document.getElementById('updated').textContent");
+      Files.writeString(SHOTS.resolve("failure-page.txt"), String.valueOf(log));
+      throw t;
+    }
+  }
+
+  private static String psctlOutput(String... args) {
+    StringWriter out = new StringWriter();
+    CommandLine cl = Psctl.commandLine();
+    cl.setOut(new PrintWriter(out, true));
+    cl.setErr(new PrintWriter(out, true));
+    cl.execute(args);
+    return out.toString();
+  }
+
+  private static void scenario() throws Exception {
     // log in: the page asks for the token first
     browser.get(masterUrl() + "/");
     waitUpTo(Duration.ofSeconds(30)).until(d -> d.findElement(By.id("login-token")).isDisplayed());
@@ -189,6 +233,8 @@ class ConsoleBrowserTest {
     String status =
         psctl(
             "status",
+            "--timeout",
+            "30",
             "--etcd",
             cluster.etcdEndpoint(),
             "--job",
@@ -208,14 +254,21 @@ class ConsoleBrowserTest {
             "--no-bar");
     assertThat(watch.lines().toList()).hasSize(2).allMatch(l -> l.contains("RUNNING  pass"));
 
-    // a killed pserver is flagged, then its restart (and what followed) shows in the events
-    cluster.kill(Role.PSERVER, 1);
-    waitUpTo(Duration.ofSeconds(60))
-        .until(d -> pserverRow(1).getAttribute("class").contains("down"));
-    assertThat(pserverRow(1).findElement(By.className("flags")).getText())
-        .matches("(?s).*(down|lost).*");
+    // a killed pserver is flagged (down while its lease lives, then lost), then its restart (and
+    // its re-initialisation by the trainers) shows in the events
+    cluster.kill(Role.PSERVER, 1, false);
+    waitUpTo(Duration.ofSeconds(90))
+        .until(
+            d ->
+                pserverRow(1).getAttribute("class").contains("down")
+                    && pserverRow(1)
+                        .findElement(By.className("flags"))
+                        .getText()
+                        .matches("(?s).*(down|lost).*"));
+    waitUpTo(Duration.ofSeconds(60)).until(d -> text("events").contains("pserver 1 lost"));
     screenshot("console-pserver-down");
-    waitUpTo(Duration.ofMinutes(2))
+    cluster.restart(Role.PSERVER, 1);
+    waitUpTo(Duration.ofMinutes(3))
         .until(
             d ->
                 text("events").contains("pserver 1 registered again")

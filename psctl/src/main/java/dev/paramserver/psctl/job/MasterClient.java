@@ -16,6 +16,7 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -39,7 +40,8 @@ final class MasterClient {
 
   /** Finds the leader's HTTP address through etcd: {@code master/addr}, then its GetStatus. */
   static String resolveThroughEtcd(String endpoints, String job, Duration timeout) {
-    EtcdSettings settings = EtcdSettings.of(endpoints, job);
+    EtcdSettings settings =
+        new EtcdSettings(List.of(endpoints.split(",")), job, timeout, null, null, null);
     String grpc;
     try (EtcdCoordinator c = EtcdCoordinator.connect(settings)) {
       grpc =
