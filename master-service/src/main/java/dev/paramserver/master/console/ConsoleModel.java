@@ -28,6 +28,7 @@ import java.util.TreeSet;
 final class ConsoleModel {
   static final double HOT_FACTOR = 2.0;
   static final double STRAGGLER_FACTOR = 0.5;
+  static final double RATE_SMOOTHING = 0.5;
 
   private final int historySize;
   private final JobEvents events;
@@ -37,6 +38,8 @@ final class ConsoleModel {
   private final Set<Integer> lost = new TreeSet<>();
   private final Map<Integer, String> initIds = new HashMap<>();
   private final Map<String, Long> trainerLastReport = new HashMap<>();
+  private final Map<String, long[]> trainerSamples = new HashMap<>();
+  private final Map<String, Double> trainerRates = new HashMap<>();
   private final Map<Integer, double[]> passLoss = new HashMap<>();
   private JobStatus lastJob;
   private long lastTimeMs;
@@ -68,7 +71,7 @@ final class ConsoleModel {
     double samplesPerSecond =
         trainers.stream()
             .filter(TrainerSample::reachable)
-            .mapToDouble(TrainerSample::samplesPerSecond)
+            .mapToDouble(t -> trainerRates.getOrDefault(t.id(), 0.0))
             .sum();
     Double trainLoss = meanLoss(trainers);
     if (job.getState() == JobState.RUNNING || history.isEmpty()) {
@@ -213,6 +216,7 @@ final class ConsoleModel {
       }
       if (t.reachable()) {
         trainerLastReport.put(t.id(), now);
+        trainerRates.put(t.id(), rate(t, now));
         if (t.loss() != null && Double.isFinite(t.loss())) {
           double[] acc = passLoss.computeIfAbsent(t.pass(), p -> new double[2]);
           acc[0] += t.loss();
@@ -225,6 +229,8 @@ final class ConsoleModel {
     for (String id : before.keySet()) {
       if (samples.stream().noneMatch(t -> t.id().equals(id))) {
         trainerLastReport.remove(id);
+        trainerRates.remove(id);
+        trainerSamples.remove(id);
         events.add(now, "trainer-left", "trainer '" + id + "' left");
       }
     }
@@ -233,7 +239,7 @@ final class ConsoleModel {
       List<Double> others = new ArrayList<>();
       for (TrainerSample o : samples) {
         if (o != t && o.reachable()) {
-          others.add(o.samplesPerSecond());
+          others.add(trainerRates.getOrDefault(o.id(), 0.0));
         }
       }
       double median = median(others);
@@ -245,21 +251,34 @@ final class ConsoleModel {
       m.put("pass", t.pass());
       m.put("task", t.task() < 0 ? null : t.task());
       m.put("samples", t.samples());
-      m.put("samplesPerSecond", round(t.samplesPerSecond()));
+      double rate = t.reachable() ? trainerRates.getOrDefault(t.id(), 0.0) : 0.0;
+      m.put("samplesPerSecond", round(rate));
       m.put("loss", t.loss());
       m.put("lastReport", last == 0 ? null : last);
       m.put("lagSeconds", last == 0 ? null : round((now - last) / 1000.0));
       m.put("passLag", t.pass() < 0 ? null : Math.max(0, (int) job.getPass() - t.pass()));
       m.put(
           "straggler",
-          t.reachable()
-              && !others.isEmpty()
-              && median > 0
-              && t.samplesPerSecond() < STRAGGLER_FACTOR * median);
+          t.reachable() && !others.isEmpty() && median > 0 && rate < STRAGGLER_FACTOR * median);
       m.put("error", t.error());
       out.add(m);
     }
     return out;
+  }
+
+  /**
+   * A trainer's samples per second from its sample counter between two looks (smoothed), so a
+   * trainer that stopped making progress shows 0 whatever rate it last reported; its own reported
+   * rate until there are two looks.
+   */
+  private double rate(TrainerSample t, long now) {
+    long[] prev = trainerSamples.put(t.id(), new long[] {t.samples(), now});
+    if (prev == null || now <= prev[1] || t.samples() < prev[0]) {
+      return t.samplesPerSecond();
+    }
+    double measured = (t.samples() - prev[0]) * 1000.0 / (now - prev[1]);
+    Double before = trainerRates.get(t.id());
+    return before == null ? measured : RATE_SMOOTHING * measured + (1 - RATE_SMOOTHING) * before;
   }
 
   private Map<String, Object> job(long now, JobStatus job, double samplesPerSecond) {

@@ -55,7 +55,12 @@ class ConsoleModelTest {
   }
 
   private static TrainerSample trainer(String id, double rate, double loss, int pass) {
-    return new TrainerSample(id, "127.0.0.1:1", "TRAINING", pass, 3, 100, rate, loss, "");
+    return trainer(id, rate, loss, pass, 100);
+  }
+
+  private static TrainerSample trainer(
+      String id, double rate, double loss, int pass, long samples) {
+    return new TrainerSample(id, "127.0.0.1:1", "TRAINING", pass, 3, samples, rate, loss, "");
   }
 
   @SuppressWarnings("unchecked")
@@ -135,6 +140,34 @@ class ConsoleModelTest {
     List<Map<String, Object>> tr = list(model.view(), "trainers");
     assertThat(tr).extracting(m -> m.get("straggler")).containsExactly(false, false, true);
     assertThat(tr.get(0)).containsEntry("lastReport", 1_000L).containsEntry("passLag", 0);
+  }
+
+  @Test
+  void aTrainerWhoseCounterStopsShowsNoThroughputWhateverItReports_andBecomesAStraggler() {
+    model.update(
+        1_000,
+        running(0, 0, 0),
+        List.of(),
+        List.of(trainer("a", 100, 1, 0, 1000), trainer("b", 100, 1, 0, 1000)));
+    // a keeps training, b is stuck but still reports its last rate
+    model.update(
+        2_000,
+        running(0, 0, 0),
+        List.of(),
+        List.of(trainer("a", 100, 1, 0, 1100), trainer("b", 100, 1, 0, 1000)));
+    List<Map<String, Object>> tr = list(model.view(), "trainers");
+    assertThat(tr.get(0))
+        .containsEntry("samplesPerSecond", 100.0)
+        .containsEntry("straggler", false);
+    assertThat(tr.get(1)).containsEntry("samplesPerSecond", 50.0).containsEntry("straggler", false);
+    model.update(
+        3_000,
+        running(0, 0, 0),
+        List.of(),
+        List.of(trainer("a", 100, 1, 0, 1200), trainer("b", 100, 1, 0, 1000)));
+    tr = list(model.view(), "trainers");
+    assertThat(tr.get(1)).containsEntry("samplesPerSecond", 25.0).containsEntry("straggler", true);
+    assertThat(map(model.view(), "job")).containsEntry("samplesPerSecond", 125.0);
   }
 
   @Test
