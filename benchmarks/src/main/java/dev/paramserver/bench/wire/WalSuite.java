@@ -57,6 +57,7 @@ public final class WalSuite {
   }
 
   public void run(Report report) throws Exception {
+    inJvm(report);
     // pushes per second, best round, by setting and size
     Map<String, double[]> best = new LinkedHashMap<>();
     for (String s : SETTINGS) {
@@ -127,6 +128,36 @@ public final class WalSuite {
                   + " threads, best of "
                   + ROUNDS
                   + " interleaved rounds");
+        }
+      }
+    }
+  }
+
+  /** The same comparison without network or process: the log's own cost per push. */
+  private void inJvm(Report report) throws Exception {
+    Map<String, double[]> best = WalInJvmBench.run(3, quick ? 700 : 1500);
+    Report.Table t =
+        report.table(
+            "Write-ahead log (1 pserver process, loopback)",
+            "In one JVM, no network: pushes/s into a shard from 1 thread (best of 3 interleaved"
+                + " rounds), and the ratio to no log",
+            "wal.sync",
+            "4 KiB pushes/s",
+            "4 KiB vs no log",
+            "1 MiB pushes/s",
+            "1 MiB vs no log");
+    double[] off = best.get("off");
+    for (String setting : SETTINGS) {
+      double[] v = best.get(setting);
+      t.row(
+          setting.equals("off") ? "(log off)" : setting, v[0], v[0] / off[0], v[1], v[1] / off[1]);
+      if (!setting.equals("off")) {
+        for (int i = 0; i < SIZES.length; i++) {
+          report.ratio(
+              "push_injvm_" + KernelSuite.size(SIZES[i]) + "_wal_" + setting + "_vs_no_wal",
+              v[i] / off[i],
+              null,
+              "pushes/s into a shard in one JVM, 1 thread, with wal.sync=" + setting);
         }
       }
     }
