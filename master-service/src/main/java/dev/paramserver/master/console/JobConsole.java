@@ -46,6 +46,7 @@ public final class JobConsole implements SmartLifecycle {
   private final RunTracker tracker;
   private volatile Map<Integer, String> pserverAdmin = Map.of();
   private volatile boolean leading;
+  private String lastFailure = "";
   private ScheduledExecutorService sampler;
 
   JobConsole(
@@ -128,11 +129,18 @@ public final class JobConsole implements SmartLifecycle {
           .forEach(p -> admin.put(p.index(), p.adminAddress()));
       pserverAdmin = admin;
       // the job's status after the slow calls, so it is never older than what they found
-      model.update(clock.millis(), job.statusIfServing().orElse(status.get()), pservers, trainers);
+      long now = clock.millis();
+      model.update(now, job.statusIfServing().orElse(status.get()), pservers, trainers);
+      tracker.onView(model.view(), pservers.stream().mapToLong(PserverSample::step).sum(), now);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
     } catch (RuntimeException e) {
-      log.debug("console sample failed", e);
+      // once per kind of failure, not once a second
+      String what = e.getClass().getName() + ": " + e.getMessage();
+      if (!what.equals(lastFailure)) {
+        lastFailure = what;
+        log.warn("the console could not sample the job: {}", what, e);
+      }
     }
   }
 

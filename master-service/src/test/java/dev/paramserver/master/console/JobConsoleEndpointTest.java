@@ -44,9 +44,15 @@ class JobConsoleEndpointTest {
   void leaderAnswersTheJob_standbyNamesTheLeader_tokenRequired_registrationsAreProbed()
       throws Exception {
     String job = etcd.uniqueJob();
-    String[] fast = {"--paramserver.master.console.sample-interval=200ms"};
+    String[] fast = {
+      "--paramserver.master.console.sample-interval=200ms",
+      "--paramserver.master.tracking.metrics-file=/tmp/x/metrics.jsonl"
+    };
     ConfigurableApplicationContext leader = masters.start(etcd.endpoint(), job, fast);
     MasterElection election = MasterContexts.election(leader);
+    assertThat(
+            leader.getBean(dev.paramserver.master.MasterProperties.class).tracking().metricsFile())
+        .hasToString("/tmp/x/metrics.jsonl");
     Poll.until(Duration.ofSeconds(15), election::isLeader, "the first master to lead");
     ConfigurableApplicationContext standby = masters.start(etcd.endpoint(), job, fast);
     String leaderHttp = "127.0.0.1:" + MasterContexts.httpPort(leader);
