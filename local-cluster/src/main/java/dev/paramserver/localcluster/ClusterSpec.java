@@ -32,6 +32,7 @@ public final class ClusterSpec {
   private final Duration startTimeout;
   private final Duration stopTimeout;
   private final ServiceCommand command;
+  private final boolean classDataSharing;
   private final boolean probeHttp;
 
   private ClusterSpec(Builder b) {
@@ -55,6 +56,7 @@ public final class ClusterSpec {
     this.startTimeout = b.startTimeout;
     this.stopTimeout = b.stopTimeout;
     this.command = b.command;
+    this.classDataSharing = b.classDataSharing;
     this.probeHttp = b.probeHttp;
   }
 
@@ -161,6 +163,14 @@ public final class ClusterSpec {
     return command;
   }
 
+  /**
+   * Whether services start from a class-data archive of their jar ({@link ClassDataArchives}):
+   * about twice as fast; on unless {@code PARAMSERVER_CDS=off}.
+   */
+  public boolean classDataSharing() {
+    return classDataSharing;
+  }
+
   /** Whether a process counts as RUNNING only once its HTTP port accepts connections. */
   public boolean probeHttp() {
     return probeHttp;
@@ -187,6 +197,7 @@ public final class ClusterSpec {
     private Duration startTimeout = Duration.ofSeconds(180);
     private Duration stopTimeout = Duration.ofSeconds(20);
     private ServiceCommand command = ServiceCommand.javaServices();
+    private boolean classDataSharing = ClassDataArchives.enabled();
     private boolean probeHttp = true;
 
     private Builder(Path runDir) {
@@ -312,6 +323,12 @@ public final class ClusterSpec {
 
     public Builder stopTimeout(Duration timeout) {
       this.stopTimeout = Objects.requireNonNull(timeout);
+      return this;
+    }
+
+    /** Starts services from class-data archives of their jars (see {@link ClassDataArchives}). */
+    public Builder classDataSharing(boolean on) {
+      this.classDataSharing = on;
       return this;
     }
 

@@ -34,11 +34,84 @@ final class JavaServiceCommand implements ServiceCommand {
     }
     List<String> cmd = new ArrayList<>();
     cmd.add(spec.javaBinary());
-    cmd.addAll(spec.jvmOptions(ctx.role()));
-    cmd.add("-jar");
-    cmd.add(jar.toString());
+    if (spec.classDataSharing()) {
+      ClassDataArchives.Launch launch = ClassDataArchives.launchOf(jar);
+      cmd.addAll(arguments(spec, ctx.role(), launch.jar()));
+      launch.archive().ifPresent(a -> cmd.add(1, "-XX:SharedArchiveFile=" + a));
+    } else {
+      cmd.addAll(arguments(spec, ctx.role(), jar));
+    }
     properties(ctx).forEach((key, value) -> cmd.add("--" + key + "=" + value));
     return cmd;
+  }
+
+  /** The JVM options of the role, then {@code -jar jar}. */
+  private static List<String> arguments(ClusterSpec spec, Role role, Path jar) {
+    List<String> args = new ArrayList<>(spec.jvmOptions(role));
+    args.add("-jar");
+    args.add(jar.toString());
+    return args;
+  }
+
+  /** Whether every jar the cluster launches has its class-data archive already. */
+  static boolean archivesReady(ClusterSpec spec) {
+    for (Role role : Role.values()) {
+      Path jar = spec.jar(role);
+      if (spec.count(role) > 0
+          && jar != null
+          && Files.isRegularFile(jar)
+          && ClassDataArchives.launchOf(jar).archive().isEmpty()) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /**
+   * Makes the class-data archive of each role's jar the cluster launches, in parallel (see {@link
+   * ClassDataArchives}); the training runs use the cluster's etcd under a job name of their own.
+   */
+  static void prepareArchives(ClusterSpec spec, String etcdEndpoint) {
+    List<Thread> threads = new ArrayList<>();
+    for (Role role : Role.values()) {
+      Path jar = spec.jar(role);
+      if (spec.count(role) == 0
+          || jar == null
+          || !Files.isRegularFile(jar)
+          || ClassDataArchives.launchOf(jar).archive().isPresent()) {
+        continue;
+      }
+      LaunchContext ctx = new LaunchContext(spec, role, 0, 0, 0, etcdEndpoint);
+      Map<String, String> props = properties(ctx);
+      props.put("paramserver.job", "class-data-" + role.id());
+      if (role == Role.PSERVER) {
+        props.put(
+            "paramserver.pserver.checkpoint-dir",
+            spec.runDir().resolve("class-data-checkpoints").toString());
+      }
+      Thread t =
+          new Thread(
+              () ->
+                  ClassDataArchives.prepare(
+                      jar,
+                      spec.javaBinary(),
+                      extracted -> {
+                        List<String> args = arguments(spec, role, extracted);
+                        props.forEach((k, v) -> args.add("--" + k + "=" + v));
+                        return args;
+                      }),
+              "class-data-" + role.id());
+      t.start();
+      threads.add(t);
+    }
+    for (Thread t : threads) {
+      try {
+        t.join();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return;
+      }
+    }
   }
 
   /**

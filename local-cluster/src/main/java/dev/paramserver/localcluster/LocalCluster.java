@@ -70,12 +70,31 @@ public final class LocalCluster implements AutoCloseable {
       startEtcdProcess();
       supervisor.emit(
           ClusterEvent.Type.ETCD_STARTED, "etcd", etcd.pid(), "etcd up at " + etcd.endpoint());
+      if (spec.classDataSharing() && spec.command() == ServiceCommand.javaServices()) {
+        JavaServiceCommand.prepareArchives(spec, etcd.endpoint());
+      }
       supervisor.startProbing();
       supervisor.launchAll(List.of(Role.MASTER, Role.PSERVER, Role.TRAINER));
       awaitAllRunning(spec.startTimeout());
     } catch (RuntimeException | Error e) {
       close();
       throw e;
+    }
+  }
+
+  /**
+   * Makes the class-data archives the services of {@code spec} start from (see {@link
+   * ClassDataArchives}), as {@link #start} does first, so that their one-time cost stays out of a
+   * start that is timed. Starts an etcd of its own for the archives' training runs only when one is
+   * missing, and stops it again.
+   */
+  public static void prepareClassData(ClusterSpec spec) {
+    if (!spec.classDataSharing() || JavaServiceCommand.archivesReady(spec)) {
+      return;
+    }
+    try (LocalCluster cluster = new LocalCluster(spec)) {
+      cluster.startEtcdProcess();
+      JavaServiceCommand.prepareArchives(spec, cluster.etcd.endpoint());
     }
   }
 
