@@ -247,6 +247,8 @@ class ExactlyOnceKillTest {
     long step = 0;
     long pushes = 0;
     int run = 0;
+    // 21 pserver starts: each from the class-data archive, about twice as fast as the fat jar
+    ServiceRun.prepareClassData(Role.PSERVER, dir.resolve("class-data"));
     try {
       pserver = startPserver(job, run);
       initialise(expected.clone());

@@ -1,6 +1,8 @@
 package dev.paramserver.it;
 
+import dev.paramserver.localcluster.ClassDataArchives;
 import dev.paramserver.localcluster.ClusterSpec;
+import dev.paramserver.localcluster.LocalCluster;
 import dev.paramserver.localcluster.Role;
 import java.io.IOException;
 import java.net.ServerSocket;
@@ -15,6 +17,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -44,8 +47,14 @@ final class ServiceRun implements AutoCloseable {
     List<String> cmd = new ArrayList<>();
     cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
     cmd.addAll(ClusterSpec.defaultJvmOptions(role));
+    // from the build's class-data archive when a cluster (or prepareClassData) made one
+    ClassDataArchives.Launch launch =
+        ClassDataArchives.enabled()
+            ? ClassDataArchives.launchOf(Jobs.jar(role))
+            : new ClassDataArchives.Launch(Jobs.jar(role), Optional.empty());
+    launch.archive().ifPresent(a -> cmd.add("-XX:SharedArchiveFile=" + a));
     cmd.add("-jar");
-    cmd.add(Jobs.jar(role).toString());
+    cmd.add(launch.jar().toString());
     cmd.add("--server.address=127.0.0.1");
     cmd.add("--server.port=" + http);
     cmd.add("--grpc.server.address=127.0.0.1");
@@ -55,6 +64,20 @@ final class ServiceRun implements AutoCloseable {
     Process p =
         new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
     return new ServiceRun(p, log, http, grpc);
+  }
+
+  /**
+   * Makes the class-data archive of the role's jar now, if there is none yet (with an etcd of its
+   * own for the training run), so that the starts that follow are quick.
+   */
+  static void prepareClassData(Role role, Path runDir) {
+    ClusterSpec.Builder b = ClusterSpec.builder(runDir).jar(role, Jobs.jar(role));
+    switch (role) {
+      case MASTER -> b.masters(1);
+      case PSERVER -> b.pservers(1);
+      case TRAINER -> b.trainers(1);
+    }
+    LocalCluster.prepareClassData(b.build());
   }
 
   /** Waits for the process to exit; returns its exit code. */
