@@ -87,7 +87,13 @@ class EmbeddingCapEndToEndTest {
   }
 
   /** The AUC psctl evaluate reports for the exported model on the test data. */
-  private double auc(String name) {
+  private double auc(String name) throws InterruptedException {
+    // the job ends when the master has every task; the trainer writes the model right after
+    Path model = dir.resolve(name).resolve("model.pb");
+    long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(60);
+    while (!Files.isRegularFile(model) && System.nanoTime() < deadline) {
+      Thread.sleep(200);
+    }
     return ModelsEndToEndTest.evaluated(
         dir.resolve(name).resolve("model.pb"),
         dir.resolve("zipf").resolve("test-*.recordio"),
