@@ -2,6 +2,7 @@ package dev.paramserver.models;
 
 import com.google.protobuf.InvalidProtocolBufferException;
 import dev.paramserver.proto.v1.DataType;
+import dev.paramserver.proto.v1.DatasetInfo;
 import dev.paramserver.proto.v1.ModelFile;
 import dev.paramserver.proto.v1.NamedTensor;
 import dev.paramserver.proto.v1.SparseTable;
@@ -15,7 +16,9 @@ import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 import java.util.Arrays;
+import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.TreeMap;
 
 /** Writes and reads trained models ({@code paramserver.v1.ModelFile} protobuf). */
@@ -23,17 +26,49 @@ public final class ModelFiles {
   private ModelFiles() {}
 
   /** A model read back from a file, with its parameters. */
-  public record Loaded(ModelSpec spec, Model model, Parameters parameters, ModelFile file) {}
+  public record Loaded(ModelSpec spec, Model model, Parameters parameters, ModelFile file) {
+
+    /** Class names by index (from the training data), empty when classes are just numbered. */
+    public List<String> labelNames() {
+      return file.getLabelNamesList();
+    }
+
+    /** The standardization the model expects applied to raw dense features, if any. */
+    public Optional<Standardization> standardization() {
+      return file.hasFeatureScaling()
+          ? Optional.of(Standardization.fromProto(file.getFeatureScaling()))
+          : Optional.empty();
+    }
+
+    /** The name of class {@code k}: its label name, else the index itself. */
+    public String className(int k) {
+      return k >= 0 && k < labelNames().size() ? labelNames().get(k) : Integer.toString(k);
+    }
+  }
 
   /** Writes atomically: a temp file, fsync, then rename over {@code path}. */
   public static void write(Path path, ModelSpec spec, Model model, Parameters params, String job)
+      throws IOException {
+    write(path, spec, model, params, job, DatasetInfo.getDefaultInstance());
+  }
+
+  /**
+   * Writes atomically, carrying the training data's label names and feature scaling (from {@code
+   * data}, a dataset's info; the default instance for none).
+   */
+  public static void write(
+      Path path, ModelSpec spec, Model model, Parameters params, String job, DatasetInfo data)
       throws IOException {
     ModelFile.Builder b =
         ModelFile.newBuilder()
             .setModel(spec.type())
             .putAllConfig(spec.toConfig())
             .setCreatedMs(System.currentTimeMillis())
-            .setJob(job == null ? "" : job);
+            .setJob(job == null ? "" : job)
+            .addAllLabelNames(data.getLabelNamesList());
+    if (data.hasFeatureScaling()) {
+      b.setFeatureScaling(data.getFeatureScaling());
+    }
     for (ParameterDef def : model.parameters()) {
       if (def.sparse()) {
         Parameters.SparseTable t = params.sparse(def.name());
@@ -89,6 +124,30 @@ public final class ModelFiles {
       model = ModelFactory.create(spec);
     } catch (IllegalArgumentException e) {
       throw new IOException(path + " describes a model that cannot be built: " + e.getMessage(), e);
+    }
+    if (file.hasFeatureScaling()) {
+      int scaled = file.getFeatureScaling().getMeanCount();
+      if (scaled != spec.features()) {
+        throw new IOException(
+            path
+                + ": the feature scaling covers "
+                + scaled
+                + " features, the model has "
+                + spec.features());
+      }
+      try {
+        Standardization.fromProto(file.getFeatureScaling());
+      } catch (IllegalArgumentException e) {
+        throw new IOException(path + ": " + e.getMessage(), e);
+      }
+    }
+    if (file.getLabelNamesCount() > 0 && file.getLabelNamesCount() != spec.classes()) {
+      throw new IOException(
+          path
+              + ": the model names "
+              + file.getLabelNamesCount()
+              + " classes but has "
+              + spec.classes());
     }
     Parameters params = Parameters.zerosLike(model);
     for (NamedTensor t : file.getParametersList()) {

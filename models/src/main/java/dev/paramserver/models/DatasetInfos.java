@@ -1,0 +1,105 @@
+package dev.paramserver.models;
+
+import com.google.protobuf.InvalidProtocolBufferException;
+import dev.paramserver.proto.v1.DatasetInfo;
+import dev.paramserver.recordio.RecordIndex;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.regex.Pattern;
+
+/**
+ * The {@code paramserver.v1.DatasetInfo} file beside a converted dataset: {@code PREFIX.dataset.pb}
+ * for the files {@code PREFIX-00000.recordio}, ... or {@code PREFIX.recordio}.
+ */
+public final class DatasetInfos {
+  /** The info file's suffix. */
+  public static final String SUFFIX = ".dataset.pb";
+
+  private static final Pattern SHARD = Pattern.compile("-\\d{5}\\.recordio$");
+
+  private DatasetInfos() {}
+
+  /** The info file for a {@code psctl convert --output} prefix. */
+  public static Path forPrefix(String prefix) {
+    String p = prefix.endsWith(".recordio") ? prefix.substring(0, prefix.length() - 9) : prefix;
+    return Path.of(p + SUFFIX);
+  }
+
+  /** The info file that belongs to a data file (whether it exists or not). */
+  public static Path forDataFile(Path file) {
+    String name = file.getFileName().toString();
+    String base = SHARD.matcher(name).replaceFirst("");
+    if (base.equals(name) && name.endsWith(".recordio")) {
+      base = name.substring(0, name.length() - 9);
+    }
+    return file.resolveSibling(base + SUFFIX);
+  }
+
+  public static DatasetInfo read(Path file) throws IOException {
+    try (InputStream in = Files.newInputStream(file)) {
+      return DatasetInfo.parseFrom(in);
+    } catch (InvalidProtocolBufferException e) {
+      throw new IOException(file + " is not a paramserver dataset info file: " + e.getMessage(), e);
+    }
+  }
+
+  /** Writes atomically (a temp file renamed over {@code file}). */
+  public static void write(Path file, DatasetInfo info) throws IOException {
+    Path dir = file.toAbsolutePath().getParent();
+    Files.createDirectories(dir);
+    Path tmp = Files.createTempFile(dir, file.getFileName().toString(), ".tmp");
+    try {
+      try (OutputStream out = Files.newOutputStream(tmp)) {
+        info.writeTo(out);
+      }
+      Files.move(tmp, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+    } finally {
+      Files.deleteIfExists(tmp);
+    }
+  }
+
+  /**
+   * The info of the datasets the files belong to, if any has one.
+   *
+   * @throws IOException when two of the files' datasets disagree on label names or scaling
+   */
+  public static Optional<DatasetInfo> find(List<Path> files) throws IOException {
+    Map<Path, DatasetInfo> found = new LinkedHashMap<>();
+    for (Path f : files) {
+      Path info = forDataFile(f);
+      if (!found.containsKey(info) && Files.isRegularFile(info)) {
+        found.put(info, read(info));
+      }
+    }
+    Path firstPath = null;
+    DatasetInfo first = null;
+    for (Map.Entry<Path, DatasetInfo> e : found.entrySet()) {
+      if (first == null) {
+        firstPath = e.getKey();
+        first = e.getValue();
+      } else if (!first.getLabelNamesList().equals(e.getValue().getLabelNamesList())
+          || !first.getFeatureScaling().equals(e.getValue().getFeatureScaling())) {
+        throw new IOException(
+            "the data files belong to datasets with different label names or feature scaling: "
+                + firstPath
+                + " and "
+                + e.getKey()
+                + " (convert them with the same --statistics-from)");
+      }
+    }
+    return Optional.ofNullable(first);
+  }
+
+  /** {@link #find} over the files the globs match. */
+  public static Optional<DatasetInfo> findForGlobs(List<String> globs) throws IOException {
+    return find(RecordIndex.expandGlobs(globs));
+  }
+}
