@@ -40,6 +40,13 @@ public final class ModelFiles {
           : Optional.empty();
     }
 
+    /** Readies a batch of raw features for the model: applies the standardization, if any. */
+    public void prepare(Batch b) {
+      if (file.hasFeatureScaling()) {
+        standardization().get().apply(b);
+      }
+    }
+
     /** The name of class {@code k}: its label name, else the index itself. */
     public String className(int k) {
       return k >= 0 && k < labelNames().size() ? labelNames().get(k) : Integer.toString(k);

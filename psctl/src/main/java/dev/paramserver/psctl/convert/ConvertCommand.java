@@ -1,6 +1,9 @@
 package dev.paramserver.psctl.convert;
 
+import dev.paramserver.models.DatasetInfos;
 import dev.paramserver.models.ShardedWriter;
+import dev.paramserver.models.Standardization;
+import dev.paramserver.proto.v1.DatasetInfo;
 import dev.paramserver.psctl.CompressorConverter;
 import dev.paramserver.psctl.PsctlCommand;
 import dev.paramserver.psctl.data.DatasetStats;
@@ -21,7 +24,13 @@ import picocli.CommandLine.Option;
       "Converts a CSV or LibSVM file into RecordIO shards of paramserver.v1.Example records.",
       "Output files: PREFIX-00000.recordio, PREFIX-00001.recordio, ... (one per shard, records"
           + " dealt round-robin); with --shards 1 and a PREFIX ending in .recordio, exactly PREFIX.",
-      "CSV: one column is the class label (an integer >= 0), every other column a dense feature.",
+      "CSV (RFC 4180 quoting): one column is the class label, every other column a dense"
+          + " feature. Labels are class indices (integers >= 0) or names (mapped to indices in"
+          + " sorted order; the names go into PREFIX.dataset.pb and from there into the model). A"
+          + " first row without numbers is a header.",
+      "Beside the data, PREFIX.dataset.pb records the label names and, with --standardize, each"
+          + " feature's mean and standard deviation; pass it to --statistics-from when converting"
+          + " the test data.",
       "LibSVM: 'label idx:val ...', features become sparse ids/values; labels -1/+1 become 0/1;"
           + " '#' starts a comment."
     })
@@ -46,9 +55,34 @@ public final class ConvertCommand extends PsctlCommand {
   @Option(
       names = "--label-column",
       defaultValue = "last",
-      paramLabel = "first|last|N",
-      description = "CSV label column, N 0-based (default: ${DEFAULT-VALUE}).")
+      paramLabel = "first|last|N|NAME",
+      description =
+          "CSV label column: first, last, a 0-based number or a header name (default:"
+              + " ${DEFAULT-VALUE}).")
   String labelColumn;
+
+  @Option(
+      names = "--header",
+      description =
+          "CSV: the first row (after --skip-lines) names the columns. Without it, a first row"
+              + " that holds no number is taken for a header.")
+  boolean header;
+
+  @Option(
+      names = "--standardize",
+      description =
+          "Compute each dense feature's mean and standard deviation on this data and store them"
+              + " in PREFIX.dataset.pb: the trainer, psctl evaluate/predict and the ONNX export"
+              + " then standardize raw features with them.")
+  boolean standardize;
+
+  @Option(
+      names = "--statistics-from",
+      paramLabel = "FILE",
+      description =
+          "A .dataset.pb of the training data: reuse its label names and feature statistics"
+              + " (for test data, so both map classes and scale features alike).")
+  Path statisticsFrom;
 
   @Option(
       names = "--skip-lines",
@@ -100,10 +134,10 @@ public final class ConvertCommand extends PsctlCommand {
     if (!fmt.equals("csv") && !fmt.equals("libsvm")) {
       throw usageError("--format must be csv or libsvm, got '" + format + "'");
     }
-    Integer label = CsvSource.parseLabelColumn(labelColumn);
+    CsvSource.LabelColumn label = CsvSource.LabelColumn.parse(labelColumn);
     if (label == null) {
       throw usageError(
-          "--label-column must be first, last or a 0-based column number, got '"
+          "--label-column must be first, last, a 0-based column number or a header name, got '"
               + labelColumn
               + "'");
     }
@@ -121,26 +155,50 @@ public final class ConvertCommand extends PsctlCommand {
       throw usageError("--shards must be between 1 and 100000, got " + shards);
     }
     String delim = delimiter.equals("\\t") || delimiter.equalsIgnoreCase("tab") ? "\t" : delimiter;
-    if (delim.isEmpty()) {
-      throw usageError("--delimiter must not be empty");
+    if (delim.length() != 1) {
+      throw usageError("--delimiter must be one character, got '" + delimiter + "'");
     }
     if (!Files.isRegularFile(input)) {
       throw new NoSuchFileException(input.toString());
+    }
+    DatasetInfo given = DatasetInfo.getDefaultInstance();
+    if (statisticsFrom != null) {
+      given = DatasetInfos.read(statisticsFrom);
+      if (standardize && !given.hasFeatureScaling()) {
+        throw usageError(
+            "--statistics-from "
+                + statisticsFrom
+                + " holds no feature statistics (its data was converted without --standardize)");
+      }
+    }
+    if ((standardize || given.hasFeatureScaling()) && !fmt.equals("csv")) {
+      throw usageError("--standardize scales dense features, which only CSV input has");
     }
 
     List<Path> files = ShardedWriter.shardPaths(output, shards);
     DatasetStats stats = new DatasetStats();
     ShardedWriter writer = new ShardedWriter(files, compressor, recordsPerChunk);
+    Standardization.Accumulator moments = new Standardization.Accumulator();
+    List<String> labelNames = List.of();
     String how;
     try {
       if (fmt.equals("csv")) {
-        new CsvSource(input, delim, label, skipLines)
-            .read(
-                e -> {
-                  stats.add(e);
-                  writer.write(e);
-                });
-        how = "csv, label column " + labelColumn;
+        CsvSource src = new CsvSource(input, delim.charAt(0), label, skipLines, header);
+        src.read(
+            given.getLabelNamesList(),
+            e -> {
+              stats.add(e);
+              if (standardize && statisticsFrom == null) {
+                moments.add(e);
+              }
+              writer.write(e);
+            });
+        labelNames = src.labelNames();
+        how =
+            "csv, label column "
+                + (src.columnNames().isEmpty()
+                    ? Integer.toString(src.labelIndex())
+                    : "'" + src.columnNames().get(src.labelIndex()) + "'");
       } else {
         LibSvmSource src = new LibSvmSource(input, base, skipLines);
         src.read(
@@ -158,6 +216,32 @@ public final class ConvertCommand extends PsctlCommand {
       writer.abort();
       throw e;
     }
+    DatasetInfo.Builder info =
+        DatasetInfo.newBuilder()
+            .addAllLabelNames(labelNames)
+            .setFeatures((int) stats.denseWidth())
+            .setRecords(stats.records())
+            .setSource(input.toAbsolutePath().toString());
+    if (given.hasFeatureScaling()) {
+      int n = given.getFeatureScaling().getMeanCount();
+      if (n != stats.denseWidth()) {
+        writer.abort();
+        throw new IllegalArgumentException(
+            "--statistics-from "
+                + statisticsFrom
+                + " has statistics of "
+                + n
+                + " features, "
+                + input
+                + " has "
+                + stats.denseWidth());
+      }
+      info.setFeatureScaling(given.getFeatureScaling());
+    } else if (standardize && moments.count() > 0) {
+      info.setFeatureScaling(moments.result().toProto());
+    }
+    Path infoFile = DatasetInfos.forPrefix(output);
+    DatasetInfos.write(infoFile, info.build());
     if (stats.records() == 0) {
       err().println(spec.qualifiedName() + ": warning: " + input + " holds no records");
     }
@@ -171,6 +255,20 @@ public final class ConvertCommand extends PsctlCommand {
         files.size(), writer.chunks(), writer.bytes(), compressor);
     out.printf("features: %s%n", stats.describeFeatures());
     out.printf("classes seen: %s%n", stats.describeClasses());
+    if (!labelNames.isEmpty()) {
+      StringBuilder names = new StringBuilder();
+      for (int k = 0; k < labelNames.size(); k++) {
+        names.append(k == 0 ? "" : ", ").append(k).append(": ").append(labelNames.get(k));
+      }
+      out.printf("label names: %s%n", names);
+    }
+    if (info.hasFeatureScaling()) {
+      out.printf(
+          "standardized: mean and standard deviation of %d features%s%n",
+          info.getFeatureScaling().getMeanCount(),
+          statisticsFrom == null ? "" : " from " + statisticsFrom);
+    }
+    out.printf("dataset info: %s%n", infoFile);
     out.flush();
     return 0;
   }

@@ -21,6 +21,11 @@ public final class DatasetStats {
     }
   }
 
+  /** The largest dense feature count seen. */
+  public int denseWidth() {
+    return denseWidth;
+  }
+
   public long records() {
     return records;
   }

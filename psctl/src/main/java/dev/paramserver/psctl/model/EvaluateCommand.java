@@ -15,7 +15,9 @@ import picocli.CommandLine.Option;
 /** {@code psctl evaluate}: accuracy and loss of a saved model on RecordIO data, offline. */
 @Command(
     name = "evaluate",
-    description = "Evaluates a saved model (loss, accuracy; AUC for two classes) on RecordIO data.")
+    description =
+        "Evaluates a saved model (loss, accuracy; AUC for two classes) on RecordIO data of raw"
+            + " features (the model's feature standardization, if any, is applied).")
 public final class EvaluateCommand extends PsctlCommand {
   @Option(names = "--model", required = true, description = "Model file written by a job.")
   Path model;
@@ -48,7 +50,8 @@ public final class EvaluateCommand extends PsctlCommand {
             loaded.model(),
             loaded.parameters(),
             new Dataset(new ArrayList<>(examples), features),
-            batchSize);
+            batchSize,
+            loaded::prepare);
     out()
         .println(
             String.format(

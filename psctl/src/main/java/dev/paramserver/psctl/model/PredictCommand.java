@@ -20,7 +20,8 @@ import picocli.CommandLine.Option;
     name = "predict",
     description =
         "Writes predictions of a saved model as CSV: index,label,predicted,p0,p1,... one line per"
-            + " record.")
+            + " record; label and predicted are class names when the model has them. The data"
+            + " holds raw features: the model's standardization, if any, is applied.")
 public final class PredictCommand extends PsctlCommand {
   @Option(names = "--model", required = true, description = "Model file written by a job.")
   Path model;
@@ -52,6 +53,7 @@ public final class PredictCommand extends PsctlCommand {
       }
       w.write(header.append('\n').toString());
       for (Batch b : new Dataset(new ArrayList<>(examples), m.features()).batches(batchSize)) {
+        loaded.prepare(b);
         float[] probs = m.predict(loaded.parameters(), b);
         for (int i = 0; i < b.size(); i++) {
           int best = 0;
@@ -61,7 +63,11 @@ public final class PredictCommand extends PsctlCommand {
             }
           }
           StringBuilder line = new StringBuilder();
-          line.append(written).append(',').append(b.labels()[i]).append(',').append(best);
+          line.append(written)
+              .append(',')
+              .append(csvField(loaded.className(b.labels()[i])))
+              .append(',')
+              .append(csvField(loaded.className(best)));
           for (int j = 0; j < k; j++) {
             line.append(',').append(String.format(Locale.ROOT, "%.6g", probs[i * k + j]));
           }
@@ -73,5 +79,13 @@ public final class PredictCommand extends PsctlCommand {
     out().println("wrote " + written + " predictions to " + output);
     out().flush();
     return 0;
+  }
+
+  /** Quotes a field that holds a comma, a quote or a line break (RFC 4180). */
+  static String csvField(String s) {
+    if (s.indexOf(',') < 0 && s.indexOf('"') < 0 && s.indexOf('\n') < 0 && s.indexOf('\r') < 0) {
+      return s;
+    }
+    return '"' + s.replace("\"", "\"\"") + '"';
   }
 }

@@ -120,15 +120,27 @@ class ConvertCommandTest {
   }
 
   @Test
-  void csv_nonNumericLabel_namesLineAndColumn_andLeavesNoOutput() throws Exception {
-    Path in = file("bad.csv", "1,2,0\n3,4,cat\n");
-    Run r = Run.psctl("convert", "--input", in.toString(), "--output", dir + "/bad");
+  void csv_labelOutsideTheTrainingClasses_namesLineAndColumn_andLeavesNoOutput() throws Exception {
+    Path train = file("t.csv", "1,2,dog\n3,4,cat\n");
+    assertThat(Run.psctl("convert", "--input", train.toString(), "--output", dir + "/t").code())
+        .isZero();
+    Path in = file("bad.csv", "1,2,cat\n3,4,cow\n");
+    Run r =
+        Run.psctl(
+            "convert",
+            "--input",
+            in.toString(),
+            "--output",
+            dir + "/bad",
+            "--statistics-from",
+            dir + "/t.dataset.pb");
     assertThat(r.code()).isEqualTo(1);
     assertThat(r.err().strip())
         .isEqualTo(
             "psctl convert: "
                 + in
-                + " line 2, column 2 (0-based): label 'cat' is not a class index (an integer >= 0)");
+                + " line 2, column 2 (0-based): label 'cow' is not one of the training data's"
+                + " classes [cat, dog]");
     assertThat(dir.resolve("bad-00000.recordio")).doesNotExist();
   }
 
@@ -158,9 +170,15 @@ class ConvertCommandTest {
   void usageErrors_exit2() throws Exception {
     Path in = file("u.csv", "1,0\n");
     assertThat(
-            Run.psctl("convert", "--input", in.toString(), "--output", "o", "--label-column", "x")
+            Run.psctl("convert", "--input", in.toString(), "--output", "o", "--label-column", "-2")
                 .err())
-        .contains("--label-column must be first, last or a 0-based column number, got 'x'");
+        .contains(
+            "--label-column must be first, last, a 0-based column number or a header name, got"
+                + " '-2'");
+    assertThat(
+            Run.psctl("convert", "--input", in.toString(), "--output", "o", "--delimiter", "::")
+                .err())
+        .contains("--delimiter must be one character, got '::'");
     assertThat(
             Run.psctl("convert", "--input", in.toString(), "--output", "o", "--shards", "0").code())
         .isEqualTo(2);

@@ -40,6 +40,7 @@ public class Evaluator {
             ctx.testSet(),
             BATCH,
             b -> {
+              ctx.prepare(b);
               if (!values.sparseNames().isEmpty()) {
                 for (String t : values.sparseNames()) {
                   values.sparse(t).rows().clear();

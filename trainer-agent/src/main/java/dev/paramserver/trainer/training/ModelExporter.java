@@ -68,7 +68,7 @@ public class ModelExporter {
             .pullRows(values, Arrays.copyOfRange(all, i, Math.min(all.length, i + ROWS_PER_PULL)));
       }
     }
-    ModelFiles.write(out, ctx.spec(), ctx.model(), values, coordinator.keys().job());
+    ModelFiles.write(out, ctx.spec(), ctx.model(), values, coordinator.keys().job(), ctx.data());
     log.info("wrote the final model to {}", out.toAbsolutePath());
     return true;
   }

@@ -71,6 +71,7 @@ final class TaskTrainer implements AutoCloseable {
     int pending = 0;
     grads.clear();
     for (Batch batch : batches) {
+      ctx.prepare(batch);
       if (!values.sparseNames().isEmpty()) {
         for (String t : values.sparseNames()) {
           values.sparse(t).rows().clear();

@@ -1,10 +1,13 @@
 package dev.paramserver.trainer.training;
 
 import dev.paramserver.coordination.Lease;
+import dev.paramserver.models.Batch;
 import dev.paramserver.models.Dataset;
 import dev.paramserver.models.Model;
 import dev.paramserver.models.ModelSpec;
 import dev.paramserver.models.Parameters;
+import dev.paramserver.models.Standardization;
+import dev.paramserver.proto.v1.DatasetInfo;
 import dev.paramserver.trainer.pserver.ParameterClient;
 
 /**
@@ -16,6 +19,8 @@ import dev.paramserver.trainer.pserver.ParameterClient;
  * @param client the pservers' client
  * @param testSet the test examples (empty: no evaluation)
  * @param lease this trainer's etcd lease
+ * @param data the training dataset's info (label names, feature scaling), default when it has none
+ * @param scaling the standardization of the dense features read from the data, or null for none
  */
 record TrainingContext(
     ModelSpec spec,
@@ -23,4 +28,25 @@ record TrainingContext(
     Parameters values,
     ParameterClient client,
     Dataset testSet,
-    Lease lease) {}
+    Lease lease,
+    DatasetInfo data,
+    Standardization scaling) {
+
+  /** A context for data without label names or feature scaling. */
+  TrainingContext(
+      ModelSpec spec,
+      Model model,
+      Parameters values,
+      ParameterClient client,
+      Dataset testSet,
+      Lease lease) {
+    this(spec, model, values, client, testSet, lease, DatasetInfo.getDefaultInstance(), null);
+  }
+
+  /** Readies a batch of raw records for the model: standardizes its features, if configured. */
+  void prepare(Batch b) {
+    if (scaling != null) {
+      scaling.apply(b);
+    }
+  }
+}

@@ -8,6 +8,8 @@ import dev.paramserver.models.Model;
 import dev.paramserver.models.ModelFactory;
 import dev.paramserver.models.ModelSpec;
 import dev.paramserver.models.Parameters;
+import dev.paramserver.models.Standardization;
+import dev.paramserver.proto.v1.DatasetInfo;
 import dev.paramserver.proto.v1.Example;
 import dev.paramserver.trainer.StopSignal;
 import dev.paramserver.trainer.config.CommunicationProperties;
@@ -67,8 +69,23 @@ public class TrainingSetup {
     List<String> testGlobs = props.data().testData();
     List<Example> test =
         testGlobs.isEmpty() ? List.of() : Dataset.readGlobs(ModelSpecs.absolute(testGlobs));
+    DatasetInfo data = TrainingData.find(props.data());
     ModelSpec spec = ModelSpecs.of(props.model(), props.data(), test);
+    if (props.model().classes() == 0 && data.getLabelNamesCount() > spec.classes()) {
+      // named classes: count them all, even those the sampled records lack
+      spec =
+          new ModelSpec(
+              spec.type(),
+              spec.features(),
+              data.getLabelNamesCount(),
+              spec.hidden(),
+              spec.activation(),
+              spec.embeddingWidth());
+    }
+    TrainingData.check(data, spec);
     Model model = ModelFactory.create(spec);
+    Standardization scaling =
+        data.hasFeatureScaling() ? Standardization.fromProto(data.getFeatureScaling()) : null;
     log.info(
         "trainer {}: model {} with {} features, {} classes, optimizer {} lr {}",
         props.id(),
@@ -100,7 +117,7 @@ public class TrainingSetup {
     initializer.ensureAll(values);
     client.pull(values);
     Dataset testSet = new Dataset(new ArrayList<>(test), spec.features());
-    return new TrainingContext(spec, model, values, client, testSet, lease);
+    return new TrainingContext(spec, model, values, client, testSet, lease, data, scaling);
   }
 
   private static Duration min(Duration a, Duration b) {

@@ -1,0 +1,66 @@
+package dev.paramserver.psctl.model;
+
+import dev.paramserver.models.Batch;
+import dev.paramserver.models.Dataset;
+import dev.paramserver.models.Initializers;
+import dev.paramserver.models.Model;
+import dev.paramserver.models.ModelFactory;
+import dev.paramserver.models.ModelFiles;
+import dev.paramserver.models.ModelSpec;
+import dev.paramserver.models.Parameters;
+import dev.paramserver.models.Standardization;
+import dev.paramserver.proto.v1.DatasetInfo;
+import dev.paramserver.proto.v1.Example;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+/** Trains a model in one JVM with plain SGD, as a trainer would, and saves it. */
+final class InProcessTraining {
+  private InProcessTraining() {}
+
+  /**
+   * Trains {@code spec} on the examples for {@code passes} passes (standardizing with the info's
+   * scaling, if any) and writes the model with the info's label names and scaling.
+   */
+  static Path trainAndSave(
+      ModelSpec spec, List<Example> train, DatasetInfo info, int passes, float lr, Path out)
+      throws Exception {
+    Model m = ModelFactory.create(spec);
+    Parameters p = Initializers.initial(m, 1);
+    Parameters g = Parameters.zerosLike(m);
+    Standardization s =
+        info.hasFeatureScaling() ? Standardization.fromProto(info.getFeatureScaling()) : null;
+    Dataset data = new Dataset(new ArrayList<>(train), spec.features());
+    for (int pass = 0; pass < passes; pass++) {
+      data.shuffle(pass);
+      for (Batch b : data.batches(16)) {
+        if (s != null) {
+          s.apply(b);
+        }
+        g.clear();
+        m.trainStep(p, b, g);
+        for (String name : p.denseNames()) {
+          float[] w = p.dense(name);
+          float[] gw = g.dense(name);
+          for (int i = 0; i < w.length; i++) {
+            w[i] -= lr * gw[i];
+          }
+        }
+        for (String name : p.sparseNames()) {
+          for (Map.Entry<Long, float[]> row : g.sparse(name).rows().entrySet()) {
+            float[] w = p.sparse(name).row(row.getKey());
+            float[] gw = row.getValue();
+            for (int i = 0; i < w.length; i++) {
+              w[i] -= lr * gw[i];
+            }
+          }
+          g.sparse(name).rows().clear();
+        }
+      }
+    }
+    ModelFiles.write(out, spec, m, p, "in-process", info);
+    return out;
+  }
+}

@@ -1,0 +1,85 @@
+package dev.paramserver.psctl.model;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.paramserver.models.Dataset;
+import dev.paramserver.models.DatasetInfos;
+import dev.paramserver.models.ModelSpec;
+import dev.paramserver.proto.v1.DatasetInfo;
+import dev.paramserver.psctl.Run;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The iris CSV with species names, converted with --standardize: a model trained on it carries the
+ * names and the statistics, and psctl evaluate/predict apply them to the raw records.
+ */
+class IrisModelTest {
+  @TempDir static Path dir;
+  static Path model;
+  static Path data;
+
+  @BeforeAll
+  static void convertAndTrain() throws Exception {
+    Path iris = Path.of(IrisModelTest.class.getResource("/iris.csv").toURI());
+    Run r =
+        Run.psctl(
+            "convert", "--input", iris.toString(), "--output", dir + "/iris", "--standardize");
+    assertThat(r.code()).as(r.err()).isZero();
+    data = dir.resolve("iris-00000.recordio");
+    DatasetInfo info = DatasetInfos.read(dir.resolve("iris.dataset.pb"));
+    model =
+        InProcessTraining.trainAndSave(
+            ModelSpec.softmax(4, 3),
+            Dataset.readGlobs(List.of(data.toString())),
+            info,
+            30,
+            0.1f,
+            dir.resolve("model.pb"));
+  }
+
+  @Test
+  void evaluate_appliesTheModelsStandardizationToRawRecords() {
+    Run r = Run.psctl("evaluate", "--model", model.toString(), "--data", data.toString());
+    assertThat(r.code()).as(r.err()).isZero();
+    Matcher m = Pattern.compile("accuracy=([0-9.]+)").matcher(r.out());
+    assertThat(m.find()).isTrue();
+    assertThat(Double.parseDouble(m.group(1))).isGreaterThan(0.93);
+  }
+
+  @Test
+  void predict_printsSpeciesNames() throws Exception {
+    Path out = dir.resolve("pred.csv");
+    Run r =
+        Run.psctl(
+            "predict",
+            "--model",
+            model.toString(),
+            "--data",
+            data.toString(),
+            "--output",
+            out.toString());
+    assertThat(r.code()).as(r.err()).isZero();
+    List<String> lines = Files.readAllLines(out);
+    assertThat(lines).hasSize(151);
+    assertThat(lines.get(0)).isEqualTo("index,label,predicted,p0,p1,p2");
+    assertThat(lines.get(1)).startsWith("0,setosa,setosa,");
+    assertThat(lines.get(150)).startsWith("149,virginica,");
+    long right =
+        lines.stream().skip(1).map(l -> l.split(",")).filter(f -> f[1].equals(f[2])).count();
+    assertThat(right).isGreaterThan(140);
+  }
+
+  @Test
+  void predictCsvField_quotesNamesWithCommasOrQuotes() {
+    assertThat(PredictCommand.csvField("setosa")).isEqualTo("setosa");
+    assertThat(PredictCommand.csvField("big, red")).isEqualTo("\"big, red\"");
+    assertThat(PredictCommand.csvField("say \"hi\"")).isEqualTo("\"say \"\"hi\"\"\"");
+  }
+}
