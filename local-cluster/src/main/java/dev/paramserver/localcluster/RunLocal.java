@@ -142,6 +142,8 @@ public final class RunLocal {
     b.property(Role.TRAINER, "paramserver.trainer.sync", Boolean.toString(o.sync));
     b.property(
         Role.TRAINER, "paramserver.trainer.model-output", runDir.resolve("model.pb").toString());
+    b.property(
+        Role.TRAINER, "paramserver.trainer.onnx-output", runDir.resolve("model.onnx").toString());
     // every pass's metrics beside the final model, in the run folder
     b.property(
         Role.MASTER,

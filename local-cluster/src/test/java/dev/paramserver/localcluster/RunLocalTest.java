@@ -99,7 +99,8 @@ class RunLocalTest {
         .containsEntry("paramserver.trainer.hidden", "32")
         .containsEntry("paramserver.trainer.sync", "true")
         .containsEntry("paramserver.trainer.batch-size", "7")
-        .containsEntry("paramserver.trainer.model-output", dir.resolve("model.pb").toString());
+        .containsEntry("paramserver.trainer.model-output", dir.resolve("model.pb").toString())
+        .containsEntry("paramserver.trainer.onnx-output", dir.resolve("model.onnx").toString());
     assertThat(spec.count(Role.PSERVER)).isEqualTo(2);
     assertThat(spec.startTimeout()).isEqualTo(Duration.ofMinutes(15));
     assertThat(spec.adminToken()).matches("[0-9a-f]{32}");

@@ -9,6 +9,7 @@ import dev.paramserver.psctl.job.StatusCommand;
 import dev.paramserver.psctl.job.StopCommand;
 import dev.paramserver.psctl.job.WatchCommand;
 import dev.paramserver.psctl.model.EvaluateCommand;
+import dev.paramserver.psctl.model.ExportCommand;
 import dev.paramserver.psctl.model.PredictCommand;
 import java.io.PrintWriter;
 import java.util.concurrent.Callable;
@@ -40,6 +41,7 @@ import picocli.CommandLine.Spec;
       RunLocalCommand.class,
       EvaluateCommand.class,
       PredictCommand.class,
+      ExportCommand.class,
       StatusCommand.class,
       WatchCommand.class,
       CheckpointCommand.class,

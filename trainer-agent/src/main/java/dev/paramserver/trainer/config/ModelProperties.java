@@ -19,6 +19,8 @@ import org.springframework.validation.annotation.Validated;
  * @param activation hidden activation of the mlp: relu or tanh
  * @param embeddingWidth sparse-lr: width of the embedding part (0 = wide part only)
  * @param modelOutput where the elected trainer writes the final model (empty: not written)
+ * @param onnxOutput where the elected trainer writes the final model as ONNX, as {@code psctl
+ *     export --format onnx} does (empty: not written)
  */
 @Validated
 @ConfigurationProperties("paramserver.trainer")
@@ -29,7 +31,8 @@ public record ModelProperties(
     List<Integer> hidden,
     @DefaultValue("relu") String activation,
     @DefaultValue("8") @Min(0) @Max(1024) int embeddingWidth,
-    Path modelOutput) {
+    Path modelOutput,
+    Path onnxOutput) {
 
   public ModelProperties {
     hidden = hidden == null ? List.of() : List.copyOf(hidden);

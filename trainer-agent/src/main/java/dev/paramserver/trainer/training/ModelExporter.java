@@ -4,6 +4,7 @@ import dev.paramserver.coordination.Coordinator;
 import dev.paramserver.models.Dataset;
 import dev.paramserver.models.ModelFiles;
 import dev.paramserver.models.Parameters;
+import dev.paramserver.models.onnx.OnnxExport;
 import dev.paramserver.proto.v1.Example;
 import dev.paramserver.trainer.config.TrainerProperties;
 import java.io.IOException;
@@ -19,8 +20,9 @@ import org.slf4j.LoggerFactory;
 import org.springframework.stereotype.Component;
 
 /**
- * Writes the final model to {@code paramserver.trainer.model-output}: one trainer does, the one
- * that creates the job's export lock under its lease.
+ * Writes the final model to {@code paramserver.trainer.model-output} and, as ONNX, to {@code
+ * paramserver.trainer.onnx-output}: one trainer does, the one that creates the job's export lock
+ * under its lease.
  */
 @Component
 public class ModelExporter {
@@ -44,7 +46,8 @@ public class ModelExporter {
    */
   boolean exportIfElected(TrainingContext ctx) throws IOException {
     Path out = props.model().modelOutput();
-    if (out == null) {
+    Path onnx = props.model().onnxOutput();
+    if (out == null && onnx == null) {
       return false;
     }
     boolean elected =
@@ -68,8 +71,16 @@ public class ModelExporter {
             .pullRows(values, Arrays.copyOfRange(all, i, Math.min(all.length, i + ROWS_PER_PULL)));
       }
     }
-    ModelFiles.write(out, ctx.spec(), ctx.model(), values, coordinator.keys().job(), ctx.data());
-    log.info("wrote the final model to {}", out.toAbsolutePath());
+    if (out != null) {
+      ModelFiles.write(out, ctx.spec(), ctx.model(), values, coordinator.keys().job(), ctx.data());
+      log.info("wrote the final model to {}", out.toAbsolutePath());
+    }
+    if (onnx != null) {
+      OnnxExport.write(
+          onnx,
+          OnnxExport.build(ctx.spec(), values, ctx.data().getLabelNamesList(), ctx.scaling()));
+      log.info("wrote the final model as ONNX to {}", onnx.toAbsolutePath());
+    }
     return true;
   }
 

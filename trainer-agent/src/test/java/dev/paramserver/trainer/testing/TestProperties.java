@@ -19,11 +19,20 @@ public final class TestProperties {
    */
   public static TrainerProperties of(
       String trainGlob, String testGlob, boolean pipeline, Path modelOutput) {
+    return of(trainGlob, testGlob, pipeline, modelOutput, null);
+  }
+
+  /**
+   * @param modelOutput where to write the model, or null
+   * @param onnxOutput where to write the model as ONNX, or null
+   */
+  public static TrainerProperties of(
+      String trainGlob, String testGlob, boolean pipeline, Path modelOutput, Path onnxOutput) {
     return new TrainerProperties(
         new AgentProperties("t-test", 42, 1000, false),
         new DataProperties(
             List.of(trainGlob), testGlob == null ? List.of() : List.of(testGlob), 4, true),
-        new ModelProperties("softmax", 0, 0, List.of(), "relu", 0, modelOutput),
+        new ModelProperties("softmax", 0, 0, List.of(), "relu", 0, modelOutput, onnxOutput),
         new OptimizerProperties("sgd", 0.5f, 0, 0, 1),
         new CommunicationProperties(
             false, 2, "float32", pipeline, Duration.ofSeconds(5), Duration.ofMillis(50)));

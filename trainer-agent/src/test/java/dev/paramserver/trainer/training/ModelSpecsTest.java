@@ -24,7 +24,7 @@ class ModelSpecsTest {
     TestData.write(dir.resolve("train-0.recordio"), 10, 5);
     ModelSpec spec =
         ModelSpecs.of(
-            new ModelProperties("softmax", 0, 0, List.of(), "relu", 0, null),
+            new ModelProperties("softmax", 0, 0, List.of(), "relu", 0, null, null),
             data(dir.resolve("train-*.recordio").toString()),
             List.of());
     assertThat(spec.features()).isEqualTo(2);
@@ -35,7 +35,7 @@ class ModelSpecsTest {
   void sizesSet_areKept_andTheActivationIsParsed() throws Exception {
     ModelSpec spec =
         ModelSpecs.of(
-            new ModelProperties("mlp", 5, 3, List.of(4), "TANH", 0, null),
+            new ModelProperties("mlp", 5, 3, List.of(4), "TANH", 0, null, null),
             data("/none/*.recordio"),
             List.of());
     assertThat(spec.features()).isEqualTo(5);
@@ -48,7 +48,7 @@ class ModelSpecsTest {
     assertThatThrownBy(
             () ->
                 ModelSpecs.of(
-                    new ModelProperties("mlp", 5, 3, List.of(4), "sigmoid", 0, null),
+                    new ModelProperties("mlp", 5, 3, List.of(4), "sigmoid", 0, null, null),
                     data("/none/*.recordio"),
                     List.of()))
         .hasMessageContaining("paramserver.trainer.activation 'sigmoid'");

@@ -10,6 +10,7 @@ import dev.paramserver.coordination.Lease;
 import dev.paramserver.models.Dataset;
 import dev.paramserver.models.Initializers;
 import dev.paramserver.models.Parameters;
+import dev.paramserver.onnx.proto.ModelProto;
 import dev.paramserver.recordio.ChunkInfo;
 import dev.paramserver.rpc.StoppedException;
 import dev.paramserver.testsupport.EtcdExtension;
@@ -110,12 +111,14 @@ class PassRunnerTest {
   @Test
   void run_trainsEveryTask_evaluatesEachPass_writesTheModel_andFinishes() throws Exception {
     Path out = dir.resolve("model.bin");
+    Path onnx = dir.resolve("model.onnx");
     TrainerProperties props =
         TestProperties.of(
             dir.resolve("train.recordio").toString(),
             dir.resolve("test.recordio").toString(),
             true,
-            out);
+            out,
+            onnx);
     master.addTask(1, chunks.subList(0, 2));
     master.addTask(2, chunks.subList(2, 4));
 
@@ -133,6 +136,11 @@ class PassRunnerTest {
     assertThat(master.evaluations).allSatisfy(e -> assertThat(e.getAccuracy()).isGreaterThan(0.9));
     assertThat(progress.evalAccuracy()).isGreaterThan(0.9);
     assertThat(Files.size(out)).isPositive();
+    ModelProto exported = ModelProto.parseFrom(Files.readAllBytes(onnx));
+    assertThat(exported.getGraph().getNodeList()).extracting(n -> n.getOpType()).contains("Gemm");
+    assertThat(exported.getGraph().getOutputList())
+        .extracting(o -> o.getName())
+        .containsExactly("probabilities", "predicted");
     assertThat(cluster.get(0).pushes() + cluster.get(1).pushes()).isGreaterThanOrEqualTo(20);
   }
 
