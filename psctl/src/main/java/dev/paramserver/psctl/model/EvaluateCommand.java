@@ -32,6 +32,12 @@ public final class EvaluateCommand extends PsctlCommand {
   @Option(names = "--batch-size", defaultValue = "1024", description = "Examples per batch.")
   int batchSize;
 
+  @Option(
+      names = "--result-line",
+      description =
+          "Also print \"RESULT accuracy=<a> loss=<l> samples=<n>\" (the compose demo's last line).")
+  boolean resultLine;
+
   @Override
   protected int run() throws Exception {
     ModelFiles.Loaded loaded = ModelFiles.read(model);
@@ -62,6 +68,16 @@ public final class EvaluateCommand extends PsctlCommand {
                 e.loss(),
                 e.accuracy(),
                 Double.isNaN(e.auc()) ? "" : String.format(Locale.ROOT, " auc=%.6f", e.auc())));
+    if (resultLine) {
+      out()
+          .println(
+              String.format(
+                  Locale.ROOT,
+                  "RESULT accuracy=%.4f loss=%.4f samples=%d",
+                  e.accuracy(),
+                  e.loss(),
+                  e.samples()));
+    }
     out().flush();
     return 0;
   }

@@ -68,7 +68,28 @@ class EvaluatePredictTest {
     assertThat(expected.accuracy()).isGreaterThan(0.8);
     assertThat(r.out())
         .contains(String.format(Locale.ROOT, "accuracy=%.6f", expected.accuracy()))
-        .contains("samples=500");
+        .contains("samples=500")
+        .doesNotContain("RESULT");
+  }
+
+  @Test
+  void evaluate_withResultLine_endsWithTheResultLineOfTheSameFigures() {
+    Run r =
+        Run.psctl(
+            "evaluate",
+            "--model",
+            modelFile.toString(),
+            "--data",
+            data.testFile().toString(),
+            "--result-line");
+    assertThat(r.code()).as(r.err()).isZero();
+    assertThat(r.out().strip().lines().reduce((a, b) -> b).orElse(""))
+        .isEqualTo(
+            String.format(
+                Locale.ROOT,
+                "RESULT accuracy=%.4f loss=%.4f samples=500",
+                expected.accuracy(),
+                expected.loss()));
   }
 
   @Test
