@@ -17,8 +17,9 @@ import org.springframework.stereotype.Component;
  * paramserver.pserver.index} (the claimed index, -1 while none; a gauge rather than a common tag
  * because the index is claimed after the meters are registered and can change when the lease is
  * lost), {@code .step} (update count), {@code .parameter.bytes}, {@code .checkpoint.step}, {@code
- * .checkpoint.age} (seconds since the newest checkpoint was written or loaded; NaN before the
- * first), {@code .checkpoint.duration} (seconds the last checkpoint took to write) and the timer
+ * .checkpoint.age} (seconds since the newest checkpoint was written or loaded; before the first,
+ * since the shard was initialised; NaN while it is not), {@code .checkpoint.duration} (seconds the
+ * last checkpoint took to write; 0 from initialisation to the first checkpoint) and the timer
  * {@code paramserver.pserver.checkpoint.write} (every checkpoint write, with histogram buckets).
  * Per sparse table (tag {@code table}): gauges {@code paramserver.pserver.sparse.rows} and {@code
  * .sparse.bytes}, counters {@code .sparse.evictions} (rows dropped by the cap or expired) and
@@ -58,17 +59,16 @@ public final class PserverMetrics {
     Gauge.builder(
             "paramserver.pserver.checkpoint.age",
             checkpoints,
-            c ->
-                c.last() == null
-                    ? Double.NaN
-                    : (System.currentTimeMillis() - c.last().timestampMs()) / 1000.0)
-        .description("Seconds since the newest checkpoint was written")
+            c -> c.ageSeconds(System.currentTimeMillis()))
+        .description(
+            "Seconds since the newest checkpoint was written (before the first: since the shard"
+                + " was initialised)")
         .baseUnit("seconds")
         .register(registry);
     Gauge.builder(
             "paramserver.pserver.checkpoint.duration",
             checkpoints,
-            c -> c.last() == null ? Double.NaN : c.last().writeSeconds())
+            CheckpointService::lastWriteSeconds)
         .description("Seconds the last checkpoint took to write (0 for a loaded one)")
         .baseUnit("seconds")
         .register(registry);

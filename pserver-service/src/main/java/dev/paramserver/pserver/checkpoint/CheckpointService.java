@@ -235,6 +235,32 @@ public final class CheckpointService implements ShardPersistence, SmartLifecycle
     return last;
   }
 
+  /**
+   * Seconds since the newest checkpoint was written or loaded; before the first one, seconds since
+   * the shard was initialised (how long its content has gone without a checkpoint, so an alert on
+   * the age fires even when no checkpoint is ever written); NaN while the shard holds nothing.
+   */
+  public double ageSeconds(long nowMs) {
+    LastCheckpoint l = last;
+    if (l != null) {
+      return (nowMs - l.timestampMs()) / 1000.0;
+    }
+    long since = shard.initialised() ? shard.initialisedAtMs() : -1;
+    return since < 0 ? Double.NaN : Math.max(0, nowMs - since) / 1000.0;
+  }
+
+  /**
+   * Seconds the newest checkpoint took to write (0 for a loaded one, and 0 from the shard's
+   * initialisation until its first checkpoint); NaN while the shard holds nothing.
+   */
+  public double lastWriteSeconds() {
+    LastCheckpoint l = last;
+    if (l != null) {
+      return l.writeSeconds();
+    }
+    return shard.initialised() ? 0 : Double.NaN;
+  }
+
   @Override
   public synchronized void start() {
     running = true;

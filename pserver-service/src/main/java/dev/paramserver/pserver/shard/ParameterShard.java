@@ -57,6 +57,8 @@ public final class ParameterShard {
   private volatile TrainingMode mode = TrainingMode.ASYNC;
   private volatile int staleness;
   private volatile boolean initialised;
+  // When the shard last became initialised (epoch ms), -1 while it is not.
+  private volatile long initialisedAtMs = -1;
 
   private final AtomicLong step = new AtomicLong();
   private volatile boolean draining;
@@ -600,6 +602,11 @@ public final class ParameterShard {
     return initialised;
   }
 
+  /** When the shard became initialised (epoch milliseconds), or -1 while it is not. */
+  public long initialisedAtMs() {
+    return initialisedAtMs;
+  }
+
   /** The init id in place, or null. */
   public String initId() {
     structure.readLock().lock();
@@ -666,6 +673,9 @@ public final class ParameterShard {
   }
 
   void setInitialised(boolean value) {
+    if (value != initialised || !value) {
+      initialisedAtMs = value ? System.currentTimeMillis() : -1;
+    }
     this.initialised = value;
   }
 
@@ -683,6 +693,7 @@ public final class ParameterShard {
     mode = TrainingMode.ASYNC;
     staleness = 0;
     initialised = false;
+    initialisedAtMs = -1;
     step.set(0);
     applied.clear();
   }

@@ -102,6 +102,34 @@ class CheckpointServiceTest {
   }
 
   @Test
+  void checkpointAgeAndDuration_areDefinedFromInitialisation_beforeTheFirstCheckpoint() {
+    ParameterShard shard = new ParameterShard(true);
+    shard.setIndex(0);
+    // the write-ahead log off: nothing checkpoints the fresh shard before the test does
+    PserverProperties.Wal walOff =
+        new PserverProperties.Wal(
+            false, PserverProperties.Wal.defaults().sync(), Duration.ofMillis(50), null);
+    CheckpointService service =
+        new CheckpointService(shard, coordinator, TestProperties.of(dir, Duration.ZERO, walOff));
+    long now = System.currentTimeMillis();
+    assertThat(service.ageSeconds(now)).isNaN();
+    assertThat(service.lastWriteSeconds()).isNaN();
+
+    shard.init(init("i", List.of(dense("w", 2, 2, sgd(1))), List.of(block("w", 0, 2, 1, 1))));
+    shard.finishInit(finish("i", 1));
+    long initialised = shard.initialisedAtMs();
+    assertThat(initialised).isBetween(now, System.currentTimeMillis());
+    assertThat(service.last()).isNull();
+    assertThat(service.ageSeconds(initialised + 7_000)).isEqualTo(7.0);
+    assertThat(service.lastWriteSeconds()).isZero();
+
+    service.checkpointNow();
+    CheckpointService.LastCheckpoint last = service.last();
+    assertThat(service.ageSeconds(last.timestampMs() + 2_000)).isEqualTo(2.0);
+    assertThat(service.lastWriteSeconds()).isEqualTo(last.writeSeconds()).isNotNaN();
+  }
+
+  @Test
   void stop_drainsAndWritesAFinalCheckpoint_evenWithTheTimerOff() {
     ParameterShard shard = new ParameterShard(true);
     shard.setIndex(0);
