@@ -5,9 +5,14 @@
 // volume mounts name a volume, and that referenced ConfigMaps and Secrets are rendered or listed
 // as external.
 //
-// Usage: node validate-k8s.mjs [--external-secret NAME]... FILE...
-// Run from a directory whose node_modules holds kubernetes-models, @kubernetes-models/prometheus-operator
-// and yaml (scripts/validate-deploy.sh installs them into a cache directory and runs it there).
+// JobSets (jobset.x-k8s.io/v1alpha2) and Kubeflow Trainer ClusterTrainingRuntimes
+// (trainer.kubeflow.org/v1alpha1, whose template is a JobSet spec) are checked against the JobSet
+// spec schema given with --jobset-schema (deploy/jobset/jobset-v1alpha2.schema.json, with ajv), each
+// replicated job's template as a batch/v1 Job, and its pods by the same cross-object checks.
+//
+// Usage: node validate-k8s.mjs [--external-secret NAME]... [--jobset-schema FILE] FILE...
+// Run from a directory whose node_modules holds kubernetes-models, @kubernetes-models/prometheus-operator,
+// yaml and ajv (scripts/validate-deploy.sh installs them into a cache directory and runs it there).
 // Exits 1 on the first file with any invalid object, listing every problem found.
 import { readFileSync } from "node:fs";
 import { parseAllDocuments } from "yaml";
@@ -15,8 +20,10 @@ import { parseAllDocuments } from "yaml";
 const args = process.argv.slice(2);
 const externalSecrets = new Set();
 const files = [];
+let jobsetSchemaFile = null;
 for (let i = 0; i < args.length; i++) {
   if (args[i] === "--external-secret") externalSecrets.add(args[++i]);
+  else if (args[i] === "--jobset-schema") jobsetSchemaFile = args[++i];
   else files.push(args[i]);
 }
 if (files.length === 0) {
@@ -68,6 +75,13 @@ function podSpecOf(obj) {
 
 function matches(selector, labels) {
   return Object.entries(selector ?? {}).every(([k, v]) => labels[k] === v);
+}
+
+// Labels a pod sets on itself at run time (the masters' leader-label sidecar): a Service may select
+// them although no pod template carries them.
+const RUNTIME_LABELS = new Set(["paramserver.dev/leader"]);
+function withoutRuntimeLabels(selector) {
+  return Object.fromEntries(Object.entries(selector ?? {}).filter(([k]) => !RUNTIME_LABELS.has(k)));
 }
 
 /** Cross-object checks the schemas cannot express. */
@@ -133,7 +147,7 @@ function semanticProblems(objects) {
   for (const o of objects) {
     const where = `${o.kind}/${o.metadata?.name}`;
     if (o.kind === "Service" && o.spec?.selector) {
-      const targets = pods.filter((p) => matches(o.spec.selector, p.labels));
+      const targets = pods.filter((p) => matches(withoutRuntimeLabels(o.spec.selector), p.labels));
       if (targets.length === 0) problems.push(`${where}: selector matches no rendered pod template`);
       for (const port of o.spec.ports ?? []) {
         if (typeof port.targetPort !== "string") continue;
@@ -155,6 +169,53 @@ function semanticProblems(objects) {
   return problems;
 }
 
+let validateJobSetSpecSchema = null;
+async function jobSetSpecSchema() {
+  if (!validateJobSetSpecSchema) {
+    if (!jobsetSchemaFile) throw new Error("a JobSet needs --jobset-schema FILE");
+    const { default: Ajv } = await import("ajv");
+    const ajv = new Ajv({ allErrors: true, strict: false });
+    validateJobSetSpecSchema = ajv.compile(JSON.parse(readFileSync(jobsetSchemaFile, "utf8")));
+  }
+  return validateJobSetSpecSchema;
+}
+
+/**
+ * Problems of a JobSet spec (also a ClusterTrainingRuntime's template.spec); adds one batch/v1 Job
+ * per replicated job to `jobs`, for the cross-object checks.
+ */
+async function jobSetSpecProblems(spec, where, ownerName, jobs) {
+  const problems = [];
+  const check = await jobSetSpecSchema();
+  if (!check(spec)) {
+    for (const e of check.errors) problems.push(`${where}: spec${e.instancePath} ${e.message}${e.params?.additionalProperty ? ` (${e.params.additionalProperty})` : ""}`);
+  }
+  const Job = await modelClass("batch/v1", "Job");
+  const names = new Set();
+  for (const rj of spec?.replicatedJobs ?? []) {
+    if (names.has(rj.name)) problems.push(`${where}: replicated job ${rj.name} appears twice`);
+    names.add(rj.name);
+    const job = { apiVersion: "batch/v1", kind: "Job", metadata: { ...(rj.template?.metadata ?? {}), name: `${ownerName}-${rj.name}` }, spec: rj.template?.spec };
+    try {
+      new Job(job).validate();
+      jobs.push(job);
+    } catch (e) {
+      problems.push(`${where}: replicated job ${rj.name}: ${e.message}`);
+    }
+    if (spec.network?.enableDNSHostnames !== false && rj.template?.spec?.completionMode !== "Indexed") {
+      problems.push(`${where}: replicated job ${rj.name}: DNS hostnames need completionMode Indexed`);
+    }
+  }
+  for (const [what, targets] of [
+    ["successPolicy", spec?.successPolicy?.targetReplicatedJobs ?? []],
+    ["failurePolicy", (spec?.failurePolicy?.rules ?? []).flatMap((r) => r.targetReplicatedJobs ?? [])],
+    ["dependsOn", (spec?.replicatedJobs ?? []).flatMap((r) => (r.dependsOn ?? []).map((d) => d.name))],
+  ]) {
+    for (const t of targets) if (!names.has(t)) problems.push(`${where}: ${what} names replicated job ${t}, which does not exist`);
+  }
+  return problems;
+}
+
 let failed = false;
 for (const file of files) {
   const docs = parseAllDocuments(readFileSync(file, "utf8"));
@@ -171,8 +232,31 @@ for (const file of files) {
       problems.push(`document without apiVersion/kind: ${JSON.stringify(obj).slice(0, 120)}`);
       continue;
     }
-    const Cls = await modelClass(obj.apiVersion, obj.kind);
     const where = `${obj.apiVersion} ${obj.kind}/${obj.metadata?.name}`;
+    if (obj.apiVersion === "jobset.x-k8s.io/v1alpha2" && obj.kind === "JobSet") {
+      const found = await jobSetSpecProblems(obj.spec, where, obj.metadata?.name, objects);
+      if (!DNS1123_LABEL.test(obj.metadata?.name ?? "")) found.push(`${where}: a JobSet name must be a DNS-1123 label`);
+      problems.push(...found);
+      if (!found.length) console.log(`  valid ${where} (${obj.spec.replicatedJobs.length} replicated jobs)`);
+      continue;
+    }
+    if (obj.apiVersion === "trainer.kubeflow.org/v1alpha1" && obj.kind === "ClusterTrainingRuntime") {
+      const found = [];
+      for (const k of Object.keys(obj.spec ?? {})) {
+        if (!["mlPolicy", "podGroupPolicy", "template"].includes(k)) found.push(`${where}: unknown field spec.${k}`);
+      }
+      const n = obj.spec?.mlPolicy?.numNodes;
+      if (n !== undefined && !(Number.isInteger(n) && n >= 1)) found.push(`${where}: spec.mlPolicy.numNodes must be an integer >= 1`);
+      if (!obj.spec?.template?.spec) found.push(`${where}: spec.template.spec (a JobSet spec) is required`);
+      else found.push(...(await jobSetSpecProblems(obj.spec.template.spec, where, obj.metadata?.name, objects)));
+      if (!(obj.spec?.template?.spec?.replicatedJobs ?? []).some((r) => r.name === "node")) {
+        found.push(`${where}: Kubeflow Trainer runs the TrainJob's nodes as the replicated job "node": none found`);
+      }
+      problems.push(...found);
+      if (!found.length) console.log(`  valid ${where}`);
+      continue;
+    }
+    const Cls = await modelClass(obj.apiVersion, obj.kind);
     if (!Cls) {
       problems.push(`${where}: unknown kind (no schema for ${obj.apiVersion} ${obj.kind})`);
       continue;

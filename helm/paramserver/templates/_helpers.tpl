@@ -37,9 +37,41 @@ app.kubernetes.io/instance: {{ .ctx.Release.Name }}
 app.kubernetes.io/component: {{ .component }}
 {{- end }}
 
-{{/* Image of a service. Call with (dict "ctx" $ "service" "master-service"). */}}
+{{/* Image of a service: [<registry>/]<prefix>/<service>:<tag>. Call with (dict "ctx" $ "service" "master-service"). */}}
 {{- define "paramserver.image" -}}
-{{- printf "%s/%s:%s" .ctx.Values.image.prefix .service (default .ctx.Chart.AppVersion .ctx.Values.image.tag) }}
+{{- $v := .ctx.Values.image }}
+{{- $repo := printf "%s/%s" $v.prefix .service }}
+{{- if $v.registry }}{{ $repo = printf "%s/%s" (trimSuffix "/" $v.registry) $repo }}{{ end }}
+{{- printf "%s:%s" $repo (default .ctx.Chart.AppVersion $v.tag) }}
+{{- end }}
+
+{{/* ServiceAccount of every pod (its token is mounted only where a pod calls the Kubernetes API). */}}
+{{- define "paramserver.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "paramserver.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/*
+Name of a Job whose pod template changes with the values: <base>-<hash of its spec>. A Job's pod
+template is immutable, so a changed spec must be a new Job (Helm deletes the old one) for
+`helm upgrade` to succeed. Call with (dict "base" "x-trainer" "spec" $renderedSpec).
+*/}}
+{{- define "paramserver.hashedName" -}}
+{{- printf "%s-%s" (.base | trunc 54 | trimSuffix "-") (.spec | sha256sum | trunc 8) }}
+{{- end }}
+
+{{/* The writable temp directory of every container (the root filesystem is read-only). */}}
+{{- define "paramserver.tmpMount" -}}
+- name: tmp
+  mountPath: /tmp
+{{- end }}
+{{- define "paramserver.tmpVolume" -}}
+- name: tmp
+  emptyDir:
+    sizeLimit: {{ .Values.tmpSizeLimit }}
 {{- end }}
 
 {{- define "paramserver.etcdName" -}}
@@ -149,6 +181,7 @@ readinessProbe:
   volumeMounts:
     - name: data
       mountPath: {{ .Values.data.mountPath }}
+    {{- include "paramserver.tmpMount" . | nindent 4 }}
 {{- end }}
 {{- end }}
 
@@ -159,4 +192,95 @@ readinessProbe:
   {{- else }}
   emptyDir: {}
   {{- end }}
+{{- end }}
+
+{{/* Name of the trainer Job: <fullname>-trainer-<hash of its spec> (see paramserver.hashedName). */}}
+{{- define "paramserver.trainerJobName" -}}
+{{- include "paramserver.hashedName" (dict "base" (printf "%s-trainer" (include "paramserver.fullname" .)) "spec" (include "paramserver.trainerJobSpec" .)) }}
+{{- end }}
+
+{{/* Whether the trainers mount the chart's ReadWriteOnce model PVC (then they share one node). */}}
+{{- define "paramserver.modelPvcRwo" -}}
+{{- if and .Values.trainer.modelPersistence.enabled (not .Values.trainer.modelVolume) (not (has "ReadWriteMany" .Values.trainer.modelPersistence.accessModes)) }}true{{ end }}
+{{- end }}
+
+{{/* The job-end Job's spec (hashed into its name). */}}
+{{- define "paramserver.jobEndSpec" -}}
+{{- $fullname := include "paramserver.fullname" . -}}
+backoffLimit: 20
+template:
+  metadata:
+    labels:
+      {{- include "paramserver.labels" (dict "ctx" . "component" "job-end") | nindent 6 }}
+  spec:
+    restartPolicy: OnFailure
+    serviceAccountName: {{ include "paramserver.serviceAccountName" . }}
+    automountServiceAccountToken: true
+    securityContext:
+      {{- toYaml .Values.podSecurityContext | nindent 6 }}
+    {{- with .Values.imagePullSecrets }}
+    imagePullSecrets:
+      {{- toYaml . | nindent 6 }}
+    {{- end }}
+    containers:
+      - name: job-end
+        # any image with sh and curl: the psctl image has both
+        image: {{ include "paramserver.image" (dict "ctx" . "service" "psctl") }}
+        imagePullPolicy: {{ .Values.image.pullPolicy }}
+        command: ["/bin/sh", "-c"]
+        args:
+          - |
+            set -u
+            sa=/var/run/secrets/kubernetes.io/serviceaccount
+            ns=$(cat $sa/namespace)
+            api="https://${KUBERNETES_SERVICE_HOST}:${KUBERNETES_SERVICE_PORT}"
+            k() { curl -fsS -m 10 --cacert "$sa/ca.crt" -H "Authorization: Bearer $(cat $sa/token)" "$@"; }
+            field() { sed -n "s/.*\"$1\": *\([0-9][0-9]*\).*/\1/p" | head -1; }
+            scale() { k -X PATCH -H "Content-Type: application/merge-patch+json" -d '{"spec":{"replicas":0}}' -o /dev/null "$api/apis/apps/v1/namespaces/$ns/$1/$2/scale" && echo "scaled $1/$2 to 0"; }
+            replicas() { k "$api/apis/apps/v1/namespaces/$ns/$1/$2" | tr -d '\n' | sed 's/.*"status": *{//' | field replicas; }
+            echo "waiting for Job $TRAINER_JOB to complete ($COMPLETIONS trainers)"
+            while :; do
+              done_=$(k "$api/apis/batch/v1/namespaces/$ns/jobs/$TRAINER_JOB" | tr -d '\n' | sed 's/.*"status": *{//' | field succeeded)
+              [ "${done_:-0}" -ge "$COMPLETIONS" ] && break
+              sleep "$PERIOD"
+            done
+            echo "the trainer Job is complete: the job is FINISHED"
+            scale deployments {{ $fullname }}-master || exit 1
+            scale statefulsets {{ $fullname }}-pserver || exit 1
+            {{- if not .Values.etcd.external.endpoints }}
+            # etcd last: the pservers record their final checkpoint in it
+            until [ "$(replicas statefulsets {{ $fullname }}-pserver)" = 0 ]; do sleep 2; done
+            scale statefulsets {{ include "paramserver.etcdName" . }} || exit 1
+            {{- end }}
+        env:
+          - name: TRAINER_JOB
+            value: {{ include "paramserver.trainerJobName" . }}
+          - name: COMPLETIONS
+            value: {{ .Values.trainer.completions | quote }}
+          - name: PERIOD
+            value: {{ .Values.jobEnd.periodSeconds | quote }}
+          - name: JAVA_TOOL_OPTIONS
+            value: ""
+        securityContext:
+          {{- toYaml .Values.securityContext | nindent 10 }}
+        resources:
+          {{- toYaml .Values.jobEnd.resources | nindent 10 }}
+        volumeMounts:
+          {{- include "paramserver.tmpMount" . | nindent 10 }}
+    volumes:
+      {{- include "paramserver.tmpVolume" . | nindent 6 }}
+{{- end }}
+
+{{/* Whole seconds of a Spring duration value: "90s", "5m", "1h", "2d", "500ms" or a bare number (ms). */}}
+{{- define "paramserver.durationSeconds" -}}
+{{- $v := toString . | trim }}
+{{- $n := regexFind "^[0-9]+" $v | default "0" | int }}
+{{- $unit := trimPrefix (toString $n) $v }}
+{{- if eq $unit "s" }}{{ $n }}
+{{- else if eq $unit "m" }}{{ mul $n 60 }}
+{{- else if eq $unit "h" }}{{ mul $n 3600 }}
+{{- else if eq $unit "d" }}{{ mul $n 86400 }}
+{{- else if or (eq $unit "ms") (eq $unit "") }}{{ div $n 1000 }}
+{{- else }}{{ fail (printf "cannot read the duration %q: use a number with s, m, h, d or ms" $v) }}
+{{- end }}
 {{- end }}

@@ -88,6 +88,25 @@ class DashboardMetricsTest {
         .contains("paramserver_pserver_push_apply_seconds_bucket");
   }
 
+  @Test
+  @SuppressWarnings("unchecked")
+  void theDashboardIsPortable_datasourceAndJobAreVariables() {
+    Map<String, Object> dashboard = RepoFiles.yaml("deploy/grafana/dashboards/paramserver.json");
+    List<Map<String, Object>> variables =
+        (List<Map<String, Object>>) ((Map<String, Object>) dashboard.get("templating")).get("list");
+    assertThat(variables).extracting(v -> v.get("name")).contains("datasource", "job");
+    for (Map<String, Object> panel : (List<Map<String, Object>>) dashboard.get("panels")) {
+      for (Map<String, Object> target :
+          (List<Map<String, Object>>) panel.getOrDefault("targets", List.of())) {
+        String expr = (String) target.get("expr");
+        assertThat(expr).as(panel.get("title") + ": " + expr).contains("paramserver_job=~\"$job\"");
+        assertThat(String.valueOf(target.get("datasource")))
+            .as(panel.get("title") + " datasource")
+            .contains("${datasource}");
+      }
+    }
+  }
+
   @SuppressWarnings("unchecked")
   private static Set<String> dashboardMetrics() {
     Map<String, Object> dashboard = RepoFiles.yaml("deploy/grafana/dashboards/paramserver.json");
@@ -95,9 +114,11 @@ class DashboardMetricsTest {
     for (Map<String, Object> panel : (List<Map<String, Object>>) dashboard.get("panels")) {
       for (Map<String, Object> target :
           (List<Map<String, Object>>) panel.getOrDefault("targets", List.of())) {
-        // label names in by (...) / on (...) clauses are not metrics
+        // label names in by (...) / on (...) clauses and in {...} matchers are not metrics
         String expr =
-            ((String) target.get("expr")).replaceAll("\\b(by|on|without|ignoring) \\([^)]*\\)", "");
+            ((String) target.get("expr"))
+                .replaceAll("\\b(by|on|without|ignoring) \\([^)]*\\)", "")
+                .replaceAll("\\{[^}]*\\}", "");
         Matcher m = METRIC.matcher(expr);
         while (m.find()) {
           metrics.add(m.group(1));
