@@ -68,10 +68,11 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 # ---- 1. tools and the engine ----
+export PATH="$PATH:/usr/sbin:/sbin" # dockerd and debootstrap live there
 missing=()
-command -v dockerd >/dev/null 2>&1 || [ -x /usr/bin/dockerd ] || missing+=(docker.io)
+command -v dockerd >/dev/null 2>&1 || missing+=(docker.io)
 command -v docker-compose >/dev/null 2>&1 || missing+=(docker-compose)
-command -v debootstrap >/dev/null 2>&1 || [ -x /usr/sbin/debootstrap ] || missing+=(debootstrap)
+command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
 if [ ${#missing[@]} -gt 0 ]; then
   [ "$(id -u)" = 0 ] || fail "missing ${missing[*]}: run as root, or apt-get install -y --no-install-recommends ${missing[*]}"
   say "installing ${missing[*]} (apt-get, --no-install-recommends)"
@@ -82,7 +83,6 @@ if [ ${#missing[@]} -gt 0 ]; then
       || { tail -30 "$WORK/apt.log" >&2; fail "apt-get install ${missing[*]}"; }
   fi
 fi
-export PATH="$PATH:/usr/sbin:/sbin"
 # the CLI of Debian's docker.io (20.10) builds with BuildKit without the buildx plugin
 DOCKER=docker
 [ -x /usr/bin/docker ] && DOCKER=/usr/bin/docker
