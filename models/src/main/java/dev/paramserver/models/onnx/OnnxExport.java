@@ -251,16 +251,22 @@ public final class OnnxExport {
 
   /** ids → row numbers of the table (unknown ids → the zero row, the last). */
   private static String lookup(OnnxGraph g, String table, Table t) {
+    long[] keys = t.ids;
     long[] rowNumbers = new long[t.ids.length];
     for (int i = 0; i < rowNumbers.length; i++) {
       rowNumbers[i] = i;
+    }
+    if (keys.length == 0) {
+      // a table without rows: LabelEncoder needs a key, so map one to the zero row as well
+      keys = new long[] {Long.MIN_VALUE};
+      rowNumbers = new long[] {0};
     }
     return g.node(
         "ai.onnx.ml",
         "LabelEncoder",
         table + "_row",
         List.of("sparse_ids"),
-        OnnxGraph.intsAttr("keys_int64s", t.ids),
+        OnnxGraph.intsAttr("keys_int64s", keys),
         OnnxGraph.intsAttr("values_int64s", rowNumbers),
         OnnxGraph.intAttr("default_int64", t.ids.length));
   }

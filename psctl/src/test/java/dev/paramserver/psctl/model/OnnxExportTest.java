@@ -81,7 +81,7 @@ class OnnxExportTest {
     try (OrtSession session = env.createSession(onnx.toString(), new OrtSession.SessionOptions())) {
       Map<String, OnnxTensor> in = new HashMap<>();
       try {
-        if (ex.get(0).getDenseCount() > 0) {
+        if (ex.get(0).getDenseCount() > 0 || !sparse) {
           in.put("features", OnnxTensor.createTensor(env, dense(ex)));
         }
         if (sparse) {
@@ -218,6 +218,30 @@ class OnnxExportTest {
             dir.resolve("sparse.pb"));
     Path onnx = export(model, "sparse");
     assertSamePredictions(runOnnx(onnx, test, true), predict(model, testFile, "sparse"));
+  }
+
+  @Test
+  void sparseLr_wideOnlyWithoutDenseFeatures_andAnUntrainedEmptyTable_matchesPredict()
+      throws Exception {
+    Random r = new Random(9);
+    List<Example> test = new java.util.ArrayList<>();
+    for (Example e : clicks(r, 40, 30)) {
+      test.add(e.toBuilder().clearDense().build());
+    }
+    Path testFile = dir.resolve("wide/test.recordio");
+    write(testFile, test);
+    ModelSpec spec = new ModelSpec("sparse-lr", 0, 2, List.of(), Mlp.Activation.RELU, 0);
+    Path untrained =
+        InProcessTraining.trainAndSave(
+            spec, test, DatasetInfo.getDefaultInstance(), 0, 0.1f, dir.resolve("empty.pb"));
+    Object[] out = runOnnx(export(untrained, "empty"), test, true);
+    assertSamePredictions(out, predict(untrained, testFile, "empty"));
+    assertThat(((float[][]) out[0])[0]).containsExactly(0.5f, 0.5f);
+    Path trained =
+        InProcessTraining.trainAndSave(
+            spec, test, DatasetInfo.getDefaultInstance(), 3, 0.1f, dir.resolve("wide.pb"));
+    assertSamePredictions(
+        runOnnx(export(trained, "wide"), test, true), predict(trained, testFile, "wide"));
   }
 
   private static List<Example> clicks(Random r, int n, int ids) {
