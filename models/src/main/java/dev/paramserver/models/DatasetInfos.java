@@ -98,8 +98,34 @@ public final class DatasetInfos {
     return Optional.ofNullable(first);
   }
 
-  /** {@link #find} over the files the globs match. */
+  /**
+   * {@link #find} over the local files the globs match; globs with a URI scheme ({@code s3://...})
+   * are skipped, their infos are not read here.
+   */
   public static Optional<DatasetInfo> findForGlobs(List<String> globs) throws IOException {
-    return find(RecordIndex.expandGlobs(globs));
+    List<String> local = globs.stream().filter(g -> !g.contains("://")).toList();
+    return local.isEmpty() ? Optional.empty() : find(RecordIndex.expandGlobs(local));
+  }
+
+  /**
+   * Checks that data to run a model on numbers its classes as the model does.
+   *
+   * @param modelLabels the model's label names (empty: none)
+   * @param globs the data's globs
+   * @throws IllegalArgumentException when both name their classes and the names differ
+   */
+  public static void checkLabels(List<String> modelLabels, List<String> globs) throws IOException {
+    Optional<DatasetInfo> data = findForGlobs(globs);
+    if (!modelLabels.isEmpty()
+        && data.isPresent()
+        && data.get().getLabelNamesCount() > 0
+        && !data.get().getLabelNamesList().equals(modelLabels)) {
+      throw new IllegalArgumentException(
+          "the data names its classes "
+              + data.get().getLabelNamesList()
+              + ", the model "
+              + modelLabels
+              + ": convert the data with --statistics-from the training data's .dataset.pb");
+    }
   }
 }

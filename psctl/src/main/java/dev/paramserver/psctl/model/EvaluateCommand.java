@@ -1,6 +1,7 @@
 package dev.paramserver.psctl.model;
 
 import dev.paramserver.models.Dataset;
+import dev.paramserver.models.DatasetInfos;
 import dev.paramserver.models.Evaluation;
 import dev.paramserver.models.ModelFiles;
 import dev.paramserver.proto.v1.Example;
@@ -41,6 +42,7 @@ public final class EvaluateCommand extends PsctlCommand {
   @Override
   protected int run() throws Exception {
     ModelFiles.Loaded loaded = ModelFiles.read(model);
+    DatasetInfos.checkLabels(loaded.labelNames(), data);
     List<Example> examples = Dataset.readGlobs(data);
     if (examples.isEmpty()) {
       throw usageError("--data " + data + " holds no records");

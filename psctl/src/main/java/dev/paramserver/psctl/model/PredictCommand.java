@@ -2,6 +2,7 @@ package dev.paramserver.psctl.model;
 
 import dev.paramserver.models.Batch;
 import dev.paramserver.models.Dataset;
+import dev.paramserver.models.DatasetInfos;
 import dev.paramserver.models.Model;
 import dev.paramserver.models.ModelFiles;
 import dev.paramserver.proto.v1.Example;
@@ -42,6 +43,7 @@ public final class PredictCommand extends PsctlCommand {
   @Override
   protected int run() throws Exception {
     ModelFiles.Loaded loaded = ModelFiles.read(model);
+    DatasetInfos.checkLabels(loaded.labelNames(), data);
     Model m = loaded.model();
     List<Example> examples = Dataset.readGlobs(data);
     int k = m.classes();

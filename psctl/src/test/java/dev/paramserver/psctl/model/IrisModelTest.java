@@ -77,6 +77,31 @@ class IrisModelTest {
   }
 
   @Test
+  void dataNamingItsClassesOtherwise_isRefusedByEvaluateAndPredict() throws Exception {
+    Path other = dir.resolve("other.csv");
+    Files.writeString(other, "a,b,c,d,kind\n1,2,3,4,x\n1,2,3,4,y\n1,2,3,4,z\n");
+    assertThat(Run.psctl("convert", "--input", other.toString(), "--output", dir + "/other").code())
+        .isZero();
+    Path data = dir.resolve("other-00000.recordio");
+    Run e = Run.psctl("evaluate", "--model", model.toString(), "--data", data.toString());
+    assertThat(e.code()).isEqualTo(1);
+    assertThat(e.err())
+        .contains(
+            "the data names its classes [x, y, z], the model [setosa, versicolor, virginica]");
+    Run p =
+        Run.psctl(
+            "predict",
+            "--model",
+            model.toString(),
+            "--data",
+            data.toString(),
+            "--output",
+            dir.resolve("p.csv").toString());
+    assertThat(p.code()).isEqualTo(1);
+    assertThat(p.err()).contains("--statistics-from");
+  }
+
+  @Test
   void predictCsvField_quotesNamesWithCommasOrQuotes() {
     assertThat(PredictCommand.csvField("setosa")).isEqualTo("setosa");
     assertThat(PredictCommand.csvField("big, red")).isEqualTo("\"big, red\"");

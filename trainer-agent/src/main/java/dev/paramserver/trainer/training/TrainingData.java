@@ -65,9 +65,6 @@ final class TrainingData {
   /** The info of local data files; object-store URIs carry none here. */
   private static Optional<DatasetInfo> find(List<String> globs) throws IOException {
     List<String> local = globs.stream().filter(g -> !g.contains("://")).toList();
-    if (local.isEmpty()) {
-      return Optional.empty();
-    }
     return DatasetInfos.findForGlobs(ModelSpecs.absolute(local));
   }
 }
