@@ -5,10 +5,8 @@ import dev.paramserver.proto.v1.DatasetInfo;
 import dev.paramserver.recordio.RecordIndex;
 import java.io.IOException;
 import java.io.InputStream;
-import java.io.OutputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -51,19 +49,9 @@ public final class DatasetInfos {
     }
   }
 
-  /** Writes atomically (a temp file renamed over {@code file}). */
+  /** Writes atomically (a temp file, fsync, rename over {@code file}). */
   public static void write(Path file, DatasetInfo info) throws IOException {
-    Path dir = file.toAbsolutePath().getParent();
-    Files.createDirectories(dir);
-    Path tmp = Files.createTempFile(dir, file.getFileName().toString(), ".tmp");
-    try {
-      try (OutputStream out = Files.newOutputStream(tmp)) {
-        info.writeTo(out);
-      }
-      Files.move(tmp, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-    } finally {
-      Files.deleteIfExists(tmp);
-    }
+    AtomicFiles.write(file, info);
   }
 
   /**

@@ -9,12 +9,8 @@ import dev.paramserver.proto.v1.SparseTable;
 import dev.paramserver.tensor.TensorCodec;
 import java.io.IOException;
 import java.io.InputStream;
-import java.io.OutputStream;
-import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
-import java.nio.file.StandardOpenOption;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
@@ -97,20 +93,7 @@ public final class ModelFiles {
                 .setData(TensorCodec.encode(params.dense(def.name()))));
       }
     }
-    Path dir = path.toAbsolutePath().getParent();
-    Files.createDirectories(dir);
-    Path tmp = Files.createTempFile(dir, path.getFileName().toString(), ".tmp");
-    try {
-      try (OutputStream out = Files.newOutputStream(tmp)) {
-        b.build().writeTo(out);
-      }
-      try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.WRITE)) {
-        ch.force(true);
-      }
-      Files.move(tmp, path, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-    } finally {
-      Files.deleteIfExists(tmp);
-    }
+    AtomicFiles.write(path, b.build());
   }
 
   /** Reads a model file and checks every parameter against the model it describes. */

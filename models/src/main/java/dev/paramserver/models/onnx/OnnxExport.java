@@ -1,5 +1,6 @@
 package dev.paramserver.models.onnx;
 
+import dev.paramserver.models.AtomicFiles;
 import dev.paramserver.models.Mlp;
 import dev.paramserver.models.ModelFiles;
 import dev.paramserver.models.ModelSpec;
@@ -12,12 +13,7 @@ import dev.paramserver.onnx.proto.OperatorSetIdProto;
 import dev.paramserver.onnx.proto.StringStringEntryProto;
 import dev.paramserver.onnx.proto.TensorProto.DataType;
 import java.io.IOException;
-import java.io.OutputStream;
-import java.nio.channels.FileChannel;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
-import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -273,20 +269,7 @@ public final class OnnxExport {
 
   /** Writes atomically (a temp file, fsync, rename). */
   public static void write(Path path, ModelProto model) throws IOException {
-    Path dir = path.toAbsolutePath().getParent();
-    Files.createDirectories(dir);
-    Path tmp = Files.createTempFile(dir, path.getFileName().toString(), ".tmp");
-    try {
-      try (OutputStream out = Files.newOutputStream(tmp)) {
-        model.writeTo(out);
-      }
-      try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.WRITE)) {
-        ch.force(true);
-      }
-      Files.move(tmp, path, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-    } finally {
-      Files.deleteIfExists(tmp);
-    }
+    AtomicFiles.write(path, model);
   }
 
   /** A JSON array of strings, e.g. {@code ["setosa","versicolor"]}. */
