@@ -3,7 +3,6 @@ package dev.paramserver.recordio;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.nio.channels.FileChannel;
 import java.nio.file.Path;
 
 /**
@@ -34,6 +33,11 @@ public record ChunkHeader(
     return new ChunkInfo(file, offset, chunkLength(), records);
   }
 
+  /** This chunk's location in the file or object named {@code location}. */
+  public ChunkInfo toChunkInfo(String location) {
+    return new ChunkInfo(location, offset, chunkLength(), records);
+  }
+
   /** Encodes a header with these values into 20 bytes. */
   static byte[] encode(long crc, Compressor compressor, long payloadSize, int records) {
     ByteBuffer b = ByteBuffer.allocate(SIZE).order(ByteOrder.LITTLE_ENDIAN);
@@ -46,11 +50,10 @@ public record ChunkHeader(
    * Reads and validates the header at {@code offset}: the magic, a known compressor, a record count
    * that fits in an int, and a payload that fits in the {@code fileSize} bytes of the file.
    */
-  static ChunkHeader read(FileChannel ch, Path file, long offset, long fileSize)
-      throws IOException {
+  static ChunkHeader read(RangeSource ch, long offset, long fileSize) throws IOException {
     if (fileSize - offset < SIZE) {
       throw new CorruptRecordException(
-          file,
+          ch.name(),
           offset,
           "truncated chunk header ("
               + (fileSize - offset)
@@ -58,8 +61,9 @@ public record ChunkHeader(
               + SIZE
               + ")");
     }
+    String file = ch.name();
     ByteBuffer b = ByteBuffer.allocate(SIZE).order(ByteOrder.LITTLE_ENDIAN);
-    readFully(ch, b, offset, file);
+    readFully(ch, b, offset);
     b.flip();
     int magic = b.getInt();
     if (magic != MAGIC) {
@@ -97,15 +101,14 @@ public record ChunkHeader(
   }
 
   /** Fills {@code b} from {@code position}; a short file is reported as a truncation. */
-  static void readFully(FileChannel ch, ByteBuffer b, long position, Path file) throws IOException {
-    long pos = position;
-    while (b.hasRemaining()) {
-      int n = ch.read(b, pos);
-      if (n < 0) {
-        throw new CorruptRecordException(
-            file, position, "truncated chunk: file ended at offset " + pos);
-      }
-      pos += n;
+  static void readFully(RangeSource ch, ByteBuffer b, long position) throws IOException {
+    try {
+      ch.readFully(b, position);
+    } catch (java.io.EOFException e) {
+      throw new CorruptRecordException(
+          ch.name(),
+          position,
+          "truncated chunk: file ended before offset " + (position + b.limit()));
     }
   }
 }

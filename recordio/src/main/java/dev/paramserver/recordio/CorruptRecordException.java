@@ -11,22 +11,38 @@ import java.nio.file.Path;
 public class CorruptRecordException extends IOException {
   private static final long serialVersionUID = 1L;
 
-  private final transient Path file;
+  private final String source;
   private final long offset;
 
   public CorruptRecordException(Path file, long offset, String what) {
-    this(file, offset, what, null);
+    this(file.toString(), offset, what, null);
   }
 
   public CorruptRecordException(Path file, long offset, String what, Throwable cause) {
-    super(what + " at offset " + offset + " of " + file, cause);
-    this.file = file;
+    this(file.toString(), offset, what, cause);
+  }
+
+  public CorruptRecordException(String source, long offset, String what) {
+    this(source, offset, what, null);
+  }
+
+  /**
+   * @param source the file or object ({@code s3://bucket/key}) concerned
+   */
+  public CorruptRecordException(String source, long offset, String what, Throwable cause) {
+    super(what + " at offset " + offset + " of " + source, cause);
+    this.source = source;
     this.offset = offset;
   }
 
-  /** The file concerned. */
+  /** The file concerned (for a local file). */
   public Path file() {
-    return file;
+    return Path.of(source);
+  }
+
+  /** The file or object concerned, as named when it was opened. */
+  public String source() {
+    return source;
   }
 
   /** Byte offset of the chunk header (or the position) where the problem was found. */

@@ -1,7 +1,6 @@
 package dev.paramserver.recordio;
 
 import java.io.IOException;
-import java.nio.channels.FileChannel;
 import java.nio.file.FileSystems;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -27,27 +26,42 @@ public final class RecordIndex {
    * @throws CorruptRecordException naming the file and offset of the first bad header
    */
   public static List<ChunkInfo> scan(Path file) throws IOException {
-    List<ChunkHeader> headers = scanHeaders(file);
+    try (RangeSource src = RangeSource.ofFile(file)) {
+      return scan(src);
+    }
+  }
+
+  /**
+   * The chunks of {@code source}, in order, each located by {@link RangeSource#name()}: one 20-byte
+   * ranged read per chunk, no payload read (see {@link #scan(Path)}).
+   */
+  public static List<ChunkInfo> scan(RangeSource source) throws IOException {
+    List<ChunkHeader> headers = scanHeaders(source);
     List<ChunkInfo> out = new ArrayList<>(headers.size());
     for (ChunkHeader h : headers) {
-      out.add(h.toChunkInfo(file));
+      out.add(h.toChunkInfo(source.name()));
     }
     return out;
   }
 
   /** Like {@link #scan(Path)} but returns the decoded headers (CRC, compressor, sizes). */
   public static List<ChunkHeader> scanHeaders(Path file) throws IOException {
-    try (FileChannel ch = RecordReader.open(file)) {
-      long size = ch.size();
-      List<ChunkHeader> out = new ArrayList<>();
-      long offset = 0;
-      while (offset < size) {
-        ChunkHeader h = ChunkHeader.read(ch, file, offset, size);
-        out.add(h);
-        offset += h.chunkLength();
-      }
-      return out;
+    try (RangeSource src = RangeSource.ofFile(file)) {
+      return scanHeaders(src);
     }
+  }
+
+  /** Like {@link #scan(RangeSource)} but returns the decoded headers. */
+  public static List<ChunkHeader> scanHeaders(RangeSource source) throws IOException {
+    long size = source.size();
+    List<ChunkHeader> out = new ArrayList<>();
+    long offset = 0;
+    while (offset < size) {
+      ChunkHeader h = ChunkHeader.read(source, offset, size);
+      out.add(h);
+      offset += h.chunkLength();
+    }
+    return out;
   }
 
   /**

@@ -2,10 +2,7 @@ package dev.paramserver.recordio;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.nio.channels.FileChannel;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.zip.CRC32;
@@ -20,39 +17,45 @@ import java.util.zip.CRC32;
 public final class RecordReader {
   private RecordReader() {}
 
-  /** Reads the records of one chunk (located with {@link RecordIndex#scan(Path)}). */
+  /**
+   * Reads the records of one chunk of a local file (located with {@link RecordIndex#scan(Path)}).
+   */
   public static List<byte[]> readChunk(ChunkInfo chunk) throws IOException {
-    try (FileChannel ch = open(chunk.file())) {
-      return readChunk(ch, chunk.file(), chunk.offset(), chunk.length(), ch.size());
-    }
+    return readChunks(List.of(chunk), RangeSource::openLocal);
+  }
+
+  /** Reads the records of one chunk of {@code source} (one ranged read of the whole chunk). */
+  public static List<byte[]> readChunk(RangeSource source, ChunkInfo chunk) throws IOException {
+    return readChunk(source, chunk.offset(), chunk.length(), source.size());
+  }
+
+  /**
+   * Reads the records of several chunks of local files, in the order given, opening each run of
+   * chunks from the same file once (e.g. the chunks of one task).
+   */
+  public static List<byte[]> readChunks(List<ChunkInfo> chunks) throws IOException {
+    return readChunks(chunks, RangeSource::openLocal);
   }
 
   /**
    * Reads the records of several chunks, in the order given, opening each run of chunks from the
-   * same file once (e.g. the chunks of one task).
+   * same file or object once with {@code opener}.
    */
-  public static List<byte[]> readChunks(List<ChunkInfo> chunks) throws IOException {
+  public static List<byte[]> readChunks(List<ChunkInfo> chunks, RangeSource.Opener opener)
+      throws IOException {
     List<byte[]> out = new ArrayList<>();
     int i = 0;
     while (i < chunks.size()) {
-      Path file = chunks.get(i).file();
-      try (FileChannel ch = open(file)) {
-        long size = ch.size();
-        for (; i < chunks.size() && chunks.get(i).file().equals(file); i++) {
+      String location = chunks.get(i).location();
+      try (RangeSource src = opener.open(location)) {
+        long size = src.size();
+        for (; i < chunks.size() && chunks.get(i).location().equals(location); i++) {
           ChunkInfo c = chunks.get(i);
-          out.addAll(readChunk(ch, file, c.offset(), c.length(), size));
+          out.addAll(readChunk(src, c.offset(), c.length(), size));
         }
       }
     }
     return out;
-  }
-
-  /** Opens a file for reading; a directory is rejected with a clear message. */
-  static FileChannel open(Path file) throws IOException {
-    if (Files.isDirectory(file)) {
-      throw new IOException(file + " is a directory, not a RecordIO file");
-    }
-    return FileChannel.open(file, StandardOpenOption.READ);
   }
 
   /**
@@ -61,16 +64,21 @@ public final class RecordReader {
    * of the chunks before it were delivered.
    */
   public static void forEach(Path file, RecordConsumer consumer) throws IOException {
-    try (FileChannel ch = open(file)) {
-      long size = ch.size();
-      long offset = 0;
-      while (offset < size) {
-        ChunkHeader h = ChunkHeader.read(ch, file, offset, size);
-        for (byte[] r : readChunk(ch, file, offset, h.chunkLength(), size)) {
-          consumer.accept(r);
-        }
-        offset += h.chunkLength();
+    try (RangeSource src = RangeSource.ofFile(file)) {
+      forEach(src, consumer);
+    }
+  }
+
+  /** Like {@link #forEach(Path, RecordConsumer)} for any source (one ranged read per chunk). */
+  public static void forEach(RangeSource source, RecordConsumer consumer) throws IOException {
+    long size = source.size();
+    long offset = 0;
+    while (offset < size) {
+      ChunkHeader h = ChunkHeader.read(source, offset, size);
+      for (byte[] r : readChunk(source, offset, h.chunkLength(), size)) {
+        consumer.accept(r);
       }
+      offset += h.chunkLength();
     }
   }
 
@@ -81,10 +89,17 @@ public final class RecordReader {
     return all;
   }
 
-  static List<byte[]> readChunk(
-      FileChannel ch, Path file, long offset, long expectedLength, long fileSize)
+  static List<byte[]> readChunk(RangeSource ch, long offset, long expectedLength, long fileSize)
       throws IOException {
-    ChunkHeader h = ChunkHeader.read(ch, file, offset, fileSize);
+    String file = ch.name();
+    // One read for header and payload: on an object store that is one ranged request per chunk.
+    // A stale index may claim more than the file holds: read what is there, the header check below
+    // then names the problem.
+    long available = Math.max(0, Math.min(expectedLength, fileSize - offset));
+    ByteBuffer whole = ByteBuffer.allocate((int) Math.min(available, Integer.MAX_VALUE - 8));
+    ChunkHeader.readFully(ch, whole, offset);
+    whole.flip();
+    ChunkHeader h = ChunkHeader.read(new BufferSource(file, whole, offset), offset, fileSize);
     if (h.chunkLength() != expectedLength) {
       throw new CorruptRecordException(
           file,
@@ -99,9 +114,9 @@ public final class RecordReader {
       throw new CorruptRecordException(
           file, offset, "chunk payload of " + h.payloadSize() + " bytes is too large");
     }
-    ByteBuffer stored = ByteBuffer.allocate((int) h.payloadSize());
-    ChunkHeader.readFully(ch, stored, offset + ChunkHeader.SIZE, file);
-    byte[] bytes = stored.array();
+    byte[] bytes = new byte[(int) h.payloadSize()];
+    whole.position(ChunkHeader.SIZE);
+    whole.get(bytes);
     CRC32 crc = new CRC32();
     crc.update(bytes);
     if (crc.getValue() != h.crc()) {
@@ -126,7 +141,7 @@ public final class RecordReader {
     return parseRecords(data, h, file);
   }
 
-  private static List<byte[]> parseRecords(byte[] data, ChunkHeader h, Path file)
+  private static List<byte[]> parseRecords(byte[] data, ChunkHeader h, String file)
       throws CorruptRecordException {
     long offset = h.offset();
     List<byte[]> out = new ArrayList<>(Math.min(h.records(), data.length / 4 + 1));
@@ -185,5 +200,25 @@ public final class RecordReader {
               + " records the header announces");
     }
     return out;
+  }
+
+  /** A chunk already in memory, seen as a source starting at {@code base} (header re-checks). */
+  private record BufferSource(String name, ByteBuffer bytes, long base) implements RangeSource {
+    @Override
+    public long size() {
+      return base + bytes.limit();
+    }
+
+    @Override
+    public void readFully(ByteBuffer dst, long position) throws java.io.EOFException {
+      int from = (int) (position - base);
+      if (from < 0 || from + dst.remaining() > bytes.limit()) {
+        throw new java.io.EOFException(name + " ended at offset " + size());
+      }
+      dst.put(bytes.duplicate().position(from).limit(from + dst.remaining()));
+    }
+
+    @Override
+    public void close() {}
   }
 }
