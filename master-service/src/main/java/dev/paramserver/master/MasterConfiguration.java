@@ -3,6 +3,7 @@ package dev.paramserver.master;
 import dev.paramserver.coordination.Coordinator;
 import dev.paramserver.master.admin.MasterStatusSource;
 import dev.paramserver.master.console.JobConsole;
+import dev.paramserver.master.dataset.DatasetIndexer;
 import dev.paramserver.master.election.LeadershipHealthIndicator;
 import dev.paramserver.master.election.MasterElection;
 import dev.paramserver.master.metrics.MasterMetrics;
@@ -13,6 +14,7 @@ import dev.paramserver.rpc.ChannelFactory;
 import dev.paramserver.service.AdminAddress;
 import dev.paramserver.service.CommonProperties;
 import dev.paramserver.service.LifecyclePhases;
+import dev.paramserver.storage.Storage;
 import java.time.Clock;
 import net.devh.boot.grpc.server.event.GrpcServerStartedEvent;
 import org.springframework.context.annotation.Bean;
@@ -34,8 +36,14 @@ class MasterConfiguration {
   }
 
   @Bean
-  MasterJob masterJob(MasterProperties props, EtcdJobStore store, AdminAddress adminAddress) {
-    MasterJob job = new MasterJob(props, store, Clock.systemUTC());
+  Storage masterStorage(MasterStorageProperties storage) {
+    return Storage.create(storage.s3(), "paramserver.master.s3");
+  }
+
+  @Bean
+  MasterJob masterJob(
+      MasterProperties props, EtcdJobStore store, AdminAddress adminAddress, Storage storage) {
+    MasterJob job = new MasterJob(props, store, Clock.systemUTC(), new DatasetIndexer(storage));
     job.setAdminAddress(adminAddress::get);
     return job;
   }

@@ -4,15 +4,28 @@ import dev.paramserver.proto.v1.DatasetFile;
 import dev.paramserver.proto.v1.DatasetIndex;
 import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.recordio.ChunkInfo;
-import dev.paramserver.recordio.RecordIndex;
 import dev.paramserver.rpc.ServiceException;
+import dev.paramserver.storage.S3Settings;
+import dev.paramserver.storage.Storage;
 import java.io.IOException;
-import java.nio.file.Path;
 import java.util.List;
 
-/** Expands dataset globs and walks the chunk headers of every file into a {@link DatasetIndex}. */
+/**
+ * Expands dataset globs and walks the chunk headers of every file into a {@link DatasetIndex}.
+ * Files are local paths or {@code s3://bucket/key} objects; an object's headers are read with
+ * 20-byte ranged reads, never by downloading it.
+ */
 public final class DatasetIndexer {
-  private DatasetIndexer() {}
+  private final Storage storage;
+
+  public DatasetIndexer(Storage storage) {
+    this.storage = storage;
+  }
+
+  /** An indexer for local files (and S3 with the AWS SDK's defaults), for tests and tools. */
+  public static DatasetIndexer localOnly() {
+    return new DatasetIndexer(Storage.create(S3Settings.defaults(), "paramserver.master.s3"));
+  }
 
   /**
    * Indexes the files matched by {@code globs}.
@@ -20,16 +33,16 @@ public final class DatasetIndexer {
    * @throws ServiceException DATASET_UNREADABLE naming the glob that matched nothing, the file that
    *     could not be read, or the dataset that holds no chunk
    */
-  public static DatasetIndex index(List<String> globs, int chunksPerTask) {
+  public DatasetIndex index(List<String> globs, int chunksPerTask) {
     if (globs == null || globs.isEmpty() || globs.stream().allMatch(g -> g.isBlank())) {
       throw new ServiceException(
           ErrorReason.DATASET_UNREADABLE,
           "SetDataset needs at least one glob of RecordIO files, for example /data/train-*.rio");
     }
     List<String> clean = globs.stream().map(String::trim).filter(g -> !g.isEmpty()).toList();
-    List<Path> files;
+    List<String> files;
     try {
-      files = RecordIndex.expandGlobs(clean);
+      files = storage.expandGlobs(clean);
     } catch (IOException e) {
       throw new ServiceException(
           ErrorReason.DATASET_UNREADABLE,
@@ -39,17 +52,17 @@ public final class DatasetIndexer {
     DatasetIndex.Builder index =
         DatasetIndex.newBuilder().addAllGlobs(clean).setChunksPerTask(chunksPerTask);
     long chunks = 0;
-    for (Path file : files) {
+    for (String file : files) {
       List<ChunkInfo> infos;
       try {
-        infos = RecordIndex.scan(file);
+        infos = storage.scan(file);
       } catch (IOException | RuntimeException e) {
         throw new ServiceException(
             ErrorReason.DATASET_UNREADABLE,
             "dataset file " + file + " cannot be indexed: " + e.getMessage(),
             e);
       }
-      DatasetFile.Builder f = DatasetFile.newBuilder().setPath(file.toString());
+      DatasetFile.Builder f = DatasetFile.newBuilder().setPath(file);
       for (ChunkInfo c : infos) {
         f.addChunkOffsets(c.offset()).addChunkLengths(c.length()).addChunkRecords(c.records());
       }

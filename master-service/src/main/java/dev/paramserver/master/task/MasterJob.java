@@ -38,6 +38,7 @@ public final class MasterJob {
   private final JobStore store;
   private final Clock clock;
   private final TaskTimeouts timeouts;
+  private final DatasetIndexer indexer;
   private final Object lock = new Object();
   private volatile boolean serving;
   private volatile String identity = "";
@@ -50,6 +51,14 @@ public final class MasterJob {
   private TaskQueue queue;
 
   public MasterJob(MasterProperties props, JobStore store, Clock clock) {
+    this(props, store, clock, DatasetIndexer.localOnly());
+  }
+
+  /**
+   * @param indexer reads the dataset's chunk headers (local files, or S3 objects by ranged reads)
+   */
+  public MasterJob(MasterProperties props, JobStore store, Clock clock, DatasetIndexer indexer) {
+    this.indexer = indexer;
     this.props = props;
     this.store = store;
     this.clock = clock;
@@ -152,7 +161,7 @@ public final class MasterJob {
       }
     }
     // index outside the lock: it reads every file's chunk headers
-    DatasetIndex index = DatasetIndexer.index(globs, props.chunksPerTask());
+    DatasetIndex index = indexer.index(globs, props.chunksPerTask());
     synchronized (lock) {
       requireServing();
       if (dataset != null) {

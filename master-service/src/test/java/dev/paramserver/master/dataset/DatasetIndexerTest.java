@@ -35,7 +35,7 @@ class DatasetIndexerTest {
   void index_groupsConsecutiveChunksAcrossFilesIntoTasks() throws IOException {
     write(dir.resolve("a.rio"), 10, 4, Compressor.NONE); // chunks of 4, 4, 2 records
     write(dir.resolve("b.rio"), 6, 3, Compressor.GZIP); // chunks of 3, 3
-    DatasetIndex index = DatasetIndexer.index(List.of(dir + "/*.rio"), 2);
+    DatasetIndex index = DatasetIndexer.localOnly().index(List.of(dir + "/*.rio"), 2);
     Dataset d = Dataset.of(index);
 
     assertThat(d.files()).isEqualTo(2);
@@ -59,7 +59,7 @@ class DatasetIndexerTest {
     write(dir.resolve("b.rio"), 1, 1, Compressor.NONE);
     String a = dir.resolve("a.rio").toString();
     String b = dir.resolve("b.rio").toString();
-    Dataset d = Dataset.of(DatasetIndexer.index(List.of(a, b), 1));
+    Dataset d = Dataset.of(DatasetIndexer.localOnly().index(List.of(a, b), 1));
     assertThat(d.sameGlobs(List.of(b, a, a))).isTrue();
     assertThat(d.sameGlobs(List.of(a))).isFalse();
   }
@@ -67,7 +67,7 @@ class DatasetIndexerTest {
   @Test
   void index_globMatchingNothing_isDatasetUnreadableNamingTheGlob() {
     String glob = dir + "/missing-*.rio";
-    assertThatThrownBy(() -> DatasetIndexer.index(List.of(glob), 1))
+    assertThatThrownBy(() -> DatasetIndexer.localOnly().index(List.of(glob), 1))
         .isInstanceOf(ServiceException.class)
         .hasMessageContaining(glob)
         .extracting(e -> ((ServiceException) e).reason())
@@ -80,7 +80,7 @@ class DatasetIndexerTest {
         Files.write(
             dir.resolve("bad.rio"),
             new byte[] {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21});
-    assertThatThrownBy(() -> DatasetIndexer.index(List.of(bad.toString()), 1))
+    assertThatThrownBy(() -> DatasetIndexer.localOnly().index(List.of(bad.toString()), 1))
         .isInstanceOf(ServiceException.class)
         .hasMessageContaining(bad.toString())
         .extracting(e -> ((ServiceException) e).reason())
@@ -90,7 +90,7 @@ class DatasetIndexerTest {
   @Test
   void index_onlyEmptyFiles_isDatasetUnreadable() throws IOException {
     Path empty = Files.createFile(dir.resolve("empty.rio"));
-    assertThatThrownBy(() -> DatasetIndexer.index(List.of(empty.toString()), 1))
+    assertThatThrownBy(() -> DatasetIndexer.localOnly().index(List.of(empty.toString()), 1))
         .isInstanceOf(ServiceException.class)
         .hasMessageContaining("no chunk")
         .extracting(e -> ((ServiceException) e).reason())
@@ -99,7 +99,7 @@ class DatasetIndexerTest {
 
   @Test
   void index_noGlob_isDatasetUnreadable() {
-    assertThatThrownBy(() -> DatasetIndexer.index(List.of(), 1))
+    assertThatThrownBy(() -> DatasetIndexer.localOnly().index(List.of(), 1))
         .isInstanceOf(ServiceException.class)
         .extracting(e -> ((ServiceException) e).reason())
         .isEqualTo(ErrorReason.DATASET_UNREADABLE);

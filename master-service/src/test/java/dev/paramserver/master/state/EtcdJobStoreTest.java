@@ -75,7 +75,7 @@ class EtcdJobStoreTest {
   @Test
   void hundredThousandChunks_datasetAndSnapshotRoundTripUnderTheRequestLimit() throws IOException {
     Path file = writeChunks("big.rio", 100_000);
-    DatasetIndex index = DatasetIndexer.index(List.of(file.toString()), 1);
+    DatasetIndex index = DatasetIndexer.localOnly().index(List.of(file.toString()), 1);
     Dataset dataset = Dataset.of(index);
     assertThat(dataset.chunks()).isEqualTo(100_000);
     assertThat(dataset.tasks()).isEqualTo(100_000);
