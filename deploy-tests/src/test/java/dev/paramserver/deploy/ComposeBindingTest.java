@@ -94,6 +94,6 @@ class ComposeBindingTest {
     assertThat(data.testData()).containsExactly("/data/test-*.recordio");
     assertThat(optimizer.learningRate()).isEqualTo(0.1f);
     assertThat(agent.exitWhenDone()).isTrue();
-    assertThat(model.modelOutput()).isEqualTo(Path.of("/var/lib/paramserver/model/model.pb"));
+    assertThat(model.modelOutput()).isEqualTo("/var/lib/paramserver/model/model.pb");
   }
 }

@@ -35,7 +35,7 @@ class MasterConfiguration {
     return new EtcdJobStore(coordinator.kv(), coordinator.keys());
   }
 
-  @Bean
+  @Bean(destroyMethod = "close")
   Storage masterStorage(MasterStorageProperties storage) {
     return Storage.create(storage.s3(), "paramserver.master.s3");
   }

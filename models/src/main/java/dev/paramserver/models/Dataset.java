@@ -3,8 +3,10 @@ package dev.paramserver.models;
 import com.google.protobuf.InvalidProtocolBufferException;
 import dev.paramserver.proto.v1.Example;
 import dev.paramserver.recordio.ChunkInfo;
+import dev.paramserver.recordio.RangeSource;
 import dev.paramserver.recordio.RecordIndex;
 import dev.paramserver.recordio.RecordReader;
+import dev.paramserver.storage.Storage;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -32,13 +34,31 @@ public final class Dataset {
   }
 
   /**
+   * Reads every record of the files or objects ({@code s3://bucket/key} globs) matched by the
+   * globs, each chunk with one ranged read.
+   */
+  public static List<Example> readGlobs(Storage storage, List<String> globs) throws IOException {
+    List<ChunkInfo> chunks = new ArrayList<>();
+    for (String file : storage.expandGlobs(globs)) {
+      chunks.addAll(storage.scan(file));
+    }
+    return readChunks(chunks, storage::openRange);
+  }
+
+  /**
    * Reads the records of the chunks, checking CRCs; a record that is not an Example is an error.
    */
   public static List<Example> readChunks(List<ChunkInfo> chunks) throws IOException {
+    return readChunks(chunks, RangeSource::openLocal);
+  }
+
+  /** Like {@link #readChunks(List)}, opening the files or objects with {@code opener}. */
+  public static List<Example> readChunks(List<ChunkInfo> chunks, RangeSource.Opener opener)
+      throws IOException {
     List<Example> out = new ArrayList<>();
     for (ChunkInfo c : chunks) {
       int i = 0;
-      for (byte[] rec : RecordReader.readChunk(c)) {
+      for (byte[] rec : RecordReader.readChunks(List.of(c), opener)) {
         try {
           out.add(Example.parseFrom(rec));
         } catch (InvalidProtocolBufferException e) {
@@ -48,7 +68,7 @@ public final class Dataset {
                   + " of the chunk at offset "
                   + c.offset()
                   + " of "
-                  + c.file()
+                  + c.location()
                   + " is not a paramserver.v1.Example: "
                   + e.getMessage(),
               e);

@@ -2,7 +2,6 @@ package dev.paramserver.trainer.config;
 
 import jakarta.validation.constraints.Max;
 import jakarta.validation.constraints.Min;
-import java.nio.file.Path;
 import java.util.List;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 import org.springframework.boot.context.properties.bind.DefaultValue;
@@ -18,9 +17,10 @@ import org.springframework.validation.annotation.Validated;
  * @param hidden hidden layer sizes of the mlp, for example 128,64
  * @param activation hidden activation of the mlp: relu or tanh
  * @param embeddingWidth sparse-lr: width of the embedding part (0 = wide part only)
- * @param modelOutput where the elected trainer writes the final model (empty: not written)
+ * @param modelOutput where the elected trainer writes the final model, a path or an {@code
+ *     s3://bucket/key} URI (empty: not written)
  * @param onnxOutput where the elected trainer writes the final model as ONNX, as {@code psctl
- *     export --format onnx} does (empty: not written)
+ *     export --format onnx} does, a path or an {@code s3://bucket/key} URI (empty: not written)
  */
 @Validated
 @ConfigurationProperties("paramserver.trainer")
@@ -31,8 +31,8 @@ public record ModelProperties(
     List<Integer> hidden,
     @DefaultValue("relu") String activation,
     @DefaultValue("8") @Min(0) @Max(1024) int embeddingWidth,
-    Path modelOutput,
-    Path onnxOutput) {
+    String modelOutput,
+    String onnxOutput) {
 
   public ModelProperties {
     hidden = hidden == null ? List.of() : List.copyOf(hidden);

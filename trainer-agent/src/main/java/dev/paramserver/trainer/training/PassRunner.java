@@ -68,7 +68,7 @@ public class PassRunner {
     int pass = 0;
     Parameters idleGrads = Parameters.zerosLike(ctx.model());
     progress.moveTo(TrainerState.TRAINING);
-    try (TaskSource tasks = new TaskSource(reports, stop, props.data().prefetch());
+    try (TaskSource tasks = new TaskSource(reports, stop, props.data().prefetch(), ctx.storage());
         TaskTrainer trainer = new TaskTrainer(ctx, props, progress, stop)) {
       while (true) {
         stop.check("before asking for a task");

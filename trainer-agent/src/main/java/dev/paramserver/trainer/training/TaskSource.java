@@ -5,9 +5,9 @@ import dev.paramserver.proto.v1.Example;
 import dev.paramserver.proto.v1.GetTaskResponse;
 import dev.paramserver.proto.v1.Task;
 import dev.paramserver.recordio.ChunkInfo;
+import dev.paramserver.storage.Storage;
 import dev.paramserver.trainer.StopSignal;
 import dev.paramserver.trainer.master.MasterReports;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ExecutionException;
@@ -34,11 +34,16 @@ final class TaskSource implements AutoCloseable {
   private final MasterReports master;
   private final StopSignal stop;
   private final boolean prefetch;
+  private final Storage storage;
   private final ExecutorService executor;
   private Future<Fetched> next;
 
-  TaskSource(MasterReports master, StopSignal stop, boolean prefetch) {
+  /**
+   * @param storage reads the task's chunks: local files, or S3 objects with one ranged read each
+   */
+  TaskSource(MasterReports master, StopSignal stop, boolean prefetch, Storage storage) {
     this.master = master;
+    this.storage = storage;
     this.stop = stop;
     this.prefetch = prefetch;
     this.executor =
@@ -92,7 +97,8 @@ final class TaskSource implements AutoCloseable {
       return new Fetched(resp, List.of(), null);
     }
     try {
-      return new Fetched(resp, Dataset.readChunks(chunks(resp.getTask())), null);
+      return new Fetched(
+          resp, Dataset.readChunks(chunks(resp.getTask()), storage::openRange), null);
     } catch (Exception e) {
       return new Fetched(resp, List.of(), e);
     }
@@ -101,7 +107,7 @@ final class TaskSource implements AutoCloseable {
   static List<ChunkInfo> chunks(Task task) {
     List<ChunkInfo> out = new ArrayList<>();
     for (var c : task.getChunksList()) {
-      out.add(new ChunkInfo(Path.of(c.getPath()), c.getOffset(), c.getLength(), c.getRecords()));
+      out.add(new ChunkInfo(c.getPath(), c.getOffset(), c.getLength(), c.getRecords()));
     }
     return out;
   }

@@ -8,6 +8,8 @@ import dev.paramserver.models.ModelSpec;
 import dev.paramserver.models.Parameters;
 import dev.paramserver.models.Standardization;
 import dev.paramserver.proto.v1.DatasetInfo;
+import dev.paramserver.storage.S3Settings;
+import dev.paramserver.storage.Storage;
 import dev.paramserver.trainer.pserver.ParameterClient;
 
 /**
@@ -21,6 +23,7 @@ import dev.paramserver.trainer.pserver.ParameterClient;
  * @param lease this trainer's etcd lease
  * @param data the training dataset's info (label names, feature scaling), default when it has none
  * @param scaling the standardization of the dense features read from the data, or null for none
+ * @param storage reads data files and objects, writes the model (local or {@code s3://})
  */
 record TrainingContext(
     ModelSpec spec,
@@ -30,9 +33,10 @@ record TrainingContext(
     Dataset testSet,
     Lease lease,
     DatasetInfo data,
-    Standardization scaling) {
+    Standardization scaling,
+    Storage storage) {
 
-  /** A context for data without label names or feature scaling. */
+  /** A context for local data without label names or feature scaling (tests). */
   TrainingContext(
       ModelSpec spec,
       Model model,
@@ -40,7 +44,16 @@ record TrainingContext(
       ParameterClient client,
       Dataset testSet,
       Lease lease) {
-    this(spec, model, values, client, testSet, lease, DatasetInfo.getDefaultInstance(), null);
+    this(
+        spec,
+        model,
+        values,
+        client,
+        testSet,
+        lease,
+        DatasetInfo.getDefaultInstance(),
+        null,
+        Storage.create(S3Settings.defaults(), "paramserver.trainer.s3"));
   }
 
   /** Readies a batch of raw records for the model: standardizes its features, if configured. */

@@ -11,6 +11,7 @@ import dev.paramserver.models.Parameters;
 import dev.paramserver.models.Standardization;
 import dev.paramserver.proto.v1.DatasetInfo;
 import dev.paramserver.proto.v1.Example;
+import dev.paramserver.storage.Storage;
 import dev.paramserver.trainer.StopSignal;
 import dev.paramserver.trainer.config.CommunicationProperties;
 import dev.paramserver.trainer.config.TrainerProperties;
@@ -45,6 +46,7 @@ public class TrainingSetup {
   private final PserverTraffic traffic;
   private final TrainingProgress progress;
   private final StopSignal stop;
+  private final Storage storage;
 
   public TrainingSetup(
       TrainerProperties props,
@@ -52,7 +54,9 @@ public class TrainingSetup {
       PserverDirectory directory,
       PserverTraffic traffic,
       TrainingProgress progress,
-      StopSignal stop) {
+      StopSignal stop,
+      Storage storage) {
+    this.storage = storage;
     this.props = props;
     this.coordinator = coordinator;
     this.directory = directory;
@@ -68,9 +72,11 @@ public class TrainingSetup {
   TrainingContext prepare(Lease lease) throws IOException {
     List<String> testGlobs = props.data().testData();
     List<Example> test =
-        testGlobs.isEmpty() ? List.of() : Dataset.readGlobs(ModelSpecs.absolute(testGlobs));
+        testGlobs.isEmpty()
+            ? List.of()
+            : Dataset.readGlobs(storage, ModelSpecs.absolute(testGlobs));
     DatasetInfo data = TrainingData.find(props.data());
-    ModelSpec spec = ModelSpecs.of(props.model(), props.data(), test);
+    ModelSpec spec = ModelSpecs.of(props.model(), props.data(), test, storage);
     if (props.model().classes() == 0 && data.getLabelNamesCount() > spec.classes()) {
       // named classes: count them all, even those the sampled records lack
       spec =
@@ -117,7 +123,7 @@ public class TrainingSetup {
     initializer.ensureAll(values);
     client.pull(values);
     Dataset testSet = new Dataset(new ArrayList<>(test), spec.features());
-    return new TrainingContext(spec, model, values, client, testSet, lease, data, scaling);
+    return new TrainingContext(spec, model, values, client, testSet, lease, data, scaling, storage);
   }
 
   private static Duration min(Duration a, Duration b) {

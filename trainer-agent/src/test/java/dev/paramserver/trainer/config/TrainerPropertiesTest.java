@@ -4,7 +4,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.paramserver.proto.v1.DataType;
-import java.nio.file.Path;
 import java.time.Duration;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
@@ -80,7 +79,7 @@ class TrainerPropertiesTest {
               assertThat(p.model().hidden()).containsExactly(128, 64);
               assertThat(p.model().activation()).isEqualTo("tanh");
               assertThat(p.model().embeddingWidth()).isEqualTo(16);
-              assertThat(p.model().modelOutput()).isEqualTo(Path.of("/out/model.bin"));
+              assertThat(p.model().modelOutput()).isEqualTo("/out/model.bin");
               assertThat(p.optimizer().optimizer()).isEqualTo("adam");
               assertThat(p.optimizer().learningRate()).isEqualTo(0.01f);
               assertThat(p.optimizer().momentum()).isEqualTo(0.5f);

@@ -32,7 +32,15 @@ public final class TestProperties {
         new AgentProperties("t-test", 42, 1000, false),
         new DataProperties(
             List.of(trainGlob), testGlob == null ? List.of() : List.of(testGlob), 4, true),
-        new ModelProperties("softmax", 0, 0, List.of(), "relu", 0, modelOutput, onnxOutput),
+        new ModelProperties(
+            "softmax",
+            0,
+            0,
+            List.of(),
+            "relu",
+            0,
+            modelOutput == null ? null : modelOutput.toString(),
+            onnxOutput == null ? null : onnxOutput.toString()),
         new OptimizerProperties("sgd", 0.5f, 0, 0, 1),
         new CommunicationProperties(
             false, 2, "float32", pipeline, Duration.ofSeconds(5), Duration.ofMillis(50)));
