@@ -9,7 +9,6 @@ import dev.paramserver.trainer.config.AgentProperties;
 import dev.paramserver.trainer.config.DataProperties;
 import dev.paramserver.trainer.config.ModelProperties;
 import dev.paramserver.trainer.config.OptimizerProperties;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -77,7 +76,7 @@ class ComposeBindingTest {
     PserverProperties pserver =
         binderFor("pserver-1").bindOrCreate("paramserver.pserver", PserverProperties.class);
     assertThat(pserver.desired()).isEqualTo(2);
-    assertThat(pserver.checkpointDir()).isEqualTo(Path.of("/var/lib/paramserver/checkpoints"));
+    assertThat(pserver.checkpointDir()).isEqualTo("/var/lib/paramserver/checkpoints");
     assertThat(pserver.checkpointInterval()).isEqualTo(Duration.ofSeconds(30));
   }
 

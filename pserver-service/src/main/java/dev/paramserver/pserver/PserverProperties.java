@@ -1,6 +1,7 @@
 package dev.paramserver.pserver;
 
 import dev.paramserver.pserver.wal.WriteAheadLog.SyncMode;
+import dev.paramserver.storage.Location;
 import jakarta.validation.Valid;
 import jakarta.validation.constraints.Max;
 import jakarta.validation.constraints.Min;
@@ -18,7 +19,10 @@ import org.springframework.validation.annotation.Validated;
  *
  * @param desired number of pservers of the job; written to etcd key {@code ps_desired} if that key
  *     is absent (a value already there wins), and the range {@code [0, desired)} of indexes claimed
- * @param checkpointDir directory of the checkpoint files (created if missing)
+ * @param checkpointDir where checkpoint files go: a local directory (created if missing) or an
+ *     {@code s3://bucket/prefix} URI of an S3-compatible store (see {@code
+ *     paramserver.pserver.s3}); with an S3 URI the write-ahead log needs its own local {@code
+ *     wal.dir}
  * @param checkpointInterval time between checkpoints while serving; 0 disables the timer (a
  *     checkpoint is still written on graceful shutdown)
  * @param rejectNonFinite reject gradients holding NaN or Inf with NON_FINITE_GRADIENT; when false
@@ -41,7 +45,7 @@ import org.springframework.validation.annotation.Validated;
 @ConfigurationProperties("paramserver.pserver")
 public record PserverProperties(
     @DefaultValue("1") @Min(1) @Max(4096) int desired,
-    @DefaultValue("./checkpoints") @NotNull Path checkpointDir,
+    @DefaultValue("./checkpoints") @NotNull String checkpointDir,
     @DefaultValue("60s") @NotNull Duration checkpointInterval,
     @DefaultValue("true") boolean rejectNonFinite,
     @DefaultValue("60s") @NotNull Duration syncTimeout,
@@ -50,6 +54,29 @@ public record PserverProperties(
     @DefaultValue("-1") @Min(-1) @Max(4095) int index,
     @DefaultValue @Valid @NotNull Sparse sparse,
     @DefaultValue @Valid @NotNull Wal wal) {
+
+  public PserverProperties {
+    if (checkpointDir != null) {
+      try {
+        Location.parse(checkpointDir);
+      } catch (IllegalArgumentException e) {
+        throw new IllegalArgumentException(
+            "paramserver.pserver.checkpoint-dir: " + e.getMessage(), e);
+      }
+      if (Location.isS3(checkpointDir) && wal != null && wal.enabled() && wal.dir() == null) {
+        throw new IllegalArgumentException(
+            "paramserver.pserver.wal.dir must name a local directory when"
+                + " paramserver.pserver.checkpoint-dir is an s3:// URI ("
+                + checkpointDir
+                + "): the write-ahead log stays on local disk");
+      }
+    }
+  }
+
+  /** The checkpoint directory when it is local (the default directory of the log). */
+  public Path localCheckpointDir() {
+    return Path.of(checkpointDir);
+  }
 
   /**
    * The write-ahead log ({@code paramserver.pserver.wal.*}). Every push is appended to it before it
@@ -65,7 +92,8 @@ public record PserverProperties(
    *     interval of acknowledged pushes) or {@code always} (an fsync before each answer, shared by
    *     concurrent pushes: survives a machine crash, as long as its disk survives)
    * @param batchInterval {@code batch}: time between two background fsyncs
-   * @param dir directory of the log segments; empty for {@code checkpoint-dir}
+   * @param dir directory of the log segments, always on local disk; empty for {@code
+   *     checkpoint-dir} (required when that is an {@code s3://} URI)
    */
   public record Wal(
       @DefaultValue("true") boolean enabled,

@@ -10,6 +10,8 @@ import dev.paramserver.pserver.shard.ParameterShard;
 import dev.paramserver.pserver.shard.ShardRestore;
 import dev.paramserver.pserver.wal.WriteAheadLog;
 import dev.paramserver.service.LifecyclePhases;
+import dev.paramserver.storage.S3Settings;
+import dev.paramserver.storage.Storage;
 import java.time.Duration;
 import java.util.Optional;
 import java.util.concurrent.Executors;
@@ -18,6 +20,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.context.SmartLifecycle;
 import org.springframework.stereotype.Component;
 
@@ -49,17 +52,37 @@ public final class CheckpointService implements ShardPersistence, SmartLifecycle
   /** The newest checkpoint written or loaded, and how long writing it took. */
   public record LastCheckpoint(String path, long step, long timestampMs, double writeSeconds) {}
 
+  /** A service whose checkpoints are local files (tests and tools). */
   public CheckpointService(
       ParameterShard shard, Coordinator coordinator, PserverProperties properties) {
+    this(
+        shard,
+        coordinator,
+        properties,
+        Storage.create(S3Settings.defaults(), "paramserver.pserver.s3"));
+  }
+
+  /**
+   * @param storage where checkpoints are written and read: local files or {@code s3://} objects
+   */
+  @Autowired
+  public CheckpointService(
+      ParameterShard shard,
+      Coordinator coordinator,
+      PserverProperties properties,
+      Storage storage) {
     this.shard = shard;
     this.store =
-        new CheckpointStore(coordinator.kv(), coordinator.keys(), properties.checkpointDir());
+        new CheckpointStore(
+            coordinator.kv(), coordinator.keys(), properties.checkpointDir(), storage);
     this.interval = properties.checkpointInterval();
     PserverProperties.Wal w = properties.wal();
     this.wal =
         w.enabled()
             ? new WriteAheadLog(
-                w.dir() == null ? properties.checkpointDir() : w.dir(), w.sync(), w.batchInterval())
+                w.dir() == null ? properties.localCheckpointDir() : w.dir(),
+                w.sync(),
+                w.batchInterval())
             : null;
     if (wal != null) {
       shard.onInitialised(this::checkpointInitialised);

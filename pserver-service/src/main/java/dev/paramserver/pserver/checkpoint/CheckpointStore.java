@@ -12,6 +12,9 @@ import dev.paramserver.coordination.KeyValueStore;
 import dev.paramserver.proto.v1.CheckpointMeta;
 import dev.paramserver.proto.v1.ShardCheckpoint;
 import dev.paramserver.proto.v1.SparseTableCheckpoint;
+import dev.paramserver.storage.Location;
+import dev.paramserver.storage.S3Settings;
+import dev.paramserver.storage.Storage;
 import java.io.BufferedInputStream;
 import java.io.BufferedOutputStream;
 import java.io.IOException;
@@ -42,6 +45,11 @@ import org.slf4j.LoggerFactory;
  * written to a temporary file, fsynced and renamed into place; its CRC-32 and path are then
  * compare-and-swapped into etcd, and only after that is the checkpoint before the previous one
  * deleted: the previous one stays as a fallback should the newest prove unreadable.
+ *
+ * <p>In an S3-compatible store ({@code s3://bucket/prefix}), which has no rename, the checkpoint is
+ * staged in a local temporary file and uploaded with one PUT under a new, unique key (an object
+ * appears whole or not at all); the pointer to it is the same etcd compare-and-swap, made only
+ * after the upload succeeded. Loading streams the object and checks its CRC as locally.
  */
 public final class CheckpointStore {
   private static final Logger log = LoggerFactory.getLogger(CheckpointStore.class);
@@ -49,11 +57,25 @@ public final class CheckpointStore {
   private final KeyValueStore kv;
   private final JobKeys keys;
   private final Path dir;
+  private final Location remote;
+  private final Storage storage;
 
+  /** A store of local checkpoint files in {@code dir}. */
   public CheckpointStore(KeyValueStore kv, JobKeys keys, Path dir) {
+    this(kv, keys, dir.toString(), Storage.create(S3Settings.defaults(), "paramserver.pserver.s3"));
+  }
+
+  /**
+   * @param dir a local directory or an {@code s3://bucket/prefix} URI
+   * @param storage reaches the object store (and deletes, reads local files)
+   */
+  public CheckpointStore(KeyValueStore kv, JobKeys keys, String dir, Storage storage) {
     this.kv = kv;
     this.keys = keys;
-    this.dir = dir.toAbsolutePath().normalize();
+    this.storage = storage;
+    Location loc = Location.parse(dir);
+    this.remote = loc.isS3() ? loc : null;
+    this.dir = loc.isS3() ? null : loc.path().toAbsolutePath().normalize();
   }
 
   /**
@@ -91,28 +113,29 @@ public final class CheckpointStore {
    */
   public synchronized CheckpointMeta write(int index, CheckpointBody body) {
     String uuid = UUID.randomUUID().toString();
-    Path file;
-    long crc;
-    long step;
+    Written w;
     try {
-      Files.createDirectories(dir);
-      Path tmp = dir.resolve(".tmp-ps-" + index + "-" + uuid + ".ckpt");
-      CRC32 sum = new CRC32();
-      step = writeDurably(tmp, sum, body);
-      crc = sum.getValue();
-      file = dir.resolve("ps-" + index + "-step" + step + "-" + uuid + ".ckpt");
-      moveIntoPlace(tmp, file);
+      w = remote != null ? upload(index, uuid, body) : writeLocal(index, uuid, body);
     } catch (IOException e) {
       throw new UncheckedIOException(
-          "cannot write checkpoint of pserver " + index + " to " + dir + ": " + e.getMessage(), e);
+          "cannot write checkpoint of pserver "
+              + index
+              + " to "
+              + (remote != null ? remote : dir)
+              + ": "
+              + e.getMessage(),
+          e);
     }
+    String file = w.file();
+    long crc = w.crc();
+    long step = w.step();
     String key = keys.checkpoint(index);
     Optional<KeyValueStore.KeyValue> current = kv.get(key);
     CheckpointMeta old = current.map(kv -> parseMeta(key, kv.value())).orElse(null);
     CheckpointMeta.Builder meta =
         CheckpointMeta.newBuilder()
             .setUuid(uuid)
-            .setPath(file.toString())
+            .setPath(file)
             .setCrc32((int) crc)
             .setTimestampMs(System.currentTimeMillis())
             .setStep(step);
@@ -136,7 +159,7 @@ public final class CheckpointStore {
         && !old.getPreviousPath().isEmpty()
         && !old.getPreviousPath().equals(written.getPreviousPath())
         && !old.getPreviousPath().equals(written.getPath())) {
-      deleteQuietly(Path.of(old.getPreviousPath()));
+      deleteQuietly(old.getPreviousPath());
     }
     log.info(
         "checkpoint of pserver {} at step {} written to {} (crc32 {})",
@@ -145,6 +168,37 @@ public final class CheckpointStore {
         file,
         Long.toHexString(crc));
     return written;
+  }
+
+  /** A checkpoint written: where, its CRC-32 and the step it records. */
+  private record Written(String file, long crc, long step) {}
+
+  private Written writeLocal(int index, String uuid, CheckpointBody body) throws IOException {
+    Files.createDirectories(dir);
+    Path tmp = dir.resolve(".tmp-ps-" + index + "-" + uuid + ".ckpt");
+    CRC32 sum = new CRC32();
+    long step = writeDurably(tmp, sum, body);
+    Path file = dir.resolve("ps-" + index + "-step" + step + "-" + uuid + ".ckpt");
+    moveIntoPlace(tmp, file);
+    return new Written(file.toString(), sum.getValue(), step);
+  }
+
+  /**
+   * Stages the checkpoint in a local temporary file, then uploads it under a key no other
+   * checkpoint uses: an object store has no rename, but a PUT makes the object appear whole.
+   */
+  private Written upload(int index, String uuid, CheckpointBody body) throws IOException {
+    Path tmp =
+        Path.of(System.getProperty("java.io.tmpdir"), ".tmp-ps-" + index + "-" + uuid + ".ckpt");
+    try {
+      CRC32 sum = new CRC32();
+      long step = writeDurably(tmp, sum, body);
+      String file = remote.resolve("ps-" + index + "-step" + step + "-" + uuid + ".ckpt").text();
+      storage.upload(tmp, file);
+      return new Written(file, sum.getValue(), step);
+    } finally {
+      Files.deleteIfExists(tmp);
+    }
   }
 
   private static long writeDurably(Path tmp, CRC32 crc, CheckpointBody body) throws IOException {
@@ -158,7 +212,7 @@ public final class CheckpointStore {
       out.flush();
       channel.force(true);
     } catch (IOException | RuntimeException e) {
-      deleteQuietly(tmp);
+      deleteTemp(tmp);
       throw e;
     }
     return step;
@@ -168,7 +222,7 @@ public final class CheckpointStore {
     try {
       Files.move(tmp, file, StandardCopyOption.ATOMIC_MOVE);
     } catch (AtomicMoveNotSupportedException e) {
-      deleteQuietly(tmp);
+      deleteTemp(tmp);
       throw e;
     }
     syncDirectory(file.getParent());
@@ -271,10 +325,13 @@ public final class CheckpointStore {
     return loaded.map(l -> new Loaded(last[0].checkpoint(), l.path(), l.crc32(), l.fallback()));
   }
 
-  private static Loaded loadFile(String path, int crc, Restorer restorer, boolean fallback)
+  private Loaded loadFile(String path, int crc, Restorer restorer, boolean fallback)
       throws IOException {
     try {
-      ShardCheckpoint header = read(path, crc, restorer);
+      ShardCheckpoint header;
+      try (InputStream in = storage.openStream(path)) {
+        header = read(in, path, crc, restorer);
+      }
       restorer.install(header);
       return new Loaded(header, path, Integer.toUnsignedLong(crc), fallback);
     } catch (IOException | RuntimeException e) {
@@ -325,11 +382,23 @@ public final class CheckpointStore {
    */
   public static ShardCheckpoint read(String path, int expectedCrc, Restorer restorer)
       throws IOException {
+    try (InputStream file = Files.newInputStream(Path.of(path))) {
+      return read(file, path, expectedCrc, restorer);
+    } catch (NoSuchFileException e) {
+      throw new IOException("file " + path + " does not exist", e);
+    }
+  }
+
+  /**
+   * Like {@link #read(String, int, Restorer)} from an open stream (a local file or an object
+   * streamed from the store) named {@code path} in messages.
+   */
+  static ShardCheckpoint read(InputStream file, String path, int expectedCrc, Restorer restorer)
+      throws IOException {
     CRC32 crc = new CRC32();
     ShardCheckpoint header;
-    try (InputStream file = Files.newInputStream(Path.of(path));
-        CheckedInputStream in =
-            new CheckedInputStream(new BufferedInputStream(file, READ_BUFFER), crc)) {
+    try (CheckedInputStream in =
+        new CheckedInputStream(new BufferedInputStream(file, READ_BUFFER), crc)) {
       try {
         header = parseStreamed(CodedInputStream.newInstance(in, READ_BUFFER), restorer);
       } catch (InvalidProtocolBufferException e) {
@@ -338,8 +407,6 @@ public final class CheckpointStore {
       // The parser stops at the end of the stream; anything left would be trailing garbage that
       // the CRC still has to cover.
       in.transferTo(OutputStream.nullOutputStream());
-    } catch (NoSuchFileException e) {
-      throw new IOException("file " + path + " does not exist", e);
     }
     if ((int) crc.getValue() != expectedCrc) {
       throw new IOException(
@@ -392,9 +459,17 @@ public final class CheckpointStore {
     }
   }
 
-  private static void deleteQuietly(Path p) {
+  private static void deleteTemp(Path p) {
     try {
       Files.deleteIfExists(p);
+    } catch (IOException e) {
+      log.warn("cannot delete {}: {}", p, e.toString());
+    }
+  }
+
+  private void deleteQuietly(String p) {
+    try {
+      storage.delete(p);
     } catch (IOException e) {
       log.warn("cannot delete {}: {}", p, e.toString());
     }

@@ -11,6 +11,11 @@ final class TestProperties {
   private TestProperties() {}
 
   static PserverProperties of(Path dir, Duration interval, PserverProperties.Wal wal) {
+    return of(dir.toString(), interval, wal);
+  }
+
+  /** With a checkpoint directory that may be an s3:// URI. */
+  static PserverProperties of(String dir, Duration interval, PserverProperties.Wal wal) {
     return new PserverProperties(
         1,
         dir,

@@ -1,0 +1,19 @@
+package dev.paramserver.pserver;
+
+import dev.paramserver.storage.S3Settings;
+import org.springframework.boot.context.properties.ConfigurationProperties;
+import org.springframework.boot.context.properties.bind.DefaultValue;
+
+/**
+ * How the pserver reaches an {@code s3://} checkpoint directory ({@code paramserver.pserver.s3.*};
+ * a local directory needs none of it).
+ *
+ * @param s3 the S3-compatible store: {@code endpoint} (for MinIO, Ceph and others; empty: AWS),
+ *     {@code region} (default us-east-1), {@code path-style} (true for most self-hosted stores),
+ *     {@code access-key} and {@code secret-key} (empty: the AWS SDK's default credential chain,
+ *     e.g. AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY). The environment variables
+ *     PARAMSERVER_S3_ENDPOINT, PARAMSERVER_S3_REGION and PARAMSERVER_S3_PATH_STYLE set the first
+ *     three for every service at once.
+ */
+@ConfigurationProperties("paramserver.pserver")
+public record PserverStorageProperties(@DefaultValue S3Settings s3) {}
