@@ -7,13 +7,17 @@ import dev.paramserver.proto.v1.DatasetInfo;
 import dev.paramserver.psctl.CompressorConverter;
 import dev.paramserver.psctl.PsctlCommand;
 import dev.paramserver.psctl.data.DatasetStats;
+import dev.paramserver.psctl.storage.S3Options;
+import dev.paramserver.psctl.storage.StagedOutput;
 import dev.paramserver.recordio.Compressor;
+import dev.paramserver.storage.Storage;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Locale;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /** {@code psctl convert}: CSV or LibSVM to RecordIO shards of serialised Example records. */
@@ -42,8 +46,12 @@ public final class ConvertCommand extends PsctlCommand {
       names = "--output",
       required = true,
       paramLabel = "PREFIX",
-      description = "Output prefix (directories are created).")
+      description =
+          "Output prefix, local (directories are created) or s3://bucket/prefix (files are"
+              + " written locally, then uploaded).")
   String output;
+
+  @Mixin S3Options s3;
 
   @Option(
       names = "--format",
@@ -175,7 +183,21 @@ public final class ConvertCommand extends PsctlCommand {
       throw usageError("--standardize scales dense features, which only CSV input has");
     }
 
-    List<Path> files = ShardedWriter.shardPaths(output, shards);
+    try (StagedOutput target = StagedOutput.of(output);
+        Storage storage = s3.storage()) {
+      return convert(fmt, label, base, delim, target, storage);
+    }
+  }
+
+  private int convert(
+      String fmt,
+      int label,
+      LibSvmSource.IndexBase base,
+      String delim,
+      StagedOutput target,
+      Storage storage)
+      throws Exception {
+    List<Path> files = ShardedWriter.shardPaths(target.localPrefix(), shards);
     DatasetStats stats = new DatasetStats();
     ShardedWriter writer = new ShardedWriter(files, compressor, recordsPerChunk);
     Standardization.Accumulator moments = new Standardization.Accumulator();
@@ -212,6 +234,7 @@ public final class ConvertCommand extends PsctlCommand {
                 + "-based indices";
       }
       writer.close();
+      target.publish(files, storage);
     } catch (Exception | Error e) {
       writer.abort();
       throw e;
@@ -248,7 +271,7 @@ public final class ConvertCommand extends PsctlCommand {
     var out = out();
     out.printf("converted %d records from %s (%s)%n", stats.records(), input, how);
     for (int i = 0; i < files.size(); i++) {
-      out.printf("  %s: %d records%n", files.get(i), writer.records(i));
+      out.printf("  %s: %d records%n", target.destinationOf(files.get(i)), writer.records(i));
     }
     out.printf(
         "files: %d, chunks: %d, bytes: %d, compressor: %s%n",

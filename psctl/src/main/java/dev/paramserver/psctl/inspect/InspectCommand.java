@@ -4,18 +4,21 @@ import com.google.protobuf.InvalidProtocolBufferException;
 import dev.paramserver.proto.v1.Example;
 import dev.paramserver.psctl.PsctlCommand;
 import dev.paramserver.psctl.data.ExampleFormat;
+import dev.paramserver.psctl.storage.S3Options;
 import dev.paramserver.recordio.ChunkHeader;
 import dev.paramserver.recordio.Compressor;
+import dev.paramserver.recordio.RangeSource;
 import dev.paramserver.recordio.RecordIndex;
 import dev.paramserver.recordio.RecordReader;
+import dev.paramserver.storage.Storage;
 import java.io.IOException;
 import java.io.PrintWriter;
-import java.nio.file.Path;
 import java.util.EnumSet;
 import java.util.List;
 import java.util.Set;
 import java.util.stream.Collectors;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 
@@ -33,8 +36,12 @@ public final class InspectCommand extends PsctlCommand {
   @Parameters(
       arity = "1..*",
       paramLabel = "FILE",
-      description = "RecordIO files or globs (quote globs so the shell does not expand them).")
+      description =
+          "RecordIO files or globs, local or s3://bucket/prefix (quote globs so the shell does"
+              + " not expand them).")
   List<String> files;
+
+  @Mixin S3Options s3;
 
   @Option(
       names = "--records",
@@ -48,15 +55,21 @@ public final class InspectCommand extends PsctlCommand {
     if (records < 0) {
       throw usageError("--records must be >= 0, got " + records);
     }
-    List<Path> paths = RecordIndex.expandGlobs(files);
+    try (Storage storage = s3.storage()) {
+      return inspectAll(storage);
+    }
+  }
+
+  private int inspectAll(Storage storage) throws IOException {
+    List<String> paths = storage.expandGlobs(files);
     PrintWriter out = out();
     long totalChunks = 0;
     long totalRecords = 0;
     long totalBytes = 0;
     int corrupt = 0;
-    for (Path p : paths) {
+    for (String p : paths) {
       try {
-        FileSummary s = inspect(p, out);
+        FileSummary s = inspect(storage, p, out);
         totalChunks += s.chunks;
         totalRecords += s.records;
         totalBytes += s.bytes;
@@ -85,7 +98,14 @@ public final class InspectCommand extends PsctlCommand {
 
   private record FileSummary(long chunks, long records, long bytes) {}
 
-  private FileSummary inspect(Path file, PrintWriter out) throws IOException {
+  private FileSummary inspect(Storage storage, String file, PrintWriter out) throws IOException {
+    try (RangeSource src = storage.openRange(file)) {
+      return inspect(src, out);
+    }
+  }
+
+  /** Reads an object's headers and chunks by ranges: nothing is downloaded whole. */
+  private FileSummary inspect(RangeSource file, PrintWriter out) throws IOException {
     List<ChunkHeader> headers = RecordIndex.scanHeaders(file);
     Set<Compressor> compressors = EnumSet.noneOf(Compressor.class);
     long recs = 0;
@@ -93,7 +113,7 @@ public final class InspectCommand extends PsctlCommand {
     int[] shown = {0};
     StringBuilder sample = new StringBuilder();
     for (ChunkHeader h : headers) {
-      List<byte[]> chunk = RecordReader.readChunk(h.toChunkInfo(file));
+      List<byte[]> chunk = RecordReader.readChunk(file, h.toChunkInfo(file.name()));
       compressors.add(h.compressor());
       recs += chunk.size();
       bytes += h.chunkLength();
@@ -106,7 +126,7 @@ public final class InspectCommand extends PsctlCommand {
     }
     out.printf(
         "%s: %d chunks, %d records, compressor %s, %d bytes, CRC ok%n",
-        file,
+        file.name(),
         headers.size(),
         recs,
         compressors.isEmpty()
