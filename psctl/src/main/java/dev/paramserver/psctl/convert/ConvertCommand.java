@@ -14,6 +14,7 @@ import dev.paramserver.storage.Storage;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import picocli.CommandLine.Command;
@@ -185,15 +186,16 @@ public final class ConvertCommand extends PsctlCommand {
 
     try (StagedOutput target = StagedOutput.of(output);
         Storage storage = s3.storage()) {
-      return convert(fmt, label, base, delim, target, storage);
+      return convert(fmt, label, base, delim, given, target, storage);
     }
   }
 
   private int convert(
       String fmt,
-      int label,
+      CsvSource.LabelColumn label,
       LibSvmSource.IndexBase base,
       String delim,
+      DatasetInfo given,
       StagedOutput target,
       Storage storage)
       throws Exception {
@@ -234,7 +236,6 @@ public final class ConvertCommand extends PsctlCommand {
                 + "-based indices";
       }
       writer.close();
-      target.publish(files, storage);
     } catch (Exception | Error e) {
       writer.abort();
       throw e;
@@ -263,8 +264,12 @@ public final class ConvertCommand extends PsctlCommand {
     } else if (standardize && moments.count() > 0) {
       info.setFeatureScaling(moments.result().toProto());
     }
-    Path infoFile = DatasetInfos.forPrefix(output);
+    Path infoFile = DatasetInfos.forPrefix(target.localPrefix());
     DatasetInfos.write(infoFile, info.build());
+    // an s3:// output: every shard and the info file are uploaded once all are written
+    List<Path> written = new ArrayList<>(files);
+    written.add(infoFile);
+    target.publish(written, storage);
     if (stats.records() == 0) {
       err().println(spec.qualifiedName() + ": warning: " + input + " holds no records");
     }
@@ -291,7 +296,7 @@ public final class ConvertCommand extends PsctlCommand {
           info.getFeatureScaling().getMeanCount(),
           statisticsFrom == null ? "" : " from " + statisticsFrom);
     }
-    out.printf("dataset info: %s%n", infoFile);
+    out.printf("dataset info: %s%n", target.destinationOf(infoFile));
     out.flush();
     return 0;
   }

@@ -70,10 +70,11 @@ class S3CommandsTest {
     assertThat(c.out())
         .contains("converted 30 records")
         .contains("s3://data/conv/train-00000.recordio: 15 records")
-        .contains("s3://data/conv/train-00001.recordio: 15 records");
+        .contains("s3://data/conv/train-00001.recordio: 15 records")
+        .contains("dataset info: s3://data/conv/train.dataset.pb");
     try (Stream<Path> s = Files.list(s3.bucketDir("data").resolve("conv"))) {
       assertThat(s.map(p -> p.getFileName().toString()).sorted().toList())
-          .containsExactly("train-00000.recordio", "train-00001.recordio");
+          .containsExactly("train-00000.recordio", "train-00001.recordio", "train.dataset.pb");
     }
 
     Run i = Run.psctl(with("inspect", "s3://data/conv/train-*.recordio", "--records", "1"));
