@@ -13,14 +13,15 @@
 #   3. runs `psctl run-local` from the psctl exec jar with every option unchanged. psctl parses the
 #      options (the same picocli options as the orchestrator's, dev.paramserver.localcluster
 #      .RunOptions), prepares the input (without --train or --demo-data it generates the demo
-#      dataset into <run-dir>/data; --format libsvm converts the LibSVM files to RecordIO there),
+#      dataset into <run-dir>/data; --format libsvm or csv converts the input to RecordIO there),
 #      then runs the orchestrator. The JVM replaces this shell (exec): Ctrl-C and SIGTERM reach it,
 #      and it stops the cluster in order.
 #
 # Options (see `scripts/run-local.sh --help`):
 #   --train GLOB --test GLOB --model softmax --optimizer sgd --lr X --batch-size B --passes N
 #   --pservers N --trainers M --masters K --run-dir DIR --job NAME --timeout 15m --jar-dir DIR
-#   --set ROLE.KEY=VALUE --hidden 128,64 --sync --format recordio|libsvm --demo-data DIR
+#   --set ROLE.KEY=VALUE --hidden 128,64 --sync --format recordio|libsvm|csv --standardize
+#   --demo-data DIR
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

@@ -114,8 +114,15 @@ public final class RunOptions {
   @Option(
       names = "--format",
       paramLabel = "F",
-      description = "input format: recordio (default) or libsvm")
+      description = "input format: recordio (default), libsvm or csv")
   String format;
+
+  @Option(
+      names = "--standardize",
+      description =
+          "with --format csv: standardize the features (psctl convert --standardize on the"
+              + " training file, its statistics reused for the test files)")
+  boolean standardize;
 
   @Option(
       names = "--masters",
@@ -228,8 +235,15 @@ public final class RunOptions {
       throw new UsageException("pass either --train or --demo-data, not both");
     }
     format = format == null ? null : format.toLowerCase(Locale.ROOT);
-    if (format != null && !format.equals("recordio") && !format.equals("libsvm")) {
-      throw new UsageException("--format must be recordio or libsvm, got '" + format + "'");
+    if (format != null
+        && !format.equals("recordio")
+        && !format.equals("libsvm")
+        && !format.equals("csv")) {
+      throw new UsageException("--format must be recordio, libsvm or csv, got '" + format + "'");
+    }
+    if (standardize && !isCsv()) {
+      throw new UsageException(
+          "--standardize needs --format csv (CSV input converted for the run)");
     }
     if (!job.matches("[A-Za-z0-9._-]+")) {
       throw new UsageException("--job '" + job + "' may use only letters, digits, '.', '_', '-'");
@@ -254,6 +268,16 @@ public final class RunOptions {
   /** Whether the input is LibSVM text (--format libsvm), to be converted before the run. */
   public boolean isLibSvm() {
     return "libsvm".equalsIgnoreCase(format);
+  }
+
+  /** Whether the input is CSV text (--format csv), to be converted before the run. */
+  public boolean isCsv() {
+    return "csv".equalsIgnoreCase(format);
+  }
+
+  /** Whether CSV input is standardized as it is converted (--standardize). */
+  public boolean standardize() {
+    return standardize;
   }
 
   /** The --train glob as given, or null. */
@@ -284,6 +308,7 @@ public final class RunOptions {
     this.test = test;
     this.demoData = null;
     this.format = "recordio";
+    this.standardize = false;
   }
 
   /** The training glob, from --train or --demo-data. */

@@ -130,8 +130,8 @@ class RunOptionsTest {
             "bad duration 'soon'",
             new String[] {"--train", "x", "--hidden", "128,0"},
             "option '--hidden': expects positive layer sizes",
-            new String[] {"--train", "x", "--format", "csv"},
-            "--format must be recordio or libsvm",
+            new String[] {"--train", "x", "--format", "json"},
+            "--format must be recordio, libsvm or csv",
             new String[] {"--train", "x", "--demo-data", "d"},
             "either --train or --demo-data");
     cases.forEach(
@@ -140,6 +140,15 @@ class RunOptionsTest {
                 .as(String.join(" ", args))
                 .isInstanceOf(RunOptions.UsageException.class)
                 .hasMessageContaining(message));
+  }
+
+  @Test
+  void parse_standardizeWithoutCsv_isAUsageError() {
+    assertThatThrownBy(() -> RunOptions.parse("--train", "x", "--standardize"))
+        .isInstanceOf(RunOptions.UsageException.class)
+        .hasMessageContaining("--standardize needs --format csv");
+    assertThat(RunOptions.parse("--train", "x.csv", "--format", "csv", "--standardize").isCsv())
+        .isTrue();
   }
 
   @Test

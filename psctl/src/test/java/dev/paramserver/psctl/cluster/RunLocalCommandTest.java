@@ -4,6 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.paramserver.localcluster.RunOptions;
+import dev.paramserver.models.DatasetInfos;
+import dev.paramserver.proto.v1.DatasetInfo;
 import dev.paramserver.psctl.Psctl;
 import dev.paramserver.psctl.Run;
 import dev.paramserver.recordio.RecordIndex;
@@ -108,6 +110,57 @@ class RunLocalCommandTest {
     assertThat(RecordIndex.expandGlobs(List.of(o.train()))).hasSize(2);
     assertThat(RecordIndex.expandGlobs(List.of(o.test()))).hasSize(2);
     o.validate();
+  }
+
+  @Test
+  void csv_isConvertedStandardized_andTheTestFilesReuseTheTrainingStatistics() throws Exception {
+    Path train =
+        Files.writeString(dir.resolve("tr.csv"), "x,y,kind\n1000,1,b\n3000,2,a\n5000,3,b\n");
+    Path test = Files.writeString(dir.resolve("te.csv"), "x,y,kind\n2000,2,b\n");
+    Path run = dir.resolve("csvrun");
+    RunOptions o =
+        options(
+            "--format",
+            "csv",
+            "--standardize",
+            "--train",
+            train.toString(),
+            "--test",
+            test.toString(),
+            "--run-dir",
+            run.toString());
+    new RunInput(new PrintWriter(out, true), RunLocalCommandTest::psctlConvert).prepare(o);
+
+    assertThat(o.isCsv()).isFalse();
+    assertThat(o.train()).isEqualTo(run.resolve("data/train-*.recordio").toString());
+    assertThat(o.test()).isEqualTo(run.resolve("data/test-*.recordio").toString());
+    DatasetInfo trainInfo = DatasetInfos.read(run.resolve("data/train.dataset.pb"));
+    assertThat(trainInfo.getLabelNamesList()).containsExactly("a", "b");
+    assertThat(trainInfo.getFeatureScaling().getMeanList()).containsExactly(3000f, 2f);
+    DatasetInfo testInfo = DatasetInfos.read(run.resolve("data/test-0.dataset.pb"));
+    assertThat(testInfo.getFeatureScaling()).isEqualTo(trainInfo.getFeatureScaling());
+    assertThat(testInfo.getLabelNamesList()).containsExactly("a", "b");
+    o.validate();
+  }
+
+  @Test
+  void csv_withSeveralTrainingFiles_isAUsageError() throws Exception {
+    Files.writeString(dir.resolve("p1.csv"), "1,a\n");
+    Files.writeString(dir.resolve("p2.csv"), "2,b\n");
+    RunInput input = new RunInput(new PrintWriter(out, true), args -> 0);
+    assertThatThrownBy(
+            () ->
+                input.prepare(
+                    options(
+                        "--format",
+                        "csv",
+                        "--train",
+                        dir + "/p*.csv",
+                        "--run-dir",
+                        dir.toString())))
+        .isInstanceOf(RunOptions.UsageException.class)
+        .hasMessageContaining("--format csv takes one training file")
+        .hasMessageContaining("matches 2");
   }
 
   @Test
