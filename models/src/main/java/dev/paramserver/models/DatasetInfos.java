@@ -3,6 +3,7 @@ package dev.paramserver.models;
 import com.google.protobuf.InvalidProtocolBufferException;
 import dev.paramserver.proto.v1.DatasetInfo;
 import dev.paramserver.recordio.RecordIndex;
+import dev.paramserver.storage.Storage;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.file.Files;
@@ -60,16 +61,58 @@ public final class DatasetInfos {
    * @throws IOException when two of the files' datasets disagree on label names or scaling
    */
   public static Optional<DatasetInfo> find(List<Path> files) throws IOException {
-    Map<Path, DatasetInfo> found = new LinkedHashMap<>();
+    Map<String, DatasetInfo> found = new LinkedHashMap<>();
     for (Path f : files) {
       Path info = forDataFile(f);
-      if (!found.containsKey(info) && Files.isRegularFile(info)) {
-        found.put(info, read(info));
+      if (!found.containsKey(info.toString()) && Files.isRegularFile(info)) {
+        found.put(info.toString(), read(info));
       }
     }
-    Path firstPath = null;
+    return agreed(found);
+  }
+
+  /**
+   * The info of the datasets the files or objects the globs match belong to, local or {@code s3://}
+   * (the info object beside the data objects, named by the same rule).
+   *
+   * @throws IOException when two of the datasets disagree on label names or scaling
+   */
+  public static Optional<DatasetInfo> findForGlobs(Storage storage, List<String> globs)
+      throws IOException {
+    if (globs.isEmpty()) {
+      return Optional.empty();
+    }
+    Map<String, DatasetInfo> found = new LinkedHashMap<>();
+    for (String location : storage.expandGlobs(globs)) {
+      String info = forDataLocation(location);
+      if (!found.containsKey(info) && storage.exists(info)) {
+        try (InputStream in = storage.openStream(info)) {
+          found.put(info, DatasetInfo.parseFrom(in));
+        } catch (InvalidProtocolBufferException e) {
+          throw new IOException(
+              info + " is not a paramserver dataset info file: " + e.getMessage(), e);
+        }
+      }
+    }
+    return agreed(found);
+  }
+
+  /** The info location that belongs to a data file or object location (a path or a URI). */
+  public static String forDataLocation(String location) {
+    int slash = location.lastIndexOf('/');
+    String dir = location.substring(0, slash + 1);
+    String name = location.substring(slash + 1);
+    String base = SHARD.matcher(name).replaceFirst("");
+    if (base.equals(name) && name.endsWith(".recordio")) {
+      base = name.substring(0, name.length() - 9);
+    }
+    return dir + base + SUFFIX;
+  }
+
+  private static Optional<DatasetInfo> agreed(Map<String, DatasetInfo> found) throws IOException {
+    String firstPath = null;
     DatasetInfo first = null;
-    for (Map.Entry<Path, DatasetInfo> e : found.entrySet()) {
+    for (Map.Entry<String, DatasetInfo> e : found.entrySet()) {
       if (first == null) {
         firstPath = e.getKey();
         first = e.getValue();

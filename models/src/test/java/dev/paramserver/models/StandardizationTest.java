@@ -109,6 +109,10 @@ class StandardizationTest {
         .isEqualTo(dir.resolve("iris.dataset.pb"));
     assertThat(DatasetInfos.forDataFile(dir.resolve("one.recordio")))
         .isEqualTo(dir.resolve("one.dataset.pb"));
+    assertThat(DatasetInfos.forDataLocation("s3://b/data/iris-00003.recordio"))
+        .isEqualTo("s3://b/data/iris.dataset.pb");
+    assertThat(DatasetInfos.forDataLocation("s3://b/one.recordio"))
+        .isEqualTo("s3://b/one.dataset.pb");
 
     DatasetInfo a = DatasetInfo.newBuilder().addLabelNames("a").addLabelNames("b").build();
     DatasetInfos.write(dir.resolve("iris.dataset.pb"), a);

@@ -3,6 +3,7 @@ package dev.paramserver.trainer.training;
 import dev.paramserver.models.DatasetInfos;
 import dev.paramserver.models.ModelSpec;
 import dev.paramserver.proto.v1.DatasetInfo;
+import dev.paramserver.storage.Storage;
 import dev.paramserver.trainer.config.DataProperties;
 import java.io.IOException;
 import java.util.List;
@@ -20,9 +21,10 @@ final class TrainingData {
    *
    * @throws IllegalArgumentException when the test data names its classes differently
    */
-  static DatasetInfo find(DataProperties data) throws IOException {
-    DatasetInfo train = find(data.requireTrainData()).orElse(DatasetInfo.getDefaultInstance());
-    Optional<DatasetInfo> test = find(data.testData());
+  static DatasetInfo find(DataProperties data, Storage storage) throws IOException {
+    DatasetInfo train =
+        find(data.requireTrainData(), storage).orElse(DatasetInfo.getDefaultInstance());
+    Optional<DatasetInfo> test = find(data.testData(), storage);
     if (test.isPresent()
         && test.get().getLabelNamesCount() > 0
         && !test.get().getLabelNamesList().equals(train.getLabelNamesList())) {
@@ -62,9 +64,9 @@ final class TrainingData {
     }
   }
 
-  /** The info of local data files; object-store URIs carry none here. */
-  private static Optional<DatasetInfo> find(List<String> globs) throws IOException {
-    List<String> local = globs.stream().filter(g -> !g.contains("://")).toList();
-    return DatasetInfos.findForGlobs(ModelSpecs.absolute(local));
+  /** The info of the data files or objects (local or s3://). */
+  private static Optional<DatasetInfo> find(List<String> globs, Storage storage)
+      throws IOException {
+    return DatasetInfos.findForGlobs(storage, ModelSpecs.absolute(globs));
   }
 }

@@ -75,7 +75,7 @@ public class TrainingSetup {
         testGlobs.isEmpty()
             ? List.of()
             : Dataset.readGlobs(storage, ModelSpecs.absolute(testGlobs));
-    DatasetInfo data = TrainingData.find(props.data());
+    DatasetInfo data = TrainingData.find(props.data(), storage);
     ModelSpec spec = ModelSpecs.of(props.model(), props.data(), test, storage);
     if (props.model().classes() == 0 && data.getLabelNamesCount() > spec.classes()) {
       // named classes: count them all, even those the sampled records lack
