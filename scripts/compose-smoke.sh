@@ -8,7 +8,8 @@
 #   3. `docker-compose up -d` the demo as project "paramserver-smoke" (no Grafana: its profile is
 #      off), on free host ports, and waits until the one-shot "evaluate" service has evaluated the
 #      exported model; prints its RESULT line;
-#   4. checks that Prometheus scraped every service (up == 1 at some point for each target);
+#   4. checks that Prometheus scraped every service (up == 1 at some point for each target), and that
+#      the Helm chart's alert expressions evaluate there on the metrics they read;
 #   5. `down -v` and, if it started dockerd, stops it: also on failure or Ctrl-C (trap).
 # Exits 0 only if all held. Prints the time of each phase. Needs root (or a running engine).
 #
@@ -163,8 +164,9 @@ done
 phase_done job
 
 # ---- 4. Prometheus scraped every service ----
+# </dev/null: exec would swallow the standard input of a loop that calls it
 query() {
-  compose exec -T prometheus wget -q -O - "http://127.0.0.1:9090/api/v1/query?query=$1" 2>/dev/null
+  compose exec -T prometheus wget -q -O - "http://127.0.0.1:9090/api/v1/query?query=$1" 2>/dev/null </dev/null
 }
 targets="master-1:8080 master-2:8080 pserver-1:8082 pserver-2:8082 trainer-1:8083 trainer-2:8083 etcd:2381"
 # max_over_time(up[1h]): 1 if a scrape of the target ever succeeded during the run
@@ -180,6 +182,30 @@ for role in master pserver trainer; do
   [ "${n:-0}" -ge 2 ] || fail "Prometheus holds jvm_threads_live_threads of ${n:-0} $role services, expected 2"
 done
 say "Prometheus scraped every service ($targets)"
+# the Helm chart's alert expressions, for this job, evaluate on the real metrics (they parse, and the
+# series they read exist: the checkpoint age, for one, is exported from the shard's initialisation on)
+if helm=$("$ROOT/scripts/fetch-helm.sh" 2>"$WORK/helm.log"); then
+  HELM_CACHE_HOME="$WORK/helm" HELM_CONFIG_HOME="$WORK/helm" HELM_DATA_HOME="$WORK/helm" \
+    "$helm" template smoke "$ROOT/helm/paramserver" --set prometheusRule.enabled=true \
+    --set jobName="$PARAMSERVER_JOB" --show-only templates/prometheusrule.yaml >"$WORK/rule.yaml"
+  n=0
+  while IFS= read -r expr; do
+    enc=$(printf '%s' "$expr" | od -An -tx1 | tr -d ' \n' | sed 's/../%&/g')
+    answer=$(query "$enc")
+    grep -q '"status":"success"' <<<"$answer" || { echo "$answer" >&2; fail "alert expression does not evaluate: $expr"; }
+    n=$((n + 1))
+  done < <(sed -n 's/^ *expr: //p' "$WORK/rule.yaml")
+  [ "$n" -ge 5 ] || fail "found $n alert expressions in the rendered PrometheusRule, expected 5"
+  for metric in paramserver_pserver_checkpoint_age_seconds paramserver_master_leader \
+    paramserver_etcd_connected paramserver_trainer_dropped_pushes_total paramserver_trainer_samples_total; do
+    c=$(query "count(max_over_time(${metric}%7Bparamserver_job%3D%22$PARAMSERVER_JOB%22%7D%5B1h%5D))" \
+      | sed -n 's/.*"value":\[[0-9.]*,"\([0-9]*\)"\].*/\1/p')
+    [ "${c:-0}" -ge 1 ] || fail "no $metric series for the alerts to read"
+  done
+  say "the chart's $n alert expressions evaluate, and the series they read exist"
+else
+  say "SKIPPED the alert expressions: no helm ($(tail -1 "$WORK/helm.log"))"
+fi
 phase_done prometheus
 
 compose down -v --remove-orphans --timeout 30 >"$WORK/down.log" 2>&1 || { cat "$WORK/down.log" >&2; fail "down -v"; }
