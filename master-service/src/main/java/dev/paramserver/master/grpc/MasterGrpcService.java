@@ -17,6 +17,8 @@ import dev.paramserver.proto.v1.TaskFinishedRequest;
 import dev.paramserver.proto.v1.TaskFinishedResponse;
 import dev.paramserver.rpc.ServiceException;
 import io.grpc.stub.StreamObserver;
+import java.util.ArrayList;
+import java.util.List;
 import net.devh.boot.grpc.server.service.GrpcService;
 
 /**
@@ -38,7 +40,11 @@ public final class MasterGrpcService extends MasterGrpc.MasterImplBase {
 
   @Override
   public void getTask(GetTaskRequest req, StreamObserver<GetTaskResponse> out) {
-    reply(out, job.getTask(trainer(req.getTrainerId()), req.getPass()));
+    List<MasterJob.Finished> finished = new ArrayList<>(req.getFinishedCount());
+    for (TaskFinishedRequest f : req.getFinishedList()) {
+      finished.add(new MasterJob.Finished(f.getTaskId(), f.getEpoch()));
+    }
+    reply(out, job.getTask(trainer(req.getTrainerId()), req.getPass(), finished));
   }
 
   @Override

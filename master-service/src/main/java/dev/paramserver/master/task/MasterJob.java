@@ -16,6 +16,7 @@ import dev.paramserver.proto.v1.Task;
 import dev.paramserver.proto.v1.TaskCounts;
 import dev.paramserver.rpc.ServiceException;
 import java.time.Clock;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.function.Function;
@@ -213,19 +214,41 @@ public final class MasterJob {
         .build();
   }
 
+  /** A task reported trained: its id and dispatch epoch. */
+  public record Finished(long taskId, long epoch) {}
+
   /** The next task of {@code pass} for the trainer, or why there is none. */
   public GetTaskResponse getTask(String trainer, int pass) {
+    return getTask(trainer, pass, List.of());
+  }
+
+  /**
+   * Records the tasks {@code finished} (as {@link #taskFinished} does), then hands out the next
+   * task of {@code pass} for the trainer, or says why there is none: one change, saved once.
+   */
+  public GetTaskResponse getTask(String trainer, int pass, List<Finished> finished) {
     Dispatch d;
     Dataset ds;
+    List<Report> reports = new ArrayList<>();
     synchronized (lock) {
       requireServing();
       TaskQueue q = requireQueue();
       ds = dataset;
-      if (q.canDispatch(pass)) {
+      if (!finished.isEmpty()) {
+        d =
+            mutate(
+                c -> {
+                  finished.forEach(f -> reports.add(c.finished(f.taskId(), f.epoch())));
+                  return c.next(trainer, pass, timeouts.current());
+                });
+      } else if (q.canDispatch(pass)) {
         d = mutate(c -> c.next(trainer, pass, timeouts.current()));
       } else {
         d = q.next(trainer, pass, timeouts.current()); // changes nothing
       }
+    }
+    for (int i = 0; i < reports.size(); i++) {
+      noteFinished(trainer, finished.get(i).taskId(), finished.get(i).epoch(), reports.get(i));
     }
     GetTaskResponse.Builder b =
         GetTaskResponse.newBuilder()
@@ -250,13 +273,17 @@ public final class MasterJob {
   /** A trainer reports a task trained; false if the report was stale or a duplicate. */
   public boolean taskFinished(String trainer, long taskId, long epoch) {
     Report r = mutate(q -> q.finished(taskId, epoch));
+    noteFinished(trainer, taskId, epoch, r);
+    return r.accepted();
+  }
+
+  private void noteFinished(String trainer, long taskId, long epoch, Report r) {
     if (r.accepted()) {
       timeouts.record(r.durationMs());
     } else if (r.duplicate()) {
       log.info(
           "task {} epoch {} reported finished again by '{}' (duplicate)", taskId, epoch, trainer);
     }
-    return r.accepted();
   }
 
   /** A trainer reports a task failed or hands it back; false if the report was stale. */

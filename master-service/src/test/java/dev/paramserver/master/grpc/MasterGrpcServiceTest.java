@@ -10,12 +10,14 @@ import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.proto.v1.GetStatusRequest;
 import dev.paramserver.proto.v1.GetTaskRequest;
 import dev.paramserver.proto.v1.GetTaskResponse;
+import dev.paramserver.proto.v1.GetTaskResponse.Outcome;
 import dev.paramserver.proto.v1.JobState;
 import dev.paramserver.proto.v1.JobStatus;
 import dev.paramserver.proto.v1.MasterGrpc;
 import dev.paramserver.proto.v1.ReportEvaluationRequest;
 import dev.paramserver.proto.v1.SetDatasetRequest;
 import dev.paramserver.proto.v1.SetDatasetResponse;
+import dev.paramserver.proto.v1.Task;
 import dev.paramserver.proto.v1.TaskFailedRequest;
 import dev.paramserver.proto.v1.TaskFinishedRequest;
 import dev.paramserver.recordio.Compressor;
@@ -211,6 +213,39 @@ class MasterGrpcServiceTest {
     assertThat(status.getPasses(0).getTrainersList()).containsExactly("t1", "t2", "t3");
     assertThat(status.getPasses(0).getEvalAccuracy()).isEqualTo(0.9);
     assertThat(status.getPasses(0).getEvalReports()).isEqualTo(1);
+  }
+
+  @Test
+  void getTask_recordsTheTasksItReportsFinished_beforeHandingOutTheNext() {
+    setDataset(dir + "/train-*.rio");
+    GetTaskResponse a = getTask("t1", 0);
+    GetTaskResponse b = getTask("t2", 0);
+    assertThat(b.getTask().getId()).isEqualTo(1);
+
+    GetTaskResponse afterA = getTaskReporting("t1", 0, a.getTask());
+    assertThat(afterA.getOutcome()).as("task 1 still pending").isEqualTo(Outcome.WAIT);
+    GetTaskResponse afterB = getTaskReporting("t2", 0, b.getTask());
+    assertThat(afterB.getOutcome()).isEqualTo(Outcome.PASS_FINISHED);
+    assertThat(afterB.getCurrentPass()).isEqualTo(1);
+    // a report seen before is ignored, as TaskFinished ignores it
+    assertThat(getTaskReporting("t1", 1, a.getTask()).getOutcome()).isEqualTo(Outcome.TASK);
+
+    JobStatus status = call().getStatus(GetStatusRequest.getDefaultInstance());
+    assertThat(status.getPasses(0).getRecords()).isEqualTo(20);
+  }
+
+  private GetTaskResponse getTaskReporting(String trainer, int pass, Task done) {
+    return call()
+        .getTask(
+            GetTaskRequest.newBuilder()
+                .setTrainerId(trainer)
+                .setPass(pass)
+                .addFinished(
+                    TaskFinishedRequest.newBuilder()
+                        .setTrainerId(trainer)
+                        .setTaskId(done.getId())
+                        .setEpoch(done.getEpoch()))
+                .build());
   }
 
   @Test

@@ -78,10 +78,17 @@ public final class ParameterServerGrpcService extends ParameterServerGrpc.Parame
     long start = System.nanoTime();
     try {
       ParameterShard.PushOutcome r = shard.pushOutcome(request);
-      return PushGradientsResponse.newBuilder()
-          .setStep(r.step())
-          .setDuplicate(r.duplicate())
-          .build();
+      PushGradientsResponse.Builder out =
+          PushGradientsResponse.newBuilder().setStep(r.step()).setDuplicate(r.duplicate());
+      if (request.getReturnValues() && request.getGradientsCount() > 0) {
+        out.addAllBlocks(shard.valuesAfter(request, r.step()));
+      }
+      PushGradientsResponse response = out.build();
+      if (response.getBlocksCount() > 0) {
+        pulledBytes.increment(response.getSerializedSize());
+        traffic.pull();
+      }
+      return response;
     } finally {
       long nanos = System.nanoTime() - start;
       pushTimer.record(nanos, TimeUnit.NANOSECONDS);

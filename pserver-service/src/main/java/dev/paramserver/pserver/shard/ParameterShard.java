@@ -345,6 +345,22 @@ public final class ParameterShard {
     }
   }
 
+  /**
+   * The values of the dense blocks {@code push} carried, read as {@link #pull} reads them: after
+   * the push (in the synchronous modes, once the shard reached {@code step}).
+   */
+  public List<TensorBlock> valuesAfter(PushGradientsRequest push, long step) {
+    PullParametersRequest.Builder pull =
+        PullParametersRequest.newBuilder().setTrainerId(push.getTrainerId());
+    if (mode != TrainingMode.ASYNC) {
+      pull.setMinStep(step);
+    }
+    for (TensorBlock g : push.getGradientsList()) {
+      pull.addBlocks(BlockRef.newBuilder().setName(g.getName()).setBlock(g.getBlock()));
+    }
+    return pull(pull.build()).getBlocksList();
+  }
+
   private static SparseRows readRows(SparseTable table, long[] ids) {
     int width = table.width();
     float[] data = new float[ids.length * width];

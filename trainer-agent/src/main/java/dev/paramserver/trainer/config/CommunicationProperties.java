@@ -17,6 +17,10 @@ import org.springframework.validation.annotation.Validated;
  * @param gradientDtype element type of gradients on the wire: float32, float16 or bfloat16
  * @param pipeline asynchronous mode: push and pull in the background while the next batch is
  *     computed (the values used are at most one push behind)
+ * @param pipelineLag asynchronous pipelining: how many batches' gradients may wait, summed, while a
+ *     push is in flight, before the trainer waits for it (they leave together in the next push);
+ *     the values a batch is computed on are then at most {@code pipeline-lag + 1} pushes old. 0:
+ *     wait for each push in flight
  * @param rpcTimeout deadline of each call to the master or a pserver
  * @param maxBackoff the longest wait between retries when the master or a pserver is unavailable
  */
@@ -27,6 +31,7 @@ public record CommunicationProperties(
     @DefaultValue("262144") @Min(1) int blockSize,
     @DefaultValue("float32") String gradientDtype,
     @DefaultValue("true") boolean pipeline,
+    @DefaultValue("4") @Min(0) int pipelineLag,
     @DefaultValue("10s") Duration rpcTimeout,
     @DefaultValue("10s") Duration maxBackoff) {
 

@@ -38,24 +38,43 @@ public final class MasterReports {
 
   /** Asks for a task of {@code pass}. */
   public GetTaskResponse getTask(int pass) {
-    return master.call(
-        "GetTask",
-        stub ->
-            stub.getTask(
-                GetTaskRequest.newBuilder().setTrainerId(trainerId).setPass(pass).build()));
+    return getTask(pass, List.of());
+  }
+
+  /** Reports the tasks {@code finished} and asks for a task of {@code pass}, in one call. */
+  public GetTaskResponse getTask(int pass, List<TaskFinishedRequest> finished) {
+    GetTaskRequest req =
+        GetTaskRequest.newBuilder()
+            .setTrainerId(trainerId)
+            .setPass(pass)
+            .addAllFinished(finished)
+            .build();
+    return master.call("GetTask", stub -> stub.getTask(req));
+  }
+
+  /** The report of {@code task} trained on {@code records} records. */
+  public TaskFinishedRequest finishedReport(Task task, long records) {
+    return TaskFinishedRequest.newBuilder()
+        .setTrainerId(trainerId)
+        .setTaskId(task.getId())
+        .setEpoch(task.getEpoch())
+        .setRecords(records)
+        .build();
   }
 
   public void finished(Task task, long records) {
-    master.call(
-        "TaskFinished",
-        stub ->
-            stub.taskFinished(
-                TaskFinishedRequest.newBuilder()
-                    .setTrainerId(trainerId)
-                    .setTaskId(task.getId())
-                    .setEpoch(task.getEpoch())
-                    .setRecords(records)
-                    .build()));
+    TaskFinishedRequest req = finishedReport(task, records);
+    master.call("TaskFinished", stub -> stub.taskFinished(req));
+  }
+
+  /**
+   * Reports a task trained with one attempt, made even though the trainer stops.
+   *
+   * @return whether the master took the report
+   */
+  public boolean finishedOnce(Task task, long records) {
+    TaskFinishedRequest req = finishedReport(task, records);
+    return master.callOnce("TaskFinished", stub -> stub.taskFinished(req));
   }
 
   /** Reports a task that cannot be trained (its records cannot be read). */

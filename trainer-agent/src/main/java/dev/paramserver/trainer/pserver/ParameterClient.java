@@ -2,6 +2,7 @@ package dev.paramserver.trainer.pserver;
 
 import com.google.common.util.concurrent.ListenableFuture;
 import dev.paramserver.models.Parameters;
+import dev.paramserver.proto.v1.BlockRef;
 import dev.paramserver.proto.v1.ParameterServerGrpc;
 import dev.paramserver.proto.v1.PullParametersRequest;
 import dev.paramserver.proto.v1.PullParametersResponse;
@@ -9,6 +10,7 @@ import dev.paramserver.proto.v1.PushGradientsRequest;
 import dev.paramserver.proto.v1.PushGradientsResponse;
 import dev.paramserver.proto.v1.SparseRows;
 import dev.paramserver.proto.v1.TensorBlock;
+import dev.paramserver.proto.v1.TrainingMode;
 import dev.paramserver.rpc.StoppedException;
 import dev.paramserver.tensor.TensorCodec;
 import dev.paramserver.trainer.pserver.RequestPlanner.Planned;
@@ -77,8 +79,52 @@ public final class ParameterClient {
    *     not acknowledged are counted as dropped)
    */
   public int push(Parameters grads, Parameters latest) {
+    return pushPlanned(grads, latest, false).size();
+  }
+
+  /**
+   * Pushes {@code grads} as {@link #push} does and takes the new values of every dense block into
+   * {@code into}, as {@link #pull} would: in asynchronous mode in the push's own answers (one round
+   * trip per request), in the synchronous modes by a pull after the push.
+   */
+  public void pushAndPull(Parameters grads, Parameters latest, Parameters into) {
+    if (planner.mode() != TrainingMode.ASYNC) {
+      push(grads, latest);
+      pull(into);
+      return;
+    }
+    List<Answered> answered = pushPlanned(grads, latest, true);
+    List<Planned<PullParametersRequest>> missing = new ArrayList<>();
+    for (Answered a : answered) {
+      PushGradientsRequest req = a.planned().request();
+      if (req.getGradientsCount() == 0) {
+        continue;
+      }
+      if (a.response().getBlocksCount() == req.getGradientsCount()) {
+        storeBlocks(a.response().getBlocksList(), into);
+      } else {
+        // a pserver that does not know return_values: pull the blocks the push carried
+        missing.add(valuesOf(a.planned()));
+      }
+    }
+    pullPlanned(missing, into);
+  }
+
+  private static Planned<PullParametersRequest> valuesOf(Planned<PushGradientsRequest> push) {
+    PullParametersRequest.Builder pull =
+        PullParametersRequest.newBuilder().setTrainerId(push.request().getTrainerId());
+    for (TensorBlock g : push.request().getGradientsList()) {
+      pull.addBlocks(BlockRef.newBuilder().setName(g.getName()).setBlock(g.getBlock()));
+    }
+    return new Planned<>(push.pserver(), pull.build());
+  }
+
+  /** A push request and its answer. */
+  private record Answered(Planned<PushGradientsRequest> planned, PushGradientsResponse response) {}
+
+  private List<Answered> pushPlanned(Parameters grads, Parameters latest, boolean returnValues) {
     synchronized (pushLock) {
-      List<Planned<PushGradientsRequest>> planned = planner.pushes(grads, ++step);
+      List<Planned<PushGradientsRequest>> planned = planner.pushes(grads, ++step, returnValues);
       List<Future<PushGradientsResponse>> futures = new ArrayList<>();
       for (Planned<PushGradientsRequest> p : planned) {
         ParameterServerGrpc.ParameterServerFutureStub s = stub(p.pserver());
@@ -90,6 +136,7 @@ public final class ParameterClient {
           traffic.pushed(rows.getData().size());
         }
       }
+      List<Answered> answered = new ArrayList<>(planned.size());
       int ok = 0;
       try {
         for (int i = 0; i < futures.size(); i++) {
@@ -108,6 +155,7 @@ public final class ParameterClient {
           if (resp.getDuplicate()) {
             traffic.duplicatePush();
           }
+          answered.add(new Answered(p, resp));
           ok++;
         }
       } catch (StoppedException e) {
@@ -116,14 +164,17 @@ public final class ParameterClient {
         }
         throw e;
       }
-      return ok;
+      return answered;
     }
   }
 
   /** Pulls every block from every pserver into {@code params}, retrying until it succeeds. */
   public void pull(Parameters params) {
+    pullPlanned(planner.pulls(), params);
+  }
+
+  private void pullPlanned(List<Planned<PullParametersRequest>> planned, Parameters params) {
     // all pservers' first attempts go out at once; retries are per pserver
-    List<Planned<PullParametersRequest>> planned = planner.pulls();
     List<ListenableFuture<PullParametersResponse>> futures = new ArrayList<>();
     for (Planned<PullParametersRequest> p : planned) {
       ParameterServerGrpc.ParameterServerFutureStub s = stub(p.pserver());
@@ -139,7 +190,7 @@ public final class ParameterClient {
           failures.handle(p.pserver(), e.getCause(), params, "pull from", "retrying");
         }
       }
-      storeBlocks(resp != null ? resp : pullWithRetry(p, params), params);
+      storeBlocks((resp != null ? resp : pullWithRetry(p, params)).getBlocksList(), params);
     }
   }
 
@@ -229,8 +280,8 @@ public final class ParameterClient {
     }
   }
 
-  private void storeBlocks(PullParametersResponse resp, Parameters params) {
-    for (TensorBlock b : resp.getBlocksList()) {
+  private void storeBlocks(List<TensorBlock> blocks, Parameters params) {
+    for (TensorBlock b : blocks) {
       float[] dst = params.dense(b.getName());
       int n = TensorCodec.elementCount(b.getData(), b.getDtype());
       if (b.getOffset() + n > dst.length) {

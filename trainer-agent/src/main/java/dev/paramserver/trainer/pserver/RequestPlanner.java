@@ -86,6 +86,16 @@ public final class RequestPlanner {
    * that, with the trainer id and the step, it identifies the push.
    */
   public List<Planned<PushGradientsRequest>> pushes(Parameters grads, long step) {
+    return pushes(grads, step, false);
+  }
+
+  /**
+   * As {@link #pushes(Parameters, long)}; with {@code returnValues} (asynchronous mode only) each
+   * dense part asks for the values of its blocks in the answer, so that the parts together carry
+   * what {@link #pulls()} would pull.
+   */
+  public List<Planned<PushGradientsRequest>> pushes(
+      Parameters grads, long step, boolean returnValues) {
     Map<Integer, PushGradientsRequest.Builder> sparse = sparsePushes(grads, step);
     List<Planned<PushGradientsRequest>> out = new ArrayList<>();
     for (int ps = 0; ps < layout.pservers(); ps++) {
@@ -102,7 +112,8 @@ public final class RequestPlanner {
       }
       int part = 0;
       for (List<BlockSpec> group : groups) {
-        out.add(new Planned<>(ps, addBlocks(newPush(step), group, grads).setPart(part++).build()));
+        PushGradientsRequest.Builder push = addBlocks(newPush(step), group, grads);
+        out.add(new Planned<>(ps, push.setPart(part++).setReturnValues(returnValues).build()));
       }
       if (rows != null) {
         out.add(new Planned<>(ps, rows.setPart(part).build()));

@@ -4,53 +4,127 @@ import dev.paramserver.models.Model;
 import dev.paramserver.models.Parameters;
 import dev.paramserver.trainer.StopSignal;
 import dev.paramserver.trainer.pserver.ParameterClient;
+import java.util.ArrayDeque;
+import java.util.Deque;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 
 /**
- * Sends a gradient and takes the new values in. Without pipelining: push, then pull fresh values,
- * then go on. With pipelining (asynchronous mode), the push and the pull run on a background thread
- * while the next batch is computed on the values as they are; the pulled values are taken in before
- * the next push, so the model is at most one push behind, as it may be in asynchronous SGD anyway.
+ * Sends a gradient and takes the new values in. Without pipelining: push and pull (in one round
+ * trip where the mode allows), then go on. With pipelining (asynchronous mode), pushes and pulls
+ * run on a background thread, in order, while the next batches are computed on the values as they
+ * are. While a push is in flight, up to {@code maxLag} further gradients are held, summed, and
+ * leave together in the next push, so the training thread does not wait for the wire; the values a
+ * batch is computed on are at most {@code maxLag + 2} pushes old, as they may be in asynchronous
+ * SGD anyway. At most {@link #MAX_IN_FLIGHT} pushes are queued or in flight.
  */
 final class GradientSender implements AutoCloseable {
+  static final int MAX_IN_FLIGHT = 2;
+
+  /** A push (with its pull) handed to the background thread, and its buffers. */
+  private record Sent(Future<?> future, Parameters grads, Parameters pulled) {}
+
   private final ParameterClient client;
+  private final Model model;
   private final Parameters values;
   private final StopSignal stop;
-  private final Parameters incoming;
-  private Parameters spare;
+  private final boolean pipeline;
+  private final int maxLag;
+  // Gradients summed while pushes are in flight, heldCount sends of them (pipelining only).
+  private Parameters held;
+  private int heldCount;
+  private final Deque<Sent> sent = new ArrayDeque<>();
+  private final Deque<Parameters> freeGrads = new ArrayDeque<>();
+  private final Deque<Parameters> freePulled = new ArrayDeque<>();
   private ExecutorService comm;
-  private Future<?> inFlight;
 
   /**
    * @param pipeline push and pull in the background
+   * @param maxLag with pipelining, how many gradients may wait (summed) for the pushes in flight
    */
   GradientSender(
-      ParameterClient client, Model model, Parameters values, StopSignal stop, boolean pipeline) {
+      ParameterClient client,
+      Model model,
+      Parameters values,
+      StopSignal stop,
+      boolean pipeline,
+      int maxLag) {
     this.client = client;
+    this.model = model;
     this.values = values;
     this.stop = stop;
-    this.incoming = pipeline ? Parameters.zerosLike(model) : null;
-    this.spare = pipeline ? Parameters.zerosLike(model) : null;
+    this.pipeline = pipeline;
+    this.maxLag = maxLag;
   }
 
   /**
-   * Sends {@code grads}.
+   * Sends {@code grads} (or, with pipelining, holds it while pushes are in flight).
    *
    * @return the gradient buffer to accumulate into next (cleared): {@code grads} itself, or with
-   *     pipelining a spare buffer while {@code grads} is being sent
+   *     pipelining another buffer while {@code grads} is being sent
    */
   Parameters send(Parameters grads) {
-    if (incoming == null) {
-      client.push(grads, values);
-      client.pull(values);
+    if (!pipeline) {
+      client.pushAndPull(grads, values, values);
       grads.clear();
       return grads;
     }
-    awaitInFlight();
-    Parameters next = spare;
-    spare = grads;
+    takeAnswered();
+    if (!sent.isEmpty() && heldCount < maxLag) {
+      if (held == null) {
+        held = freeGrads();
+      }
+      Gradients.add(held, grads);
+      heldCount++;
+      grads.clear();
+      return grads;
+    }
+    Parameters out = grads;
+    if (heldCount > 0) {
+      Gradients.add(held, grads);
+      out = held;
+      held = grads;
+      held.clear();
+      heldCount = 0;
+    }
+    start(out);
+    return freeGrads();
+  }
+
+  /**
+   * Sends the gradients held, without waiting.
+   *
+   * @return completes once every gradient given so far was pushed (and acknowledged)
+   */
+  Future<?> flush() {
+    if (!pipeline) {
+      return CompletableFuture.completedFuture(null);
+    }
+    if (heldCount > 0) {
+      Parameters out = held;
+      held = null;
+      heldCount = 0;
+      start(out);
+    }
+    return sent.isEmpty() ? CompletableFuture.completedFuture(null) : sent.peekLast().future();
+  }
+
+  /** Sends what is held, waits for every push in flight, then takes the pulled values in. */
+  void awaitInFlight() {
+    flush();
+    while (!sent.isEmpty()) {
+      stop.await(sent.peekFirst().future(), "waiting for a push");
+      takeAnswered();
+    }
+  }
+
+  private void start(Parameters out) {
+    while (sent.size() >= MAX_IN_FLIGHT) {
+      stop.await(sent.peekFirst().future(), "waiting for a push");
+      takeAnswered();
+    }
     if (comm == null) {
       comm =
           Executors.newSingleThreadExecutor(
@@ -60,27 +134,27 @@ final class GradientSender implements AutoCloseable {
                 return t;
               });
     }
-    inFlight =
-        comm.submit(
-            () -> {
-              client.push(grads, values);
-              client.pull(incoming);
-            });
-    next.clear();
-    return next;
+    Parameters pulled = freePulled.isEmpty() ? Parameters.zerosLike(model) : freePulled.pop();
+    sent.addLast(new Sent(comm.submit(() -> client.pushAndPull(out, values, pulled)), out, pulled));
   }
 
-  /** Waits for the push and pull in flight, then takes the pulled values in. */
-  void awaitInFlight() {
-    if (inFlight == null) {
-      return;
+  /**
+   * Takes in the values of the pushes answered, oldest first, and frees their buffers. A push that
+   * failed (the trainer stops) fails here.
+   */
+  private void takeAnswered() {
+    while (!sent.isEmpty() && sent.peekFirst().future().isDone()) {
+      Sent s = sent.pollFirst();
+      stop.await(s.future(), "waiting for a push");
+      Gradients.copyDense(s.pulled(), values);
+      s.grads().clear();
+      freeGrads.push(s.grads());
+      freePulled.push(s.pulled());
     }
-    try {
-      stop.await(inFlight, "waiting for a push");
-    } finally {
-      inFlight = null;
-    }
-    Gradients.copyDense(incoming, values);
+  }
+
+  private Parameters freeGrads() {
+    return freeGrads.isEmpty() ? Parameters.zerosLike(model) : freeGrads.pop();
   }
 
   /** Stops the background thread of the pipeline. */

@@ -76,13 +76,21 @@ public class PassRunner {
         GetTaskResponse resp = next.response();
         switch (resp.getOutcome()) {
           case TASK -> train(next, tasks, trainer, pass);
-          case WAIT, PASS_NOT_STARTED -> idle(ctx, idleGrads, resp.getRetryAfterMs());
+          case WAIT, PASS_NOT_STARTED -> {
+            trainer.settle();
+            if (!tasks.hasUnreported()) {
+              // else ask again at once: the tasks trained since may be what the pass waits for
+              idle(ctx, idleGrads, resp.getRetryAfterMs());
+            }
+          }
           case PASS_FINISHED -> {
+            trainer.settle();
             evaluator.evaluate(ctx, pass);
             pass = resp.getCurrentPass();
             progress.moveTo(TrainerState.TRAINING);
           }
           case JOB_FINISHED -> {
+            trainer.settle();
             // the model file is written before this trainer's final report, so whoever waits for
             // the reports finds it
             exporter.exportIfElected(ctx);
@@ -113,7 +121,7 @@ public class PassRunner {
       return;
     }
     tasks.prefetch(pass);
-    long trained;
+    TaskTrainer.Trained trained;
     try {
       trained = trainer.train(task, new ArrayList<>(next.examples()));
     } catch (StoppedException e) {
@@ -125,7 +133,7 @@ public class PassRunner {
       }
       throw e;
     }
-    reports.finished(task, trained);
+    tasks.finished(task, trained.records(), trained.applied());
     progress.taskFinished();
   }
 

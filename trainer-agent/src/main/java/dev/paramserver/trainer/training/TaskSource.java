@@ -4,22 +4,32 @@ import dev.paramserver.models.Dataset;
 import dev.paramserver.proto.v1.Example;
 import dev.paramserver.proto.v1.GetTaskResponse;
 import dev.paramserver.proto.v1.Task;
+import dev.paramserver.proto.v1.TaskFinishedRequest;
 import dev.paramserver.recordio.ChunkInfo;
+import dev.paramserver.rpc.StoppedException;
 import dev.paramserver.storage.Storage;
 import dev.paramserver.trainer.StopSignal;
 import dev.paramserver.trainer.master.MasterReports;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Queue;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
- * Asks the master for tasks and reads their chunks. With prefetch on, the next task is asked for
- * and read on a background thread while the current one trains, so I/O overlaps compute.
+ * Asks the master for tasks, reads their chunks and reports them trained. With prefetch on, the
+ * next task is asked for and read on a background thread while the current one trains, so I/O and
+ * the master's commit overlap compute, and the tasks trained meanwhile are reported in that same
+ * GetTask.
  */
 final class TaskSource implements AutoCloseable {
+  private static final Logger log = LoggerFactory.getLogger(TaskSource.class);
+
   /** The master's answer, and for a task its records (or why they could not be read). */
   record Fetched(GetTaskResponse response, List<Example> examples, Exception readError) {
     boolean isTask() {
@@ -31,7 +41,11 @@ final class TaskSource implements AutoCloseable {
     }
   }
 
+  /** A task trained, to report once its pushes are acknowledged. */
+  private record Trained(Task task, long records, Future<?> applied) {}
+
   private final MasterReports master;
+  private final Queue<Trained> unreported = new ConcurrentLinkedQueue<>();
   private final StopSignal stop;
   private final boolean prefetch;
   private final Storage storage;
@@ -74,6 +88,26 @@ final class TaskSource implements AutoCloseable {
     }
   }
 
+  /**
+   * Reports {@code task} trained once {@code applied} completes (its gradients acknowledged). With
+   * prefetch on, the report rides on this trainer's next GetTask (the master records it before it
+   * hands out the next task, in one commit), so the training thread waits neither for the last
+   * pushes nor for the master; without, it is sent now.
+   */
+  void finished(Task task, long records, Future<?> applied) {
+    if (!prefetch) {
+      stop.await(applied, "waiting for the task's pushes");
+      master.finished(task, records);
+      return;
+    }
+    unreported.add(new Trained(task, records, applied));
+  }
+
+  /** True when tasks reported {@link #finished} still wait for the next GetTask to carry them. */
+  boolean hasUnreported() {
+    return !unreported.isEmpty();
+  }
+
   /** A prefetched task not yet handed out, if any (to hand back when stopping). */
   Fetched takePrefetched() {
     if (next == null) {
@@ -92,7 +126,18 @@ final class TaskSource implements AutoCloseable {
   }
 
   private Fetched fetch(int pass) {
-    GetTaskResponse resp = master.getTask(pass);
+    List<TaskFinishedRequest> reports = new ArrayList<>();
+    for (Trained t = unreported.poll(); t != null; t = unreported.poll()) {
+      try {
+        stop.await(t.applied(), "waiting for the task's pushes");
+        reports.add(master.finishedReport(t.task(), t.records()));
+      } catch (StoppedException e) {
+        throw e;
+      } catch (RuntimeException e) {
+        log.warn("task {} is not reported finished: {}", t.task().getId(), e.getMessage());
+      }
+    }
+    GetTaskResponse resp = master.getTask(pass, reports);
     if (resp.getOutcome() != GetTaskResponse.Outcome.TASK) {
       return new Fetched(resp, List.of(), null);
     }
@@ -116,6 +161,21 @@ final class TaskSource implements AutoCloseable {
   public void close() {
     if (executor != null) {
       executor.shutdownNow();
+    }
+    // a stopping trainer still reports the tasks it trained, with one attempt each (a report
+    // that does not arrive only makes the master train the task again after its timeout)
+    for (Trained t = unreported.poll(); t != null; t = unreported.poll()) {
+      if (t.applied().isDone() && !t.applied().isCancelled()) {
+        try {
+          t.applied().get();
+          master.finishedOnce(t.task(), t.records());
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          return;
+        } catch (ExecutionException e) {
+          log.warn("task {} is not reported finished: its pushes failed", t.task().getId());
+        }
+      }
     }
   }
 }

@@ -13,6 +13,7 @@ import java.util.Collections;
 import java.util.List;
 import java.util.Locale;
 import java.util.Random;
+import java.util.concurrent.Future;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -53,17 +54,29 @@ final class TaskTrainer implements AutoCloseable {
     this.batchGrads = accumulate > 1 ? Parameters.zerosLike(model) : null;
     this.sender =
         new GradientSender(
-            ctx.client(), model, ctx.values(), stop, props.communication().pipelined());
+            ctx.client(),
+            model,
+            ctx.values(),
+            stop,
+            props.communication().pipelined(),
+            props.communication().pipelineLag());
   }
 
   /**
-   * Trains the examples of a task.
+   * A task trained: its record count, and a future that completes once all of its gradients were
+   * pushed and acknowledged (with pipelining, after {@link #train} returned).
+   */
+  record Trained(long records, Future<?> applied) {}
+
+  /**
+   * Trains the examples of a task. With pipelining, its last pushes may still be in flight when
+   * this returns: see {@link Trained#applied()}.
    *
    * @return the number of records trained
    * @throws StoppedException when a stop was requested (after a whole batch, whose gradient is
    *     sent)
    */
-  long train(Task task, List<Example> examples) {
+  Trained train(Task task, List<Example> examples) {
     Collections.shuffle(examples, new Random(seed ^ (task.getId() * 31 + task.getEpoch())));
     List<Batch> batches = new Dataset(examples, ctx.spec().features()).batches(batchSize);
     Parameters values = ctx.values();
@@ -104,9 +117,14 @@ final class TaskTrainer implements AutoCloseable {
     if (pending > 0) {
       send(pending);
     }
-    // the task counts as trained only once all of its gradients were applied
+    // the task counts as trained only once all of its gradients were applied: the caller waits
+    // for this before reporting it, while the next task trains
+    return new Trained(records, sender.flush());
+  }
+
+  /** Sends every gradient, waits for them to be acknowledged and takes the latest values in. */
+  void settle() {
     sender.awaitInFlight();
-    return records;
   }
 
   private void send(int batches) {

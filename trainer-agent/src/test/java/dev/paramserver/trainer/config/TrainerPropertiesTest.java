@@ -141,7 +141,7 @@ class TrainerPropertiesTest {
         .hasMessageContaining("paramserver.trainer.train-data is empty");
     CommunicationProperties comm =
         new CommunicationProperties(
-            false, 1, "int8", true, Duration.ofSeconds(1), Duration.ofSeconds(1));
+            false, 1, "int8", true, 4, Duration.ofSeconds(1), Duration.ofSeconds(1));
     assertThatThrownBy(comm::gradientWireType)
         .hasMessageContaining("paramserver.trainer.gradient-dtype 'int8' is unknown");
   }

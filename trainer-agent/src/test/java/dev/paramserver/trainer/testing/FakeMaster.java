@@ -114,6 +114,8 @@ public final class FakeMaster extends MasterGrpc.MasterImplBase implements AutoC
     if (refused(out)) {
       return;
     }
+    // tasks reported finished in the request count before the next one is handed out
+    finished.addAll(req.getFinishedList());
     GetTaskResponse.Builder resp = GetTaskResponse.newBuilder().setTotalPasses(1);
     Task next = todo.poll();
     if (next != null) {

@@ -43,6 +43,6 @@ public final class TestProperties {
             onnxOutput == null ? null : onnxOutput.toString()),
         new OptimizerProperties("sgd", 0.5f, 0, 0, 1),
         new CommunicationProperties(
-            false, 2, "float32", pipeline, Duration.ofSeconds(5), Duration.ofMillis(50)));
+            false, 2, "float32", pipeline, 4, Duration.ofSeconds(5), Duration.ofMillis(50)));
   }
 }

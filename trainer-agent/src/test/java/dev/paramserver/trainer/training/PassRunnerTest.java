@@ -141,7 +141,8 @@ class PassRunnerTest {
     assertThat(exported.getGraph().getOutputList())
         .extracting(o -> o.getName())
         .containsExactly("probabilities", "predicted");
-    assertThat(cluster.get(0).pushes() + cluster.get(1).pushes()).isGreaterThanOrEqualTo(20);
+    // every batch pushed: one by one, or summed with others held while a push was in flight
+    assertThat(cluster.get(0).pushes() + cluster.get(1).pushes()).isGreaterThanOrEqualTo(4);
   }
 
   @Test
