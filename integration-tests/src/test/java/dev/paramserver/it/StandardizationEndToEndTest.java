@@ -2,6 +2,9 @@ package dev.paramserver.it;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import ai.onnxruntime.OnnxTensor;
+import ai.onnxruntime.OrtEnvironment;
+import ai.onnxruntime.OrtSession;
 import dev.paramserver.localcluster.JobStatusView;
 import dev.paramserver.localcluster.LocalCluster;
 import dev.paramserver.localcluster.Role;
@@ -19,6 +22,7 @@ import dev.paramserver.models.Standardization;
 import dev.paramserver.proto.v1.DatasetInfo;
 import dev.paramserver.proto.v1.Example;
 import dev.paramserver.psctl.Psctl;
+import dev.paramserver.testsupport.Poll;
 import java.io.BufferedWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -26,6 +30,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.Random;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -35,7 +40,9 @@ import org.junit.jupiter.api.io.TempDir;
  * psctl convert --standardize}: the distributed job (real processes, asynchronous, two trainers)
  * reaches the accuracy of the same model trained in one JVM on the same standardized data, while
  * training on the raw features stays far below; the model file carries the names and the
- * statistics, so psctl evaluate on the raw test records reproduces the job's accuracy.
+ * statistics, so psctl evaluate on the raw test records reproduces the job's accuracy, and the ONNX
+ * file the trainer writes ({@code paramserver.trainer.onnx-output}) gives, in ONNX Runtime on the
+ * raw test features, the probabilities the model file gives.
  */
 class StandardizationEndToEndTest {
   private static final String[] CLASSES = {"bronze", "gold", "silver"}; // sorted: index order
@@ -82,6 +89,7 @@ class StandardizationEndToEndTest {
     double singleRaw = trainInOneJvm(train, test, null);
 
     Path model = dir.resolve("run").resolve("model.pb");
+    Path onnx = dir.resolve("run").resolve("model.onnx");
     JobStatusView.PassView last;
     try (LocalCluster cluster =
         new LocalCluster(
@@ -97,6 +105,7 @@ class StandardizationEndToEndTest {
                 .property(Role.TRAINER, "paramserver.trainer.learning-rate", Float.toString(LR))
                 .property(Role.TRAINER, "paramserver.trainer.batch-size", Integer.toString(BATCH))
                 .property(Role.TRAINER, "paramserver.trainer.model-output", model.toString())
+                .property(Role.TRAINER, "paramserver.trainer.onnx-output", onnx.toString())
                 .build())) {
       cluster.start();
       JobStatusView end =
@@ -131,6 +140,35 @@ class StandardizationEndToEndTest {
     assertThat(loaded.standardization()).isPresent();
     assertThat(ModelsEndToEndTest.evaluated(model, data.resolve("test-*.recordio"), "accuracy"))
         .isCloseTo(distributed, org.assertj.core.data.Offset.offset(0.01));
+    assertOnnxMatchesTheModelFile(waitFor(onnx), loaded, test);
+  }
+
+  /** ONNX Runtime on the raw test features gives the model file's probabilities within 1e-5. */
+  private static void assertOnnxMatchesTheModelFile(
+      Path onnx, ModelFiles.Loaded loaded, List<Example> test) throws Exception {
+    Batch batch = Batch.of(test, loaded.spec().features());
+    float[][] raw = new float[test.size()][loaded.spec().features()];
+    for (int i = 0; i < raw.length; i++) {
+      System.arraycopy(batch.dense(), i * raw[i].length, raw[i], 0, raw[i].length);
+    }
+    loaded.prepare(batch);
+    float[] expected = loaded.model().predict(loaded.parameters(), batch);
+    OrtEnvironment env = OrtEnvironment.getEnvironment();
+    try (OrtSession session = env.createSession(onnx.toString(), new OrtSession.SessionOptions());
+        OnnxTensor input = OnnxTensor.createTensor(env, raw);
+        OrtSession.Result result = session.run(Map.of("features", input))) {
+      float[][] probs = (float[][]) result.get("probabilities").get().getValue();
+      int k = loaded.spec().classes();
+      for (int i = 0; i < probs.length; i++) {
+        for (int j = 0; j < k; j++) {
+          assertThat(probs[i][j])
+              .as("record %d class %d", i, j)
+              .isCloseTo(expected[i * k + j], org.assertj.core.data.Offset.offset(1e-5f));
+        }
+      }
+      assertThat(session.getMetadata().getCustomMetadata())
+          .containsEntry("paramserver.label_names", "[\"bronze\",\"gold\",\"silver\"]");
+    }
   }
 
   /** The same softmax, learning rate, batch size and passes, trained in this JVM with plain SGD. */
@@ -173,16 +211,12 @@ class StandardizationEndToEndTest {
 
   /** The trainer writes the model as the job ends: wait for it (bounded). */
   private static ModelFiles.Loaded waitForModel(Path model) throws Exception {
-    long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
-    while (true) {
-      if (Files.isRegularFile(model)) {
-        return ModelFiles.read(model);
-      }
-      if (System.nanoTime() > deadline) {
-        throw new AssertionError("no model at " + model + " within 60 s");
-      }
-      Thread.sleep(100);
-    }
+    return ModelFiles.read(waitFor(model));
+  }
+
+  private static Path waitFor(Path file) {
+    Poll.until(Duration.ofSeconds(60), () -> Files.isRegularFile(file), "the file " + file);
+    return file;
   }
 
   private static void convert(String... args) {
