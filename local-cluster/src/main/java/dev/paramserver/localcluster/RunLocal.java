@@ -157,6 +157,9 @@ public final class RunLocal {
 
   /** Services run in the run folder, so a relative glob is made absolute here. */
   static String absoluteGlob(String glob) {
+    if (glob.regionMatches(true, 0, "s3:", 0, 3)) {
+      return glob; // an object-store URI, passed on as it is
+    }
     Path p = Path.of(glob);
     return p.isAbsolute() ? glob : Path.of("").toAbsolutePath().resolve(glob).toString();
   }

@@ -106,5 +106,8 @@ class RunLocalTest {
     assertThat(spec.adminToken()).matches("[0-9a-f]{32}");
     assertThat(RunLocal.absoluteGlob("data/t-*.rio"))
         .isEqualTo(Path.of("").toAbsolutePath().resolve("data/t-*.rio").toString());
+    // object-store globs go to the services as they are
+    assertThat(RunLocal.absoluteGlob("s3://ml/iris/iris-*.recordio"))
+        .isEqualTo("s3://ml/iris/iris-*.recordio");
   }
 }
