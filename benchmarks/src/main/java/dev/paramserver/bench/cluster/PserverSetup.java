@@ -12,6 +12,7 @@ import dev.paramserver.proto.v1.TensorBlock;
 import dev.paramserver.rpc.Channels;
 import dev.paramserver.tensor.TensorCodec;
 import io.grpc.ManagedChannel;
+import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -93,14 +94,33 @@ public final class PserverSetup {
                   .build());
           batchBytes += 4L * n;
           if (batchBytes >= 8 << 20 || b == count - 1) {
-            stub.withDeadlineAfter(60, TimeUnit.SECONDS)
-                .initParameters(
-                    InitParametersRequest.newBuilder()
-                        .setTrainerId("bench")
-                        .setInitId(initId)
-                        .addParameters(spec)
-                        .addAllBlocks(batch)
-                        .build());
+            InitParametersRequest req =
+                InitParametersRequest.newBuilder()
+                    .setTrainerId("bench")
+                    .setInitId(initId)
+                    .addParameters(spec)
+                    .addAllBlocks(batch)
+                    .build();
+            // GetShardStatus answers while the pserver still claims its index: it refuses
+            // InitParameters (UNAVAILABLE) until then, so the first request is retried
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+            while (true) {
+              try {
+                stub.withDeadlineAfter(60, TimeUnit.SECONDS).initParameters(req);
+                break;
+              } catch (StatusRuntimeException e) {
+                if (e.getStatus().getCode() != Status.Code.UNAVAILABLE
+                    || System.nanoTime() > deadline) {
+                  throw e;
+                }
+                try {
+                  Thread.sleep(100);
+                } catch (InterruptedException ie) {
+                  Thread.currentThread().interrupt();
+                  throw new IllegalStateException("interrupted", ie);
+                }
+              }
+            }
             batch.clear();
             batchBytes = 0;
           }

@@ -1,6 +1,9 @@
 package dev.paramserver.bench.wire;
 
+import com.google.common.util.concurrent.FutureCallback;
+import com.google.common.util.concurrent.Futures;
 import com.google.common.util.concurrent.ListenableFuture;
+import com.google.common.util.concurrent.MoreExecutors;
 import io.grpc.CallOptions;
 import io.grpc.ManagedChannel;
 import io.grpc.MethodDescriptor;
@@ -9,13 +12,16 @@ import io.grpc.stub.ClientCalls;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * The bare gRPC baseline's client: {@code size} bytes as messages of at most {@link #CHUNK} bytes,
  * all in flight at once, on a channel tuned like the server (direct executor, 16 MiB window). ECHO
- * moves the bytes both ways, SINK only up, SOURCE only down.
+ * moves the bytes both ways, SINK only up, SOURCE only down. As an {@link AsyncOp}, several
+ * operations are kept in flight on the one channel.
  */
-final class GrpcEchoOps implements Op {
+final class GrpcEchoOps implements Op, AsyncOp {
   static final int CHUNK = Integer.getInteger("bench.echo.chunk", 1 << 20);
 
   private final ManagedChannel channel;
@@ -61,6 +67,34 @@ final class GrpcEchoOps implements Op {
     }
     for (ListenableFuture<byte[]> f : futures) {
       f.get();
+    }
+  }
+
+  @Override
+  public void start(Completion c) {
+    AtomicInteger left = new AtomicInteger(requests.size());
+    AtomicBoolean failed = new AtomicBoolean();
+    for (byte[] r : requests) {
+      Futures.addCallback(
+          ClientCalls.futureUnaryCall(
+              channel.newCall(method, CallOptions.DEFAULT.withDeadlineAfter(30, TimeUnit.SECONDS)),
+              r),
+          new FutureCallback<byte[]>() {
+            @Override
+            public void onSuccess(byte[] result) {
+              if (left.decrementAndGet() == 0) {
+                c.done();
+              }
+            }
+
+            @Override
+            public void onFailure(Throwable t) {
+              if (failed.compareAndSet(false, true)) {
+                c.failed(t);
+              }
+            }
+          },
+          MoreExecutors.directExecutor());
     }
   }
 

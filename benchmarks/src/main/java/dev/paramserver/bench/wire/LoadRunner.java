@@ -113,7 +113,7 @@ final class LoadRunner {
     }
   }
 
-  private static double percentile(long[] sorted, double q) {
+  static double percentile(long[] sorted, double q) {
     int i = (int) Math.ceil(q * sorted.length) - 1;
     return sorted[Math.max(0, Math.min(sorted.length - 1, i))];
   }

@@ -1,12 +1,16 @@
 package dev.paramserver.bench.wire;
 
+import com.google.common.util.concurrent.FutureCallback;
+import com.google.common.util.concurrent.Futures;
 import com.google.common.util.concurrent.ListenableFuture;
+import com.google.common.util.concurrent.MoreExecutors;
 import dev.paramserver.proto.v1.BlockRef;
 import dev.paramserver.proto.v1.DataType;
 import dev.paramserver.proto.v1.ParameterServerGrpc;
 import dev.paramserver.proto.v1.PullParametersRequest;
 import dev.paramserver.proto.v1.PullParametersResponse;
 import dev.paramserver.proto.v1.PushGradientsRequest;
+import dev.paramserver.proto.v1.PushGradientsResponse;
 import dev.paramserver.proto.v1.TensorBlock;
 import dev.paramserver.rpc.Channels;
 import dev.paramserver.tensor.TensorCodec;
@@ -16,14 +20,19 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.UUID;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * Push, pull and push-then-pull of one whole parameter, done the way the trainer's {@code
+ * Push, pull and push+pull of one whole parameter, done the way the trainer's {@code
  * ParameterClient} does it: the project's client channel ({@link Channels#forAddress}), blocks
- * grouped into requests of at most 2 MiB of tensor data, all of a phase's requests in flight at
- * once; gradients encoded from a {@code float[]}, pulled values decoded into one.
+ * grouped into requests of at most 2 MiB of tensor data, all of an operation's requests in flight
+ * at once; gradients encoded from a {@code float[]}, pulled values decoded into one. Push+pull is
+ * one round trip: a push with {@code return_values}, whose answer carries the blocks' new values.
+ * As an {@link Op} each operation runs to completion; as an {@link AsyncOp} several are kept in
+ * flight on the one channel.
  */
-public final class PserverOps implements Op {
+public final class PserverOps implements Op, AsyncOp {
   /** Same cap as the trainer's RequestPlanner.MAX_REQUEST_BYTES. */
   static final int MAX_REQUEST_BYTES = 2 * 1024 * 1024;
 
@@ -72,15 +81,61 @@ public final class PserverOps implements Op {
 
   @Override
   public void run() throws Exception {
-    if (kind != Kind.PULL) {
-      push();
-    }
-    if (kind != Kind.PUSH) {
-      pull();
+    for (ListenableFuture<?> f : send()) {
+      accept(f.get());
     }
   }
 
-  private void push() throws Exception {
+  @Override
+  public void start(Completion c) {
+    List<ListenableFuture<?>> futures = send();
+    AtomicInteger left = new AtomicInteger(futures.size());
+    AtomicBoolean failed = new AtomicBoolean();
+    for (ListenableFuture<?> f : futures) {
+      Futures.addCallback(
+          f,
+          new FutureCallback<Object>() {
+            @Override
+            public void onSuccess(Object result) {
+              try {
+                accept(result);
+              } catch (RuntimeException e) {
+                onFailure(e);
+                return;
+              }
+              if (left.decrementAndGet() == 0) {
+                c.done();
+              }
+            }
+
+            @Override
+            public void onFailure(Throwable t) {
+              if (failed.compareAndSet(false, true)) {
+                c.failed(t);
+              }
+            }
+          },
+          MoreExecutors.directExecutor());
+    }
+  }
+
+  /** Sends one operation's requests (all in flight at once). */
+  private List<ListenableFuture<?>> send() {
+    return kind == Kind.PULL ? pull() : push(kind == Kind.PUSH_PULL);
+  }
+
+  /** Decodes the values an answer carries (a pull's, or a push's with return_values). */
+  private void accept(Object answer) {
+    List<TensorBlock> blocks =
+        answer instanceof PullParametersResponse p
+            ? p.getBlocksList()
+            : ((PushGradientsResponse) answer).getBlocksList();
+    for (TensorBlock b : blocks) {
+      TensorCodec.decode(b.getData(), b.getDtype(), values, (int) b.getOffset());
+    }
+  }
+
+  private synchronized List<ListenableFuture<?>> push(boolean returnValues) {
     List<ListenableFuture<?>> futures = new ArrayList<>(groups.size());
     // one step per push, one part per request, in this client's own session: as a trainer does
     step++;
@@ -91,7 +146,8 @@ public final class PserverOps implements Op {
               .setTrainerId("bench")
               .setSession(session)
               .setStep(step)
-              .setPart(part++);
+              .setPart(part++)
+              .setReturnValues(returnValues);
       for (int b = g[0]; b < g[0] + g[1]; b++) {
         req.addGradients(
             TensorBlock.newBuilder()
@@ -103,13 +159,11 @@ public final class PserverOps implements Op {
       }
       futures.add(deadline().pushGradients(req.build()));
     }
-    for (ListenableFuture<?> f : futures) {
-      f.get();
-    }
+    return futures;
   }
 
-  private void pull() throws Exception {
-    List<ListenableFuture<PullParametersResponse>> futures = new ArrayList<>(groups.size());
+  private List<ListenableFuture<?>> pull() {
+    List<ListenableFuture<?>> futures = new ArrayList<>(groups.size());
     for (int[] g : groups) {
       PullParametersRequest.Builder req = PullParametersRequest.newBuilder().setTrainerId("bench");
       for (int b = g[0]; b < g[0] + g[1]; b++) {
@@ -117,11 +171,7 @@ public final class PserverOps implements Op {
       }
       futures.add(deadline().pullParameters(req.build()));
     }
-    for (ListenableFuture<PullParametersResponse> f : futures) {
-      for (TensorBlock b : f.get().getBlocksList()) {
-        TensorCodec.decode(b.getData(), b.getDtype(), values, (int) b.getOffset());
-      }
-    }
+    return futures;
   }
 
   @Override

@@ -21,25 +21,57 @@ import jdk.jfr.Recording;
 
 /**
  * The wire benchmark: a real etcd and a real pserver process (JFR recording on), initialised with
- * one parameter per tensor size; push, pull and push+pull from 1, 2 and 4 client threads, and in
- * the same run the same byte volumes through a bare, tuned gRPC echo server and a raw TCP echo in a
- * separate process.
+ * one parameter per tensor size; push, pull and push+pull (one round trip: a push with {@code
+ * return_values}) from 1, 2 and 4 closed-loop client threads, and as ps-lite measures it: 8, 32 and
+ * 64 operations in flight on one client channel. In the same run the same byte volumes go through a
+ * bare, tuned gRPC echo server and a raw TCP echo in a separate process, driven the same way.
  */
 public final class WireSuite {
   static final int[] SIZES = {4 << 10, 64 << 10, 1 << 20, 4 << 20, 16 << 20};
-  static final int[] THREADS = {1, 2, 4};
+  static final int[] THREADS_FULL = {1, 2, 4};
+  static final int[] THREADS_QUICK = {1};
   static final String[] MODES = {"push", "pull", "push_pull", "grpc_echo", "raw_socket"};
   static final int LATENCY_ROUNDS = 3;
+
+  /** The in-flight sweep: sizes and depths (operations in flight on one client). */
+  static final int[] DEPTH_SIZES = {4 << 10, 1 << 20, 16 << 20};
+
+  static final int[] DEPTHS = {8, 32, 64};
+
+  /**
+   * At most this many payload bytes in flight per direction (the pserver has a 1 GiB heap): 16 MiB
+   * operations run at depth 8 only.
+   */
+  static final long MAX_IN_FLIGHT_BYTES = 128L << 20;
+
+  /**
+   * ps-lite (C++, 1 server + 1 worker, 40 requests in flight, loopback) on this kind of machine, as
+   * measured for issue 11: GB/s per direction. A cross-check only: not measured in this run.
+   */
+  static final Map<Integer, double[]> PS_LITE =
+      Map.of(
+          4 << 10,
+          new double[] {0.196, 0.37},
+          1 << 20,
+          new double[] {1.48, 3.1},
+          16 << 20,
+          new double[] {1.81, Double.NaN});
 
   private final Path runDir;
   private final ServiceJars jars;
   private final boolean quick;
   private final List<Map<String, Object>> raw = new ArrayList<>();
+  private final int[] threads;
 
   public WireSuite(Path runDir, ServiceJars jars, boolean quick) {
     this.runDir = runDir;
     this.jars = jars;
     this.quick = quick;
+    this.threads = quick ? THREADS_QUICK : THREADS_FULL;
+  }
+
+  static boolean depthFits(int size, int depth) {
+    return (long) size * depth <= MAX_IN_FLIGHT_BYTES;
   }
 
   private static String paramName(int size) {
@@ -89,8 +121,11 @@ public final class WireSuite {
           LoadRunner.run(factory(mode, size, address, echo), 2, size, quick ? 800 : 1500, 1);
         }
       }
+      for (String mode : MODES) {
+        DepthRunner.run(asyncFactory(mode, 4 << 10, address, echo), 32, 1, quick ? 300 : 600, 1);
+      }
       for (int size : SIZES) {
-        for (int k : THREADS) {
+        for (int k : threads) {
           for (String mode : MODES) {
             Op.Factory f = factory(mode, size, address, echo);
             long bytes = mode.equals("push") || mode.equals("pull") ? size : 2L * size;
@@ -99,6 +134,29 @@ public final class WireSuite {
             System.out.printf(
                 "wire %-10s %6s x%d: %7.3f GB/s  p50 %8.1f us  p99 %8.1f us  (%d ops)%n",
                 mode, KernelSuite.size(size), k, r.gbPerSec(), r.p50Us(), r.p99Us(), r.ops());
+          }
+        }
+      }
+      for (int size : DEPTH_SIZES) {
+        for (int d : DEPTHS) {
+          if (!depthFits(size, d)) {
+            continue;
+          }
+          for (String mode : MODES) {
+            // every row counts the payload bytes of one direction
+            LoadRunner.Result r =
+                DepthRunner.run(asyncFactory(mode, size, address, echo), d, size, warm, measure);
+            results.put(key("d_" + mode, size, d), new Result("d_" + mode, size, d, r));
+            System.out.printf(
+                "wire %-10s %6s depth %2d: %7.3f GB/s per direction  %8.0f ops/s  p50 %9.1f us"
+                    + "  p99 %9.1f us%n",
+                mode,
+                KernelSuite.size(size),
+                d,
+                r.gbPerSec(),
+                r.ops() / r.seconds(),
+                r.p50Us(),
+                r.p99Us());
           }
         }
       }
@@ -218,21 +276,60 @@ public final class WireSuite {
     };
   }
 
+  private AsyncOp.Factory asyncFactory(
+      String mode, int size, String address, EchoServerProcess echo) {
+    String name = paramName(size);
+    return switch (mode) {
+      case "push" ->
+          () -> new PserverOps(PserverOps.Kind.PUSH, address, name, size / 4, PserverSetup.BLOCK);
+      case "pull" ->
+          () -> new PserverOps(PserverOps.Kind.PULL, address, name, size / 4, PserverSetup.BLOCK);
+      case "push_pull" ->
+          () ->
+              new PserverOps(
+                  PserverOps.Kind.PUSH_PULL, address, name, size / 4, PserverSetup.BLOCK);
+      case "grpc_echo" -> () -> new GrpcEchoOps(echo.grpcPort(), EchoProtocol.ECHO, size);
+      case "raw_socket" -> () -> new RawPipelineOps(echo.rawPort(), size);
+      default -> throw new IllegalArgumentException(mode);
+    };
+  }
+
   private static String key(String mode, int size, int k) {
     return mode + "/" + size + "/" + k;
   }
 
   record Result(String mode, int size, int threads, LoadRunner.Result r) {}
 
+  /** Best GB/s of a mode over the closed-loop thread counts (both directions counted). */
   private double best(Map<String, Result> results, String mode, int size) {
     double b = Double.NaN;
-    for (int k : THREADS) {
+    for (int k : threads) {
       Result r = results.get(key(mode, size, k));
       if (r != null && !(r.r.gbPerSec() <= b)) {
         b = r.r.gbPerSec();
       }
     }
     return b;
+  }
+
+  /** The in-flight sweep's best result of a mode at a size (GB/s per direction), or null. */
+  private static Result bestDepth(Map<String, Result> results, String mode, int size) {
+    Result b = null;
+    for (int d : DEPTHS) {
+      Result r = results.get(key("d_" + mode, size, d));
+      if (r != null && (b == null || r.r.gbPerSec() > b.r.gbPerSec())) {
+        b = r;
+      }
+    }
+    return b;
+  }
+
+  private String threadList() {
+    StringBuilder b = new StringBuilder();
+    for (int k : threads) {
+      b.append(b.length() == 0 ? "" : "/").append(k);
+    }
+    return b.toString();
   }
 
   private void report(Report report, Map<String, Result> results) {
@@ -249,6 +346,85 @@ public final class WireSuite {
             "raw socket",
             "push+pull / echo",
             "push+pull / raw");
+    Report.Table depthT =
+        report.table(
+            "Wire (1 pserver process, loopback)",
+            "In flight (as ps-lite measures): GB/s per direction, d operations in flight on one"
+                + " channel / connection",
+            "size",
+            "depth",
+            "push",
+            "pull",
+            "push+pull",
+            "gRPC echo",
+            "raw socket",
+            "push+pull ops/s",
+            "push+pull / echo",
+            "push+pull / raw");
+    Report.Table depthLat =
+        report.table(
+            "Wire (1 pserver process, loopback)",
+            "In flight: latency p50 / p99 (queueing behind the other in-flight operations"
+                + " included), microseconds",
+            "size",
+            "depth",
+            "push",
+            "pull",
+            "push+pull",
+            "gRPC echo",
+            "raw socket");
+    for (int size : DEPTH_SIZES) {
+      for (int d : DEPTHS) {
+        if (results.get(key("d_push_pull", size, d)) == null) {
+          continue;
+        }
+        LoadRunner.Result pp = results.get(key("d_push_pull", size, d)).r;
+        double echo = results.get(key("d_grpc_echo", size, d)).r.gbPerSec();
+        double rawS = results.get(key("d_raw_socket", size, d)).r.gbPerSec();
+        depthT.row(
+            KernelSuite.size(size),
+            d,
+            results.get(key("d_push", size, d)).r.gbPerSec(),
+            results.get(key("d_pull", size, d)).r.gbPerSec(),
+            pp.gbPerSec(),
+            echo,
+            rawS,
+            pp.ops() / pp.seconds(),
+            pp.gbPerSec() / echo,
+            pp.gbPerSec() / rawS);
+        List<Object> row = new ArrayList<>(List.of(KernelSuite.size(size), d));
+        for (String m : MODES) {
+          LoadRunner.Result r = results.get(key("d_" + m, size, d)).r;
+          row.add(Report.fmt(r.p50Us()) + " / " + Report.fmt(r.p99Us()));
+        }
+        depthLat.row(row.toArray());
+      }
+    }
+    Report.Table psLite =
+        report.table(
+            "Wire (1 pserver process, loopback)",
+            "Against ps-lite (issue 11's figures: C++, 1 server + 1 worker, 40 requests in flight,"
+                + " same kind of machine, another sitting; a cross-check only), GB/s per direction,"
+                + " ours at the best depth",
+            "size",
+            "push+pull (depth)",
+            "ps-lite push+pull",
+            "push (depth)",
+            "ps-lite push",
+            "raw socket (depth)");
+    for (int size : DEPTH_SIZES) {
+      Result pp = bestDepth(results, "push_pull", size);
+      Result push = bestDepth(results, "push", size);
+      Result rawS = bestDepth(results, "raw_socket", size);
+      double[] ref = PS_LITE.get(size);
+      psLite.row(
+          KernelSuite.size(size),
+          Report.fmt(pp.r.gbPerSec()) + " (" + pp.threads + ")",
+          ref[0],
+          Report.fmt(push.r.gbPerSec()) + " (" + push.threads + ")",
+          Double.isNaN(ref[1]) ? "—" : ref[1],
+          Report.fmt(rawS.r.gbPerSec()) + " (" + rawS.threads + ")");
+    }
     Report.Table lat =
         report.table(
             "Wire (1 pserver process, loopback)",
@@ -261,7 +437,7 @@ public final class WireSuite {
             "gRPC echo",
             "raw socket");
     for (int size : SIZES) {
-      for (int k : THREADS) {
+      for (int k : threads) {
         double pp = results.get(key("push_pull", size, k)).r.gbPerSec();
         double echo = results.get(key("grpc_echo", size, k)).r.gbPerSec();
         double rawS = results.get(key("raw_socket", size, k)).r.gbPerSec();
@@ -295,7 +471,7 @@ public final class WireSuite {
       {"grpc_sink", "bare unary, 4 KiB up, empty answer"},
       {"pull", "PullParameters (4 KiB answer)"},
       {"grpc_source", "bare unary, 4 bytes up, 4 KiB answer"},
-      {"push_pull", "push then pull (2 RPCs)"},
+      {"push_pull", "push+pull (one push with return_values)"},
       {"grpc_echo", "bare unary echo of 4 KiB"}
     };
     for (String[] lr : latRows) {
@@ -306,7 +482,11 @@ public final class WireSuite {
       Map<String, Object> m = new LinkedHashMap<>();
       m.put("mode", r.mode);
       m.put("bytes", r.size);
-      m.put("threads", r.threads);
+      if (r.mode.startsWith("d_")) {
+        m.put("depth", r.threads);
+      } else {
+        m.put("threads", r.threads);
+      }
       m.put("ops", r.r.ops());
       m.put("seconds", r.r.seconds());
       m.put("gbPerSec", r.r.gbPerSec());
@@ -324,12 +504,32 @@ public final class WireSuite {
           "push_pull_" + s + "_vs_grpc_echo",
           pp / best(results, "grpc_echo", size),
           echoT,
-          "best GB/s over 1/2/4 threads, bare tuned gRPC echo");
+          "best GB/s over " + threadList() + " closed-loop threads, bare tuned gRPC echo");
       report.ratio(
           "push_pull_" + s + "_vs_raw_socket",
           pp / best(results, "raw_socket", size),
           rawT,
-          "best GB/s over 1/2/4 threads, raw TCP echo");
+          "best GB/s over " + threadList() + " closed-loop threads, raw TCP echo");
+    }
+    for (int size : DEPTH_SIZES) {
+      Result pp = bestDepth(results, "push_pull", size);
+      Result rawS = bestDepth(results, "raw_socket", size);
+      report.ratio(
+          "push_pull_" + KernelSuite.size(size) + "_per_dir_vs_raw_socket",
+          pp.r.gbPerSec() / rawS.r.gbPerSec(),
+          Target.atLeast(size >= 1 << 20 ? 0.55 : 0.28),
+          "GB/s per direction, best in-flight depth of each (push+pull at depth "
+              + pp.threads
+              + ": "
+              + Report.fmt(pp.r.gbPerSec())
+              + ", one round trip with return_values; raw TCP echo pipelined on one connection at"
+              + " depth "
+              + rawS.threads
+              + ": "
+              + Report.fmt(rawS.r.gbPerSec())
+              + "; ps-lite "
+              + PS_LITE.get(size)[0]
+              + ")");
     }
     int small = SIZES[0];
     double sink = results.get(key("lat_grpc_sink", small, 1)).r.p50Us();
@@ -357,6 +557,6 @@ public final class WireSuite {
         results.get(key("lat_push_pull", small, 1)).r.p50Us()
             / results.get(key("lat_grpc_echo", small, 1)).r.p50Us(),
         null,
-        "1 thread; two RPCs (push then pull) against one 4 KiB echo");
+        "1 thread; one push with return_values (4 KiB up, 4 KiB back) against one 4 KiB echo");
   }
 }
