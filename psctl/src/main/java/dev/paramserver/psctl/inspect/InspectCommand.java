@@ -1,6 +1,8 @@
 package dev.paramserver.psctl.inspect;
 
 import com.google.protobuf.InvalidProtocolBufferException;
+import dev.paramserver.models.DatasetInfos;
+import dev.paramserver.proto.v1.DatasetInfo;
 import dev.paramserver.proto.v1.Example;
 import dev.paramserver.psctl.PsctlCommand;
 import dev.paramserver.psctl.data.ExampleFormat;
@@ -12,10 +14,12 @@ import dev.paramserver.recordio.RecordIndex;
 import dev.paramserver.recordio.RecordReader;
 import dev.paramserver.storage.Storage;
 import java.io.IOException;
+import java.io.InputStream;
 import java.io.PrintWriter;
 import java.util.EnumSet;
 import java.util.List;
 import java.util.Set;
+import java.util.TreeSet;
 import java.util.stream.Collectors;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -85,6 +89,7 @@ public final class InspectCommand extends PsctlCommand {
           "total: %d files, %d chunks, %d records, %d bytes%n",
           paths.size(), totalChunks, totalRecords, totalBytes);
     }
+    printDatasetInfo(storage, paths, out);
     out.flush();
     if (corrupt > 0) {
       err()
@@ -94,6 +99,33 @@ public final class InspectCommand extends PsctlCommand {
       return 1;
     }
     return 0;
+  }
+
+  /** The datasets' info files beside the data (label names, standardization), when there are. */
+  private void printDatasetInfo(Storage storage, List<String> paths, PrintWriter out) {
+    Set<String> seen = new TreeSet<>();
+    for (String p : paths) {
+      String info = DatasetInfos.forDataLocation(p);
+      try {
+        if (!seen.add(info) || !storage.exists(info)) {
+          continue;
+        }
+        DatasetInfo d;
+        try (InputStream in = storage.openStream(info)) {
+          d = DatasetInfo.parseFrom(in);
+        }
+        out.printf(
+            "%s: %d features, %d records%s%s%n",
+            info,
+            d.getFeatures(),
+            d.getRecords(),
+            d.getLabelNamesCount() == 0 ? "" : ", label names " + d.getLabelNamesList(),
+            d.hasFeatureScaling() ? ", standardized (mean and standard deviation stored)" : "");
+      } catch (IOException e) {
+        err().println(spec.qualifiedName() + ": " + info + ": " + e.getMessage());
+        err().flush();
+      }
+    }
   }
 
   private record FileSummary(long chunks, long records, long bytes) {}

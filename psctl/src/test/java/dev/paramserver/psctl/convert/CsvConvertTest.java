@@ -48,6 +48,29 @@ class CsvConvertTest {
   }
 
   @Test
+  void inspect_showsTheDatasetInfoBesideTheData() throws Exception {
+    assertThat(
+            Run.psctl(
+                    "convert",
+                    "--input",
+                    iris().toString(),
+                    "--output",
+                    dir + "/ir",
+                    "--shards",
+                    "2",
+                    "--standardize")
+                .code())
+        .isZero();
+    Run r = Run.psctl("inspect", dir + "/ir-*.recordio");
+    assertThat(r.code()).as(r.err()).isZero();
+    assertThat(r.out())
+        .containsOnlyOnce(
+            dir
+                + "/ir.dataset.pb: 4 features, 150 records, label names [setosa, versicolor,"
+                + " virginica], standardized (mean and standard deviation stored)");
+  }
+
+  @Test
   void quotedFields_namedLabelColumn_firstOfSeveral() throws Exception {
     Path in =
         file(
