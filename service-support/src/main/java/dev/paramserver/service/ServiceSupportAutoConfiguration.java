@@ -37,6 +37,18 @@ import org.springframework.core.env.Environment;
 public class ServiceSupportAutoConfiguration {
   private static final Logger log = LoggerFactory.getLogger(ServiceSupportAutoConfiguration.class);
 
+  /** Settings are bound, validated and checked before the coordinator touches etcd. */
+  @Bean
+  static ConfigurationFirst configurationFirst() {
+    return new ConfigurationFirst();
+  }
+
+  /** Runs every {@link StartupCheck} as soon as its bean exists. */
+  @Bean
+  static StartupChecks startupChecks() {
+    return new StartupChecks();
+  }
+
   /**
    * The etcd coordinator. Startup waits up to {@code paramserver.etcd.startup-timeout} for etcd to
    * answer, logging every 5 s, then fails with a message naming the endpoints. Closed by its

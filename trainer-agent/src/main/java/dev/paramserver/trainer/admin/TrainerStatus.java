@@ -39,8 +39,8 @@ class TrainerStatus implements AdminStatusSource {
   @Override
   public Map<String, Object> details() {
     Map<String, Object> m = new LinkedHashMap<>();
-    m.put("model", props.model().model());
-    m.put("optimizer", props.optimizer().optimizer());
+    m.put("model", props.model().model().id());
+    m.put("optimizer", props.optimizer().optimizer().id());
     m.putAll(progress.details());
     m.put("bytesPushed", traffic.bytesPushed());
     m.put("bytesPulled", traffic.bytesPulled());

@@ -1,9 +1,9 @@
 package dev.paramserver.trainer.config;
 
 import dev.paramserver.proto.v1.DataType;
+import jakarta.validation.constraints.Max;
 import jakarta.validation.constraints.Min;
 import java.time.Duration;
-import java.util.Locale;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 import org.springframework.boot.context.properties.bind.DefaultValue;
 import org.springframework.validation.annotation.Validated;
@@ -12,7 +12,10 @@ import org.springframework.validation.annotation.Validated;
  * How the trainer talks to the master and the pservers ({@code paramserver.trainer.*}, the keys
  * below only).
  *
- * @param sync synchronous training: every step waits for all trainers
+ * @param sync synchronous training: every step waits for all trainers (the same as mode=sync)
+ * @param mode how the pservers combine the trainers' gradients: async, sync or bounded-staleness
+ * @param staleness bounded-staleness: how many pushes a trainer may run ahead of the slowest live
+ *     trainer (a push is one step's gradient to one pserver, per request of at most 2 MiB)
  * @param blockSize elements per parameter block (a block lives on one pserver)
  * @param gradientDtype element type of gradients on the wire: float32, float16 or bfloat16
  * @param pipeline asynchronous mode: push and pull in the background while the next batch is
@@ -29,13 +32,24 @@ import org.springframework.validation.annotation.Validated;
 public record CommunicationProperties(
     @DefaultValue("false") boolean sync,
     @DefaultValue("262144") @Min(1) int blockSize,
-    @DefaultValue("float32") String gradientDtype,
+    @DefaultValue("float32") GradientDtype gradientDtype,
     @DefaultValue("true") boolean pipeline,
     @DefaultValue("4") @Min(0) int pipelineLag,
     @DefaultValue("10s") Duration rpcTimeout,
-    @DefaultValue("10s") Duration maxBackoff) {
+    @DefaultValue("10s") Duration maxBackoff,
+    @DefaultValue("async") TrainingModeSetting mode,
+    @DefaultValue("4") @Min(0) @Max(1_000_000) int staleness) {
 
   public CommunicationProperties {
+    if (sync && mode == TrainingModeSetting.BOUNDED_STALENESS) {
+      throw new IllegalArgumentException(
+          "paramserver.trainer.sync=true contradicts paramserver.trainer.mode=bounded-staleness:"
+              + " set only mode");
+    }
+    if (sync) {
+      mode = TrainingModeSetting.SYNC;
+    }
+    sync = mode == TrainingModeSetting.SYNC;
     if (rpcTimeout.isNegative() || rpcTimeout.isZero()) {
       throw new IllegalArgumentException(
           "paramserver.trainer.rpc-timeout must be positive, got " + rpcTimeout);
@@ -48,16 +62,7 @@ public record CommunicationProperties(
 
   /** The wire type of gradients. */
   public DataType gradientWireType() {
-    return switch (gradientDtype.toLowerCase(Locale.ROOT)) {
-      case "float32", "fp32" -> DataType.FLOAT32;
-      case "float16", "fp16", "half" -> DataType.FLOAT16;
-      case "bfloat16", "bf16" -> DataType.BFLOAT16;
-      default ->
-          throw new IllegalArgumentException(
-              "paramserver.trainer.gradient-dtype '"
-                  + gradientDtype
-                  + "' is unknown: choose float32, float16 or bfloat16");
-    };
+    return gradientDtype.wireType();
   }
 
   /** Asynchronous pipelining is on (it never applies to synchronous training). */

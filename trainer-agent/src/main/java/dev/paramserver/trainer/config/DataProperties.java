@@ -2,6 +2,7 @@ package dev.paramserver.trainer.config;
 
 import jakarta.validation.constraints.Max;
 import jakarta.validation.constraints.Min;
+import jakarta.validation.constraints.NotEmpty;
 import java.util.List;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 import org.springframework.boot.context.properties.bind.DefaultValue;
@@ -10,8 +11,8 @@ import org.springframework.validation.annotation.Validated;
 /**
  * What the trainer reads ({@code paramserver.trainer.*}, the keys below only).
  *
- * @param trainData globs of the RecordIO training files (sent to the master with SetDataset; the
- *     master and the trainers must see the same paths)
+ * @param trainData globs of the RecordIO training files, required (sent to the master with
+ *     SetDataset; the master and the trainers must see the same paths; each must match a file)
  * @param testData globs of the RecordIO test files, evaluated at the end of each pass (empty: no
  *     evaluation)
  * @param batchSize examples per mini-batch
@@ -20,7 +21,7 @@ import org.springframework.validation.annotation.Validated;
 @Validated
 @ConfigurationProperties("paramserver.trainer")
 public record DataProperties(
-    List<String> trainData,
+    @NotEmpty List<String> trainData,
     List<String> testData,
     @DefaultValue("64") @Min(1) @Max(1_000_000) int batchSize,
     @DefaultValue("true") boolean prefetch) {

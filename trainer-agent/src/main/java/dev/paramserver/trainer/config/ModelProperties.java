@@ -1,5 +1,6 @@
 package dev.paramserver.trainer.config;
 
+import dev.paramserver.models.Mlp;
 import jakarta.validation.constraints.Max;
 import jakarta.validation.constraints.Min;
 import java.util.List;
@@ -20,21 +21,25 @@ import org.springframework.validation.annotation.Validated;
  * @param modelOutput where the elected trainer writes the final model, a path or an {@code
  *     s3://bucket/key} URI (empty: not written)
  * @param onnxOutput where the elected trainer writes the final model as ONNX, as {@code psctl
- *     export --format onnx} does, a path or an {@code s3://bucket/key} URI (empty: not written)
+ * String modelOutput,
+ * String onnxOutput,
+ * String initFrom) {
  */
 @Validated
 @ConfigurationProperties("paramserver.trainer")
 public record ModelProperties(
-    @DefaultValue("softmax") String model,
+    @DefaultValue("softmax") ModelType model,
     @DefaultValue("0") @Min(0) int features,
     @DefaultValue("0") @Min(0) int classes,
     List<Integer> hidden,
-    @DefaultValue("relu") String activation,
+    @DefaultValue("relu") Mlp.Activation activation,
     @DefaultValue("8") @Min(0) @Max(1024) int embeddingWidth,
     String modelOutput,
-    String onnxOutput) {
+    String onnxOutput,
+    String initFrom) {
 
   public ModelProperties {
     hidden = hidden == null ? List.of() : List.copyOf(hidden);
+    initFrom = initFrom == null || initFrom.isBlank() ? null : initFrom;
   }
 }

@@ -21,7 +21,21 @@ public final class ModelLayout {
   private final List<ParameterDef> sparseTables = new ArrayList<>();
   private final ShardPlacement placement;
 
+  /** A layout whose dense parameters and sparse tables use the same optimizer. */
   public ModelLayout(Model model, int blockSize, OptimizerConfig optimizer, int pservers) {
+    this(model, blockSize, optimizer, optimizer, pservers);
+  }
+
+  /**
+   * @param optimizer the update rule of dense parameters
+   * @param sparseOptimizer the update rule of sparse tables
+   */
+  public ModelLayout(
+      Model model,
+      int blockSize,
+      OptimizerConfig optimizer,
+      OptimizerConfig sparseOptimizer,
+      int pservers) {
     for (ParameterDef def : model.parameters()) {
       if (def.sparse()) {
         float stddev = def.init() instanceof ParameterDef.Normal n ? n.stddev() : 0f;
@@ -32,7 +46,7 @@ public final class ModelLayout {
                 .setDtype(DataType.FLOAT32)
                 .setSparse(true)
                 .setInitStddev(stddev)
-                .setOptimizer(optimizer)
+                .setOptimizer(sparseOptimizer)
                 .build());
         sparseTables.add(def);
         continue;

@@ -38,14 +38,31 @@ public final class RequestPlanner {
   private final String trainerId;
   private final DataType gradientType;
   private final boolean sync;
+  private final TrainingMode mode;
+  private final int staleness;
   // Identifies this run of the trainer in its pushes (see ParameterServer.PushGradients).
   private final String session = UUID.randomUUID().toString();
 
   public RequestPlanner(ModelLayout layout, String trainerId, DataType gradientType, boolean sync) {
+    this(layout, trainerId, gradientType, sync ? TrainingMode.SYNC : TrainingMode.ASYNC, 0);
+  }
+
+  /**
+   * @param mode how the pservers combine gradients (sent with the initialisation)
+   * @param staleness BOUNDED_STALENESS: pushes a trainer may run ahead of the slowest
+   */
+  public RequestPlanner(
+      ModelLayout layout,
+      String trainerId,
+      DataType gradientType,
+      TrainingMode mode,
+      int staleness) {
     this.layout = layout;
     this.trainerId = trainerId;
     this.gradientType = gradientType;
-    this.sync = sync;
+    this.mode = mode;
+    this.sync = mode == TrainingMode.SYNC;
+    this.staleness = mode == TrainingMode.BOUNDED_STALENESS ? staleness : 0;
   }
 
   public ModelLayout layout() {
@@ -57,7 +74,7 @@ public final class RequestPlanner {
   }
 
   public TrainingMode mode() {
-    return sync ? TrainingMode.SYNC : TrainingMode.ASYNC;
+    return mode;
   }
 
   /** Groups blocks into request-sized runs. */
@@ -236,6 +253,7 @@ public final class RequestPlanner {
         .setTrainerId(trainerId)
         .addAllParameters(layout.specs())
         .setInitId(initId)
-        .setMode(mode());
+        .setMode(mode)
+        .setStaleness(staleness);
   }
 }

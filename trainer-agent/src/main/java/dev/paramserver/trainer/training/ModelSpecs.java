@@ -1,7 +1,6 @@
 package dev.paramserver.trainer.training;
 
 import dev.paramserver.models.Dataset;
-import dev.paramserver.models.Mlp;
 import dev.paramserver.models.ModelSpec;
 import dev.paramserver.proto.v1.Example;
 import dev.paramserver.storage.Location;
@@ -13,7 +12,6 @@ import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Locale;
 
 /** The model spec from the settings, with features and classes read from the data when unset. */
 final class ModelSpecs {
@@ -48,18 +46,13 @@ final class ModelSpecs {
         classes = Dataset.classesOf(sample);
       }
     }
-    Mlp.Activation activation;
-    try {
-      activation = Mlp.Activation.valueOf(model.activation().toUpperCase(Locale.ROOT));
-    } catch (IllegalArgumentException e) {
-      throw new IllegalArgumentException(
-          "paramserver.trainer.activation '"
-              + model.activation()
-              + "' is unknown: choose relu or tanh",
-          e);
-    }
     return new ModelSpec(
-        model.model(), features, classes, model.hidden(), activation, model.embeddingWidth());
+        model.model().id(),
+        features,
+        classes,
+        model.hidden(),
+        model.activation(),
+        model.embeddingWidth());
   }
 
   /**

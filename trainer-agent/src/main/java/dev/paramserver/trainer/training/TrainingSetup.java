@@ -101,6 +101,13 @@ public class TrainingSetup {
         props.optimizer().optimizer(),
         props.optimizer().learningRate());
 
+    Parameters values = Initializers.initial(model, props.agent().seed());
+    if (props.model().initFrom() != null) {
+      // used only if this trainer initialises a pserver that has no state (see WarmStart)
+      values = WarmStart.values(storage, props.model().initFrom(), model, spec, values);
+      log.info("warm start: initial values from {}", props.model().initFrom());
+    }
+
     progress.moveTo(TrainerState.WAITING_FOR_PSERVERS);
     CommunicationProperties comm = props.communication();
     // registrations are cheap to read: look again at least every 500 ms
@@ -108,9 +115,14 @@ public class TrainingSetup {
     int pservers = directory.awaitAll(stop.retry(min(Duration.ofMillis(100), wait), wait));
     ModelLayout layout =
         new ModelLayout(
-            model, comm.blockSize(), OptimizerConfigs.from(props.optimizer()), pservers);
+            model,
+            comm.blockSize(),
+            OptimizerConfigs.dense(props.optimizer()),
+            OptimizerConfigs.sparse(props.optimizer()),
+            pservers);
     RequestPlanner planner =
-        new RequestPlanner(layout, props.id(), comm.gradientWireType(), comm.sync());
+        new RequestPlanner(
+            layout, props.id(), comm.gradientWireType(), comm.mode().wire(), comm.staleness());
     CallPolicy calls = new CallPolicy(comm.rpcTimeout(), comm.maxBackoff(), stop);
     ShardInitializer initializer =
         new ShardInitializer(coordinator, directory, planner, lease, calls);
@@ -119,7 +131,6 @@ public class TrainingSetup {
             directory, planner, new PserverFailures(directory, initializer), calls, traffic);
 
     progress.moveTo(TrainerState.INITIALISING);
-    Parameters values = Initializers.initial(model, props.agent().seed());
     initializer.ensureAll(values);
     client.pull(values);
     Dataset testSet = new Dataset(new ArrayList<>(test), spec.features());

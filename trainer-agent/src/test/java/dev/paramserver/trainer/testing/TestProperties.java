@@ -1,11 +1,16 @@
 package dev.paramserver.trainer.testing;
 
+import dev.paramserver.models.Mlp;
 import dev.paramserver.trainer.config.AgentProperties;
 import dev.paramserver.trainer.config.CommunicationProperties;
 import dev.paramserver.trainer.config.DataProperties;
+import dev.paramserver.trainer.config.GradientDtype;
 import dev.paramserver.trainer.config.ModelProperties;
+import dev.paramserver.trainer.config.ModelType;
+import dev.paramserver.trainer.config.OptimizerKind;
 import dev.paramserver.trainer.config.OptimizerProperties;
 import dev.paramserver.trainer.config.TrainerProperties;
+import dev.paramserver.trainer.config.TrainingModeSetting;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
@@ -33,16 +38,25 @@ public final class TestProperties {
         new DataProperties(
             List.of(trainGlob), testGlob == null ? List.of() : List.of(testGlob), 4, true),
         new ModelProperties(
-            "softmax",
+            ModelType.SOFTMAX,
             0,
             0,
             List.of(),
-            "relu",
+            Mlp.Activation.RELU,
             0,
             modelOutput == null ? null : modelOutput.toString(),
-            onnxOutput == null ? null : onnxOutput.toString()),
-        new OptimizerProperties("sgd", 0.5f, 0, 0, 1),
+            onnxOutput == null ? null : onnxOutput.toString(),
+            null),
+        OptimizerProperties.of(OptimizerKind.SGD, 0.5f, 0, 0),
         new CommunicationProperties(
-            false, 2, "float32", pipeline, 4, Duration.ofSeconds(5), Duration.ofMillis(50)));
+            false,
+            2,
+            GradientDtype.FLOAT32,
+            pipeline,
+            4,
+            Duration.ofSeconds(5),
+            Duration.ofMillis(50),
+            TrainingModeSetting.ASYNC,
+            0));
   }
 }
