@@ -164,6 +164,10 @@ class PserverApplicationTest {
       status = JSON.readTree(http(ctx, "GET", "/admin/status").body());
       assertThat(status.get("state").asText()).isEqualTo("SERVING");
       assertThat(status.get("step").asLong()).isEqualTo(1);
+      // the optimizer each parameter was initialised with, as the trainer sent it
+      assertThat(status.at("/optimizers/w/kind").asText()).isEqualTo("SGD");
+      assertThat(status.at("/optimizers/w/learningRate").asDouble()).isEqualTo(0.5);
+      assertThat(status.get("staleness").asInt()).isZero();
 
       String tags = "application=\"pserver\",paramserver_job=\"" + job + "\",role=\"pserver\"";
       assertThat(http(ctx, "GET", "/actuator/prometheus").body())

@@ -1,5 +1,7 @@
 package dev.paramserver.pserver.admin;
 
+import com.google.protobuf.Descriptors;
+import com.google.protobuf.Message;
 import dev.paramserver.proto.v1.ShardStatus;
 import dev.paramserver.pserver.checkpoint.CheckpointService;
 import dev.paramserver.pserver.registration.RegistrationState;
@@ -16,10 +18,12 @@ import org.springframework.stereotype.Component;
 
 /**
  * {@code GET /admin/status} of a pserver: state REGISTERING, UNINITIALISED, SERVING or DRAINING;
- * identity {@code host:grpcPort}; details index, initialised, initId, mode, step, parameters,
- * blocks, bytes, sparseTables [{name, rows, bytes, evictions, admissionsRefused, maxRows (null: no
- * cap)}], lastCheckpoint {path, step, timestamp}, pushes and pulls (served since the start) and
- * applyP99Ms (99th percentile of the last 1024 pushes' apply times; null before any push).
+ * identity {@code host:grpcPort}; details index, initialised, initId, mode, staleness, step,
+ * parameters, blocks, bytes, sparseTables [{name, rows, bytes, evictions, admissionsRefused,
+ * maxRows (null: no cap)}], optimizers {parameter name: the optimizer settings it was initialised
+ * with, fields left at 0 omitted}, lastCheckpoint {path, step, timestamp}, pushes and pulls (served
+ * since the start) and applyP99Ms (99th percentile of the last 1024 pushes' apply times; null
+ * before any push).
  */
 @Component
 public final class PserverStatusSource implements AdminStatusSource {
@@ -68,6 +72,7 @@ public final class PserverStatusSource implements AdminStatusSource {
     d.put("initialised", s.getInitialised());
     d.put("initId", s.getInitId());
     d.put("mode", s.getMode().name());
+    d.put("staleness", shard.staleness());
     d.put("step", s.getStep());
     d.put("parameters", s.getParameters());
     d.put("blocks", s.getBlocks());
@@ -84,6 +89,9 @@ public final class PserverStatusSource implements AdminStatusSource {
       tables.add(m);
     }
     d.put("sparseTables", tables);
+    Map<String, Object> optimizers = new LinkedHashMap<>();
+    shard.optimizers().forEach((name, config) -> optimizers.put(name, fields(config)));
+    d.put("optimizers", optimizers);
     CheckpointService.LastCheckpoint last = checkpoints.last();
     if (last != null) {
       Map<String, Object> c = new LinkedHashMap<>();
@@ -99,5 +107,20 @@ public final class PserverStatusSource implements AdminStatusSource {
     double p99 = traffic.applyP99Millis();
     d.put("applyP99Ms", Double.isNaN(p99) ? null : p99);
     return d;
+  }
+
+  /** The fields of a message that are set (proto3 JSON names; enums by name). */
+  static Map<String, Object> fields(Message m) {
+    Map<String, Object> out = new LinkedHashMap<>();
+    for (Map.Entry<Descriptors.FieldDescriptor, Object> e : m.getAllFields().entrySet()) {
+      Object v = e.getValue();
+      if (v instanceof Message nested) {
+        v = fields(nested);
+      } else if (v instanceof Descriptors.EnumValueDescriptor en) {
+        v = en.getName();
+      }
+      out.put(e.getKey().getJsonName(), v);
+    }
+    return out;
   }
 }

@@ -5,6 +5,7 @@ import dev.paramserver.proto.v1.DataType;
 import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.proto.v1.FinishInitRequest;
 import dev.paramserver.proto.v1.InitParametersRequest;
+import dev.paramserver.proto.v1.OptimizerConfig;
 import dev.paramserver.proto.v1.PullParametersRequest;
 import dev.paramserver.proto.v1.PullParametersResponse;
 import dev.paramserver.proto.v1.PushGradientsRequest;
@@ -641,8 +642,21 @@ public final class ParameterShard {
     return mode;
   }
 
-  int staleness() {
+  /** BOUNDED_STALENESS: pushes a trainer may run ahead of the slowest (0 in the other modes). */
+  public int staleness() {
     return staleness;
+  }
+
+  /** The optimizer of each parameter and sparse table, by name. */
+  public Map<String, OptimizerConfig> optimizers() {
+    structure.readLock().lock();
+    try {
+      Map<String, OptimizerConfig> out = new java.util.TreeMap<>();
+      parameters.forEach((name, p) -> out.put(name, p.spec.getOptimizer()));
+      return out;
+    } finally {
+      structure.readLock().unlock();
+    }
   }
 
   // --- package-private access for ShardInit / ShardSnapshots (callers hold the write lock) ---
