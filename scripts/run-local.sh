@@ -22,6 +22,12 @@
 #   --pservers N --trainers M --masters K --run-dir DIR --job NAME --timeout 15m --jar-dir DIR
 #   --set ROLE.KEY=VALUE --hidden 128,64 --sync --format recordio|libsvm|csv --standardize
 #   --demo-data DIR
+#   --mode async|sync|bounded-staleness --staleness K --init-from MODEL --momentum X
+#   --weight-decay X --beta1 X --beta2 X --epsilon X --clip-value X --clip-norm X
+#   --lr-schedule NAME --lr-step-size N --lr-gamma X --lr-warmup-steps N --lr-total-steps N
+#   --lr-min X --sparse-optimizer NAME --sparse-lr X
+# A --train/--test glob that matches no file, or a missing --init-from file, stops it at once
+# (exit code 2), before anything starts.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

@@ -129,6 +129,11 @@ final class JobFollower {
   private void checkProcesses() {
     for (ProcessInfo p : source.processes()) {
       if (p.state() == ProcessState.FAILED) {
+        String refused = StartupFailure.reasonIn(p.log());
+        if (refused != null) {
+          throw new LocalClusterException(
+              p.name() + " refused to start: " + refused + " (see " + p.log() + ")");
+        }
         throw new LocalClusterException(
             p.name() + " keeps dying (restarted " + p.restarts() + " times); see " + p.log());
       }

@@ -1,5 +1,6 @@
 package dev.paramserver.localcluster;
 
+import dev.paramserver.recordio.RecordIndex;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
@@ -81,6 +82,7 @@ public final class RunLocal {
     ClusterSpec spec;
     LocalCluster cluster;
     try {
+      checkInputs(options);
       spec = spec(options, JarLocator.locate(options.jarDir));
       cluster = new LocalCluster(spec);
     } catch (RuntimeException e) {
@@ -140,6 +142,24 @@ public final class RunLocal {
       b.property(Role.TRAINER, "paramserver.trainer.hidden", o.hidden);
     }
     b.property(Role.TRAINER, "paramserver.trainer.sync", Boolean.toString(o.sync));
+    optional(b, "mode", o.mode);
+    optional(b, "staleness", o.staleness);
+    optional(b, "init-from", o.initFrom == null ? null : o.initFrom.toAbsolutePath().toString());
+    optional(b, "momentum", o.momentum);
+    optional(b, "weight-decay", o.weightDecay);
+    optional(b, "beta1", o.beta1);
+    optional(b, "beta2", o.beta2);
+    optional(b, "epsilon", o.epsilon);
+    optional(b, "clip-value", o.clipValue);
+    optional(b, "clip-norm", o.clipNorm);
+    optional(b, "lr-schedule", o.lrSchedule);
+    optional(b, "lr-step-size", o.lrStepSize);
+    optional(b, "lr-gamma", o.lrGamma);
+    optional(b, "lr-warmup-steps", o.lrWarmupSteps);
+    optional(b, "lr-total-steps", o.lrTotalSteps);
+    optional(b, "lr-min", o.lrMin);
+    optional(b, "sparse.optimizer", o.sparseOptimizer);
+    optional(b, "sparse.learning-rate", o.sparseLr);
     b.property(
         Role.TRAINER, "paramserver.trainer.model-output", runDir.resolve("model.pb").toString());
     b.property(
@@ -153,6 +173,46 @@ public final class RunLocal {
       b.property(e.role(), e.key(), e.value());
     }
     return b.build();
+  }
+
+  /** A trainer property {@code paramserver.trainer.<key>}, when its option was given. */
+  private static void optional(ClusterSpec.Builder b, String key, String value) {
+    if (value != null) {
+      b.property(Role.TRAINER, "paramserver.trainer." + key, value);
+    }
+  }
+
+  /**
+   * Checks, before anything starts, that the training and test globs match files and that the
+   * warm-start model exists (URIs such as s3://... are left to the services).
+   *
+   * @throws RunOptions.UsageException naming the option and the glob
+   */
+  static void checkInputs(RunOptions o) {
+    checkGlob("--train", o.trainGlob());
+    checkGlob("--test", o.testGlob());
+    if (o.initFrom != null && !Files.isRegularFile(o.initFrom)) {
+      throw new RunOptions.UsageException(
+          "--init-from " + o.initFrom + ": no such file (give a model file such as model.pb)");
+    }
+  }
+
+  private static void checkGlob(String option, String glob) {
+    if (glob == null || glob.contains("://")) {
+      return;
+    }
+    try {
+      RecordIndex.expandGlobs(List.of(absoluteGlob(glob)));
+    } catch (IOException e) {
+      throw new RunOptions.UsageException(
+          option
+              + " '"
+              + glob
+              + "': no file matches"
+              + (Path.of(glob).isAbsolute()
+                  ? ""
+                  : " (relative to " + Path.of("").toAbsolutePath() + ")"));
+    }
   }
 
   /** Services run in the run folder, so a relative glob is made absolute here. */

@@ -61,7 +61,7 @@ public final class RunOptions {
       names = "--model",
       paramLabel = "NAME",
       defaultValue = "softmax",
-      converter = NonBlank.class,
+      converter = ModelName.class,
       description = "softmax (default), mlp, sparse-lr")
   String model;
 
@@ -76,8 +76,8 @@ public final class RunOptions {
       names = "--optimizer",
       paramLabel = "NAME",
       defaultValue = "sgd",
-      converter = NonBlank.class,
-      description = "sgd (default), momentum, adam, ...")
+      converter = OptimizerName.class,
+      description = "sgd (default), momentum, nesterov, adam, adamw, adagrad, rmsprop, adadelta")
   String optimizer;
 
   @Option(
@@ -110,6 +110,131 @@ public final class RunOptions {
       paramLabel = "true|false",
       description = "synchronous training (default asynchronous)")
   boolean sync;
+
+  @Option(
+      names = "--mode",
+      paramLabel = "MODE",
+      converter = ModeName.class,
+      description = "async (default), sync or bounded-staleness")
+  String mode;
+
+  @Option(
+      names = "--staleness",
+      paramLabel = "K",
+      converter = WholeNumber.class,
+      description = "bounded-staleness: pushes a trainer may run ahead of the slowest (default 4)")
+  String staleness;
+
+  @Option(
+      names = "--init-from",
+      paramLabel = "MODEL",
+      description = "warm start: initialise the pservers from this model file (e.g. a model.pb)")
+  Path initFrom;
+
+  @Option(
+      names = "--momentum",
+      paramLabel = "X",
+      converter = UnitInterval.class,
+      description = "SGD momentum in [0, 1) (momentum, nesterov: 0.9 by default)")
+  String momentum;
+
+  @Option(
+      names = "--weight-decay",
+      paramLabel = "X",
+      converter = NonNegative.class,
+      description = "L2 weight decay (adamw: decoupled)")
+  String weightDecay;
+
+  @Option(
+      names = "--beta1",
+      paramLabel = "X",
+      converter = UnitInterval.class,
+      description = "adam, adamw: first-moment decay (default 0.9)")
+  String beta1;
+
+  @Option(
+      names = "--beta2",
+      paramLabel = "X",
+      converter = UnitInterval.class,
+      description = "adam, adamw: second-moment decay (default 0.999)")
+  String beta2;
+
+  @Option(
+      names = "--epsilon",
+      paramLabel = "X",
+      converter = LearningRate.class,
+      description = "numerical stabiliser of adam, adagrad, rmsprop, adadelta")
+  String epsilon;
+
+  @Option(
+      names = "--clip-value",
+      paramLabel = "X",
+      converter = NonNegative.class,
+      description = "clip each gradient element to [-X, X] (0: off)")
+  String clipValue;
+
+  @Option(
+      names = "--clip-norm",
+      paramLabel = "X",
+      converter = NonNegative.class,
+      description = "rescale each block's gradient to L2 norm at most X (0: off)")
+  String clipNorm;
+
+  @Option(
+      names = "--lr-schedule",
+      paramLabel = "NAME",
+      converter = ScheduleName.class,
+      description = "constant (default), step, exponential, warmup-cosine, warmup-linear")
+  String lrSchedule;
+
+  @Option(
+      names = "--lr-step-size",
+      paramLabel = "N",
+      converter = WholeNumber.class,
+      description = "step: updates between two decays")
+  String lrStepSize;
+
+  @Option(
+      names = "--lr-gamma",
+      paramLabel = "X",
+      converter = LearningRate.class,
+      description = "step, exponential: decay factor (default 0.1)")
+  String lrGamma;
+
+  @Option(
+      names = "--lr-warmup-steps",
+      paramLabel = "N",
+      converter = WholeNumber.class,
+      description = "warmup-*: updates of linear warm-up")
+  String lrWarmupSteps;
+
+  @Option(
+      names = "--lr-total-steps",
+      paramLabel = "N",
+      converter = WholeNumber.class,
+      description = "warmup-*: update count where the decay ends")
+  String lrTotalSteps;
+
+  @Option(
+      names = "--lr-min",
+      paramLabel = "X",
+      converter = NonNegative.class,
+      description = "warmup-*: final learning rate (default 0)")
+  String lrMin;
+
+  @Option(
+      names = "--sparse-optimizer",
+      paramLabel = "NAME",
+      converter = OptimizerName.class,
+      description = "optimizer of sparse tables (default: --optimizer), e.g. adagrad")
+  String sparseOptimizer;
+
+  @Option(
+      names = "--sparse-lr",
+      paramLabel = "X",
+      converter = LearningRate.class,
+      description = "learning rate of sparse tables (default: --lr)")
+  String sparseLr;
 
   @Option(
       names = "--format",
@@ -245,6 +370,9 @@ public final class RunOptions {
       throw new UsageException(
           "--standardize needs --format csv (CSV input converted for the run)");
     }
+    if (sync && mode != null && !mode.equals("sync")) {
+      throw new UsageException("--sync contradicts --mode " + mode + ": pass only --mode");
+    }
     if (!job.matches("[A-Za-z0-9._-]+")) {
       throw new UsageException("--job '" + job + "' may use only letters, digits, '.', '_', '-'");
     }
@@ -371,6 +499,108 @@ public final class RunOptions {
         throw new TypeConversionException("needs a non-empty value");
       }
       return value;
+    }
+  }
+
+  /** The models of the trainer ({@code paramserver.trainer.model}). */
+  public static final List<String> MODELS = List.of("softmax", "mlp", "sparse-lr");
+
+  /** The optimizers of the trainer ({@code paramserver.trainer.optimizer}). */
+  public static final List<String> OPTIMIZERS =
+      List.of("sgd", "momentum", "nesterov", "adam", "adamw", "adagrad", "rmsprop", "adadelta");
+
+  /** The learning-rate schedules ({@code paramserver.trainer.lr-schedule}). */
+  public static final List<String> SCHEDULES =
+      List.of("constant", "step", "exponential", "warmup-cosine", "warmup-linear");
+
+  /** The training modes ({@code paramserver.trainer.mode}). */
+  public static final List<String> MODES = List.of("async", "sync", "bounded-staleness");
+
+  /** One of {@code allowed}, compared without case and with '_' as '-'. */
+  static String oneOf(String value, List<String> allowed) {
+    String v = value.trim().toLowerCase(Locale.ROOT).replace('_', '-');
+    if (!allowed.contains(v)) {
+      throw new TypeConversionException(
+          "'" + value + "' is not one of " + String.join(", ", allowed));
+    }
+    return v;
+  }
+
+  static final class ModelName implements ITypeConverter<String> {
+    @Override
+    public String convert(String value) {
+      return oneOf(value, MODELS);
+    }
+  }
+
+  static final class OptimizerName implements ITypeConverter<String> {
+    @Override
+    public String convert(String value) {
+      return oneOf(value, OPTIMIZERS);
+    }
+  }
+
+  static final class ScheduleName implements ITypeConverter<String> {
+    @Override
+    public String convert(String value) {
+      return oneOf(value, SCHEDULES);
+    }
+  }
+
+  static final class ModeName implements ITypeConverter<String> {
+    @Override
+    public String convert(String value) {
+      return oneOf(value, MODES);
+    }
+  }
+
+  private static double number(String value) {
+    double x;
+    try {
+      x = Double.parseDouble(value.trim());
+    } catch (NumberFormatException e) {
+      throw new TypeConversionException("expects a number, got '" + value + "'");
+    }
+    if (!Double.isFinite(x)) {
+      throw new TypeConversionException("expects a finite number, got '" + value + "'");
+    }
+    return x;
+  }
+
+  static final class NonNegative implements ITypeConverter<String> {
+    @Override
+    public String convert(String value) {
+      if (number(value) < 0) {
+        throw new TypeConversionException("must be 0 or more, got " + value);
+      }
+      return value.trim();
+    }
+  }
+
+  static final class UnitInterval implements ITypeConverter<String> {
+    @Override
+    public String convert(String value) {
+      double x = number(value);
+      if (x < 0 || x >= 1) {
+        throw new TypeConversionException("must be in [0, 1), got " + value);
+      }
+      return value.trim();
+    }
+  }
+
+  static final class WholeNumber implements ITypeConverter<String> {
+    @Override
+    public String convert(String value) {
+      long n;
+      try {
+        n = Long.parseLong(value.trim());
+      } catch (NumberFormatException e) {
+        throw new TypeConversionException("expects a whole number, got '" + value + "'");
+      }
+      if (n < 0) {
+        throw new TypeConversionException("must be 0 or more, got " + n);
+      }
+      return Long.toString(n);
     }
   }
 

@@ -251,6 +251,16 @@ final class Supervisor {
       writeClusterFile();
       return;
     }
+    String refused = code != 0 ? StartupFailure.reasonIn(sp.info().log()) : null;
+    if (refused != null) {
+      // a bad setting stays bad: restarting cannot help
+      sp.state(ProcessState.FAILED);
+      String msg = who + " refused to start: " + refused + " (see " + sp.info().log() + ")";
+      log.error(msg);
+      emit(ClusterEvent.Type.FAILED, sp.name(), p.pid(), msg);
+      writeClusterFile();
+      return;
+    }
     if (sp.autoRestarts() >= spec.maxRestarts()) {
       sp.state(ProcessState.FAILED);
       String msg =

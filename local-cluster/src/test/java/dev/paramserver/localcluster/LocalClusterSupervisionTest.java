@@ -246,6 +246,36 @@ class LocalClusterSupervisionTest {
   }
 
   @Test
+  void processRefusingItsConfiguration_isNotRestarted_andTheReasonIsReported() throws Exception {
+    // the trainer prints Spring Boot's failure report of a bad setting and exits with 1
+    ServiceCommand badSetting =
+        ctx ->
+            ctx.role() == Role.TRAINER
+                ? List.of(
+                    "sh",
+                    "-c",
+                    "while [ ! -e go ]; do sleep 0.05; done; printf '%s\\n' '***************************'"
+                        + " 'APPLICATION FAILED TO START' '' 'Description:' ''"
+                        + " \"Invalid configuration: paramserver.trainer.optimizer 'x' is not valid\""
+                        + " '' 'Action:'; exit 1")
+                : List.of("sleep", "600");
+    start(badSetting, b -> b.maxRestarts(5));
+
+    Files.createFile(runDir.resolve("go"));
+
+    await()
+        .atMost(WAIT)
+        .until(() -> cluster.process(Role.TRAINER, 0).state() == ProcessState.FAILED);
+    assertThat(cluster.process(Role.TRAINER, 0).restarts()).isZero();
+    assertThat(events)
+        .extracting(ClusterEvent::message)
+        .anyMatch(
+            m ->
+                m.contains(
+                    "refused to start: paramserver.trainer.optimizer 'x' is not valid (see "));
+  }
+
+  @Test
   void startWithAProcessThatKeepsDying_failsAndLeavesNothingRunning() {
     ClusterSpec.Builder b =
         ClusterSpec.builder(runDir)

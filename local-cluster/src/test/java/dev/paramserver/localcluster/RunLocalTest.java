@@ -41,11 +41,121 @@ class RunLocalTest {
   }
 
   @Test
-  void missingJars_exitTwoNamingThemAndHowToBuild() {
-    assertThat(run("--train", "x", "--jar-dir", dir.toString(), "--run-dir", dir.toString()))
+  void missingJars_exitTwoNamingThemAndHowToBuild() throws Exception {
+    Path train = Files.createFile(dir.resolve("train.recordio"));
+    assertThat(
+            run(
+                "--train",
+                train.toString(),
+                "--jar-dir",
+                dir.toString(),
+                "--run-dir",
+                dir.toString()))
         .isEqualTo(2);
     assertThat(err.toString(StandardCharsets.UTF_8))
         .contains("master-service-*-exec.jar", "trainer-agent-*-exec.jar", "mvnw");
+  }
+
+  @Test
+  void trainGlobMatchingNothing_exitsTwoAtOnce_namingTheGlob() throws Exception {
+    long t0 = System.nanoTime();
+    assertThat(run("--train", dir + "/missing/*.recordio", "--run-dir", dir.toString()))
+        .isEqualTo(2);
+    assertThat(Duration.ofNanos(System.nanoTime() - t0)).isLessThan(Duration.ofSeconds(5));
+    assertThat(err.toString(StandardCharsets.UTF_8))
+        .contains("run-local: --train '" + dir + "/missing/*.recordio': no file matches");
+    Path train = Files.createFile(dir.resolve("train.recordio"));
+    err.reset();
+    assertThat(
+            run(
+                "--train",
+                train.toString(),
+                "--test",
+                "nowhere/*.rio",
+                "--run-dir",
+                dir.toString()))
+        .isEqualTo(2);
+    assertThat(err.toString(StandardCharsets.UTF_8))
+        .contains("run-local: --test 'nowhere/*.rio': no file matches (relative to ");
+    err.reset();
+    assertThat(
+            run(
+                "--train",
+                train.toString(),
+                "--init-from",
+                dir.resolve("none.pb").toString(),
+                "--run-dir",
+                dir.toString()))
+        .isEqualTo(2);
+    assertThat(err.toString(StandardCharsets.UTF_8))
+        .contains("run-local: --init-from " + dir.resolve("none.pb") + ": no such file");
+  }
+
+  @Test
+  void trainingOptions_becomeTrainerProperties() {
+    RunOptions o =
+        RunOptions.parse(
+            "--train",
+            "/d/*.rio",
+            "--optimizer",
+            "ADAM",
+            "--beta1",
+            "0.8",
+            "--beta2",
+            "0.99",
+            "--epsilon",
+            "1e-7",
+            "--momentum",
+            "0.5",
+            "--weight-decay",
+            "0.01",
+            "--clip-value",
+            "2",
+            "--clip-norm",
+            "5",
+            "--lr-schedule",
+            "warmup_cosine",
+            "--lr-warmup-steps",
+            "10",
+            "--lr-total-steps",
+            "100",
+            "--lr-min",
+            "0.001",
+            "--lr-step-size",
+            "7",
+            "--lr-gamma",
+            "0.5",
+            "--mode",
+            "bounded-staleness",
+            "--staleness",
+            "3",
+            "--sparse-optimizer",
+            "adagrad",
+            "--sparse-lr",
+            "0.05",
+            "--init-from",
+            "/m/model.pb");
+    Map<String, String> trainer = RunLocal.spec(o, Map.of()).extraProperties(Role.TRAINER);
+    assertThat(trainer)
+        .containsEntry("paramserver.trainer.optimizer", "adam")
+        .containsEntry("paramserver.trainer.beta1", "0.8")
+        .containsEntry("paramserver.trainer.beta2", "0.99")
+        .containsEntry("paramserver.trainer.epsilon", "1e-7")
+        .containsEntry("paramserver.trainer.momentum", "0.5")
+        .containsEntry("paramserver.trainer.weight-decay", "0.01")
+        .containsEntry("paramserver.trainer.clip-value", "2")
+        .containsEntry("paramserver.trainer.clip-norm", "5")
+        .containsEntry("paramserver.trainer.lr-schedule", "warmup-cosine")
+        .containsEntry("paramserver.trainer.lr-warmup-steps", "10")
+        .containsEntry("paramserver.trainer.lr-total-steps", "100")
+        .containsEntry("paramserver.trainer.lr-min", "0.001")
+        .containsEntry("paramserver.trainer.lr-step-size", "7")
+        .containsEntry("paramserver.trainer.lr-gamma", "0.5")
+        .containsEntry("paramserver.trainer.mode", "bounded-staleness")
+        .containsEntry("paramserver.trainer.staleness", "3")
+        .containsEntry("paramserver.trainer.sparse.optimizer", "adagrad")
+        .containsEntry("paramserver.trainer.sparse.learning-rate", "0.05")
+        .containsEntry("paramserver.trainer.init-from", "/m/model.pb");
   }
 
   @Test

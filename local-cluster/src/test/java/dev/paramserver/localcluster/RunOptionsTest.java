@@ -113,7 +113,7 @@ class RunOptionsTest {
   @Test
   void parse_rejectsBadInputWithClearMessages() {
     Map<String[], String> cases =
-        Map.of(
+        pairs(
             new String[] {},
             "no training data",
             new String[] {"--train", "x", "--pservers", "0"},
@@ -133,7 +133,21 @@ class RunOptionsTest {
             new String[] {"--train", "x", "--format", "json"},
             "--format must be recordio, libsvm or csv",
             new String[] {"--train", "x", "--demo-data", "d"},
-            "either --train or --demo-data");
+            "either --train or --demo-data",
+            new String[] {"--train", "x", "--optimizer", "lion"},
+            "option '--optimizer': 'lion' is not one of sgd, momentum, nesterov, adam, adamw,"
+                + " adagrad, rmsprop, adadelta",
+            new String[] {"--train", "x", "--model", "cnn"},
+            "option '--model': 'cnn' is not one of softmax, mlp, sparse-lr",
+            new String[] {"--train", "x", "--lr-schedule", "cosine"},
+            "option '--lr-schedule': 'cosine' is not one of constant, step, exponential,"
+                + " warmup-cosine, warmup-linear",
+            new String[] {"--train", "x", "--mode", "semi"},
+            "option '--mode': 'semi' is not one of async, sync, bounded-staleness",
+            new String[] {"--train", "x", "--beta1", "1"},
+            "option '--beta1': must be in [0, 1), got 1",
+            new String[] {"--train", "x", "--sync", "--mode", "bounded-staleness"},
+            "--sync contradicts --mode bounded-staleness");
     cases.forEach(
         (args, message) ->
             assertThatThrownBy(() -> RunOptions.parse(args))
@@ -154,5 +168,13 @@ class RunOptionsTest {
   @Test
   void parse_help_needsNoData() {
     assertThat(RunOptions.parse("--help").help).isTrue();
+  }
+
+  private static Map<String[], String> pairs(Object... argsAndMessages) {
+    Map<String[], String> out = new java.util.LinkedHashMap<>();
+    for (int i = 0; i < argsAndMessages.length; i += 2) {
+      out.put((String[]) argsAndMessages[i], (String) argsAndMessages[i + 1]);
+    }
+    return out;
   }
 }

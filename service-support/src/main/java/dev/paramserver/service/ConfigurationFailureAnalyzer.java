@@ -22,6 +22,9 @@ import org.springframework.validation.ObjectError;
  * analyzers, whose reports list enum constants in upper case and bury the reason in a stack trace.
  */
 public final class ConfigurationFailureAnalyzer implements FailureAnalyzer, Ordered {
+  /** Starts the report's description; the local orchestrator looks for it in a service's log. */
+  public static final String PREFIX = "Invalid configuration: ";
+
   static final String ACTION =
       "Fix the property (application properties, --name=value on the command line, or the"
           + " environment variable in upper case with '_' for '.' and '-') and start again.";
@@ -34,7 +37,7 @@ public final class ConfigurationFailureAnalyzer implements FailureAnalyzer, Orde
   @Override
   public FailureAnalysis analyze(Throwable failure) {
     String reason = reason(failure);
-    return reason == null ? null : new FailureAnalysis(reason, ACTION, failure);
+    return reason == null ? null : new FailureAnalysis(PREFIX + reason, ACTION, failure);
   }
 
   /** The one-line reason of a configuration failure, or null if {@code failure} is not one. */
