@@ -686,9 +686,9 @@ class BadInputTest {
     report.add("| pserver.desired=0 | exit " + desired + " | " + failureLines(badDesired) + " |");
     int lease = badLeaseTtl.awaitExit(Duration.ofSeconds(90));
     assertThat(lease).as("exit code with lease-ttl=1ms; see %s", badLeaseTtl.log).isNotZero();
-    // Spring names a constructor-bound property by its Java name in the failure report
+    // the failure report names the property in kebab-case, as users write it
     assertThat(badLeaseTtl.output())
-        .contains("paramserver.etcd.leaseTtl")
+        .contains("paramserver.etcd.lease-ttl")
         .contains("must be longer than or equal to 2 seconds");
     report.add("| lease-ttl=1ms | exit " + lease + " | " + failureLines(badLeaseTtl) + " |");
   }
