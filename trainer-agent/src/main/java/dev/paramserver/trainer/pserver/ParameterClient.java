@@ -124,48 +124,61 @@ public final class ParameterClient {
 
   private List<Answered> pushPlanned(Parameters grads, Parameters latest, boolean returnValues) {
     synchronized (pushLock) {
-      List<Planned<PushGradientsRequest>> planned = planner.pushes(grads, ++step, returnValues);
-      List<Future<PushGradientsResponse>> futures = new ArrayList<>();
-      for (Planned<PushGradientsRequest> p : planned) {
-        ParameterServerGrpc.ParameterServerFutureStub s = stub(p.pserver());
-        futures.add(s == null ? null : s.pushGradients(p.request()));
-        for (TensorBlock b : p.request().getGradientsList()) {
-          traffic.pushed(b.getData().size());
-        }
-        for (SparseRows rows : p.request().getSparseGradientsList()) {
-          traffic.pushed(rows.getData().size());
-        }
-      }
-      List<Answered> answered = new ArrayList<>(planned.size());
-      int ok = 0;
-      try {
-        for (int i = 0; i < futures.size(); i++) {
-          Planned<PushGradientsRequest> p = planned.get(i);
-          PushGradientsResponse resp = null;
-          if (futures.get(i) != null) {
-            try {
-              resp = await(futures.get(i), "pushing gradients");
-            } catch (ExecutionException e) {
-              failures.handle(p.pserver(), e.getCause(), latest, "push to", "retrying the push");
-            }
-          }
-          if (resp == null) {
-            resp = pushWithRetry(p, latest);
-          }
-          if (resp.getDuplicate()) {
-            traffic.duplicatePush();
-          }
-          answered.add(new Answered(p, resp));
-          ok++;
-        }
-      } catch (StoppedException e) {
-        for (int i = ok; i < planned.size(); i++) {
-          traffic.droppedPush();
-        }
-        throw e;
-      }
-      return answered;
+      return send(planner.pushes(grads, ++step, returnValues), latest);
     }
+  }
+
+  /**
+   * Sends every pserver a push without gradients as the client's next step (see {@link
+   * RequestPlanner#emptyPushes}).
+   */
+  public int pushNothing(Parameters latest) {
+    synchronized (pushLock) {
+      return send(planner.emptyPushes(++step), latest).size();
+    }
+  }
+
+  private List<Answered> send(List<Planned<PushGradientsRequest>> planned, Parameters latest) {
+    List<Future<PushGradientsResponse>> futures = new ArrayList<>();
+    for (Planned<PushGradientsRequest> p : planned) {
+      ParameterServerGrpc.ParameterServerFutureStub s = stub(p.pserver());
+      futures.add(s == null ? null : s.pushGradients(p.request()));
+      for (TensorBlock b : p.request().getGradientsList()) {
+        traffic.pushed(b.getData().size());
+      }
+      for (SparseRows rows : p.request().getSparseGradientsList()) {
+        traffic.pushed(rows.getData().size());
+      }
+    }
+    List<Answered> answered = new ArrayList<>(planned.size());
+    int ok = 0;
+    try {
+      for (int i = 0; i < futures.size(); i++) {
+        Planned<PushGradientsRequest> p = planned.get(i);
+        PushGradientsResponse resp = null;
+        if (futures.get(i) != null) {
+          try {
+            resp = await(futures.get(i), "pushing gradients");
+          } catch (ExecutionException e) {
+            failures.handle(p.pserver(), e.getCause(), latest, "push to", "retrying the push");
+          }
+        }
+        if (resp == null) {
+          resp = pushWithRetry(p, latest);
+        }
+        if (resp.getDuplicate()) {
+          traffic.duplicatePush();
+        }
+        answered.add(new Answered(p, resp));
+        ok++;
+      }
+    } catch (StoppedException e) {
+      for (int i = ok; i < planned.size(); i++) {
+        traffic.droppedPush();
+      }
+      throw e;
+    }
+    return answered;
   }
 
   /** Pulls every block from every pserver into {@code params}, retrying until it succeeds. */

@@ -139,6 +139,19 @@ public final class RequestPlanner {
     return out;
   }
 
+  /**
+   * One push without gradients per pserver, as step {@code step}. In bounded-staleness mode a
+   * trainer without a task keeps pace this way, so it does not hold back the trainers that have one
+   * (the pservers bound each trainer's pushes by the slowest live trainer's).
+   */
+  public List<Planned<PushGradientsRequest>> emptyPushes(long step) {
+    List<Planned<PushGradientsRequest>> out = new ArrayList<>();
+    for (int ps = 0; ps < layout.pservers(); ps++) {
+      out.add(new Planned<>(ps, newPush(step).build()));
+    }
+    return out;
+  }
+
   private PushGradientsRequest.Builder newPush(long step) {
     return PushGradientsRequest.newBuilder()
         .setTrainerId(trainerId)

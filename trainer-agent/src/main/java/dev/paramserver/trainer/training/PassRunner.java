@@ -7,6 +7,7 @@ import dev.paramserver.proto.v1.Task;
 import dev.paramserver.rpc.StoppedException;
 import dev.paramserver.trainer.StopSignal;
 import dev.paramserver.trainer.config.TrainerProperties;
+import dev.paramserver.trainer.config.TrainingModeSetting;
 import dev.paramserver.trainer.master.MasterReports;
 import java.io.IOException;
 import java.util.ArrayList;
@@ -150,6 +151,10 @@ public class PassRunner {
       idleGrads.clear();
       ctx.client().push(idleGrads, ctx.values());
       ctx.client().pull(ctx.values());
+      stop.pause(Math.min(50, Math.max(5, retryAfterMs)), "waiting for a task");
+    } else if (props.communication().mode() == TrainingModeSetting.BOUNDED_STALENESS) {
+      // a trainer without a task keeps pace with empty pushes, or it would hold the others back
+      ctx.client().pushNothing(ctx.values());
       stop.pause(Math.min(50, Math.max(5, retryAfterMs)), "waiting for a task");
     } else {
       stop.pause(Math.max(50, retryAfterMs), "waiting for a task");

@@ -45,6 +45,26 @@ class RequestPlannerTest {
   }
 
   @Test
+  void emptyPushes_goToEveryPserver_asOneIdentifiedStepWithoutGradients() {
+    RequestPlanner p =
+        new RequestPlanner(
+            new ModelLayout(sparse, 100_000, SGD, 3),
+            "t1",
+            DataType.FLOAT32,
+            dev.paramserver.proto.v1.TrainingMode.BOUNDED_STALENESS,
+            2);
+    List<Planned<PushGradientsRequest>> pushes = p.emptyPushes(5);
+    assertThat(pushes).extracting(Planned::pserver).containsExactly(0, 1, 2);
+    for (Planned<PushGradientsRequest> push : pushes) {
+      assertThat(push.request().getStep()).isEqualTo(5);
+      assertThat(push.request().getPart()).isZero();
+      assertThat(push.request().getSession()).isNotEmpty();
+      assertThat(push.request().getGradientsCount()).isZero();
+      assertThat(push.request().getSparseGradientsCount()).isZero();
+    }
+  }
+
+  @Test
   void groups_keepEveryRequestUnderTheCap() {
     List<BlockSpec> blocks = new ModelLayout(big, 100_000, SGD, 1).blocksOf(0);
     List<List<BlockSpec>> groups = RequestPlanner.groups(blocks);

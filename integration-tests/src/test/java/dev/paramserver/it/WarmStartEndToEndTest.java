@@ -1,0 +1,137 @@
+package dev.paramserver.it;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.within;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.paramserver.localcluster.ClusterSpec;
+import dev.paramserver.localcluster.JobStatusView;
+import dev.paramserver.localcluster.LocalCluster;
+import dev.paramserver.localcluster.Role;
+import dev.paramserver.models.Batch;
+import dev.paramserver.models.Dataset;
+import dev.paramserver.models.Initializers;
+import dev.paramserver.models.Mlp;
+import dev.paramserver.models.ModelFiles;
+import dev.paramserver.models.ModelSpec;
+import dev.paramserver.models.ParameterDef;
+import dev.paramserver.models.Parameters;
+import dev.paramserver.models.demo.DemoData;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Warm start on real processes: a softmax trained in this JVM is saved as a model file; a job of
+ * two pservers and two trainers starts from it ({@code paramserver.trainer.init-from}) with a
+ * learning rate too small to move any weight, so its first pass's test accuracy equals the saved
+ * model's. The same job sets every optimizer option, and each pserver reports them as its
+ * parameters' optimizer, with the bounded-staleness mode and bound.
+ */
+@Timeout(600)
+class WarmStartEndToEndTest {
+  @TempDir Path dir;
+
+  @Test
+  void warmStartedJob_firstPassAccuracyEqualsTheSavedModels_andEveryOptionReachesThePservers()
+      throws Exception {
+    DemoData.Result demo =
+        DemoData.generate(
+            dir.resolve("data"),
+            DemoData.Options.builder().train(4000).test(1000).shards(2).build());
+    Path saved = dir.resolve("saved.pb");
+    trainInThisJvm(demo, saved);
+    double savedAccuracy = ModelsEndToEndTest.evaluated(saved, demo.testFile(), "accuracy");
+    assertThat(savedAccuracy).as("accuracy of the saved model").isGreaterThan(0.8);
+
+    ClusterSpec.Builder spec =
+        Jobs.spec(dir.resolve("run"))
+            .job("warm")
+            .masters(1)
+            .pservers(2)
+            .trainers(2)
+            .property(Role.MASTER, "paramserver.master.passes", "1");
+    Map.ofEntries(
+            Map.entry("train-data", dir.resolve("data").resolve("train-*.recordio").toString()),
+            Map.entry("test-data", demo.testFile().toString()),
+            Map.entry("init-from", saved.toString()),
+            Map.entry("optimizer", "adam"),
+            Map.entry("learning-rate", "1e-12"),
+            Map.entry("beta1", "0.8"),
+            Map.entry("beta2", "0.99"),
+            Map.entry("epsilon", "1e-6"),
+            Map.entry("clip-value", "3"),
+            Map.entry("clip-norm", "7"),
+            Map.entry("lr-schedule", "exponential"),
+            Map.entry("lr-gamma", "0.5"),
+            Map.entry("mode", "bounded-staleness"),
+            Map.entry("staleness", "3"))
+        .forEach((k, v) -> spec.property(Role.TRAINER, "paramserver.trainer." + k, v));
+    try (LocalCluster cluster = new LocalCluster(spec.build())) {
+      cluster.start();
+      JobStatusView end =
+          cluster.awaitJob(
+              s ->
+                  s.isFailed()
+                      || s.isFinished()
+                          && s.passes().size() == 1
+                          && s.passes().get(0).evalReports() >= 2,
+              Duration.ofMinutes(5));
+      assertThat(end.state()).as("job (%s)", end.failureReason()).isEqualTo("FINISHED");
+      assertThat(end.passes().get(0).evalAccuracy())
+          .as("first-pass accuracy of the warm-started job")
+          .isCloseTo(savedAccuracy, within(1e-4));
+
+      for (int i = 0; i < 2; i++) {
+        JsonNode status = cluster.adminStatus(Role.PSERVER, i);
+        assertThat(status.at("/mode").asText()).isEqualTo("BOUNDED_STALENESS");
+        assertThat(status.at("/staleness").asInt()).isEqualTo(3);
+        JsonNode optimizers = status.at("/optimizers");
+        assertThat(optimizers.size()).as("parameters on pserver %d", i).isPositive();
+        for (Iterator<JsonNode> it = optimizers.elements(); it.hasNext(); ) {
+          JsonNode o = it.next();
+          assertThat(o.path("kind").asText()).isEqualTo("ADAM");
+          assertThat(o.path("learningRate").asDouble()).isCloseTo(1e-12, within(1e-15));
+          assertThat(o.path("beta1").asDouble()).isCloseTo(0.8, within(1e-6));
+          assertThat(o.path("beta2").asDouble()).isCloseTo(0.99, within(1e-6));
+          assertThat(o.path("epsilon").asDouble()).isCloseTo(1e-6, within(1e-9));
+          assertThat(o.path("clipValue").asDouble()).isEqualTo(3.0);
+          assertThat(o.path("clipNorm").asDouble()).isEqualTo(7.0);
+          assertThat(o.at("/schedule/kind").asText()).isEqualTo("EXPONENTIAL");
+          assertThat(o.at("/schedule/gamma").asDouble()).isEqualTo(0.5);
+        }
+      }
+    }
+  }
+
+  /** Two passes of plain SGD over the training files, written as a model file. */
+  private static void trainInThisJvm(DemoData.Result demo, Path out) throws Exception {
+    List<String> globs = new ArrayList<>();
+    demo.trainFiles().forEach(p -> globs.add(p.toString()));
+    int features = (int) demo.features();
+    Dataset train = new Dataset(Dataset.readGlobs(globs), features);
+    Mlp model = Mlp.softmax(features, demo.classes());
+    Parameters params = Initializers.initial(model, 7);
+    for (int pass = 0; pass < 2; pass++) {
+      for (Batch batch : train.shuffle(pass).batches(32)) {
+        Parameters grads = Parameters.zerosLike(model);
+        model.trainStep(params, batch, grads);
+        for (ParameterDef def : model.parameters()) {
+          float[] w = params.dense(def.name());
+          float[] g = grads.dense(def.name());
+          for (int i = 0; i < w.length; i++) {
+            w[i] -= 0.1f * g[i];
+          }
+        }
+      }
+    }
+    ModelFiles.write(
+        out, ModelSpec.softmax(features, demo.classes()), model, params, "saved-in-jvm");
+  }
+}
