@@ -144,7 +144,12 @@ public final class RunLocal {
     b.property(Role.TRAINER, "paramserver.trainer.sync", Boolean.toString(o.sync));
     optional(b, "mode", o.mode);
     optional(b, "staleness", o.staleness);
-    optional(b, "init-from", o.initFrom == null ? null : o.initFrom.toAbsolutePath().toString());
+    optional(
+        b,
+        "init-from",
+        o.initFrom == null || o.initFrom.contains("://")
+            ? o.initFrom
+            : Path.of(o.initFrom).toAbsolutePath().toString());
     optional(b, "momentum", o.momentum);
     optional(b, "weight-decay", o.weightDecay);
     optional(b, "beta1", o.beta1);
@@ -191,7 +196,9 @@ public final class RunLocal {
   static void checkInputs(RunOptions o) {
     checkGlob("--train", o.trainGlob());
     checkGlob("--test", o.testGlob());
-    if (o.initFrom != null && !Files.isRegularFile(o.initFrom)) {
+    if (o.initFrom != null
+        && !o.initFrom.contains("://")
+        && !Files.isRegularFile(Path.of(o.initFrom))) {
       throw new RunOptions.UsageException(
           "--init-from " + o.initFrom + ": no such file (give a model file such as model.pb)");
     }

@@ -128,8 +128,9 @@ public final class RunOptions {
   @Option(
       names = "--init-from",
       paramLabel = "MODEL",
-      description = "warm start: initialise the pservers from this model file (e.g. a model.pb)")
-  Path initFrom;
+      description =
+          "warm start: initialise the pservers from this model file (a path or s3:// URI)")
+  String initFrom;
 
   @Option(
       names = "--momentum",
