@@ -23,8 +23,9 @@ import org.junit.jupiter.api.io.TempDir;
  * A job whose training data, test data, checkpoints and model all live in an S3-compatible bucket
  * (s3proxy in a child process): etcd, a master, two pservers and a trainer as real processes, none
  * of which sees the data on a local disk. The master indexes the objects by ranged reads, the
- * trainer reads its tasks' chunks by ranged reads, the pservers checkpoint into the bucket and the
- * trainer uploads the model, which psctl evaluate then checks.
+ * trainer reads its tasks' chunks by ranged reads, the pservers checkpoint into the bucket (a
+ * pserver killed mid-job comes back from its checkpoint there) and the trainer uploads the model,
+ * which psctl evaluate then checks.
  */
 class S3EndToEndTest {
   @TempDir Path dir;
@@ -75,6 +76,11 @@ class S3EndToEndTest {
       }
       try (LocalCluster cluster = new LocalCluster(spec.build())) {
         cluster.start();
+        // once tasks are being done, a pserver dies: it must come back from its checkpoint in the
+        // bucket (streamed, CRC-checked) plus its local write-ahead log
+        cluster.awaitJob(s -> s.tasks().done() >= 3 || s.pass() > 0, Duration.ofMinutes(3));
+        cluster.kill(Role.PSERVER, 1);
+        cluster.awaitReady(Role.PSERVER, 1, Duration.ofMinutes(2));
         JobStatusView end =
             cluster.awaitJob(
                 s ->
@@ -95,6 +101,10 @@ class S3EndToEndTest {
               .anyMatch(n -> n.startsWith("ps-0-step"))
               .anyMatch(n -> n.startsWith("ps-1-step"));
         }
+
+        Path pserverLog = cluster.process(Role.PSERVER, 1).log();
+        assertThat(Files.readString(pserverLog))
+            .containsPattern("pserver \\d loaded checkpoint s3://jobs/ckpt/ps-\\d-step\\d+-");
 
         // the model was uploaded; psctl evaluate on it reproduces the job's accuracy
         Poll.untilExists(storage, "s3://jobs/out/model.pb");

@@ -163,6 +163,8 @@ public final class CheckpointService implements ShardPersistence, SmartLifecycle
       return;
     }
     ShardCheckpoint cp = loaded.get().checkpoint();
+    log.info(
+        "pserver {} loaded checkpoint {} at step {}", index, loaded.get().path(), cp.getStep());
     last = new LastCheckpoint(loaded.get().path(), cp.getStep(), cp.getCreatedMs(), 0);
     openLog(index, cp.getWalSegment());
   }
