@@ -207,37 +207,26 @@ public final class WireSuite {
     }
   }
 
-  /** A client-side recording of push+pull (this JVM is the trainer's stand-in). */
+  /**
+   * A client-side recording of push+pull kept in flight as in the sweep (this JVM is the trainer's
+   * stand-in): 4 KiB at depth 32, then 1 MiB at depth 8.
+   */
   private void clientProfile(Report report, String address) throws Exception {
     Path file = runDir.resolve("wire").resolve("client.jfr");
     try (Recording rec = new Recording(Configuration.getConfiguration("profile"))) {
       rec.start();
-      LoadRunner.run(
-          () ->
-              new PserverOps(
-                  PserverOps.Kind.PUSH_PULL,
-                  address,
-                  paramName(16 << 20),
-                  (16 << 20) / 4,
-                  PserverSetup.BLOCK),
-          1,
-          1,
-          0,
-          quick ? 1000 : 2500);
-      LoadRunner.run(
-          () ->
-              new PserverOps(
-                  PserverOps.Kind.PUSH_PULL, address, paramName(4 << 10), 1024, PserverSetup.BLOCK),
-          1,
-          1,
-          0,
-          quick ? 500 : 1500);
+      DepthRunner.run(
+          asyncFactory("push_pull", 4 << 10, address, null), 32, 1, 0, quick ? 1000 : 2000);
+      DepthRunner.run(
+          asyncFactory("push_pull", 1 << 20, address, null), 8, 1, 0, quick ? 1000 : 2000);
       rec.stop();
       rec.dump(file);
     }
     JfrSummary s = JfrSummary.read(file);
     for (String l :
-        s.markdown("benchmark client (trainer side), push+pull of 16 MiB then 4 KiB (JFR)")) {
+        s.markdown(
+            "benchmark client (trainer side), push+pull of 4 KiB at depth 32 then 1 MiB at depth 8"
+                + " (JFR)")) {
       report.note("Profile", l);
     }
     report.extra("clientProfile", s.json());
