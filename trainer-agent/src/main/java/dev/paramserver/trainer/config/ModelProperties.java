@@ -21,9 +21,11 @@ import org.springframework.validation.annotation.Validated;
  * @param modelOutput where the elected trainer writes the final model, a path or an {@code
  *     s3://bucket/key} URI (empty: not written)
  * @param onnxOutput where the elected trainer writes the final model as ONNX, as {@code psctl
- * String modelOutput,
- * String onnxOutput,
- * String initFrom) {
+ *     export --format onnx} does, a path or an {@code s3://bucket/key} URI (empty: not written)
+ * @param initFrom warm start: a model file (as written to model-output; a path or an {@code
+ *     s3://bucket/key} URI) whose values initialise the pservers instead of random values; it must
+ *     describe the same model (type, sizes). Used only when the pservers start empty: pservers that
+ *     restored a checkpoint keep it
  */
 @Validated
 @ConfigurationProperties("paramserver.trainer")
