@@ -1,0 +1,143 @@
+package dev.paramserver.it;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.InputStream;
+import java.net.URL;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The README's property table is the services' configuration metadata (written by
+ * spring-boot-configuration-processor from the properties' javadoc), rendered: this test fails when
+ * they differ. Regenerate the table with {@code -Dparamserver.readme.update=true} (see the README's
+ * "Develop it").
+ */
+class PropertyTableTest {
+  static final String BEGIN =
+      "<!-- property table: generated from the configuration metadata by PropertyTableTest -->";
+  static final String END = "<!-- end of the property table -->";
+  private static final Path README = Path.of("..", "README.md");
+
+  /** Every {@code paramserver.*} property of every service: name to its metadata. */
+  static Map<String, JsonNode> metadata() throws Exception {
+    ObjectMapper json = new ObjectMapper();
+    Map<String, JsonNode> out = new TreeMap<>();
+    List<URL> files =
+        Collections.list(
+            PropertyTableTest.class
+                .getClassLoader()
+                .getResources("META-INF/spring-configuration-metadata.json"));
+    for (URL url : files) {
+      try (InputStream in = url.openStream()) {
+        for (Iterator<JsonNode> it = json.readTree(in).path("properties").elements();
+            it.hasNext(); ) {
+          JsonNode p = it.next();
+          String name = p.path("name").asText();
+          if (name.startsWith("paramserver.")) {
+            out.putIfAbsent(name, p);
+          }
+        }
+      }
+    }
+    return out;
+  }
+
+  /** The markdown table: one row per property, by name. */
+  static String render(Map<String, JsonNode> properties) {
+    List<String> rows = new ArrayList<>();
+    rows.add("| property | service | default | meaning |");
+    rows.add("| --- | --- | --- | --- |");
+    properties.forEach(
+        (name, p) ->
+            rows.add(
+                "| `"
+                    + name
+                    + "` | "
+                    + service(p.path("sourceType").asText())
+                    + " | "
+                    + defaultValue(p.path("defaultValue"))
+                    + " | "
+                    + cell(p.path("description").asText())
+                    + " |"));
+    return String.join("\n", rows);
+  }
+
+  private static String service(String sourceType) {
+    if (sourceType.startsWith("dev.paramserver.master.")) {
+      return "master";
+    }
+    if (sourceType.startsWith("dev.paramserver.pserver.")) {
+      return "pserver";
+    }
+    if (sourceType.startsWith("dev.paramserver.trainer.")) {
+      return "trainer";
+    }
+    return "all";
+  }
+
+  private static String defaultValue(JsonNode d) {
+    if (d.isMissingNode() || d.isNull()) {
+      return "";
+    }
+    if (d.isArray()) {
+      List<String> parts = new ArrayList<>();
+      d.forEach(e -> parts.add(e.asText()));
+      return "`" + String.join(",", parts) + "`";
+    }
+    return "`" + d.asText() + "`";
+  }
+
+  private static String cell(String text) {
+    return text.replaceAll("\\{@code ([^}]*)}", "`$1`")
+        .replaceAll("\\{@link ([^}]*)}", "$1")
+        .replaceAll("\\s+", " ")
+        .replace("|", "\\|")
+        .strip();
+  }
+
+  @Test
+  void everyService_hasMetadata() throws Exception {
+    Map<String, JsonNode> all = metadata();
+    assertThat(all.keySet())
+        .anyMatch(n -> n.startsWith("paramserver.etcd."))
+        .anyMatch(n -> n.startsWith("paramserver.master."))
+        .anyMatch(n -> n.startsWith("paramserver.pserver."))
+        .anyMatch(n -> n.startsWith("paramserver.trainer."));
+    assertThat(all.values())
+        .as("properties without a description (document them in the record's javadoc)")
+        .allSatisfy(p -> assertThat(p.path("description").asText()).isNotBlank());
+  }
+
+  @Test
+  void readmePropertyTable_isTheConfigurationMetadata() throws Exception {
+    String table = render(metadata());
+    String readme = Files.readString(README, StandardCharsets.UTF_8);
+    int begin = readme.indexOf(BEGIN);
+    int end = readme.indexOf(END);
+    assertThat(begin).as("README holds the marker %s", BEGIN).isNotNegative();
+    assertThat(end).as("README holds the marker %s", END).isGreaterThan(begin);
+    if (Boolean.getBoolean("paramserver.readme.update")) {
+      String updated =
+          readme.substring(0, begin + BEGIN.length()) + "\n" + table + "\n" + readme.substring(end);
+      Files.writeString(README, updated, StandardCharsets.UTF_8);
+      return;
+    }
+    assertThat(readme.substring(begin + BEGIN.length(), end).strip())
+        .as(
+            "README property table; regenerate it: ./mvnw -B -pl integration-tests -am verify"
+                + " -Dtest=PropertyTableTest -Dsurefire.failIfNoSpecifiedTests=false"
+                + " -Dparamserver.readme.update=true")
+        .isEqualTo(table);
+  }
+}
