@@ -2,6 +2,7 @@ package dev.paramserver.pserver;
 
 import dev.paramserver.storage.S3Settings;
 import org.springframework.boot.context.properties.ConfigurationProperties;
+import org.springframework.boot.context.properties.NestedConfigurationProperty;
 import org.springframework.boot.context.properties.bind.DefaultValue;
 
 /**
@@ -16,4 +17,4 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  *     three for every service at once.
  */
 @ConfigurationProperties("paramserver.pserver")
-public record PserverStorageProperties(@DefaultValue S3Settings s3) {}
+public record PserverStorageProperties(@DefaultValue @NestedConfigurationProperty S3Settings s3) {}
