@@ -64,7 +64,7 @@ class PropertyTableTest {
                 "| `"
                     + name
                     + "` | "
-                    + service(p.path("sourceType").asText())
+                    + service(name, p.path("sourceType").asText())
                     + " | "
                     + defaultValue(p.path("defaultValue"))
                     + " | "
@@ -73,15 +73,14 @@ class PropertyTableTest {
     return String.join("\n", rows);
   }
 
-  private static String service(String sourceType) {
-    if (sourceType.startsWith("dev.paramserver.master.")) {
-      return "master";
-    }
-    if (sourceType.startsWith("dev.paramserver.pserver.")) {
-      return "pserver";
-    }
-    if (sourceType.startsWith("dev.paramserver.trainer.")) {
-      return "trainer";
+  private static String service(String name, String sourceType) {
+    // a service's own key bound through a shared type (paramserver.trainer.s3.* is S3Settings, from
+    // the storage library) belongs to that service all the same
+    for (String service : new String[] {"master", "pserver", "trainer"}) {
+      if (sourceType.startsWith("dev.paramserver." + service + ".")
+          || name.startsWith("paramserver." + service + ".")) {
+        return service;
+      }
     }
     return "all";
   }
