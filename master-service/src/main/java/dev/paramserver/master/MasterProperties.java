@@ -22,7 +22,9 @@ import org.springframework.validation.annotation.Validated;
  * @param maxFailures how many times a task may fail or time out within one pass before it is moved
  *     to the failed queue for the rest of that pass; at least 1
  * @param timeoutCheckInterval how often the master looks for pending tasks past their deadline
- * @param waitRetry the {@code retry_after_ms} hint sent with WAIT and PASS_NOT_STARTED answers
+ * @param waitRetry the {@code retry_after_ms} hint sent with WAIT and PASS_NOT_STARTED answers, and
+ *     the longest GetTask holds a WAIT answer for a trainer that asks for it ({@code hold_ms}) and
+ *     holds no task, answering as soon as a task is free or the pass ends
  * @param adaptiveTimeout optional timeout derived from the recent task durations
  * @param advertisePort the port published in {@code master/addr} for trainers to dial, when they
  *     reach the master through a proxy or a port mapping; 0 (default) publishes the gRPC server's

@@ -44,7 +44,14 @@ public final class MasterGrpcService extends MasterGrpc.MasterImplBase {
     for (TaskFinishedRequest f : req.getFinishedList()) {
       finished.add(new MasterJob.Finished(f.getTaskId(), f.getEpoch()));
     }
-    reply(out, job.getTask(trainer(req.getTrainerId()), req.getPass(), finished));
+    reply(
+        out,
+        job.getTask(
+            trainer(req.getTrainerId()),
+            req.getPass(),
+            finished,
+            req.getHoldMs(),
+            req.getMaxTasks()));
   }
 
   @Override

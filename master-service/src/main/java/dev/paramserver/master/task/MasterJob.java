@@ -19,6 +19,7 @@ import java.time.Clock;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
+import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
 import java.util.function.Supplier;
 import org.slf4j.Logger;
@@ -137,6 +138,7 @@ public final class MasterJob {
       serving = false;
       dataset = null;
       queue = null;
+      lock.notifyAll();
     }
   }
 
@@ -219,17 +221,34 @@ public final class MasterJob {
 
   /** The next task of {@code pass} for the trainer, or why there is none. */
   public GetTaskResponse getTask(String trainer, int pass) {
-    return getTask(trainer, pass, List.of());
+    return getTask(trainer, pass, List.of(), 0, 1);
   }
+
+  /** Most tasks one GetTask hands out. */
+  static final int MAX_TASKS_PER_CALL = 16;
 
   /**
    * Records the tasks {@code finished} (as {@link #taskFinished} does), then hands out the next
    * task of {@code pass} for the trainer, or says why there is none: one change, saved once.
+   *
+   * <p>With {@code holdMs}, a trainer that holds no task of the pass is not told to wait at once:
+   * the answer is held for up to {@code holdMs} (at most {@code wait-retry}) and given as soon as
+   * the job changes (a task back in todo, the pass over), so that trainers start the next pass
+   * together rather than a retry interval late. A trainer that holds a task is answered at once,
+   * since the pass may be waiting for that task.
+   *
+   * <p>With {@code maxTasks} above 1, up to that many tasks (at most {@value #MAX_TASKS_PER_CALL})
+   * go out in one answer, and one commit, within a fair share of what remains ({@link
+   * TaskQueue#leaseShare}).
    */
-  public GetTaskResponse getTask(String trainer, int pass, List<Finished> finished) {
+  public GetTaskResponse getTask(
+      String trainer, int pass, List<Finished> finished, long holdMs, int maxTasks) {
     Dispatch d;
     Dataset ds;
     List<Report> reports = new ArrayList<>();
+    List<Dispatch> extra = new ArrayList<>();
+    int want = Math.max(1, Math.min(maxTasks, MAX_TASKS_PER_CALL));
+    boolean held = false;
     synchronized (lock) {
       requireServing();
       TaskQueue q = requireQueue();
@@ -239,12 +258,28 @@ public final class MasterJob {
             mutate(
                 c -> {
                   finished.forEach(f -> reports.add(c.finished(f.taskId(), f.epoch())));
-                  return c.next(trainer, pass, timeouts.current());
+                  return next(c, trainer, pass, want, extra);
                 });
-      } else if (q.canDispatch(pass)) {
-        d = mutate(c -> c.next(trainer, pass, timeouts.current()));
       } else {
-        d = q.next(trainer, pass, timeouts.current()); // changes nothing
+        d = dispatch(q, trainer, pass, want, extra);
+      }
+      long hold = Math.min(TimeUnit.MILLISECONDS.toNanos(holdMs), props.waitRetry().toNanos());
+      long until = System.nanoTime() + hold;
+      while (hold > 0 && d.outcome() == Dispatch.Outcome.WAIT && !queue.holds(trainer)) {
+        held = true;
+        long left = until - System.nanoTime();
+        if (left <= 0) {
+          break;
+        }
+        try {
+          TimeUnit.NANOSECONDS.timedWait(lock, left);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          break;
+        }
+        requireServing();
+        ds = dataset;
+        d = dispatch(requireQueue(), trainer, pass, want, extra);
       }
     }
     for (int i = 0; i < reports.size(); i++) {
@@ -257,17 +292,47 @@ public final class MasterJob {
             .setTotalPasses(d.totalPasses())
             .setReason(d.reason());
     switch (d.outcome()) {
-      case TASK ->
-          b.setTask(
-              Task.newBuilder()
-                  .setId(d.taskId())
-                  .setEpoch(d.epoch())
-                  .setPass(d.currentPass())
-                  .addAllChunks(ds.chunksOf(d.taskId())));
-      case WAIT, PASS_NOT_STARTED -> b.setRetryAfterMs((int) props.waitRetry().toMillis());
+      case TASK -> {
+        b.setTask(task(ds, d));
+        for (Dispatch e : extra) {
+          b.addMoreTasks(task(ds, e));
+        }
+      }
+      case WAIT, PASS_NOT_STARTED ->
+          b.setRetryAfterMs(
+              held && d.outcome() == Dispatch.Outcome.WAIT
+                  ? 0
+                  : (int) props.waitRetry().toMillis());
       default -> {}
     }
     return b.build();
+  }
+
+  private static Task task(Dataset ds, Dispatch d) {
+    return Task.newBuilder()
+        .setId(d.taskId())
+        .setEpoch(d.epoch())
+        .setPass(d.currentPass())
+        .addAllChunks(ds.chunksOf(d.taskId()))
+        .build();
+  }
+
+  private Dispatch dispatch(TaskQueue q, String trainer, int pass, int want, List<Dispatch> extra) {
+    return q.canDispatch(pass)
+        ? mutate(c -> next(c, trainer, pass, want, extra))
+        : q.next(trainer, pass, timeouts.current()); // changes nothing
+  }
+
+  /** The next task for the trainer, and up to {@code want - 1} more into {@code extra}. */
+  private Dispatch next(TaskQueue c, String trainer, int pass, int want, List<Dispatch> extra) {
+    int share = Math.min(want, c.leaseShare(trainer));
+    Dispatch first = c.next(trainer, pass, timeouts.current());
+    while (first.outcome() == Dispatch.Outcome.TASK
+        && extra.size() + 1 < share
+        && c.canDispatch(pass)) {
+      extra.add(c.next(trainer, pass, timeouts.current()));
+    }
+    return first;
   }
 
   /** A trainer reports a task trained; false if the report was stale or a duplicate. */
@@ -388,6 +453,8 @@ public final class MasterJob {
       T result = change.apply(copy);
       if (copy.version() != current.version()) {
         save(copy);
+        // wakes the GetTask answers held for a change
+        lock.notifyAll();
       }
       queue = copy;
       return result;

@@ -11,6 +11,7 @@ import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -149,6 +150,33 @@ public final class TaskQueue {
 
   public int totalPasses() {
     return totalPasses;
+  }
+
+  /**
+   * How many tasks {@code trainer} may take in one request now: a share of todo that leaves at
+   * least half of it to the other trainers of the pass (or of the pass before, early in a pass), so
+   * that no trainer idles at the pass's end while another works through extra tasks; at least 1.
+   */
+  public int leaseShare(String trainer) {
+    Set<String> seen = current().trainers;
+    int trainers = seen.size() + (seen.contains(trainer) ? 0 : 1);
+    if (pass > 0 && pass - 1 < history.size()) {
+      trainers = Math.max(trainers, history.get(pass - 1).trainers.size());
+    }
+    return Math.max(1, todo.size() / (2 * Math.max(1, trainers)));
+  }
+
+  /** True if {@code trainer} holds a pending task. */
+  public boolean holds(String trainer) {
+    if (pending == 0) {
+      return false;
+    }
+    for (int id = 0; id < tasks; id++) {
+      if (states[id] == PENDING && trainer.equals(holders[id])) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /** True if {@link #next} for {@code requestedPass} would hand out a task (and change state). */

@@ -31,10 +31,16 @@ import io.grpc.Status;
 import io.grpc.inprocess.InProcessChannelBuilder;
 import io.grpc.inprocess.InProcessServerBuilder;
 import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Optional;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -232,6 +238,71 @@ class MasterGrpcServiceTest {
 
     JobStatus status = call().getStatus(GetStatusRequest.getDefaultInstance());
     assertThat(status.getPasses(0).getRecords()).isEqualTo(20);
+  }
+
+  @Test
+  void getTask_withHold_holdsAWaitForATrainerWithoutTask_untilThePassEnds() throws Exception {
+    setDataset(dir + "/train-*.rio");
+    Task a = getTask("t1", 0).getTask();
+    Task b = getTask("t2", 0).getTask();
+
+    // t1 holds a task: the pass may be waiting for it, so it is answered at once
+    GetTaskResponse holder = call().getTask(holdRequest("t1"));
+    assertThat(holder.getOutcome()).isEqualTo(Outcome.WAIT);
+    assertThat(holder.getRetryAfterMs()).isEqualTo(250);
+    // t3 holds none: with nothing changing, the WAIT comes after the hold, to be asked again now
+    long start = System.nanoTime();
+    GetTaskResponse idle = call().getTask(holdRequest("t3"));
+    assertThat(idle.getOutcome()).isEqualTo(Outcome.WAIT);
+    assertThat(idle.getRetryAfterMs()).isZero();
+    assertThat(System.nanoTime() - start).isGreaterThanOrEqualTo(200_000_000L);
+
+    // a held call answers as soon as the pass ends
+    ExecutorService thread = Executors.newSingleThreadExecutor();
+    try {
+      Future<GetTaskResponse> held = thread.submit(() -> call().getTask(holdRequest("t3")));
+      assertThat(finish("t1", a.getId(), a.getEpoch())).isTrue();
+      assertThat(finish("t2", b.getId(), b.getEpoch())).isTrue();
+      assertThat(held.get(10, TimeUnit.SECONDS).getOutcome()).isIn(Outcome.PASS_FINISHED);
+    } finally {
+      thread.shutdownNow();
+    }
+  }
+
+  @Test
+  void getTask_withMaxTasks_handsOutExtraTasksWithinAFairShare() throws Exception {
+    Path many = dir.resolve("many");
+    Files.createDirectories(many);
+    // 160 records in chunks of 5, 2 chunks a task: 16 tasks
+    try (RecordWriter w = RecordWriter.create(many.resolve("train-0.rio"), Compressor.NONE, 5)) {
+      for (int i = 0; i < 160; i++) {
+        w.write(new byte[] {(byte) i});
+      }
+    }
+    setDataset(many + "/train-*.rio");
+    GetTaskRequest.Builder req = GetTaskRequest.newBuilder().setPass(0).setMaxTasks(16);
+    GetTaskResponse first = call().getTask(req.setTrainerId("t1").build());
+    assertThat(first.getOutcome()).isEqualTo(Outcome.TASK);
+    // one trainer known: at most half of the 16 tasks todo
+    assertThat(first.getMoreTasksCount() + 1).isEqualTo(8);
+    GetTaskResponse second = call().getTask(req.setTrainerId("t2").build());
+    // two trainers, 8 todo: a quarter
+    assertThat(second.getMoreTasksCount() + 1).isEqualTo(2);
+    List<Long> ids = new ArrayList<>();
+    ids.add(first.getTask().getId());
+    first.getMoreTasksList().forEach(t -> ids.add(t.getId()));
+    ids.add(second.getTask().getId());
+    second.getMoreTasksList().forEach(t -> ids.add(t.getId()));
+    assertThat(ids).doesNotHaveDuplicates().hasSize(10);
+    // each extra task is held like the first: its finish is accepted
+    Task extra = first.getMoreTasks(0);
+    assertThat(finish("t1", extra.getId(), extra.getEpoch())).isTrue();
+    JobStatus status = call().getStatus(GetStatusRequest.getDefaultInstance());
+    assertThat(status.getTasks().getPending()).isEqualTo(9);
+  }
+
+  private static GetTaskRequest holdRequest(String trainer) {
+    return GetTaskRequest.newBuilder().setTrainerId(trainer).setPass(0).setHoldMs(5000).build();
   }
 
   private GetTaskResponse getTaskReporting(String trainer, int pass, Task done) {

@@ -24,6 +24,8 @@ import org.springframework.validation.annotation.Validated;
  *     push is in flight, before the trainer waits for it (they leave together in the next push);
  *     the values a batch is computed on are then at most {@code pipeline-lag + 1} pushes old. 0:
  *     wait for each push in flight
+ * @param tasksPerRequest the most tasks taken from the master in one GetTask (it gives fewer near a
+ *     pass's end): fewer calls and commits on the master for short tasks
  * @param rpcTimeout deadline of each call to the master or a pserver
  * @param maxBackoff the longest wait between retries when the master or a pserver is unavailable
  */
@@ -35,6 +37,7 @@ public record CommunicationProperties(
     @DefaultValue("float32") GradientDtype gradientDtype,
     @DefaultValue("true") boolean pipeline,
     @DefaultValue("4") @Min(0) int pipelineLag,
+    @DefaultValue("4") @Min(1) int tasksPerRequest,
     @DefaultValue("10s") Duration rpcTimeout,
     @DefaultValue("10s") Duration maxBackoff,
     @DefaultValue("async") TrainingModeSetting mode,

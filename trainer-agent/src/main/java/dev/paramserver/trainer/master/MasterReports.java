@@ -38,16 +38,24 @@ public final class MasterReports {
 
   /** Asks for a task of {@code pass}. */
   public GetTaskResponse getTask(int pass) {
-    return getTask(pass, List.of());
+    return getTask(pass, List.of(), 0, 1);
   }
 
-  /** Reports the tasks {@code finished} and asks for a task of {@code pass}, in one call. */
-  public GetTaskResponse getTask(int pass, List<TaskFinishedRequest> finished) {
+  /**
+   * Reports the tasks {@code finished} and asks for a task of {@code pass}, in one call.
+   *
+   * @param holdMs how long the master may hold a WAIT answer for a change (0: answer at once)
+   * @param maxTasks the most tasks to take (the master may give fewer)
+   */
+  public GetTaskResponse getTask(
+      int pass, List<TaskFinishedRequest> finished, int holdMs, int maxTasks) {
     GetTaskRequest req =
         GetTaskRequest.newBuilder()
             .setTrainerId(trainerId)
             .setPass(pass)
             .addAllFinished(finished)
+            .setHoldMs(holdMs)
+            .setMaxTasks(maxTasks)
             .build();
     return master.call("GetTask", stub -> stub.getTask(req));
   }

@@ -25,6 +25,12 @@ import org.springframework.stereotype.Component;
 public class PassRunner {
   private static final Logger log = LoggerFactory.getLogger(PassRunner.class);
 
+  /**
+   * How long an asynchronous trainer lets the master hold a WAIT answer (the master caps it at its
+   * wait-retry), so that it hears at once when the pass ends.
+   */
+  static final int WAIT_HOLD_MS = 1000;
+
   /** Exit code when the master says the job failed. */
   static final int JOB_FAILED = 3;
 
@@ -69,7 +75,16 @@ public class PassRunner {
     int pass = 0;
     Parameters idleGrads = Parameters.zerosLike(ctx.model());
     progress.moveTo(TrainerState.TRAINING);
-    try (TaskSource tasks = new TaskSource(reports, stop, props.data().prefetch(), ctx.storage());
+    // a synchronous or bounded-staleness trainer without a task keeps taking part in the steps
+    int holdMs = props.communication().mode() == TrainingModeSetting.ASYNC ? WAIT_HOLD_MS : 0;
+    try (TaskSource tasks =
+            new TaskSource(
+                reports,
+                stop,
+                props.data().prefetch(),
+                ctx.storage(),
+                holdMs,
+                props.communication().tasksPerRequest());
         TaskTrainer trainer = new TaskTrainer(ctx, props, progress, stop)) {
       while (true) {
         stop.check("before asking for a task");
@@ -132,6 +147,7 @@ public class PassRunner {
       if (prefetched != null && prefetched.isTask()) {
         handBack(prefetched.task());
       }
+      tasks.takeLeased().forEach(this::handBack);
       throw e;
     }
     tasks.finished(task, trained.records(), trained.applied());

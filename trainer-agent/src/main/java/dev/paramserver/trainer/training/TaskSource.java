@@ -11,8 +11,10 @@ import dev.paramserver.storage.Storage;
 import dev.paramserver.trainer.StopSignal;
 import dev.paramserver.trainer.master.MasterReports;
 import java.util.ArrayList;
+import java.util.Deque;
 import java.util.List;
 import java.util.Queue;
+import java.util.concurrent.ConcurrentLinkedDeque;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
@@ -48,15 +50,31 @@ final class TaskSource implements AutoCloseable {
   private final Queue<Trained> unreported = new ConcurrentLinkedQueue<>();
   private final StopSignal stop;
   private final boolean prefetch;
+  private final int holdMs;
+  private final int maxTasks;
+  // Tasks handed out with an earlier answer (more_tasks), not yet started, with that answer.
+  private final Deque<GetTaskResponse> leased = new ConcurrentLinkedDeque<>();
   private final Storage storage;
   private final ExecutorService executor;
   private Future<Fetched> next;
 
   /**
    * @param storage reads the task's chunks: local files, or S3 objects with one ranged read each
+   * @param holdMs how long the master may hold a WAIT answer for a change (0 in synchronous mode,
+   *     where an idle trainer must keep taking part in each step)
+   * @param maxTasks the most tasks to take per GetTask (the extra ones are trained before the
+   *     master is asked again)
    */
-  TaskSource(MasterReports master, StopSignal stop, boolean prefetch, Storage storage) {
+  TaskSource(
+      MasterReports master,
+      StopSignal stop,
+      boolean prefetch,
+      Storage storage,
+      int holdMs,
+      int maxTasks) {
     this.master = master;
+    this.holdMs = holdMs;
+    this.maxTasks = maxTasks;
     this.storage = storage;
     this.stop = stop;
     this.prefetch = prefetch;
@@ -125,7 +143,20 @@ final class TaskSource implements AutoCloseable {
     }
   }
 
+  /** Tasks handed out with an earlier answer and not started (to hand back when stopping). */
+  List<Task> takeLeased() {
+    List<Task> out = new ArrayList<>();
+    for (GetTaskResponse r = leased.poll(); r != null; r = leased.poll()) {
+      out.add(r.getTask());
+    }
+    return out;
+  }
+
   private Fetched fetch(int pass) {
+    GetTaskResponse local = leased.poll();
+    if (local != null) {
+      return read(local);
+    }
     List<TaskFinishedRequest> reports = new ArrayList<>();
     for (Trained t = unreported.poll(); t != null; t = unreported.poll()) {
       try {
@@ -137,7 +168,14 @@ final class TaskSource implements AutoCloseable {
         log.warn("task {} is not reported finished: {}", t.task().getId(), e.getMessage());
       }
     }
-    GetTaskResponse resp = master.getTask(pass, reports);
+    GetTaskResponse resp = master.getTask(pass, reports, holdMs, maxTasks);
+    for (Task more : resp.getMoreTasksList()) {
+      leased.add(resp.toBuilder().setTask(more).clearMoreTasks().build());
+    }
+    return read(resp.getMoreTasksCount() == 0 ? resp : resp.toBuilder().clearMoreTasks().build());
+  }
+
+  private Fetched read(GetTaskResponse resp) {
     if (resp.getOutcome() != GetTaskResponse.Outcome.TASK) {
       return new Fetched(resp, List.of(), null);
     }

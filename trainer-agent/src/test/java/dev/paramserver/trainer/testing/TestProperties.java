@@ -54,6 +54,7 @@ public final class TestProperties {
             GradientDtype.FLOAT32,
             pipeline,
             4,
+            4,
             Duration.ofSeconds(5),
             Duration.ofMillis(50),
             TrainingModeSetting.ASYNC,
