@@ -16,6 +16,7 @@ import dev.paramserver.proto.v1.Task;
 import dev.paramserver.proto.v1.TaskCounts;
 import dev.paramserver.rpc.ServiceException;
 import java.time.Clock;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
@@ -323,14 +324,18 @@ public final class MasterJob {
         : q.next(trainer, pass, timeouts.current()); // changes nothing
   }
 
-  /** The next task for the trainer, and up to {@code want - 1} more into {@code extra}. */
+  /**
+   * The next task for the trainer, and up to {@code want - 1} more into {@code extra}. The k-th
+   * task of an answer gets k task timeouts, since the trainer starts it only after the ones before.
+   */
   private Dispatch next(TaskQueue c, String trainer, int pass, int want, List<Dispatch> extra) {
     int share = Math.min(want, c.leaseShare(trainer));
-    Dispatch first = c.next(trainer, pass, timeouts.current());
+    Duration timeout = timeouts.current();
+    Dispatch first = c.next(trainer, pass, timeout);
     while (first.outcome() == Dispatch.Outcome.TASK
         && extra.size() + 1 < share
         && c.canDispatch(pass)) {
-      extra.add(c.next(trainer, pass, timeouts.current()));
+      extra.add(c.next(trainer, pass, timeout.multipliedBy(extra.size() + 2)));
     }
     return first;
   }
