@@ -6,6 +6,7 @@ import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.proto.v1.FinishInitRequest;
 import dev.paramserver.proto.v1.InitParametersRequest;
 import dev.paramserver.proto.v1.ParameterSpec;
+import dev.paramserver.proto.v1.SparseRows;
 import dev.paramserver.proto.v1.TensorBlock;
 import dev.paramserver.rpc.ServiceException;
 import dev.paramserver.tensor.TensorCodec;
@@ -174,6 +175,8 @@ final class ShardInit {
       }
     }
 
+    List<float[]> rowValues = rows(shard, defined, request);
+
     // Apply.
     if (current == null) {
       shard.setDefinition(id, request.getMode(), request.getStaleness());
@@ -188,6 +191,80 @@ final class ShardInit {
       Parameter p = shard.parameters().get(b.getName());
       String key = DenseBlock.key(b.getName(), b.getBlock());
       shard.blocks().put(key, new DenseBlock(p, b.getBlock(), newBlocks.get(key)));
+    }
+    // A shard that is initialised keeps its rows, as it keeps its blocks.
+    if (!shard.initialised()) {
+      for (int i = 0; i < request.getSparseRowsCount(); i++) {
+        install(
+            shard.tables().get(request.getSparseRows(i).getName()),
+            request.getSparseRows(i),
+            rowValues.get(i));
+      }
+    }
+  }
+
+  /** Checks the initial sparse rows of {@code request}; their values, one array per entry. */
+  private static List<float[]> rows(
+      ParameterShard shard, Map<String, Parameter> defined, InitParametersRequest request) {
+    List<float[]> out = new ArrayList<>();
+    for (SparseRows r : request.getSparseRowsList()) {
+      Parameter p = defined.getOrDefault(r.getName(), shard.parameters().get(r.getName()));
+      String what = "initial rows of sparse table '" + r.getName() + "'";
+      if (p == null) {
+        throw new ServiceException(
+            ErrorReason.UNKNOWN_PARAMETER,
+            what
+                + " name an undefined parameter: send its ParameterSpec in the same or an"
+                + " earlier InitParameters");
+      }
+      if (!p.sparse()) {
+        throw new ServiceException(
+            ErrorReason.BAD_ARGUMENT,
+            what + ": '" + r.getName() + "' is a dense parameter: send its values as blocks");
+      }
+      if (r.getDtype() != DataType.FLOAT32) {
+        throw new ServiceException(
+            ErrorReason.UNSUPPORTED_DTYPE,
+            what + " have dtype " + r.getDtype() + ": initial values must be FLOAT32");
+      }
+      for (long id : r.getRowIdsList()) {
+        if (id < 0 || (p.rows > 0 && id >= p.rows)) {
+          throw new ServiceException(
+              ErrorReason.BAD_ARGUMENT,
+              what
+                  + ": row id "
+                  + id
+                  + " is out of range [0, "
+                  + (p.rows > 0 ? p.rows : "2^63")
+                  + ")");
+        }
+      }
+      long expected = (long) r.getRowIdsCount() * p.width;
+      if (r.getData().size() != 4L * expected) {
+        throw new ServiceException(
+            ErrorReason.SHAPE_MISMATCH,
+            what
+                + ": "
+                + r.getRowIdsCount()
+                + " rows of width "
+                + p.width
+                + " expect "
+                + expected
+                + " float32 values, got "
+                + r.getData().size() / 4
+                + (r.getData().size() % 4 == 0 ? "" : " and " + r.getData().size() % 4 + " bytes"));
+      }
+      out.add(TensorCodec.decode(r.getData()));
+    }
+    return out;
+  }
+
+  private static void install(SparseTable table, SparseRows rows, float[] values) {
+    int width = table.width();
+    float[] row = new float[width];
+    for (int i = 0; i < rows.getRowIdsCount(); i++) {
+      System.arraycopy(values, i * width, row, 0, width);
+      table.install(rows.getRowIds(i), row);
     }
   }
 

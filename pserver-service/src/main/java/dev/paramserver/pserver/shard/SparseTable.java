@@ -61,6 +61,15 @@ final class SparseTable {
             optimizer.update(values, gradient, i * width, slots, updatesBefore));
   }
 
+  /**
+   * Installs row {@code id} with {@code values} and fresh optimizer state (warm start), bypassing
+   * admission; under a cap it evicts as a restored row does.
+   */
+  void install(long id, float[] values) {
+    store.put(
+        id, values, parameter.optimizer.newSlots(parameter.width), 0, SparseRowStore.NO_SCORE);
+  }
+
   private void initRow(long id, float[] out, int offset) {
     float stddev = parameter.spec.getInitStddev();
     if (stddev > 0) {

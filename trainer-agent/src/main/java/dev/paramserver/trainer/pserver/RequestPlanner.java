@@ -247,7 +247,11 @@ public final class RequestPlanner {
     return out;
   }
 
-  /** The initialisation of pserver {@code ps} with {@code values} (float32, request-sized). */
+  /**
+   * The initialisation of pserver {@code ps} with {@code values} (float32, request-sized): its
+   * dense blocks, then the rows of the sparse tables of {@code values} that it owns (a warm start;
+   * a table without rows sends none), cut into requests of at most {@link #MAX_REQUEST_BYTES}.
+   */
   public List<InitParametersRequest> inits(int ps, Parameters values, String initId) {
     List<InitParametersRequest> out = new ArrayList<>();
     for (List<BlockSpec> group : groups(layout.blocksOf(ps))) {
@@ -255,10 +259,46 @@ public final class RequestPlanner {
       group.forEach(b -> req.addBlocks(block(b, values, DataType.FLOAT32)));
       out.add(req.build());
     }
+    for (ParameterDef def : layout.sparseTables()) {
+      Parameters.SparseTable table = values.sparse(def.name());
+      Set<Long> owned = byOwner(def, table.rows().keySet()).get(ps);
+      if (owned != null) {
+        initRows(def.name(), table, owned, initId, out);
+      }
+    }
     if (out.isEmpty()) {
       out.add(newInit(initId).build());
     }
     return out;
+  }
+
+  /** Adds the rows {@code ids} of {@code table}, as few requests as the size limit allows. */
+  private void initRows(
+      String name,
+      Parameters.SparseTable table,
+      Set<Long> ids,
+      String initId,
+      List<InitParametersRequest> out) {
+    int width = table.width();
+    // Each row costs its floats and at most 10 bytes of varint id.
+    int perRequest = Math.max(1, MAX_REQUEST_BYTES / (4 * width + 10));
+    List<Long> all = new ArrayList<>(ids);
+    for (int from = 0; from < all.size(); from += perRequest) {
+      List<Long> chunk = all.subList(from, Math.min(all.size(), from + perRequest));
+      float[] data = new float[chunk.size() * width];
+      for (int i = 0; i < chunk.size(); i++) {
+        System.arraycopy(table.rows().get(chunk.get(i)), 0, data, i * width, width);
+      }
+      out.add(
+          newInit(initId)
+              .addSparseRows(
+                  SparseRows.newBuilder()
+                      .setName(name)
+                      .addAllRowIds(chunk)
+                      .setDtype(DataType.FLOAT32)
+                      .setData(TensorCodec.encode(data)))
+              .build());
+    }
   }
 
   private InitParametersRequest.Builder newInit(String initId) {

@@ -18,8 +18,10 @@ import java.util.stream.Collectors;
 
 /**
  * Warm start ({@code paramserver.trainer.init-from}): the values of a saved model file replace the
- * random initial values. They reach the pservers only through the usual initialisation, which one
- * trainer performs for pservers that are not initialised; pservers that restored a checkpoint are
+ * random initial values: the dense parameters, and the rows of the sparse tables the file holds
+ * (rows it does not hold keep the pservers' lazy random initialisation). They reach the pservers
+ * only through the usual initialisation, which one trainer performs for pservers that are not
+ * initialised, each pserver receiving the rows it owns; pservers that restored a checkpoint are
  * initialised already and keep their state, so a checkpoint always wins over the file.
  */
 final class WarmStart {
@@ -28,8 +30,8 @@ final class WarmStart {
   private WarmStart() {}
 
   /**
-   * Checks at start that a local {@code location} is a dense model file of type {@code modelType};
-   * an s3:// location is checked when it is read.
+   * Checks at start that a local {@code location} is a model file of type {@code modelType}; an
+   * s3:// location is checked when it is read.
    */
   static void check(String location, String modelType) {
     if (Location.isS3(location)) {
@@ -39,16 +41,6 @@ final class WarmStart {
   }
 
   private static void check(ModelFiles.Loaded saved, String file, String modelType) {
-    if (!saved.file().getSparseTablesList().isEmpty()) {
-      throw new InvalidPropertyException(
-          PROPERTY,
-          PROPERTY
-              + ": "
-              + file
-              + " holds sparse tables (model "
-              + saved.spec().type()
-              + "): warm start supports the dense models softmax and mlp only");
-    }
     if (!saved.spec().type().equals(modelType)) {
       throw new InvalidPropertyException(
           PROPERTY,
@@ -89,8 +81,14 @@ final class WarmStart {
               + " them");
     }
     for (ParameterDef def : model.parameters()) {
-      float[] from = saved.parameters().dense(def.name());
-      System.arraycopy(from, 0, random.dense(def.name()), 0, from.length);
+      if (def.sparse()) {
+        // The saved rows; the rows the file lacks are created lazily by the pservers.
+        Parameters.SparseTable to = random.sparse(def.name());
+        saved.parameters().sparse(def.name()).rows().forEach((id, row) -> to.put(id, row.clone()));
+      } else {
+        float[] from = saved.parameters().dense(def.name());
+        System.arraycopy(from, 0, random.dense(def.name()), 0, from.length);
+      }
     }
     return random;
   }
