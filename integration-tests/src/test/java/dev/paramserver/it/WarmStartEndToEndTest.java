@@ -12,11 +12,14 @@ import dev.paramserver.models.Batch;
 import dev.paramserver.models.Dataset;
 import dev.paramserver.models.Initializers;
 import dev.paramserver.models.Mlp;
+import dev.paramserver.models.Model;
+import dev.paramserver.models.ModelFactory;
 import dev.paramserver.models.ModelFiles;
 import dev.paramserver.models.ModelSpec;
 import dev.paramserver.models.ParameterDef;
 import dev.paramserver.models.Parameters;
 import dev.paramserver.models.demo.DemoData;
+import dev.paramserver.proto.v1.Example;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -32,7 +35,8 @@ import org.junit.jupiter.api.io.TempDir;
  * two pservers and two trainers starts from it ({@code paramserver.trainer.init-from}) with a
  * learning rate too small to move any weight, so its first pass's test accuracy equals the saved
  * model's. The same job sets every optimizer option, and each pserver reports them as its
- * parameters' optimizer, with the bounded-staleness mode and bound.
+ * parameters' optimizer, with the bounded-staleness mode and bound. A sparse-lr job warm-started
+ * the same way gets the saved rows of its sparse tables on the pservers that own them.
  */
 @Timeout(600)
 class WarmStartEndToEndTest {
@@ -108,6 +112,104 @@ class WarmStartEndToEndTest {
         }
       }
     }
+  }
+
+  @Test
+  void warmStartedSparseLrJob_firstPassAccuracyEqualsTheSavedModels() throws Exception {
+    Path data = ModelsEndToEndTest.clickData(dir, 8000, 2000);
+    Path trainGlob = data.resolve("train-*.recordio");
+    Path testGlob = data.resolve("test-*.recordio");
+    Path saved = dir.resolve("saved-sparse.pb");
+    trainSparseInThisJvm(trainGlob, testGlob, saved);
+    double savedAccuracy = ModelsEndToEndTest.evaluated(saved, testGlob, "accuracy");
+    assertThat(savedAccuracy).as("accuracy of the saved sparse-lr model").isGreaterThan(0.75);
+
+    ClusterSpec.Builder spec =
+        Jobs.spec(dir.resolve("run-sparse"))
+            .job("warm-sparse")
+            .masters(1)
+            .pservers(2)
+            .trainers(2)
+            .property(Role.MASTER, "paramserver.master.passes", "1");
+    Map.ofEntries(
+            Map.entry("train-data", trainGlob.toString()),
+            Map.entry("test-data", testGlob.toString()),
+            Map.entry("init-from", saved.toString()),
+            Map.entry("model", "sparse-lr"),
+            Map.entry("embedding-width", "4"),
+            Map.entry("optimizer", "sgd"),
+            Map.entry("learning-rate", "1e-12"),
+            Map.entry("sparse.optimizer", "adagrad"),
+            Map.entry("sparse.learning-rate", "1e-12"))
+        .forEach((k, v) -> spec.property(Role.TRAINER, "paramserver.trainer." + k, v));
+    try (LocalCluster cluster = new LocalCluster(spec.build())) {
+      cluster.start();
+      JobStatusView end =
+          cluster.awaitJob(
+              s ->
+                  s.isFailed()
+                      || s.isFinished()
+                          && s.passes().size() == 1
+                          && s.passes().get(0).evalReports() >= 2,
+              Duration.ofMinutes(5));
+      assertThat(end.state()).as("job (%s)", end.failureReason()).isEqualTo("FINISHED");
+      assertThat(end.passes().get(0).evalAccuracy())
+          .as("first-pass accuracy of the warm-started sparse-lr job")
+          .isCloseTo(savedAccuracy, within(1e-4));
+    }
+  }
+
+  /**
+   * Two passes of plain SGD of a sparse-lr model (embedding width 4) over the training files,
+   * written as a model file that also holds a (zero) row for every id of the test data: rows the
+   * file lacks would start from the pservers' random values in the job, not from the file's.
+   */
+  private static void trainSparseInThisJvm(Path trainGlob, Path testGlob, Path out)
+      throws Exception {
+    List<Example> examples = Dataset.readGlobs(List.of(trainGlob.toString()));
+    int features = Dataset.featuresOf(examples);
+    Dataset train = new Dataset(examples, features);
+    ModelSpec spec = new ModelSpec("sparse-lr", features, 2, List.of(), Mlp.Activation.RELU, 4);
+    Model model = ModelFactory.create(spec);
+    Parameters params = Initializers.initial(model, 7);
+    for (int pass = 0; pass < 2; pass++) {
+      for (Batch batch : train.shuffle(pass).batches(32)) {
+        Parameters grads = Parameters.zerosLike(model);
+        model.trainStep(params, batch, grads);
+        for (ParameterDef def : model.parameters()) {
+          if (def.sparse()) {
+            Parameters.SparseTable w = params.sparse(def.name());
+            grads
+                .sparse(def.name())
+                .rows()
+                .forEach(
+                    (id, g) -> {
+                      float[] row = w.row(id);
+                      for (int i = 0; i < g.length; i++) {
+                        row[i] -= 0.1f * g[i];
+                      }
+                    });
+          } else {
+            float[] w = params.dense(def.name());
+            float[] g = grads.dense(def.name());
+            for (int i = 0; i < w.length; i++) {
+              w[i] -= 0.1f * g[i];
+            }
+          }
+        }
+      }
+    }
+    Dataset test = new Dataset(Dataset.readGlobs(List.of(testGlob.toString())), features);
+    for (Batch batch : test.batches(1024)) {
+      for (long id : batch.sparseIds()) {
+        for (ParameterDef def : model.parameters()) {
+          if (def.sparse()) {
+            params.sparse(def.name()).row(id);
+          }
+        }
+      }
+    }
+    ModelFiles.write(out, spec, model, params, "saved-in-jvm");
   }
 
   /** Two passes of plain SGD over the training files, written as a model file. */
