@@ -59,7 +59,7 @@ final class TaskTrainer implements AutoCloseable {
             ctx.values(),
             stop,
             props.communication().pipelined(),
-            props.communication().pipelineLag());
+            props.communication().pipelineLag(!ctx.values().sparseNames().isEmpty()));
   }
 
   /**
