@@ -17,7 +17,7 @@ import picocli.CommandLine.Option;
     description = {
       "Writes a deterministic synthetic dataset: DIR/train-0000N.recordio shards and"
           + " DIR/test-00000.recordio. The same options give byte-identical files.",
-      "Dense (default): Gaussian classes, about 97-99% reachable by a linear classifier.",
+      "Dense (default): Gaussian classes, about 97-99%% reachable by a linear classifier.",
       "--sparse: click-through-like binary data with hashed categorical ids."
     })
 public final class DemoDataCommand extends PsctlCommand {
