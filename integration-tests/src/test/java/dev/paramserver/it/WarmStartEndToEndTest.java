@@ -54,41 +54,27 @@ class WarmStartEndToEndTest {
     double savedAccuracy = ModelsEndToEndTest.evaluated(saved, demo.testFile(), "accuracy");
     assertThat(savedAccuracy).as("accuracy of the saved model").isGreaterThan(0.8);
 
-    ClusterSpec.Builder spec =
-        Jobs.spec(dir.resolve("run"))
-            .job("warm")
-            .masters(1)
-            .pservers(2)
-            .trainers(2)
-            .property(Role.MASTER, "paramserver.master.passes", "1");
-    Map.ofEntries(
-            Map.entry("train-data", dir.resolve("data").resolve("train-*.recordio").toString()),
-            Map.entry("test-data", demo.testFile().toString()),
-            Map.entry("init-from", saved.toString()),
-            Map.entry("optimizer", "adam"),
-            Map.entry("learning-rate", "1e-12"),
-            Map.entry("beta1", "0.8"),
-            Map.entry("beta2", "0.99"),
-            Map.entry("epsilon", "1e-6"),
-            Map.entry("clip-value", "3"),
-            Map.entry("clip-norm", "7"),
-            Map.entry("lr-schedule", "exponential"),
-            Map.entry("lr-gamma", "0.5"),
-            Map.entry("mode", "bounded-staleness"),
-            Map.entry("staleness", "3"))
-        .forEach((k, v) -> spec.property(Role.TRAINER, "paramserver.trainer." + k, v));
-    try (LocalCluster cluster = new LocalCluster(spec.build())) {
+    ClusterSpec spec =
+        onePassJob(
+            "warm",
+            Map.ofEntries(
+                Map.entry("train-data", dir.resolve("data").resolve("train-*.recordio").toString()),
+                Map.entry("test-data", demo.testFile().toString()),
+                Map.entry("init-from", saved.toString()),
+                Map.entry("optimizer", "adam"),
+                Map.entry("learning-rate", "1e-12"),
+                Map.entry("beta1", "0.8"),
+                Map.entry("beta2", "0.99"),
+                Map.entry("epsilon", "1e-6"),
+                Map.entry("clip-value", "3"),
+                Map.entry("clip-norm", "7"),
+                Map.entry("lr-schedule", "exponential"),
+                Map.entry("lr-gamma", "0.5"),
+                Map.entry("mode", "bounded-staleness"),
+                Map.entry("staleness", "3")));
+    try (LocalCluster cluster = new LocalCluster(spec)) {
       cluster.start();
-      JobStatusView end =
-          cluster.awaitJob(
-              s ->
-                  s.isFailed()
-                      || s.isFinished()
-                          && s.passes().size() == 1
-                          && s.passes().get(0).evalReports() >= 2,
-              Duration.ofMinutes(5));
-      assertThat(end.state()).as("job (%s)", end.failureReason()).isEqualTo("FINISHED");
-      assertThat(end.passes().get(0).evalAccuracy())
+      assertThat(firstPassAccuracy(cluster))
           .as("first-pass accuracy of the warm-started job")
           .isCloseTo(savedAccuracy, within(1e-4));
 
@@ -124,39 +110,52 @@ class WarmStartEndToEndTest {
     double savedAccuracy = ModelsEndToEndTest.evaluated(saved, testGlob, "accuracy");
     assertThat(savedAccuracy).as("accuracy of the saved sparse-lr model").isGreaterThan(0.75);
 
+    ClusterSpec spec =
+        onePassJob(
+            "warm-sparse",
+            Map.ofEntries(
+                Map.entry("train-data", trainGlob.toString()),
+                Map.entry("test-data", testGlob.toString()),
+                Map.entry("init-from", saved.toString()),
+                Map.entry("model", "sparse-lr"),
+                Map.entry("embedding-width", "4"),
+                Map.entry("optimizer", "sgd"),
+                Map.entry("learning-rate", "1e-12"),
+                Map.entry("sparse.optimizer", "adagrad"),
+                Map.entry("sparse.learning-rate", "1e-12")));
+    try (LocalCluster cluster = new LocalCluster(spec)) {
+      cluster.start();
+      assertThat(firstPassAccuracy(cluster))
+          .as("first-pass accuracy of the warm-started sparse-lr job")
+          .isCloseTo(savedAccuracy, within(1e-4));
+    }
+  }
+
+  /** A one-pass job of 1 master, 2 pservers and 2 trainers with these trainer properties. */
+  private ClusterSpec onePassJob(String job, Map<String, String> trainer) {
     ClusterSpec.Builder spec =
-        Jobs.spec(dir.resolve("run-sparse"))
-            .job("warm-sparse")
+        Jobs.spec(dir.resolve("run-" + job))
+            .job(job)
             .masters(1)
             .pservers(2)
             .trainers(2)
             .property(Role.MASTER, "paramserver.master.passes", "1");
-    Map.ofEntries(
-            Map.entry("train-data", trainGlob.toString()),
-            Map.entry("test-data", testGlob.toString()),
-            Map.entry("init-from", saved.toString()),
-            Map.entry("model", "sparse-lr"),
-            Map.entry("embedding-width", "4"),
-            Map.entry("optimizer", "sgd"),
-            Map.entry("learning-rate", "1e-12"),
-            Map.entry("sparse.optimizer", "adagrad"),
-            Map.entry("sparse.learning-rate", "1e-12"))
-        .forEach((k, v) -> spec.property(Role.TRAINER, "paramserver.trainer." + k, v));
-    try (LocalCluster cluster = new LocalCluster(spec.build())) {
-      cluster.start();
-      JobStatusView end =
-          cluster.awaitJob(
-              s ->
-                  s.isFailed()
-                      || s.isFinished()
-                          && s.passes().size() == 1
-                          && s.passes().get(0).evalReports() >= 2,
-              Duration.ofMinutes(5));
-      assertThat(end.state()).as("job (%s)", end.failureReason()).isEqualTo("FINISHED");
-      assertThat(end.passes().get(0).evalAccuracy())
-          .as("first-pass accuracy of the warm-started sparse-lr job")
-          .isCloseTo(savedAccuracy, within(1e-4));
-    }
+    trainer.forEach((k, v) -> spec.property(Role.TRAINER, "paramserver.trainer." + k, v));
+    return spec.build();
+  }
+
+  /** Waits for the one-pass job to finish (both trainers evaluated) and returns its accuracy. */
+  private static double firstPassAccuracy(LocalCluster cluster) {
+    JobStatusView end =
+        cluster.awaitJob(
+            s ->
+                s.isFailed()
+                    || s.isFinished()
+                        && s.passes().size() == 1
+                        && s.passes().get(0).evalReports() >= 2,
+            Duration.ofMinutes(5));
+    assertThat(end.state()).as("job (%s)", end.failureReason()).isEqualTo("FINISHED");
+    return end.passes().get(0).evalAccuracy();
   }
 
   /**
