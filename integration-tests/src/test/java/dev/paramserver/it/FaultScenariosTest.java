@@ -107,7 +107,24 @@ class FaultScenariosTest {
             dir.resolve("data") + "/train-*.recordio")
         .property(Role.TRAINER, "paramserver.trainer.test-data", demo.testFile().toString())
         .property(Role.TRAINER, "paramserver.trainer.batch-size", Integer.toString(BATCH))
-        .property(Role.TRAINER, "paramserver.trainer.learning-rate", Double.toString(LR));
+        .property(Role.TRAINER, "paramserver.trainer.learning-rate", Double.toString(LR))
+        // trainers stay up after the job, so that their push counts can be read at its end
+        .property(Role.TRAINER, "paramserver.trainer.exit-when-done", "false");
+  }
+
+  /** What the push accounting at the end of a scenario checks. */
+  enum Pushes {
+    /**
+     * 0 dropped pushes, and each pserver's update count equals the pushes its trainers had
+     * acknowledged (asynchronous mode: one update per push request).
+     */
+    COUNTED,
+    /**
+     * 0 dropped pushes only: a trainer was killed (its acknowledged pushes died with it), or a
+     * pserver lost its state and was re-initialised (its count restarts with the re-initialisation
+     * and the pushes since its last checkpoint are lost by design).
+     */
+    DROPPED_ONLY
   }
 
   /** A fault applied to a running cluster; returns when the fault is over (the process resumed). */
@@ -120,10 +137,16 @@ class FaultScenariosTest {
    * outcome.
    */
   private static void runScenario(String name, int masters, Fault fault) throws Exception {
-    runScenario(name, spec(name, masters), cluster -> {}, fault);
+    runScenario(name, masters, Pushes.COUNTED, fault);
   }
 
-  private static void runScenario(String name, ClusterSpec spec, Fault afterStart, Fault fault)
+  private static void runScenario(String name, int masters, Pushes pushes, Fault fault)
+      throws Exception {
+    runScenario(name, spec(name, masters), cluster -> {}, pushes, fault);
+  }
+
+  private static void runScenario(
+      String name, ClusterSpec spec, Fault afterStart, Pushes pushes, Fault fault)
       throws Exception {
     try (LocalCluster cluster = new LocalCluster(spec)) {
       cluster.start();
@@ -154,10 +177,20 @@ class FaultScenariosTest {
       for (var p : end.json().path("passes")) {
         duplicates += Jobs.number(p, "duplicates");
       }
-      report(name, recoverySeconds, accuracy, duplicates);
+      PushCounts counts = PushCounts.await(cluster, pushes == Pushes.COUNTED);
+      report(name, recoverySeconds, accuracy, duplicates, counts);
       assertThat(accuracy)
           .as("%s: final accuracy vs fault-free %.4f", name, faultFreeAccuracy)
           .isGreaterThanOrEqualTo(faultFreeAccuracy - 0.01);
+      assertThat(counts.dropped()).as("%s: dropped pushes (%s)", name, counts).isZero();
+      if (pushes == Pushes.COUNTED) {
+        assertThat(counts.applied())
+            .as(
+                "%s: each pserver's updates vs the pushes its trainers had acknowledged (more:"
+                    + " a push applied twice; fewer: an acknowledged push lost) (%s)",
+                name, counts)
+            .isEqualTo(counts.acknowledged());
+      }
     }
   }
 
@@ -173,25 +206,31 @@ class FaultScenariosTest {
     return Math.max(done, s.tasks().done());
   }
 
-  private static void report(String name, double recovery, double accuracy, long duplicates)
+  private static void report(
+      String name, double recovery, double accuracy, long duplicates, PushCounts pushes)
       throws IOException {
     String line =
         String.format(
             Locale.ROOT,
-            "| %s | %.1f s | %.4f | %.4f | %d |%n",
+            "| %s | %.1f s | %.4f | %.4f | %d | %d | %s |%n",
             name,
             recovery,
             accuracy,
             faultFreeAccuracy,
-            duplicates);
+            duplicates,
+            pushes.dropped(),
+            pushes.acknowledged().equals(pushes.applied())
+                ? "0 (" + pushes.acknowledged().values().stream().mapToLong(n -> n).sum() + ")"
+                : pushes.applied() + " vs " + pushes.acknowledged());
     System.out.print("FAULT " + line);
     Path out = Path.of("target", "fault-report.md");
     Files.createDirectories(out.getParent());
     if (!Files.exists(out)) {
       Files.writeString(
           out,
-          "| scenario | time to recover | final accuracy | fault-free accuracy | duplicates |\n"
-              + "| --- | --- | --- | --- | --- |\n");
+          "| scenario | time to recover | final accuracy | fault-free accuracy | duplicate tasks"
+              + " | dropped pushes | doubled or lost pushes (pushes) |\n"
+              + "| --- | --- | --- | --- | --- | --- | --- |\n");
     }
     Files.writeString(out, line, StandardOpenOption.APPEND);
   }
@@ -226,6 +265,7 @@ class FaultScenariosTest {
     runScenario(
         "kill-pserver-no-checkpoint",
         1,
+        Pushes.DROPPED_ONLY,
         cluster -> {
           cluster.kill(Role.PSERVER, 1, false);
           Path checkpoints = cluster.spec().runDir().resolve("checkpoints").resolve("pserver-1");
@@ -251,13 +291,14 @@ class FaultScenariosTest {
           "master-connection-cut",
           spec,
           cluster -> proxy.target(cluster.process(Role.MASTER, 0).grpcPort()),
+          Pushes.COUNTED,
           cluster -> proxy.cut(5_000));
     }
   }
 
   @Test
   void killTrainer_aFreshOneJoins() throws Exception {
-    runScenario("kill-trainer", 1, cluster -> cluster.kill(Role.TRAINER, 0));
+    runScenario("kill-trainer", 1, Pushes.DROPPED_ONLY, cluster -> cluster.kill(Role.TRAINER, 0));
   }
 
   @Test

@@ -46,6 +46,9 @@ class TrainerStatus implements AdminStatusSource {
     m.put("bytesPulled", traffic.bytesPulled());
     m.put("droppedPushes", traffic.droppedPushes());
     m.put("duplicatePushes", traffic.duplicatePushes());
+    Map<String, Long> acknowledged = new LinkedHashMap<>();
+    traffic.acknowledgedPushes().forEach((ps, n) -> acknowledged.put(Integer.toString(ps), n));
+    m.put("acknowledgedPushes", acknowledged);
     return m;
   }
 }

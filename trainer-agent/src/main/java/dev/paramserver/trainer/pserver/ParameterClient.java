@@ -169,6 +169,7 @@ public final class ParameterClient {
         if (resp.getDuplicate()) {
           traffic.duplicatePush();
         }
+        traffic.acknowledged(p.pserver());
         answered.add(new Answered(p, resp));
         ok++;
       }

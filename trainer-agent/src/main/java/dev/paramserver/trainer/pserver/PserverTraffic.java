@@ -1,11 +1,15 @@
 package dev.paramserver.trainer.pserver;
 
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.IntConsumer;
 import org.springframework.stereotype.Component;
 
 /**
- * Bytes this trainer sent to and received from the pservers, and the pushes it lost (only when it
- * stopped before a pserver acknowledged them).
+ * Bytes this trainer sent to and received from the pservers, the pushes each pserver acknowledged,
+ * and the pushes it lost (only when it stopped before a pserver acknowledged them).
  */
 @Component
 public final class PserverTraffic {
@@ -13,6 +17,8 @@ public final class PserverTraffic {
   private final AtomicLong bytesPulled = new AtomicLong();
   private final AtomicLong droppedPushes = new AtomicLong();
   private final AtomicLong duplicatePushes = new AtomicLong();
+  private final Map<Integer, AtomicLong> acknowledged = new ConcurrentHashMap<>();
+  private volatile IntConsumer newPserverListener = ps -> {};
 
   public long bytesPushed() {
     return bytesPushed.get();
@@ -32,6 +38,43 @@ public final class PserverTraffic {
    */
   public long duplicatePushes() {
     return duplicatePushes.get();
+  }
+
+  /**
+   * Push requests acknowledged by each pserver index, each counted once however many times it was
+   * sent (a retry answered {@code duplicate = true} is the acknowledgement of a request whose first
+   * answer was lost). In asynchronous mode a pserver applies each such request once, so its update
+   * count equals the sum of these over its trainers.
+   */
+  public Map<Integer, Long> acknowledgedPushes() {
+    Map<Integer, Long> out = new TreeMap<>();
+    acknowledged.forEach((ps, n) -> out.put(ps, n.get()));
+    return out;
+  }
+
+  /** Acknowledged push requests of pserver {@code ps} (0 if none). */
+  public long acknowledgedPushes(int ps) {
+    AtomicLong n = acknowledged.get(ps);
+    return n == null ? 0 : n.get();
+  }
+
+  /** Calls {@code listener} with each pserver index the first time it acknowledges a push. */
+  public void onNewPserver(IntConsumer listener) {
+    this.newPserverListener = listener;
+    acknowledged.keySet().forEach(listener::accept);
+  }
+
+  void acknowledged(int ps) {
+    AtomicLong n = acknowledged.get(ps);
+    if (n == null) {
+      AtomicLong fresh = new AtomicLong();
+      n = acknowledged.putIfAbsent(ps, fresh);
+      if (n == null) {
+        n = fresh;
+        newPserverListener.accept(ps);
+      }
+    }
+    n.incrementAndGet();
   }
 
   void duplicatePush() {

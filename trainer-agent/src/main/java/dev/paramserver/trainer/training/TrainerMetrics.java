@@ -15,7 +15,8 @@ import org.springframework.stereotype.Component;
  * paramserver_trainer_pass}, {@code paramserver_trainer_eval_loss}, {@code
  * paramserver_trainer_eval_accuracy}, {@code paramserver_trainer_bytes_pushed_total}, {@code
  * paramserver_trainer_bytes_pulled_total}, {@code paramserver_trainer_dropped_pushes_total}, {@code
- * paramserver_trainer_duplicate_pushes_total}.
+ * paramserver_trainer_duplicate_pushes_total}, {@code
+ * paramserver_trainer_pushes_acknowledged_total{pserver}}.
  */
 @Component
 public final class TrainerMetrics {
@@ -69,6 +70,16 @@ public final class TrainerMetrics {
         "Retried pushes a pserver had applied already and acknowledged without applying again",
         traffic,
         t -> t.duplicatePushes());
+    traffic.onNewPserver(
+        ps ->
+            FunctionCounter.builder(
+                    "paramserver.trainer.pushes.acknowledged",
+                    traffic,
+                    t -> t.acknowledgedPushes(ps))
+                .description(
+                    "Push requests a pserver acknowledged, each once however often it was sent")
+                .tag("pserver", Integer.toString(ps))
+                .register(registry));
   }
 
   private void tasks(

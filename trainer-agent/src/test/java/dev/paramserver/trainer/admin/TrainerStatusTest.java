@@ -29,6 +29,7 @@ class TrainerStatusTest {
         .containsEntry("bytesPushed", 0L)
         .containsEntry("bytesPulled", 0L)
         .containsEntry("droppedPushes", 0L)
+        .containsEntry("acknowledgedPushes", java.util.Map.of())
         .containsKeys("pass", "task", "tasksDone", "batches", "samples", "loss");
   }
 

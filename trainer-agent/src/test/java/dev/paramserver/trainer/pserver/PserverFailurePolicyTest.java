@@ -111,6 +111,8 @@ class PserverFailurePolicyTest {
   @Test
   void pushToAnUnavailablePserver_isRetriedWithTheSameIdentity_untilAcknowledged() {
     int planned = cluster.planner.pushes(filled(1f), 1).size();
+    long plannedTo0 =
+        cluster.planner.pushes(filled(1f), 1).stream().filter(p -> p.pserver() == 0).count();
     cluster.get(0).unavailableFor(1);
     int before = cluster.get(0).pushes();
 
@@ -122,6 +124,10 @@ class PserverFailurePolicyTest {
         .extracting(r -> r.getSession() + "/" + r.getStep() + "/" + r.getPart())
         .containsOnly(cluster.get(0).lastPushes(1).get(0).getSession() + "/1/0");
     assertThat(cluster.traffic.droppedPushes()).isZero();
+    // sent twice, acknowledged once
+    assertThat(cluster.traffic.acknowledgedPushes(0)).isEqualTo(plannedTo0);
+    assertThat(cluster.traffic.acknowledgedPushes().values().stream().mapToLong(n -> n).sum())
+        .isEqualTo(planned);
     assertThat(cluster.traffic.bytesPushed()).isPositive();
   }
 
