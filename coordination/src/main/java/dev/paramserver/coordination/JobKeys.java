@@ -65,6 +65,21 @@ public final class JobKeys {
     return prefix + "checkpoints/" + index;
   }
 
+  /** Prefix of the job-wide checkpoints {@code checkpoints/job/<id>}, with their shards' files. */
+  public String jobCheckpointPrefix() {
+    return prefix + "checkpoints/job/";
+  }
+
+  /** A job-wide checkpoint: {@code checkpoints/job/<id>}, the id zero-padded to 20 digits. */
+  public String jobCheckpoint(long id) {
+    return jobCheckpointPrefix() + String.format(java.util.Locale.ROOT, "%020d", id);
+  }
+
+  /** The checkpoint shard {@code index} cut for job-wide checkpoint {@code id}. */
+  public String jobCheckpointShard(long id, int index) {
+    return jobCheckpoint(id) + "/ps/" + index;
+  }
+
   public String initLock() {
     return prefix + "init_ps/lock";
   }

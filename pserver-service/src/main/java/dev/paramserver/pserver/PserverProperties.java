@@ -40,6 +40,12 @@ import org.springframework.validation.annotation.Validated;
  *     the index it held first.
  * @param sparse caps, eviction and admission of the sparse (embedding) tables
  * @param wal the write-ahead log of pushes, which makes every acknowledged push survive a crash
+ * @param checkpointConsistency {@code independent}: each shard checkpoints on its own timer, at
+ *     whatever step it is; {@code job} (synchronous mode): in addition, at each checkpoint tick of
+ *     pserver 0 all shards cut a checkpoint at the same step, recorded under one job-wide id in
+ *     etcd ({@code checkpoints/job/<id>}), and pservers that start while no trainer is registered
+ *     (a restart of the job or of all its pservers) load the newest complete job-wide checkpoint
+ *     instead of their own newest one. Set it on every pserver of the job
  */
 @Validated
 @ConfigurationProperties("paramserver.pserver")
@@ -53,7 +59,14 @@ public record PserverProperties(
     @DefaultValue("64") @Min(1) @Max(4096) int blockingThreads,
     @DefaultValue("-1") @Min(-1) @Max(4095) int index,
     @DefaultValue @Valid @NotNull Sparse sparse,
-    @DefaultValue @Valid @NotNull Wal wal) {
+    @DefaultValue @Valid @NotNull Wal wal,
+    @DefaultValue("independent") @NotNull CheckpointConsistency checkpointConsistency) {
+
+  /** Whether the shards' checkpoints are cut independently or at one job-wide step. */
+  public enum CheckpointConsistency {
+    INDEPENDENT,
+    JOB
+  }
 
   public PserverProperties {
     if (checkpointDir != null) {

@@ -33,6 +33,10 @@ import org.springframework.stereotype.Component;
  * after the checkpoint, a shard is checkpointed as soon as it is initialised (the base the log
  * replays onto), and each checkpoint truncates the log: segments older than the previous
  * checkpoint's (its fallback) are deleted.
+ *
+ * <p>With {@code paramserver.pserver.checkpoint-consistency=job} it also takes part in job-wide
+ * checkpoints (see {@link JobCheckpoints}): pserver 0 proposes one at each timer tick and on
+ * demand, and a load while no trainer is registered restores the newest complete one.
  */
 @Component
 public final class CheckpointService implements ShardPersistence, SmartLifecycle {
@@ -46,6 +50,10 @@ public final class CheckpointService implements ShardPersistence, SmartLifecycle
   private volatile Consumer<Duration> writeObserver = d -> {};
   private volatile boolean running;
   private final WriteAheadLog wal;
+  private final Coordinator coordinator;
+  private final int desired;
+  // Job-wide checkpoints, or null when checkpoint-consistency is independent.
+  private final JobCheckpoints job;
   // The log segment of the newest checkpoint written or loaded (0: none).
   private long lastCut;
 
@@ -76,6 +84,12 @@ public final class CheckpointService implements ShardPersistence, SmartLifecycle
         new CheckpointStore(
             coordinator.kv(), coordinator.keys(), properties.checkpointDir(), storage);
     this.interval = properties.checkpointInterval();
+    this.coordinator = coordinator;
+    this.desired = properties.desired();
+    this.job =
+        properties.checkpointConsistency() == PserverProperties.CheckpointConsistency.JOB
+            ? new JobCheckpoints(shard, coordinator.kv(), coordinator.keys(), store)
+            : null;
     PserverProperties.Wal w = properties.wal();
     this.wal =
         w.enabled()
@@ -108,6 +122,14 @@ public final class CheckpointService implements ShardPersistence, SmartLifecycle
 
   /** Replays the log after checkpoint segment {@code fromSegment}, then logs to a new segment. */
   private synchronized void openLog(int index, long fromSegment) {
+    openLog(index, fromSegment, true);
+  }
+
+  /**
+   * Opens the log after checkpoint segment {@code fromSegment}, replaying its records if {@code
+   * apply} (else they are read and set aside: a job-wide checkpoint was restored instead).
+   */
+  private synchronized void openLog(int index, long fromSegment, boolean apply) {
     if (wal == null) {
       return;
     }
@@ -117,6 +139,9 @@ public final class CheckpointService implements ShardPersistence, SmartLifecycle
             index,
             fromSegment,
             record -> {
+              if (!apply) {
+                return false;
+              }
               try {
                 return shard.replay(record);
               } catch (RuntimeException e) {
@@ -154,6 +179,9 @@ public final class CheckpointService implements ShardPersistence, SmartLifecycle
    */
   @Override
   public void load(int index) {
+    if (job != null && loadJobCheckpoint(index)) {
+      return;
+    }
     shard.reset();
     Optional<CheckpointStore.Loaded> loaded = store.load(index, () -> restorer(shard));
     if (loaded.isEmpty()) {
@@ -167,6 +195,98 @@ public final class CheckpointService implements ShardPersistence, SmartLifecycle
         "pserver {} loaded checkpoint {} at step {}", index, loaded.get().path(), cp.getStep());
     last = new LastCheckpoint(loaded.get().path(), cp.getStep(), cp.getCreatedMs(), 0);
     openLog(index, cp.getWalSegment());
+  }
+
+  /**
+   * Restores this shard's part of the newest complete job-wide checkpoint, if the job is not
+   * running (no trainer registered: the job or all its pservers restart) and there is one. The
+   * write-ahead log after it is set aside, and a checkpoint of the restored state is written at
+   * once, so that a later restart of this shard alone comes back to it plus what follows.
+   *
+   * @return true if it was restored
+   */
+  private boolean loadJobCheckpoint(int index) {
+    Optional<JobCheckpoints.Complete> complete;
+    try {
+      complete = job.newestComplete();
+      if (complete.isEmpty() || !complete.get().shards().containsKey(index)) {
+        log.info("no complete job-wide checkpoint: pserver {} loads its own newest", index);
+        return false;
+      }
+      if (!coordinator.kv().getPrefix(coordinator.keys().trainersPrefix()).isEmpty()) {
+        log.info(
+            "pserver {} restarts into a running job (trainers are registered): it loads its own"
+                + " newest checkpoint and log, not job-wide checkpoint {}",
+            index,
+            complete.get().id());
+        return false;
+      }
+    } catch (RuntimeException e) {
+      log.warn("cannot read the job-wide checkpoints: {}", e.toString());
+      return false;
+    }
+    JobCheckpoints.Complete c = complete.get();
+    CheckpointMeta meta = c.shards().get(index);
+    shard.reset();
+    try {
+      store.loadFile(meta, restorer(shard));
+    } catch (java.io.IOException | RuntimeException e) {
+      shard.reset();
+      log.error(
+          "job-wide checkpoint {} of pserver {} ({}) is unreadable: loading its own newest"
+              + " checkpoint instead",
+          c.id(),
+          index,
+          meta.getPath(),
+          e);
+      return false;
+    }
+    log.info(
+        "pserver {} restored job-wide checkpoint {} at step {} from {}: every shard of the job"
+            + " restores the same step",
+        index,
+        c.id(),
+        c.step(),
+        meta.getPath());
+    last = new LastCheckpoint(meta.getPath(), c.step(), meta.getTimestampMs(), 0);
+    openLog(index, 0, false);
+    try {
+      checkpointNow();
+    } catch (RuntimeException e) {
+      log.error("checkpoint of the restored job-wide state of pserver {} failed", index, e);
+    }
+    return true;
+  }
+
+  /**
+   * Pserver 0 with {@code checkpoint-consistency=job}, in synchronous mode: proposes a job-wide
+   * checkpoint a little ahead of the current step (see {@link JobCheckpoints}).
+   *
+   * @return its id and step, or empty when none was proposed (not pserver 0, not synchronous, not
+   *     initialised, consistency independent, or the previous proposal is still ahead)
+   */
+  public Optional<dev.paramserver.proto.v1.JobCheckpoint> proposeJobCheckpoint() {
+    if (job == null) {
+      return Optional.empty();
+    }
+    return job.propose(desiredShards());
+  }
+
+  private int desiredShards() {
+    try {
+      return coordinator
+          .kv()
+          .get(coordinator.keys().psDesired())
+          .map(kv -> Integer.parseInt(kv.valueAsString().trim()))
+          .orElse(desired);
+    } catch (RuntimeException e) {
+      return desired;
+    }
+  }
+
+  /** The job-wide checkpoints, or null when checkpoint-consistency is independent (tests). */
+  JobCheckpoints jobCheckpoints() {
+    return job;
   }
 
   /** Streams a checkpoint into {@code shard} (see {@link ParameterShard#beginRestore}). */
@@ -218,15 +338,21 @@ public final class CheckpointService implements ShardPersistence, SmartLifecycle
     return Optional.of(meta);
   }
 
-  private synchronized void onTimer() {
-    LastCheckpoint l = last;
-    if (l != null && l.step() == shard.step()) {
-      return;
+  private void onTimer() {
+    synchronized (this) {
+      LastCheckpoint l = last;
+      if (l == null || l.step() != shard.step()) {
+        try {
+          checkpointNow();
+        } catch (RuntimeException e) {
+          log.warn("periodic checkpoint failed, retrying at the next tick: {}", e.toString());
+        }
+      }
     }
     try {
-      checkpointNow();
+      proposeJobCheckpoint();
     } catch (RuntimeException e) {
-      log.warn("periodic checkpoint failed, retrying at the next tick: {}", e.toString());
+      log.warn("job-wide checkpoint not proposed, retrying at the next tick: {}", e.toString());
     }
   }
 
@@ -244,6 +370,9 @@ public final class CheckpointService implements ShardPersistence, SmartLifecycle
           .ifPresent(m -> log.info("final checkpoint at step {}: {}", m.getStep(), m.getPath()));
     } catch (RuntimeException e) {
       log.error("final checkpoint of pserver {} failed", shard.index(), e);
+    }
+    if (job != null) {
+      job.close();
     }
     if (wal != null) {
       wal.close();

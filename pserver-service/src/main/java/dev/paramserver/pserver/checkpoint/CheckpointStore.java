@@ -113,19 +113,7 @@ public final class CheckpointStore {
    */
   public synchronized CheckpointMeta write(int index, CheckpointBody body) {
     String uuid = UUID.randomUUID().toString();
-    Written w;
-    try {
-      w = remote != null ? upload(index, uuid, body) : writeLocal(index, uuid, body);
-    } catch (IOException e) {
-      throw new UncheckedIOException(
-          "cannot write checkpoint of pserver "
-              + index
-              + " to "
-              + (remote != null ? remote : dir)
-              + ": "
-              + e.getMessage(),
-          e);
-    }
+    Written w = writeBody(index, uuid, body);
     String file = w.file();
     long crc = w.crc();
     long step = w.step();
@@ -168,6 +156,54 @@ public final class CheckpointStore {
         file,
         Long.toHexString(crc));
     return written;
+  }
+
+  /**
+   * Writes a checkpoint file of shard {@code index} (durably, as {@link #write(int,
+   * CheckpointBody)} does) that is not the shard's newest checkpoint: its metadata is returned, not
+   * stored in etcd (job-wide checkpoints keep it under their own keys). Its name carries {@code
+   * tag}.
+   */
+  public CheckpointMeta writeFile(int index, String tag, CheckpointBody body) {
+    String uuid = UUID.randomUUID().toString();
+    Written w = writeBody(index, tag + "-" + uuid, body);
+    return CheckpointMeta.newBuilder()
+        .setUuid(uuid)
+        .setPath(w.file())
+        .setCrc32((int) w.crc())
+        .setTimestampMs(System.currentTimeMillis())
+        .setStep(w.step())
+        .build();
+  }
+
+  /**
+   * Loads the checkpoint file {@code meta} names into {@code restorer}, checking its CRC.
+   *
+   * @throws IOException when the file is missing, unreadable or corrupt (nothing was installed)
+   */
+  public Loaded loadFile(CheckpointMeta meta, Restorer restorer) throws IOException {
+    return loadFile(meta.getPath(), meta.getCrc32(), restorer, false);
+  }
+
+  /** Deletes a checkpoint file, logging (not throwing) a failure. */
+  public void deleteFile(String path) {
+    deleteQuietly(path);
+  }
+
+  /** Writes a checkpoint file (locally or uploaded) whose name ends with {@code name}. */
+  private Written writeBody(int index, String name, CheckpointBody body) {
+    try {
+      return remote != null ? upload(index, name, body) : writeLocal(index, name, body);
+    } catch (IOException e) {
+      throw new UncheckedIOException(
+          "cannot write checkpoint of pserver "
+              + index
+              + " to "
+              + (remote != null ? remote : dir)
+              + ": "
+              + e.getMessage(),
+          e);
+    }
   }
 
   /** A checkpoint written: where, its CRC-32 and the step it records. */

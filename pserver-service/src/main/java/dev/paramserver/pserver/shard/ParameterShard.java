@@ -71,6 +71,7 @@ public final class ParameterShard {
   private final AppliedSteps applied = new AppliedSteps();
   private volatile PushLog pushLog = PushLog.NONE;
   private volatile Runnable initListener = () -> {};
+  private volatile java.util.function.LongConsumer syncStepListener = s -> {};
 
   /** Parts of one step a push may be cut into (the {@code part} field is below this). */
   static final int MAX_PARTS = 1 << 16;
@@ -285,6 +286,25 @@ public final class ParameterShard {
   /** Logs every push applied from now on to {@code log} before it is answered. */
   public void attachLog(PushLog log) {
     this.pushLog = log;
+  }
+
+  /**
+   * Runs {@code listener} with the shard's update count right after each synchronous step was
+   * applied, before the next step can be: the listener sees (and may {@link #snapshot}) the shard
+   * exactly at that step. It runs on the thread that completed the step, holding the step barrier:
+   * keep it short.
+   */
+  public void onSyncStepApplied(java.util.function.LongConsumer listener) {
+    this.syncStepListener = listener;
+  }
+
+  /** Tells the sync-step listener that step {@code reached} was applied (SyncAggregator). */
+  void syncStepApplied(long reached) {
+    try {
+      syncStepListener.accept(reached);
+    } catch (RuntimeException e) {
+      log.error("listener of synchronous step {} failed", reached, e);
+    }
   }
 
   /** Runs {@code listener} each time the shard becomes initialised through FinishInit. */

@@ -240,6 +240,8 @@ public final class SyncAggregator {
         c.appliedAt = reached;
       }
       log.debug("sync step {} applied with {} contributions", reached - 1, all.size());
+      // Still holding this monitor: no other step can be applied before the listener returns.
+      shard.syncStepApplied(reached);
       nextStep();
       notifyAll();
     }

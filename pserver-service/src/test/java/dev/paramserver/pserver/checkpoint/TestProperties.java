@@ -16,6 +16,15 @@ final class TestProperties {
 
   /** With a checkpoint directory that may be an s3:// URI. */
   static PserverProperties of(String dir, Duration interval, PserverProperties.Wal wal) {
+    return of(dir, interval, wal, PserverProperties.CheckpointConsistency.INDEPENDENT);
+  }
+
+  /** With the given checkpoint consistency. */
+  static PserverProperties of(
+      String dir,
+      Duration interval,
+      PserverProperties.Wal wal,
+      PserverProperties.CheckpointConsistency consistency) {
     return new PserverProperties(
         1,
         dir,
@@ -35,6 +44,7 @@ final class TestProperties {
             8,
             1,
             1 << 20),
-        wal);
+        wal,
+        consistency);
   }
 }
