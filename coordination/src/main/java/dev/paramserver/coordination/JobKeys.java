@@ -80,6 +80,11 @@ public final class JobKeys {
     return jobCheckpoint(id) + "/ps/" + index;
   }
 
+  /** Written by shard {@code index} once it restored job-wide checkpoint {@code id}. */
+  public String jobCheckpointRestored(long id, int index) {
+    return jobCheckpoint(id) + "/restored/" + index;
+  }
+
   public String initLock() {
     return prefix + "init_ps/lock";
   }

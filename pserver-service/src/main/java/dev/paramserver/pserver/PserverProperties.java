@@ -43,9 +43,10 @@ import org.springframework.validation.annotation.Validated;
  * @param checkpointConsistency {@code independent}: each shard checkpoints on its own timer, at
  *     whatever step it is; {@code job} (synchronous mode): in addition, at each checkpoint tick of
  *     pserver 0 all shards cut a checkpoint at the same step, recorded under one job-wide id in
- *     etcd ({@code checkpoints/job/<id>}), and pservers that start while no trainer is registered
- *     (a restart of the job or of all its pservers) load the newest complete job-wide checkpoint
- *     instead of their own newest one. Set it on every pserver of the job
+ *     etcd ({@code checkpoints/job/<id>}), and pservers that start when the job is not running (no
+ *     trainer or other pserver registered since before that checkpoint: a restart of the job) load
+ *     the newest complete job-wide checkpoint instead of their own newest one. Set it on every
+ *     pserver of the job
  */
 @Validated
 @ConfigurationProperties("paramserver.pserver")

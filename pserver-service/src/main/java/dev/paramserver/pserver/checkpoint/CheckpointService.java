@@ -1,6 +1,7 @@
 package dev.paramserver.pserver.checkpoint;
 
 import dev.paramserver.coordination.Coordinator;
+import dev.paramserver.coordination.KeyValueStore;
 import dev.paramserver.proto.v1.CheckpointMeta;
 import dev.paramserver.proto.v1.ShardCheckpoint;
 import dev.paramserver.proto.v1.SparseTableCheckpoint;
@@ -13,6 +14,7 @@ import dev.paramserver.service.LifecyclePhases;
 import dev.paramserver.storage.S3Settings;
 import dev.paramserver.storage.Storage;
 import java.time.Duration;
+import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -36,7 +38,8 @@ import org.springframework.stereotype.Component;
  *
  * <p>With {@code paramserver.pserver.checkpoint-consistency=job} it also takes part in job-wide
  * checkpoints (see {@link JobCheckpoints}): pserver 0 proposes one at each timer tick and on
- * demand, and a load while no trainer is registered restores the newest complete one.
+ * demand, and a load while the job is not running (no trainer nor other pserver registered since
+ * before it) restores the newest complete one.
  */
 @Component
 public final class CheckpointService implements ShardPersistence, SmartLifecycle {
@@ -198,10 +201,11 @@ public final class CheckpointService implements ShardPersistence, SmartLifecycle
   }
 
   /**
-   * Restores this shard's part of the newest complete job-wide checkpoint, if the job is not
-   * running (no trainer registered: the job or all its pservers restart) and there is one. The
-   * write-ahead log after it is set aside, and a checkpoint of the restored state is written at
-   * once, so that a later restart of this shard alone comes back to it plus what follows.
+   * Restores this shard's part of the newest complete job-wide checkpoint, if there is one and the
+   * job is not running (see {@link #runningSince}: the job, or all its pservers and trainers,
+   * restart). The write-ahead log after it is set aside, and a checkpoint of the restored state is
+   * written at once, so that a later restart of this shard alone comes back to it plus what
+   * follows.
    *
    * @return true if it was restored
    */
@@ -213,11 +217,21 @@ public final class CheckpointService implements ShardPersistence, SmartLifecycle
         log.info("no complete job-wide checkpoint: pserver {} loads its own newest", index);
         return false;
       }
-      if (!coordinator.kv().getPrefix(coordinator.keys().trainersPrefix()).isEmpty()) {
+      if (complete.get().restoredBy().contains(index)) {
         log.info(
-            "pserver {} restarts into a running job (trainers are registered): it loads its own"
-                + " newest checkpoint and log, not job-wide checkpoint {}",
+            "pserver {} restored job-wide checkpoint {} before: it loads its own newest checkpoint"
+                + " and log, which go on from there",
             index,
+            complete.get().id());
+        return false;
+      }
+      Optional<String> running = runningSince(index, complete.get().revision());
+      if (running.isPresent()) {
+        log.info(
+            "pserver {} restarts into a running job ({} registered before job-wide checkpoint {}"
+                + " was complete is still there): it loads its own newest checkpoint and log",
+            index,
+            running.get(),
             complete.get().id());
         return false;
       }
@@ -252,10 +266,34 @@ public final class CheckpointService implements ShardPersistence, SmartLifecycle
     openLog(index, 0, false);
     try {
       checkpointNow();
+      // a later restart of this shard alone (the job goes on from here) must not restore it again
+      job.markRestored(c.id(), index);
     } catch (RuntimeException e) {
       log.error("checkpoint of the restored job-wide state of pserver {} failed", index, e);
     }
     return true;
+  }
+
+  /**
+   * Whether the job is still running: a trainer ({@code trainers/<id>}) or another pserver ({@code
+   * ps/<idx>}) whose registration is older than {@code revision} (when the newest job-wide
+   * checkpoint became complete) is still registered, so it trained or served past that checkpoint.
+   * After a restart of the job every registration is newer (trainers and pservers of the new run
+   * may register in any order).
+   *
+   * @return the key of such a registration, or empty
+   */
+  private Optional<String> runningSince(int index, long revision) {
+    String own = coordinator.keys().ps(index);
+    for (String prefix :
+        List.of(coordinator.keys().trainersPrefix(), coordinator.keys().psPrefix())) {
+      for (KeyValueStore.KeyValue k : coordinator.kv().getPrefix(prefix)) {
+        if (k.createRevision() < revision && !k.key().equals(own)) {
+          return Optional.of(k.key().substring(coordinator.keys().prefix().length()));
+        }
+      }
+    }
+    return Optional.empty();
   }
 
   /**

@@ -58,8 +58,17 @@ final class JobCheckpoints implements AutoCloseable {
   private long lastProposedStep = -1;
   private long lastProposedNanos;
 
-  /** A complete job-wide checkpoint: its id and step, and each shard's file. */
-  record Complete(long id, long step, String initId, Map<Integer, CheckpointMeta> shards) {}
+  /**
+   * A complete job-wide checkpoint: its id and step, each shard's file, the etcd revision at which
+   * it became complete (its last key written), and the shards that restored it since.
+   */
+  record Complete(
+      long id,
+      long step,
+      String initId,
+      Map<Integer, CheckpointMeta> shards,
+      long revision,
+      java.util.Set<Integer> restoredBy) {}
 
   JobCheckpoints(ParameterShard shard, KeyValueStore kv, JobKeys keys, CheckpointStore store) {
     this.shard = shard;
@@ -231,8 +240,16 @@ final class JobCheckpoints implements AutoCloseable {
       }
       Entry entry = out.computeIfAbsent(id, i -> new Entry(new TreeMap<>()));
       if (slash < 0) {
+        entry.revision = Math.max(entry.revision, k.modRevision());
         parseHead(k).ifPresent(h -> entry.head = h);
+      } else if (rest.startsWith("/restored/", slash)) {
+        try {
+          entry.restoredBy.add(Integer.parseInt(rest.substring(slash + "/restored/".length())));
+        } catch (NumberFormatException e) {
+          log.warn("ignoring {}: {}", k.key(), e.toString());
+        }
       } else if (rest.startsWith("/ps/", slash)) {
+        entry.revision = Math.max(entry.revision, k.modRevision());
         try {
           int index = Integer.parseInt(rest.substring(slash + 4));
           entry.shards.put(index, CheckpointMeta.parseFrom(k.value()));
@@ -248,6 +265,8 @@ final class JobCheckpoints implements AutoCloseable {
   private static final class Entry {
     JobCheckpoint head;
     final Map<Integer, CheckpointMeta> shards;
+    final java.util.Set<Integer> restoredBy = new java.util.TreeSet<>();
+    long revision;
 
     Entry(Map<Integer, CheckpointMeta> shards) {
       this.shards = shards;
@@ -274,7 +293,13 @@ final class JobCheckpoints implements AutoCloseable {
       Entry en = e.getValue();
       if (en.complete()) {
         newest =
-            new Complete(e.getKey(), en.head.getStep(), en.head.getInitId(), Map.copyOf(en.shards));
+            new Complete(
+                e.getKey(),
+                en.head.getStep(),
+                en.head.getInitId(),
+                Map.copyOf(en.shards),
+                en.revision,
+                java.util.Set.copyOf(en.restoredBy));
       }
     }
     return Optional.ofNullable(newest);
@@ -307,6 +332,9 @@ final class JobCheckpoints implements AutoCloseable {
         store.deleteFile(mine.getPath());
         kv.delete(keys.jobCheckpointShard(id, index));
       }
+      if (e.getValue().restoredBy.contains(index)) {
+        kv.delete(keys.jobCheckpointRestored(id, index));
+      }
       if (index == 0 && e.getValue().head != null) {
         kv.delete(keys.jobCheckpoint(id));
       }
@@ -325,6 +353,11 @@ final class JobCheckpoints implements AutoCloseable {
   /** The job-wide checkpoint this shard will cut at its step, if any. */
   synchronized Optional<JobCheckpoint> target() {
     return Optional.ofNullable(target);
+  }
+
+  /** Records that shard {@code index} restored job-wide checkpoint {@code id}. */
+  void markRestored(long id, int index) {
+    kv.put(keys.jobCheckpointRestored(id, index), new byte[0]);
   }
 
   /** Waits for the file being written, if any (tests, shutdown). */

@@ -245,6 +245,8 @@ class JobCheckpointTest {
     leaveAll();
     p0.service().stop();
     p1.service().stop();
+    // the job restarts: its trainers may register before its pservers load
+    TRAINERS.forEach(this::join);
 
     Pserver r0 = start(0);
     Pserver r1 = start(1);
@@ -258,7 +260,6 @@ class JobCheckpointTest {
     assertThat(values(r0.shard())).containsExactly(10f - 3 * s, 20f + 3 * s);
 
     // a shard restarted alone afterwards comes back to the restored state plus what followed
-    TRAINERS.forEach(this::join);
     train(r0, r1, s + 11, s + 12);
     float[] latest = values(r1.shard());
     Pserver again = start(1); // crash of pserver 1: nothing stopped or closed
