@@ -61,6 +61,16 @@ public final class JobKeys {
     return psPrefix() + index;
   }
 
+  /** Prefix of the backup registrations {@code ps_backup/<idx>} (pserver replicas). */
+  public String psBackupPrefix() {
+    return prefix + "ps_backup/";
+  }
+
+  /** The backup of shard {@code index}: its gRPC address, under the backup's lease. */
+  public String psBackup(int index) {
+    return psBackupPrefix() + index;
+  }
+
   public String checkpoint(int index) {
     return prefix + "checkpoints/" + index;
   }

@@ -1,28 +1,22 @@
 package dev.paramserver.it;
 
+import static dev.paramserver.it.ScriptedPushes.PARTS;
+import static dev.paramserver.it.ScriptedPushes.push;
+import static dev.paramserver.it.ScriptedPushes.subtract;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import com.google.protobuf.ByteString;
 import dev.paramserver.localcluster.Role;
-import dev.paramserver.proto.v1.DataType;
-import dev.paramserver.proto.v1.FinishInitRequest;
 import dev.paramserver.proto.v1.InitParametersRequest;
-import dev.paramserver.proto.v1.OptimizerConfig;
 import dev.paramserver.proto.v1.ParameterServerGrpc;
-import dev.paramserver.proto.v1.ParameterSpec;
 import dev.paramserver.proto.v1.PullParametersRequest;
 import dev.paramserver.proto.v1.PullParametersResponse;
 import dev.paramserver.proto.v1.PushGradientsRequest;
 import dev.paramserver.proto.v1.PushGradientsResponse;
-import dev.paramserver.proto.v1.TensorBlock;
-import dev.paramserver.proto.v1.TrainingMode;
 import dev.paramserver.rpc.Channels;
 import dev.paramserver.testsupport.EtcdExtension;
 import io.grpc.ManagedChannel;
 import io.grpc.StatusRuntimeException;
 import java.io.IOException;
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -54,17 +48,8 @@ import org.junit.jupiter.api.io.TempDir;
 class ExactlyOnceKillTest {
   @RegisterExtension static final EtcdExtension etcd = new EtcdExtension();
 
-  private static final int ELEMENTS = 4096;
-  private static final int BLOCK = 1024;
-  private static final int BLOCKS = ELEMENTS / BLOCK;
-  private static final int PARTS = 4;
-
   /** Kill points; {@code -Dexactly.kills=N} changes it for a quicker local run. */
   private static final int KILLS = Integer.getInteger("exactly.kills", 20);
-
-  private static final String TRAINER = "exactly-once-client";
-  private static final String SESSION = "session-1";
-  private static final String INIT = "exactly-once-init";
 
   @TempDir Path dir;
 
@@ -90,55 +75,6 @@ class ExactlyOnceKillTest {
     channel = Channels.forAddress("127.0.0.1:" + ps.grpcPort);
     stub = ParameterServerGrpc.newFutureStub(channel);
     return ps;
-  }
-
-  /** Gradient of (step, part): small integers on two of the blocks, exact in float32. */
-  private static float gradient(long step, int part, int i) {
-    return (float) ((step * 31 + part * 7 + i) % 5 - 2);
-  }
-
-  private static int[] blocksOf(int part) {
-    return new int[] {part % BLOCKS, (part + 1) % BLOCKS};
-  }
-
-  private static PushGradientsRequest push(long step, int part) {
-    PushGradientsRequest.Builder r =
-        PushGradientsRequest.newBuilder()
-            .setTrainerId(TRAINER)
-            .setSession(SESSION)
-            .setStep(step)
-            .setPart(part);
-    for (int b : blocksOf(part)) {
-      float[] g = new float[BLOCK];
-      for (int i = 0; i < BLOCK; i++) {
-        g[i] = gradient(step, part, b * BLOCK + i);
-      }
-      r.addGradients(tensor(b, g));
-    }
-    return r.build();
-  }
-
-  private static void subtract(float[] expected, long step, int part) {
-    for (int b : blocksOf(part)) {
-      for (int i = b * BLOCK; i < (b + 1) * BLOCK; i++) {
-        expected[i] -= gradient(step, part, i);
-      }
-    }
-  }
-
-  private static TensorBlock tensor(int block, float[] values) {
-    ByteBuffer buf = ByteBuffer.allocate(4 * values.length).order(ByteOrder.LITTLE_ENDIAN);
-    for (float v : values) {
-      buf.putFloat(v);
-    }
-    buf.flip();
-    return TensorBlock.newBuilder()
-        .setName("w")
-        .setBlock(block)
-        .setOffset((long) block * BLOCK)
-        .setDtype(DataType.FLOAT32)
-        .setData(ByteString.copyFrom(buf))
-        .build();
   }
 
   private <T> T await(Future<T> f) throws ExecutionException, InterruptedException {
@@ -176,38 +112,12 @@ class ExactlyOnceKillTest {
   }
 
   private void initialise(float[] init) throws InterruptedException {
-    InitParametersRequest.Builder req =
-        InitParametersRequest.newBuilder()
-            .setTrainerId(TRAINER)
-            .setInitId(INIT)
-            .setMode(TrainingMode.ASYNC)
-            .addParameters(
-                ParameterSpec.newBuilder()
-                    .setName("w")
-                    .addShape(ELEMENTS)
-                    .setDtype(DataType.FLOAT32)
-                    .setBlockSize(BLOCK)
-                    .setOptimizer(
-                        OptimizerConfig.newBuilder()
-                            .setKind(OptimizerConfig.Kind.SGD)
-                            .setLearningRate(1f)));
-    for (int b = 0; b < BLOCKS; b++) {
-      float[] v = new float[BLOCK];
-      System.arraycopy(init, b * BLOCK, v, 0, BLOCK);
-      req.addBlocks(tensor(b, v));
-    }
+    InitParametersRequest req = ScriptedPushes.init(init);
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(90);
     while (true) {
       try {
-        await(stub.withDeadlineAfter(10, TimeUnit.SECONDS).initParameters(req.build()));
-        await(
-            stub.withDeadlineAfter(10, TimeUnit.SECONDS)
-                .finishInit(
-                    FinishInitRequest.newBuilder()
-                        .setTrainerId(TRAINER)
-                        .setInitId(INIT)
-                        .setExpectedBlocks(BLOCKS)
-                        .build()));
+        await(stub.withDeadlineAfter(10, TimeUnit.SECONDS).initParameters(req));
+        await(stub.withDeadlineAfter(10, TimeUnit.SECONDS).finishInit(ScriptedPushes.finishInit()));
         return;
       } catch (ExecutionException e) {
         if (System.nanoTime() > deadline) {
@@ -223,14 +133,7 @@ class ExactlyOnceKillTest {
         await(
             stub.withDeadlineAfter(10, TimeUnit.SECONDS)
                 .pullParameters(PullParametersRequest.getDefaultInstance()));
-    float[] out = new float[ELEMENTS];
-    for (TensorBlock b : r.getBlocksList()) {
-      ByteBuffer buf = b.getData().asReadOnlyByteBuffer().order(ByteOrder.LITTLE_ENDIAN);
-      for (int i = 0; buf.hasRemaining(); i++) {
-        out[(int) b.getOffset() + i] = buf.getFloat();
-      }
-    }
-    return out;
+    return ScriptedPushes.values(r);
   }
 
   @Test
@@ -239,10 +142,7 @@ class ExactlyOnceKillTest {
     long seed = Long.getLong("exactly.seed", System.nanoTime());
     Random random = new Random(seed);
     String job = etcd.uniqueJob();
-    float[] expected = new float[ELEMENTS];
-    for (int i = 0; i < ELEMENTS; i++) {
-      expected[i] = (float) (i % 7 - 3);
-    }
+    float[] expected = ScriptedPushes.initial();
     List<Double> restartSeconds = new ArrayList<>();
     long step = 0;
     long pushes = 0;
@@ -309,12 +209,7 @@ class ExactlyOnceKillTest {
         }
       }
       float[] pulled = pull();
-      int mismatches = 0;
-      for (int i = 0; i < ELEMENTS; i++) {
-        if (Float.floatToRawIntBits(pulled[i]) != Float.floatToRawIntBits(expected[i])) {
-          mismatches++;
-        }
-      }
+      int mismatches = ScriptedPushes.mismatches(pulled, expected);
       restartSeconds.sort(null);
       String report =
           String.format(

@@ -47,6 +47,13 @@ import org.springframework.validation.annotation.Validated;
  *     trainer or other pserver registered since before that checkpoint: a restart of the job) load
  *     the newest complete job-wide checkpoint instead of their own newest one. Set it on every
  *     pserver of the job
+ * @param replicas copies of each shard: 1 (no replica) or 2 (a primary and a backup that holds
+ *     every acknowledged update and takes over when the primary's registration ends, even if its
+ *     disk is gone). With 2, run twice {@code desired} pservers: the first to register for an index
+ *     are primaries, the others backups
+ * @param replicationTimeout the longest a primary waits for its backup to acknowledge an update (or
+ *     to load the copy of the shard) before it answers without it, and drops the backup until it
+ *     registers again
  */
 @Validated
 @ConfigurationProperties("paramserver.pserver")
@@ -61,7 +68,9 @@ public record PserverProperties(
     @DefaultValue("-1") @Min(-1) @Max(4095) int index,
     @DefaultValue @Valid @NotNull Sparse sparse,
     @DefaultValue @Valid @NotNull Wal wal,
-    @DefaultValue("independent") @NotNull CheckpointConsistency checkpointConsistency) {
+    @DefaultValue("independent") @NotNull CheckpointConsistency checkpointConsistency,
+    @DefaultValue("1") @Min(1) @Max(2) int replicas,
+    @DefaultValue("10s") @NotNull Duration replicationTimeout) {
 
   /** Whether the shards' checkpoints are cut independently or at one job-wide step. */
   public enum CheckpointConsistency {

@@ -24,7 +24,8 @@ public final class RpcErrors {
   /** The status code a reason is reported with. */
   public static Code codeFor(ErrorReason reason) {
     return switch (reason) {
-      case NOT_INITIALIZED, NOT_LEADER, DATASET_CONFLICT, NO_DATASET -> Code.FAILED_PRECONDITION;
+      case NOT_INITIALIZED, NOT_LEADER, NOT_PRIMARY, DATASET_CONFLICT, NO_DATASET ->
+          Code.FAILED_PRECONDITION;
       case UNKNOWN_PARAMETER, UNKNOWN_TASK -> Code.NOT_FOUND;
       case SHAPE_MISMATCH,
           UNSUPPORTED_DTYPE,

@@ -327,6 +327,31 @@ public final class CheckpointService implements ShardPersistence, SmartLifecycle
     return job;
   }
 
+  /**
+   * Makes the state the shard holds in memory that of {@code index} (a backup taking over its
+   * shard): the log of {@code index} starts afresh (segments this process kept from an earlier life
+   * are deleted, they describe another state), and a checkpoint is written at once, the base the
+   * new log replays onto.
+   */
+  public void adopt(int index) {
+    last = null;
+    openLog(index, 0);
+    shard.setIndex(index);
+    checkpointNow();
+  }
+
+  /**
+   * Deletes the log segments this process holds for {@code index} (it becomes a backup: its state
+   * will come from the primary, and old segments must not be replayed onto another state later).
+   */
+  public synchronized void discardLog(int index) {
+    if (wal != null) {
+      wal.open(index, 0, record -> false);
+      lastCut = 0;
+    }
+    last = null;
+  }
+
   /** Streams a checkpoint into {@code shard} (see {@link ParameterShard#beginRestore}). */
   public static CheckpointStore.Restorer restorer(ParameterShard shard) {
     ShardRestore restore = shard.beginRestore();

@@ -5,6 +5,7 @@ import dev.paramserver.coordination.Coordinator;
 import dev.paramserver.coordination.KeyValueStore;
 import dev.paramserver.coordination.Lease;
 import dev.paramserver.pserver.PserverProperties;
+import dev.paramserver.pserver.replication.Replication;
 import dev.paramserver.pserver.shard.ParameterShard;
 import dev.paramserver.rpc.Retry;
 import dev.paramserver.rpc.StoppedException;
@@ -43,6 +44,7 @@ public final class ShardRegistration
   private final ParameterShard shard;
   private final PserverProperties properties;
   private final ObjectProvider<ShardPersistence> persistence;
+  private final Replication replication;
   private final String advertiseHost;
   private final Duration leaseTtl;
   private final ExecutorService worker =
@@ -58,20 +60,25 @@ public final class ShardRegistration
   private volatile String address;
   private volatile Lease lease;
   private volatile int index = -1;
+  // The shard this pserver was the backup of (-1: none): tried first when registering again.
+  private volatile int backupOf = -1;
 
   public ShardRegistration(
       Coordinator coordinator,
       ParameterShard shard,
       PserverProperties properties,
       ObjectProvider<ShardPersistence> persistence,
+      Replication replication,
       @Value("${paramserver.advertise-host:127.0.0.1}") String advertiseHost,
       @Value("${paramserver.etcd.lease-ttl:10s}") Duration leaseTtl) {
     this.coordinator = coordinator;
     this.shard = shard;
     this.properties = properties;
     this.persistence = persistence;
+    this.replication = replication;
     this.advertiseHost = advertiseHost;
     this.leaseTtl = leaseTtl;
+    replication.onDeposed(this::onDeposed);
   }
 
   @Override
@@ -112,7 +119,10 @@ public final class ShardRegistration
     try {
       int desired = ensureDesired();
       granted = coordinator.grantLease(leaseTtl);
-      int preferred = index >= 0 ? index : properties.index();
+      int preferred = index >= 0 ? index : backupOf >= 0 ? backupOf : properties.index();
+      if (replication.enabled()) {
+        return registerReplicated(desired, preferred, granted);
+      }
       if (preferred >= desired) {
         log.warn(
             "paramserver.pserver.index {} is outside [0, {}) ({} = {}): claiming the lowest"
@@ -144,6 +154,78 @@ public final class ShardRegistration
       revokeQuietly(granted);
       log.warn("registration failed, retrying: {}", e.toString());
       return Optional.empty();
+    }
+  }
+
+  /**
+   * With replicas: claims the primary of a shard that has neither a primary nor a backup (a shard
+   * whose primary ended while a backup holds it is the backup's to take over), else the backup of a
+   * shard that has none, {@code preferred} first each time; empty when every shard has both.
+   */
+  private Optional<Integer> registerReplicated(int desired, int preferred, Lease granted) {
+    KeyValueStore kv = coordinator.kv();
+    byte[] value = address.getBytes(StandardCharsets.UTF_8);
+    java.util.List<Integer> order = new java.util.ArrayList<>();
+    if (preferred >= 0 && preferred < desired) {
+      order.add(preferred);
+    }
+    for (int i = 0; i < desired; i++) {
+      if (i != preferred) {
+        order.add(i);
+      }
+    }
+    for (int i : order) {
+      if (kv.get(coordinator.keys().psBackup(i)).isEmpty()
+          && kv.putIfAbsent(coordinator.keys().ps(i), value, granted)) {
+        lease = granted;
+        granted.onLost(this::onLeaseLost);
+        replication.stop();
+        backupOf = -1;
+        onClaimed(i);
+        replication.becomePrimary(i, granted);
+        if (moveTo(RegistrationState.REGISTERED)) {
+          log.info(
+              "registered as the primary of shard {} ({}) under lease {}",
+              i,
+              address,
+              granted.id());
+        }
+        return Optional.of(i);
+      }
+    }
+    for (int i : order) {
+      if (kv.putIfAbsent(coordinator.keys().psBackup(i), value, granted)) {
+        lease = granted;
+        granted.onLost(this::onLeaseLost);
+        index = -1;
+        backupOf = i;
+        replication.becomeBackup(i, address, granted, this::onPromoted);
+        if (moveTo(RegistrationState.REGISTERED)) {
+          log.info(
+              "registered as the backup of shard {} ({}) under lease {}", i, address, granted.id());
+        }
+        return Optional.of(i);
+      }
+    }
+    revokeQuietly(granted);
+    log.info(
+        "every one of the {} shards has a primary and a backup: waiting for a free place", desired);
+    return Optional.empty();
+  }
+
+  private void onPromoted(int shardIndex) {
+    index = shardIndex;
+    backupOf = -1;
+  }
+
+  /** A backup reported another primary: register again (as that primary's backup). */
+  private void onDeposed() {
+    Lease l = lease;
+    if (moveTo(RegistrationState.REGISTERING)) {
+      log.warn(
+          "pserver {} ({}) is no longer its shard's primary: registering again", index, address);
+      revokeQuietly(l);
+      worker.execute(this::register);
     }
   }
 
@@ -201,6 +283,7 @@ public final class ShardRegistration
 
   private void onLeaseLost() {
     if (moveTo(RegistrationState.REGISTERING)) {
+      replication.stop();
       log.warn("lease of pserver {} ({}) was lost: claiming an index again", index, address);
       worker.execute(this::register);
     }
@@ -247,6 +330,7 @@ public final class ShardRegistration
       Thread.currentThread().interrupt();
     }
     shard.beginDraining();
+    replication.close();
     revokeQuietly(lease);
     moveTo(RegistrationState.STOPPED);
     running = false;

@@ -70,6 +70,9 @@ public final class ParameterShard {
   private volatile Consumer<String> tableListener = name -> {};
   private final AppliedSteps applied = new AppliedSteps();
   private volatile PushLog pushLog = PushLog.NONE;
+  private volatile Replica replica;
+  private volatile int backupOf = -1;
+  private volatile Replica statusRole;
   private volatile Runnable initListener = () -> {};
   private volatile java.util.function.LongConsumer syncStepListener = s -> {};
 
@@ -145,6 +148,12 @@ public final class ParameterShard {
    * the write-ahead log before this returns. A rejected push changes nothing.
    */
   public PushOutcome pushOutcome(PushGradientsRequest request) {
+    PushOutcome outcome = applyPush(request);
+    settleReplica();
+    return outcome;
+  }
+
+  private PushOutcome applyPush(PushGradientsRequest request) {
     structure.readLock().lock();
     ValidatedPush push;
     try {
@@ -165,6 +174,14 @@ public final class ParameterShard {
       structure.readLock().unlock();
     }
     return outcome(requireSync().contribute(request.getTrainerId(), request.getStep(), push));
+  }
+
+  /** Waits until the backup (if any) holds every update applied so far; see {@link Replica}. */
+  private void settleReplica() {
+    Replica r = replica;
+    if (r != null) {
+      r.settle();
+    }
   }
 
   private PushOutcome outcome(long stepOrDuplicate) {
@@ -233,9 +250,11 @@ public final class ParameterShard {
 
   /** Appends the requests to the log (first: a push that cannot be logged is not applied). */
   private long logAndApply(ValidatedPush push, List<PushGradientsRequest> requests, boolean log) {
-    if (log && pushLog.enabled()) {
+    Replica r = replica;
+    if (log && (pushLog.enabled() || r != null)) {
+      WalRecord record = WalRecord.newBuilder().addAllPushes(requests).setInitId(initId).build();
       try {
-        pushLog.append(WalRecord.newBuilder().addAllPushes(requests).setInitId(initId).build());
+        pushLog.append(record);
       } catch (UncheckedIOException e) {
         String why =
             "pserver "
@@ -246,6 +265,9 @@ public final class ParameterShard {
         holdCalls(why);
         ParameterShard.log.error(why, e);
         throw new ServiceException(ErrorReason.SHUTTING_DOWN, why);
+      }
+      if (r != null) {
+        r.append(record);
       }
     }
     Gradients.apply(push);
@@ -280,7 +302,47 @@ public final class ParameterShard {
 
   /** True when a push may wait (a synchronous mode, or a log that fsyncs before answering). */
   public boolean pushMayBlock() {
-    return mode != TrainingMode.ASYNC || pushLog.blocks();
+    return mode != TrainingMode.ASYNC || pushLog.blocks() || replica != null;
+  }
+
+  /**
+   * Hands every record logged from now on to {@code replica} (this pserver is a primary with a
+   * backup); null detaches it.
+   */
+  public void attachReplica(Replica replica) {
+    this.replica = replica;
+  }
+
+  /**
+   * Marks this pserver as the backup of shard {@code shard} (-1: none), for status; a backup holds
+   * its calls and has no index of its own.
+   */
+  public void setBackupOf(int shard, Replica role) {
+    this.backupOf = shard;
+    this.replica = null;
+    this.statusRole = role;
+  }
+
+  /**
+   * Writes a copy of the whole shard (as a checkpoint file holds it) for a new backup, under the
+   * write lock: no push is applied meanwhile, so the copy holds exactly the pushes logged before
+   * {@code atCut} runs (still under the lock) and none after.
+   *
+   * @return false (and writes nothing) when the shard is not initialised
+   */
+  public boolean writeCopy(OutputStream out, Runnable atCut) throws IOException {
+    structure.writeLock().lock();
+    try {
+      if (!initialised) {
+        atCut.run();
+        return false;
+      }
+      ShardSnapshots.write(this, out, 0);
+      atCut.run();
+      return true;
+    } finally {
+      structure.writeLock().unlock();
+    }
   }
 
   /** Logs every push applied from now on to {@code log} before it is answered. */
@@ -456,6 +518,13 @@ public final class ParameterShard {
               .setParameterBytes(bytes())
               .setCheckpointStep(checkpointStep)
               .setMode(mode);
+      Replica r = replica != null ? replica : statusRole;
+      if (r != null) {
+        s.setReplicaRole(r.role());
+      }
+      if (backupOf >= 0) {
+        s.setBackupOf(backupOf);
+      }
       blocks.values().stream()
           .sorted(BLOCK_ORDER)
           .forEach(b -> s.addBlockRefs(BlockRef.newBuilder().setName(b.name()).setBlock(b.block)));

@@ -45,6 +45,8 @@ final class TestProperties {
             1,
             1 << 20),
         wal,
-        consistency);
+        consistency,
+        1,
+        Duration.ofSeconds(10));
   }
 }

@@ -1,0 +1,304 @@
+package dev.paramserver.it;
+
+import static dev.paramserver.it.ScriptedPushes.PARTS;
+import static dev.paramserver.it.ScriptedPushes.push;
+import static dev.paramserver.it.ScriptedPushes.subtract;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.paramserver.localcluster.Role;
+import dev.paramserver.proto.v1.GetShardStatusRequest;
+import dev.paramserver.proto.v1.ParameterServerGrpc;
+import dev.paramserver.proto.v1.PullParametersRequest;
+import dev.paramserver.proto.v1.PushGradientsRequest;
+import dev.paramserver.proto.v1.PushGradientsResponse;
+import dev.paramserver.proto.v1.ReplicaRole;
+import dev.paramserver.proto.v1.ShardStatus;
+import dev.paramserver.rpc.Channels;
+import dev.paramserver.testsupport.EtcdExtension;
+import io.grpc.ManagedChannel;
+import io.grpc.StatusRuntimeException;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Random;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.api.io.CleanupMode;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Exactly once with a replica, against real pserver processes: one shard, {@code replicas = 2}, two
+ * pservers (a primary and its backup). The scripted client of {@link ExactlyOnceKillTest} pushes
+ * small-integer gradients under SGD with learning rate 1; at a random push the primary is killed
+ * with SIGKILL and its whole directory (checkpoints and write-ahead log) deleted, so only the
+ * backup holds its updates. The backup takes the shard over; the client retries every
+ * unacknowledged push on it; the killed pserver is started again on an empty directory and becomes
+ * the new backup, filled from the new primary. After 20 kills the pulled parameters must equal
+ * {@code init - sum of the gradients}, bit for bit. Takeover time: from the kill to the first push
+ * the new primary acknowledged (the lease TTL, 2 s here, is most of it).
+ */
+@Timeout(1200)
+class ReplicaTakeoverTest {
+  @RegisterExtension static final EtcdExtension etcd = new EtcdExtension();
+
+  /** Kill points; {@code -Dreplica.kills=N} changes it for a quicker local run. */
+  private static final int KILLS = Integer.getInteger("replica.kills", 20);
+
+  @TempDir(cleanup = CleanupMode.ON_SUCCESS)
+  Path dir;
+
+  /** One pserver process and its client. */
+  private final class Node implements AutoCloseable {
+    final String name;
+    final Path home;
+    ServiceRun run;
+    ManagedChannel channel;
+    ParameterServerGrpc.ParameterServerFutureStub stub;
+    int starts;
+
+    Node(String name) {
+      this.name = name;
+      this.home = dir.resolve(name);
+    }
+
+    void start(String job) throws IOException {
+      run =
+          ServiceRun.start(
+              Role.PSERVER,
+              dir.resolve("logs/" + name + "-" + starts++ + ".log"),
+              Map.of(
+                  "paramserver.job", job,
+                  "paramserver.etcd.endpoints", etcd.endpoint(),
+                  "paramserver.etcd.lease-ttl", "2s",
+                  "paramserver.pserver.desired", "1",
+                  "paramserver.pserver.replicas", "2",
+                  "paramserver.pserver.index", "0",
+                  "paramserver.pserver.checkpoint-dir", home.resolve("checkpoints").toString(),
+                  "paramserver.pserver.checkpoint-interval", "1s"));
+      Channels.close(channel);
+      channel = Channels.forAddress("127.0.0.1:" + run.grpcPort);
+      stub = ParameterServerGrpc.newFutureStub(channel);
+    }
+
+    ShardStatus status() {
+      try {
+        return stub.withDeadlineAfter(5, TimeUnit.SECONDS)
+            .getShardStatus(GetShardStatusRequest.getDefaultInstance())
+            .get(6, TimeUnit.SECONDS);
+      } catch (Exception e) {
+        return null;
+      }
+    }
+
+    /** Waits until this pserver has {@code role}. */
+    void awaitRole(ReplicaRole role, int seconds) throws InterruptedException {
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
+      while (true) {
+        ShardStatus s = status();
+        if (s != null && s.getReplicaRole() == role) {
+          return;
+        }
+        if (System.nanoTime() > deadline) {
+          throw new AssertionError(
+              name
+                  + " did not become "
+                  + role
+                  + " within "
+                  + seconds
+                  + " s (status "
+                  + s
+                  + "); see "
+                  + run.log);
+        }
+        Thread.sleep(100);
+      }
+    }
+
+    /** SIGKILL, then the whole directory (checkpoints and log) is deleted. */
+    void killAndWipe() throws IOException, InterruptedException {
+      run.process.destroyForcibly();
+      assertThat(run.process.waitFor(10, TimeUnit.SECONDS)).isTrue();
+      if (Files.exists(home)) {
+        try (Stream<Path> files = Files.walk(home)) {
+          for (Path p : files.sorted(Comparator.reverseOrder()).toList()) {
+            Files.delete(p);
+          }
+        }
+      }
+    }
+
+    @Override
+    public void close() {
+      Channels.close(channel);
+      if (run != null) {
+        run.close();
+      }
+    }
+  }
+
+  private static <T> T await(Future<T> f) throws ExecutionException, InterruptedException {
+    try {
+      return f.get(15, TimeUnit.SECONDS);
+    } catch (java.util.concurrent.TimeoutException e) {
+      f.cancel(true);
+      throw new ExecutionException(e);
+    }
+  }
+
+  private int duplicates;
+
+  /** Sends {@code request} to {@code node} until it is acknowledged (it may be taking over). */
+  private PushGradientsResponse pushUntilAcknowledged(Node node, PushGradientsRequest request)
+      throws InterruptedException {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(90);
+    while (true) {
+      try {
+        PushGradientsResponse r =
+            await(node.stub.withDeadlineAfter(10, TimeUnit.SECONDS).pushGradients(request));
+        if (r.getDuplicate()) {
+          duplicates++;
+        }
+        return r;
+      } catch (ExecutionException e) {
+        if (!(e.getCause() instanceof StatusRuntimeException)
+            && !(e.getCause() instanceof java.util.concurrent.TimeoutException)) {
+          throw new AssertionError("push failed unexpectedly", e.getCause());
+        }
+        if (System.nanoTime() > deadline) {
+          throw new AssertionError(
+              "push was not acknowledged by " + node.name + " within 90 s; see " + node.run.log, e);
+        }
+        Thread.sleep(20);
+      }
+    }
+  }
+
+  @Test
+  void primaryKilledAndItsDiskLost_backupTakesOver_withEveryAcknowledgedPush_bitForBit()
+      throws Exception {
+    long seed = Long.getLong("replica.seed", System.nanoTime());
+    Random random = new Random(seed);
+    String job = etcd.uniqueJob();
+    float[] expected = ScriptedPushes.initial();
+    List<Double> takeoverSeconds = new ArrayList<>();
+    long step = 0;
+    long pushes = 0;
+    ServiceRun.prepareClassData(Role.PSERVER, dir.resolve("class-data"));
+    Node primary = new Node("a");
+    Node backup = new Node("b");
+    try {
+      primary.start(job);
+      primary.awaitRole(ReplicaRole.REPLICA_PRIMARY, 180);
+      backup.start(job);
+      backup.awaitRole(ReplicaRole.REPLICA_BACKUP_SYNCED, 180);
+      await(
+          primary
+              .stub
+              .withDeadlineAfter(10, TimeUnit.SECONDS)
+              .initParameters(ScriptedPushes.init(expected.clone())));
+      await(
+          primary
+              .stub
+              .withDeadlineAfter(10, TimeUnit.SECONDS)
+              .finishInit(ScriptedPushes.finishInit()));
+      for (int kill = 0; kill < KILLS; kill++) {
+        int whole = 1 + random.nextInt(15);
+        for (int s = 0; s < whole; s++) {
+          step++;
+          List<Future<PushGradientsResponse>> sent = new ArrayList<>();
+          for (int p = 0; p < PARTS; p++) {
+            sent.add(
+                primary.stub.withDeadlineAfter(10, TimeUnit.SECONDS).pushGradients(push(step, p)));
+          }
+          for (int p = 0; p < PARTS; p++) {
+            assertThat(await(sent.get(p)).getDuplicate()).isFalse();
+            subtract(expected, step, p);
+            pushes++;
+          }
+        }
+        // The new backup (started after the previous kill) holds the shard before this kill.
+        backup.awaitRole(ReplicaRole.REPLICA_BACKUP_SYNCED, 180);
+        step++;
+        List<Future<PushGradientsResponse>> inFlight = new ArrayList<>();
+        for (int p = 0; p < PARTS; p++) {
+          inFlight.add(
+              primary.stub.withDeadlineAfter(10, TimeUnit.SECONDS).pushGradients(push(step, p)));
+        }
+        TimeUnit.MICROSECONDS.sleep(random.nextInt(3000));
+        long killedAt = System.nanoTime();
+        primary.killAndWipe();
+        boolean[] acknowledged = new boolean[PARTS];
+        for (int p = 0; p < PARTS; p++) {
+          try {
+            await(inFlight.get(p));
+            acknowledged[p] = true;
+          } catch (ExecutionException e) {
+            acknowledged[p] = false;
+          }
+        }
+        Node next = backup;
+        boolean first = true;
+        for (int p = 0; p < PARTS; p++) {
+          // every part, acknowledged or not, is sent to the new primary: an acknowledged one must
+          // be answered as a duplicate (the backup held it), an unacknowledged one is applied once
+          PushGradientsResponse r = pushUntilAcknowledged(next, push(step, p));
+          if (first) {
+            takeoverSeconds.add((System.nanoTime() - killedAt) / 1e9);
+            first = false;
+          }
+          if (acknowledged[p]) {
+            assertThat(r.getDuplicate())
+                .as("part %d of step %d was acknowledged before the kill (seed %d)", p, step, seed)
+                .isTrue();
+          }
+          subtract(expected, step, p);
+          pushes++;
+        }
+        next.awaitRole(ReplicaRole.REPLICA_PRIMARY, 30);
+        primary.start(job); // on an empty directory: it becomes the backup
+        backup = primary;
+        primary = next;
+      }
+      float[] pulled =
+          ScriptedPushes.values(
+              await(
+                  primary
+                      .stub
+                      .withDeadlineAfter(10, TimeUnit.SECONDS)
+                      .pullParameters(PullParametersRequest.getDefaultInstance())));
+      int mismatches = ScriptedPushes.mismatches(pulled, expected);
+      takeoverSeconds.sort(null);
+      String report =
+          String.format(
+              Locale.ROOT,
+              "REPLICA-TAKEOVER kills=%d pushes=%d duplicates=%d takeover(kill->first ack)"
+                  + " median=%.2fs max=%.2fs lease_ttl=2s seed=%d",
+              KILLS,
+              pushes,
+              duplicates,
+              takeoverSeconds.get(takeoverSeconds.size() / 2),
+              takeoverSeconds.get(takeoverSeconds.size() - 1),
+              seed);
+      System.out.println(report);
+      Path out = Path.of("target", "replica-takeover-report.txt");
+      Files.createDirectories(out.getParent());
+      Files.writeString(out, report + System.lineSeparator());
+      assertThat(mismatches)
+          .as("elements differing from init - sum of gradients (seed %d; logs in %s)", seed, dir)
+          .isZero();
+    } finally {
+      primary.close();
+      backup.close();
+    }
+  }
+}

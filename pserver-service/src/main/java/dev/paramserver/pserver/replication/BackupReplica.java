@@ -1,0 +1,250 @@
+package dev.paramserver.pserver.replication;
+
+import dev.paramserver.coordination.KeyValueStore;
+import dev.paramserver.proto.v1.ErrorReason;
+import dev.paramserver.proto.v1.ReplicaRole;
+import dev.paramserver.proto.v1.ReplicateRequest;
+import dev.paramserver.proto.v1.ReplicateResponse;
+import dev.paramserver.proto.v1.WalRecord;
+import dev.paramserver.pserver.checkpoint.CheckpointService;
+import dev.paramserver.pserver.checkpoint.CheckpointStore;
+import dev.paramserver.pserver.shard.ParameterShard;
+import dev.paramserver.pserver.shard.Replica;
+import dev.paramserver.rpc.ServiceException;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The backup's side of a shard's replication: installs the primary's copies of the shard and
+ * applies the records that follow them, checking each call's epoch against the create revision of
+ * {@code ps/<index>}, which it follows in etcd. When that key vanishes (the primary's lease ended)
+ * it asks for a takeover.
+ */
+final class BackupReplica implements Replica, AutoCloseable {
+  private static final Logger log = LoggerFactory.getLogger(BackupReplica.class);
+
+  private final ParameterShard shard;
+  private final int index;
+  private final KeyValueStore kv;
+  private final String primaryKey;
+  private final Duration timeout;
+  private final Consumer<BackupReplica> onPrimaryGone;
+  // Guarded by this: the primary's epoch (0: none), the copy installed (-1: none) and whether this
+  // backup holds every update of that primary.
+  private long epoch;
+  private long installed = -1;
+  private boolean synced;
+  private boolean closed;
+  private boolean takingOver;
+  private AutoCloseable watch;
+
+  BackupReplica(
+      ParameterShard shard,
+      int index,
+      KeyValueStore kv,
+      String primaryKey,
+      Duration timeout,
+      Consumer<BackupReplica> onPrimaryGone) {
+    this.shard = shard;
+    this.index = index;
+    this.kv = kv;
+    this.primaryKey = primaryKey;
+    this.timeout = timeout;
+    this.onPrimaryGone = onPrimaryGone;
+  }
+
+  int index() {
+    return index;
+  }
+
+  void start() {
+    watch =
+        kv.watchPrefix(
+            primaryKey,
+            e -> {
+              if (!e.keyValue().key().equals(primaryKey)) {
+                return;
+              }
+              if (e.type() == KeyValueStore.WatchEvent.Type.PUT) {
+                primary(e.keyValue().createRevision());
+              } else {
+                // What this backup holds stays: it is what it takes over with.
+                onPrimaryGone.accept(this);
+              }
+            });
+    Optional<KeyValueStore.KeyValue> now = kv.get(primaryKey);
+    if (now.isPresent()) {
+      primary(now.get().createRevision());
+    } else {
+      onPrimaryGone.accept(this);
+    }
+  }
+
+  private synchronized void primary(long createRevision) {
+    if (createRevision != epoch && !takingOver) {
+      log.info("backup of shard {}: primary epoch {} -> {}", index, epoch, createRevision);
+      epoch = createRevision;
+      installed = -1;
+      synced = false;
+      notifyAll();
+    }
+  }
+
+  /**
+   * Starts a takeover: from now on a new registration under {@code ps/<index>} (this backup's own
+   * claim) does not reset what it holds.
+   *
+   * @return whether it holds every update the ended primary acknowledged
+   */
+  synchronized boolean beginTakeover() {
+    takingOver = true;
+    return synced && !closed;
+  }
+
+  /** The claim failed: another pserver is primary; follow it again. */
+  void abortTakeover() {
+    synchronized (this) {
+      takingOver = false;
+    }
+    kv.get(primaryKey).ifPresent(k -> primary(k.createRevision()));
+  }
+
+  /** True when this backup holds every update the primary acknowledged. */
+  synchronized boolean synced() {
+    return synced && !closed;
+  }
+
+  @Override
+  public ReplicaRole role() {
+    return synced() ? ReplicaRole.REPLICA_BACKUP_SYNCED : ReplicaRole.REPLICA_BACKUP_FILLING;
+  }
+
+  @Override
+  public void append(WalRecord record) {
+    throw new IllegalStateException("a backup logs nothing of its own");
+  }
+
+  @Override
+  public void settle() {}
+
+  /** Fails unless {@code callEpoch} is the current primary's (re-read from etcd if newer). */
+  private synchronized void checkEpoch(long callEpoch) {
+    if (closed) {
+      throw new ServiceException(
+          ErrorReason.NOT_PRIMARY, "this pserver is no longer a backup of shard " + index);
+    }
+    if (callEpoch > epoch) {
+      // The watch may lag behind a new primary's registration.
+      kv.get(primaryKey).ifPresent(k -> primary(k.createRevision()));
+    }
+    if (callEpoch != epoch) {
+      throw new ServiceException(
+          ErrorReason.NOT_PRIMARY,
+          "epoch "
+              + callEpoch
+              + " is not that of the primary of shard "
+              + index
+              + " ("
+              + (epoch == 0 ? "none registered" : epoch)
+              + ")");
+    }
+  }
+
+  /** Applies one record after the copy it follows (waiting for that copy, bounded). */
+  ReplicateResponse replicate(ReplicateRequest request) throws InterruptedException {
+    long deadline = System.nanoTime() + timeout.toNanos();
+    synchronized (this) {
+      checkEpoch(request.getEpoch());
+      while (installed < (long) request.getGeneration() && !closed) {
+        long left = deadline - System.nanoTime();
+        if (left <= 0 || epoch != request.getEpoch()) {
+          return ReplicateResponse.newBuilder().setNeedFill(true).build();
+        }
+        TimeUnit.NANOSECONDS.timedWait(this, left);
+      }
+      checkEpoch(request.getEpoch());
+      if (installed > request.getGeneration()) {
+        return ReplicateResponse.getDefaultInstance(); // the newer copy holds it
+      }
+      if (!synced) {
+        return ReplicateResponse.newBuilder().setNeedFill(true).build();
+      }
+    }
+    WalRecord record = request.getRecord();
+    if (record.getPushesCount() > 0 && !record.getInitId().equals(shard.initId())) {
+      markUnsynced();
+      return ReplicateResponse.newBuilder().setNeedFill(true).build();
+    }
+    try {
+      shard.replay(record);
+    } catch (RuntimeException e) {
+      log.error("backup of shard {}: a record cannot be applied: asking for a new copy", index, e);
+      markUnsynced();
+      return ReplicateResponse.newBuilder().setNeedFill(true).build();
+    }
+    return ReplicateResponse.getDefaultInstance();
+  }
+
+  private synchronized void markUnsynced() {
+    log.warn("backup of shard {}: no longer holds every update: waiting for a new copy", index);
+    synced = false;
+  }
+
+  /**
+   * Installs a copy of the primary's shard (a checkpoint file's bytes) as this shard's content.
+   *
+   * @param file the copy, or null when the primary's shard is not initialised
+   */
+  void install(long callEpoch, long generation, Path file, int crc)
+      throws IOException, InterruptedException {
+    synchronized (this) {
+      checkEpoch(callEpoch);
+    }
+    long start = System.nanoTime();
+    if (file == null) {
+      shard.reset();
+    } else {
+      CheckpointStore.Restorer restorer = CheckpointService.restorer(shard);
+      try {
+        restorer.install(CheckpointStore.read(file.toString(), crc, restorer));
+      } catch (IOException | RuntimeException e) {
+        restorer.discard();
+        throw e;
+      }
+    }
+    synchronized (this) {
+      checkEpoch(callEpoch);
+      installed = generation;
+      synced = true;
+      notifyAll();
+    }
+    log.info(
+        "backup of shard {}: installed copy {} of primary epoch {} (step {}) in {} ms",
+        index,
+        generation,
+        callEpoch,
+        shard.step(),
+        (System.nanoTime() - start) / 1_000_000);
+  }
+
+  @Override
+  public void close() {
+    synchronized (this) {
+      closed = true;
+      notifyAll();
+    }
+    if (watch != null) {
+      try {
+        watch.close();
+      } catch (Exception e) {
+        log.debug("closing the primary watch failed: {}", e.toString());
+      }
+    }
+  }
+}

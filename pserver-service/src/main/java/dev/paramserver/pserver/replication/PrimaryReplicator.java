@@ -1,0 +1,410 @@
+package dev.paramserver.pserver.replication;
+
+import com.google.protobuf.ByteString;
+import dev.paramserver.coordination.KeyValueStore;
+import dev.paramserver.proto.v1.ErrorReason;
+import dev.paramserver.proto.v1.FillChunk;
+import dev.paramserver.proto.v1.FillResponse;
+import dev.paramserver.proto.v1.ReplicaRole;
+import dev.paramserver.proto.v1.ReplicateRequest;
+import dev.paramserver.proto.v1.ReplicateResponse;
+import dev.paramserver.proto.v1.ShardReplicationGrpc;
+import dev.paramserver.proto.v1.WalRecord;
+import dev.paramserver.pserver.shard.ParameterShard;
+import dev.paramserver.pserver.shard.Replica;
+import dev.paramserver.rpc.Channels;
+import dev.paramserver.rpc.RpcErrors;
+import dev.paramserver.rpc.ServiceException;
+import io.grpc.ManagedChannel;
+import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
+import io.grpc.stub.StreamObserver;
+import java.io.BufferedOutputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicLong;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The primary's side of a shard's replication: follows the shard's backup registration ({@code
+ * ps_backup/<index>}), sends a new backup a copy of the shard cut under the shard's write lock, and
+ * then every record the shard logs, before the push it carries is applied and answered.
+ *
+ * <p>States of the backup: none registered (pushes are answered on the primary's log alone); it
+ * needs a copy (records are not sent: the copy, cut after them, will hold them); a copy is being
+ * sent (records are sent with the copy's generation, the backup applies them after the copy); in
+ * sync. A failed send drops the backup back to "needs a copy". A backup that answers neither within
+ * the replication timeout is given up on for that push (it is answered anyway, and counted).
+ */
+final class PrimaryReplicator implements Replica, AutoCloseable {
+  private static final Logger log = LoggerFactory.getLogger(PrimaryReplicator.class);
+  private static final int CHUNK = 1 << 20;
+
+  private enum Phase {
+    NEEDS_COPY,
+    COPYING,
+    SYNCED
+  }
+
+  /** One registered backup. Fields guarded by the replicator's monitor. */
+  private static final class Backup {
+    final String address;
+    final ManagedChannel channel;
+    final ShardReplicationGrpc.ShardReplicationStub async;
+    final ShardReplicationGrpc.ShardReplicationBlockingStub blocking;
+    Phase phase = Phase.NEEDS_COPY;
+    long generation;
+
+    Backup(String address) {
+      this.address = address;
+      this.channel = Channels.forAddress(address);
+      this.async = ShardReplicationGrpc.newStub(channel);
+      this.blocking = ShardReplicationGrpc.newBlockingStub(channel);
+    }
+  }
+
+  private final ParameterShard shard;
+  private final int index;
+  private final long epoch;
+  private final Duration timeout;
+  private final Path scratch;
+  private final Runnable onDeposed;
+  private final AtomicLong unreplicated;
+  private final ExecutorService copier;
+  private volatile Backup backup;
+  private volatile boolean closed;
+  private AutoCloseable watch;
+
+  /**
+   * @param epoch the create revision of this primary's {@code ps/<index>} key
+   * @param scratch directory for the copy being sent
+   * @param onDeposed called (once) when a backup reports that this pserver is no longer primary
+   * @param unreplicated counts pushes answered without the backup's acknowledgement
+   */
+  PrimaryReplicator(
+      ParameterShard shard,
+      int index,
+      long epoch,
+      Duration timeout,
+      Path scratch,
+      Runnable onDeposed,
+      AtomicLong unreplicated) {
+    this.shard = shard;
+    this.index = index;
+    this.epoch = epoch;
+    this.timeout = timeout;
+    this.scratch = scratch;
+    this.onDeposed = onDeposed;
+    this.unreplicated = unreplicated;
+    this.copier =
+        Executors.newSingleThreadExecutor(
+            r -> {
+              Thread t = new Thread(r, "pserver-replica-copy-" + index);
+              t.setDaemon(true);
+              return t;
+            });
+  }
+
+  /** Starts following {@code ps_backup/<index>}. */
+  void start(KeyValueStore kv, String backupKey) {
+    watch =
+        kv.watchPrefix(
+            backupKey,
+            e -> {
+              if (!e.keyValue().key().equals(backupKey)) {
+                return;
+              }
+              if (e.type() == KeyValueStore.WatchEvent.Type.PUT) {
+                backupAt(e.keyValue().valueAsString());
+              } else {
+                backupAt(null);
+              }
+            });
+    backupAt(kv.get(backupKey).map(KeyValueStore.KeyValue::valueAsString).orElse(null));
+  }
+
+  /** The backup now registered at {@code address} (null: none). */
+  private void backupAt(String address) {
+    Backup old;
+    synchronized (this) {
+      old = backup;
+      if (closed || (old != null && old.address.equals(address))) {
+        return;
+      }
+      backup = address == null ? null : new Backup(address);
+      notifyAll();
+    }
+    if (old != null) {
+      Channels.close(old.channel);
+    }
+    if (address != null) {
+      log.info(
+          "pserver {}: backup registered at {}: sending it a copy of the shard", index, address);
+      copier.execute(this::copyLoop);
+    } else if (old != null) {
+      log.warn(
+          "pserver {}: backup {} is gone: pushes are answered on this log alone",
+          index,
+          old.address);
+    }
+  }
+
+  @Override
+  public void append(WalRecord record) {
+    Backup b = backup;
+    if (b == null) {
+      return;
+    }
+    long generation;
+    synchronized (this) {
+      if (b.phase == Phase.NEEDS_COPY) {
+        return; // the copy, cut after this push, holds it
+      }
+      generation = b.generation;
+    }
+    try {
+      ReplicateResponse r =
+          b.blocking
+              .withDeadlineAfter(timeout.toMillis(), TimeUnit.MILLISECONDS)
+              .replicate(
+                  ReplicateRequest.newBuilder()
+                      .setIndex(index)
+                      .setEpoch(epoch)
+                      .setGeneration(generation)
+                      .setRecord(record)
+                      .build());
+      if (r.getNeedFill()) {
+        needsCopy(b, generation, "it asked for one");
+      }
+    } catch (StatusRuntimeException e) {
+      if (RpcErrors.reasonOf(e) == ErrorReason.NOT_PRIMARY) {
+        deposed(e);
+      }
+      needsCopy(b, generation, e.getStatus().getCode() + " " + e.getStatus().getDescription());
+    }
+  }
+
+  private void deposed(StatusRuntimeException e) {
+    String why =
+        "pserver "
+            + index
+            + " is no longer the primary of its shard ("
+            + e.getStatus().getDescription()
+            + "): find the new primary in etcd";
+    shard.holdCalls(why);
+    onDeposed.run();
+    throw new ServiceException(ErrorReason.SHUTTING_DOWN, why);
+  }
+
+  private void needsCopy(Backup b, long generation, String why) {
+    synchronized (this) {
+      if (backup != b || b.generation != generation || b.phase == Phase.NEEDS_COPY) {
+        return;
+      }
+      b.phase = Phase.NEEDS_COPY;
+    }
+    log.warn("pserver {}: backup {} needs a new copy of the shard: {}", index, b.address, why);
+    copier.execute(this::copyLoop);
+  }
+
+  @Override
+  public void settle() {
+    Backup b = backup;
+    if (b == null || b.phase == Phase.SYNCED) {
+      return;
+    }
+    long deadline = System.nanoTime() + timeout.toNanos();
+    synchronized (this) {
+      while (!closed && backup == b && b.phase != Phase.SYNCED) {
+        long left = deadline - System.nanoTime();
+        if (left <= 0) {
+          unreplicated.incrementAndGet();
+          log.warn(
+              "pserver {}: backup {} did not hold the shard within {}: push answered without it",
+              index,
+              b.address,
+              timeout);
+          return;
+        }
+        try {
+          TimeUnit.NANOSECONDS.timedWait(this, left);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          return;
+        }
+      }
+    }
+  }
+
+  @Override
+  public ReplicaRole role() {
+    return ReplicaRole.REPLICA_PRIMARY;
+  }
+
+  /** True when a backup is registered and holds every update (for status and tests). */
+  boolean backupSynced() {
+    Backup b = backup;
+    return b != null && b.phase == Phase.SYNCED;
+  }
+
+  /** Sends the current backup copies until one is installed, while it needs one. */
+  private void copyLoop() {
+    long backoff = 100;
+    while (!closed) {
+      Backup b = backup;
+      synchronized (this) {
+        if (b == null || b.phase != Phase.NEEDS_COPY) {
+          return;
+        }
+      }
+      try {
+        copy(b);
+        return;
+      } catch (StatusRuntimeException e) {
+        if (RpcErrors.reasonOf(e) == ErrorReason.NOT_PRIMARY) {
+          log.warn(
+              "pserver {}: backup says this pserver is not the primary: {}", index, e.getStatus());
+          shard.holdCalls("pserver " + index + " is no longer the primary of its shard");
+          onDeposed.run();
+          return;
+        }
+        log.warn(
+            "pserver {}: copy to backup {} failed, retrying: {}", index, b.address, e.getStatus());
+      } catch (IOException | RuntimeException e) {
+        log.warn(
+            "pserver {}: copy to backup {} failed, retrying: {}", index, b.address, e.toString());
+      } catch (InterruptedException e) {
+        return;
+      }
+      try {
+        Thread.sleep(backoff);
+      } catch (InterruptedException e) {
+        return;
+      }
+      backoff = Math.min(backoff * 2, 5000);
+    }
+  }
+
+  private void copy(Backup b) throws IOException, InterruptedException {
+    long start = System.nanoTime();
+    Files.createDirectories(scratch);
+    Path file = scratch.resolve("replica-copy-" + index + ".tmp");
+    long[] generation = new long[1];
+    boolean initialised;
+    try (OutputStream out = new BufferedOutputStream(Files.newOutputStream(file), CHUNK)) {
+      initialised =
+          shard.writeCopy(
+              out,
+              () -> {
+                synchronized (this) {
+                  b.generation++;
+                  b.phase = Phase.COPYING;
+                  generation[0] = b.generation;
+                }
+              });
+    }
+    long bytes = Files.size(file);
+    CompletableFuture<FillResponse> done = new CompletableFuture<>();
+    StreamObserver<FillChunk> upload =
+        b.async
+            .withDeadlineAfter(timeout.toMillis() + bytes / 50_000, TimeUnit.MILLISECONDS)
+            .fill(
+                new StreamObserver<>() {
+                  @Override
+                  public void onNext(FillResponse value) {
+                    done.complete(value);
+                  }
+
+                  @Override
+                  public void onError(Throwable t) {
+                    done.completeExceptionally(t);
+                  }
+
+                  @Override
+                  public void onCompleted() {
+                    done.complete(FillResponse.getDefaultInstance());
+                  }
+                });
+    FillChunk.Builder header =
+        FillChunk.newBuilder()
+            .setIndex(index)
+            .setEpoch(epoch)
+            .setGeneration(generation[0])
+            .setInitialised(initialised);
+    try (InputStream in = Files.newInputStream(file)) {
+      byte[] buf = new byte[CHUNK];
+      boolean first = true;
+      int n;
+      while ((n = in.readNBytes(buf, 0, CHUNK)) > 0 || first) {
+        FillChunk.Builder c = first ? header : FillChunk.newBuilder();
+        upload.onNext(c.setData(ByteString.copyFrom(buf, 0, Math.max(n, 0))).build());
+        first = false;
+        if (n < CHUNK) {
+          break;
+        }
+      }
+      upload.onCompleted();
+    } catch (IOException | RuntimeException e) {
+      upload.onError(Status.CANCELLED.withDescription(e.toString()).asRuntimeException());
+      throw e;
+    } finally {
+      Files.deleteIfExists(file);
+    }
+    try {
+      done.get(timeout.toMillis() + bytes / 50_000 + 1000, TimeUnit.MILLISECONDS);
+    } catch (ExecutionException e) {
+      if (e.getCause() instanceof StatusRuntimeException s) {
+        throw s;
+      }
+      throw new IOException(e.getCause());
+    } catch (TimeoutException e) {
+      throw new IOException("the backup did not install the copy in time", e);
+    }
+    synchronized (this) {
+      if (backup == b && b.generation == generation[0] && b.phase == Phase.COPYING) {
+        b.phase = Phase.SYNCED;
+        notifyAll();
+      }
+    }
+    log.info(
+        "pserver {}: backup {} holds the shard (copy {}: {} bytes in {} ms)",
+        index,
+        b.address,
+        generation[0],
+        bytes,
+        (System.nanoTime() - start) / 1_000_000);
+  }
+
+  @Override
+  public void close() {
+    Backup b;
+    synchronized (this) {
+      closed = true;
+      b = backup;
+      backup = null;
+      notifyAll();
+    }
+    if (watch != null) {
+      try {
+        watch.close();
+      } catch (Exception e) {
+        log.debug("closing the backup watch failed: {}", e.toString());
+      }
+    }
+    copier.shutdownNow();
+    if (b != null) {
+      Channels.close(b.channel);
+    }
+  }
+}
