@@ -133,7 +133,15 @@ final class JavaServiceCommand implements ServiceCommand {
     props.put("paramserver.advertise-host", "127.0.0.1");
     switch (ctx.role()) {
       case PSERVER -> {
-        props.put("paramserver.pserver.desired", Integer.toString(spec.count(Role.PSERVER)));
+        // with replicas = 2 every other process is a backup: count / replicas shards
+        int replicas =
+            Integer.parseInt(
+                spec.extraProperties(Role.PSERVER)
+                    .getOrDefault("paramserver.pserver.replicas", "1")
+                    .trim());
+        props.put(
+            "paramserver.pserver.desired",
+            Integer.toString(Math.max(1, spec.count(Role.PSERVER) / Math.max(1, replicas))));
         props.put(
             "paramserver.pserver.checkpoint-dir",
             spec.runDir().resolve("checkpoints").resolve("pserver-" + ctx.index()).toString());

@@ -7,6 +7,7 @@ import dev.paramserver.proto.v1.InitParametersRequest;
 import dev.paramserver.proto.v1.OptimizerConfig;
 import dev.paramserver.proto.v1.ParameterServerGrpc;
 import dev.paramserver.proto.v1.ParameterSpec;
+import dev.paramserver.proto.v1.ReplicaRole;
 import dev.paramserver.proto.v1.ShardStatus;
 import dev.paramserver.proto.v1.TensorBlock;
 import dev.paramserver.rpc.Channels;
@@ -17,6 +18,7 @@ import io.grpc.StatusRuntimeException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.Random;
 import java.util.concurrent.TimeUnit;
 
@@ -59,6 +61,38 @@ public final class PserverSetup {
   }
 
   /** Defines the parameters with small random values, in requests of about 8 MiB, then finishes. */
+  /**
+   * Polls the pservers' status until one of them has {@code role} (replicas): its address, or empty
+   * after {@code timeout} (for example when replication is off).
+   */
+  public static Optional<String> awaitRole(
+      List<String> addresses, ReplicaRole role, Duration timeout) throws InterruptedException {
+    long deadline = System.nanoTime() + timeout.toNanos();
+    do {
+      for (String a : addresses) {
+        ManagedChannel ch = Channels.forAddress(a);
+        try {
+          ShardStatus s =
+              ParameterServerGrpc.newBlockingStub(ch)
+                  .withDeadlineAfter(2, TimeUnit.SECONDS)
+                  .getShardStatus(GetShardStatusRequest.getDefaultInstance());
+          if (s.getReplicaRole() == role) {
+            return Optional.of(a);
+          }
+        } catch (StatusRuntimeException e) {
+          // not up yet
+        } finally {
+          Channels.close(ch);
+        }
+      }
+      if (addresses.size() < 2 && role == ReplicaRole.REPLICA_PRIMARY) {
+        return Optional.empty();
+      }
+      Thread.sleep(100);
+    } while (System.nanoTime() < deadline);
+    return Optional.empty();
+  }
+
   public static int initialise(String address, List<Param> params) {
     ManagedChannel ch = Channels.forAddress(address);
     try {

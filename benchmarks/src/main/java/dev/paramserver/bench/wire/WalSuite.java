@@ -8,6 +8,7 @@ import dev.paramserver.localcluster.ClusterSpec;
 import dev.paramserver.localcluster.LocalCluster;
 import dev.paramserver.localcluster.Role;
 import dev.paramserver.proto.v1.OptimizerConfig;
+import dev.paramserver.proto.v1.ReplicaRole;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -19,11 +20,13 @@ import java.util.Map;
  * The cost of the write-ahead log: push throughput of a real pserver process with the log off and
  * with each sync setting ({@code paramserver.pserver.wal.sync} none, batch, always), 4 KiB pushes
  * (per-push cost) and 1 MiB pushes (bytes), from 4 client threads, each setting on a fresh pserver
- * in the same run. The rounds are interleaved (off, none, batch, always, then again) and the better
- * of two kept, so that a change of machine load hits every setting alike.
+ * in the same run; {@code batch-replica} is batch with {@code replicas = 2}: a second pserver
+ * process is the shard's backup, and every push waits for its acknowledgement. The rounds are
+ * interleaved (off, none, batch, always, then again) and the better of two kept, so that a change
+ * of machine load hits every setting alike.
  */
 public final class WalSuite {
-  static final String[] SETTINGS = {"off", "none", "batch", "always"};
+  static final String[] SETTINGS = {"off", "none", "batch", "always", "batch-replica"};
   static final int[] SIZES = {4 << 10, 1 << 20};
   static final int THREADS = 4;
   static final int ROUNDS = 2;
@@ -39,17 +42,21 @@ public final class WalSuite {
   }
 
   private ClusterSpec spec(String setting, int round) {
+    boolean replica = setting.endsWith("-replica");
     ClusterSpec.Builder b =
         jars.spec(runDir.resolve("wal").resolve(setting + "-" + round))
             .job("bench-wal-" + setting + "-" + round)
             .count(Role.MASTER, 0)
-            .pservers(1)
+            .pservers(replica ? 2 : 1)
             .trainers(0)
             .jvmOptions(Role.PSERVER, ServiceJars.jvmOptions(Role.PSERVER))
             .property(Role.PSERVER, "paramserver.pserver.checkpoint-interval", "0s")
             .startTimeout(Duration.ofSeconds(180));
     if (setting.equals("off")) {
       b.property(Role.PSERVER, "paramserver.pserver.wal.enabled", "false");
+    } else if (replica) {
+      b.property(Role.PSERVER, "paramserver.pserver.wal.sync", "batch");
+      b.property(Role.PSERVER, "paramserver.pserver.replicas", "2");
     } else {
       b.property(Role.PSERVER, "paramserver.pserver.wal.sync", setting);
     }
@@ -69,7 +76,13 @@ public final class WalSuite {
       for (String setting : SETTINGS) {
         try (LocalCluster cluster = new LocalCluster(spec(setting, round))) {
           cluster.start();
-          String address = "127.0.0.1:" + cluster.process(Role.PSERVER, 0).grpcPort();
+          List<String> addresses = new ArrayList<>();
+          for (int p = 0; p < cluster.spec().count(Role.PSERVER); p++) {
+            addresses.add("127.0.0.1:" + cluster.process(Role.PSERVER, p).grpcPort());
+          }
+          String address =
+              PserverSetup.awaitRole(addresses, ReplicaRole.REPLICA_PRIMARY, Duration.ofSeconds(60))
+                  .orElse(addresses.get(0));
           PserverSetup.awaitServing(address, Duration.ofSeconds(60));
           OptimizerConfig sgd =
               OptimizerConfig.newBuilder()
@@ -81,6 +94,21 @@ public final class WalSuite {
             params.add(new PserverSetup.Param(name(size), size / 4, sgd));
           }
           PserverSetup.initialise(address, params);
+          if (addresses.size() > 1) {
+            // a first push makes the primary send its backup the initialised shard
+            try (PserverOps first =
+                new PserverOps(
+                    PserverOps.Kind.PUSH,
+                    address,
+                    name(SIZES[0]),
+                    SIZES[0] / 4,
+                    PserverSetup.BLOCK)) {
+              first.run();
+            }
+            PserverSetup.awaitRole(
+                    addresses, ReplicaRole.REPLICA_BACKUP_SYNCED, Duration.ofSeconds(60))
+                .orElseThrow(() -> new IllegalStateException("the backup never held the shard"));
+          }
           for (int i = 0; i < SIZES.length; i++) {
             int size = SIZES[i];
             Op.Factory f =
@@ -147,7 +175,7 @@ public final class WalSuite {
             "1 MiB pushes/s",
             "1 MiB vs no log");
     double[] off = best.get("off");
-    for (String setting : SETTINGS) {
+    for (String setting : WalInJvmBench.SETTINGS) {
       double[] v = best.get(setting);
       t.row(
           setting.equals("off") ? "(log off)" : setting, v[0], v[0] / off[0], v[1], v[1] / off[1]);

@@ -156,6 +156,11 @@ final class BackupReplica implements Replica, AutoCloseable {
     }
   }
 
+  /** True when a record of {@code request}'s copy can be applied without waiting for that copy. */
+  synchronized boolean ready(ReplicateRequest request) {
+    return !closed && installed >= (long) request.getGeneration();
+  }
+
   /** Applies one record after the copy it follows (waiting for that copy, bounded). */
   ReplicateResponse replicate(ReplicateRequest request) throws InterruptedException {
     long deadline = System.nanoTime() + timeout.toNanos();
