@@ -197,7 +197,10 @@ final class BackupReplica implements Replica, AutoCloseable {
   }
 
   private synchronized void markUnsynced() {
-    log.warn("backup of shard {}: no longer holds every update: waiting for a new copy", index);
+    log.info(
+        "backup of shard {}: cannot apply a record (another initialisation or copy): waiting for a"
+            + " new copy",
+        index);
     synced = false;
   }
 
