@@ -1,5 +1,9 @@
 package dev.paramserver.pserver.replication;
 
+import com.google.common.util.concurrent.FutureCallback;
+import com.google.common.util.concurrent.Futures;
+import com.google.common.util.concurrent.ListenableFuture;
+import com.google.common.util.concurrent.MoreExecutors;
 import com.google.protobuf.ByteString;
 import dev.paramserver.coordination.KeyValueStore;
 import dev.paramserver.proto.v1.ErrorReason;
@@ -12,6 +16,7 @@ import dev.paramserver.proto.v1.ShardReplicationGrpc;
 import dev.paramserver.proto.v1.WalRecord;
 import dev.paramserver.pserver.shard.ParameterShard;
 import dev.paramserver.pserver.shard.Replica;
+import dev.paramserver.rpc.ChannelFactory;
 import dev.paramserver.rpc.Channels;
 import dev.paramserver.rpc.RpcErrors;
 import dev.paramserver.rpc.ServiceException;
@@ -26,6 +31,7 @@ import java.io.OutputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
@@ -62,19 +68,20 @@ final class PrimaryReplicator implements Replica, AutoCloseable {
     final String address;
     final ManagedChannel channel;
     final ShardReplicationGrpc.ShardReplicationStub async;
-    final ShardReplicationGrpc.ShardReplicationBlockingStub blocking;
+    final ShardReplicationGrpc.ShardReplicationFutureStub future;
     Phase phase = Phase.NEEDS_COPY;
     long generation;
 
-    Backup(String address) {
+    Backup(String address, ChannelFactory channels) {
       this.address = address;
-      this.channel = Channels.forAddress(address);
+      this.channel = channels.forAddress(address);
       this.async = ShardReplicationGrpc.newStub(channel);
-      this.blocking = ShardReplicationGrpc.newBlockingStub(channel);
+      this.future = ShardReplicationGrpc.newFutureStub(channel);
     }
   }
 
   private final ParameterShard shard;
+  private final ChannelFactory channels;
   private final int index;
   private final long epoch;
   private final Duration timeout;
@@ -84,9 +91,15 @@ final class PrimaryReplicator implements Replica, AutoCloseable {
   private final ExecutorService copier;
   private volatile Backup backup;
   private volatile boolean closed;
+  // Guarded by this: sequence numbers of the records sent and not answered yet, the last one
+  // given, and why this pserver was deposed (null while it is the primary).
+  private final TreeSet<Long> outstanding = new TreeSet<>();
+  private long issued;
+  private String deposedWhy;
   private AutoCloseable watch;
 
   /**
+   * @param channels makes the channel to the backup (the service's TLS and interceptors)
    * @param epoch the create revision of this primary's {@code ps/<index>} key
    * @param scratch directory for the copy being sent
    * @param onDeposed called (once) when a backup reports that this pserver is no longer primary
@@ -94,6 +107,7 @@ final class PrimaryReplicator implements Replica, AutoCloseable {
    */
   PrimaryReplicator(
       ParameterShard shard,
+      ChannelFactory channels,
       int index,
       long epoch,
       Duration timeout,
@@ -101,6 +115,7 @@ final class PrimaryReplicator implements Replica, AutoCloseable {
       Runnable onDeposed,
       AtomicLong unreplicated) {
     this.shard = shard;
+    this.channels = channels;
     this.index = index;
     this.epoch = epoch;
     this.timeout = timeout;
@@ -142,7 +157,7 @@ final class PrimaryReplicator implements Replica, AutoCloseable {
       if (closed || (old != null && old.address.equals(address))) {
         return;
       }
-      backup = address == null ? null : new Backup(address);
+      backup = address == null ? null : new Backup(address, channels);
       notifyAll();
     }
     if (old != null) {
@@ -160,6 +175,10 @@ final class PrimaryReplicator implements Replica, AutoCloseable {
     }
   }
 
+  /**
+   * Sends the record to the backup without waiting (the caller holds the shard's read lock and, for
+   * one trainer's pushes, a lock they share): {@link #settle} waits for the answer.
+   */
   @Override
   public void append(WalRecord record) {
     Backup b = backup;
@@ -167,44 +186,69 @@ final class PrimaryReplicator implements Replica, AutoCloseable {
       return;
     }
     long generation;
+    long seq;
     synchronized (this) {
       if (b.phase == Phase.NEEDS_COPY) {
         return; // the copy, cut after this push, holds it
       }
       generation = b.generation;
+      seq = ++issued;
+      outstanding.add(seq);
     }
-    try {
-      ReplicateResponse r =
-          b.blocking
-              .withDeadlineAfter(timeout.toMillis(), TimeUnit.MILLISECONDS)
-              .replicate(
-                  ReplicateRequest.newBuilder()
-                      .setIndex(index)
-                      .setEpoch(epoch)
-                      .setGeneration(generation)
-                      .setRecord(record)
-                      .build());
-      if (r.getNeedFill()) {
-        needsCopy(b, generation, "it asked for one");
-      }
-    } catch (StatusRuntimeException e) {
-      if (RpcErrors.reasonOf(e) == ErrorReason.NOT_PRIMARY) {
-        deposed(e);
-      }
-      needsCopy(b, generation, e.getStatus().getCode() + " " + e.getStatus().getDescription());
-    }
+    ListenableFuture<ReplicateResponse> sent =
+        b.future
+            .withDeadlineAfter(timeout.toMillis(), TimeUnit.MILLISECONDS)
+            .replicate(
+                ReplicateRequest.newBuilder()
+                    .setIndex(index)
+                    .setEpoch(epoch)
+                    .setGeneration(generation)
+                    .setRecord(record)
+                    .build());
+    Futures.addCallback(
+        sent,
+        new FutureCallback<>() {
+          @Override
+          public void onSuccess(ReplicateResponse r) {
+            if (r.getNeedFill()) {
+              needsCopy(b, generation, "it asked for one");
+            }
+            answered(seq);
+          }
+
+          @Override
+          public void onFailure(Throwable t) {
+            if (RpcErrors.reasonOf(t) == ErrorReason.NOT_PRIMARY) {
+              deposed(t);
+            } else {
+              needsCopy(b, generation, t.toString());
+            }
+            answered(seq);
+          }
+        },
+        MoreExecutors.directExecutor());
   }
 
-  private void deposed(StatusRuntimeException e) {
+  private synchronized void answered(long seq) {
+    outstanding.remove(seq);
+    notifyAll();
+  }
+
+  private void deposed(Throwable t) {
     String why =
         "pserver "
             + index
             + " is no longer the primary of its shard ("
-            + e.getStatus().getDescription()
+            + t.getMessage()
             + "): find the new primary in etcd";
+    synchronized (this) {
+      if (deposedWhy != null) {
+        return;
+      }
+      deposedWhy = why;
+    }
     shard.holdCalls(why);
     onDeposed.run();
-    throw new ServiceException(ErrorReason.SHUTTING_DOWN, why);
   }
 
   private void needsCopy(Backup b, long generation, String why) {
@@ -218,22 +262,31 @@ final class PrimaryReplicator implements Replica, AutoCloseable {
     copier.execute(this::copyLoop);
   }
 
+  /**
+   * Returns once every record sent so far was answered and the backup holds the shard (waiting for
+   * a copy in progress), or after the replication timeout (the push is then answered without the
+   * backup, and counted).
+   *
+   * @throws ServiceException when a backup reported that this pserver is no longer the primary: the
+   *     push must not be acknowledged
+   */
   @Override
   public void settle() {
     Backup b = backup;
-    if (b == null || b.phase == Phase.SYNCED) {
-      return;
-    }
     long deadline = System.nanoTime() + timeout.toNanos();
     synchronized (this) {
-      while (!closed && backup == b && b.phase != Phase.SYNCED) {
+      long mine = issued;
+      while (!closed
+          && deposedWhy == null
+          && ((!outstanding.isEmpty() && outstanding.first() <= mine)
+              || (b != null && backup == b && b.phase != Phase.SYNCED))) {
         long left = deadline - System.nanoTime();
         if (left <= 0) {
           unreplicated.incrementAndGet();
           log.warn(
-              "pserver {}: backup {} did not hold the shard within {}: push answered without it",
+              "pserver {}: backup {} did not hold the push within {}: answered without it",
               index,
-              b.address,
+              b == null ? "(none)" : b.address,
               timeout);
           return;
         }
@@ -243,6 +296,9 @@ final class PrimaryReplicator implements Replica, AutoCloseable {
           Thread.currentThread().interrupt();
           return;
         }
+      }
+      if (deposedWhy != null) {
+        throw new ServiceException(ErrorReason.SHUTTING_DOWN, deposedWhy);
       }
     }
   }
@@ -275,8 +331,7 @@ final class PrimaryReplicator implements Replica, AutoCloseable {
         if (RpcErrors.reasonOf(e) == ErrorReason.NOT_PRIMARY) {
           log.warn(
               "pserver {}: backup says this pserver is not the primary: {}", index, e.getStatus());
-          shard.holdCalls("pserver " + index + " is no longer the primary of its shard");
-          onDeposed.run();
+          deposed(e);
           return;
         }
         log.warn(

@@ -8,6 +8,7 @@ import dev.paramserver.pserver.PserverProperties;
 import dev.paramserver.pserver.checkpoint.CheckpointService;
 import dev.paramserver.pserver.registration.ShardPersistence;
 import dev.paramserver.pserver.shard.ParameterShard;
+import dev.paramserver.rpc.ChannelFactory;
 import dev.paramserver.rpc.ServiceException;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
@@ -40,6 +41,7 @@ public final class Replication implements AutoCloseable {
   private final PserverProperties properties;
   private final ObjectProvider<CheckpointService> checkpoints;
   private final ObjectProvider<ShardPersistence> persistence;
+  private final ChannelFactory channels;
   private final AtomicLong unreplicated = new AtomicLong();
   private final AtomicLong takeovers = new AtomicLong();
   private final ExecutorService worker =
@@ -60,7 +62,9 @@ public final class Replication implements AutoCloseable {
       PserverProperties properties,
       ObjectProvider<CheckpointService> checkpoints,
       ObjectProvider<ShardPersistence> persistence,
+      ChannelFactory channels,
       MeterRegistry registry) {
+    this.channels = channels;
     this.coordinator = coordinator;
     this.shard = shard;
     this.properties = properties;
@@ -124,6 +128,7 @@ public final class Replication implements AutoCloseable {
     PrimaryReplicator p =
         new PrimaryReplicator(
             shard,
+            channels,
             index,
             mine.createRevision(),
             properties.replicationTimeout(),
