@@ -15,9 +15,7 @@ import dev.paramserver.proto.v1.PushGradientsResponse;
 import dev.paramserver.rpc.Channels;
 import dev.paramserver.testsupport.EtcdExtension;
 import io.grpc.ManagedChannel;
-import io.grpc.StatusRuntimeException;
 import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -78,37 +76,17 @@ class ExactlyOnceKillTest {
   }
 
   private <T> T await(Future<T> f) throws ExecutionException, InterruptedException {
-    try {
-      return f.get(10, TimeUnit.SECONDS);
-    } catch (java.util.concurrent.TimeoutException e) {
-      f.cancel(true);
-      throw new ExecutionException(e);
-    }
+    return ScriptedPushes.await(f, 10);
   }
 
   /** Sends {@code request} until it is acknowledged (the pserver may be restarting). */
   private PushGradientsResponse pushUntilAcknowledged(PushGradientsRequest request)
       throws InterruptedException {
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(90);
-    while (true) {
-      try {
-        PushGradientsResponse r =
-            await(stub.withDeadlineAfter(10, TimeUnit.SECONDS).pushGradients(request));
-        if (r.getDuplicate()) {
-          duplicates++;
-        }
-        return r;
-      } catch (ExecutionException e) {
-        if (!(e.getCause() instanceof StatusRuntimeException)
-            && !(e.getCause() instanceof java.util.concurrent.TimeoutException)) {
-          throw new AssertionError("push failed unexpectedly", e.getCause());
-        }
-        if (System.nanoTime() > deadline) {
-          throw new AssertionError("push was not acknowledged within 90 s; see " + pserver.log, e);
-        }
-        Thread.sleep(50);
-      }
+    PushGradientsResponse r = ScriptedPushes.pushUntilAcknowledged(stub, request, pserver.log);
+    if (r.getDuplicate()) {
+      duplicates++;
     }
+    return r;
   }
 
   private void initialise(float[] init) throws InterruptedException {
@@ -209,7 +187,6 @@ class ExactlyOnceKillTest {
         }
       }
       float[] pulled = pull();
-      int mismatches = ScriptedPushes.mismatches(pulled, expected);
       restartSeconds.sort(null);
       String report =
           String.format(
@@ -222,13 +199,7 @@ class ExactlyOnceKillTest {
               restartSeconds.get(restartSeconds.size() / 2),
               restartSeconds.get(restartSeconds.size() - 1),
               seed);
-      System.out.println(report);
-      Path out = Path.of("target", "exactly-once-report.txt");
-      Files.createDirectories(out.getParent());
-      Files.writeString(out, report + System.lineSeparator());
-      assertThat(mismatches)
-          .as("elements differing from init - sum of gradients (seed %d; logs in %s)", seed, dir)
-          .isZero();
+      ScriptedPushes.reportAndCheck(report, "exactly-once-report.txt", pulled, expected, seed, dir);
     } finally {
       Channels.close(channel);
       if (pserver != null) {

@@ -16,7 +16,6 @@ import dev.paramserver.proto.v1.ShardStatus;
 import dev.paramserver.rpc.Channels;
 import dev.paramserver.testsupport.EtcdExtension;
 import io.grpc.ManagedChannel;
-import io.grpc.StatusRuntimeException;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -147,12 +146,7 @@ class ReplicaTakeoverTest {
   }
 
   private static <T> T await(Future<T> f) throws ExecutionException, InterruptedException {
-    try {
-      return f.get(15, TimeUnit.SECONDS);
-    } catch (java.util.concurrent.TimeoutException e) {
-      f.cancel(true);
-      throw new ExecutionException(e);
-    }
+    return ScriptedPushes.await(f, 15);
   }
 
   private int duplicates;
@@ -160,27 +154,12 @@ class ReplicaTakeoverTest {
   /** Sends {@code request} to {@code node} until it is acknowledged (it may be taking over). */
   private PushGradientsResponse pushUntilAcknowledged(Node node, PushGradientsRequest request)
       throws InterruptedException {
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(90);
-    while (true) {
-      try {
-        PushGradientsResponse r =
-            await(node.stub.withDeadlineAfter(10, TimeUnit.SECONDS).pushGradients(request));
-        if (r.getDuplicate()) {
-          duplicates++;
-        }
-        return r;
-      } catch (ExecutionException e) {
-        if (!(e.getCause() instanceof StatusRuntimeException)
-            && !(e.getCause() instanceof java.util.concurrent.TimeoutException)) {
-          throw new AssertionError("push failed unexpectedly", e.getCause());
-        }
-        if (System.nanoTime() > deadline) {
-          throw new AssertionError(
-              "push was not acknowledged by " + node.name + " within 90 s; see " + node.run.log, e);
-        }
-        Thread.sleep(20);
-      }
+    PushGradientsResponse r =
+        ScriptedPushes.pushUntilAcknowledged(node.stub, request, node.run.log);
+    if (r.getDuplicate()) {
+      duplicates++;
     }
+    return r;
   }
 
   @Test
@@ -276,7 +255,6 @@ class ReplicaTakeoverTest {
                       .stub
                       .withDeadlineAfter(10, TimeUnit.SECONDS)
                       .pullParameters(PullParametersRequest.getDefaultInstance())));
-      int mismatches = ScriptedPushes.mismatches(pulled, expected);
       takeoverSeconds.sort(null);
       String report =
           String.format(
@@ -289,13 +267,8 @@ class ReplicaTakeoverTest {
               takeoverSeconds.get(takeoverSeconds.size() / 2),
               takeoverSeconds.get(takeoverSeconds.size() - 1),
               seed);
-      System.out.println(report);
-      Path out = Path.of("target", "replica-takeover-report.txt");
-      Files.createDirectories(out.getParent());
-      Files.writeString(out, report + System.lineSeparator());
-      assertThat(mismatches)
-          .as("elements differing from init - sum of gradients (seed %d; logs in %s)", seed, dir)
-          .isZero();
+      ScriptedPushes.reportAndCheck(
+          report, "replica-takeover-report.txt", pulled, expected, seed, dir);
     } finally {
       primary.close();
       backup.close();

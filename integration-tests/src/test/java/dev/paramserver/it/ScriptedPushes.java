@@ -1,17 +1,29 @@
 package dev.paramserver.it;
 
+import static org.assertj.core.api.Assertions.assertThat;
+
 import com.google.protobuf.ByteString;
 import dev.paramserver.proto.v1.DataType;
 import dev.paramserver.proto.v1.FinishInitRequest;
 import dev.paramserver.proto.v1.InitParametersRequest;
 import dev.paramserver.proto.v1.OptimizerConfig;
+import dev.paramserver.proto.v1.ParameterServerGrpc;
 import dev.paramserver.proto.v1.ParameterSpec;
 import dev.paramserver.proto.v1.PullParametersResponse;
 import dev.paramserver.proto.v1.PushGradientsRequest;
+import dev.paramserver.proto.v1.PushGradientsResponse;
 import dev.paramserver.proto.v1.TensorBlock;
 import dev.paramserver.proto.v1.TrainingMode;
+import io.grpc.StatusRuntimeException;
+import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 
 /**
  * The exactly-once tests' scripted client data: one parameter {@code w} of {@link #ELEMENTS} floats
@@ -142,5 +154,55 @@ final class ScriptedPushes {
       }
     }
     return n;
+  }
+
+  /** The future's value within {@code seconds}; a timeout is reported as an ExecutionException. */
+  static <T> T await(Future<T> f, int seconds) throws ExecutionException, InterruptedException {
+    try {
+      return f.get(seconds, TimeUnit.SECONDS);
+    } catch (TimeoutException e) {
+      f.cancel(true);
+      throw new ExecutionException(e);
+    }
+  }
+
+  /**
+   * Sends {@code request} until it is acknowledged (the pserver may be restarting or taking over),
+   * for up to 90 s; {@code log} is named in the failure.
+   */
+  static PushGradientsResponse pushUntilAcknowledged(
+      ParameterServerGrpc.ParameterServerFutureStub stub, PushGradientsRequest request, Path log)
+      throws InterruptedException {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(90);
+    while (true) {
+      try {
+        return await(stub.withDeadlineAfter(10, TimeUnit.SECONDS).pushGradients(request), 15);
+      } catch (ExecutionException e) {
+        if (!(e.getCause() instanceof StatusRuntimeException)
+            && !(e.getCause() instanceof TimeoutException)) {
+          throw new AssertionError("push failed unexpectedly", e.getCause());
+        }
+        if (System.nanoTime() > deadline) {
+          throw new AssertionError("push was not acknowledged within 90 s; see " + log, e);
+        }
+        Thread.sleep(20);
+      }
+    }
+  }
+
+  /**
+   * Prints {@code report} and writes it to {@code target/<file>}, then asserts that {@code pulled}
+   * equals {@code expected} bit for bit.
+   */
+  static void reportAndCheck(
+      String report, String file, float[] pulled, float[] expected, long seed, Path dir)
+      throws IOException {
+    System.out.println(report);
+    Path out = Path.of("target", file);
+    Files.createDirectories(out.getParent());
+    Files.writeString(out, report + System.lineSeparator());
+    assertThat(mismatches(pulled, expected))
+        .as("elements differing from init - sum of gradients (seed %d; logs in %s)", seed, dir)
+        .isZero();
   }
 }

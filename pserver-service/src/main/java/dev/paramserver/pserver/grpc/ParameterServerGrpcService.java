@@ -1,6 +1,5 @@
 package dev.paramserver.pserver.grpc;
 
-import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.proto.v1.FinishInitRequest;
 import dev.paramserver.proto.v1.FinishInitResponse;
 import dev.paramserver.proto.v1.GetShardStatusRequest;
@@ -16,7 +15,7 @@ import dev.paramserver.proto.v1.TrainingMode;
 import dev.paramserver.pserver.shard.ParameterShard;
 import dev.paramserver.pserver.shard.ShardTraffic;
 import dev.paramserver.rpc.ErrorMappingInterceptor;
-import dev.paramserver.rpc.ServiceException;
+import dev.paramserver.rpc.Offload;
 import dev.paramserver.service.AdminAddress;
 import dev.paramserver.service.MetricBuckets;
 import io.grpc.stub.StreamObserver;
@@ -24,7 +23,6 @@ import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
 import java.util.concurrent.Executor;
-import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
 import net.devh.boot.grpc.server.service.GrpcService;
@@ -153,27 +151,6 @@ public final class ParameterServerGrpcService extends ParameterServerGrpc.Parame
   }
 
   private <T> void offload(String method, StreamObserver<T> out, Supplier<T> work) {
-    Runnable task =
-        () -> {
-          T value;
-          try {
-            value = work.get();
-          } catch (RuntimeException e) {
-            out.onError(
-                ErrorMappingInterceptor.map(ParameterServerGrpc.SERVICE_NAME + "/" + method, e));
-            return;
-          }
-          reply(out, value);
-        };
-    try {
-      blockingExecutor.execute(task);
-    } catch (RejectedExecutionException e) {
-      out.onError(
-          ErrorMappingInterceptor.map(
-              ParameterServerGrpc.SERVICE_NAME + "/" + method,
-              new ServiceException(
-                  ErrorReason.SHUTTING_DOWN,
-                  "pserver is shutting down: retry on its replacement")));
-    }
+    Offload.run(blockingExecutor, ParameterServerGrpc.SERVICE_NAME + "/" + method, out, work);
   }
 }

@@ -8,6 +8,7 @@ import dev.paramserver.proto.v1.ReplicateResponse;
 import dev.paramserver.proto.v1.ShardReplicationGrpc;
 import dev.paramserver.pserver.PserverProperties;
 import dev.paramserver.rpc.ErrorMappingInterceptor;
+import dev.paramserver.rpc.Offload;
 import dev.paramserver.rpc.ServiceException;
 import io.grpc.stub.StreamObserver;
 import java.io.IOException;
@@ -16,7 +17,7 @@ import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.Executor;
-import java.util.concurrent.RejectedExecutionException;
+import java.util.function.Supplier;
 import java.util.zip.CRC32;
 import net.devh.boot.grpc.server.service.GrpcService;
 import org.slf4j.Logger;
@@ -179,27 +180,7 @@ public final class ShardReplicationGrpcService
     };
   }
 
-  private <T> void run(String method, StreamObserver<T> out, java.util.function.Supplier<T> work) {
-    Runnable task =
-        () -> {
-          T value;
-          try {
-            value = work.get();
-          } catch (RuntimeException e) {
-            out.onError(
-                ErrorMappingInterceptor.map(ShardReplicationGrpc.SERVICE_NAME + "/" + method, e));
-            return;
-          }
-          out.onNext(value);
-          out.onCompleted();
-        };
-    try {
-      blockingExecutor.execute(task);
-    } catch (RejectedExecutionException e) {
-      out.onError(
-          ErrorMappingInterceptor.map(
-              ShardReplicationGrpc.SERVICE_NAME + "/" + method,
-              new ServiceException(ErrorReason.SHUTTING_DOWN, "pserver is shutting down")));
-    }
+  private <T> void run(String method, StreamObserver<T> out, Supplier<T> work) {
+    Offload.run(blockingExecutor, ShardReplicationGrpc.SERVICE_NAME + "/" + method, out, work);
   }
 }

@@ -1,0 +1,45 @@
+package dev.paramserver.rpc;
+
+import dev.paramserver.proto.v1.ErrorReason;
+import io.grpc.stub.StreamObserver;
+import java.util.concurrent.Executor;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.function.Supplier;
+
+/**
+ * Runs a unary call's work that may wait off the gRPC transport thread: the answer (or the error,
+ * mapped as {@link ErrorMappingInterceptor} maps errors thrown inline) is sent from the executor's
+ * thread; a full or stopped executor answers UNAVAILABLE (SHUTTING_DOWN).
+ */
+public final class Offload {
+  private Offload() {}
+
+  /**
+   * @param method the full method name ({@code service/Method}) for error messages
+   */
+  public static <T> void run(
+      Executor executor, String method, StreamObserver<T> out, Supplier<T> work) {
+    Runnable task =
+        () -> {
+          T value;
+          try {
+            value = work.get();
+          } catch (RuntimeException e) {
+            out.onError(ErrorMappingInterceptor.map(method, e));
+            return;
+          }
+          out.onNext(value);
+          out.onCompleted();
+        };
+    try {
+      executor.execute(task);
+    } catch (RejectedExecutionException e) {
+      out.onError(
+          ErrorMappingInterceptor.map(
+              method,
+              new ServiceException(
+                  ErrorReason.SHUTTING_DOWN,
+                  "the server is shutting down: retry on its replacement")));
+    }
+  }
+}
