@@ -261,6 +261,43 @@ class FaultScenariosTest {
   }
 
   @Test
+  void killPrimaryWithReplicaAndLoseItsDisk_backupTakesOver() throws Exception {
+    // two shards of a primary and a backup each; the primary of shard 1 is killed and its
+    // directory deleted: its backup takes over with every acknowledged push, the trainers find it
+    // through etcd, and the killed pserver comes back as the new backup
+    ClusterSpec spec =
+        builder("kill-primary-replicas", 1)
+            .pservers(4)
+            .property(Role.PSERVER, "paramserver.pserver.replicas", "2")
+            .build();
+    runScenario(
+        "kill-primary-replicas",
+        spec,
+        cluster -> {},
+        Pushes.COUNTED,
+        cluster -> {
+          int primary = -1;
+          for (ProcessInfo p : cluster.processes()) {
+            if (p.role() == Role.PSERVER
+                && cluster.adminStatus(Role.PSERVER, p.index()).path("index").asInt() == 1) {
+              primary = p.index();
+            }
+          }
+          assertThat(primary)
+              .as("the pserver process that is the primary of shard 1")
+              .isNotNegative();
+          cluster.kill(Role.PSERVER, primary, false);
+          Path home = cluster.spec().runDir().resolve("checkpoints").resolve("pserver-" + primary);
+          if (Files.exists(home)) {
+            try (var files = Files.walk(home)) {
+              files.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+            }
+          }
+          cluster.restart(Role.PSERVER, primary);
+        });
+  }
+
+  @Test
   void killPserverAndLoseItsCheckpoints_trainersReinitialiseIt() throws Exception {
     runScenario(
         "kill-pserver-no-checkpoint",

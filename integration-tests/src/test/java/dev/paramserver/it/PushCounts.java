@@ -13,9 +13,10 @@ import java.util.regex.Pattern;
 
 /**
  * The push accounting of a job's end, read from the running processes: each pserver's update count
- * ({@code step} in its admin status, by shard index), the push requests the trainers had
- * acknowledged per pserver index ({@code paramserver_trainer_pushes_acknowledged_total{pserver}}),
- * and the trainers' {@code paramserver_trainer_dropped_pushes_total}.
+ * ({@code step} in its admin status, by shard index; a backup's, index -1, is not counted), the
+ * push requests the trainers had acknowledged per pserver index ({@code
+ * paramserver_trainer_pushes_acknowledged_total{pserver}}), and the trainers' {@code
+ * paramserver_trainer_dropped_pushes_total}.
  *
  * @param applied updates of each shard
  * @param acknowledged push requests acknowledged by each shard, summed over the trainers
@@ -41,7 +42,9 @@ record PushCounts(Map<Integer, Long> applied, Map<Integer, Long> acknowledged, l
       }
       if (p.role() == Role.PSERVER) {
         JsonNode s = cluster.adminStatus(Role.PSERVER, p.index());
-        applied.put(s.path("index").asInt(), s.path("step").asLong());
+        if (s.path("index").asInt() >= 0) { // -1: a backup (replicas), counted by its primary
+          applied.put(s.path("index").asInt(), s.path("step").asLong());
+        }
       } else if (p.role() == Role.TRAINER) {
         String metrics = Jobs.scrapePrometheus(p.httpPort());
         Matcher d = DROPPED.matcher(metrics);
