@@ -4,12 +4,14 @@ import dev.paramserver.models.Model;
 import dev.paramserver.models.Parameters;
 import dev.paramserver.trainer.StopSignal;
 import dev.paramserver.trainer.pserver.ParameterClient;
+import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.Deque;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
 
 /**
  * Sends a gradient and takes the new values in. Without pipelining: push and pull (in one round
@@ -22,6 +24,9 @@ import java.util.concurrent.Future;
  */
 final class GradientSender implements AutoCloseable {
   static final int MAX_IN_FLIGHT = 2;
+
+  /** The longest {@link #close} waits for the pushes in flight. */
+  static final Duration CLOSE_WAIT = Duration.ofSeconds(10);
 
   /** A push (with its pull) handed to the background thread, and its buffers. */
   private record Sent(Future<?> future, Parameters grads, Parameters pulled) {}
@@ -157,11 +162,24 @@ final class GradientSender implements AutoCloseable {
     return freeGrads.isEmpty() ? Parameters.zerosLike(model) : freeGrads.pop();
   }
 
-  /** Stops the background thread of the pipeline. */
+  /**
+   * Stops the background thread of the pipeline once the pushes in flight were answered (at most
+   * {@link #CLOSE_WAIT}): interrupting one that a pserver already applied would count it as dropped
+   * although it took effect. A push still retrying by then (its pserver is down, or the trainer
+   * stops) is interrupted.
+   */
   @Override
   public void close() {
     if (comm != null) {
-      comm.shutdownNow();
+      comm.shutdown();
+      try {
+        if (!comm.awaitTermination(CLOSE_WAIT.toMillis(), TimeUnit.MILLISECONDS)) {
+          comm.shutdownNow();
+        }
+      } catch (InterruptedException e) {
+        comm.shutdownNow();
+        Thread.currentThread().interrupt();
+      }
     }
   }
 }
