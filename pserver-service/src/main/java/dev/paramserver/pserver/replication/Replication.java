@@ -237,7 +237,7 @@ public final class Replication implements AutoCloseable {
   }
 
   /** Where a copy for the backup is staged: the log's directory, else the checkpoints'. */
-  private Path scratch() {
+  Path scratch() {
     PserverProperties.Wal w = properties.wal();
     return w.dir() != null ? w.dir() : properties.localCheckpointDir();
   }

@@ -6,7 +6,6 @@ import dev.paramserver.proto.v1.FillResponse;
 import dev.paramserver.proto.v1.ReplicateRequest;
 import dev.paramserver.proto.v1.ReplicateResponse;
 import dev.paramserver.proto.v1.ShardReplicationGrpc;
-import dev.paramserver.pserver.PserverProperties;
 import dev.paramserver.rpc.ErrorMappingInterceptor;
 import dev.paramserver.rpc.Offload;
 import dev.paramserver.rpc.ServiceException;
@@ -39,13 +38,10 @@ public final class ShardReplicationGrpcService
   private final Path scratch;
 
   public ShardReplicationGrpcService(
-      Replication replication,
-      PserverProperties properties,
-      @Qualifier("pserverBlockingExecutor") Executor blockingExecutor) {
+      Replication replication, @Qualifier("pserverBlockingExecutor") Executor blockingExecutor) {
     this.replication = replication;
     this.blockingExecutor = blockingExecutor;
-    this.scratch =
-        properties.wal().dir() != null ? properties.wal().dir() : properties.localCheckpointDir();
+    this.scratch = replication.scratch();
   }
 
   private BackupReplica backup() {
