@@ -6,7 +6,7 @@
 # job) and pserver memory, each against baselines of the same run. Prints a Markdown table
 # and one "ratio <name>=<value>" line per ratio; writes bench/results.md and bench/results.json.
 #
-# Usage: scripts/bench.sh [--only kernels,wire,wal,train,memory,sparse] [--quick] [--run-dir DIR]
+# Usage: scripts/bench.sh [--only kernels,wire,wal,train,memory,sparse] [--quick] [--profile] [--run-dir DIR]
 # Environment: BENCH_SKIP_BUILD=1 reuses what is built; ETCD_BIN points at etcd if not on the PATH.
 # Needs Java 17 (JDK: jcmd, attach) and etcd 3.4+. Takes 6-10 minutes on 2 cores, plus about 5 for sparse (which
 # starts one JVM with a 4 GiB heap).

@@ -26,7 +26,9 @@ import java.util.Set;
  *
  * <p>Options: {@code --repo DIR} (where the services' exec jars were built, default "."), {@code
  * --out DIR} (default bench), {@code --run-dir DIR} (logs, recordings; default a temp folder),
- * {@code --only kernels,wire,wal,train,memory,sparse}, {@code --quick} (shorter measurements).
+ * {@code --only kernels,wire,wal,train,memory,sparse}, {@code --quick} (shorter measurements),
+ * {@code --profile} (JFR of the softmax 1 + 1 training job's pserver and trainer, summarised in the
+ * report; off by default because recording slows the run it measures).
  */
 public final class BenchSuite {
   private BenchSuite() {}
@@ -38,6 +40,7 @@ public final class BenchSuite {
     Set<String> only =
         new LinkedHashSet<>(List.of("kernels", "wire", "wal", "train", "memory", "sparse"));
     boolean quick = false;
+    boolean profile = false;
     for (int i = 0; i < args.length; i++) {
       switch (args[i]) {
         case "--repo" -> repo = Path.of(args[++i]);
@@ -45,10 +48,11 @@ public final class BenchSuite {
         case "--run-dir" -> runDir = Path.of(args[++i]);
         case "--only" -> only = new LinkedHashSet<>(List.of(args[++i].split(",")));
         case "--quick" -> quick = true;
+        case "--profile" -> profile = true;
         default -> {
           System.err.println(
               "usage: BenchSuite [--repo DIR] [--out DIR] [--run-dir DIR]"
-                  + " [--only kernels,wire,wal,train,memory,sparse] [--quick]");
+                  + " [--only kernels,wire,wal,train,memory,sparse] [--quick] [--profile]");
           System.exit(2);
         }
       }
@@ -60,10 +64,12 @@ public final class BenchSuite {
             .toAbsolutePath()
             .normalize(),
         only,
-        quick);
+        quick,
+        profile);
   }
 
-  static void run(Path repo, Path out, Path runDir, Set<String> only, boolean quick)
+  static void run(
+      Path repo, Path out, Path runDir, Set<String> only, boolean quick, boolean profile)
       throws Exception {
     long t0 = System.nanoTime();
     Report report = new Report();
@@ -102,7 +108,7 @@ public final class BenchSuite {
     }
     if (only.contains("train")) {
       ServiceJars j = jars;
-      section("train", () -> new TrainSuite(runDir, j, quick).run(report));
+      section("train", () -> new TrainSuite(runDir, j, quick, profile).run(report));
     }
     if (only.contains("memory")) {
       ServiceJars j = jars;

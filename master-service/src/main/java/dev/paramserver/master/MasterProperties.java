@@ -31,6 +31,9 @@ import org.springframework.validation.annotation.Validated;
  *     own port
  * @param console the web console's and {@code /admin/job}'s sampling
  * @param tracking where every pass's metrics are written
+ * @param taskRecords about how many records a task holds: consecutive chunks are grouped into tasks
+ *     of about this many records (never fewer chunks than {@code chunks-per-task}, and never so
+ *     many that a pass has fewer than 32 tasks); 0 keeps {@code chunks-per-task} as it is
  */
 @Validated
 @ConfigurationProperties("paramserver.master")
@@ -44,7 +47,8 @@ public record MasterProperties(
     @DefaultValue @Valid @NotNull AdaptiveTimeout adaptiveTimeout,
     @DefaultValue("0") @Min(0) @Max(65535) int advertisePort,
     @DefaultValue @Valid @NotNull Console console,
-    @DefaultValue @NotNull Tracking tracking) {
+    @DefaultValue @NotNull Tracking tracking,
+    @DefaultValue("4096") @Min(0) long taskRecords) {
 
   public MasterProperties {
     requirePositive("paramserver.master.task-timeout", taskTimeout);
@@ -64,7 +68,8 @@ public record MasterProperties(
         AdaptiveTimeout.disabled(),
         0,
         Console.defaults(),
-        new Tracking(null, null));
+        new Tracking(null, null),
+        4096);
   }
 
   /**

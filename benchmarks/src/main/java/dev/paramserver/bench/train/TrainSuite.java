@@ -31,27 +31,38 @@ import java.util.regex.Pattern;
  * way:
  *
  * <ul>
- *   <li><b>steady state</b>: records / seconds of the passes after the first (the warm-up), as the
- *       master reports them (the single JVM times its passes the same way);
+ *   <li><b>steady state</b>: records / seconds of the second half of the passes, as the master
+ *       reports them (the single JVM times its passes the same way); the first half is the warm-up
+ *       (class loading, the JIT compiling the RPC and training paths of every process), so that the
+ *       figure is the rate a long job trains at;
  *   <li><b>whole job</b>: all records of all passes / seconds from launching the processes (the
  *       single JVM's too: it runs in a JVM of its own) to the end of the last pass: what a user
  *       waits for.
  * </ul>
  *
- * <p>{@code --quick} runs the softmax only, on 1 + 1 and 2 + 2.
+ * <p>{@code --quick} runs the softmax only, on 1 + 1 and 2 + 2. With {@code --profile}, the softmax
+ * 1 + 1 job's pserver and trainer record JFR over the measured passes (which slows them: the
+ * figures of that run are then not comparable).
  */
 public final class TrainSuite {
   private final Path runDir;
   private final ServiceJars jars;
   private final boolean quick;
+  private final boolean profile;
   private final List<Path> profiles = new ArrayList<>();
   private final Map<String, Map<String, ServerRpcTimes.Times>> rpcTimes = new LinkedHashMap<>();
   private long jobMillis;
 
-  public TrainSuite(Path runDir, ServiceJars jars, boolean quick) {
+  public TrainSuite(Path runDir, ServiceJars jars, boolean quick, boolean profile) {
     this.runDir = runDir;
     this.jars = jars;
     this.quick = quick;
+    this.profile = profile;
+  }
+
+  /** The first pass of the steady state: the passes before it are the warm-up. */
+  static int firstSteadyPass(int passes) {
+    return Math.max(1, passes / 2);
   }
 
   /** Rates and final quality of one setup. */
@@ -69,7 +80,7 @@ public final class TrainSuite {
     Report.Table t =
         report.table(
             "Training",
-            "Samples per second, steady state (passes after the first) and whole job (launch to"
+            "Samples per second, steady state (second half of the passes) and whole job (launch to"
                 + " end of the last pass), each against one JVM measured the same way; plain SGD,"
                 + " asynchronous",
             "workload",
@@ -178,7 +189,8 @@ public final class TrainSuite {
       Path f = profiles.get(i);
       try {
         JfrSummary js = JfrSummary.read(f);
-        for (String l : js.markdown(who[i] + " process, softmax 1 + 1 from pass 1 on (JFR)")) {
+        for (String l :
+            js.markdown(who[i] + " process, softmax 1 + 1, the measured passes (JFR)")) {
           report.note("Profile", l);
         }
         report.extra(who[i] + "TrainingProfile", js.json());
@@ -226,7 +238,7 @@ public final class TrainSuite {
           double secs = Double.parseDouble(m.group(3));
           perPass.add(n / secs);
           records += n;
-          if (pass > 0) {
+          if (pass >= firstSteadyPass(w.passes())) {
             steadyRecords += n;
             steadySeconds += secs;
           }
@@ -283,13 +295,18 @@ public final class TrainSuite {
             .pservers(pservers)
             .trainers(trainers)
             .property(Role.MASTER, "paramserver.master.passes", Integer.toString(w.passes()))
+            .property(
+                Role.MASTER,
+                "paramserver.master.chunks-per-task",
+                Integer.toString(w.chunksPerTask()))
             .property(Role.TRAINER, "paramserver.trainer.train-data", w.trainGlob())
             .property(Role.TRAINER, "paramserver.trainer.test-data", w.testGlob())
             .property(Role.PSERVER, "paramserver.pserver.checkpoint-interval", "0s")
             .startTimeout(Duration.ofSeconds(240));
     w.trainerProperties()
         .forEach((k, v) -> b.property(Role.TRAINER, "paramserver.trainer." + k, v));
-    boolean profile = w.name().equals("softmax") && pservers == 1 && trainers == 1;
+    boolean observed = w.name().equals("softmax") && pservers == 1 && trainers == 1;
+    boolean profile = observed && this.profile;
     Path trainerJfr = dir.resolve("trainer.jfr");
     Path pserverJfr = dir.resolve("pserver.jfr");
     ClusterSpec spec = b.build();
@@ -299,9 +316,10 @@ public final class TrainSuite {
     try (LocalCluster cluster = new LocalCluster(spec)) {
       cluster.start();
       if (profile) {
-        // profile the measured passes only: from pass 1 on; the trainer dumps when it exits
+        // profile the measured passes only; the trainer dumps when it exits
+        int first = firstSteadyPass(w.passes());
         cluster.awaitJob(
-            s -> s.pass() >= 1 || s.isFinished() || s.isFailed(), Duration.ofMinutes(4));
+            s -> s.pass() >= first || s.isFinished() || s.isFailed(), Duration.ofMinutes(4));
         WireSuite.jcmd(
             cluster.process(Role.TRAINER, 0).pid(),
             "JFR.start",
@@ -319,6 +337,8 @@ public final class TrainSuite {
             "JFR.dump",
             "name=bench",
             "filename=" + pserverJfr);
+      }
+      if (observed) {
         rpcTimes.put("master", scrapeQuietly(cluster.process(Role.MASTER, 0).httpPort()));
         rpcTimes.put("pserver", scrapeQuietly(cluster.process(Role.PSERVER, 0).httpPort()));
         jobMillis = end.passes().stream().mapToLong(p -> p.endedMs() - p.startedMs()).sum();
@@ -348,7 +368,7 @@ public final class TrainSuite {
         if (p.evalReports() > 0) {
           quality = w.metric().equals("auc") ? evalAuc(end, p.pass()) : p.evalAccuracy();
         }
-        if (p.pass() > 0) {
+        if (p.pass() >= firstSteadyPass(w.passes())) {
           steadyRecords += p.records();
           steadyMillis += ms;
         }

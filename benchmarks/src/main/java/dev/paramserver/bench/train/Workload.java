@@ -22,6 +22,10 @@ import java.util.stream.Collectors;
  * @param passes passes over the training data (the first is the warm-up)
  * @param dir where the data lives: {@code train-*.recordio} and {@code test-*.recordio}
  * @param metric {@code accuracy} or {@code auc}
+ * @param chunksPerTask the master's {@code chunks-per-task}: tasks of about 4,000 records, so that
+ *     a task's fixed costs (its GetTask, the trainer's data read and the push of its last
+ *     gradients) are small next to its training; the softmax's 1 + 1 job trained its passes 1.5-2
+ *     times as fast with 8 chunks of 500 records a task as with 1
  */
 record Workload(
     String name,
@@ -31,7 +35,8 @@ record Workload(
     float lr,
     int passes,
     Path dir,
-    String metric) {
+    String metric,
+    int chunksPerTask) {
 
   String trainGlob() {
     return dir.resolve("train-*.recordio").toString();
@@ -55,11 +60,14 @@ record Workload(
     return p;
   }
 
-  /** The demo softmax: 32 features, 10 classes, 330 parameters. */
+  /**
+   * The demo softmax: 32 features, 10 classes, 330 parameters, on the demo data of {@code
+   * run-local.sh} (60,000 records; 20,000 with {@code --quick}).
+   */
   static Workload softmax(Path root, boolean quick) throws IOException {
     Path dir = root.resolve("softmax");
     DemoData.Result d =
-        DemoData.generate(dir, DemoData.Options.builder().train(quick ? 10_000 : 20_000).build());
+        DemoData.generate(dir, DemoData.Options.builder().train(quick ? 20_000 : 60_000).build());
     return new Workload(
         "softmax",
         "demo softmax (32 features, 10 classes, " + d.trainRecords() + " records)",
@@ -68,10 +76,17 @@ record Workload(
         0.1f,
         5,
         dir,
-        "accuracy");
+        "accuracy",
+        8);
   }
 
-  /** A dense MLP of about 5M parameters: 784 features, hidden 2560 and 1152, 10 classes. */
+  /**
+   * A dense MLP of about 5M parameters: 784 features, hidden 2560 and 1152, 10 classes, trained to
+   * convergence (5 passes over class clusters 0.5 apart per feature: one JVM and 2 + 2 both reach
+   * an accuracy of 1.0), so that the accuracy check compares trained models; with 3 passes over the
+   * default separation one JVM stopped at 0.44 and asynchronous training, whose gradients are a
+   * push or two stale, at 0.12-0.19.
+   */
   static Workload mlp5m(Path root) throws IOException {
     Path dir = root.resolve("mlp5m");
     int features = 784;
@@ -84,6 +99,7 @@ record Workload(
                 .train(512)
                 .test(1000)
                 .recordsPerChunk(64)
+                .separation(0.5)
                 .build());
     ModelSpec spec =
         new ModelSpec("mlp", features, d.classes(), List.of(2560, 1152), Mlp.Activation.RELU, 0);
@@ -93,15 +109,16 @@ record Workload(
         spec,
         64,
         0.05f,
-        3,
+        5,
         dir,
-        "accuracy");
+        "accuracy",
+        1);
   }
 
   /** Click-through: sparse-lr with an 8-wide embedding over Zipf ids from a 10M-id space. */
   static Workload ctr(Path root, boolean quick) throws IOException {
     Path dir = root.resolve("ctr");
-    int train = quick ? 40_000 : 100_000;
+    int train = quick ? 40_000 : 60_000;
     new CtrData(10_000_000L).write(dir, train, 10_000, 4);
     return new Workload(
         "ctr",
@@ -115,6 +132,7 @@ record Workload(
         0.05f,
         3,
         dir,
-        "auc");
+        "auc",
+        4);
   }
 }

@@ -71,7 +71,7 @@ public final class WalSuite {
       best.put(s, new double[SIZES.length]);
     }
     long warm = quick ? 300 : 500;
-    long measure = quick ? 1000 : 2500;
+    long measure = quick ? 1000 : 1500;
     for (int round = 0; round < ROUNDS; round++) {
       for (String setting : SETTINGS) {
         try (LocalCluster cluster = new LocalCluster(spec(setting, round))) {

@@ -3,6 +3,7 @@ package dev.paramserver.master.task;
 import dev.paramserver.master.MasterProperties;
 import dev.paramserver.master.dataset.Dataset;
 import dev.paramserver.master.dataset.DatasetIndexer;
+import dev.paramserver.master.dataset.TaskSizing;
 import dev.paramserver.master.state.FenceLostException;
 import dev.paramserver.master.state.JobStore;
 import dev.paramserver.proto.v1.DatasetIndex;
@@ -165,7 +166,12 @@ public final class MasterJob {
       }
     }
     // index outside the lock: it reads every file's chunk headers
-    DatasetIndex index = indexer.index(globs, props.chunksPerTask());
+    DatasetIndex indexed = indexer.index(globs, props.chunksPerTask());
+    DatasetIndex index =
+        indexed.toBuilder()
+            .setChunksPerTask(
+                TaskSizing.chunksPerTask(indexed, props.chunksPerTask(), props.taskRecords()))
+            .build();
     synchronized (lock) {
       requireServing();
       if (dataset != null) {

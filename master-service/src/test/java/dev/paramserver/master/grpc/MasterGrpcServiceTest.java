@@ -68,7 +68,8 @@ class MasterGrpcServiceTest {
             MasterProperties.AdaptiveTimeout.disabled(),
             0,
             MasterProperties.Console.defaults(),
-            new MasterProperties.Tracking(null, null));
+            new MasterProperties.Tracking(null, null),
+            0);
     job = new MasterJob(props, JobStore.NONE, Clock.systemUTC());
     job.startServing("127.0.0.1:7001");
     String name = InProcessServerBuilder.generateName();

@@ -42,7 +42,8 @@ class MasterJobLeaseTest {
             MasterProperties.AdaptiveTimeout.disabled(),
             0,
             MasterProperties.Console.defaults(),
-            new MasterProperties.Tracking(null, null));
+            new MasterProperties.Tracking(null, null),
+            0);
     MutableClock clock = new MutableClock(1_000_000);
     MasterJob job = new MasterJob(props, JobStore.NONE, clock);
     job.startServing("127.0.0.1:7001");
