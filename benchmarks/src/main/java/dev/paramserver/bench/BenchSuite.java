@@ -8,15 +8,18 @@ import dev.paramserver.bench.sparse.SparseSuite;
 import dev.paramserver.bench.train.TrainSuite;
 import dev.paramserver.bench.wire.WalSuite;
 import dev.paramserver.bench.wire.WireSuite;
+import java.io.IOException;
 import java.lang.management.ManagementFactory;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Instant;
 import java.time.temporal.ChronoUnit;
+import java.util.Comparator;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Set;
+import java.util.stream.Stream;
 
 /**
  * The performance suite's entry point (run by {@code scripts/bench.sh}): kernels, wire, training
@@ -96,27 +99,27 @@ public final class BenchSuite {
       jars = ServiceJars.copy(repo, runDir);
     }
     if (only.contains("kernels")) {
-      section("kernels", () -> new KernelSuite(quick).run(report));
+      section(runDir, "kernels", () -> new KernelSuite(quick).run(report));
     }
     if (only.contains("wire")) {
       ServiceJars j = jars;
-      section("wire", () -> new WireSuite(runDir, j, quick).run(report));
+      section(runDir, "wire", () -> new WireSuite(runDir, j, quick).run(report));
     }
     if (only.contains("wal")) {
       ServiceJars j = jars;
-      section("wal", () -> new WalSuite(runDir, j, quick).run(report));
+      section(runDir, "wal", () -> new WalSuite(runDir, j, quick).run(report));
     }
     if (only.contains("train")) {
       ServiceJars j = jars;
-      section("train", () -> new TrainSuite(runDir, j, quick, profile).run(report));
+      section(runDir, "train", () -> new TrainSuite(runDir, j, quick, profile).run(report));
     }
     if (only.contains("memory")) {
       ServiceJars j = jars;
-      section("memory", () -> new MemorySuite(runDir, j).run(report));
+      section(runDir, "memory", () -> new MemorySuite(runDir, j).run(report));
     }
     if (only.contains("sparse")) {
       ServiceJars j = jars;
-      section("sparse", () -> new SparseSuite(runDir, j, quick).run(report));
+      section(runDir, "sparse", () -> new SparseSuite(runDir, j, quick).run(report));
     }
     report.machine(
         "suite wall time", String.format(Locale.ROOT, "%.0f s", (System.nanoTime() - t0) / 1e9));
@@ -132,10 +135,34 @@ public final class BenchSuite {
     void run() throws Exception;
   }
 
-  private static void section(String name, Section s) throws Exception {
+  private static void section(Path runDir, String name, Section s) throws Exception {
     long t = System.nanoTime();
     System.out.println("== " + name);
-    s.run();
+    try {
+      s.run();
+    } finally {
+      dropCheckpoints(runDir);
+    }
     System.out.printf("== %s done in %.0f s%n", name, (System.nanoTime() - t) / 1e9);
+  }
+
+  /**
+   * Deletes the pservers' checkpoint directories (with their write-ahead logs) under {@code
+   * runDir}: a full run wrote about 25 GB of them, and filled the disk; logs and recordings stay.
+   */
+  static void dropCheckpoints(Path runDir) throws IOException {
+    List<Path> dirs;
+    try (Stream<Path> all = Files.walk(runDir)) {
+      dirs =
+          all.filter(p -> Files.isDirectory(p) && p.getFileName().toString().equals("checkpoints"))
+              .toList();
+    }
+    for (Path d : dirs) {
+      try (Stream<Path> tree = Files.walk(d)) {
+        for (Path p : tree.sorted(Comparator.reverseOrder()).toList()) {
+          Files.deleteIfExists(p);
+        }
+      }
+    }
   }
 }
