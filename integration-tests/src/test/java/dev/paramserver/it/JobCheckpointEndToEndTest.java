@@ -176,7 +176,10 @@ class JobCheckpointEndToEndTest {
       JsonNode st = cluster.adminStatus(Role.PSERVER, p);
       before[st.path("index").asInt()] = st.path("step").asLong();
     }
-    assertThat(before[0]).as("shard 0 trained past the cut").isGreaterThan(s);
+    // usually the shards trained past the newest cut, so the restart goes back to it; a cut
+    // proposed just before the job's last step is cut at that step, and the restart then restores
+    // the last step (still from the job-wide files, checked below)
+    assertThat(before[0]).as("shard 0's step against the cut").isGreaterThanOrEqualTo(s);
     assertThat(before[1]).isEqualTo(before[0]);
 
     // the job (all its pservers) restarts

@@ -163,7 +163,7 @@ public final class WalSuite {
 
   /** The same comparison without network or process: the log's own cost per push. */
   private void inJvm(Report report) throws Exception {
-    Map<String, double[]> best = WalInJvmBench.run(3, quick ? 700 : 1500);
+    Map<String, double[]> best = WalInJvmBench.run(3, quick ? 700 : 1000);
     Report.Table t =
         report.table(
             "Write-ahead log (1 pserver process, loopback)",

@@ -112,8 +112,8 @@ public final class WireSuite {
       long pid = cluster.process(Role.PSERVER, 0).pid();
       // record the serving only, not the start-up
       jcmd(pid, "JFR.start", "name=bench", "settings=profile");
-      long warm = quick ? 200 : 300;
-      long measure = quick ? 500 : 1000;
+      long warm = 200;
+      long measure = quick ? 500 : 600;
       // warm every JVM's JIT (servers and this client) before anything is measured: on a busy
       // 2-core machine the first seconds of C2 compilation would otherwise land in the first cells
       for (int size : new int[] {4 << 10, 1 << 20}) {
