@@ -9,7 +9,7 @@
 # Usage: scripts/bench.sh [--only kernels,wire,wal,train,memory,sparse] [--quick] [--profile] [--run-dir DIR]
 # Environment: BENCH_SKIP_BUILD=1 reuses what is built; ETCD_BIN points at etcd if not on the PATH.
 # Needs Java 17 (JDK: jcmd, attach) and etcd 3.4+. Takes about 15 minutes on 2 cores (training 7,
-# the wire 3, the write-ahead log 2, sparse tables 1.5 in one JVM with a 4 GiB heap); --quick 4.
+# the wire 2.5, the write-ahead log 2, sparse tables 1.5 in one JVM with a 4 GiB heap); --quick 5.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -32,7 +32,7 @@ public final class KernelSuite {
         .forks(1)
         .warmupIterations(quick ? 2 : 3)
         .warmupTime(TimeValue.milliseconds(quick ? 300 : 400))
-        .measurementIterations(3)
+        .measurementIterations(quick ? 2 : 3)
         .measurementTime(TimeValue.milliseconds(quick ? 300 : 400))
         .jvmArgs("-Xms3g", "-Xmx3g", "-XX:+UseParallelGC", "-XX:-UseAdaptiveSizePolicy")
         .verbosity(VerboseMode.SILENT)

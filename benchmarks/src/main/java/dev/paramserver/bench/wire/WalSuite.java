@@ -72,7 +72,8 @@ public final class WalSuite {
     }
     long warm = quick ? 300 : 500;
     long measure = quick ? 1000 : 1500;
-    for (int round = 0; round < ROUNDS; round++) {
+    int rounds = quick ? 1 : ROUNDS;
+    for (int round = 0; round < rounds; round++) {
       for (String setting : SETTINGS) {
         try (LocalCluster cluster = new LocalCluster(spec(setting, round))) {
           cluster.start();
@@ -131,7 +132,7 @@ public final class WalSuite {
             "Push throughput, pushes/s from "
                 + THREADS
                 + " threads (best of "
-                + ROUNDS
+                + rounds
                 + " interleaved rounds), and the ratio to no log",
             "wal.sync",
             "4 KiB pushes/s",
@@ -154,7 +155,7 @@ public final class WalSuite {
                   + " against the log off, "
                   + THREADS
                   + " threads, best of "
-                  + ROUNDS
+                  + rounds
                   + " interleaved rounds");
         }
       }
