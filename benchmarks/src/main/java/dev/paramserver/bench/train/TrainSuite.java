@@ -306,7 +306,7 @@ public final class TrainSuite {
     w.trainerProperties()
         .forEach((k, v) -> b.property(Role.TRAINER, "paramserver.trainer." + k, v));
     boolean observed = w.name().equals("softmax") && pservers == 1 && trainers == 1;
-    boolean profile = observed && this.profile;
+    boolean recording = observed && profile;
     Path trainerJfr = dir.resolve("trainer.jfr");
     Path pserverJfr = dir.resolve("pserver.jfr");
     ClusterSpec spec = b.build();
@@ -315,7 +315,7 @@ public final class TrainSuite {
     long launchedMs = System.currentTimeMillis();
     try (LocalCluster cluster = new LocalCluster(spec)) {
       cluster.start();
-      if (profile) {
+      if (recording) {
         // profile the measured passes only; the trainer dumps when it exits
         int first = firstSteadyPass(w.passes());
         cluster.awaitJob(
@@ -331,7 +331,7 @@ public final class TrainSuite {
             cluster.process(Role.PSERVER, 0).pid(), "JFR.start", "name=bench", "settings=profile");
       }
       JobStatusView end = cluster.awaitJobEnd(Duration.ofMinutes(10));
-      if (profile) {
+      if (recording) {
         WireSuite.jcmd(
             cluster.process(Role.PSERVER, 0).pid(),
             "JFR.dump",
@@ -373,7 +373,7 @@ public final class TrainSuite {
           steadyMillis += ms;
         }
       }
-      if (profile) {
+      if (recording) {
         cluster.close(); // the trainer's recording is written as it exits
         profiles.add(pserverJfr);
         profiles.add(trainerJfr);

@@ -19,13 +19,15 @@ import java.util.stream.Collectors;
  * @param spec the model (features and classes as in the data)
  * @param batch examples per mini-batch
  * @param lr SGD learning rate
- * @param passes passes over the training data (the first is the warm-up)
+ * @param passes passes over the training data (the first half is the warm-up: {@link
+ *     TrainSuite#firstSteadyPass})
  * @param dir where the data lives: {@code train-*.recordio} and {@code test-*.recordio}
  * @param metric {@code accuracy} or {@code auc}
  * @param chunksPerTask the master's {@code chunks-per-task}: tasks of about 4,000 records, so that
  *     a task's fixed costs (its GetTask, the trainer's data read and the push of its last
  *     gradients) are small next to its training; the softmax's 1 + 1 job trained its passes 1.5-2
- *     times as fast with 8 chunks of 500 records a task as with 1
+ *     times as fast with 8 chunks of 500 records a task as with 1. Set as chunks rather than
+ *     through the master's {@code task-records}, which keeps 32 tasks a pass (3 chunks on the demo)
  */
 record Workload(
     String name,
