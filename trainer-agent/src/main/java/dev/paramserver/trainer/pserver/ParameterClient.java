@@ -86,11 +86,14 @@ public final class ParameterClient {
    * Pushes {@code grads} as {@link #push} does and takes the new values of every dense block into
    * {@code into}, as {@link #pull} would: in asynchronous mode in the push's own answers (one round
    * trip per request), in the synchronous modes by a pull after the push.
+   *
+   * @param latest the values to re-initialise a pserver that lost its state with (read, never
+   *     written, possibly on another thread than the caller's: nothing may change them meanwhile)
    */
   public void pushAndPull(Parameters grads, Parameters latest, Parameters into) {
     if (planner.mode() != TrainingMode.ASYNC) {
       push(grads, latest);
-      pull(into);
+      pullPlanned(planner.pulls(), into, latest);
       return;
     }
     List<Answered> answered = pushPlanned(grads, latest, true);
@@ -107,7 +110,7 @@ public final class ParameterClient {
         missing.add(valuesOf(a.planned()));
       }
     }
-    pullPlanned(missing, into);
+    pullPlanned(missing, into, latest);
   }
 
   private static Planned<PullParametersRequest> valuesOf(Planned<PushGradientsRequest> push) {
@@ -182,12 +185,20 @@ public final class ParameterClient {
     return answered;
   }
 
-  /** Pulls every block from every pserver into {@code params}, retrying until it succeeds. */
+  /**
+   * Pulls every block from every pserver into {@code params}, retrying until it succeeds; a pserver
+   * that lost its state is re-initialised with {@code params} as they are.
+   */
   public void pull(Parameters params) {
-    pullPlanned(planner.pulls(), params);
+    pullPlanned(planner.pulls(), params, params);
   }
 
-  private void pullPlanned(List<Planned<PullParametersRequest>> planned, Parameters params) {
+  /**
+   * Pulls into {@code params}; a pserver that lost its state is re-initialised with {@code latest},
+   * which is not {@code params} when those are a buffer being filled (a pipelined push's).
+   */
+  private void pullPlanned(
+      List<Planned<PullParametersRequest>> planned, Parameters params, Parameters latest) {
     // all pservers' first attempts go out at once; retries are per pserver
     List<ListenableFuture<PullParametersResponse>> futures = new ArrayList<>();
     for (Planned<PullParametersRequest> p : planned) {
@@ -201,10 +212,10 @@ public final class ParameterClient {
         try {
           resp = await(futures.get(i), "pulling parameters");
         } catch (ExecutionException e) {
-          failures.handle(p.pserver(), e.getCause(), params, "pull from", "retrying");
+          failures.handle(p.pserver(), e.getCause(), latest, "pull from", "retrying");
         }
       }
-      storeBlocks((resp != null ? resp : pullWithRetry(p, params)).getBlocksList(), params);
+      storeBlocks((resp != null ? resp : pullWithRetry(p, latest)).getBlocksList(), params);
     }
   }
 

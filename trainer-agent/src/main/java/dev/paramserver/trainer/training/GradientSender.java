@@ -21,6 +21,11 @@ import java.util.concurrent.TimeUnit;
  * leave together in the next push, so the training thread does not wait for the wire; the values a
  * batch is computed on are at most {@code maxLag + 2} pushes old, as they may be in asynchronous
  * SGD anyway. At most {@link #MAX_IN_FLIGHT} pushes are queued or in flight.
+ *
+ * <p>A push that finds a pserver without state re-initialises it, on the background thread, from
+ * values of its own (see {@link #latestForPush}), never from the training thread's {@code values},
+ * which that thread overwrites with each pull taken in and whose sparse tables it replaces with
+ * each batch.
  */
 final class GradientSender implements AutoCloseable {
   static final int MAX_IN_FLIGHT = 2;
@@ -43,6 +48,9 @@ final class GradientSender implements AutoCloseable {
   private final Deque<Sent> sent = new ArrayDeque<>();
   private final Deque<Parameters> freeGrads = new ArrayDeque<>();
   private final Deque<Parameters> freePulled = new ArrayDeque<>();
+  // The values pulled by the last push taken in (copied into values): kept out of freePulled while
+  // a push started after it may re-initialise a pserver from them. At first a copy of values.
+  private Parameters lastTaken;
   private ExecutorService comm;
 
   /**
@@ -139,8 +147,35 @@ final class GradientSender implements AutoCloseable {
                 return t;
               });
     }
+    Parameters latest = latestForPush();
     Parameters pulled = freePulled.isEmpty() ? Parameters.zerosLike(model) : freePulled.pop();
-    sent.addLast(new Sent(comm.submit(() -> client.pushAndPull(out, values, pulled)), out, pulled));
+    sent.addLast(new Sent(comm.submit(() -> client.pushAndPull(out, latest, pulled)), out, pulled));
+  }
+
+  /**
+   * The values a push about to start re-initialises a pserver with, if it finds one without state:
+   * one consistent set, assembled without copying. Dense: what the push before it pulled, complete
+   * by the time this push runs (the pushes run in order on one thread) and written by nobody until
+   * this push was taken in: {@link #takeAnswered} frees a pulled buffer only once the next push was
+   * taken. Sparse: the tables of the batch just trained, which the training thread replaces for the
+   * next batch and never changes again (see {@code TaskTrainer}).
+   */
+  private Parameters latestForPush() {
+    Parameters dense = sent.isEmpty() ? lastTaken : sent.peekLast().pulled();
+    if (dense == null) {
+      // the first push: the only copy, once per sender
+      dense = Parameters.zerosLike(model);
+      Gradients.copyDense(values, dense);
+      lastTaken = dense;
+    }
+    Parameters latest = new Parameters();
+    for (String name : dense.denseNames()) {
+      latest.putDense(name, dense.dense(name));
+    }
+    for (String t : values.sparseNames()) {
+      latest.putSparse(t, values.sparse(t));
+    }
+    return latest;
   }
 
   /**
@@ -154,7 +189,11 @@ final class GradientSender implements AutoCloseable {
       Gradients.copyDense(s.pulled(), values);
       s.grads().clear();
       freeGrads.push(s.grads());
-      freePulled.push(s.pulled());
+      // the push after s may still re-initialise from the buffer s pulled: free the one before
+      if (lastTaken != null) {
+        freePulled.push(lastTaken);
+      }
+      lastTaken = s.pulled();
     }
   }
 

@@ -34,6 +34,7 @@ final class TaskTrainer implements AutoCloseable {
   private final long seed;
   private final GradientSender sender;
   private final Parameters batchGrads;
+  private final List<String> sparseTables;
   private Parameters grads;
   private long windowStart = System.nanoTime();
   private long windowSamples;
@@ -52,6 +53,7 @@ final class TaskTrainer implements AutoCloseable {
     Model model = ctx.model();
     this.grads = Parameters.zerosLike(model);
     this.batchGrads = accumulate > 1 ? Parameters.zerosLike(model) : null;
+    this.sparseTables = List.copyOf(ctx.values().sparseNames());
     this.sender =
         new GradientSender(
             ctx.client(),
@@ -85,9 +87,11 @@ final class TaskTrainer implements AutoCloseable {
     grads.clear();
     for (Batch batch : batches) {
       ctx.prepare(batch);
-      if (!values.sparseNames().isEmpty()) {
-        for (String t : values.sparseNames()) {
-          values.sparse(t).rows().clear();
+      if (!sparseTables.isEmpty()) {
+        // each batch's rows go into tables of its own: a push in flight may re-initialise a
+        // pserver from the previous batch's (see GradientSender), so those are never cleared
+        for (String t : sparseTables) {
+          values.putSparse(t, new Parameters.SparseTable(values.sparse(t).width()));
         }
         ctx.client().pullRows(values, batch.sparseIds());
       }

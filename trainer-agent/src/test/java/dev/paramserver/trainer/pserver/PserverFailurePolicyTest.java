@@ -146,6 +146,23 @@ class PserverFailurePolicyTest {
   }
 
   @Test
+  void pserverLosingItsStateBetweenPushAndPull_isReinitialisedWithTheLatestValues_notTheBuffer() {
+    // the fake pservers do not return values in push answers: pushAndPull pulls them after the
+    // push, into a buffer that (in a pipelined push) holds no values yet
+    cluster.get(1).wipeAfterNextPush();
+    Parameters latest = filled(2f);
+    Parameters into = filled(0f);
+
+    cluster.client.pushAndPull(filled(1f), latest, into);
+
+    BlockSpec b = firstBlockOf(1);
+    assertThat(cluster.get(1).initialised()).isTrue();
+    assertThat(cluster.get(1).value(b.name(), b.block(), 0)).as("re-initialised").isEqualTo(2f);
+    assertThat(into.dense(b.name())[(int) b.offset()]).as("pulled").isEqualTo(2f);
+    assertThat(latest.dense(b.name())[(int) b.offset()]).as("latest, unchanged").isEqualTo(2f);
+  }
+
+  @Test
   void withdrawnSyncStep_isPushedAgain_untilApplied() throws Exception {
     stop();
     start(true);

@@ -1,6 +1,7 @@
 package dev.paramserver.trainer.testing;
 
 import dev.paramserver.proto.v1.BlockRef;
+import dev.paramserver.proto.v1.DataType;
 import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.proto.v1.FinishInitRequest;
 import dev.paramserver.proto.v1.FinishInitResponse;
@@ -8,11 +9,14 @@ import dev.paramserver.proto.v1.GetShardStatusRequest;
 import dev.paramserver.proto.v1.InitParametersRequest;
 import dev.paramserver.proto.v1.InitParametersResponse;
 import dev.paramserver.proto.v1.ParameterServerGrpc;
+import dev.paramserver.proto.v1.ParameterSpec;
 import dev.paramserver.proto.v1.PullParametersRequest;
 import dev.paramserver.proto.v1.PullParametersResponse;
 import dev.paramserver.proto.v1.PushGradientsRequest;
 import dev.paramserver.proto.v1.PushGradientsResponse;
 import dev.paramserver.proto.v1.ShardStatus;
+import dev.paramserver.proto.v1.SparseRows;
+import dev.paramserver.proto.v1.SparseRowsRef;
 import dev.paramserver.proto.v1.TensorBlock;
 import dev.paramserver.rpc.RpcErrors;
 import dev.paramserver.tensor.TensorCodec;
@@ -21,6 +25,8 @@ import io.grpc.Status;
 import io.grpc.inprocess.InProcessServerBuilder;
 import io.grpc.stub.StreamObserver;
 import java.io.IOException;
+import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
@@ -31,9 +37,10 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * A pserver for in-process tests: holds dense blocks, applies plain SGD ({@code value -= lr *
- * grad}), and fails on demand (unavailable for a number of calls, restarted empty, a withdrawn
- * synchronous step, a push held until released).
+ * A pserver for in-process tests: holds dense blocks and sparse rows, applies plain SGD ({@code
+ * value -= lr * grad}), and fails on demand (unavailable for a number of calls, restarted empty, a
+ * withdrawn synchronous step, a push or a row pull held until released). A sparse row it creates
+ * lazily holds {@link #lazyRowValue}.
  */
 public final class FakePserver extends ParameterServerGrpc.ParameterServerImplBase
     implements AutoCloseable {
@@ -41,6 +48,17 @@ public final class FakePserver extends ParameterServerGrpc.ParameterServerImplBa
   private final float learningRate;
   private final Map<String, TensorBlock> blocks = new ConcurrentHashMap<>();
   private final Map<String, TensorBlock> staged = new ConcurrentHashMap<>();
+  // sparse rows by "table#id", and the width of each table (from the initialisation's specs)
+  private final Map<String, float[]> rows = new ConcurrentHashMap<>();
+  private final Map<String, float[]> stagedRows = new ConcurrentHashMap<>();
+  private final Map<String, Integer> widths = new ConcurrentHashMap<>();
+  private final List<List<SparseRows>> rowPullAnswers = new CopyOnWriteArrayList<>();
+  private final List<SparseRows> initRows = new CopyOnWriteArrayList<>();
+  private final List<TensorBlock> initBlocks = new CopyOnWriteArrayList<>();
+  private final AtomicInteger rowPullsToHold = new AtomicInteger();
+  private volatile boolean wipeAfterNextPush;
+  private volatile CountDownLatch rowPullArrived;
+  private volatile CountDownLatch releaseRowPull;
   private volatile boolean initialised;
   private volatile String initId = "";
   private final AtomicInteger unavailableCalls = new AtomicInteger();
@@ -74,6 +92,51 @@ public final class FakePserver extends ParameterServerGrpc.ParameterServerImplBa
     initialised = false;
     blocks.clear();
     staged.clear();
+    rows.clear();
+    stagedRows.clear();
+  }
+
+  /** The value of every element of a sparse row this pserver creates lazily. */
+  public static float lazyRowValue(long id) {
+    return 0.25f + id / 1024f;
+  }
+
+  /**
+   * Holds the {@code n}-th pull of sparse rows from now (1: the next) until {@link
+   * #releaseRowPull()}; returns a latch counted down when it arrives.
+   */
+  public CountDownLatch holdRowPull(int n) {
+    releaseRowPull = new CountDownLatch(1);
+    rowPullArrived = new CountDownLatch(1);
+    rowPullsToHold.set(n);
+    return rowPullArrived;
+  }
+
+  public void releaseRowPull() {
+    CountDownLatch l = releaseRowPull;
+    if (l != null) {
+      l.countDown();
+    }
+  }
+
+  /** The sparse rows answered to each pull of rows, oldest first. */
+  public List<List<SparseRows>> rowPullAnswers() {
+    return List.copyOf(rowPullAnswers);
+  }
+
+  /** The dense blocks received by every initialisation, oldest first. */
+  public List<TensorBlock> initBlocks() {
+    return List.copyOf(initBlocks);
+  }
+
+  /** The sparse rows received by every initialisation, oldest first. */
+  public List<SparseRows> initRows() {
+    return List.copyOf(initRows);
+  }
+
+  /** Applies and acknowledges the next push, then forgets every value (see {@link #wipe}). */
+  public void wipeAfterNextPush() {
+    wipeAfterNextPush = true;
   }
 
   /** Answers the next {@code n} pushes with SYNC_ABORTED. */
@@ -155,8 +218,24 @@ public final class FakePserver extends ParameterServerGrpc.ParameterServerImplBa
       return;
     }
     inits.incrementAndGet();
+    for (ParameterSpec spec : req.getParametersList()) {
+      if (spec.getSparse()) {
+        widths.put(spec.getName(), (int) spec.getShape(spec.getShapeCount() - 1));
+      }
+    }
     for (TensorBlock b : req.getBlocksList()) {
+      initBlocks.add(b);
       staged.put(b.getName() + "#" + b.getBlock(), b);
+    }
+    for (SparseRows r : req.getSparseRowsList()) {
+      initRows.add(r);
+      float[] all = TensorCodec.decode(r.getData(), r.getDtype());
+      int width = all.length / Math.max(1, r.getRowIdsCount());
+      for (int i = 0; i < r.getRowIdsCount(); i++) {
+        float[] row = new float[width];
+        System.arraycopy(all, i * width, row, 0, width);
+        stagedRows.put(r.getName() + "#" + r.getRowIds(i), row);
+      }
     }
     out.onNext(InitParametersResponse.newBuilder().setBlocks(req.getBlocksCount()).build());
     out.onCompleted();
@@ -169,6 +248,8 @@ public final class FakePserver extends ParameterServerGrpc.ParameterServerImplBa
     }
     blocks.putAll(staged);
     staged.clear();
+    rows.putAll(stagedRows);
+    stagedRows.clear();
     initId = req.getInitId();
     initialised = true;
     out.onNext(FinishInitResponse.getDefaultInstance());
@@ -202,14 +283,42 @@ public final class FakePserver extends ParameterServerGrpc.ParameterServerImplBa
       }
       blocks.put(key, b.toBuilder().setData(TensorCodec.encode(v)).build());
     }
+    for (SparseRows g : req.getSparseGradientsList()) {
+      float[] d = TensorCodec.decode(g.getData(), g.getDtype());
+      int width = d.length / Math.max(1, g.getRowIdsCount());
+      for (int i = 0; i < g.getRowIdsCount(); i++) {
+        float[] row = row(g.getName(), g.getRowIds(i));
+        for (int k = 0; k < width; k++) {
+          row[k] -= learningRate * d[i * width + k];
+        }
+      }
+    }
+    if (wipeAfterNextPush) {
+      wipeAfterNextPush = false;
+      wipe();
+    }
     out.onNext(PushGradientsResponse.newBuilder().setStep(req.getStep()).build());
     out.onCompleted();
   }
 
+  private float[] row(String table, long id) {
+    return rows.computeIfAbsent(
+        table + "#" + id,
+        k -> {
+          float[] r = new float[widths.getOrDefault(table, 1)];
+          Arrays.fill(r, lazyRowValue(id));
+          return r;
+        });
+  }
+
   private void awaitRelease() {
+    await(releasePush, "push");
+  }
+
+  private static void await(CountDownLatch release, String what) {
     try {
-      if (!releasePush.await(20, TimeUnit.SECONDS)) {
-        throw new IllegalStateException("the held push was never released");
+      if (!release.await(20, TimeUnit.SECONDS)) {
+        throw new IllegalStateException("the held " + what + " was never released");
       }
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
@@ -220,6 +329,10 @@ public final class FakePserver extends ParameterServerGrpc.ParameterServerImplBa
   public void pullParameters(
       PullParametersRequest req, StreamObserver<PullParametersResponse> out) {
     pulls.incrementAndGet();
+    if (req.getSparseRowsCount() > 0 && rowPullsToHold.getAndUpdate(n -> n - 1) == 1) {
+      rowPullArrived.countDown();
+      await(releaseRowPull, "row pull");
+    }
     if (failed(out) || notInitialised(out)) {
       return;
     }
@@ -232,6 +345,25 @@ public final class FakePserver extends ParameterServerGrpc.ParameterServerImplBa
       }
       resp.addBlocks(b);
     }
+    if (req.getSparseRowsCount() > 0) {
+      List<SparseRows> answered = new ArrayList<>();
+      for (SparseRowsRef ref : req.getSparseRowsList()) {
+        int width = widths.getOrDefault(ref.getName(), 1);
+        float[] data = new float[ref.getRowIdsCount() * width];
+        for (int i = 0; i < ref.getRowIdsCount(); i++) {
+          System.arraycopy(row(ref.getName(), ref.getRowIds(i)), 0, data, i * width, width);
+        }
+        answered.add(
+            SparseRows.newBuilder()
+                .setName(ref.getName())
+                .addAllRowIds(ref.getRowIdsList())
+                .setDtype(DataType.FLOAT32)
+                .setData(TensorCodec.encode(data))
+                .build());
+      }
+      rowPullAnswers.add(answered);
+      resp.addAllSparseRows(answered);
+    }
     out.onNext(resp.build());
     out.onCompleted();
   }
@@ -239,6 +371,7 @@ public final class FakePserver extends ParameterServerGrpc.ParameterServerImplBa
   @Override
   public void close() throws InterruptedException {
     releasePush();
+    releaseRowPull();
     server.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
   }
 }

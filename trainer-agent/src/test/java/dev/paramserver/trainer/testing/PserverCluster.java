@@ -6,6 +6,7 @@ import dev.paramserver.coordination.Coordinator;
 import dev.paramserver.coordination.Lease;
 import dev.paramserver.models.Model;
 import dev.paramserver.models.ModelFactory;
+import dev.paramserver.models.ModelSpec;
 import dev.paramserver.proto.v1.DataType;
 import dev.paramserver.proto.v1.OptimizerConfig;
 import dev.paramserver.trainer.StopSignal;
@@ -32,7 +33,7 @@ public final class PserverCluster implements AutoCloseable {
   public final List<FakePserver> pservers = new ArrayList<>();
   public final StopSignal stop = new StopSignal();
   public final PserverTraffic traffic = new PserverTraffic();
-  public final Model model = ModelFactory.create(TestData.SPEC);
+  public final Model model;
   public final PserverDirectory directory;
   public final RequestPlanner planner;
   public final ShardInitializer initializer;
@@ -41,6 +42,13 @@ public final class PserverCluster implements AutoCloseable {
 
   public PserverCluster(Coordinator coordinator, int n, int blockSize, boolean sync)
       throws IOException {
+    this(coordinator, TestData.SPEC, n, blockSize, sync);
+  }
+
+  /** Fake pservers for a model of shape {@code spec}. */
+  public PserverCluster(Coordinator coordinator, ModelSpec spec, int n, int blockSize, boolean sync)
+      throws IOException {
+    model = ModelFactory.create(spec);
     coordinator.kv().put(coordinator.keys().psDesired(), Integer.toString(n).getBytes(UTF_8));
     for (int i = 0; i < n; i++) {
       FakePserver ps = new FakePserver(LEARNING_RATE);
