@@ -1,8 +1,6 @@
 package dev.paramserver.optimizers;
 
-import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.proto.v1.OptimizerConfig;
-import dev.paramserver.rpc.ServiceException;
 import java.util.Arrays;
 
 /**
@@ -31,7 +29,7 @@ public final class ParameterOptimizer {
   /**
    * Validates {@code config} for parameter {@code name} and builds the optimizer.
    *
-   * @throws ServiceException BAD_OPTIMIZER naming the parameter and the bad field
+   * @throws InvalidOptimizerException naming the parameter and the bad field
    */
   public static ParameterOptimizer of(String name, OptimizerConfig config) {
     String what = "parameter '" + name + "' optimizer " + config.getKind();
@@ -97,8 +95,8 @@ public final class ParameterOptimizer {
     }
   }
 
-  private static ServiceException bad(String msg) {
-    return new ServiceException(ErrorReason.BAD_OPTIMIZER, msg);
+  private static InvalidOptimizerException bad(String msg) {
+    return new InvalidOptimizerException(msg);
   }
 
   public OptimizerConfig config() {

@@ -1,8 +1,6 @@
 package dev.paramserver.optimizers;
 
-import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.proto.v1.LearningRateSchedule;
-import dev.paramserver.rpc.ServiceException;
 
 /** The learning rate as a function of a block's update count {@code t} (from 0). */
 public final class Schedule {
@@ -24,7 +22,11 @@ public final class Schedule {
     this.minLr = s.getMinLr();
   }
 
-  /** Validates the schedule of parameter {@code name}; bad values raise BAD_OPTIMIZER. */
+  /**
+   * Validates the schedule of parameter {@code name}.
+   *
+   * @throws InvalidOptimizerException naming the parameter and the bad field
+   */
   static Schedule of(String name, LearningRateSchedule s, float base) {
     String what = "parameter '" + name + "' learning-rate schedule " + s.getKind();
     switch (s.getKind()) {
@@ -60,8 +62,8 @@ public final class Schedule {
     }
   }
 
-  private static ServiceException bad(String msg) {
-    return new ServiceException(ErrorReason.BAD_OPTIMIZER, msg);
+  private static InvalidOptimizerException bad(String msg) {
+    return new InvalidOptimizerException(msg);
   }
 
   /** The learning rate of the update that follows {@code t} earlier updates. */

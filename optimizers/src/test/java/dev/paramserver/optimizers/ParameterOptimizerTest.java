@@ -4,10 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.within;
 
-import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.proto.v1.LearningRateSchedule;
 import dev.paramserver.proto.v1.OptimizerConfig;
-import dev.paramserver.rpc.ServiceException;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -275,9 +273,7 @@ class ParameterOptimizerTest {
 
   private static void assertBad(OptimizerConfig config, String field) {
     assertThatThrownBy(() -> ParameterOptimizer.of("fc1.w", config))
-        .isInstanceOfSatisfying(
-            ServiceException.class,
-            e -> assertThat(e.reason()).isEqualTo(ErrorReason.BAD_OPTIMIZER))
+        .isInstanceOf(InvalidOptimizerException.class)
         .hasMessageContaining("fc1.w")
         .hasMessageContaining(field);
   }

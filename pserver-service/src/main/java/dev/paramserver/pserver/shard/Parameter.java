@@ -1,5 +1,6 @@
 package dev.paramserver.pserver.shard;
 
+import dev.paramserver.optimizers.InvalidOptimizerException;
 import dev.paramserver.optimizers.ParameterOptimizer;
 import dev.paramserver.proto.v1.DataType;
 import dev.paramserver.proto.v1.ErrorReason;
@@ -55,7 +56,12 @@ final class Parameter {
           ErrorReason.SHAPE_MISMATCH,
           "parameter '" + name + "' has an empty shape: give its dimensions");
     }
-    ParameterOptimizer optimizer = ParameterOptimizer.of(name, spec.getOptimizer());
+    ParameterOptimizer optimizer;
+    try {
+      optimizer = ParameterOptimizer.of(name, spec.getOptimizer());
+    } catch (InvalidOptimizerException e) {
+      throw new ServiceException(ErrorReason.BAD_OPTIMIZER, e.getMessage(), e);
+    }
     if (spec.getSparse()) {
       if (spec.getShapeCount() != 2
           || spec.getShape(0) < 0

@@ -150,4 +150,13 @@ class ParameterServerGrpcServiceTest {
     assertThat(stub().getShardStatus(GetShardStatusRequest.getDefaultInstance()).getStep())
         .isZero();
   }
+
+  @Test
+  void badOptimizer_isInvalidArgumentBadOptimizer_namingTheParameterAndTheField() {
+    assertFails(
+        () -> stub().initParameters(init("i1", List.of(dense("fc1.w", 6, 4, sgd(-1f))), List.of())),
+        Status.Code.INVALID_ARGUMENT,
+        ErrorReason.BAD_OPTIMIZER,
+        "parameter 'fc1.w' optimizer SGD needs learning_rate > 0, got -1.0");
+  }
 }
