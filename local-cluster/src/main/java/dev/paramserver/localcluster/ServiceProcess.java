@@ -33,6 +33,8 @@ final class ServiceProcess {
   private int autoRestarts;
   private long generation;
   private Integer lastExitCode;
+  // the reason the last incarnation failed with (see ExitReason), or null
+  private String lastFailure;
   private Process exitHandled;
 
   ServiceProcess(Role role, int index, Path logFile, int httpPort, int grpcPort) {
@@ -141,6 +143,13 @@ final class ServiceProcess {
   /** Counts one more automatic restart and returns the total so far. */
   synchronized int countAutoRestart() {
     return ++autoRestarts;
+  }
+
+  /** Records why the incarnation that exited failed (null: unknown); returns the previous one's. */
+  synchronized String failedWith(String reason) {
+    String previous = lastFailure;
+    lastFailure = reason;
+    return previous;
   }
 
   synchronized Integer lastExitCode() {

@@ -25,9 +25,10 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The supervision behind {@link LocalCluster}: the process slots, launching on free ports, reacting
- * to exits (restart with backoff, give up after the budget, leave finished trainers and stopped
- * processes alone), probing HTTP ports, events and cluster.json. State changes of the cluster as a
- * whole (start, launches, close) hold {@link #lifecycle()}.
+ * to exits (restart with backoff, give up after the budget or when a trainer fails twice in a row
+ * with the same error, leave finished trainers and stopped processes alone), probing HTTP ports,
+ * events and cluster.json. State changes of the cluster as a whole (start, launches, close) hold
+ * {@link #lifecycle()}.
  */
 final class Supervisor {
   private static final Logger log = LoggerFactory.getLogger(LocalCluster.class);
@@ -256,6 +257,24 @@ final class Supervisor {
       // a bad setting stays bad: restarting cannot help
       sp.state(ProcessState.FAILED);
       String msg = who + " refused to start: " + refused + " (see " + sp.info().log() + ")";
+      log.error(msg);
+      emit(ClusterEvent.Type.FAILED, sp.name(), p.pid(), msg);
+      writeClusterFile();
+      return;
+    }
+    String reason = code != 0 && sp.role() == Role.TRAINER ? ExitReason.in(sp.info().log()) : null;
+    if (reason != null && reason.equals(sp.failedWith(reason))) {
+      // it failed the same way as the incarnation before: restarting again cannot help
+      sp.state(ProcessState.FAILED);
+      String msg =
+          who
+              + " exited with code "
+              + code
+              + " and the same error as before its restart; not restarting: "
+              + reason
+              + " (see "
+              + sp.info().log()
+              + ")";
       log.error(msg);
       emit(ClusterEvent.Type.FAILED, sp.name(), p.pid(), msg);
       writeClusterFile();

@@ -246,6 +246,59 @@ class LocalClusterSupervisionTest {
   }
 
   @Test
+  void trainerFailingTheSameWayAfterARestart_isNotRestartedAgain_andTheErrorIsShown()
+      throws Exception {
+    // every incarnation logs the same error, as a trainer handed a file that is not RecordIO does
+    ServiceCommand sameError =
+        ctx ->
+            ctx.role() == Role.TRAINER
+                ? List.of(
+                    "sh",
+                    "-c",
+                    "while [ ! -e go ]; do sleep 0.05; done; echo 'ERROR --- TrainingSession :"
+                        + " training failed: dataset file /d/t.dataset.pb is not a RecordIO file';"
+                        + " exit 1")
+                : List.of("sleep", "600");
+    start(sameError, b -> b.maxRestarts(5));
+
+    Files.createFile(runDir.resolve("go"));
+
+    await()
+        .atMost(WAIT)
+        .until(() -> cluster.process(Role.TRAINER, 0).state() == ProcessState.FAILED);
+    assertThat(cluster.process(Role.TRAINER, 0).restarts()).isEqualTo(1);
+    assertThat(events)
+        .extracting(ClusterEvent::message)
+        .anyMatch(
+            m ->
+                m.contains("trainer-0")
+                    && m.contains(
+                        "exited with code 1 and the same error as before its restart; not"
+                            + " restarting: dataset file /d/t.dataset.pb is not a RecordIO file"));
+  }
+
+  @Test
+  void trainerFailingDifferentlyEachTime_isRestartedUpToTheBudget() throws Exception {
+    // the error names the process id: never the same twice
+    ServiceCommand newError =
+        ctx ->
+            ctx.role() == Role.TRAINER
+                ? List.of(
+                    "sh",
+                    "-c",
+                    "while [ ! -e go ]; do sleep 0.05; done; echo \"training failed: pid $$\"; exit 1")
+                : List.of("sleep", "600");
+    start(newError, b -> b.maxRestarts(2));
+
+    Files.createFile(runDir.resolve("go"));
+
+    await()
+        .atMost(WAIT)
+        .until(() -> cluster.process(Role.TRAINER, 0).state() == ProcessState.FAILED);
+    assertThat(cluster.process(Role.TRAINER, 0).restarts()).isEqualTo(2);
+  }
+
+  @Test
   void processRefusingItsConfiguration_isNotRestarted_andTheReasonIsReported() throws Exception {
     // the trainer prints Spring Boot's failure report of a bad setting and exits with 1
     ServiceCommand badSetting =

@@ -20,7 +20,7 @@ import java.util.regex.Pattern;
  */
 public final class DatasetInfos {
   /** The info file's suffix. */
-  public static final String SUFFIX = ".dataset.pb";
+  public static final String SUFFIX = RecordIndex.DATASET_INFO_SUFFIX;
 
   private static final Pattern SHARD = Pattern.compile("-\\d{5}\\.recordio$");
 

@@ -10,12 +10,58 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.TreeSet;
 import java.util.stream.Stream;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Builds the chunk index of RecordIO files by walking chunk headers (the format stores no index),
  * and expands file globs.
  */
 public final class RecordIndex {
+  private static final Logger log = LoggerFactory.getLogger(RecordIndex.class);
+
+  /**
+   * The name ending of the dataset info file that {@code psctl convert} writes beside the data
+   * ({@code PREFIX.dataset.pb} beside {@code PREFIX-00000.recordio}): not RecordIO, so a glob of
+   * data files such as {@code PREFIX*} skips it.
+   */
+  public static final String DATASET_INFO_SUFFIX = ".dataset.pb";
+
+  /** Whether {@code location} (a path or a URI) names a dataset info file, not a data file. */
+  public static boolean isDatasetInfo(String location) {
+    return location.endsWith(DATASET_INFO_SUFFIX);
+  }
+
+  /**
+   * {@code matches} of {@code glob} without dataset info files, each skipped one logged.
+   *
+   * @throws IOException naming the glob and the files when it matches only info files
+   */
+  public static List<String> withoutDatasetInfos(String glob, List<String> matches)
+      throws IOException {
+    List<String> data = new ArrayList<>(matches.size());
+    List<String> skipped = new ArrayList<>();
+    for (String m : matches) {
+      if (isDatasetInfo(m)) {
+        skipped.add(m);
+      } else {
+        data.add(m);
+      }
+    }
+    if (!skipped.isEmpty() && data.isEmpty()) {
+      throw new IOException(
+          "'"
+              + glob
+              + "' matches only the dataset info file(s) "
+              + skipped
+              + ", which hold no records: give the RecordIO data files, for example PREFIX-*.recordio");
+    }
+    for (String s : skipped) {
+      log.info("skipping {} (matched by '{}'): a dataset info file, not RecordIO data", s, glob);
+    }
+    return data;
+  }
+
   private RecordIndex() {}
 
   /**
@@ -70,8 +116,9 @@ public final class RecordIndex {
    * ({@code data/*.recordio}); it uses {@link java.nio.file.FileSystem#getPathMatcher} "glob:"
    * syntax ({@code * ? [..] {a,b}}, {@code **} crosses directories) in the part after the last
    * literal directory. A path without glob characters matches itself when it is a regular file.
+   * Dataset info files ({@link #DATASET_INFO_SUFFIX}) are skipped: they are not data.
    *
-   * @throws IOException naming the glob when one matches no file
+   * @throws IOException naming the glob when one matches no file, or only dataset info files
    */
   public static List<Path> expandGlobs(List<String> globs) throws IOException {
     TreeSet<Path> out = new TreeSet<>();
@@ -80,7 +127,9 @@ public final class RecordIndex {
       if (matches.isEmpty()) {
         throw new IOException("no file matches '" + glob + "'");
       }
-      out.addAll(matches);
+      for (String m : withoutDatasetInfos(glob, matches.stream().map(Path::toString).toList())) {
+        out.add(Path.of(m));
+      }
     }
     return List.copyOf(out);
   }

@@ -28,6 +28,24 @@ class RecordIndexGlobTest {
   }
 
   @Test
+  void prefixGlob_skipsTheDatasetInfoFileBesideTheData() throws IOException {
+    // psctl convert writes PREFIX-00000.recordio and PREFIX.dataset.pb side by side
+    Files.createFile(dir.resolve("train.dataset.pb"));
+
+    assertThat(RecordIndex.expandGlobs(List.of(dir + "/train*"))).containsExactly(b, a);
+  }
+
+  @Test
+  void globMatchingOnlyDatasetInfoFiles_failsNamingThemAndTheGlob() throws IOException {
+    Path info = Files.createFile(dir.resolve("train.dataset.pb")).toAbsolutePath();
+
+    assertThatThrownBy(() -> RecordIndex.expandGlobs(List.of(dir + "/*.pb")))
+        .isInstanceOf(IOException.class)
+        .hasMessageContaining("'" + dir + "/*.pb' matches only the dataset info file(s) [" + info)
+        .hasMessageContaining("PREFIX-*.recordio");
+  }
+
+  @Test
   void absoluteGlob_isSortedAndSkipsSubdirectories() throws IOException {
     assertThat(RecordIndex.expandGlobs(List.of(dir + "/train-*.recordio"))).containsExactly(b, a);
   }

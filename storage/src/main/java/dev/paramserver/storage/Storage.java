@@ -61,9 +61,11 @@ public final class Storage implements AutoCloseable {
    * follow {@link RecordIndex#expandGlobs}; an S3 glob ({@code s3://bucket/data/train-*.rio}) lists
    * the keys under its literal prefix and matches the rest with the same glob syntax ({@code *}
    * stays within one {@code /}-separated level, {@code **} crosses levels). A key without glob
-   * characters matches itself when the object exists.
+   * characters matches itself when the object exists. Dataset info files or objects ({@link
+   * RecordIndex#DATASET_INFO_SUFFIX}) are skipped: they are not data.
    *
-   * @throws IOException naming the glob when one matches nothing, or the URI that is malformed
+   * @throws IOException naming the glob when one matches nothing (or only dataset info files), or
+   *     the URI that is malformed
    */
   public List<String> expandGlobs(List<String> globs) throws IOException {
     TreeSet<String> out = new TreeSet<>();
@@ -78,7 +80,7 @@ public final class Storage implements AutoCloseable {
       if (matches.isEmpty()) {
         throw new IOException("no object matches '" + glob + "'");
       }
-      out.addAll(matches);
+      out.addAll(RecordIndex.withoutDatasetInfos(glob, matches));
     }
     if (!local.isEmpty()) {
       for (Path p : RecordIndex.expandGlobs(local)) {

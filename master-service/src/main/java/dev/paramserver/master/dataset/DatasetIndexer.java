@@ -4,6 +4,7 @@ import dev.paramserver.proto.v1.DatasetFile;
 import dev.paramserver.proto.v1.DatasetIndex;
 import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.recordio.ChunkInfo;
+import dev.paramserver.recordio.CorruptRecordException;
 import dev.paramserver.rpc.ServiceException;
 import dev.paramserver.storage.S3Settings;
 import dev.paramserver.storage.Storage;
@@ -30,8 +31,9 @@ public final class DatasetIndexer {
   /**
    * Indexes the files matched by {@code globs}.
    *
-   * @throws ServiceException DATASET_UNREADABLE naming the glob that matched nothing, the file that
-   *     could not be read, or the dataset that holds no chunk
+   * @throws ServiceException DATASET_UNREADABLE naming the glob that matched nothing (dataset info
+   *     files do not count: they are skipped), the file that is not RecordIO or could not be read,
+   *     or the dataset that holds no chunk
    */
   public DatasetIndex index(List<String> globs, int chunksPerTask) {
     if (globs == null || globs.isEmpty() || globs.stream().allMatch(g -> g.isBlank())) {
@@ -56,6 +58,16 @@ public final class DatasetIndexer {
       List<ChunkInfo> infos;
       try {
         infos = storage.scan(file);
+      } catch (CorruptRecordException e) {
+        // a file that does not even start like RecordIO is not data: say so, not just "corrupt"
+        String what =
+            e.offset() == 0 && e.getMessage().startsWith("bad magic")
+                ? " is not a RecordIO file ("
+                    + e.getMessage()
+                    + "): give globs that match RecordIO data files only"
+                : " cannot be indexed: " + e.getMessage();
+        throw new ServiceException(
+            ErrorReason.DATASET_UNREADABLE, "dataset file " + file + what, e);
       } catch (IOException | RuntimeException e) {
         throw new ServiceException(
             ErrorReason.DATASET_UNREADABLE,

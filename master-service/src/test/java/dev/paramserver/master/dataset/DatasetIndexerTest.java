@@ -88,6 +88,34 @@ class DatasetIndexerTest {
   }
 
   @Test
+  void index_prefixGlob_skipsTheDatasetInfoFileBesideTheData() throws IOException {
+    // psctl convert writes PREFIX-00000.recordio and PREFIX.dataset.pb side by side
+    write(dir.resolve("train-00000.recordio"), 4, 2, Compressor.NONE);
+    Files.write(dir.resolve("train.dataset.pb"), "not RecordIO".getBytes(StandardCharsets.UTF_8));
+
+    Dataset d = Dataset.of(DatasetIndexer.localOnly().index(List.of(dir + "/train*"), 1));
+
+    assertThat(d.files()).isEqualTo(1);
+    assertThat(d.records()).isEqualTo(4);
+  }
+
+  @Test
+  void index_fileThatIsNotRecordIo_isDatasetUnreadableSayingSoAndNamingIt() throws IOException {
+    write(dir.resolve("a.rio"), 4, 2, Compressor.NONE);
+    Path csv =
+        Files.write(
+            dir.resolve("b.rio"),
+            "label,x1,x2\n0,1.5,2.5\n1,3.5,4.5\n".getBytes(StandardCharsets.UTF_8));
+
+    assertThatThrownBy(() -> DatasetIndexer.localOnly().index(List.of(dir + "/*.rio"), 1))
+        .isInstanceOf(ServiceException.class)
+        .hasMessageStartingWith("dataset file " + csv + " is not a RecordIO file (bad magic ")
+        .hasMessageContaining("at offset 0 of " + csv)
+        .extracting(e -> ((ServiceException) e).reason())
+        .isEqualTo(ErrorReason.DATASET_UNREADABLE);
+  }
+
+  @Test
   void index_onlyEmptyFiles_isDatasetUnreadable() throws IOException {
     Path empty = Files.createFile(dir.resolve("empty.rio"));
     assertThatThrownBy(() -> DatasetIndexer.localOnly().index(List.of(empty.toString()), 1))

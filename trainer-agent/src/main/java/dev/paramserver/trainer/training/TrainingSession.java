@@ -96,12 +96,19 @@ public class TrainingSession implements SmartLifecycle {
       progress.moveTo(TrainerState.STOPPED);
       return;
     } catch (RuntimeException | IOException e) {
-      log.error("training failed", e);
+      // local-cluster reads the reason from this line to stop restarting a trainer that fails the
+      // same way every time (its ExitReason): keep "training failed: " and the message on one line
+      log.error("training failed: {}", oneLine(e), e);
       progress.fail(e.getMessage());
       code = 1;
     }
     if (!stop.isRequested()) {
       exit.exit(code);
     }
+  }
+
+  private static String oneLine(Exception e) {
+    String message = e.getMessage() == null ? e.getClass().getName() : e.getMessage();
+    return message.replace('\n', ' ').replace('\r', ' ');
   }
 }
