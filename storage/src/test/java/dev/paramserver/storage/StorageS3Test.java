@@ -139,6 +139,20 @@ class StorageS3Test {
   }
 
   @Test
+  void expandGlobs_skipsTheDatasetInfoObjectBesideTheData() throws Exception {
+    putRecordIo("conv/train-00000.recordio", 1, 1);
+    Path info = Files.writeString(tmp.resolve("info"), "a DatasetInfo, not RecordIO");
+    storage.upload(info, "s3://data/conv/train.dataset.pb");
+
+    assertThat(storage.expandGlobs(List.of("s3://data/conv/train*")))
+        .containsExactly("s3://data/conv/train-00000.recordio");
+    assertThatThrownBy(() -> storage.expandGlobs(List.of("s3://data/conv/*.pb")))
+        .hasMessageContaining(
+            "'s3://data/conv/*.pb' matches only the dataset info file(s)"
+                + " [s3://data/conv/train.dataset.pb]");
+  }
+
+  @Test
   void localGlobs_stillWork_besideS3Ones() throws Exception {
     Path dir = Files.createDirectories(tmp.resolve("localglob"));
     Files.writeString(dir.resolve("a.rio"), "");
