@@ -4,10 +4,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.paramserver.adminapi.JobViewSchema;
 import dev.paramserver.proto.v1.JobState;
 import dev.paramserver.proto.v1.JobStatus;
 import dev.paramserver.proto.v1.PassStatus;
 import dev.paramserver.proto.v1.TaskCounts;
+import dev.paramserver.testsupport.JsonSchemaCheck;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
@@ -156,5 +158,8 @@ class ConsoleViewGoldenTest {
       Files.writeString(out, actual, StandardCharsets.UTF_8);
     }
     assertThat(tree).as("the JSON of %s (actual in target/golden/)", name).isEqualTo(expected);
+    assertThat(JsonSchemaCheck.of(JobViewSchema.published()).errors(tree))
+        .as("%s against the published schema", name)
+        .isEmpty();
   }
 }
