@@ -121,6 +121,17 @@ class JobCommandsTest {
   }
 
   @Test
+  void status_readsTheFieldsItKnows_fromANewerMasterThatAddsSome() {
+    jobJson =
+        jobJson
+            .replace("\"leader\":true,", "\"leader\":true,\"cluster\":{\"zone\":\"a\"},")
+            .replace("\"hot\":true,", "\"hot\":true,\"replicaLag\":3,");
+    Run r = Run.psctl("status", "--master", url(leader), "--token", TOKEN);
+    assertThat(r.code()).as(r.err()).isZero();
+    assertThat(r.out()).contains("RUNNING  pass 2 of 3").contains("checkpoint none [HOT]");
+  }
+
+  @Test
   void status_beforeTheMastersFirstSample_saysNothingIsKnownYet() {
     jobJson =
         "{\"leader\":true,\"job\":{},\"events\":[{\"time\":1764569940000,\"kind\":\"leader\","
