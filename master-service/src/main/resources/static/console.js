@@ -1,6 +1,11 @@
 // The paramserver console: polls /admin/job once a second with the admin token kept in this tab's
 // sessionStorage, and draws the job, its curves (uPlot, served from the master's jar), the
 // pservers, the trainers and the events. No page reloads, nothing fetched from elsewhere.
+//
+// The view follows the JSON Schema at /admin/job/schema (admin-api's job-view.schema.json): a
+// type in {braces} below is that schema's root (JobView) or one of its $defs, and every variable
+// holding a part of the view is typed, by a JSDoc @param or by being assigned from a typed one
+// (const j = v.job), so that ConsoleScriptFieldsTest can check each field read against the schema.
 (function () {
   'use strict';
   const TOKEN_KEY = 'paramserver.adminToken';
@@ -103,6 +108,7 @@
     return (n / Math.pow(1024, i)).toFixed(i ? 1 : 0) + ' ' + u[i];
   }
 
+  /** @param {JobView} v */
   function render(v) {
     const j = v.job || {};
     $('master').textContent = 'leader ' + (j.masterId || '') + (j.adminAddress ? ' (http ' + j.adminAddress + ')' : '');
@@ -150,6 +156,7 @@
 
   const COLORS = ['#2f7de1', '#e8590c', '#2b8a3e', '#862e9c'];
 
+  /** @param {JobView} v */
   function renderCharts(v) {
     const s = v.series || { time: [] };
     chart('chart-loss', 'loss', [{ label: 'training loss', stroke: COLORS[0], spanGaps: true }],
@@ -187,6 +194,7 @@
     }
   }
 
+  /** @param {Pserver[]} list */
   function renderPservers(list) {
     const body = document.querySelector('#pservers tbody');
     body.replaceChildren();
@@ -216,6 +224,7 @@
     }
   }
 
+  /** @param {Trainer[]} list */
   function renderTrainers(list) {
     const body = document.querySelector('#trainers tbody');
     body.replaceChildren();
@@ -240,6 +249,7 @@
     }
   }
 
+  /** @param {Event[]} list */
   function renderEvents(list) {
     const ol = $('events');
     ol.replaceChildren();

@@ -1,5 +1,6 @@
 package dev.paramserver.master.console;
 
+import dev.paramserver.adminapi.JobView;
 import dev.paramserver.proto.v1.JobState;
 import dev.paramserver.proto.v1.JobStatus;
 import dev.paramserver.proto.v1.PassStatus;
@@ -8,7 +9,6 @@ import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Deque;
 import java.util.HashMap;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -45,7 +45,7 @@ final class ConsoleModel {
   private long lastTimeMs;
   private long lastRecords = -1;
   private double recordsPerSecond;
-  private Map<String, Object> view = Map.of("leader", true, "job", Map.of());
+  private JobView view = JobView.unsampled(List.of());
 
   /** One point of the curves over time. */
   private record Point(
@@ -66,8 +66,8 @@ final class ConsoleModel {
       recordsPerSecond = Math.max(0, records - lastRecords) / dt;
     }
     lastRecords = records;
-    List<Map<String, Object>> ps = pservers(nowMs, dt, pservers);
-    List<Map<String, Object>> tr = trainers(nowMs, job, trainers);
+    List<JobView.Pserver> ps = pservers(nowMs, dt, pservers);
+    List<JobView.Trainer> tr = trainers(nowMs, job, trainers);
     double samplesPerSecond =
         trainers.stream()
             .filter(TrainerSample::reachable)
@@ -81,24 +81,23 @@ final class ConsoleModel {
         history.removeFirst();
       }
     }
-    Map<String, Object> v = new LinkedHashMap<>();
-    v.put("time", nowMs);
-    v.put("leader", true);
-    v.put("job", job(nowMs, job, samplesPerSecond));
-    v.put("passes", passes(job));
-    v.put("series", series());
-    v.put("pservers", ps);
-    v.put("trainers", tr);
-    view = v;
+    view =
+        new JobView(
+            nowMs,
+            true,
+            job(nowMs, job, samplesPerSecond),
+            passes(job),
+            series(),
+            ps,
+            tr,
+            List.of());
     lastJob = job;
     lastTimeMs = nowMs;
   }
 
   /** The view of the last sample, with the events as they are now. */
-  synchronized Map<String, Object> view() {
-    Map<String, Object> v = new LinkedHashMap<>(view);
-    v.put("events", events.list().stream().map(JobEvents.Event::toMap).toList());
-    return v;
+  synchronized JobView view() {
+    return view.withEvents(events.list());
   }
 
   private void jobEvents(long now, JobStatus job) {
@@ -119,7 +118,7 @@ final class ConsoleModel {
     }
   }
 
-  private List<Map<String, Object>> pservers(long now, double dt, List<PserverSample> samples) {
+  private List<JobView.Pserver> pservers(long now, double dt, List<PserverSample> samples) {
     Map<Integer, PserverSample> seen = new TreeMap<>();
     for (PserverSample s : samples) {
       seen.put(s.index(), s);
@@ -175,7 +174,7 @@ final class ConsoleModel {
               i, was.address(), was.registration(), was.adminAddress(), "not registered in etcd"));
       pserverRates.computeIfAbsent(i, k -> new double[2])[0] = 0;
     }
-    List<Map<String, Object>> out = new ArrayList<>();
+    List<JobView.Pserver> out = new ArrayList<>();
     for (PserverSample s : rows.values()) {
       double[] rate = pserverRates.computeIfAbsent(s.index(), k -> new double[2]);
       List<Double> others = new ArrayList<>();
@@ -185,30 +184,28 @@ final class ConsoleModel {
         }
       }
       double median = median(others);
-      Map<String, Object> m = new LinkedHashMap<>();
-      m.put("index", s.index());
-      m.put("address", s.address());
-      m.put("adminAddress", s.adminAddress());
-      m.put("state", lost.contains(s.index()) ? "LOST" : s.state());
-      m.put("step", s.step());
-      m.put("parameterBytes", s.parameterBytes());
-      m.put("sparseRows", s.sparseRows());
-      m.put("pushesPerSecond", round(rate[0]));
-      m.put("pullsPerSecond", round(rate[1]));
-      m.put("applyP99Ms", s.applyP99Ms());
-      m.put(
-          "checkpointAgeSeconds",
-          s.checkpointMs() > 0 ? round(Math.max(0, now - s.checkpointMs()) / 1000.0) : null);
-      m.put("replica", null);
-      m.put("hot", !others.isEmpty() && median > 0 && rate[0] > HOT_FACTOR * median);
-      m.put("down", !s.error().isEmpty());
-      m.put("error", s.error());
-      out.add(m);
+      out.add(
+          new JobView.Pserver(
+              s.index(),
+              s.address(),
+              s.adminAddress(),
+              lost.contains(s.index()) ? "LOST" : s.state(),
+              s.step(),
+              s.parameterBytes(),
+              s.sparseRows(),
+              round(rate[0]),
+              round(rate[1]),
+              s.applyP99Ms(),
+              s.checkpointMs() > 0 ? round(Math.max(0, now - s.checkpointMs()) / 1000.0) : null,
+              null,
+              !others.isEmpty() && median > 0 && rate[0] > HOT_FACTOR * median,
+              !s.error().isEmpty(),
+              s.error()));
     }
     return out;
   }
 
-  private List<Map<String, Object>> trainers(long now, JobStatus job, List<TrainerSample> samples) {
+  private List<JobView.Trainer> trainers(long now, JobStatus job, List<TrainerSample> samples) {
     Map<String, Long> before = new HashMap<>(trainerLastReport);
     for (TrainerSample t : samples) {
       if (!before.containsKey(t.id()) && lastTimeMs != 0) {
@@ -234,7 +231,7 @@ final class ConsoleModel {
         events.add(now, "trainer-left", "trainer '" + id + "' left");
       }
     }
-    List<Map<String, Object>> out = new ArrayList<>();
+    List<JobView.Trainer> out = new ArrayList<>();
     for (TrainerSample t : samples) {
       List<Double> others = new ArrayList<>();
       for (TrainerSample o : samples) {
@@ -244,24 +241,22 @@ final class ConsoleModel {
       }
       double median = median(others);
       long last = trainerLastReport.getOrDefault(t.id(), 0L);
-      Map<String, Object> m = new LinkedHashMap<>();
-      m.put("id", t.id());
-      m.put("adminAddress", t.adminAddress());
-      m.put("state", t.state());
-      m.put("pass", t.pass());
-      m.put("task", t.task() < 0 ? null : t.task());
-      m.put("samples", t.samples());
       double rate = t.reachable() ? trainerRates.getOrDefault(t.id(), 0.0) : 0.0;
-      m.put("samplesPerSecond", round(rate));
-      m.put("loss", t.loss());
-      m.put("lastReport", last == 0 ? null : last);
-      m.put("lagSeconds", last == 0 ? null : round((now - last) / 1000.0));
-      m.put("passLag", t.pass() < 0 ? null : Math.max(0, (int) job.getPass() - t.pass()));
-      m.put(
-          "straggler",
-          t.reachable() && !others.isEmpty() && median > 0 && rate < STRAGGLER_FACTOR * median);
-      m.put("error", t.error());
-      out.add(m);
+      out.add(
+          new JobView.Trainer(
+              t.id(),
+              t.adminAddress(),
+              t.state(),
+              t.pass(),
+              t.task() < 0 ? null : t.task(),
+              t.samples(),
+              round(rate),
+              t.loss(),
+              last == 0 ? null : last,
+              last == 0 ? null : round((now - last) / 1000.0),
+              t.pass() < 0 ? null : Math.max(0, job.getPass() - t.pass()),
+              t.reachable() && !others.isEmpty() && median > 0 && rate < STRAGGLER_FACTOR * median,
+              t.error()));
     }
     return out;
   }
@@ -281,28 +276,8 @@ final class ConsoleModel {
     return before == null ? measured : RATE_SMOOTHING * measured + (1 - RATE_SMOOTHING) * before;
   }
 
-  private Map<String, Object> job(long now, JobStatus job, double samplesPerSecond) {
-    Map<String, Object> m = new LinkedHashMap<>();
-    m.put("state", job.getState().name());
-    m.put("failureReason", job.getFailureReason());
-    m.put("masterId", job.getMasterId());
-    m.put("adminAddress", job.getAdminAddress());
-    m.put("pass", job.getPass());
-    m.put("totalPasses", job.getTotalPasses());
+  private JobView.Job job(long now, JobStatus job, double samplesPerSecond) {
     TaskCounts t = job.getTasks();
-    m.put(
-        "tasks",
-        Map.of(
-            "todo",
-            t.getTodo(),
-            "pending",
-            t.getPending(),
-            "done",
-            t.getDone(),
-            "failed",
-            t.getFailed()));
-    m.put("datasetTasks", job.getDatasetTasks());
-    m.put("datasetRecords", job.getDatasetRecords());
     long started = job.getPassesCount() == 0 ? 0 : job.getPasses(0).getStartedMs();
     long ended =
         job.getState() == JobState.RUNNING || job.getPassesCount() == 0
@@ -310,17 +285,24 @@ final class ConsoleModel {
             : job.getPasses(job.getPassesCount() - 1).getEndedMs();
     double elapsed = started == 0 ? 0 : Math.max(0, (ended > 0 ? ended : now) - started) / 1000.0;
     double progress = progress(job);
-    m.put("startedMs", started == 0 ? null : started);
-    m.put("elapsedSeconds", round(elapsed));
-    m.put("progress", round(progress));
-    m.put(
-        "etaSeconds",
+    return new JobView.Job(
+        job.getState().name(),
+        job.getFailureReason(),
+        job.getMasterId(),
+        job.getAdminAddress(),
+        job.getPass(),
+        job.getTotalPasses(),
+        new JobView.Tasks(t.getTodo(), t.getPending(), t.getDone(), t.getFailed()),
+        job.getDatasetTasks(),
+        job.getDatasetRecords(),
+        started == 0 ? null : started,
+        round(elapsed),
+        round(progress),
         job.getState() == JobState.RUNNING && progress > 0 && elapsed > 0
             ? round(elapsed * (1 - progress) / progress)
-            : null);
-    m.put("recordsPerSecond", round(recordsPerSecond));
-    m.put("samplesPerSecond", round(samplesPerSecond));
-    return m;
+            : null,
+        round(recordsPerSecond),
+        round(samplesPerSecond));
   }
 
   /** Fraction of the job done: finished passes plus the done share of the current pass. */
@@ -335,33 +317,31 @@ final class ConsoleModel {
     return Math.min(1.0, (job.getPass() + current) / job.getTotalPasses());
   }
 
-  private List<Map<String, Object>> passes(JobStatus job) {
-    List<Map<String, Object>> out = new ArrayList<>();
+  private List<JobView.Pass> passes(JobStatus job) {
+    List<JobView.Pass> out = new ArrayList<>();
     for (PassStatus p : job.getPassesList()) {
-      Map<String, Object> m = new LinkedHashMap<>();
-      m.put("pass", p.getPass());
-      m.put("startedMs", p.getStartedMs());
-      m.put("endedMs", p.getEndedMs() == 0 ? null : p.getEndedMs());
-      m.put("records", p.getRecords());
-      m.put("duplicates", p.getDuplicates());
-      m.put("timeouts", p.getTimeouts());
       double[] loss = passLoss.get(p.getPass());
-      m.put("trainLoss", loss == null || loss[1] == 0 ? null : loss[0] / loss[1]);
       boolean evaluated = p.getEvalReports() > 0;
-      m.put("testLoss", evaluated ? p.getEvalLoss() : null);
-      m.put("accuracy", evaluated ? p.getEvalAccuracy() : null);
-      m.put(
-          "auc",
-          evaluated && Double.isFinite(p.getEvalAuc()) && p.getEvalAuc() > 0
-              ? p.getEvalAuc()
-              : null);
-      out.add(m);
+      out.add(
+          new JobView.Pass(
+              p.getPass(),
+              p.getStartedMs(),
+              p.getEndedMs() == 0 ? null : p.getEndedMs(),
+              p.getRecords(),
+              p.getDuplicates(),
+              p.getTimeouts(),
+              loss == null || loss[1] == 0 ? null : loss[0] / loss[1],
+              evaluated ? p.getEvalLoss() : null,
+              evaluated ? p.getEvalAccuracy() : null,
+              evaluated && Double.isFinite(p.getEvalAuc()) && p.getEvalAuc() > 0
+                  ? p.getEvalAuc()
+                  : null));
     }
     return out;
   }
 
   /** The curves over time, column by column (the shape charting libraries take). */
-  private Map<String, Object> series() {
+  private JobView.Series series() {
     List<Double> time = new ArrayList<>();
     List<Integer> pass = new ArrayList<>();
     List<Double> records = new ArrayList<>();
@@ -374,13 +354,7 @@ final class ConsoleModel {
       samples.add(round(p.samplesPerSecond()));
       loss.add(p.trainLoss());
     }
-    Map<String, Object> m = new LinkedHashMap<>();
-    m.put("time", time);
-    m.put("pass", pass);
-    m.put("recordsPerSecond", records);
-    m.put("samplesPerSecond", samples);
-    m.put("trainLoss", loss);
-    return m;
+    return new JobView.Series(time, pass, records, samples, loss);
   }
 
   private static Double meanLoss(List<TrainerSample> trainers) {

@@ -1,6 +1,7 @@
 package dev.paramserver.master.console;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.paramserver.adminapi.JobView;
 import dev.paramserver.coordination.Coordinator;
 import dev.paramserver.master.MasterProperties;
 import dev.paramserver.master.election.MasterElection;
@@ -101,7 +102,7 @@ public final class JobConsole implements SmartLifecycle {
   }
 
   /** The job as {@code GET /admin/job} shows it (docs/console.md). */
-  public Map<String, Object> view() {
+  public JobView view() {
     return model.view();
   }
 

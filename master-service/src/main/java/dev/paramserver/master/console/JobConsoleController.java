@@ -1,5 +1,6 @@
 package dev.paramserver.master.console;
 
+import dev.paramserver.adminapi.JobViewSchema;
 import dev.paramserver.proto.v1.GetStatusRequest;
 import dev.paramserver.proto.v1.MasterGrpc;
 import dev.paramserver.rpc.ChannelFactory;
@@ -10,6 +11,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import org.springframework.http.HttpStatus;
+import org.springframework.http.MediaType;
 import org.springframework.http.ResponseEntity;
 import org.springframework.web.bind.annotation.GetMapping;
 import org.springframework.web.bind.annotation.PostMapping;
@@ -17,10 +19,11 @@ import org.springframework.web.bind.annotation.RequestMapping;
 import org.springframework.web.bind.annotation.RestController;
 
 /**
- * {@code GET /admin/job} (the whole job, see docs/console.md), {@code POST /admin/job/checkpoint}
- * (every pserver checkpoints now) and {@code POST /admin/job/stop} (checkpoint, then end the job).
- * Token-protected like every {@code /admin} endpoint. A standby answers 409 naming the leader (its
- * gRPC address and, when the leader answers, its HTTP address).
+ * {@code GET /admin/job} (the whole job, see docs/console.md; its JSON Schema at {@code GET
+ * /admin/job/schema}), {@code POST /admin/job/checkpoint} (every pserver checkpoints now) and
+ * {@code POST /admin/job/stop} (checkpoint, then end the job). Token-protected like every {@code
+ * /admin} endpoint. A standby answers 409 naming the leader (its gRPC address and, when the leader
+ * answers, its HTTP address).
  */
 @RestController
 @RequestMapping("/admin/job")
@@ -34,11 +37,20 @@ final class JobConsoleController {
   }
 
   @GetMapping
-  ResponseEntity<Map<String, Object>> job() {
+  ResponseEntity<?> job() {
     if (!console.isLeader()) {
       return notLeader();
     }
     return ResponseEntity.ok(console.view());
+  }
+
+  /**
+   * The JSON Schema of {@code GET /admin/job}'s answer (the one published in admin-api). Any master
+   * answers it, a standby too: it is the same everywhere.
+   */
+  @GetMapping(value = "/schema", produces = MediaType.APPLICATION_JSON_VALUE)
+  ResponseEntity<String> schema() {
+    return ResponseEntity.ok(JobViewSchema.published());
   }
 
   @PostMapping("/checkpoint")

@@ -2,6 +2,7 @@ package dev.paramserver.master.tracking;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.paramserver.adminapi.JobView;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
@@ -58,27 +59,21 @@ public final class RunTracker {
    *
    * @param step the model's update count now (the sum of the pservers' steps)
    */
-  @SuppressWarnings("unchecked")
-  public void onView(Map<String, Object> view, long step, long nowMs) {
-    if (!enabled()) {
+  public void onView(JobView view, long step, long nowMs) {
+    if (!enabled() || !view.sampled()) {
       return;
     }
     try {
       loadWritten();
-      Map<String, Object> job = (Map<String, Object>) view.get("job");
-      String state = job == null ? "" : String.valueOf(job.get("state"));
-      boolean over = "FINISHED".equals(state) || "FAILED".equals(state);
-      for (Map<String, Object> p :
-          (List<Map<String, Object>>) view.getOrDefault("passes", List.of())) {
-        int pass = ((Number) p.get("pass")).intValue();
-        Object ended = p.get("endedMs");
-        if (written.contains(pass) || !(ended instanceof Number e)) {
+      boolean over = view.job().isOver();
+      for (JobView.Pass p : view.passes() == null ? List.<JobView.Pass>of() : view.passes()) {
+        if (written.contains(p.pass()) || p.endedMs() == null) {
           continue;
         }
-        boolean evaluated = p.get("testLoss") != null;
-        if (evaluated || over || nowMs - e.longValue() >= EVAL_GRACE.toMillis()) {
-          write(line(p, step, nowMs), pass, nowMs);
-          written.add(pass);
+        boolean evaluated = p.testLoss() != null;
+        if (evaluated || over || nowMs - p.endedMs() >= EVAL_GRACE.toMillis()) {
+          write(line(p, step, nowMs), p.pass(), nowMs);
+          written.add(p.pass());
         }
       }
     } catch (IOException | UncheckedIOException e) {
@@ -86,21 +81,20 @@ public final class RunTracker {
     }
   }
 
-  static Map<String, Object> line(Map<String, Object> p, long step, long nowMs) {
-    long started = ((Number) p.get("startedMs")).longValue();
-    long ended = ((Number) p.get("endedMs")).longValue();
-    long records = ((Number) p.get("records")).longValue();
-    double seconds = Math.max(0.001, (ended - started) / 1000.0);
+  /** The metrics line of an ended pass {@code p}. */
+  static Map<String, Object> line(JobView.Pass p, long step, long nowMs) {
+    long ended = p.endedMs();
+    double seconds = Math.max(0.001, (ended - p.startedMs()) / 1000.0);
     Map<String, Object> m = new LinkedHashMap<>();
     m.put("step", step);
-    m.put("pass", ((Number) p.get("pass")).intValue() + 1);
-    m.put("trainLoss", p.get("trainLoss"));
-    m.put("testLoss", p.get("testLoss"));
-    m.put("accuracy", p.get("accuracy"));
-    m.put("auc", p.get("auc"));
-    m.put("records", records);
-    m.put("samplesPerSecond", Math.round(records / seconds * 10) / 10.0);
-    m.put("startedMs", started);
+    m.put("pass", p.pass() + 1);
+    m.put("trainLoss", p.trainLoss());
+    m.put("testLoss", p.testLoss());
+    m.put("accuracy", p.accuracy());
+    m.put("auc", p.auc());
+    m.put("records", p.records());
+    m.put("samplesPerSecond", Math.round(p.records() / seconds * 10) / 10.0);
+    m.put("startedMs", p.startedMs());
     m.put("endedMs", ended);
     m.put("time", Instant.ofEpochMilli(nowMs).toString());
     return m;

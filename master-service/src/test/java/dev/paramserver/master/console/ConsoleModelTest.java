@@ -2,6 +2,7 @@ package dev.paramserver.master.console;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.paramserver.adminapi.JobView;
 import dev.paramserver.proto.v1.JobState;
 import dev.paramserver.proto.v1.JobStatus;
 import dev.paramserver.proto.v1.PassStatus;
@@ -63,32 +64,22 @@ class ConsoleModelTest {
     return new TrainerSample(id, "127.0.0.1:1", "TRAINING", pass, 3, samples, rate, loss, "");
   }
 
-  @SuppressWarnings("unchecked")
-  private static List<Map<String, Object>> list(Map<String, Object> view, String key) {
-    return (List<Map<String, Object>>) view.get(key);
-  }
-
-  @SuppressWarnings("unchecked")
-  private static Map<String, Object> map(Map<String, Object> view, String key) {
-    return (Map<String, Object>) view.get(key);
-  }
-
   @Test
   void progressEtaAndRecordsPerSecond_comeFromTheJobStatusAndItsChanges() {
     model.update(
         6_000, running(0, 0, 0), List.of(ps(0, 1, "a", 0)), List.of(trainer("t", 10, 2, 0)));
     model.update(
         11_000, running(0, 5, 500), List.of(ps(0, 1, "a", 50)), List.of(trainer("t", 10, 1, 0)));
-    Map<String, Object> job = map(model.view(), "job");
-    assertThat(job.get("state")).isEqualTo("RUNNING");
-    assertThat(job.get("progress")).isEqualTo(0.25); // half of the first of two passes
-    assertThat(job.get("elapsedSeconds")).isEqualTo(10.0); // since the first pass started at 1 s
-    assertThat(job.get("etaSeconds")).isEqualTo(30.0);
-    assertThat(job.get("recordsPerSecond")).isEqualTo(100.0); // 500 records in 5 s
-    assertThat((Map<String, Object>) job.get("tasks")).containsEntry("done", 5);
-    Map<String, Object> series = map(model.view(), "series");
-    assertThat((List<Object>) series.get("trainLoss")).containsExactly(2.0, 1.0);
-    assertThat((List<Object>) series.get("time")).containsExactly(6.0, 11.0);
+    JobView.Job job = model.view().job();
+    assertThat(job.state()).isEqualTo("RUNNING");
+    assertThat(job.progress()).isEqualTo(0.25); // half of the first of two passes
+    assertThat(job.elapsedSeconds()).isEqualTo(10.0); // since the first pass started at 1 s
+    assertThat(job.etaSeconds()).isEqualTo(30.0);
+    assertThat(job.recordsPerSecond()).isEqualTo(100.0); // 500 records in 5 s
+    assertThat(job.tasks().done()).isEqualTo(5);
+    JobView.Series series = model.view().series();
+    assertThat(series.trainLoss()).containsExactly(2.0, 1.0);
+    assertThat(series.time()).containsExactly(6.0, 11.0);
   }
 
   @Test
@@ -96,16 +87,19 @@ class ConsoleModelTest {
     model.update(5_000, running(0, 1, 100), List.of(), List.of(trainer("t", 10, 3, 0)));
     model.update(6_000, running(0, 2, 200), List.of(), List.of(trainer("t", 10, 1, 0)));
     model.update(12_000, running(1, 0, 0), List.of(), List.of(trainer("t", 10, 0.5, 1)));
-    List<Map<String, Object>> passes = list(model.view(), "passes");
+    List<JobView.Pass> passes = model.view().passes();
     assertThat(passes).hasSize(2);
     assertThat(passes.get(0))
-        .containsEntry("trainLoss", 2.0)
-        .containsEntry("testLoss", 0.5)
-        .containsEntry("accuracy", 0.9)
-        .containsEntry("auc", 0.95)
-        .containsEntry("records", 1000L);
-    assertThat(passes.get(1)).containsEntry("trainLoss", 0.5).containsEntry("testLoss", null);
-    assertThat(events.list()).extracting(JobEvents.Event::message).contains("pass 2 of 2 started");
+        .extracting(
+            JobView.Pass::trainLoss,
+            JobView.Pass::testLoss,
+            JobView.Pass::accuracy,
+            JobView.Pass::auc,
+            JobView.Pass::records)
+        .containsExactly(2.0, 0.5, 0.9, 0.95, 1000L);
+    assertThat(passes.get(1).trainLoss()).isEqualTo(0.5);
+    assertThat(passes.get(1).testLoss()).isNull();
+    assertThat(events.list()).extracting(JobView.Event::message).contains("pass 2 of 2 started");
   }
 
   @Test
@@ -120,14 +114,16 @@ class ConsoleModelTest {
         running(0, 1, 10),
         List.of(ps(0, 1, "a", 100), ps(1, 2, "a", 100), ps(2, 3, "a", 500)),
         List.of());
-    List<Map<String, Object>> ps = list(model.view(), "pservers");
-    assertThat(ps).extracting(m -> m.get("hot")).containsExactly(false, false, true);
+    List<JobView.Pserver> ps = model.view().pservers();
+    assertThat(ps).extracting(JobView.Pserver::hot).containsExactly(false, false, true);
     assertThat(ps.get(2))
-        .containsEntry("pushesPerSecond", 500.0)
-        .containsEntry("pullsPerSecond", 250.0)
-        .containsEntry("checkpointAgeSeconds", 1.0)
-        .containsEntry("applyP99Ms", 1.5)
-        .containsEntry("sparseRows", Map.of("emb", 12L));
+        .extracting(
+            JobView.Pserver::pushesPerSecond,
+            JobView.Pserver::pullsPerSecond,
+            JobView.Pserver::checkpointAgeSeconds,
+            JobView.Pserver::applyP99Ms,
+            JobView.Pserver::sparseRows)
+        .containsExactly(500.0, 250.0, 1.0, 1.5, Map.of("emb", 12L));
   }
 
   @Test
@@ -137,9 +133,10 @@ class ConsoleModelTest {
         running(0, 0, 0),
         List.of(),
         List.of(trainer("a", 100, 1, 0), trainer("b", 90, 1, 0), trainer("c", 30, 1, 0)));
-    List<Map<String, Object>> tr = list(model.view(), "trainers");
-    assertThat(tr).extracting(m -> m.get("straggler")).containsExactly(false, false, true);
-    assertThat(tr.get(0)).containsEntry("lastReport", 1_000L).containsEntry("passLag", 0);
+    List<JobView.Trainer> tr = model.view().trainers();
+    assertThat(tr).extracting(JobView.Trainer::straggler).containsExactly(false, false, true);
+    assertThat(tr.get(0).lastReport()).isEqualTo(1_000L);
+    assertThat(tr.get(0).passLag()).isZero();
   }
 
   @Test
@@ -155,19 +152,20 @@ class ConsoleModelTest {
         running(0, 0, 0),
         List.of(),
         List.of(trainer("a", 100, 1, 0, 1100), trainer("b", 100, 1, 0, 1000)));
-    List<Map<String, Object>> tr = list(model.view(), "trainers");
-    assertThat(tr.get(0))
-        .containsEntry("samplesPerSecond", 100.0)
-        .containsEntry("straggler", false);
-    assertThat(tr.get(1)).containsEntry("samplesPerSecond", 50.0).containsEntry("straggler", false);
+    List<JobView.Trainer> tr = model.view().trainers();
+    assertThat(tr.get(0).samplesPerSecond()).isEqualTo(100.0);
+    assertThat(tr.get(0).straggler()).isFalse();
+    assertThat(tr.get(1).samplesPerSecond()).isEqualTo(50.0);
+    assertThat(tr.get(1).straggler()).isFalse();
     model.update(
         3_000,
         running(0, 0, 0),
         List.of(),
         List.of(trainer("a", 100, 1, 0, 1200), trainer("b", 100, 1, 0, 1000)));
-    tr = list(model.view(), "trainers");
-    assertThat(tr.get(1)).containsEntry("samplesPerSecond", 25.0).containsEntry("straggler", true);
-    assertThat(map(model.view(), "job")).containsEntry("samplesPerSecond", 125.0);
+    tr = model.view().trainers();
+    assertThat(tr.get(1).samplesPerSecond()).isEqualTo(25.0);
+    assertThat(tr.get(1).straggler()).isTrue();
+    assertThat(model.view().job().samplesPerSecond()).isEqualTo(125.0);
   }
 
   @Test
@@ -180,21 +178,20 @@ class ConsoleModelTest {
         List.of(
             ps(0, 1, "a", 5), PserverSample.unreachable(1, "127.0.0.1:9001", 2, "x", "refused")),
         List.of());
-    assertThat(list(model.view(), "pservers").get(1))
-        .containsEntry("state", "UNREACHABLE")
-        .containsEntry("down", true);
+    assertThat(model.view().pservers().get(1).state()).isEqualTo("UNREACHABLE");
+    assertThat(model.view().pservers().get(1).down()).isTrue();
     // lease expired
     model.update(3_000, running(0, 0, 0), List.of(ps(0, 1, "a", 9)), List.of());
-    assertThat(list(model.view(), "pservers"))
-        .extracting(m -> m.get("state"))
+    assertThat(model.view().pservers())
+        .extracting(JobView.Pserver::state)
         .containsExactly("SERVING", "LOST");
     // restarted under a new registration, then re-initialised by the trainers
     model.update(4_000, running(0, 0, 0), List.of(ps(0, 1, "a", 9), ps(1, 7, "", 0)), List.of());
     model.update(5_000, running(0, 0, 0), List.of(ps(0, 1, "a", 9), ps(1, 7, "b", 3)), List.of());
     assertThat(events.list())
-        .extracting(JobEvents.Event::kind)
+        .extracting(JobView.Event::kind)
         .containsSubsequence("pserver-lost", "pserver-restart", "pserver-reinit");
-    assertThat(list(model.view(), "pservers").get(1)).containsEntry("state", "SERVING");
+    assertThat(model.view().pservers().get(1).state()).isEqualTo("SERVING");
   }
 
   @Test
@@ -209,12 +206,12 @@ class ConsoleModelTest {
         List.of(),
         List.of());
     assertThat(events.list())
-        .extracting(JobEvents.Event::message)
+        .extracting(JobView.Event::message)
         .containsSubsequence(
             "trainer 'b' joined",
             "trainer 'a' left",
             "the job failed: stopped",
             "trainer 'b' left");
-    assertThat(map(model.view(), "job")).containsEntry("etaSeconds", null);
+    assertThat(model.view().job().etaSeconds()).isNull();
   }
 }

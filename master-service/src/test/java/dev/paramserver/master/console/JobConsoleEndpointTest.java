@@ -4,11 +4,13 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.paramserver.adminapi.JobViewSchema;
 import dev.paramserver.coordination.EtcdCoordinator;
 import dev.paramserver.coordination.EtcdSettings;
 import dev.paramserver.master.MasterContexts;
 import dev.paramserver.master.election.MasterElection;
 import dev.paramserver.testsupport.EtcdExtension;
+import dev.paramserver.testsupport.JsonSchemaCheck;
 import dev.paramserver.testsupport.Poll;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
@@ -90,6 +92,13 @@ class JobConsoleEndpointTest {
     assertThat(pserver.path("state").asText()).isEqualTo("UNREACHABLE");
     assertThat(pserver.path("down").asBoolean()).isTrue();
     assertThat(view.path("events").toString()).contains("leads the job");
+    // the answer follows the schema the master publishes (a standby too), which is admin-api's
+    HttpResponse<String> schema = masters.get(standby, "/admin/job/schema", true);
+    assertThat(schema.statusCode()).isEqualTo(200);
+    assertThat(schema.headers().firstValue("Content-Type"))
+        .hasValueSatisfying(t -> assertThat(t).startsWith("application/json"));
+    assertThat(schema.body()).isEqualTo(JobViewSchema.published());
+    assertThat(JsonSchemaCheck.of(schema.body()).errors(view)).as(view.toString()).isEmpty();
 
     HttpResponse<String> fromStandby = masters.get(standby, "/admin/job", true);
     assertThat(fromStandby.statusCode()).isEqualTo(409);

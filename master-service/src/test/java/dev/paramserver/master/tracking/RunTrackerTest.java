@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.paramserver.adminapi.JobView;
 import dev.paramserver.proto.tensorboard.Event;
 import dev.paramserver.proto.tensorboard.Summary;
 import java.nio.ByteBuffer;
@@ -11,34 +12,32 @@ import java.nio.ByteOrder;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.HashMap;
-import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 class RunTrackerTest {
   @TempDir Path dir;
 
-  private static Map<String, Object> pass(int p, Long endedMs, Double testLoss) {
-    Map<String, Object> m = new HashMap<>();
-    m.put("pass", p);
-    m.put("startedMs", 10_000L + 10_000L * p);
-    m.put("endedMs", endedMs);
-    m.put("records", 1000L);
-    m.put("trainLoss", 0.5 / (p + 1));
-    m.put("testLoss", testLoss);
-    m.put("accuracy", testLoss == null ? null : 0.9);
-    m.put("auc", testLoss == null ? null : 0.95);
-    return m;
+  private static JobView.Pass pass(int p, Long endedMs, Double testLoss) {
+    return new JobView.Pass(
+        p,
+        10_000L + 10_000L * p,
+        endedMs,
+        1000L,
+        0,
+        0,
+        0.5 / (p + 1),
+        testLoss,
+        testLoss == null ? null : 0.9,
+        testLoss == null ? null : 0.95);
   }
 
-  private static Map<String, Object> view(String state, List<Map<String, Object>> passes) {
-    Map<String, Object> v = new LinkedHashMap<>();
-    v.put("job", Map.of("state", state));
-    v.put("passes", passes);
-    return v;
+  private static JobView view(String state, List<JobView.Pass> passes) {
+    JobView.Job job =
+        new JobView.Job(
+            state, "", "m", "a", 0, 2, new JobView.Tasks(0, 0, 0, 0), 1, 1, null, 0, 0, null, 0, 0);
+    return new JobView(1L, true, job, passes, null, List.of(), List.of(), List.of());
   }
 
   /** Reads an event file back: checks both masked CRC-32Cs of every record and parses it. */
@@ -117,6 +116,13 @@ class RunTrackerTest {
     again.onView(
         view("FINISHED", List.of(pass(0, 12_000L, 0.4), pass(1, 22_000L, null))), 30, 30_000);
     assertThat(Files.readAllLines(metrics)).hasSize(2);
+  }
+
+  @Test
+  void beforeTheFirstSampleNothingIsWritten() throws Exception {
+    Path metrics = dir.resolve("metrics.jsonl");
+    new RunTracker(metrics, null, "host").onView(JobView.unsampled(List.of()), 1, 20_000);
+    assertThat(metrics).doesNotExist();
   }
 
   @Test

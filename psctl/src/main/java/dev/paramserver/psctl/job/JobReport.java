@@ -1,6 +1,6 @@
 package dev.paramserver.psctl.job;
 
-import com.fasterxml.jackson.databind.JsonNode;
+import dev.paramserver.adminapi.JobView;
 import java.time.Instant;
 import java.time.ZoneId;
 import java.time.format.DateTimeFormatter;
@@ -8,7 +8,10 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 
-/** Renders {@code /admin/job} answers as text for {@code psctl status} and {@code psctl watch}. */
+/**
+ * Renders {@code /admin/job} answers (admin-api's {@link JobView}) as text for {@code psctl status}
+ * and {@code psctl watch}.
+ */
 final class JobReport {
   private static final DateTimeFormatter CLOCK =
       DateTimeFormatter.ofPattern("HH:mm:ss").withZone(ZoneId.systemDefault());
@@ -16,85 +19,82 @@ final class JobReport {
   private JobReport() {}
 
   /** The full status: job, passes, pservers, trainers and the last {@code events} events. */
-  static String status(JsonNode v, int events) {
+  static String status(JobView v, int events) {
     StringBuilder b = new StringBuilder();
-    JsonNode j = v.path("job");
+    JobView.Job j = job(v);
     b.append(summary(v)).append('\n');
-    if (!j.path("failureReason").asText("").isEmpty()) {
-      b.append("failure: ").append(j.path("failureReason").asText()).append('\n');
+    if (!text(j.failureReason()).isEmpty()) {
+      b.append("failure: ").append(j.failureReason()).append('\n');
     }
     b.append("master ")
-        .append(j.path("masterId").asText("?"))
+        .append(text(j.masterId(), "?"))
         .append(" (http ")
-        .append(j.path("adminAddress").asText("?"))
+        .append(text(j.adminAddress(), "?"))
         .append(")\n");
-    if (v.path("passes").size() > 0) {
+    if (!list(v.passes()).isEmpty()) {
       b.append("\npasses:\n");
-      for (JsonNode p : v.path("passes")) {
+      for (JobView.Pass p : v.passes()) {
         b.append(
             String.format(
                 Locale.ROOT,
                 "  pass %d  records %d  train loss %s  test loss %s  accuracy %s  auc %s%s%n",
-                p.path("pass").asInt() + 1,
-                p.path("records").asLong(),
-                num(p.path("trainLoss"), 4),
-                num(p.path("testLoss"), 4),
-                num(p.path("accuracy"), 4),
-                num(p.path("auc"), 4),
-                p.path("endedMs").isNull() ? "  (running)" : ""));
+                p.pass() + 1,
+                p.records(),
+                num(p.trainLoss(), 4),
+                num(p.testLoss(), 4),
+                num(p.accuracy(), 4),
+                num(p.auc(), 4),
+                p.endedMs() == null ? "  (running)" : ""));
       }
     }
     b.append("\npservers:\n");
-    if (v.path("pservers").size() == 0) {
+    if (list(v.pservers()).isEmpty()) {
       b.append("  (none registered)\n");
     }
-    for (JsonNode p : v.path("pservers")) {
+    for (JobView.Pserver p : list(v.pservers())) {
       b.append(
           String.format(
               Locale.ROOT,
               "  %d  %s  %s  step %d  %s  push/s %s  pull/s %s  p99 %s  checkpoint %s%s%n",
-              p.path("index").asInt(),
-              p.path("address").asText(),
-              p.path("state").asText(),
-              p.path("step").asLong(),
-              bytes(p.path("parameterBytes").asLong()),
-              num(p.path("pushesPerSecond"), 1),
-              num(p.path("pullsPerSecond"), 1),
-              p.path("applyP99Ms").isNumber() ? num(p.path("applyP99Ms"), 2) + " ms" : "-",
-              p.path("checkpointAgeSeconds").isNumber()
-                  ? duration(p.path("checkpointAgeSeconds").asDouble()) + " ago"
+              p.index(),
+              p.address(),
+              p.state(),
+              p.step(),
+              bytes(p.parameterBytes()),
+              num(p.pushesPerSecond(), 1),
+              num(p.pullsPerSecond(), 1),
+              p.applyP99Ms() != null ? num(p.applyP99Ms(), 2) + " ms" : "-",
+              p.checkpointAgeSeconds() != null
+                  ? duration(p.checkpointAgeSeconds()) + " ago"
                   : "none",
               flags(p)));
     }
     b.append("\ntrainers:\n");
-    if (v.path("trainers").size() == 0) {
+    if (list(v.trainers()).isEmpty()) {
       b.append("  (none registered)\n");
     }
-    for (JsonNode t : v.path("trainers")) {
+    for (JobView.Trainer t : list(v.trainers())) {
       b.append(
           String.format(
               Locale.ROOT,
               "  %s  %s  pass %s  task %s  samples/s %s  loss %s  last report %s%s%n",
-              t.path("id").asText(),
-              t.path("state").asText(),
-              t.path("pass").asInt(-1) < 0 ? "-" : String.valueOf(t.path("pass").asInt() + 1),
-              t.path("task").isNumber() ? t.path("task").asText() : "-",
-              num(t.path("samplesPerSecond"), 0),
-              num(t.path("loss"), 4),
-              t.path("lagSeconds").isNumber()
-                  ? duration(t.path("lagSeconds").asDouble()) + " ago"
-                  : "never",
+              t.id(),
+              t.state(),
+              t.pass() < 0 ? "-" : String.valueOf(t.pass() + 1),
+              t.task() != null ? String.valueOf(t.task()) : "-",
+              num(t.samplesPerSecond(), 0),
+              num(t.loss(), 4),
+              t.lagSeconds() != null ? duration(t.lagSeconds()) + " ago" : "never",
               flags(t)));
     }
-    JsonNode ev = v.path("events");
-    if (ev.size() > 0 && events > 0) {
+    List<JobView.Event> ev = v.events();
+    if (!ev.isEmpty() && events > 0) {
       b.append("\nevents (last ").append(Math.min(events, ev.size())).append("):\n");
-      for (int i = Math.max(0, ev.size() - events); i < ev.size(); i++) {
-        JsonNode e = ev.get(i);
+      for (JobView.Event e : ev.subList(Math.max(0, ev.size() - events), ev.size())) {
         b.append("  ")
-            .append(CLOCK.format(Instant.ofEpochMilli(e.path("time").asLong())))
+            .append(CLOCK.format(Instant.ofEpochMilli(e.time())))
             .append("  ")
-            .append(e.path("message").asText())
+            .append(e.message())
             .append('\n');
       }
     }
@@ -102,21 +102,21 @@ final class JobReport {
   }
 
   /** One line: state, pass, tasks, elapsed, ETA, rates and the flags raised. */
-  static String summary(JsonNode v) {
-    JsonNode j = v.path("job");
-    JsonNode t = j.path("tasks");
-    String state = j.path("state").asText("?");
-    int total = j.path("totalPasses").asInt();
-    int pass = "FINISHED".equals(state) ? total : Math.min(j.path("pass").asInt() + 1, total);
+  static String summary(JobView v) {
+    JobView.Job j = job(v);
+    JobView.Tasks t = j.tasks() == null ? new JobView.Tasks(0, 0, 0, 0) : j.tasks();
+    String state = text(j.state(), "?");
+    int total = j.totalPasses();
+    int pass = "FINISHED".equals(state) ? total : Math.min(j.pass() + 1, total);
     List<String> alerts = new ArrayList<>();
-    for (JsonNode p : v.path("pservers")) {
+    for (JobView.Pserver p : list(v.pservers())) {
       if (!flags(p).isEmpty()) {
-        alerts.add("pserver " + p.path("index").asInt() + flags(p).toLowerCase(Locale.ROOT));
+        alerts.add("pserver " + p.index() + flags(p).toLowerCase(Locale.ROOT));
       }
     }
-    for (JsonNode tr : v.path("trainers")) {
+    for (JobView.Trainer tr : list(v.trainers())) {
       if (!flags(tr).isEmpty()) {
-        alerts.add("trainer " + tr.path("id").asText() + flags(tr).toLowerCase(Locale.ROOT));
+        alerts.add("trainer " + tr.id() + flags(tr).toLowerCase(Locale.ROOT));
       }
     }
     return String.format(
@@ -126,25 +126,26 @@ final class JobReport {
         state,
         pass,
         total,
-        t.path("todo").asInt(),
-        t.path("pending").asInt(),
-        t.path("done").asInt(),
-        t.path("failed").asInt(),
-        duration(j.path("elapsedSeconds").asDouble()),
-        j.path("etaSeconds").isNumber() ? duration(j.path("etaSeconds").asDouble()) : "-",
-        num(j.path("recordsPerSecond"), 0),
+        t.todo(),
+        t.pending(),
+        t.done(),
+        t.failed(),
+        duration(j.elapsedSeconds()),
+        j.etaSeconds() != null ? duration(j.etaSeconds()) : "-",
+        num(j.recordsPerSecond(), 0),
         alerts.isEmpty() ? "" : "  ! " + String.join(", ", alerts));
   }
 
   /** A progress bar of the current pass, {@code width} characters inside the brackets. */
-  static String passBar(JsonNode v, int width) {
-    JsonNode j = v.path("job");
-    int tasks = Math.max(1, j.path("datasetTasks").asInt());
-    boolean finished = "FINISHED".equals(j.path("state").asText());
-    double done = finished ? 1.0 : Math.min(1.0, j.path("tasks").path("done").asDouble() / tasks);
+  static String passBar(JobView v, int width) {
+    JobView.Job j = job(v);
+    int tasks = Math.max(1, j.datasetTasks());
+    boolean finished = "FINISHED".equals(j.state());
+    double doneTasks = j.tasks() == null ? 0 : j.tasks().done();
+    double done = finished ? 1.0 : Math.min(1.0, doneTasks / tasks);
     int filled = (int) Math.round(done * width);
-    int total = j.path("totalPasses").asInt();
-    int pass = finished ? total : Math.min(j.path("pass").asInt() + 1, total);
+    int total = j.totalPasses();
+    int pass = finished ? total : Math.min(j.pass() + 1, total);
     return String.format(
         Locale.ROOT,
         "pass %d/%d [%s%s] %3d%%  ETA %s",
@@ -153,27 +154,60 @@ final class JobReport {
         "#".repeat(filled),
         ".".repeat(width - filled),
         Math.round(done * 100),
-        j.path("etaSeconds").isNumber() ? duration(j.path("etaSeconds").asDouble()) : "-");
+        j.etaSeconds() != null ? duration(j.etaSeconds()) : "-");
   }
 
-  static String flags(JsonNode n) {
+  /** The last training loss of the curves, or null. */
+  static Double lastTrainLoss(JobView v) {
+    List<Double> loss = v.series() == null ? List.of() : list(v.series().trainLoss());
+    return loss.isEmpty() ? null : loss.get(loss.size() - 1);
+  }
+
+  static String flags(JobView.Pserver p) {
     StringBuilder b = new StringBuilder();
-    if ("LOST".equals(n.path("state").asText())) {
+    if ("LOST".equals(p.state())) {
       b.append(" [LOST]");
-    } else if (n.path("down").asBoolean() || !n.path("error").asText("").isEmpty()) {
+    } else if (p.down() || !text(p.error()).isEmpty()) {
       b.append(" [DOWN]");
     }
-    if (n.path("hot").asBoolean()) {
+    if (p.hot()) {
       b.append(" [HOT]");
     }
-    if (n.path("straggler").asBoolean()) {
+    return b.toString();
+  }
+
+  static String flags(JobView.Trainer t) {
+    StringBuilder b = new StringBuilder();
+    if (!text(t.error()).isEmpty()) {
+      b.append(" [DOWN]");
+    }
+    if (t.straggler()) {
       b.append(" [STRAGGLER]");
     }
     return b.toString();
   }
 
-  static String num(JsonNode n, int digits) {
-    return n.isNumber() ? String.format(Locale.ROOT, "%." + digits + "f", n.asDouble()) : "-";
+  /** The job of {@code v}; before the master's first sample, one with nothing known yet. */
+  private static JobView.Job job(JobView v) {
+    return v.job() != null
+        ? v.job()
+        : new JobView.Job(null, "", null, null, 0, 0, null, 0, 0, null, 0, 0, null, 0, 0);
+  }
+
+  private static <T> List<T> list(List<T> l) {
+    return l == null ? List.of() : l;
+  }
+
+  private static String text(String s) {
+    return s == null ? "" : s;
+  }
+
+  private static String text(String s, String fallback) {
+    return s == null ? fallback : s;
+  }
+
+  static String num(Double n, int digits) {
+    return n != null ? String.format(Locale.ROOT, "%." + digits + "f", n) : "-";
   }
 
   static String duration(double seconds) {

@@ -1,7 +1,9 @@
 package dev.paramserver.psctl.job;
 
+import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.paramserver.adminapi.JobView;
 import dev.paramserver.coordination.EtcdCoordinator;
 import dev.paramserver.coordination.EtcdSettings;
 import dev.paramserver.coordination.KeyValueStore;
@@ -24,7 +26,9 @@ import java.util.concurrent.TimeUnit;
  * answer names the leader's HTTP address: the client follows it once.
  */
 final class MasterClient {
-  private static final ObjectMapper JSON = new ObjectMapper();
+  // a newer master may add fields: an older psctl reads the ones it knows
+  private static final ObjectMapper JSON =
+      new ObjectMapper().configure(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES, false);
 
   private final HttpClient http;
   private final String token;
@@ -81,6 +85,25 @@ final class MasterClient {
 
   String base() {
     return base;
+  }
+
+  /** {@code GET /admin/job} as admin-api's records. */
+  JobView job() throws IOException, InterruptedException {
+    return asJobView(get("/admin/job"));
+  }
+
+  /** An answer of {@code GET /admin/job} as admin-api's records. */
+  JobView asJobView(JsonNode answer) throws IOException {
+    try {
+      return JSON.treeToValue(answer, JobView.class);
+    } catch (IOException e) {
+      throw new IOException(
+          "the master at "
+              + base
+              + " answered /admin/job in an unexpected shape: "
+              + e.getMessage(),
+          e);
+    }
   }
 
   JsonNode get(String path) throws IOException, InterruptedException {

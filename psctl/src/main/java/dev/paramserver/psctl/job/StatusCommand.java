@@ -24,11 +24,13 @@ public final class StatusCommand extends JobCommand {
 
   @Override
   protected int run() throws Exception {
-    JsonNode v = client().get("/admin/job");
+    MasterClient client = client();
+    JsonNode v = client.get("/admin/job");
     if (json) {
+      // the answer as it is, fields this psctl does not know included
       out().println(new ObjectMapper().writerWithDefaultPrettyPrinter().writeValueAsString(v));
     } else {
-      out().print(JobReport.status(v, events));
+      out().print(JobReport.status(client.asJobView(v), events));
     }
     out().flush();
     return 0;

@@ -1,6 +1,6 @@
 package dev.paramserver.psctl.job;
 
-import com.fasterxml.jackson.databind.JsonNode;
+import dev.paramserver.adminapi.JobView;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.time.Instant;
@@ -54,9 +54,9 @@ public final class WatchCommand extends JobCommand {
     int lines = 0;
     int failures = 0;
     while (true) {
-      JsonNode v;
+      JobView v;
       try {
-        v = client.get("/admin/job");
+        v = client.job();
         failures = 0;
       } catch (IOException e) {
         // a master failing over: say so and keep watching for a while
@@ -68,8 +68,8 @@ public final class WatchCommand extends JobCommand {
         Thread.sleep((long) (interval * 1000));
         continue;
       }
-      String state = v.path("job").path("state").asText();
-      int pass = v.path("job").path("pass").asInt();
+      String state = v.sampled() ? v.job().state() : "";
+      int pass = v.sampled() ? v.job().pass() : 0;
       if (bars) {
         if (lastPass >= 0 && pass != lastPass) {
           out.println();
@@ -98,12 +98,8 @@ public final class WatchCommand extends JobCommand {
     return "FINISHED".equals(state) || "FAILED".equals(state);
   }
 
-  private static String line(JsonNode v) {
-    String loss = "";
-    JsonNode series = v.path("series").path("trainLoss");
-    if (series.size() > 0 && series.get(series.size() - 1).isNumber()) {
-      loss = "  loss " + JobReport.num(series.get(series.size() - 1), 4);
-    }
-    return JobReport.summary(v) + loss;
+  private static String line(JobView v) {
+    Double loss = JobReport.lastTrainLoss(v);
+    return JobReport.summary(v) + (loss == null ? "" : "  loss " + JobReport.num(loss, 4));
   }
 }

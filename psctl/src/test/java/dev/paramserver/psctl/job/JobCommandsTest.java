@@ -2,9 +2,13 @@ package dev.paramserver.psctl.job;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
+import dev.paramserver.adminapi.JobViewSchema;
 import dev.paramserver.psctl.Run;
+import dev.paramserver.testsupport.JsonSchemaCheck;
 import java.io.IOException;
 import java.io.InputStream;
 import java.net.InetSocketAddress;
@@ -108,6 +112,36 @@ class JobCommandsTest {
         .contains("trainer-1  TRAINING  pass 2  task 8  samples/s 300  loss 0.3100")
         .contains("[STRAGGLER]")
         .contains("pass 2 of 3 started");
+  }
+
+  @Test
+  void theRecordedAnswer_followsThePublishedSchema() throws IOException {
+    JsonNode recorded = new ObjectMapper().readTree(jobJson);
+    assertThat(JsonSchemaCheck.of(JobViewSchema.published()).errors(recorded)).isEmpty();
+  }
+
+  @Test
+  void status_readsTheFieldsItKnows_fromANewerMasterThatAddsSome() {
+    jobJson =
+        jobJson
+            .replace("\"leader\":true,", "\"leader\":true,\"cluster\":{\"zone\":\"a\"},")
+            .replace("\"hot\":true,", "\"hot\":true,\"replicaLag\":3,");
+    Run r = Run.psctl("status", "--master", url(leader), "--token", TOKEN);
+    assertThat(r.code()).as(r.err()).isZero();
+    assertThat(r.out()).contains("RUNNING  pass 2 of 3").contains("checkpoint none [HOT]");
+  }
+
+  @Test
+  void status_beforeTheMastersFirstSample_saysNothingIsKnownYet() {
+    jobJson =
+        "{\"leader\":true,\"job\":{},\"events\":[{\"time\":1764569940000,\"kind\":\"leader\","
+            + "\"message\":\"master 127.0.0.1:9091 leads the job\"}]}";
+    Run r = Run.psctl("status", "--master", url(leader), "--token", TOKEN);
+    assertThat(r.code()).as(r.err()).isZero();
+    assertThat(r.out())
+        .contains("?  pass 0 of 0")
+        .contains("(none registered)")
+        .contains("leads the job");
   }
 
   @Test

@@ -1,0 +1,213 @@
+package dev.paramserver.adminapi;
+
+import com.fasterxml.jackson.annotation.JsonClassDescription;
+import com.fasterxml.jackson.annotation.JsonIgnore;
+import com.fasterxml.jackson.annotation.JsonInclude;
+import com.fasterxml.jackson.annotation.JsonPropertyDescription;
+import com.fasterxml.jackson.databind.annotation.JsonSerialize;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The leader master's answer to {@code GET /admin/job}: the whole job as the console shows it.
+ * Written by the master, read by psctl, the console's page and the run tracker; its JSON Schema is
+ * {@link JobViewSchema#RESOURCE} (served at {@code GET /admin/job/schema}). Every field is always
+ * there, {@code null} where {@link Nullable}; before the master's first sample only {@code leader},
+ * {@code job} (an empty object) and {@code events} are.
+ *
+ * <p>The records mirror the JSON: the component names are the field names, in their order.
+ */
+@JsonClassDescription(
+    "The leader master's answer to GET /admin/job: the whole job as the console shows it. Before"
+        + " the master's first sample only leader, job (an empty object) and events are there.")
+public record JobView(
+    @JsonInclude(JsonInclude.Include.NON_NULL)
+        @JsonPropertyDescription("when the last sample was taken (ms since the epoch)")
+        Long time,
+    @JsonPropertyDescription("true (a standby answers 409 instead)") boolean leader,
+    @JsonSerialize(nullsUsing = EmptyObjectWhenNull.class)
+        @JsonPropertyDescription("the job's state and progress ({} before the first sample)")
+        Job job,
+    @JsonInclude(JsonInclude.Include.NON_NULL) @JsonPropertyDescription("every pass so far")
+        List<Pass> passes,
+    @JsonInclude(JsonInclude.Include.NON_NULL)
+        @JsonPropertyDescription(
+            "the curves over time, column by column (the last"
+                + " paramserver.master.console.history samples)")
+        Series series,
+    @JsonInclude(JsonInclude.Include.NON_NULL)
+        @JsonPropertyDescription("every registered pserver, and the lost ones")
+        List<Pserver> pservers,
+    @JsonInclude(JsonInclude.Include.NON_NULL) @JsonPropertyDescription("every registered trainer")
+        List<Trainer> trainers,
+    @JsonPropertyDescription("the last paramserver.master.console.events events, oldest first")
+        List<Event> events) {
+
+  /** The view before the first sample: only the events. */
+  public static JobView unsampled(List<Event> events) {
+    return new JobView(null, true, null, null, null, null, null, events);
+  }
+
+  public JobView {
+    // an empty job object (before the first sample) reads back as none
+    job = job == null || job.state() == null ? null : job;
+    events = events == null ? List.of() : events;
+  }
+
+  /** This view with {@code events} instead of its own. */
+  public JobView withEvents(List<Event> events) {
+    return new JobView(time, leader, job, passes, series, pservers, trainers, events);
+  }
+
+  /** Whether the master has sampled the job yet (before that, only the events are there). */
+  @JsonIgnore
+  public boolean sampled() {
+    return job != null;
+  }
+
+  /** The job's state and progress. */
+  public record Job(
+      @JsonPropertyDescription(
+              "WAITING_FOR_DATASET, RUNNING, FINISHED or FAILED (failureReason says why)")
+          String state,
+      @JsonPropertyDescription("why the job failed (\"\" unless FAILED)") String failureReason,
+      @JsonPropertyDescription("the leader's gRPC address") String masterId,
+      @JsonPropertyDescription("the leader's HTTP address") String adminAddress,
+      @JsonPropertyDescription("the pass running now (0-based; equals totalPasses once finished)")
+          int pass,
+      @JsonPropertyDescription("passes the job makes") int totalPasses,
+      @JsonPropertyDescription("the tasks of the current pass, per state") Tasks tasks,
+      @JsonPropertyDescription("tasks of the dataset (of one pass)") int datasetTasks,
+      @JsonPropertyDescription("records of the dataset") long datasetRecords,
+      @JsonPropertyDescription("when the first pass started (ms since the epoch; null: not yet)")
+          @Nullable
+          Long startedMs,
+      @JsonPropertyDescription("time since the first pass started (until the job ended)")
+          double elapsedSeconds,
+      @JsonPropertyDescription("fraction done: (finished passes + done tasks / tasks) / passes")
+          double progress,
+      @JsonPropertyDescription("elapsed * (1 - progress) / progress while running, else null")
+          @Nullable
+          Double etaSeconds,
+      @JsonPropertyDescription("records of finished tasks per second over the last sample interval")
+          double recordsPerSecond,
+      @JsonPropertyDescription("sum of the trainers' samples per second") double samplesPerSecond) {
+
+    /** Whether the job ended (finished or failed). Not a field of the answer. */
+    @JsonIgnore
+    public boolean isOver() {
+      return "FINISHED".equals(state) || "FAILED".equals(state);
+    }
+  }
+
+  /** Tasks per state. */
+  public record Tasks(
+      @JsonPropertyDescription("waiting to be handed out") int todo,
+      @JsonPropertyDescription("handed out, not done yet") int pending,
+      @JsonPropertyDescription("done") int done,
+      @JsonPropertyDescription("failed too often: given up") int failed) {}
+
+  /** One pass. */
+  public record Pass(
+      @JsonPropertyDescription("the pass, 0-based") int pass,
+      @JsonPropertyDescription("when it started (ms since the epoch)") long startedMs,
+      @JsonPropertyDescription("when it ended (ms since the epoch; null while running)") @Nullable
+          Long endedMs,
+      @JsonPropertyDescription("records of its finished tasks") long records,
+      @JsonPropertyDescription("tasks finished twice (the second report is ignored)")
+          int duplicates,
+      @JsonPropertyDescription("tasks handed out again after their timeout") int timeouts,
+      @JsonPropertyDescription(
+              "mean of the trainers' training loss sampled during the pass (null: none)")
+          @Nullable
+          Double trainLoss,
+      @JsonPropertyDescription(
+              "mean of the trainers' test loss at the end of the pass (null until reported)")
+          @Nullable
+          Double testLoss,
+      @JsonPropertyDescription(
+              "mean of the trainers' test accuracy at the end of the pass (null until"
+                  + " reported)")
+          @Nullable
+          Double accuracy,
+      @JsonPropertyDescription(
+              "mean of the trainers' test AUC at the end of the pass (binary models only; null"
+                  + " until reported)")
+          @Nullable
+          Double auc) {}
+
+  /** The curves over time, column by column (the shape charting libraries take). */
+  public record Series(
+      @JsonPropertyDescription("seconds since the epoch") List<Double> time,
+      @JsonPropertyDescription("the job's pass (0-based)") List<Integer> pass,
+      @JsonPropertyDescription("the job's records per second") List<Double> recordsPerSecond,
+      @JsonPropertyDescription("the job's samples per second") List<Double> samplesPerSecond,
+      @JsonPropertyDescription("mean training loss of the trainers (null: none reported)")
+          List<@Nullable Double> trainLoss) {}
+
+  /** One pserver. */
+  public record Pserver(
+      @JsonPropertyDescription("its index (etcd key ps/<index>)") int index,
+      @JsonPropertyDescription("its gRPC address") String address,
+      @JsonPropertyDescription("its HTTP address (\"\" when unknown)") String adminAddress,
+      @JsonPropertyDescription(
+              "SERVING, UNINITIALISED, REGISTERING, DRAINING; UNREACHABLE when registered but"
+                  + " not answering; LOST once its registration is gone, until it registers"
+                  + " again")
+          String state,
+      @JsonPropertyDescription("updates applied") long step,
+      @JsonPropertyDescription("bytes of parameter values held") long parameterBytes,
+      @JsonPropertyDescription("rows per sparse table") Map<String, Long> sparseRows,
+      @JsonPropertyDescription("pushes per second over the last sample interval")
+          double pushesPerSecond,
+      @JsonPropertyDescription("pulls per second over the last sample interval")
+          double pullsPerSecond,
+      @JsonPropertyDescription(
+              "99th percentile of its last 1024 pushes' apply times (null: none yet)")
+          @Nullable
+          Double applyP99Ms,
+      @JsonPropertyDescription("age of its newest checkpoint (null: none yet)") @Nullable
+          Double checkpointAgeSeconds,
+      @JsonPropertyDescription(
+              "its replica role (always null for now: the console does not read it yet)")
+          @Nullable
+          String replica,
+      @JsonPropertyDescription("push rate above twice the median of the other pservers")
+          boolean hot,
+      @JsonPropertyDescription("its status could not be read") boolean down,
+      @JsonPropertyDescription("why its status could not be read (\"\" when it could)")
+          String error) {}
+
+  /** One trainer. */
+  public record Trainer(
+      @JsonPropertyDescription("its id (etcd key trainers/<id>)") String id,
+      @JsonPropertyDescription("its HTTP address") String adminAddress,
+      @JsonPropertyDescription("TRAINING, ... or UNREACHABLE") String state,
+      @JsonPropertyDescription("the pass it works on (0-based; -1: unknown)") int pass,
+      @JsonPropertyDescription("the task it holds (null: none)") @Nullable Long task,
+      @JsonPropertyDescription("samples trained so far") long samples,
+      @JsonPropertyDescription(
+              "from its sample counter between two looks, smoothed (a stuck trainer shows 0)")
+          double samplesPerSecond,
+      @JsonPropertyDescription("its recent training loss (null: none yet)") @Nullable Double loss,
+      @JsonPropertyDescription("when its status last answered (ms since the epoch; null: never)")
+          @Nullable
+          Long lastReport,
+      @JsonPropertyDescription("seconds since lastReport (null: never)") @Nullable
+          Double lagSeconds,
+      @JsonPropertyDescription("passes behind the job (null: its pass is unknown)") @Nullable
+          Integer passLag,
+      @JsonPropertyDescription("samples per second below half the median of the other trainers")
+          boolean straggler,
+      @JsonPropertyDescription("why its status could not be read (\"\" when it could)")
+          String error) {}
+
+  /** One event of the job. */
+  public record Event(
+      @JsonPropertyDescription("when (ms since the epoch)") long time,
+      @JsonPropertyDescription(
+              "leader, pass, job, pserver-restart, pserver-reinit, pserver-lost, trainer-joined,"
+                  + " trainer-left, task-failed, task-timeout, checkpoint, job-stopped")
+          String kind,
+      @JsonPropertyDescription("a sentence for a person") String message) {}
+}

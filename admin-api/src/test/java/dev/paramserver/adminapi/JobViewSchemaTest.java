@@ -1,0 +1,197 @@
+package dev.paramserver.adminapi;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.paramserver.testsupport.JsonSchemaCheck;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The published schema of {@code GET /admin/job} is the one the records give, and it accepts what
+ * the records write and nothing else (a field more or less, a null or a fraction where none may
+ * be).
+ */
+class JobViewSchemaTest {
+  private static final ObjectMapper JSON = new ObjectMapper();
+
+  /** A view with every kind of value: nulls, an empty map, an empty list, a list with a null. */
+  static JobView sample() {
+    return new JobView(
+        1_764_570_000_000L,
+        true,
+        new JobView.Job(
+            "RUNNING",
+            "",
+            "127.0.0.1:9091",
+            "127.0.0.1:8081",
+            1,
+            3,
+            new JobView.Tasks(4, 2, 6, 0),
+            12,
+            12_000,
+            1_764_569_940_000L,
+            60.0,
+            0.5,
+            null,
+            1200.0,
+            1300.0),
+        List.of(
+            new JobView.Pass(
+                0, 1_764_569_940_000L, 1_764_569_970_000L, 12_000, 0, 1, 0.51, 0.4, 0.91, null),
+            new JobView.Pass(1, 1_764_569_970_000L, null, 6000, 0, 0, null, null, null, null)),
+        new JobView.Series(
+            List.of(1.0, 2.0),
+            List.of(1, 1),
+            List.of(1100.0, 1200.0),
+            List.of(1250.0, 1300.0),
+            Arrays.asList(null, 0.3)),
+        List.of(
+            new JobView.Pserver(
+                0,
+                "127.0.0.1:9092",
+                "127.0.0.1:8082",
+                "SERVING",
+                1234,
+                1320,
+                Map.of("emb", 12L),
+                50.0,
+                50.0,
+                0.42,
+                12.0,
+                null,
+                false,
+                false,
+                ""),
+            new JobView.Pserver(
+                1,
+                "127.0.0.1:9093",
+                "",
+                "LOST",
+                0,
+                0,
+                Map.of(),
+                0,
+                0,
+                null,
+                null,
+                null,
+                false,
+                true,
+                "not registered in etcd")),
+        List.of(
+            new JobView.Trainer(
+                "trainer-0",
+                "127.0.0.1:8084",
+                "TRAINING",
+                1,
+                7L,
+                9000,
+                1000.0,
+                0.29,
+                1_764_570_000_000L,
+                0.0,
+                0,
+                false,
+                ""),
+            new JobView.Trainer(
+                "trainer-1",
+                "127.0.0.1:8085",
+                "UNREACHABLE",
+                -1,
+                null,
+                0,
+                0,
+                null,
+                null,
+                null,
+                null,
+                false,
+                "refused")),
+        List.of(new JobView.Event(1_764_569_940_000L, "leader", "master 127.0.0.1:9091 leads")));
+  }
+
+  @Test
+  void theCommittedSchemaIsTheOneTheRecordsGive() throws Exception {
+    assertCommittedIsGenerated();
+  }
+
+  static void assertCommittedIsGenerated() throws Exception {
+    String generated = JobViewSchema.generateText();
+    String published;
+    try (var in = JobViewSchema.class.getResourceAsStream(JobViewSchema.RESOURCE)) {
+      published = in == null ? "" : new String(in.readAllBytes(), StandardCharsets.UTF_8);
+    }
+    if (!generated.equals(published)) {
+      Path out = Path.of("target", "job-view.schema.json");
+      Files.writeString(out, generated, StandardCharsets.UTF_8);
+    }
+    assertThat(published)
+        .as(
+            "the records changed: if that is meant (the admin API changes), cp"
+                + " admin-api/target/job-view.schema.json"
+                + " admin-api/src/main/resources%s and say so in docs/console.md",
+            JobViewSchema.RESOURCE)
+        .isEqualTo(generated);
+  }
+
+  @Test
+  void whatTheRecordsWrite_isValid_andReadsBackTheSame() throws Exception {
+    JsonSchemaCheck schema = JsonSchemaCheck.of(JobViewSchema.published());
+    for (JobView v : List.of(sample(), JobView.unsampled(sample().events()))) {
+      JsonNode json = JSON.valueToTree(v);
+      assertThat(schema.errors(json)).as(json.toString()).isEmpty();
+      JobView back = JSON.treeToValue(json, JobView.class);
+      assertThat(back).isEqualTo(v);
+      assertThat((JsonNode) JSON.valueToTree(back)).isEqualTo(json);
+    }
+  }
+
+  @Test
+  void beforeTheFirstSample_onlyLeaderAnEmptyJobAndTheEventsAreWritten() {
+    JsonNode json = JSON.valueToTree(JobView.unsampled(List.of()));
+    assertThat(json.toString()).isEqualTo("{\"leader\":true,\"job\":{},\"events\":[]}");
+    assertThat(JobView.unsampled(List.of()).sampled()).isFalse();
+  }
+
+  @Test
+  void aFieldMoreOrLess_aNullOrAFractionWhereNoneMayBe_isRejected() {
+    JsonSchemaCheck schema = JsonSchemaCheck.of(JobViewSchema.published());
+    ObjectNode missing = JSON.valueToTree(sample());
+    ((ObjectNode) missing.path("pservers").get(0)).remove("hot");
+    assertThat(schema.errors(missing)).singleElement().asString().contains("hot");
+
+    ObjectNode extra = JSON.valueToTree(sample());
+    ((ObjectNode) extra.path("job")).put("color", "red");
+    // job is a Job or, before the first sample, {}: both alternatives say why they do not match
+    assertThat(schema.errors(extra)).anyMatch(e -> e.contains("'color' is not defined"));
+
+    ObjectNode nullState = JSON.valueToTree(sample());
+    ((ObjectNode) nullState.path("trainers").get(0)).putNull("state");
+    assertThat(schema.errors(nullState)).isNotEmpty();
+
+    ObjectNode fraction = JSON.valueToTree(sample());
+    ((ObjectNode) fraction.path("job").path("tasks")).put("todo", 1.5);
+    assertThat(schema.errors(fraction)).isNotEmpty();
+
+    ObjectNode nullRate = JSON.valueToTree(sample());
+    ((ArrayNode) nullRate.path("series").path("recordsPerSecond")).setNull(0);
+    assertThat(schema.errors(nullRate)).isNotEmpty();
+
+    ObjectNode nullLoss = JSON.valueToTree(sample());
+    ((ArrayNode) nullLoss.path("series").path("trainLoss")).setNull(1);
+    assertThat(schema.errors(nullLoss)).isEmpty();
+
+    ObjectNode noEvents = JSON.valueToTree(sample());
+    noEvents.remove("events");
+    assertThat(schema.errors(noEvents)).isNotEmpty();
+  }
+}
