@@ -39,6 +39,8 @@ import org.slf4j.LoggerFactory;
  * The parameters this pserver holds: dense float32 blocks and sparse tables with their optimizer
  * state. Thread-safe: definitions change under a write lock; pushes and pulls share a read lock and
  * lock each block (or sparse row) while they touch it, so concurrent pushes never lose an update.
+ * With a write-ahead log or a backup, pushes are logged and applied one at a time, in the log's
+ * order, which is the order a restart and the backup apply them in.
  *
  * <p>Before {@link #finishInit} every push and pull fails with NOT_INITIALIZED.
  */
@@ -69,6 +71,8 @@ public final class ParameterShard {
   private volatile SyncAggregator sync;
   private volatile Consumer<String> tableListener = name -> {};
   private final AppliedSteps applied = new AppliedSteps();
+  // Held while a logged push is logged, handed to the backup and applied (see logAndApply).
+  private final Object order = new Object();
   private volatile PushLog pushLog = PushLog.NONE;
   private volatile Replica replica;
   private volatile int backupOf = -1;
@@ -248,30 +252,54 @@ public final class ParameterShard {
     return reached;
   }
 
-  /** Appends the requests to the log (first: a push that cannot be logged is not applied). */
+  /**
+   * Appends the requests to the log (first: a push that cannot be logged is not applied), hands the
+   * record to the backup and applies it, all three in one order: a restart replays the log, and a
+   * backup applies the records, in the log's order, so the shard applies them in that order too (an
+   * optimizer with state, such as Adam, gives another result in another order). The log's fsync
+   * ({@code wal.sync=always}) is waited for after that, outside the order, so that concurrent
+   * pushes still share one fsync.
+   */
   private long logAndApply(ValidatedPush push, List<PushGradientsRequest> requests, boolean log) {
     Replica r = replica;
-    if (log && (pushLog.enabled() || r != null)) {
-      WalRecord record = WalRecord.newBuilder().addAllPushes(requests).setInitId(initId).build();
+    if (!log || (!pushLog.enabled() && r == null)) {
+      Gradients.apply(push);
+      return step.incrementAndGet();
+    }
+    WalRecord record = WalRecord.newBuilder().addAllPushes(requests).setInitId(initId).build();
+    PushLog.Written written;
+    long reached;
+    synchronized (order) {
       try {
-        pushLog.append(record);
+        written = pushLog.write(record);
       } catch (UncheckedIOException e) {
-        String why =
-            "pserver "
-                + index
-                + " cannot write its write-ahead log ("
-                + e.getMessage()
-                + "): it serves nothing until restarted";
-        holdCalls(why);
-        ParameterShard.log.error(why, e);
-        throw new ServiceException(ErrorReason.SHUTTING_DOWN, why);
+        throw logFailed(e);
       }
       if (r != null) {
         r.append(record);
       }
+      Gradients.apply(push);
+      reached = step.incrementAndGet();
     }
-    Gradients.apply(push);
-    return step.incrementAndGet();
+    try {
+      written.awaitDurable();
+    } catch (UncheckedIOException e) {
+      // Applied but not durable: the push is not acknowledged, and nothing is served any more.
+      throw logFailed(e);
+    }
+    return reached;
+  }
+
+  private ServiceException logFailed(UncheckedIOException e) {
+    String why =
+        "pserver "
+            + index
+            + " cannot write its write-ahead log ("
+            + e.getMessage()
+            + "): it serves nothing until restarted";
+    holdCalls(why);
+    ParameterShard.log.error(why, e);
+    return new ServiceException(ErrorReason.SHUTTING_DOWN, why);
   }
 
   /**
