@@ -71,6 +71,8 @@ final class PrimaryReplicator implements Replica, AutoCloseable {
     final ShardReplicationGrpc.ShardReplicationFutureStub future;
     Phase phase = Phase.NEEDS_COPY;
     long generation;
+    // Records sent after the current copy's cut: the last one's sequence number.
+    long sequence;
 
     Backup(String address, ChannelFactory channels) {
       this.address = address;
@@ -176,8 +178,8 @@ final class PrimaryReplicator implements Replica, AutoCloseable {
   }
 
   /**
-   * Sends the record to the backup without waiting (the caller holds the shard's read lock and, for
-   * one trainer's pushes, a lock they share): {@link #settle} waits for the answer.
+   * Sends the record to the backup without waiting (the caller holds the shard's read lock and its
+   * order lock, so records come in the log's order): {@link #settle} waits for the answer.
    */
   @Override
   public void append(WalRecord record) {
@@ -186,12 +188,16 @@ final class PrimaryReplicator implements Replica, AutoCloseable {
       return;
     }
     long generation;
+    long sequence;
     long seq;
     synchronized (this) {
       if (b.phase == Phase.NEEDS_COPY) {
         return; // the copy, cut after this push, holds it
       }
       generation = b.generation;
+      // the shard calls this in its log's order (under its order lock): the backup applies the
+      // records in the order of these numbers
+      sequence = ++b.sequence;
       seq = ++issued;
       outstanding.add(seq);
     }
@@ -203,6 +209,7 @@ final class PrimaryReplicator implements Replica, AutoCloseable {
                     .setIndex(index)
                     .setEpoch(epoch)
                     .setGeneration(generation)
+                    .setSequence(sequence)
                     .setRecord(record)
                     .build());
     Futures.addCallback(
@@ -364,6 +371,7 @@ final class PrimaryReplicator implements Replica, AutoCloseable {
               () -> {
                 synchronized (this) {
                   b.generation++;
+                  b.sequence = 0;
                   b.phase = Phase.COPYING;
                   generation[0] = b.generation;
                 }
