@@ -349,6 +349,13 @@ final class PrimaryReplicator implements Replica, AutoCloseable {
       } catch (InterruptedException e) {
         return;
       }
+      synchronized (this) {
+        // a copy that failed after its cut left the backup "copying": it needs one again, or this
+        // loop would stop and every push wait the replication timeout for a copy that never comes
+        if (backup == b && b.phase == Phase.COPYING) {
+          b.phase = Phase.NEEDS_COPY;
+        }
+      }
       try {
         Thread.sleep(backoff);
       } catch (InterruptedException e) {
