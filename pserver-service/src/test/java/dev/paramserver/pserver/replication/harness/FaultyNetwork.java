@@ -13,7 +13,9 @@ import java.util.Collections;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentSkipListSet;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -69,6 +71,9 @@ final class FaultyNetwork implements ClientInterceptor, AutoCloseable {
   // Guarded by this: the calls held now, released together.
   private List<FaultyCall<?, ?>> held = new ArrayList<>();
   private volatile boolean healed;
+  private final AtomicInteger reordered = new AtomicInteger();
+  // By method: the calls made that neither reached the server nor failed yet.
+  private final Map<String, ConcurrentSkipListSet<Integer>> unsent = new ConcurrentHashMap<>();
 
   /**
    * @param plans the faults of each method's calls, by bare method name ("Replicate", "Fill")
@@ -93,6 +98,11 @@ final class FaultyNetwork implements ClientInterceptor, AutoCloseable {
     releaseHeld();
   }
 
+  /** How many calls reached the server before a call of their method made earlier. */
+  int reordered() {
+    return reordered.get();
+  }
+
   /** How many calls met a fault of {@code kind}, for statistics. */
   int met(Kind kind) {
     AtomicInteger n = met.get(kind);
@@ -107,7 +117,18 @@ final class FaultyNetwork implements ClientInterceptor, AutoCloseable {
     List<Fault> plan = plans.getOrDefault(name, List.of());
     Fault fault = healed || n >= plan.size() ? Fault.PASS : plan.get(n);
     met.computeIfAbsent(fault.kind(), k -> new AtomicInteger()).incrementAndGet();
-    return new FaultyCall<>(this, fault, () -> next.newCall(method, options));
+    Set<Integer> pending = this.unsent.computeIfAbsent(name, k -> new ConcurrentSkipListSet<>());
+    pending.add(n);
+    return new FaultyCall<>(this, fault, () -> next.newCall(method, options), () -> sent(name, n));
+  }
+
+  /** Call {@code n} of {@code method} reached the server, or failed without reaching it. */
+  private void sent(String method, int n) {
+    ConcurrentSkipListSet<Integer> unsent = this.unsent.get(method);
+    if (unsent.first() < n) {
+      reordered.incrementAndGet();
+    }
+    unsent.remove(n);
   }
 
   private void hold(FaultyCall<?, ?> call) {
@@ -152,6 +173,7 @@ final class FaultyNetwork implements ClientInterceptor, AutoCloseable {
     private final FaultyNetwork network;
     private final Fault fault;
     private final Supplier<ClientCall<ReqT, RespT>> real;
+    private final Runnable onSent;
     // Guarded by this.
     private Listener<RespT> listener;
     private Metadata headers;
@@ -161,10 +183,15 @@ final class FaultyNetwork implements ClientInterceptor, AutoCloseable {
     private boolean finished;
     private ClientCall<ReqT, RespT> delegate;
 
-    FaultyCall(FaultyNetwork network, Fault fault, Supplier<ClientCall<ReqT, RespT>> real) {
+    FaultyCall(
+        FaultyNetwork network,
+        Fault fault,
+        Supplier<ClientCall<ReqT, RespT>> real,
+        Runnable onSent) {
       this.network = network;
       this.fault = fault;
       this.real = real;
+      this.onSent = onSent;
     }
 
     @Override
@@ -193,6 +220,7 @@ final class FaultyNetwork implements ClientInterceptor, AutoCloseable {
         }
         finished = true;
         l = listener;
+        onSent.run();
       }
       l.onClose(status, new Metadata());
     }
@@ -203,6 +231,7 @@ final class FaultyNetwork implements ClientInterceptor, AutoCloseable {
         if (finished || delegate != null) {
           return;
         }
+        onSent.run();
         delegate = real.get();
         delegate.start(listener, headers);
         if (requested > 0) {

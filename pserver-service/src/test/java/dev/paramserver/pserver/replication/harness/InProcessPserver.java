@@ -42,6 +42,7 @@ import org.springframework.util.unit.DataSize;
  */
 final class InProcessPserver implements AutoCloseable {
   static final int INDEX = 0;
+  private static final AtomicInteger INSTANCES = new AtomicInteger();
 
   final String name;
   final ParameterShard shard;
@@ -54,12 +55,14 @@ final class InProcessPserver implements AutoCloseable {
   private final Server server;
   private Lease lease;
   private final AtomicInteger promoted = new AtomicInteger(-1);
+  private final SimpleMeterRegistry metrics = new SimpleMeterRegistry();
 
   InProcessPserver(
       String name, InMemoryCoordinator coordinator, FaultyNetwork network, Duration timeout) {
-    this.name = name;
+    // unique in the JVM: a try that timed out may still hold its servers' names
+    this.name = name + "-" + INSTANCES.incrementAndGet();
     this.coordinator = coordinator;
-    this.dir = TempDirs.create("replication-harness-" + name);
+    this.dir = TempDirs.create("replication-harness-" + this.name);
     PserverProperties properties = properties(dir, timeout);
     this.shard = new ParameterShard(true);
     this.checkpoints = new CheckpointService(shard, coordinator, properties);
@@ -68,13 +71,12 @@ final class InProcessPserver implements AutoCloseable {
     ObjectProvider<CheckpointService> cs = beans.getBeanProvider(CheckpointService.class);
     ObjectProvider<ShardPersistence> persistence = beans.getBeanProvider(ShardPersistence.class);
     this.replication =
-        new Replication(
-            coordinator, shard, properties, cs, persistence, channels, new SimpleMeterRegistry());
-    this.transport = Executors.newSingleThreadExecutor(r -> daemon(r, name + "-transport"));
-    this.blocking = Executors.newFixedThreadPool(4, r -> daemon(r, name + "-blocking"));
+        new Replication(coordinator, shard, properties, cs, persistence, channels, metrics);
+    this.transport = Executors.newSingleThreadExecutor(r -> daemon(r, this.name + "-transport"));
+    this.blocking = Executors.newFixedThreadPool(8, r -> daemon(r, this.name + "-blocking"));
     try {
       this.server =
-          InProcessServerBuilder.forName(name)
+          InProcessServerBuilder.forName(this.name)
               .executor(transport)
               .addService(new ShardReplicationGrpcService(replication, blocking))
               .build()
@@ -125,6 +127,12 @@ final class InProcessPserver implements AutoCloseable {
     if (lease != null) {
       lease.revoke();
     }
+  }
+
+  /** Pushes this primary answered without its backup's acknowledgement (the metric). */
+  long unreplicated() {
+    return (long)
+        metrics.get("paramserver.pserver.replication.unreplicated").functionCounter().count();
   }
 
   /** This pserver's part in the replication, as its status reports it. */

@@ -19,16 +19,22 @@ final class ReplicaPair implements AutoCloseable {
   static final Duration REPLICATION_TIMEOUT = Duration.ofSeconds(5);
 
   final InMemoryCoordinator coordinator = new InMemoryCoordinator();
+
+  /** The primary's calls to its backup. */
   final FaultyNetwork network;
+
+  /** The backup's calls to a backup of its own, once it took over: the same plan, run again. */
+  final FaultyNetwork backupNetwork;
+
   final InProcessPserver primary;
   final InProcessPserver backup;
   private final List<AutoCloseable> others = new ArrayList<>();
 
   ReplicaPair(Schedule schedule) {
     this.network = schedule.network();
+    this.backupNetwork = schedule.network();
     this.primary = new InProcessPserver("ps-a", coordinator, network, REPLICATION_TIMEOUT);
-    this.backup =
-        new InProcessPserver("ps-b", coordinator, FaultyNetwork.reliable(), REPLICATION_TIMEOUT);
+    this.backup = new InProcessPserver("ps-b", coordinator, backupNetwork, REPLICATION_TIMEOUT);
   }
 
   /**
@@ -96,7 +102,8 @@ final class ReplicaPair implements AutoCloseable {
   }
 
   /** Another pserver on this pair's coordinator (closed with the pair). */
-  InProcessPserver another(String name, FaultyNetwork outbound) {
+  InProcessPserver another(String name) {
+    FaultyNetwork outbound = FaultyNetwork.reliable();
     InProcessPserver p = new InProcessPserver(name, coordinator, outbound, REPLICATION_TIMEOUT);
     others.add(p);
     others.add(outbound);
@@ -115,6 +122,7 @@ final class ReplicaPair implements AutoCloseable {
     backup.close();
     primary.close();
     network.close();
+    backupNetwork.close();
     coordinator.close();
   }
 }
