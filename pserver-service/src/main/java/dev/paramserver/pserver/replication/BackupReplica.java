@@ -2,14 +2,13 @@ package dev.paramserver.pserver.replication;
 
 import dev.paramserver.coordination.KeyValueStore;
 import dev.paramserver.proto.v1.ErrorReason;
-import dev.paramserver.proto.v1.ReplicaRole;
 import dev.paramserver.proto.v1.ReplicateRequest;
 import dev.paramserver.proto.v1.ReplicateResponse;
 import dev.paramserver.proto.v1.WalRecord;
 import dev.paramserver.pserver.checkpoint.CheckpointService;
 import dev.paramserver.pserver.checkpoint.CheckpointStore;
+import dev.paramserver.pserver.role.ShardLifecycle;
 import dev.paramserver.pserver.shard.ParameterShard;
-import dev.paramserver.pserver.shard.Replica;
 import dev.paramserver.rpc.ServiceException;
 import java.io.IOException;
 import java.nio.file.Path;
@@ -26,10 +25,11 @@ import org.slf4j.LoggerFactory;
  * {@code ps/<index>}, which it follows in etcd. When that key vanishes (the primary's lease ended)
  * it asks for a takeover.
  */
-final class BackupReplica implements Replica, AutoCloseable {
+final class BackupReplica implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(BackupReplica.class);
 
   private final ParameterShard shard;
+  private final ShardLifecycle lifecycle;
   private final int index;
   private final KeyValueStore kv;
   private final String primaryKey;
@@ -50,12 +50,14 @@ final class BackupReplica implements Replica, AutoCloseable {
 
   BackupReplica(
       ParameterShard shard,
+      ShardLifecycle lifecycle,
       int index,
       KeyValueStore kv,
       String primaryKey,
       Duration timeout,
       Consumer<BackupReplica> onPrimaryGone) {
     this.shard = shard;
+    this.lifecycle = lifecycle;
     this.index = index;
     this.kv = kv;
     this.primaryKey = primaryKey;
@@ -96,7 +98,7 @@ final class BackupReplica implements Replica, AutoCloseable {
       epoch = createRevision;
       installed = -1;
       appliedSequence = 0;
-      synced = false;
+      setSynced(false);
       notifyAll();
     }
   }
@@ -124,19 +126,6 @@ final class BackupReplica implements Replica, AutoCloseable {
   synchronized boolean synced() {
     return synced && !closed;
   }
-
-  @Override
-  public ReplicaRole role() {
-    return synced() ? ReplicaRole.REPLICA_BACKUP_SYNCED : ReplicaRole.REPLICA_BACKUP_FILLING;
-  }
-
-  @Override
-  public void append(WalRecord record) {
-    throw new IllegalStateException("a backup logs nothing of its own");
-  }
-
-  @Override
-  public void settle() {}
 
   /** Fails unless {@code callEpoch} is the current primary's (re-read from etcd if newer). */
   private synchronized void checkEpoch(long callEpoch) {
@@ -240,7 +229,15 @@ final class BackupReplica implements Replica, AutoCloseable {
         "backup of shard {}: cannot apply a record (another initialisation or copy): waiting for a"
             + " new copy",
         index);
-    synced = false;
+    setSynced(false);
+  }
+
+  /** Guarded by this: whether this backup holds every update, told to the lifecycle. */
+  private void setSynced(boolean value) {
+    synced = value;
+    if (!closed) {
+      lifecycle.backupSynced(index, value);
+    }
   }
 
   /**
@@ -292,9 +289,9 @@ final class BackupReplica implements Replica, AutoCloseable {
         if (replaced && epoch == callEpoch && !closed) {
           installed = generation;
           appliedSequence = 0;
-          synced = true;
+          setSynced(true);
         } else if (replaced) {
-          synced = false;
+          setSynced(false);
         }
         notifyAll();
       }

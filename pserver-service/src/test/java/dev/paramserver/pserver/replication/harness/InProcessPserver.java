@@ -6,9 +6,11 @@ import dev.paramserver.proto.v1.ReplicaRole;
 import dev.paramserver.proto.v1.ShardCheckpoint;
 import dev.paramserver.pserver.PserverProperties;
 import dev.paramserver.pserver.checkpoint.CheckpointService;
-import dev.paramserver.pserver.registration.ShardPersistence;
 import dev.paramserver.pserver.replication.Replication;
 import dev.paramserver.pserver.replication.ShardReplicationGrpcService;
+import dev.paramserver.pserver.role.ShardLifecycle;
+import dev.paramserver.pserver.role.ShardPersistence;
+import dev.paramserver.pserver.role.ShardRole;
 import dev.paramserver.pserver.shard.ParameterShard;
 import dev.paramserver.pserver.wal.WriteAheadLog;
 import dev.paramserver.rpc.ChannelFactory;
@@ -46,6 +48,7 @@ final class InProcessPserver implements AutoCloseable {
 
   final String name;
   final ParameterShard shard;
+  final ShardLifecycle lifecycle;
   final CheckpointService checkpoints;
   final Replication replication;
   private final InMemoryCoordinator coordinator;
@@ -65,13 +68,13 @@ final class InProcessPserver implements AutoCloseable {
     this.dir = TempDirs.create("replication-harness-" + this.name);
     PserverProperties properties = properties(dir, timeout);
     this.shard = new ParameterShard(true);
+    this.lifecycle = new ShardLifecycle(shard);
     this.checkpoints = new CheckpointService(shard, coordinator, properties);
     ChannelFactory channels = new InProcessChannels(network);
     StaticListableBeanFactory beans = new StaticListableBeanFactory(Map.of("cs", checkpoints));
-    ObjectProvider<CheckpointService> cs = beans.getBeanProvider(CheckpointService.class);
     ObjectProvider<ShardPersistence> persistence = beans.getBeanProvider(ShardPersistence.class);
     this.replication =
-        new Replication(coordinator, shard, properties, cs, persistence, channels, metrics);
+        new Replication(coordinator, shard, lifecycle, properties, persistence, channels, metrics);
     this.transport = Executors.newSingleThreadExecutor(r -> daemon(r, this.name + "-transport"));
     this.blocking = Executors.newFixedThreadPool(8, r -> daemon(r, this.name + "-blocking"));
     try {
@@ -99,11 +102,9 @@ final class InProcessPserver implements AutoCloseable {
     if (!kv.putIfAbsent(coordinator.keys().ps(INDEX), address(), lease)) {
       throw new IllegalStateException("ps/" + INDEX + " is taken");
     }
-    shard.holdCalls(name + " is loading its checkpoint");
-    shard.setIndex(-1);
-    checkpoints.load(INDEX);
-    shard.setIndex(INDEX);
-    shard.releaseCalls();
+    if (lifecycle.claimed(INDEX)) {
+      checkpoints.load(INDEX);
+    }
     replication.becomePrimary(INDEX, lease);
   }
 
@@ -137,12 +138,12 @@ final class InProcessPserver implements AutoCloseable {
 
   /** This pserver's part in the replication, as its status reports it. */
   ReplicaRole role() {
-    return shard.status().getReplicaRole();
+    return lifecycle.status().getReplicaRole();
   }
 
   /** True once this backup took the shard over and serves it. */
   boolean promoted() {
-    return promoted.get() == INDEX && role() == ReplicaRole.REPLICA_PRIMARY;
+    return promoted.get() == INDEX && lifecycle.role() == ShardRole.PRIMARY;
   }
 
   /** The whole shard with optimizer state and applied-push records. */

@@ -26,7 +26,7 @@ class ReplicaTakeoverPropertyTest {
 
   // a jqwik property, outside JUnit Jupiter's default timeout: each try is bounded by the harness's
   // waits, the run by the tries and BOUNDED shrinking (10 s)
-  @Property(tries = 10, shrinking = ShrinkingMode.BOUNDED)
+  @Property(shrinking = ShrinkingMode.BOUNDED)
   void takenOverBackup_servesThePrimarysState_andGoesOn(@ForAll("schedules") Schedule schedule)
       throws Exception {
     try (ReplicaPair pair = new ReplicaPair(schedule)) {
