@@ -1,8 +1,5 @@
 package dev.paramserver.localcluster;
 
-import java.io.IOException;
-import java.io.RandomAccessFile;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 
 /**
@@ -20,14 +17,8 @@ final class ExitReason {
 
   /** The reason in the last incarnation's part of {@code log}, or null when it logged none. */
   static String in(Path log) {
-    String tail;
-    try (RandomAccessFile f = new RandomAccessFile(log.toFile(), "r")) {
-      long start = Math.max(0, f.length() - TAIL_BYTES);
-      byte[] bytes = new byte[(int) (f.length() - start)];
-      f.seek(start);
-      f.readFully(bytes);
-      tail = new String(bytes, StandardCharsets.UTF_8);
-    } catch (IOException e) {
+    String tail = LogTail.of(log, TAIL_BYTES);
+    if (tail == null) {
       return null;
     }
     int incarnation = tail.lastIndexOf(INCARNATION);
