@@ -1,6 +1,7 @@
 package dev.paramserver.pserver;
 
 import dev.paramserver.coordination.Coordinator;
+import dev.paramserver.pserver.role.ShardLifecycle;
 import dev.paramserver.pserver.shard.ParameterShard;
 import dev.paramserver.pserver.shard.SyncAggregator;
 import dev.paramserver.pserver.sparse.EvictionPolicy;
@@ -45,12 +46,16 @@ public class PserverConfiguration {
 
   @Bean
   ParameterShard parameterShard(PserverProperties properties) {
-    ParameterShard shard =
-        new ParameterShard(properties.rejectNonFinite(), sparseSettings(properties.sparse()));
-    // Until the index is claimed (and its checkpoint loaded) calls are answered UNAVAILABLE.
-    shard.holdCalls(
-        "pserver is starting (claiming its index, loading its checkpoint): retry shortly");
-    return shard;
+    return new ParameterShard(properties.rejectNonFinite(), sparseSettings(properties.sparse()));
+  }
+
+  /**
+   * The one owner of the shard's role. Until the index is claimed (and its checkpoint loaded) calls
+   * are answered UNAVAILABLE.
+   */
+  @Bean
+  ShardLifecycle shardLifecycle(ParameterShard shard) {
+    return new ShardLifecycle(shard);
   }
 
   /** The domain settings of the sparse tables; a 0 cap means none. */

@@ -72,7 +72,7 @@ public final class PserverMetrics {
         .description("Seconds the last checkpoint took to write (0 for a loaded one)")
         .baseUnit("seconds")
         .register(registry);
-    shard.onTableDefined(name -> registerTable(registry, shard, name));
+    shard.events().onTableDefined(name -> registerTable(registry, shard, name));
     shard.sparseTables().forEach(t -> registerTable(registry, shard, t.name()));
   }
 

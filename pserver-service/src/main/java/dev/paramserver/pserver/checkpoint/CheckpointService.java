@@ -1,12 +1,11 @@
 package dev.paramserver.pserver.checkpoint;
 
 import dev.paramserver.coordination.Coordinator;
-import dev.paramserver.coordination.KeyValueStore;
 import dev.paramserver.proto.v1.CheckpointMeta;
 import dev.paramserver.proto.v1.ShardCheckpoint;
 import dev.paramserver.proto.v1.SparseTableCheckpoint;
 import dev.paramserver.pserver.PserverProperties;
-import dev.paramserver.pserver.registration.ShardPersistence;
+import dev.paramserver.pserver.role.ShardPersistence;
 import dev.paramserver.pserver.shard.ParameterShard;
 import dev.paramserver.pserver.shard.ShardRestore;
 import dev.paramserver.pserver.wal.WriteAheadLog;
@@ -14,7 +13,6 @@ import dev.paramserver.service.LifecyclePhases;
 import dev.paramserver.storage.S3Settings;
 import dev.paramserver.storage.Storage;
 import java.time.Duration;
-import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -57,6 +55,7 @@ public final class CheckpointService implements ShardPersistence, SmartLifecycle
   private final int desired;
   // Job-wide checkpoints, or null when checkpoint-consistency is independent.
   private final JobCheckpoints job;
+  private final CheckpointLoader loader;
   // The log segment of the newest checkpoint written or loaded (0: none).
   private long lastCut;
 
@@ -93,6 +92,7 @@ public final class CheckpointService implements ShardPersistence, SmartLifecycle
         properties.checkpointConsistency() == PserverProperties.CheckpointConsistency.JOB
             ? new JobCheckpoints(shard, coordinator.kv(), coordinator.keys(), store)
             : null;
+    this.loader = new CheckpointLoader(shard, store, coordinator, job);
     PserverProperties.Wal w = properties.wal();
     this.wal =
         w.enabled()
@@ -102,7 +102,7 @@ public final class CheckpointService implements ShardPersistence, SmartLifecycle
                 w.batchInterval())
             : null;
     if (wal != null) {
-      shard.onInitialised(this::checkpointInitialised);
+      shard.events().onInitialised(this::checkpointInitialised);
     }
   }
 
@@ -124,7 +124,7 @@ public final class CheckpointService implements ShardPersistence, SmartLifecycle
   }
 
   /** Replays the log after checkpoint segment {@code fromSegment}, then logs to a new segment. */
-  private synchronized void openLog(int index, long fromSegment) {
+  private void openLog(int index, long fromSegment) {
     openLog(index, fromSegment, true);
   }
 
@@ -176,124 +176,25 @@ public final class CheckpointService implements ShardPersistence, SmartLifecycle
   }
 
   /**
-   * Loads the newest readable checkpoint of {@code index}, streaming its table rows into fresh row
-   * stores: the shard is emptied first (its calls are held meanwhile), so memory holds one copy of
-   * the tables plus one entry being read, never the old content beside the new.
+   * Loads the newest state of {@code index} (see {@link CheckpointLoader}) and replays the log
+   * after it. A restored job-wide checkpoint sets the log aside instead, and a checkpoint of the
+   * restored state is written at once, so that a later restart of this shard alone comes back to it
+   * plus what follows.
    */
   @Override
   public void load(int index) {
-    if (job != null && loadJobCheckpoint(index)) {
-      return;
-    }
-    shard.reset();
-    Optional<CheckpointStore.Loaded> loaded = store.load(index, () -> restorer(shard));
-    if (loaded.isEmpty()) {
-      shard.reset();
-      last = null;
-      openLog(index, 0);
-      return;
-    }
-    ShardCheckpoint cp = loaded.get().checkpoint();
-    log.info(
-        "pserver {} loaded checkpoint {} at step {}", index, loaded.get().path(), cp.getStep());
-    last = new LastCheckpoint(loaded.get().path(), cp.getStep(), cp.getCreatedMs(), 0);
-    openLog(index, cp.getWalSegment());
-  }
-
-  /**
-   * Restores this shard's part of the newest complete job-wide checkpoint, if there is one and the
-   * job is not running (see {@link #runningSince}: the job, or all its pservers and trainers,
-   * restart). The write-ahead log after it is set aside, and a checkpoint of the restored state is
-   * written at once, so that a later restart of this shard alone comes back to it plus what
-   * follows.
-   *
-   * @return true if it was restored
-   */
-  private boolean loadJobCheckpoint(int index) {
-    Optional<JobCheckpoints.Complete> complete;
-    try {
-      complete = job.newestComplete();
-      if (complete.isEmpty() || !complete.get().shards().containsKey(index)) {
-        log.info("no complete job-wide checkpoint: pserver {} loads its own newest", index);
-        return false;
-      }
-      if (complete.get().restoredBy().contains(index)) {
-        log.info(
-            "pserver {} restored job-wide checkpoint {} before: it loads its own newest checkpoint"
-                + " and log, which go on from there",
-            index,
-            complete.get().id());
-        return false;
-      }
-      Optional<String> running = runningSince(index, complete.get().revision());
-      if (running.isPresent()) {
-        log.info(
-            "pserver {} restarts into a running job ({} registered before job-wide checkpoint {}"
-                + " was complete is still there): it loads its own newest checkpoint and log",
-            index,
-            running.get(),
-            complete.get().id());
-        return false;
-      }
-    } catch (RuntimeException e) {
-      log.warn("cannot read the job-wide checkpoints: {}", e.toString());
-      return false;
-    }
-    JobCheckpoints.Complete c = complete.get();
-    CheckpointMeta meta = c.shards().get(index);
-    shard.reset();
-    try {
-      store.loadFile(meta, restorer(shard));
-    } catch (java.io.IOException | RuntimeException e) {
-      shard.reset();
-      log.error(
-          "job-wide checkpoint {} of pserver {} ({}) is unreadable: loading its own newest"
-              + " checkpoint instead",
-          c.id(),
-          index,
-          meta.getPath(),
-          e);
-      return false;
-    }
-    log.info(
-        "pserver {} restored job-wide checkpoint {} at step {} from {}: every shard of the job"
-            + " restores the same step",
-        index,
-        c.id(),
-        c.step(),
-        meta.getPath());
-    last = new LastCheckpoint(meta.getPath(), c.step(), meta.getTimestampMs(), 0);
-    openLog(index, 0, false);
-    try {
-      checkpointNow();
-      // a later restart of this shard alone (the job goes on from here) must not restore it again
-      job.markRestored(c.id(), index);
-    } catch (RuntimeException e) {
-      log.error("checkpoint of the restored job-wide state of pserver {} failed", index, e);
-    }
-    return true;
-  }
-
-  /**
-   * Whether the job is still running: a trainer ({@code trainers/<id>}) or another pserver ({@code
-   * ps/<idx>}) whose registration is older than {@code revision} (when the newest job-wide
-   * checkpoint became complete) is still registered, so it trained or served past that checkpoint.
-   * After a restart of the job every registration is newer (trainers and pservers of the new run
-   * may register in any order).
-   *
-   * @return the key of such a registration, or empty
-   */
-  private Optional<String> runningSince(int index, long revision) {
-    String own = coordinator.keys().ps(index);
-    for (String prefix :
-        List.of(coordinator.keys().trainersPrefix(), coordinator.keys().psPrefix())) {
-      for (KeyValueStore.KeyValue k : coordinator.kv().getPrefix(prefix)) {
-        if (k.createRevision() < revision && !k.key().equals(own)) {
-          return Optional.of(k.key().substring(coordinator.keys().prefix().length()));
-        }
+    CheckpointLoader.Loaded loaded = loader.load(index);
+    last = loaded.last();
+    openLog(index, loaded.fromSegment(), loaded.replay());
+    if (loaded.restoredJob() >= 0) {
+      try {
+        checkpointNow();
+        // a later restart of this shard alone (the job goes on from here) must not restore it
+        job.markRestored(loaded.restoredJob(), index);
+      } catch (RuntimeException e) {
+        log.error("checkpoint of the restored job-wide state of pserver {} failed", index, e);
       }
     }
-    return Optional.empty();
   }
 
   /**
@@ -328,22 +229,23 @@ public final class CheckpointService implements ShardPersistence, SmartLifecycle
   }
 
   /**
-   * Makes the state the shard holds in memory that of {@code index} (a backup taking over its
+   * The state the shard holds in memory becomes that of {@code index} (a backup taking over its
    * shard): the log of {@code index} starts afresh (segments this process kept from an earlier life
-   * are deleted, they describe another state), and a checkpoint is written at once, the base the
-   * new log replays onto.
+   * are deleted, they describe another state). {@link #checkpoint} once the shard carries the index
+   * writes the base the new log replays onto.
    */
-  public void adopt(int index) {
+  @Override
+  public void startLog(int index) {
     last = null;
     openLog(index, 0);
-    shard.setIndex(index);
+  }
+
+  @Override
+  public void checkpoint() {
     checkpointNow();
   }
 
-  /**
-   * Deletes the log segments this process holds for {@code index} (it becomes a backup: its state
-   * will come from the primary, and old segments must not be replayed onto another state later).
-   */
+  @Override
   public synchronized void discardLog(int index) {
     if (wal != null) {
       wal.open(index, 0, record -> false);
@@ -420,14 +322,14 @@ public final class CheckpointService implements ShardPersistence, SmartLifecycle
   }
 
   /**
-   * Graceful shutdown (phase {@link LifecyclePhases#ROLE}, after the gRPC server drained its
-   * calls): stops taking pushes and writes a final checkpoint.
+   * Graceful shutdown (phase {@link LifecyclePhases#ROLE}, after the gRPC server drained its calls,
+   * which the role lifecycle stopped taking at the start of the shutdown): writes a final
+   * checkpoint.
    */
   @Override
   public void stop() {
     stopTimer();
     running = false;
-    shard.beginDraining();
     try {
       checkpointNow()
           .ifPresent(m -> log.info("final checkpoint at step {}: {}", m.getStep(), m.getPath()));

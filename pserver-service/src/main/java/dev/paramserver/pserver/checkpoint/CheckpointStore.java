@@ -1,11 +1,6 @@
 package dev.paramserver.pserver.checkpoint;
 
-import com.google.protobuf.ByteString;
-import com.google.protobuf.CodedInputStream;
-import com.google.protobuf.CodedOutputStream;
-import com.google.protobuf.ExtensionRegistryLite;
 import com.google.protobuf.InvalidProtocolBufferException;
-import com.google.protobuf.WireFormat;
 import dev.paramserver.coordination.CoordinationException;
 import dev.paramserver.coordination.JobKeys;
 import dev.paramserver.coordination.KeyValueStore;
@@ -15,7 +10,6 @@ import dev.paramserver.proto.v1.SparseTableCheckpoint;
 import dev.paramserver.storage.Location;
 import dev.paramserver.storage.S3Settings;
 import dev.paramserver.storage.Storage;
-import java.io.BufferedInputStream;
 import java.io.BufferedOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
@@ -25,17 +19,13 @@ import java.nio.channels.Channels;
 import java.nio.channels.FileChannel;
 import java.nio.file.AtomicMoveNotSupportedException;
 import java.nio.file.Files;
-import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.Optional;
 import java.util.UUID;
 import java.util.function.Supplier;
 import java.util.zip.CRC32;
-import java.util.zip.CheckedInputStream;
 import java.util.zip.CheckedOutputStream;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -350,12 +340,12 @@ public final class CheckpointStore {
    * tests): see {@link #load(int, Supplier)}.
    */
   public Optional<Loaded> load(int index) {
-    Whole[] last = {null};
+    CheckpointReader.Whole[] last = {null};
     Optional<Loaded> loaded =
         load(
             index,
             () -> {
-              last[0] = new Whole();
+              last[0] = new CheckpointReader.Whole();
               return last[0];
             });
     return loaded.map(l -> new Loaded(last[0].checkpoint(), l.path(), l.crc32(), l.fallback()));
@@ -366,7 +356,7 @@ public final class CheckpointStore {
     try {
       ShardCheckpoint header;
       try (InputStream in = storage.openStream(path)) {
-        header = read(in, path, crc, restorer);
+        header = CheckpointReader.read(in, path, crc, restorer);
       }
       restorer.install(header);
       return new Loaded(header, path, Integer.toUnsignedLong(crc), fallback);
@@ -376,115 +366,15 @@ public final class CheckpointStore {
     }
   }
 
-  /** Collects a checkpoint whole. */
-  private static final class Whole implements Restorer {
-    private final List<SparseTableCheckpoint> tables = new ArrayList<>();
-    private ShardCheckpoint header;
-
-    @Override
-    public void table(ShardCheckpoint headerSoFar, SparseTableCheckpoint table) {
-      tables.add(table);
-    }
-
-    @Override
-    public void install(ShardCheckpoint header) {
-      this.header = header;
-    }
-
-    @Override
-    public void discard() {
-      tables.clear();
-    }
-
-    ShardCheckpoint checkpoint() {
-      return header.toBuilder().addAllSparseTables(tables).build();
-    }
-  }
-
   /** Reads a whole checkpoint file into memory, checking its CRC-32 (tools and tests). */
   static ShardCheckpoint read(String path, int expectedCrc) throws IOException {
-    Whole whole = new Whole();
-    whole.install(read(path, expectedCrc, whole));
-    return whole.checkpoint();
+    return CheckpointReader.read(path, expectedCrc);
   }
 
-  /**
-   * Reads a checkpoint file as a stream, one top-level field at a time, computing its CRC-32 as the
-   * bytes go by: sparse-table entries go to {@code restorer} as they are parsed, every other field
-   * is kept. The CRC is checked once the whole file is read.
-   *
-   * @return every field but the table entries (only valid when the CRC matched, i.e. when this
-   *     returns)
-   */
+  /** See {@link CheckpointReader}. */
   public static ShardCheckpoint read(String path, int expectedCrc, Restorer restorer)
       throws IOException {
-    try (InputStream file = Files.newInputStream(Path.of(path))) {
-      return read(file, path, expectedCrc, restorer);
-    } catch (NoSuchFileException e) {
-      throw new IOException("file " + path + " does not exist", e);
-    }
-  }
-
-  /**
-   * Like {@link #read(String, int, Restorer)} from an open stream (a local file or an object
-   * streamed from the store) named {@code path} in messages.
-   */
-  static ShardCheckpoint read(InputStream file, String path, int expectedCrc, Restorer restorer)
-      throws IOException {
-    CRC32 crc = new CRC32();
-    ShardCheckpoint header;
-    try (CheckedInputStream in =
-        new CheckedInputStream(new BufferedInputStream(file, READ_BUFFER), crc)) {
-      try {
-        header = parseStreamed(CodedInputStream.newInstance(in, READ_BUFFER), restorer);
-      } catch (InvalidProtocolBufferException e) {
-        throw new IOException("file " + path + " is not a ShardCheckpoint: " + e.getMessage(), e);
-      }
-      // The parser stops at the end of the stream; anything left would be trailing garbage that
-      // the CRC still has to cover.
-      in.transferTo(OutputStream.nullOutputStream());
-    }
-    if ((int) crc.getValue() != expectedCrc) {
-      throw new IOException(
-          "file "
-              + path
-              + " has CRC-32 "
-              + Long.toHexString(crc.getValue())
-              + ", expected "
-              + Integer.toHexString(expectedCrc));
-    }
-    return header;
-  }
-
-  private static final int READ_BUFFER = 1 << 16;
-
-  /**
-   * Parses a {@link ShardCheckpoint} field by field: table entries go to {@code restorer}, every
-   * other field (known or not, in whatever order) is copied into the header, which is parsed as a
-   * message of its own. The size counter is reset after every top-level field so only one block or
-   * table entry at a time counts against protobuf's limit.
-   */
-  private static ShardCheckpoint parseStreamed(CodedInputStream in, Restorer restorer)
-      throws IOException {
-    in.setSizeLimit(Integer.MAX_VALUE);
-    ExtensionRegistryLite registry = ExtensionRegistryLite.getEmptyRegistry();
-    ByteString.Output headerBytes = ByteString.newOutput();
-    CodedOutputStream header = CodedOutputStream.newInstance(headerBytes);
-    ShardCheckpoint parsedHeader = null;
-    for (int tag = in.readTag(); tag != 0; tag = in.readTag()) {
-      if (WireFormat.getTagFieldNumber(tag) == ShardCheckpoint.SPARSE_TABLES_FIELD_NUMBER) {
-        if (parsedHeader == null) {
-          header.flush();
-          parsedHeader = ShardCheckpoint.parseFrom(headerBytes.toByteString());
-        }
-        restorer.table(parsedHeader, in.readMessage(SparseTableCheckpoint.parser(), registry));
-      } else if (!in.skipField(tag, header)) {
-        throw new InvalidProtocolBufferException("unexpected end-group tag " + tag);
-      }
-      in.resetSizeCounter();
-    }
-    header.flush();
-    return ShardCheckpoint.parseFrom(headerBytes.toByteString());
+    return CheckpointReader.read(path, expectedCrc, restorer);
   }
 
   private static CheckpointMeta parseMeta(String key, byte[] value) {

@@ -82,7 +82,7 @@ final class JobCheckpoints implements AutoCloseable {
               t.setDaemon(true);
               return t;
             });
-    shard.onSyncStepApplied(this::onStepApplied);
+    shard.events().onSyncStepApplied(this::onStepApplied);
     this.watch = kv.watchPrefix(keys.jobCheckpointPrefix(), this::onEvent);
     // an id proposed before this pserver watched
     writer.execute(this::rereadNewest);

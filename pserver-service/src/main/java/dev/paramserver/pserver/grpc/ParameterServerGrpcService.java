@@ -12,6 +12,7 @@ import dev.paramserver.proto.v1.PushGradientsRequest;
 import dev.paramserver.proto.v1.PushGradientsResponse;
 import dev.paramserver.proto.v1.ShardStatus;
 import dev.paramserver.proto.v1.TrainingMode;
+import dev.paramserver.pserver.role.ShardLifecycle;
 import dev.paramserver.pserver.shard.ParameterShard;
 import dev.paramserver.pserver.shard.ShardTraffic;
 import dev.paramserver.rpc.ErrorMappingInterceptor;
@@ -37,6 +38,7 @@ import org.springframework.beans.factory.annotation.Qualifier;
 @GrpcService
 public final class ParameterServerGrpcService extends ParameterServerGrpc.ParameterServerImplBase {
   private final ParameterShard shard;
+  private final ShardLifecycle lifecycle;
   private final Executor blockingExecutor;
   private final Counter pushedBytes;
   private final Counter pulledBytes;
@@ -46,11 +48,13 @@ public final class ParameterServerGrpcService extends ParameterServerGrpc.Parame
 
   public ParameterServerGrpcService(
       ParameterShard shard,
+      ShardLifecycle lifecycle,
       @Qualifier("pserverBlockingExecutor") Executor blockingExecutor,
       MeterRegistry registry,
       ShardTraffic traffic,
       AdminAddress adminAddress) {
     this.shard = shard;
+    this.lifecycle = lifecycle;
     this.traffic = traffic;
     this.adminAddress = adminAddress;
     this.blockingExecutor = blockingExecutor;
@@ -142,7 +146,7 @@ public final class ParameterServerGrpcService extends ParameterServerGrpc.Parame
 
   @Override
   public void getShardStatus(GetShardStatusRequest request, StreamObserver<ShardStatus> out) {
-    reply(out, shard.status().toBuilder().setAdminAddress(adminAddress.get()).build());
+    reply(out, lifecycle.status().toBuilder().setAdminAddress(adminAddress.get()).build());
   }
 
   private static <T> void reply(StreamObserver<T> out, T value) {

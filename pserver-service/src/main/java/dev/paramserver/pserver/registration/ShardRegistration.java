@@ -6,6 +6,8 @@ import dev.paramserver.coordination.KeyValueStore;
 import dev.paramserver.coordination.Lease;
 import dev.paramserver.pserver.PserverProperties;
 import dev.paramserver.pserver.replication.Replication;
+import dev.paramserver.pserver.role.ShardLifecycle;
+import dev.paramserver.pserver.role.ShardPersistence;
 import dev.paramserver.pserver.shard.ParameterShard;
 import dev.paramserver.rpc.Retry;
 import dev.paramserver.rpc.StoppedException;
@@ -42,6 +44,7 @@ public final class ShardRegistration
 
   private final Coordinator coordinator;
   private final ParameterShard shard;
+  private final ShardLifecycle lifecycle;
   private final PserverProperties properties;
   private final ObjectProvider<ShardPersistence> persistence;
   private final Replication replication;
@@ -66,6 +69,7 @@ public final class ShardRegistration
   public ShardRegistration(
       Coordinator coordinator,
       ParameterShard shard,
+      ShardLifecycle lifecycle,
       PserverProperties properties,
       ObjectProvider<ShardPersistence> persistence,
       Replication replication,
@@ -73,12 +77,13 @@ public final class ShardRegistration
       @Value("${paramserver.etcd.lease-ttl:10s}") Duration leaseTtl) {
     this.coordinator = coordinator;
     this.shard = shard;
+    this.lifecycle = lifecycle;
     this.properties = properties;
     this.persistence = persistence;
     this.replication = replication;
     this.advertiseHost = advertiseHost;
     this.leaseTtl = leaseTtl;
-    replication.onDeposed(this::onDeposed);
+    replication.onRoleLost(this::onRoleLost);
   }
 
   @Override
@@ -143,6 +148,7 @@ public final class ShardRegistration
       lease = granted;
       granted.onLost(this::onLeaseLost);
       onClaimed(claimed);
+      lifecycle.serve();
       if (moveTo(RegistrationState.REGISTERED)) {
         log.info("registered as pserver {} ({}) under lease {}", claimed, address, granted.id());
       }
@@ -151,6 +157,7 @@ public final class ShardRegistration
       revokeQuietly(granted);
       throw e;
     } catch (RuntimeException e) {
+      lifecycle.claimFailed(e.toString());
       revokeQuietly(granted);
       log.warn("registration failed, retrying: {}", e.toString());
       return Optional.empty();
@@ -218,12 +225,18 @@ public final class ShardRegistration
     backupOf = -1;
   }
 
-  /** A backup reported another primary: register again (as that primary's backup). */
-  private void onDeposed() {
+  /**
+   * The shard's role ended without a new one (a backup reported another primary, or a takeover
+   * failed and gave the index back): register again.
+   */
+  private void onRoleLost() {
     Lease l = lease;
     if (moveTo(RegistrationState.REGISTERING)) {
       log.warn(
-          "pserver {} ({}) is no longer its shard's primary: registering again", index, address);
+          "pserver {} ({}) lost its part in shard {}: registering again",
+          index,
+          address,
+          index >= 0 ? index : backupOf);
       revokeQuietly(l);
       worker.execute(this::register);
     }
@@ -257,28 +270,24 @@ public final class ShardRegistration
     }
   }
 
+  /** Asks the lifecycle for the claim and loads the index's state if it changes. */
   private void onClaimed(int claimed) {
-    if (claimed != index) {
-      if (index >= 0) {
+    if (lifecycle.claimed(claimed)) {
+      if (index >= 0 && index != claimed) {
         log.warn(
             "claimed index {} instead of the previous {}: loading the state of {}",
             claimed,
             index,
             claimed);
       }
-      shard.holdCalls("pserver " + claimed + " is loading its checkpoint: retry shortly");
-      // No checkpoint of the old index's state under either index while the state changes.
-      shard.setIndex(-1);
       ShardPersistence p = persistence.getIfAvailable();
       if (p != null) {
         p.load(claimed);
       } else {
         shard.reset();
       }
-      index = claimed;
-      shard.setIndex(claimed);
     }
-    shard.releaseCalls();
+    index = claimed;
   }
 
   private void onLeaseLost() {
@@ -312,7 +321,7 @@ public final class ShardRegistration
   @EventListener(ContextClosedEvent.class)
   public void onContextClosed() {
     moveTo(RegistrationState.DRAINING);
-    shard.beginDraining();
+    lifecycle.drain();
   }
 
   /**
@@ -329,10 +338,11 @@ public final class ShardRegistration
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
     }
-    shard.beginDraining();
+    lifecycle.drain();
     replication.close();
     revokeQuietly(lease);
     moveTo(RegistrationState.STOPPED);
+    lifecycle.stopped();
     running = false;
     log.info("pserver {} deregistered", index);
   }

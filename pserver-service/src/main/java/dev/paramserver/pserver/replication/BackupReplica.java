@@ -2,14 +2,13 @@ package dev.paramserver.pserver.replication;
 
 import dev.paramserver.coordination.KeyValueStore;
 import dev.paramserver.proto.v1.ErrorReason;
-import dev.paramserver.proto.v1.ReplicaRole;
 import dev.paramserver.proto.v1.ReplicateRequest;
 import dev.paramserver.proto.v1.ReplicateResponse;
 import dev.paramserver.proto.v1.WalRecord;
 import dev.paramserver.pserver.checkpoint.CheckpointService;
 import dev.paramserver.pserver.checkpoint.CheckpointStore;
+import dev.paramserver.pserver.role.ShardLifecycle;
 import dev.paramserver.pserver.shard.ParameterShard;
-import dev.paramserver.pserver.shard.Replica;
 import dev.paramserver.rpc.ServiceException;
 import java.io.IOException;
 import java.nio.file.Path;
@@ -26,19 +25,24 @@ import org.slf4j.LoggerFactory;
  * {@code ps/<index>}, which it follows in etcd. When that key vanishes (the primary's lease ended)
  * it asks for a takeover.
  */
-final class BackupReplica implements Replica, AutoCloseable {
+final class BackupReplica implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(BackupReplica.class);
 
   private final ParameterShard shard;
+  private final ShardLifecycle lifecycle;
   private final int index;
   private final KeyValueStore kv;
   private final String primaryKey;
   private final Duration timeout;
   private final Consumer<BackupReplica> onPrimaryGone;
-  // Guarded by this: the primary's epoch (0: none), the copy installed (-1: none) and whether this
-  // backup holds every update of that primary.
+  // Guarded by this: the primary's epoch (0: none), the copy installed (-1: none), the sequence
+  // number of the last record applied after it, whether a copy is being installed and whether
+  // this backup holds every update of that primary.
   private long epoch;
   private long installed = -1;
+  private long appliedSequence;
+  private boolean installing;
+  private boolean applying;
   private boolean synced;
   private boolean closed;
   private boolean takingOver;
@@ -46,12 +50,14 @@ final class BackupReplica implements Replica, AutoCloseable {
 
   BackupReplica(
       ParameterShard shard,
+      ShardLifecycle lifecycle,
       int index,
       KeyValueStore kv,
       String primaryKey,
       Duration timeout,
       Consumer<BackupReplica> onPrimaryGone) {
     this.shard = shard;
+    this.lifecycle = lifecycle;
     this.index = index;
     this.kv = kv;
     this.primaryKey = primaryKey;
@@ -91,7 +97,8 @@ final class BackupReplica implements Replica, AutoCloseable {
       log.info("backup of shard {}: primary epoch {} -> {}", index, epoch, createRevision);
       epoch = createRevision;
       installed = -1;
-      synced = false;
+      appliedSequence = 0;
+      setSynced(false);
       notifyAll();
     }
   }
@@ -120,19 +127,6 @@ final class BackupReplica implements Replica, AutoCloseable {
     return synced && !closed;
   }
 
-  @Override
-  public ReplicaRole role() {
-    return synced() ? ReplicaRole.REPLICA_BACKUP_SYNCED : ReplicaRole.REPLICA_BACKUP_FILLING;
-  }
-
-  @Override
-  public void append(WalRecord record) {
-    throw new IllegalStateException("a backup logs nothing of its own");
-  }
-
-  @Override
-  public void settle() {}
-
   /** Fails unless {@code callEpoch} is the current primary's (re-read from etcd if newer). */
   private synchronized void checkEpoch(long callEpoch) {
     if (closed) {
@@ -156,17 +150,34 @@ final class BackupReplica implements Replica, AutoCloseable {
     }
   }
 
-  /** True when a record of {@code request}'s copy can be applied without waiting for that copy. */
+  /**
+   * True when {@code request} can be answered without waiting: for the copy it follows, or for the
+   * record before it in the primary's log.
+   */
   synchronized boolean ready(ReplicateRequest request) {
-    return !closed && installed >= (long) request.getGeneration();
+    return !closed && !mustWait(request);
   }
 
-  /** Applies one record after the copy it follows (waiting for that copy, bounded). */
+  // Guarded by this.
+  private boolean mustWait(ReplicateRequest request) {
+    long generation = request.getGeneration();
+    long sequence = request.getSequence();
+    return installing
+        || applying
+        || installed < generation
+        || (installed == generation && synced && sequence > 0 && appliedSequence < sequence - 1);
+  }
+
+  /**
+   * Applies one record after the copy it follows and after the record before it in the primary's
+   * log (waiting for them, bounded): the backup applies a copy's records in the primary's log
+   * order, so it ends with the primary's values bit for bit.
+   */
   ReplicateResponse replicate(ReplicateRequest request) throws InterruptedException {
     long deadline = System.nanoTime() + timeout.toNanos();
     synchronized (this) {
       checkEpoch(request.getEpoch());
-      while (installed < (long) request.getGeneration() && !closed) {
+      while (mustWait(request) && !closed) {
         long left = deadline - System.nanoTime();
         if (left <= 0 || epoch != request.getEpoch()) {
           return ReplicateResponse.newBuilder().setNeedFill(true).build();
@@ -180,8 +191,25 @@ final class BackupReplica implements Replica, AutoCloseable {
       if (!synced) {
         return ReplicateResponse.newBuilder().setNeedFill(true).build();
       }
+      long sequence = request.getSequence();
+      if (sequence > 0 && sequence <= appliedSequence) {
+        return ReplicateResponse.getDefaultInstance(); // applied already (a repeated call)
+      }
+      // One record at a time; a copy is not installed meanwhile.
+      applying = true;
     }
-    WalRecord record = request.getRecord();
+    try {
+      return apply(request.getRecord());
+    } finally {
+      synchronized (this) {
+        applying = false;
+        appliedSequence = Math.max(appliedSequence, request.getSequence());
+        notifyAll();
+      }
+    }
+  }
+
+  private ReplicateResponse apply(WalRecord record) {
     if (record.getPushesCount() > 0 && !record.getInitId().equals(shard.initId())) {
       markUnsynced();
       return ReplicateResponse.newBuilder().setNeedFill(true).build();
@@ -201,7 +229,15 @@ final class BackupReplica implements Replica, AutoCloseable {
         "backup of shard {}: cannot apply a record (another initialisation or copy): waiting for a"
             + " new copy",
         index);
-    synced = false;
+    setSynced(false);
+  }
+
+  /** Guarded by this: whether this backup holds every update, told to the lifecycle. */
+  private void setSynced(boolean value) {
+    synced = value;
+    if (!closed) {
+      lifecycle.backupSynced(index, value);
+    }
   }
 
   /**
@@ -213,24 +249,55 @@ final class BackupReplica implements Replica, AutoCloseable {
       throws IOException, InterruptedException {
     synchronized (this) {
       checkEpoch(callEpoch);
+      while (applying || installing) {
+        wait();
+      }
+      checkEpoch(callEpoch);
+      if (generation < installed) {
+        // A copy that was late (its sender gave up on it and sent a newer one, installed now):
+        // installing it would take the shard back.
+        log.info(
+            "backup of shard {}: copy {} came after copy {}: discarded",
+            index,
+            generation,
+            installed);
+        return;
+      }
+      // Records wait from now on: none is applied while the shard's content is replaced.
+      installing = true;
     }
     long start = System.nanoTime();
-    if (file == null) {
-      shard.reset();
-    } else {
-      CheckpointStore.Restorer restorer = CheckpointService.restorer(shard);
-      try {
-        restorer.install(CheckpointStore.read(file.toString(), crc, restorer));
-      } catch (IOException | RuntimeException e) {
-        restorer.discard();
-        throw e;
+    boolean replaced = false;
+    try {
+      if (file == null) {
+        shard.reset();
+      } else {
+        CheckpointStore.Restorer restorer = CheckpointService.restorer(shard);
+        try {
+          restorer.install(CheckpointStore.read(file.toString(), crc, restorer));
+        } catch (IOException | RuntimeException e) {
+          restorer.discard();
+          throw e;
+        }
+      }
+      replaced = true;
+    } finally {
+      synchronized (this) {
+        installing = false;
+        // in the same step as the end of the install: a record of an older copy that was waiting
+        // must see the new copy installed, never the old one over the new content
+        if (replaced && epoch == callEpoch && !closed) {
+          installed = generation;
+          appliedSequence = 0;
+          setSynced(true);
+        } else if (replaced) {
+          setSynced(false);
+        }
+        notifyAll();
       }
     }
     synchronized (this) {
       checkEpoch(callEpoch);
-      installed = generation;
-      synced = true;
-      notifyAll();
     }
     log.info(
         "backup of shard {}: installed copy {} of primary epoch {} (step {}) in {} ms",

@@ -9,7 +9,6 @@ import dev.paramserver.coordination.KeyValueStore;
 import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.proto.v1.FillChunk;
 import dev.paramserver.proto.v1.FillResponse;
-import dev.paramserver.proto.v1.ReplicaRole;
 import dev.paramserver.proto.v1.ReplicateRequest;
 import dev.paramserver.proto.v1.ReplicateResponse;
 import dev.paramserver.proto.v1.ShardReplicationGrpc;
@@ -18,8 +17,10 @@ import dev.paramserver.pserver.shard.ParameterShard;
 import dev.paramserver.pserver.shard.Replica;
 import dev.paramserver.rpc.ChannelFactory;
 import dev.paramserver.rpc.Channels;
+import dev.paramserver.rpc.Retry;
 import dev.paramserver.rpc.RpcErrors;
 import dev.paramserver.rpc.ServiceException;
+import dev.paramserver.rpc.StoppedException;
 import io.grpc.ManagedChannel;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
@@ -31,6 +32,7 @@ import java.io.OutputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Optional;
 import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
@@ -39,6 +41,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -71,6 +74,8 @@ final class PrimaryReplicator implements Replica, AutoCloseable {
     final ShardReplicationGrpc.ShardReplicationFutureStub future;
     Phase phase = Phase.NEEDS_COPY;
     long generation;
+    // Records sent after the current copy's cut: the last one's sequence number.
+    long sequence;
 
     Backup(String address, ChannelFactory channels) {
       this.address = address;
@@ -86,7 +91,7 @@ final class PrimaryReplicator implements Replica, AutoCloseable {
   private final long epoch;
   private final Duration timeout;
   private final Path scratch;
-  private final Runnable onDeposed;
+  private final Consumer<String> onDeposed;
   private final AtomicLong unreplicated;
   private final ExecutorService copier;
   private volatile Backup backup;
@@ -102,7 +107,8 @@ final class PrimaryReplicator implements Replica, AutoCloseable {
    * @param channels makes the channel to the backup (the service's TLS and interceptors)
    * @param epoch the create revision of this primary's {@code ps/<index>} key
    * @param scratch directory for the copy being sent
-   * @param onDeposed called (once) when a backup reports that this pserver is no longer primary
+   * @param onDeposed called (once, with why) when a backup reports that this pserver is no longer
+   *     primary
    * @param unreplicated counts pushes answered without the backup's acknowledgement
    */
   PrimaryReplicator(
@@ -112,7 +118,7 @@ final class PrimaryReplicator implements Replica, AutoCloseable {
       long epoch,
       Duration timeout,
       Path scratch,
-      Runnable onDeposed,
+      Consumer<String> onDeposed,
       AtomicLong unreplicated) {
     this.shard = shard;
     this.channels = channels;
@@ -176,8 +182,8 @@ final class PrimaryReplicator implements Replica, AutoCloseable {
   }
 
   /**
-   * Sends the record to the backup without waiting (the caller holds the shard's read lock and, for
-   * one trainer's pushes, a lock they share): {@link #settle} waits for the answer.
+   * Sends the record to the backup without waiting (the caller holds the shard's read lock and its
+   * order lock, so records come in the log's order): {@link #settle} waits for the answer.
    */
   @Override
   public void append(WalRecord record) {
@@ -186,12 +192,16 @@ final class PrimaryReplicator implements Replica, AutoCloseable {
       return;
     }
     long generation;
+    long sequence;
     long seq;
     synchronized (this) {
       if (b.phase == Phase.NEEDS_COPY) {
         return; // the copy, cut after this push, holds it
       }
       generation = b.generation;
+      // the shard calls this in its log's order (under its order lock): the backup applies the
+      // records in the order of these numbers
+      sequence = ++b.sequence;
       seq = ++issued;
       outstanding.add(seq);
     }
@@ -203,6 +213,7 @@ final class PrimaryReplicator implements Replica, AutoCloseable {
                     .setIndex(index)
                     .setEpoch(epoch)
                     .setGeneration(generation)
+                    .setSequence(sequence)
                     .setRecord(record)
                     .build());
     Futures.addCallback(
@@ -247,8 +258,7 @@ final class PrimaryReplicator implements Replica, AutoCloseable {
       }
       deposedWhy = why;
     }
-    shard.holdCalls(why);
-    onDeposed.run();
+    onDeposed.accept(why);
   }
 
   private void needsCopy(Backup b, long generation, String why) {
@@ -303,52 +313,72 @@ final class PrimaryReplicator implements Replica, AutoCloseable {
     }
   }
 
-  @Override
-  public ReplicaRole role() {
-    return ReplicaRole.REPLICA_PRIMARY;
-  }
-
   /** True when a backup is registered and holds every update (for status and tests). */
   boolean backupSynced() {
     Backup b = backup;
     return b != null && b.phase == Phase.SYNCED;
   }
 
-  /** Sends the current backup copies until one is installed, while it needs one. */
+  /**
+   * Sends the current backup copies until one is installed, while it needs one (through {@link
+   * Retry}: backoff from 100 ms to 5 s; an interrupt ends it with the flag restored).
+   */
   private void copyLoop() {
-    long backoff = 100;
-    while (!closed) {
-      Backup b = backup;
-      synchronized (this) {
-        if (b == null || b.phase != Phase.NEEDS_COPY) {
-          return;
-        }
-      }
-      try {
-        copy(b);
-        return;
-      } catch (StatusRuntimeException e) {
-        if (RpcErrors.reasonOf(e) == ErrorReason.NOT_PRIMARY) {
-          log.warn(
-              "pserver {}: backup says this pserver is not the primary: {}", index, e.getStatus());
-          deposed(e);
-          return;
-        }
-        log.warn(
-            "pserver {}: copy to backup {} failed, retrying: {}", index, b.address, e.getStatus());
-      } catch (IOException | RuntimeException e) {
-        log.warn(
-            "pserver {}: copy to backup {} failed, retrying: {}", index, b.address, e.toString());
-      } catch (InterruptedException e) {
-        return;
-      }
-      try {
-        Thread.sleep(backoff);
-      } catch (InterruptedException e) {
-        return;
-      }
-      backoff = Math.min(backoff * 2, 5000);
+    Retry retry =
+        new Retry(
+            Duration.ofMillis(100), Duration.ofSeconds(5), () -> closed || !needsCopy(backup));
+    try {
+      retry.until(
+          "copying shard " + index + " to its backup",
+          attempt -> {
+            Backup b = backup;
+            if (!needsCopy(b)) {
+              return Optional.of(false);
+            }
+            try {
+              copy(b);
+              return Optional.of(true);
+            } catch (StatusRuntimeException e) {
+              if (RpcErrors.reasonOf(e) == ErrorReason.NOT_PRIMARY) {
+                log.warn(
+                    "pserver {}: backup says this pserver is not the primary: {}",
+                    index,
+                    e.getStatus());
+                deposed(e);
+                return Optional.of(false);
+              }
+              log.warn(
+                  "pserver {}: copy to backup {} failed, retrying: {}",
+                  index,
+                  b.address,
+                  e.getStatus());
+            } catch (IOException | RuntimeException e) {
+              log.warn(
+                  "pserver {}: copy to backup {} failed, retrying: {}",
+                  index,
+                  b.address,
+                  e.toString());
+            }
+            copyFailed(b);
+            return Optional.empty();
+          });
+    } catch (StoppedException e) {
+      log.debug("pserver {}: {}", index, e.getMessage());
     }
+  }
+
+  /**
+   * A copy that failed after its cut left the backup "copying": it needs one again, or the copy
+   * loop would stop and every push wait the replication timeout for a copy that never comes.
+   */
+  private synchronized void copyFailed(Backup b) {
+    if (backup == b && b.phase == Phase.COPYING) {
+      b.phase = Phase.NEEDS_COPY;
+    }
+  }
+
+  private synchronized boolean needsCopy(Backup b) {
+    return b != null && b == backup && b.phase == Phase.NEEDS_COPY;
   }
 
   private void copy(Backup b) throws IOException, InterruptedException {
@@ -364,6 +394,7 @@ final class PrimaryReplicator implements Replica, AutoCloseable {
               () -> {
                 synchronized (this) {
                   b.generation++;
+                  b.sequence = 0;
                   b.phase = Phase.COPYING;
                   generation[0] = b.generation;
                 }

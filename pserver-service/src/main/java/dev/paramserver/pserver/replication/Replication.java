@@ -5,18 +5,18 @@ import dev.paramserver.coordination.KeyValueStore;
 import dev.paramserver.coordination.Lease;
 import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.pserver.PserverProperties;
-import dev.paramserver.pserver.checkpoint.CheckpointService;
-import dev.paramserver.pserver.registration.ShardPersistence;
+import dev.paramserver.pserver.role.ShardLifecycle;
+import dev.paramserver.pserver.role.ShardPersistence;
 import dev.paramserver.pserver.shard.ParameterShard;
 import dev.paramserver.rpc.ChannelFactory;
 import dev.paramserver.rpc.ServiceException;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.IntConsumer;
 import org.slf4j.Logger;
@@ -26,11 +26,13 @@ import org.springframework.stereotype.Component;
 
 /**
  * Replication of shards ({@code paramserver.pserver.replicas = 2}; see {@code replication.proto}):
- * this pserver's role, primary or backup of one shard. The registration decides the role; a backup
- * whose primary's registration ends takes the shard over here: it claims {@code ps/<index>} under
- * its own lease and, when it holds every acknowledged update, serves the state it holds (the
- * checkpoint written at once is the new base of its log); a backup that was still waiting for its
- * copy loads the shard's checkpoint instead, as a restarted primary would.
+ * this pserver's part, primary or backup of one shard. The registration decides the part; a backup
+ * whose primary's registration ends takes the shard over (see {@link Takeover}). Every change of
+ * role is a move asked of the {@link ShardLifecycle}.
+ *
+ * <p>The monitor of this object guards only which replicator or backup is current; no etcd call
+ * that waits long and no disk write runs under it, so shutdown ({@link #close}) never waits behind
+ * a takeover.
  */
 @Component
 public final class Replication implements AutoCloseable {
@@ -38,8 +40,8 @@ public final class Replication implements AutoCloseable {
 
   private final Coordinator coordinator;
   private final ParameterShard shard;
+  private final ShardLifecycle lifecycle;
   private final PserverProperties properties;
-  private final ObjectProvider<CheckpointService> checkpoints;
   private final ObjectProvider<ShardPersistence> persistence;
   private final ChannelFactory channels;
   private final AtomicLong unreplicated = new AtomicLong();
@@ -51,24 +53,26 @@ public final class Replication implements AutoCloseable {
             t.setDaemon(true);
             return t;
           });
-  private volatile PrimaryReplicator primary;
-  private volatile BackupReplica backup;
+  // Guarded by this.
+  private PrimaryReplicator primary;
+  private BackupReplica backup;
+  private boolean closed;
   private volatile long lastTakeoverMs = -1;
-  private volatile Runnable onDeposed = () -> {};
+  private volatile Runnable onRoleLost = () -> {};
 
   public Replication(
       Coordinator coordinator,
       ParameterShard shard,
+      ShardLifecycle lifecycle,
       PserverProperties properties,
-      ObjectProvider<CheckpointService> checkpoints,
       ObjectProvider<ShardPersistence> persistence,
       ChannelFactory channels,
       MeterRegistry registry) {
     this.channels = channels;
     this.coordinator = coordinator;
     this.shard = shard;
+    this.lifecycle = lifecycle;
     this.properties = properties;
-    this.checkpoints = checkpoints;
     this.persistence = persistence;
     FunctionCounter.builder(
             "paramserver.pserver.replication.unreplicated", unreplicated, AtomicLong::get)
@@ -91,12 +95,15 @@ public final class Replication implements AutoCloseable {
 
   /** True when this pserver is a primary whose backup holds every acknowledged update. */
   public boolean backupSynced() {
-    PrimaryReplicator p = primary;
+    PrimaryReplicator p;
+    synchronized (this) {
+      p = primary;
+    }
     return p != null && p.backupSynced();
   }
 
   /** The backup role, or null when this pserver is not a backup. */
-  BackupReplica backup() {
+  synchronized BackupReplica backup() {
     return backup;
   }
 
@@ -105,17 +112,23 @@ public final class Replication implements AutoCloseable {
     return lastTakeoverMs;
   }
 
-  /** Sets what runs when a backup reports that another pserver is the primary now. */
-  public void onDeposed(Runnable handler) {
-    this.onDeposed = handler;
+  /**
+   * Sets what runs (on the replication thread) when this pserver's role ended without a new one: a
+   * backup reported another primary, or a takeover failed and gave the index back. The registration
+   * registers again.
+   */
+  public void onRoleLost(Runnable handler) {
+    this.onRoleLost = handler;
   }
 
   /**
    * This pserver now serves shard {@code index} (its state is loaded) under {@code lease}: send
    * every update to the shard's backup from now on.
+   *
+   * @throws ServiceException NOT_PRIMARY when {@code ps/<index>} is not held under {@code lease}
    */
-  public synchronized void becomePrimary(int index, Lease lease) {
-    stop();
+  public void becomePrimary(int index, Lease lease) {
+    closeRoles();
     KeyValueStore kv = coordinator.kv();
     String key = coordinator.keys().ps(index);
     KeyValueStore.KeyValue mine =
@@ -133,13 +146,30 @@ public final class Replication implements AutoCloseable {
             mine.createRevision(),
             properties.replicationTimeout(),
             scratch(),
-            () -> worker.execute(onDeposed),
+            this::deposed,
             unreplicated);
-    shard.setBackupOf(-1, null);
-    shard.attachReplica(p);
-    primary = p;
-    p.start(kv, coordinator.keys().psBackup(index));
+    synchronized (this) {
+      if (closed) {
+        p.close();
+        throw new ServiceException(ErrorReason.SHUTTING_DOWN, "replication is closed");
+      }
+      primary = p;
+    }
+    // Attached before it starts following the backup: a copy cut from now on misses no record.
+    lifecycle.servePrimary(p);
+    try {
+      p.start(kv, coordinator.keys().psBackup(index));
+    } catch (RuntimeException e) {
+      stop();
+      throw e;
+    }
     log.info("pserver {} is the primary of its shard (epoch {})", index, mine.createRevision());
+  }
+
+  private void deposed(String why) {
+    if (lifecycle.deposed(why)) {
+      roleLost();
+    }
   }
 
   /**
@@ -147,92 +177,65 @@ public final class Replication implements AutoCloseable {
    * waits for the primary's copy. When the primary's registration ends it claims {@code ps/<index>}
    * with {@code address} under {@code lease} and calls {@code promoted}.
    */
-  public synchronized void becomeBackup(
-      int index, String address, Lease lease, IntConsumer promoted) {
+  public void becomeBackup(int index, String address, Lease lease, IntConsumer promoted) {
     stop();
-    shard.holdCalls(
-        "this pserver is the backup of shard " + index + ": call the primary (ps/" + index + ")");
-    shard.setIndex(-1);
-    shard.reset();
-    CheckpointService cs = checkpoints.getIfAvailable();
-    if (cs != null) {
-      cs.discardLog(index);
+    lifecycle.backup(index);
+    ShardPersistence p = persistence.getIfAvailable();
+    if (p != null) {
+      p.discardLog(index);
     }
+    Takeover takeover =
+        new Takeover(coordinator, lifecycle, persistence, this, address, lease, promoted, shard);
     BackupReplica b =
         new BackupReplica(
             shard,
+            lifecycle,
             index,
             coordinator.kv(),
             coordinator.keys().ps(index),
             properties.replicationTimeout(),
-            gone -> worker.execute(() -> takeover(gone, address, lease, promoted)));
-    backup = b;
-    shard.setBackupOf(index, b);
+            gone -> {
+              try {
+                worker.execute(() -> takeover.run(gone));
+              } catch (RejectedExecutionException e) {
+                log.debug("replication is closed: no takeover of shard {}", index);
+              }
+            });
+    synchronized (this) {
+      if (closed) {
+        return;
+      }
+      backup = b;
+    }
     b.start();
     log.info("pserver is the backup of shard {}", index);
   }
 
-  private void takeover(BackupReplica b, String address, Lease lease, IntConsumer promoted) {
-    long start = System.nanoTime();
-    int index = b.index();
-    synchronized (this) {
-      if (backup != b || !lease.isAlive()) {
-        return;
-      }
-      KeyValueStore kv = coordinator.kv();
-      String key = coordinator.keys().ps(index);
-      boolean synced = b.beginTakeover();
-      boolean claimed;
-      try {
-        claimed = kv.putIfAbsent(key, address.getBytes(StandardCharsets.UTF_8), lease);
-      } catch (RuntimeException e) {
-        log.warn("backup of shard {}: claiming {} failed: {}", index, key, e.toString());
-        b.abortTakeover();
-        return;
-      }
-      if (!claimed) {
-        log.info("backup of shard {}: another pserver claimed {} first", index, key);
-        b.abortTakeover();
-        return;
-      }
-      b.close();
-      backup = null;
-      try {
-        kv.delete(coordinator.keys().psBackup(index));
-      } catch (RuntimeException e) {
-        log.warn("deleting the backup registration of shard {} failed: {}", index, e.toString());
-      }
-      CheckpointService cs = checkpoints.getIfAvailable();
-      if (synced && cs != null) {
-        cs.adopt(index);
-      } else if (synced) {
-        shard.setIndex(index);
-      } else {
-        log.warn(
-            "backup of shard {} took over before it held a copy: loading the shard's checkpoint",
-            index);
-        ShardPersistence p = persistence.getIfAvailable();
-        if (p != null) {
-          p.load(index);
-        }
-        shard.setIndex(index);
-      }
-      promoted.accept(index);
-      try {
-        becomePrimary(index, lease);
-      } catch (RuntimeException e) {
-        log.error("backup of shard {} claimed it but cannot serve as its primary", index, e);
-        return;
-      }
-      shard.releaseCalls();
-      takeovers.incrementAndGet();
-      lastTakeoverMs = (System.nanoTime() - start) / 1_000_000;
-      log.info(
-          "took over shard {} as its primary at step {} ({} state, {} ms)",
-          index,
-          shard.step(),
-          synced ? "replicated" : "checkpointed",
-          lastTakeoverMs);
+  /** A takeover claimed the index: {@code b} is no longer the current backup. */
+  synchronized boolean retire(BackupReplica b) {
+    if (backup != b) {
+      return false;
+    }
+    backup = null;
+    return true;
+  }
+
+  /** True while {@code b} is the current backup and replication is open. */
+  synchronized boolean current(BackupReplica b) {
+    return backup == b && !closed;
+  }
+
+  void tookOver(long startNanos) {
+    takeovers.incrementAndGet();
+    lastTakeoverMs = (System.nanoTime() - startNanos) / 1_000_000;
+  }
+
+  /** Tells the registration (on the replication thread) that the role ended without a new one. */
+  void roleLost() {
+    try {
+      worker.execute(onRoleLost);
+    } catch (RejectedExecutionException e) {
+      log.debug("replication is closed: the registration is not asked to register again");
     }
   }
 
@@ -242,24 +245,35 @@ public final class Replication implements AutoCloseable {
     return w.dir() != null ? w.dir() : properties.localCheckpointDir();
   }
 
-  /** Ends this pserver's role (re-registration, shutdown). */
-  public synchronized void stop() {
-    PrimaryReplicator p = primary;
-    primary = null;
+  /** Closes the current replicator or backup (no role move). */
+  private void closeRoles() {
+    PrimaryReplicator p;
+    BackupReplica b;
+    synchronized (this) {
+      p = primary;
+      b = backup;
+      primary = null;
+      backup = null;
+    }
     if (p != null) {
-      shard.attachReplica(null);
       p.close();
     }
-    BackupReplica b = backup;
-    backup = null;
     if (b != null) {
       b.close();
     }
-    shard.setBackupOf(-1, null);
+  }
+
+  /** Ends this pserver's replication role (re-registration, lease lost, shutdown). */
+  public void stop() {
+    closeRoles();
+    lifecycle.replicationStopped();
   }
 
   @Override
   public void close() {
+    synchronized (this) {
+      closed = true;
+    }
     stop();
     worker.shutdownNow();
   }

@@ -1,8 +1,5 @@
 package dev.paramserver.pserver.shard;
 
-import dev.paramserver.proto.v1.BlockRef;
-import dev.paramserver.proto.v1.DataType;
-import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.proto.v1.FinishInitRequest;
 import dev.paramserver.proto.v1.InitParametersRequest;
 import dev.paramserver.proto.v1.OptimizerConfig;
@@ -11,43 +8,41 @@ import dev.paramserver.proto.v1.PullParametersResponse;
 import dev.paramserver.proto.v1.PushGradientsRequest;
 import dev.paramserver.proto.v1.ShardCheckpoint;
 import dev.paramserver.proto.v1.ShardStatus;
-import dev.paramserver.proto.v1.SparseRows;
-import dev.paramserver.proto.v1.SparseRowsRef;
-import dev.paramserver.proto.v1.SparseTableCheckpoint;
 import dev.paramserver.proto.v1.TensorBlock;
 import dev.paramserver.proto.v1.TrainingMode;
 import dev.paramserver.proto.v1.WalRecord;
 import dev.paramserver.pserver.sparse.SparseSettings;
-import dev.paramserver.rpc.ServiceException;
-import dev.paramserver.tensor.TensorCodec;
 import java.io.IOException;
 import java.io.OutputStream;
-import java.io.UncheckedIOException;
-import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
-import java.util.function.Consumer;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * The parameters this pserver holds: dense float32 blocks and sparse tables with their optimizer
  * state. Thread-safe: definitions change under a write lock; pushes and pulls share a read lock and
  * lock each block (or sparse row) while they touch it, so concurrent pushes never lose an update.
+ * With a write-ahead log or a backup, pushes are logged and applied one at a time, in the log's
+ * order, which is the order a restart and the backup apply them in ({@link PushPath}).
+ *
+ * <p>A passive store: the push path ({@link PushPath}), the pull path ({@link ShardReads}), init
+ * ({@link ShardInit}) and snapshots ({@link ShardSnapshots}) are its parts. Which index it carries
+ * and whether it answers calls is decided by the role lifecycle ({@code ShardLifecycle}), the only
+ * caller of {@link #holdCalls}, {@link #releaseCalls}, {@link #setIndex}, {@link #attachReplica}
+ * and {@link #beginDraining} in the service.
  *
  * <p>Before {@link #finishInit} every push and pull fails with NOT_INITIALIZED.
  */
 public final class ParameterShard {
-  private static final Logger log = LoggerFactory.getLogger(ParameterShard.class);
-  private static final Comparator<DenseBlock> BLOCK_ORDER =
+  static final Comparator<DenseBlock> BLOCK_ORDER =
       Comparator.comparing(DenseBlock::name).thenComparingInt(b -> b.block);
 
-  private final boolean rejectNonFinite;
+  /** Parts of one step a push may be cut into (the {@code part} field is below this). */
+  static final int MAX_PARTS = 1 << 16;
+
   private final SparseSettings sparseSettings;
   private final ReentrantReadWriteLock structure = new ReentrantReadWriteLock();
   // Guarded by structure (written under the write lock, read under either).
@@ -60,24 +55,13 @@ public final class ParameterShard {
   private volatile boolean initialised;
   // When the shard last became initialised (epoch ms), -1 while it is not.
   private volatile long initialisedAtMs = -1;
-
-  private final AtomicLong step = new AtomicLong();
-  private volatile boolean draining;
-  private volatile String held;
-  private volatile int index = -1;
   private volatile long checkpointStep;
-  private volatile SyncAggregator sync;
-  private volatile Consumer<String> tableListener = name -> {};
-  private final AppliedSteps applied = new AppliedSteps();
-  private volatile PushLog pushLog = PushLog.NONE;
-  private volatile Replica replica;
-  private volatile int backupOf = -1;
-  private volatile Replica statusRole;
-  private volatile Runnable initListener = () -> {};
-  private volatile java.util.function.LongConsumer syncStepListener = s -> {};
+  private final ShardEvents events = new ShardEvents();
 
-  /** Parts of one step a push may be cut into (the {@code part} field is below this). */
-  static final int MAX_PARTS = 1 << 16;
+  private final CallGate gate = new CallGate();
+  private final PushPath pushes;
+  private final ShardReads reads = new ShardReads(this);
+  private final ShardDescription description = new ShardDescription(this);
 
   /**
    * The answer to a push.
@@ -87,9 +71,7 @@ public final class ParameterShard {
    */
   public record PushOutcome(long step, boolean duplicate) {}
 
-  /**
-   * @param rejectNonFinite reject gradients holding NaN or Inf (NON_FINITE_GRADIENT)
-   */
+  /** A shard with unlimited sparse tables; see the other constructor. */
   public ParameterShard(boolean rejectNonFinite) {
     this(rejectNonFinite, SparseSettings.unlimited());
   }
@@ -99,20 +81,14 @@ public final class ParameterShard {
    * @param sparseSettings caps, eviction and admission of the sparse tables
    */
   public ParameterShard(boolean rejectNonFinite, SparseSettings sparseSettings) {
-    this.rejectNonFinite = rejectNonFinite;
     this.sparseSettings = sparseSettings;
+    this.pushes = new PushPath(this, rejectNonFinite);
   }
 
   /** Defines parameters and stores initial blocks; see {@code ParameterServer.InitParameters}. */
   public int init(InitParametersRequest request) {
-    checkNotHeld();
-    structure.writeLock().lock();
-    try {
-      ShardInit.apply(this, request);
-      return blocks.size();
-    } finally {
-      structure.writeLock().unlock();
-    }
+    gate.checkNotHeld();
+    return ShardInit.applyLocked(this, request);
   }
 
   /**
@@ -120,24 +96,13 @@ public final class ParameterShard {
    * checkpoints the fresh shard, so that its write-ahead log has a base to replay onto).
    */
   public void finishInit(FinishInitRequest request) {
-    checkNotHeld();
-    boolean fresh;
-    structure.writeLock().lock();
-    try {
-      fresh = !initialised;
-      ShardInit.finish(this, request);
-    } finally {
-      structure.writeLock().unlock();
-    }
-    if (fresh && initialised) {
-      initListener.run();
+    gate.checkNotHeld();
+    if (ShardInit.finishLocked(this, request)) {
+      events.initialised();
     }
   }
 
-  /**
-   * Validates the whole push, then applies it (async mode) and returns the shard's update count. A
-   * rejected push changes nothing.
-   */
+  /** {@link #pushOutcome}, answering the shard's update count after the push. */
   public long push(PushGradientsRequest request) {
     return pushOutcome(request).step();
   }
@@ -145,182 +110,34 @@ public final class ParameterShard {
   /**
    * Validates the whole push, then applies it once: a push identified by (trainer, session, step,
    * part) that was applied before is answered as a duplicate and changes nothing. The push is in
-   * the write-ahead log before this returns. A rejected push changes nothing.
+   * the write-ahead log (and, with a backup, on it) before this returns. A rejected push changes
+   * nothing.
    */
   public PushOutcome pushOutcome(PushGradientsRequest request) {
-    PushOutcome outcome = applyPush(request);
-    settleReplica();
-    return outcome;
-  }
-
-  private PushOutcome applyPush(PushGradientsRequest request) {
-    structure.readLock().lock();
-    ValidatedPush push;
-    try {
-      checkServing();
-      if (request.getPart() >= MAX_PARTS) {
-        throw new ServiceException(
-            ErrorReason.BAD_ARGUMENT,
-            "push part " + request.getPart() + " is out of range: parts are 0.." + (MAX_PARTS - 1));
-      }
-      if (AppliedSteps.identified(request) && applied.applied(request)) {
-        return new PushOutcome(step.get(), true);
-      }
-      push = ValidatedPush.of(request, parameters, blocks, tables, rejectNonFinite);
-      if (mode == TrainingMode.ASYNC) {
-        return outcome(applyOneLocked(push, true));
-      }
-    } finally {
-      structure.readLock().unlock();
-    }
-    return outcome(requireSync().contribute(request.getTrainerId(), request.getStep(), push));
-  }
-
-  /** Waits until the backup (if any) holds every update applied so far; see {@link Replica}. */
-  private void settleReplica() {
-    Replica r = replica;
-    if (r != null) {
-      r.settle();
-    }
-  }
-
-  private PushOutcome outcome(long stepOrDuplicate) {
-    return stepOrDuplicate < 0
-        ? new PushOutcome(step.get(), true)
-        : new PushOutcome(stepOrDuplicate, false);
-  }
-
-  /** True if {@code request} is identified and was applied already. */
-  boolean alreadyApplied(PushGradientsRequest request) {
-    return request != null && AppliedSteps.identified(request) && applied.applied(request);
+    return pushes.pushOutcome(request);
   }
 
   /**
-   * Logs, applies and records one validated push under the shard's read lock (asynchronous and
-   * bounded-staleness modes).
-   *
-   * @return the shard's update count after it, or -1 if it was a duplicate
-   */
-  long applyOne(ValidatedPush push) {
-    structure.readLock().lock();
-    try {
-      return applyOneLocked(push, true);
-    } finally {
-      structure.readLock().unlock();
-    }
-  }
-
-  private long applyOneLocked(ValidatedPush push, boolean log) {
-    PushGradientsRequest request = push.request;
-    if (!AppliedSteps.identified(request)) {
-      return logAndApply(push, List.of(request), log);
-    }
-    AppliedSteps.Run run = applied.run(request);
-    synchronized (run) {
-      if (run.applied(request.getStep(), request.getPart())) {
-        return -1;
-      }
-      long reached = logAndApply(push, List.of(request), log);
-      run.record(request.getStep(), request.getPart());
-      return reached;
-    }
-  }
-
-  /**
-   * Sums the gradients of several pushes per block (and sparse row), logs them as one record and
-   * applies each sum once (a synchronous step).
-   *
-   * @return the shard's update count after the step
-   */
-  long applySummed(List<ValidatedPush> pushes) {
-    structure.readLock().lock();
-    try {
-      return applySummedLocked(pushes, true);
-    } finally {
-      structure.readLock().unlock();
-    }
-  }
-
-  private long applySummedLocked(List<ValidatedPush> pushes, boolean log) {
-    ValidatedPush sum = pushes.size() == 1 ? pushes.get(0) : Gradients.sum(pushes);
-    long reached = logAndApply(sum, pushes.stream().map(p -> p.request).toList(), log);
-    pushes.forEach(p -> applied.record(p.request));
-    return reached;
-  }
-
-  /** Appends the requests to the log (first: a push that cannot be logged is not applied). */
-  private long logAndApply(ValidatedPush push, List<PushGradientsRequest> requests, boolean log) {
-    Replica r = replica;
-    if (log && (pushLog.enabled() || r != null)) {
-      WalRecord record = WalRecord.newBuilder().addAllPushes(requests).setInitId(initId).build();
-      try {
-        pushLog.append(record);
-      } catch (UncheckedIOException e) {
-        String why =
-            "pserver "
-                + index
-                + " cannot write its write-ahead log ("
-                + e.getMessage()
-                + "): it serves nothing until restarted";
-        holdCalls(why);
-        ParameterShard.log.error(why, e);
-        throw new ServiceException(ErrorReason.SHUTTING_DOWN, why);
-      }
-      if (r != null) {
-        r.append(record);
-      }
-    }
-    Gradients.apply(push);
-    return step.incrementAndGet();
-  }
-
-  /**
-   * Applies one record of the write-ahead log again (restart), without logging it: a push applied
-   * already (by the checkpoint) is skipped.
+   * Applies one record of the write-ahead log again (restart, or a backup following its primary),
+   * without logging it: a push applied already (by the checkpoint) is skipped.
    *
    * @return false when the record was skipped (duplicate, or of another initialisation)
    */
   public boolean replay(WalRecord record) {
-    structure.readLock().lock();
-    try {
-      if (!initialised || !record.getInitId().equals(initId) || record.getPushesCount() == 0) {
-        return false;
-      }
-      List<ValidatedPush> pushes = new ArrayList<>();
-      for (PushGradientsRequest r : record.getPushesList()) {
-        pushes.add(ValidatedPush.of(r, parameters, blocks, tables, false));
-      }
-      if (pushes.size() == 1) {
-        return applyOneLocked(pushes.get(0), false) >= 0;
-      }
-      applySummedLocked(pushes, false);
-      return true;
-    } finally {
-      structure.readLock().unlock();
-    }
+    return pushes.replay(record);
   }
 
   /** True when a push may wait (a synchronous mode, or a log that fsyncs before answering). */
   public boolean pushMayBlock() {
-    return mode != TrainingMode.ASYNC || pushLog.blocks() || replica != null;
+    return mode != TrainingMode.ASYNC || pushes.pushLog().blocks() || pushes.replica() != null;
   }
 
   /**
    * Hands every record logged from now on to {@code replica} (this pserver is a primary with a
-   * backup); null detaches it.
+   * backup); null detaches it. Role lifecycle only.
    */
   public void attachReplica(Replica replica) {
-    this.replica = replica;
-  }
-
-  /**
-   * Marks this pserver as the backup of shard {@code shard} (-1: none), for status; a backup holds
-   * its calls and has no index of its own.
-   */
-  public void setBackupOf(int shard, Replica role) {
-    this.backupOf = shard;
-    this.replica = null;
-    this.statusRole = role;
+    pushes.attachReplica(replica);
   }
 
   /**
@@ -331,47 +148,12 @@ public final class ParameterShard {
    * @return false (and writes nothing) when the shard is not initialised
    */
   public boolean writeCopy(OutputStream out, Runnable atCut) throws IOException {
-    structure.writeLock().lock();
-    try {
-      if (!initialised) {
-        atCut.run();
-        return false;
-      }
-      ShardSnapshots.write(this, out, 0);
-      atCut.run();
-      return true;
-    } finally {
-      structure.writeLock().unlock();
-    }
+    return ShardSnapshots.writeCopy(this, out, atCut);
   }
 
   /** Logs every push applied from now on to {@code log} before it is answered. */
   public void attachLog(PushLog log) {
-    this.pushLog = log;
-  }
-
-  /**
-   * Runs {@code listener} with the shard's update count right after each synchronous step was
-   * applied, before the next step can be: the listener sees (and may {@link #snapshot}) the shard
-   * exactly at that step. It runs on the thread that completed the step, holding the step barrier:
-   * keep it short.
-   */
-  public void onSyncStepApplied(java.util.function.LongConsumer listener) {
-    this.syncStepListener = listener;
-  }
-
-  /** Tells the sync-step listener that step {@code reached} was applied (SyncAggregator). */
-  void syncStepApplied(long reached) {
-    try {
-      syncStepListener.accept(reached);
-    } catch (RuntimeException e) {
-      log.error("listener of synchronous step {} failed", reached, e);
-    }
-  }
-
-  /** Runs {@code listener} each time the shard becomes initialised through FinishInit. */
-  public void onInitialised(Runnable listener) {
-    this.initListener = listener;
+    pushes.attachLog(log);
   }
 
   /**
@@ -379,53 +161,7 @@ public final class ParameterShard {
    * synchronous modes waits (blocking) until the shard reached {@code min_step}.
    */
   public PullParametersResponse pull(PullParametersRequest request) {
-    if (mode != TrainingMode.ASYNC && initialised && request.getMinStep() > step.get()) {
-      requireSync().awaitStep(request.getMinStep());
-    }
-    structure.readLock().lock();
-    try {
-      checkServing();
-      PullParametersResponse.Builder out = PullParametersResponse.newBuilder();
-      long at = step.get();
-      List<DenseBlock> wanted = new ArrayList<>();
-      if (request.getBlocksCount() == 0 && request.getSparseRowsCount() == 0) {
-        wanted.addAll(blocks.values());
-        wanted.sort(BLOCK_ORDER);
-      } else {
-        for (BlockRef ref : request.getBlocksList()) {
-          DenseBlock b = blocks.get(DenseBlock.key(ref.getName(), ref.getBlock()));
-          if (b == null) {
-            throw ValidatedPush.unknownBlock(ref.getName(), ref.getBlock(), parameters);
-          }
-          wanted.add(b);
-        }
-      }
-      List<SparseTable> sparseTables = new ArrayList<>();
-      List<long[]> sparseIds = new ArrayList<>();
-      for (SparseRowsRef ref : request.getSparseRowsList()) {
-        SparseTable table = tables.get(ref.getName());
-        if (table == null) {
-          throw ValidatedPush.unknownTable(ref.getName(), parameters);
-        }
-        sparseTables.add(table);
-        sparseIds.add(ValidatedPush.checkRowIds(table, ref.getRowIdsList()));
-      }
-      for (DenseBlock b : wanted) {
-        out.addBlocks(
-            TensorBlock.newBuilder()
-                .setName(b.name())
-                .setBlock(b.block)
-                .setOffset(b.offset)
-                .setDtype(DataType.FLOAT32)
-                .setData(b.encode()));
-      }
-      for (int t = 0; t < sparseTables.size(); t++) {
-        out.addSparseRows(readRows(sparseTables.get(t), sparseIds.get(t)));
-      }
-      return out.setStep(at).build();
-    } finally {
-      structure.readLock().unlock();
-    }
+    return reads.pull(request);
   }
 
   /**
@@ -433,121 +169,34 @@ public final class ParameterShard {
    * the push (in the synchronous modes, once the shard reached {@code step}).
    */
   public List<TensorBlock> valuesAfter(PushGradientsRequest push, long step) {
-    PullParametersRequest.Builder pull =
-        PullParametersRequest.newBuilder().setTrainerId(push.getTrainerId());
-    if (mode != TrainingMode.ASYNC) {
-      pull.setMinStep(step);
-    }
-    for (TensorBlock g : push.getGradientsList()) {
-      pull.addBlocks(BlockRef.newBuilder().setName(g.getName()).setBlock(g.getBlock()));
-    }
-    return pull(pull.build()).getBlocksList();
-  }
-
-  private static SparseRows readRows(SparseTable table, long[] ids) {
-    int width = table.width();
-    float[] data = new float[ids.length * width];
-    SparseRows.Builder rows =
-        SparseRows.newBuilder().setName(table.name()).setDtype(DataType.FLOAT32);
-    for (int i = 0; i < ids.length; i++) {
-      table.read(ids[i], data, i * width);
-      rows.addRowIds(ids[i]);
-    }
-    return rows.setData(TensorCodec.encode(data)).build();
-  }
-
-  private void checkNotHeld() {
-    String why = held;
-    if (why != null) {
-      // Reported as UNAVAILABLE, so that trainers retry.
-      throw new ServiceException(ErrorReason.SHUTTING_DOWN, why);
-    }
+    return reads.valuesAfter(push, step);
   }
 
   /**
    * Until {@link #releaseCalls()}, every call but status fails with UNAVAILABLE and {@code why}
-   * (while the index is claimed and a checkpoint is loaded).
+   * (while the index is claimed and a checkpoint is loaded). Role lifecycle only.
    */
   public void holdCalls(String why) {
-    this.held = why;
+    gate.hold(why);
   }
 
-  /** Ends {@link #holdCalls}. */
+  /** Ends {@link #holdCalls}. Role lifecycle only. */
   public void releaseCalls() {
-    this.held = null;
+    gate.release();
   }
 
-  private void checkServing() {
-    checkNotHeld();
-    if (!initialised) {
-      throw new ServiceException(
-          ErrorReason.NOT_INITIALIZED,
-          "pserver "
-              + (index < 0 ? "" : index + " ")
-              + "is not initialised: call InitParameters and FinishInit first");
-    }
-    if (draining) {
-      throw new ServiceException(
-          ErrorReason.SHUTTING_DOWN,
-          "pserver " + index + " is shutting down: retry on its replacement");
-    }
+  void checkServing() {
+    gate.checkServing(initialised);
   }
 
-  private SyncAggregator requireSync() {
-    SyncAggregator s = sync;
-    if (s == null) {
-      throw new ServiceException(
-          ErrorReason.SYNC_ABORTED,
-          "training mode " + mode + " needs trainer membership, which this pserver does not have");
-    }
-    return s;
+  /** Who is told of new tables, initialisation and synchronous steps. */
+  public ShardEvents events() {
+    return events;
   }
 
-  /** Describes the shard. */
+  /** Describes the shard's content (the role lifecycle adds the replication role). */
   public ShardStatus status() {
-    structure.readLock().lock();
-    try {
-      ShardStatus.Builder s =
-          ShardStatus.newBuilder()
-              .setIndex(Math.max(index, 0))
-              .setInitialised(initialised)
-              .setInitId(initialised && initId != null ? initId : "")
-              .setStep(step.get())
-              .setParameters(parameters.size())
-              .setBlocks(blocks.size())
-              .setParameterBytes(bytes())
-              .setCheckpointStep(checkpointStep)
-              .setMode(mode);
-      Replica r = replica != null ? replica : statusRole;
-      if (r != null) {
-        s.setReplicaRole(r.role());
-      }
-      if (backupOf >= 0) {
-        s.setBackupOf(backupOf);
-      }
-      blocks.values().stream()
-          .sorted(BLOCK_ORDER)
-          .forEach(b -> s.addBlockRefs(BlockRef.newBuilder().setName(b.name()).setBlock(b.block)));
-      return s.build();
-    } finally {
-      structure.readLock().unlock();
-    }
-  }
-
-  private long bytes() {
-    long n = 0;
-    for (DenseBlock b : blocks.values()) {
-      n += 4L * b.values.length;
-    }
-    for (SparseTable t : tables.values()) {
-      n += 4L * t.width() * t.rowCount();
-    }
-    return n;
-  }
-
-  /** Tells {@code listener} the name of every sparse table defined from now on (for metrics). */
-  public void onTableDefined(Consumer<String> listener) {
-    this.tableListener = listener;
+    return description.status();
   }
 
   /** The state of sparse table {@code name}, if it is defined. */
@@ -557,35 +206,12 @@ public final class ParameterShard {
 
   /** Rows, bytes, evictions and refused admissions of each sparse table, by name. */
   public List<SparseTableStats> sparseTables() {
-    structure.readLock().lock();
-    try {
-      List<SparseTableStats> out = new ArrayList<>();
-      tables.values().stream()
-          .sorted(Comparator.comparing(SparseTable::name))
-          .forEach(
-              t ->
-                  out.add(
-                      new SparseTableStats(
-                          t.name(),
-                          t.store.rows(),
-                          t.store.bytes(),
-                          t.store.evictions(),
-                          t.store.admissionsRefused(),
-                          t.store.settings().maxRows())));
-      return out;
-    } finally {
-      structure.readLock().unlock();
-    }
+    return description.sparseTables();
   }
 
   /** A consistent-per-block copy of the whole shard with optimizer state, for a checkpoint. */
   public ShardCheckpoint snapshot() {
-    structure.readLock().lock();
-    try {
-      return ShardSnapshots.snapshot(this);
-    } finally {
-      structure.readLock().unlock();
-    }
+    return ShardSnapshots.snapshotLocked(this);
   }
 
   /**
@@ -595,37 +221,12 @@ public final class ParameterShard {
    * @return the step recorded in the checkpoint
    */
   public long writeCheckpoint(OutputStream out) throws IOException {
-    PushLog log = pushLog;
-    if (log.enabled()) {
-      // With a write-ahead log the checkpoint must be a cut: every push logged before the cut is
-      // in it, none after. Pushes wait while it is written.
-      structure.writeLock().lock();
-      try {
-        return ShardSnapshots.write(this, out, log.cut());
-      } finally {
-        structure.writeLock().unlock();
-      }
-    }
-    structure.readLock().lock();
-    try {
-      return ShardSnapshots.write(this, out, 0);
-    } finally {
-      structure.readLock().unlock();
-    }
+    return ShardSnapshots.writeCheckpoint(this, out, pushes.pushLog());
   }
 
   /** Replaces the shard's content with a checkpoint's; the shard is then initialised. */
   public void restore(ShardCheckpoint checkpoint) {
-    ShardRestore restore = beginRestore();
-    try {
-      for (SparseTableCheckpoint tc : checkpoint.getSparseTablesList()) {
-        restore.table(checkpoint, tc);
-      }
-    } catch (RuntimeException e) {
-      restore.discard();
-      throw e;
-    }
-    restore.install(checkpoint.toBuilder().clearSparseTables().build());
+    ShardRestore.restore(this, checkpoint);
   }
 
   /**
@@ -637,24 +238,6 @@ public final class ParameterShard {
     return new ShardRestore(this);
   }
 
-  /** Installs a restore: see {@link ShardRestore#install}. */
-  void install(ShardCheckpoint header, Map<String, SparseTable> staged) {
-    structure.writeLock().lock();
-    try {
-      ShardSnapshots.install(this, header, staged);
-      checkpointStep = header.getStep();
-      log.info(
-          "restored {} blocks, {} sparse tables ({} rows) of init '{}' at step {}",
-          blocks.size(),
-          tables.size(),
-          tables.values().stream().mapToLong(SparseTable::rowCount).sum(),
-          initId,
-          header.getStep());
-    } finally {
-      structure.writeLock().unlock();
-    }
-  }
-
   /** Drops every parameter: the shard is uninitialised, as after a start with no checkpoint. */
   public void reset() {
     structure.writeLock().lock();
@@ -664,34 +247,29 @@ public final class ParameterShard {
     } finally {
       structure.writeLock().unlock();
     }
-    resetSync();
-  }
-
-  private void resetSync() {
-    SyncAggregator s = sync;
+    SyncAggregator s = pushes.sync();
     if (s != null) {
       s.reset();
     }
   }
 
-  /** From now on pushes and pulls fail with SHUTTING_DOWN (graceful shutdown). */
+  /**
+   * From now on pushes and pulls fail with SHUTTING_DOWN (graceful shutdown); returns once the
+   * pushes in flight finished. Role lifecycle only.
+   */
   public void beginDraining() {
-    draining = true;
-    // Wait for pushes in flight: they hold the read lock.
-    structure.writeLock().lock();
-    structure.writeLock().unlock();
-    SyncAggregator s = sync;
-    if (s != null) {
-      s.abortAll("pserver " + index + " is shutting down");
-    }
+    gate.drain();
+    pushes.awaitInFlight("pserver " + gate.index() + " is shutting down");
   }
 
+  /** Sets the index the shard carries (-1: none). Role lifecycle only. */
   public void setIndex(int index) {
-    this.index = index;
+    gate.setIndex(index);
   }
 
+  /** The index the shard carries, or -1. */
   public int index() {
-    return index;
+    return gate.index();
   }
 
   /** Records the step of a checkpoint written or loaded. */
@@ -699,9 +277,17 @@ public final class ParameterShard {
     this.checkpointStep = atStep;
   }
 
-  /** Connects the synchronous modes to the trainers' membership. */
+  long checkpointStep() {
+    return checkpointStep;
+  }
+
+  PushPath pushPath() {
+    return pushes;
+  }
+
+  /** Connects the synchronous modes to the trainers' membership (their barrier). */
   public void attachSync(SyncAggregator aggregator) {
-    this.sync = aggregator;
+    pushes.attachSync(aggregator);
   }
 
   public boolean initialised() {
@@ -724,7 +310,7 @@ public final class ParameterShard {
   }
 
   public long step() {
-    return step.get();
+    return pushes.step().get();
   }
 
   public TrainingMode mode() {
@@ -738,17 +324,18 @@ public final class ParameterShard {
 
   /** The optimizer of each parameter and sparse table, by name. */
   public Map<String, OptimizerConfig> optimizers() {
-    structure.readLock().lock();
-    try {
-      Map<String, OptimizerConfig> out = new java.util.TreeMap<>();
-      parameters.forEach((name, p) -> out.put(name, p.spec.getOptimizer()));
-      return out;
-    } finally {
-      structure.readLock().unlock();
-    }
+    return description.optimizers();
   }
 
-  // --- package-private access for ShardInit / ShardSnapshots (callers hold the write lock) ---
+  // --- package-private access for the shard's parts (writers hold the write lock) ---
+
+  ReentrantReadWriteLock structure() {
+    return structure;
+  }
+
+  CallGate gate() {
+    return gate;
+  }
 
   Map<String, Parameter> parameters() {
     return parameters;
@@ -778,7 +365,7 @@ public final class ParameterShard {
     if (old != null && old != table) {
       old.store.clear();
     }
-    tableListener.accept(table.name());
+    events.tableDefined(table.name());
   }
 
   String pendingInitId() {
@@ -798,10 +385,6 @@ public final class ParameterShard {
     this.initialised = value;
   }
 
-  void setStep(long value) {
-    step.set(value);
-  }
-
   void clear() {
     parameters.clear();
     blocks.clear();
@@ -813,11 +396,7 @@ public final class ParameterShard {
     staleness = 0;
     initialised = false;
     initialisedAtMs = -1;
-    step.set(0);
-    applied.clear();
-  }
-
-  AppliedSteps appliedSteps() {
-    return applied;
+    pushes.step().set(0);
+    pushes.applied().clear();
   }
 }

@@ -40,6 +40,31 @@ public interface PushLog {
    */
   long cut();
 
+  /** A record written to the log, perhaps not yet as durable as the log's sync setting promises. */
+  interface Written {
+    /** Nothing to wait for. */
+    Written DURABLE = () -> {};
+
+    /**
+     * Returns once the record is as durable as the sync setting promises.
+     *
+     * @throws java.io.UncheckedIOException when it cannot be made so
+     */
+    void awaitDurable();
+  }
+
+  /**
+   * Writes the record in the log's order without waiting for the disk: {@link Written#awaitDurable}
+   * does. The shard writes under its order lock, and waits outside it, so that concurrent pushes
+   * share one fsync.
+   *
+   * @throws java.io.UncheckedIOException when the record could not be written
+   */
+  default Written write(WalRecord record) {
+    append(record);
+    return Written.DURABLE;
+  }
+
   /** False for {@link #NONE}. */
   boolean enabled();
 

@@ -25,6 +25,30 @@ final class ShardInit {
 
   private ShardInit() {}
 
+  /** {@link #apply} under the shard's write lock; returns the number of blocks. */
+  static int applyLocked(ParameterShard shard, InitParametersRequest request) {
+    shard.structure().writeLock().lock();
+    try {
+      apply(shard, request);
+      return shard.blocks().size();
+    } finally {
+      shard.structure().writeLock().unlock();
+    }
+  }
+
+  /** {@link #finish} under the write lock; true when it made the shard initialised. */
+  static boolean finishLocked(ParameterShard shard, FinishInitRequest request) {
+    boolean fresh;
+    shard.structure().writeLock().lock();
+    try {
+      fresh = !shard.initialised();
+      finish(shard, request);
+    } finally {
+      shard.structure().writeLock().unlock();
+    }
+    return fresh && shard.initialised();
+  }
+
   static void apply(ParameterShard shard, InitParametersRequest request) {
     String id = request.getInitId();
     if (id.isEmpty()) {

@@ -30,6 +30,22 @@ public final class ShardRestore {
   }
 
   /**
+   * Replaces the shard's content with a parsed checkpoint's (see {@link ParameterShard#restore}).
+   */
+  static void restore(ParameterShard shard, ShardCheckpoint checkpoint) {
+    ShardRestore restore = new ShardRestore(shard);
+    try {
+      for (SparseTableCheckpoint tc : checkpoint.getSparseTablesList()) {
+        restore.table(checkpoint, tc);
+      }
+    } catch (RuntimeException e) {
+      restore.discard();
+      throw e;
+    }
+    restore.install(checkpoint.toBuilder().clearSparseTables().build());
+  }
+
+  /**
    * Adds the rows of one sparse-table entry.
    *
    * @param header the checkpoint's fields read so far: it holds the parameter definitions, which
@@ -98,7 +114,7 @@ public final class ShardRestore {
     }
     done = true;
     try {
-      shard.install(header, staged);
+      ShardSnapshots.installLocked(shard, header, staged);
     } catch (RuntimeException e) {
       staged.values().forEach(t -> t.store.clear());
       throw e;

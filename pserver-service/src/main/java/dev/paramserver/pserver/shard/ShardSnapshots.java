@@ -22,6 +22,9 @@ import java.util.function.Consumer;
 
 /** Converts a shard to and from its checkpoint message. */
 final class ShardSnapshots {
+  private static final org.slf4j.Logger log =
+      org.slf4j.LoggerFactory.getLogger(ShardSnapshots.class);
+
   // ShardCheckpoint has no fields for the training mode yet: they travel as fields 8 (mode) and
   // 9 (staleness), so that declaring them in checkpoint.proto later reads old files unchanged.
   static final int MODE_FIELD = 8;
@@ -84,7 +87,7 @@ final class ShardSnapshots {
             .setIndex(Math.max(shard.index(), 0))
             .setStep(shard.step())
             .setWalSegment(walSegment)
-            .addAllApplied(shard.appliedSteps().toProto())
+            .addAllApplied(shard.pushPath().applied().toProto())
             .setInitId(shard.initialised() ? shard.pendingInitId() : "")
             .setCreatedMs(System.currentTimeMillis());
     shard.parameters().values().stream()
@@ -207,8 +210,75 @@ final class ShardSnapshots {
             ? extra.getField(STALENESS_FIELD).getVarintList().get(0).intValue()
             : 0;
     shard.setDefinition(header.getInitId(), mode == null ? TrainingMode.ASYNC : mode, staleness);
-    shard.setStep(header.getStep());
-    shard.appliedSteps().restore(header.getAppliedList());
+    shard.pushPath().step().set(header.getStep());
+    shard.pushPath().applied().restore(header.getAppliedList());
     shard.setInitialised(!header.getInitId().isEmpty());
+  }
+
+  /** A snapshot under the read lock. */
+  static ShardCheckpoint snapshotLocked(ParameterShard shard) {
+    shard.structure().readLock().lock();
+    try {
+      return snapshot(shard);
+    } finally {
+      shard.structure().readLock().unlock();
+    }
+  }
+
+  /** See {@link ParameterShard#writeCopy}: a copy cut under the write lock. */
+  static boolean writeCopy(ParameterShard shard, OutputStream out, Runnable atCut)
+      throws IOException {
+    shard.structure().writeLock().lock();
+    try {
+      if (!shard.initialised()) {
+        atCut.run();
+        return false;
+      }
+      write(shard, out, 0);
+      atCut.run();
+      return true;
+    } finally {
+      shard.structure().writeLock().unlock();
+    }
+  }
+
+  /** See {@link ParameterShard#writeCheckpoint}. */
+  static long writeCheckpoint(ParameterShard shard, OutputStream out, PushLog log)
+      throws IOException {
+    if (log.enabled()) {
+      // With a write-ahead log the checkpoint must be a cut: every push logged before the cut is
+      // in it, none after. Pushes wait while it is written.
+      shard.structure().writeLock().lock();
+      try {
+        return write(shard, out, log.cut());
+      } finally {
+        shard.structure().writeLock().unlock();
+      }
+    }
+    shard.structure().readLock().lock();
+    try {
+      return write(shard, out, 0);
+    } finally {
+      shard.structure().readLock().unlock();
+    }
+  }
+
+  /** Installs a restore under the write lock: see {@link ShardRestore#install}. */
+  static void installLocked(
+      ParameterShard shard, ShardCheckpoint header, Map<String, SparseTable> staged) {
+    shard.structure().writeLock().lock();
+    try {
+      install(shard, header, staged);
+      shard.recordCheckpoint(header.getStep());
+      log.info(
+          "restored {} blocks, {} sparse tables ({} rows) of init '{}' at step {}",
+          shard.blocks().size(),
+          shard.tables().size(),
+          shard.tables().values().stream().mapToLong(SparseTable::rowCount).sum(),
+          shard.pendingInitId(),
+          header.getStep());
+    } finally {
+      shard.structure().writeLock().unlock();
+    }
   }
 }

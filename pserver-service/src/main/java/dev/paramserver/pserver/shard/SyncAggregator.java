@@ -76,7 +76,7 @@ public final class SyncAggregator {
     }
     synchronized (this) {
       checkNotAborted();
-      if (shard.alreadyApplied(push.request)) {
+      if (shard.pushPath().alreadyApplied(push.request)) {
         return -1;
       }
       openIfNeeded();
@@ -235,13 +235,13 @@ public final class SyncAggregator {
         continue;
       }
       List<ValidatedPush> all = contributions.values().stream().map(c -> c.push).toList();
-      long reached = shard.applySummed(all);
+      long reached = shard.pushPath().applySummed(all);
       for (Contribution c : contributions.values()) {
         c.appliedAt = reached;
       }
       log.debug("sync step {} applied with {} contributions", reached - 1, all.size());
       // Still holding this monitor: no other step can be applied before the listener returns.
-      shard.syncStepApplied(reached);
+      shard.events().syncStepApplied(reached);
       nextStep();
       notifyAll();
     }
@@ -302,7 +302,7 @@ public final class SyncAggregator {
         mine = pushes.getOrDefault(trainerId, slowest(Long.MAX_VALUE));
       }
     }
-    long step = shard.applyOne(push);
+    long step = shard.pushPath().applyOne(push);
     if (step < 0) {
       return step;
     }

@@ -124,6 +124,11 @@ public final class WriteAheadLog implements PushLog, AutoCloseable {
 
   @Override
   public void append(WalRecord record) {
+    write(record).awaitDurable();
+  }
+
+  @Override
+  public Written write(WalRecord record) {
     byte[] body = record.toByteArray();
     CRC32 crc = new CRC32();
     crc.update(body);
@@ -147,9 +152,7 @@ public final class WriteAheadLog implements PushLog, AutoCloseable {
       ch = channel;
       end = written;
     }
-    if (sync == SyncMode.ALWAYS) {
-      force(ch, end);
-    }
+    return sync == SyncMode.ALWAYS ? () -> force(ch, end) : Written.DURABLE;
   }
 
   /** Forces {@code ch} to disk unless an fsync since {@code end} was written covered it. */

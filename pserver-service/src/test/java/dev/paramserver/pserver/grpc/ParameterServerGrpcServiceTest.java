@@ -57,6 +57,7 @@ class ParameterServerGrpcServiceTest {
                 ServerInterceptors.intercept(
                     new ParameterServerGrpcService(
                         shard,
+                        Lifecycles.serving(shard, 0),
                         executor,
                         new SimpleMeterRegistry(),
                         new ShardTraffic(),

@@ -86,6 +86,7 @@ class SyncModeGrpcTest {
                 ServerInterceptors.intercept(
                     new ParameterServerGrpcService(
                         shard,
+                        Lifecycles.serving(shard, 0),
                         blocking,
                         new SimpleMeterRegistry(),
                         new ShardTraffic(),

@@ -1,0 +1,252 @@
+package dev.paramserver.pserver.shard;
+
+import dev.paramserver.proto.v1.ErrorReason;
+import dev.paramserver.proto.v1.PushGradientsRequest;
+import dev.paramserver.proto.v1.TrainingMode;
+import dev.paramserver.proto.v1.WalRecord;
+import dev.paramserver.rpc.ServiceException;
+import java.io.UncheckedIOException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicLong;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The push path of {@link ParameterShard}: validates a push, applies it once (a push identified by
+ * trainer, session, step and part that was applied before changes nothing), logs it (write-ahead
+ * log, then the backup) before it is applied, and replays logged records.
+ */
+final class PushPath {
+  private static final Logger log = LoggerFactory.getLogger(PushPath.class);
+
+  private final ParameterShard shard;
+  private final boolean rejectNonFinite;
+  private final AppliedSteps applied = new AppliedSteps();
+  private final AtomicLong step = new AtomicLong();
+  private volatile PushLog pushLog = PushLog.NONE;
+  private volatile Replica replica;
+  // Held while a logged push is logged, handed to the backup and applied (see logAndApply).
+  private final Object order = new Object();
+  private volatile SyncAggregator sync;
+
+  PushPath(ParameterShard shard, boolean rejectNonFinite) {
+    this.shard = shard;
+    this.rejectNonFinite = rejectNonFinite;
+  }
+
+  AppliedSteps applied() {
+    return applied;
+  }
+
+  AtomicLong step() {
+    return step;
+  }
+
+  PushLog pushLog() {
+    return pushLog;
+  }
+
+  void attachLog(PushLog log) {
+    this.pushLog = log;
+  }
+
+  void attachSync(SyncAggregator aggregator) {
+    this.sync = aggregator;
+  }
+
+  SyncAggregator sync() {
+    return sync;
+  }
+
+  SyncAggregator requireSync() {
+    SyncAggregator s = sync;
+    if (s == null) {
+      throw new ServiceException(
+          ErrorReason.SYNC_ABORTED,
+          "training mode "
+              + shard.mode()
+              + " needs trainer membership, which this pserver does not have");
+    }
+    return s;
+  }
+
+  /** Waits for the pushes in flight (they hold the read lock) and aborts synchronous steps. */
+  void awaitInFlight(String why) {
+    shard.structure().writeLock().lock();
+    shard.structure().writeLock().unlock();
+    SyncAggregator s = sync;
+    if (s != null) {
+      s.abortAll(why);
+    }
+  }
+
+  Replica replica() {
+    return replica;
+  }
+
+  void attachReplica(Replica replica) {
+    this.replica = replica;
+  }
+
+  ParameterShard.PushOutcome pushOutcome(PushGradientsRequest request) {
+    ParameterShard.PushOutcome outcome = applyPush(request);
+    Replica r = replica;
+    if (r != null) {
+      r.settle();
+    }
+    return outcome;
+  }
+
+  private ParameterShard.PushOutcome applyPush(PushGradientsRequest request) {
+    shard.structure().readLock().lock();
+    ValidatedPush push;
+    try {
+      shard.checkServing();
+      if (request.getPart() >= ParameterShard.MAX_PARTS) {
+        throw new ServiceException(
+            ErrorReason.BAD_ARGUMENT,
+            "push part "
+                + request.getPart()
+                + " is out of range: parts are 0.."
+                + (ParameterShard.MAX_PARTS - 1));
+      }
+      if (AppliedSteps.identified(request) && applied.applied(request)) {
+        return new ParameterShard.PushOutcome(step.get(), true);
+      }
+      push =
+          ValidatedPush.of(
+              request, shard.parameters(), shard.blocks(), shard.tables(), rejectNonFinite);
+      if (shard.mode() == TrainingMode.ASYNC) {
+        return outcome(applyOneLocked(push, true));
+      }
+    } finally {
+      shard.structure().readLock().unlock();
+    }
+    return outcome(requireSync().contribute(request.getTrainerId(), request.getStep(), push));
+  }
+
+  private ParameterShard.PushOutcome outcome(long stepOrDuplicate) {
+    return stepOrDuplicate < 0
+        ? new ParameterShard.PushOutcome(step.get(), true)
+        : new ParameterShard.PushOutcome(stepOrDuplicate, false);
+  }
+
+  boolean alreadyApplied(PushGradientsRequest request) {
+    return request != null && AppliedSteps.identified(request) && applied.applied(request);
+  }
+
+  long applyOne(ValidatedPush push) {
+    shard.structure().readLock().lock();
+    try {
+      return applyOneLocked(push, true);
+    } finally {
+      shard.structure().readLock().unlock();
+    }
+  }
+
+  private long applyOneLocked(ValidatedPush push, boolean log) {
+    PushGradientsRequest request = push.request;
+    if (!AppliedSteps.identified(request)) {
+      return logAndApply(push, List.of(request), log);
+    }
+    AppliedSteps.Run run = applied.run(request);
+    synchronized (run) {
+      if (run.applied(request.getStep(), request.getPart())) {
+        return -1;
+      }
+      long reached = logAndApply(push, List.of(request), log);
+      run.record(request.getStep(), request.getPart());
+      return reached;
+    }
+  }
+
+  long applySummed(List<ValidatedPush> pushes) {
+    shard.structure().readLock().lock();
+    try {
+      return applySummedLocked(pushes, true);
+    } finally {
+      shard.structure().readLock().unlock();
+    }
+  }
+
+  private long applySummedLocked(List<ValidatedPush> pushes, boolean log) {
+    ValidatedPush sum = pushes.size() == 1 ? pushes.get(0) : Gradients.sum(pushes);
+    long reached = logAndApply(sum, pushes.stream().map(p -> p.request).toList(), log);
+    pushes.forEach(p -> applied.record(p.request));
+    return reached;
+  }
+
+  /**
+   * Appends the requests to the log (first: a push that cannot be logged is not applied), hands the
+   * record to the backup and applies it, all three in one order: a restart replays the log, and a
+   * backup applies the records, in the log's order, so the shard applies them in that order too (an
+   * optimizer with state, such as Adam, gives another result in another order). The log's fsync
+   * ({@code wal.sync=always}) is waited for after that, outside the order, so that concurrent
+   * pushes still share one fsync.
+   */
+  private long logAndApply(ValidatedPush push, List<PushGradientsRequest> requests, boolean log) {
+    Replica r = replica;
+    if (!log || (!pushLog.enabled() && r == null)) {
+      Gradients.apply(push);
+      return step.incrementAndGet();
+    }
+    WalRecord record =
+        WalRecord.newBuilder().addAllPushes(requests).setInitId(shard.pendingInitId()).build();
+    PushLog.Written written;
+    long reached;
+    synchronized (order) {
+      try {
+        written = pushLog.write(record);
+      } catch (UncheckedIOException e) {
+        throw logFailed(e);
+      }
+      if (r != null) {
+        r.append(record);
+      }
+      Gradients.apply(push);
+      reached = step.incrementAndGet();
+    }
+    try {
+      written.awaitDurable();
+    } catch (UncheckedIOException e) {
+      // Applied but not durable: the push is not acknowledged, and nothing is served any more.
+      throw logFailed(e);
+    }
+    return reached;
+  }
+
+  private ServiceException logFailed(UncheckedIOException e) {
+    String why =
+        "pserver "
+            + shard.index()
+            + " cannot write its write-ahead log ("
+            + e.getMessage()
+            + "): it serves nothing until restarted";
+    shard.gate().hold(why);
+    PushPath.log.error(why, e);
+    return new ServiceException(ErrorReason.SHUTTING_DOWN, why);
+  }
+
+  boolean replay(WalRecord record) {
+    shard.structure().readLock().lock();
+    try {
+      if (!shard.initialised()
+          || !record.getInitId().equals(shard.pendingInitId())
+          || record.getPushesCount() == 0) {
+        return false;
+      }
+      List<ValidatedPush> pushes = new ArrayList<>();
+      for (PushGradientsRequest r : record.getPushesList()) {
+        pushes.add(ValidatedPush.of(r, shard.parameters(), shard.blocks(), shard.tables(), false));
+      }
+      if (pushes.size() == 1) {
+        return applyOneLocked(pushes.get(0), false) >= 0;
+      }
+      applySummedLocked(pushes, false);
+      return true;
+    } finally {
+      shard.structure().readLock().unlock();
+    }
+  }
+}

@@ -1,0 +1,99 @@
+package dev.paramserver.pserver.shard;
+
+import dev.paramserver.proto.v1.BlockRef;
+import dev.paramserver.proto.v1.DataType;
+import dev.paramserver.proto.v1.PullParametersRequest;
+import dev.paramserver.proto.v1.PullParametersResponse;
+import dev.paramserver.proto.v1.PushGradientsRequest;
+import dev.paramserver.proto.v1.SparseRows;
+import dev.paramserver.proto.v1.SparseRowsRef;
+import dev.paramserver.proto.v1.TensorBlock;
+import dev.paramserver.proto.v1.TrainingMode;
+import dev.paramserver.tensor.TensorCodec;
+import java.util.ArrayList;
+import java.util.List;
+
+/** The pull path of {@link ParameterShard}: reads blocks and sparse rows under the read lock. */
+final class ShardReads {
+  private final ParameterShard shard;
+
+  ShardReads(ParameterShard shard) {
+    this.shard = shard;
+  }
+
+  PullParametersResponse pull(PullParametersRequest request) {
+    if (shard.mode() != TrainingMode.ASYNC
+        && shard.initialised()
+        && request.getMinStep() > shard.step()) {
+      shard.pushPath().requireSync().awaitStep(request.getMinStep());
+    }
+    shard.structure().readLock().lock();
+    try {
+      shard.checkServing();
+      PullParametersResponse.Builder out = PullParametersResponse.newBuilder();
+      long at = shard.step();
+      List<DenseBlock> wanted = new ArrayList<>();
+      if (request.getBlocksCount() == 0 && request.getSparseRowsCount() == 0) {
+        wanted.addAll(shard.blocks().values());
+        wanted.sort(ParameterShard.BLOCK_ORDER);
+      } else {
+        for (BlockRef ref : request.getBlocksList()) {
+          DenseBlock b = shard.blocks().get(DenseBlock.key(ref.getName(), ref.getBlock()));
+          if (b == null) {
+            throw ValidatedPush.unknownBlock(ref.getName(), ref.getBlock(), shard.parameters());
+          }
+          wanted.add(b);
+        }
+      }
+      List<SparseTable> sparseTables = new ArrayList<>();
+      List<long[]> sparseIds = new ArrayList<>();
+      for (SparseRowsRef ref : request.getSparseRowsList()) {
+        SparseTable table = shard.tables().get(ref.getName());
+        if (table == null) {
+          throw ValidatedPush.unknownTable(ref.getName(), shard.parameters());
+        }
+        sparseTables.add(table);
+        sparseIds.add(ValidatedPush.checkRowIds(table, ref.getRowIdsList()));
+      }
+      for (DenseBlock b : wanted) {
+        out.addBlocks(
+            TensorBlock.newBuilder()
+                .setName(b.name())
+                .setBlock(b.block)
+                .setOffset(b.offset)
+                .setDtype(DataType.FLOAT32)
+                .setData(b.encode()));
+      }
+      for (int t = 0; t < sparseTables.size(); t++) {
+        out.addSparseRows(readRows(sparseTables.get(t), sparseIds.get(t)));
+      }
+      return out.setStep(at).build();
+    } finally {
+      shard.structure().readLock().unlock();
+    }
+  }
+
+  List<TensorBlock> valuesAfter(PushGradientsRequest push, long step) {
+    PullParametersRequest.Builder pull =
+        PullParametersRequest.newBuilder().setTrainerId(push.getTrainerId());
+    if (shard.mode() != TrainingMode.ASYNC) {
+      pull.setMinStep(step);
+    }
+    for (TensorBlock g : push.getGradientsList()) {
+      pull.addBlocks(BlockRef.newBuilder().setName(g.getName()).setBlock(g.getBlock()));
+    }
+    return pull(pull.build()).getBlocksList();
+  }
+
+  private static SparseRows readRows(SparseTable table, long[] ids) {
+    int width = table.width();
+    float[] data = new float[ids.length * width];
+    SparseRows.Builder rows =
+        SparseRows.newBuilder().setName(table.name()).setDtype(DataType.FLOAT32);
+    for (int i = 0; i < ids.length; i++) {
+      table.read(ids[i], data, i * width);
+      rows.addRowIds(ids[i]);
+    }
+    return rows.setData(TensorCodec.encode(data)).build();
+  }
+}

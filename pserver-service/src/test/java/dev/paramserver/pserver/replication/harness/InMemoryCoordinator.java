@@ -1,0 +1,228 @@
+package dev.paramserver.pserver.replication.harness;
+
+import dev.paramserver.coordination.CoordinationException;
+import dev.paramserver.coordination.Coordinator;
+import dev.paramserver.coordination.JobKeys;
+import dev.paramserver.coordination.KeyValueStore;
+import dev.paramserver.coordination.LeaderElection;
+import dev.paramserver.coordination.Lease;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.TreeMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
+
+/**
+ * etcd's semantics as far as replication uses them, in memory: revisions (a key's create revision
+ * is a primary's epoch), leases whose end deletes their keys, and prefix watches whose events
+ * arrive in order on one event thread, after the write returned (as jetcd delivers them). Leases
+ * never expire on their own: a test ends one with {@link Lease#revoke()}.
+ */
+final class InMemoryCoordinator implements Coordinator {
+  private final JobKeys keys = new JobKeys("harness");
+  private final Store store = new Store();
+
+  @Override
+  public JobKeys keys() {
+    return keys;
+  }
+
+  @Override
+  public KeyValueStore kv() {
+    return store;
+  }
+
+  @Override
+  public Lease grantLease(Duration ttl) {
+    return new MemoryLease(store, store.leaseIds.incrementAndGet(), ttl);
+  }
+
+  @Override
+  public LeaderElection election(String electionKey) {
+    throw new UnsupportedOperationException("the replication harness runs no election");
+  }
+
+  @Override
+  public int claimIndex(String prefix, int max, byte[] value, Lease lease, Duration timeout) {
+    for (int i = 0; i < max; i++) {
+      if (store.putIfAbsent(prefix + i, value, lease)) {
+        return i;
+      }
+    }
+    throw new CoordinationException("no free index under " + prefix + " below " + max);
+  }
+
+  @Override
+  public boolean isConnected() {
+    return true;
+  }
+
+  @Override
+  public void close() {
+    store.events.shutdownNow();
+  }
+
+  private static final class MemoryLease implements Lease {
+    private final Store store;
+    private final long id;
+    private final Duration ttl;
+    private volatile boolean alive = true;
+
+    MemoryLease(Store store, long id, Duration ttl) {
+      this.store = store;
+      this.id = id;
+      this.ttl = ttl;
+    }
+
+    @Override
+    public long id() {
+      return id;
+    }
+
+    @Override
+    public Duration ttl() {
+      return ttl;
+    }
+
+    @Override
+    public boolean isAlive() {
+      return alive;
+    }
+
+    @Override
+    public void onLost(Runnable listener) {
+      // never lost: only revoked
+    }
+
+    @Override
+    public void revoke() {
+      if (alive) {
+        alive = false;
+        store.deleteLeased(id);
+      }
+    }
+  }
+
+  private static final class Store implements KeyValueStore {
+    private final AtomicLong leaseIds = new AtomicLong();
+    private final ExecutorService events =
+        Executors.newSingleThreadExecutor(
+            r -> {
+              Thread t = new Thread(r, "harness-etcd-events");
+              t.setDaemon(true);
+              return t;
+            });
+    // Guarded by this.
+    private final TreeMap<String, KeyValue> data = new TreeMap<>();
+    private final List<Watch> watches = new ArrayList<>();
+    private long revision;
+
+    private record Watch(String prefix, Consumer<WatchEvent> listener) {}
+
+    @Override
+    public synchronized Optional<KeyValue> get(String key) {
+      return Optional.ofNullable(data.get(key));
+    }
+
+    @Override
+    public synchronized List<KeyValue> getPrefix(String prefix) {
+      return data.tailMap(prefix, true).values().stream()
+          .takeWhile(kv -> kv.key().startsWith(prefix))
+          .toList();
+    }
+
+    @Override
+    public long put(String key, byte[] value) {
+      return write(key, value, 0);
+    }
+
+    @Override
+    public long put(String key, byte[] value, Lease lease) {
+      return write(key, value, lease.id());
+    }
+
+    @Override
+    public synchronized boolean putIfAbsent(String key, byte[] value, Lease lease) {
+      if (data.containsKey(key) || !lease.isAlive()) {
+        return false;
+      }
+      write(key, value, lease.id());
+      return true;
+    }
+
+    @Override
+    public synchronized boolean compareAndSwap(String key, long expectedModRevision, byte[] value) {
+      KeyValue now = data.get(key);
+      long mod = now == null ? 0 : now.modRevision();
+      if (mod != expectedModRevision) {
+        return false;
+      }
+      write(key, value, 0);
+      return true;
+    }
+
+    @Override
+    public synchronized boolean commitIfHeld(
+        String fenceKey, long fenceCreateRevision, Map<String, byte[]> puts, List<String> deletes) {
+      KeyValue fence = data.get(fenceKey);
+      if (fence == null || fence.createRevision() != fenceCreateRevision) {
+        return false;
+      }
+      puts.forEach((k, v) -> write(k, v, 0));
+      deletes.forEach(this::delete);
+      return true;
+    }
+
+    @Override
+    public synchronized void delete(String key) {
+      KeyValue old = data.remove(key);
+      if (old != null) {
+        revision++;
+        publish(
+            new WatchEvent(WatchEvent.Type.DELETE, new KeyValue(key, new byte[0], 0, revision, 0)));
+      }
+    }
+
+    private synchronized void deleteLeased(long leaseId) {
+      List<String> leased =
+          data.values().stream().filter(kv -> kv.leaseId() == leaseId).map(KeyValue::key).toList();
+      leased.forEach(this::delete);
+    }
+
+    private synchronized long write(String key, byte[] value, long leaseId) {
+      revision++;
+      KeyValue old = data.get(key);
+      KeyValue kv =
+          new KeyValue(
+              key, value.clone(), old == null ? revision : old.createRevision(), revision, leaseId);
+      data.put(key, kv);
+      publish(new WatchEvent(WatchEvent.Type.PUT, kv));
+      return revision;
+    }
+
+    /** Delivers the event to the watches of its key, in write order, on the event thread. */
+    private void publish(WatchEvent event) {
+      for (Watch w : watches) {
+        if (event.keyValue().key().startsWith(w.prefix())) {
+          events.execute(() -> w.listener().accept(event));
+        }
+      }
+    }
+
+    @Override
+    public synchronized AutoCloseable watchPrefix(String prefix, Consumer<WatchEvent> listener) {
+      Watch w = new Watch(prefix, listener);
+      watches.add(w);
+      return () -> {
+        synchronized (Store.this) {
+          watches.remove(w);
+        }
+      };
+    }
+  }
+}

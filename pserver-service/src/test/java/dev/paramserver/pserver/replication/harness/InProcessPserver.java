@@ -1,0 +1,223 @@
+package dev.paramserver.pserver.replication.harness;
+
+import dev.paramserver.coordination.KeyValueStore;
+import dev.paramserver.coordination.Lease;
+import dev.paramserver.proto.v1.ReplicaRole;
+import dev.paramserver.proto.v1.ShardCheckpoint;
+import dev.paramserver.pserver.PserverProperties;
+import dev.paramserver.pserver.checkpoint.CheckpointService;
+import dev.paramserver.pserver.replication.Replication;
+import dev.paramserver.pserver.replication.ShardReplicationGrpcService;
+import dev.paramserver.pserver.role.ShardLifecycle;
+import dev.paramserver.pserver.role.ShardPersistence;
+import dev.paramserver.pserver.role.ShardRole;
+import dev.paramserver.pserver.shard.ParameterShard;
+import dev.paramserver.pserver.wal.WriteAheadLog;
+import dev.paramserver.rpc.ChannelFactory;
+import dev.paramserver.testsupport.TempDirs;
+import io.grpc.ManagedChannel;
+import io.grpc.Server;
+import io.grpc.inprocess.InProcessChannelBuilder;
+import io.grpc.inprocess.InProcessServerBuilder;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Map;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.beans.factory.support.StaticListableBeanFactory;
+import org.springframework.util.unit.DataSize;
+
+/**
+ * One pserver of the harness, wired as the service wires it but without Spring, etcd or sockets: a
+ * real {@link ParameterShard}, a {@link CheckpointService} with its write-ahead log in a temp
+ * directory, {@link Replication} and its gRPC service on an in-process server named after the
+ * pserver. Its channels to other pservers pass through {@code network}. Like the Netty transport it
+ * serves calls on one thread, in the order they arrive (the service's handlers run on the transport
+ * thread and hand waiting work to the blocking executor).
+ */
+final class InProcessPserver implements AutoCloseable {
+  static final int INDEX = 0;
+  private static final AtomicInteger INSTANCES = new AtomicInteger();
+
+  final String name;
+  final ParameterShard shard;
+  final ShardLifecycle lifecycle;
+  final CheckpointService checkpoints;
+  final Replication replication;
+  private final InMemoryCoordinator coordinator;
+  private final Path dir;
+  private final ExecutorService transport;
+  private final ExecutorService blocking;
+  private final Server server;
+  private Lease lease;
+  private final AtomicInteger promoted = new AtomicInteger(-1);
+  private final SimpleMeterRegistry metrics = new SimpleMeterRegistry();
+
+  InProcessPserver(
+      String name, InMemoryCoordinator coordinator, FaultyNetwork network, Duration timeout) {
+    // unique in the JVM: a try that timed out may still hold its servers' names
+    this.name = name + "-" + INSTANCES.incrementAndGet();
+    this.coordinator = coordinator;
+    this.dir = TempDirs.create("replication-harness-" + this.name);
+    PserverProperties properties = properties(dir, timeout);
+    this.shard = new ParameterShard(true);
+    this.lifecycle = new ShardLifecycle(shard);
+    this.checkpoints = new CheckpointService(shard, coordinator, properties);
+    ChannelFactory channels = new InProcessChannels(network);
+    StaticListableBeanFactory beans = new StaticListableBeanFactory(Map.of("cs", checkpoints));
+    ObjectProvider<ShardPersistence> persistence = beans.getBeanProvider(ShardPersistence.class);
+    this.replication =
+        new Replication(coordinator, shard, lifecycle, properties, persistence, channels, metrics);
+    this.transport = Executors.newSingleThreadExecutor(r -> daemon(r, this.name + "-transport"));
+    this.blocking = Executors.newFixedThreadPool(8, r -> daemon(r, this.name + "-blocking"));
+    try {
+      this.server =
+          InProcessServerBuilder.forName(this.name)
+              .executor(transport)
+              .addService(new ShardReplicationGrpcService(replication, blocking))
+              .build()
+              .start();
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  private static Thread daemon(Runnable r, String name) {
+    Thread t = new Thread(r, name);
+    t.setDaemon(true);
+    return t;
+  }
+
+  /** Claims {@code ps/0} and serves the shard as its primary (as ShardRegistration does). */
+  void registerAsPrimary() {
+    lease = coordinator.grantLease(Duration.ofSeconds(30));
+    KeyValueStore kv = coordinator.kv();
+    if (!kv.putIfAbsent(coordinator.keys().ps(INDEX), address(), lease)) {
+      throw new IllegalStateException("ps/" + INDEX + " is taken");
+    }
+    if (lifecycle.claimed(INDEX)) {
+      checkpoints.load(INDEX);
+    }
+    replication.becomePrimary(INDEX, lease);
+  }
+
+  /** Registers as the backup of shard 0; it takes the shard over when {@code ps/0} vanishes. */
+  void registerAsBackup() {
+    lease = coordinator.grantLease(Duration.ofSeconds(30));
+    if (!coordinator.kv().putIfAbsent(coordinator.keys().psBackup(INDEX), address(), lease)) {
+      throw new IllegalStateException("ps_backup/" + INDEX + " is taken");
+    }
+    replication.becomeBackup(INDEX, name, lease, promoted::set);
+  }
+
+  private byte[] address() {
+    return name.getBytes(StandardCharsets.UTF_8);
+  }
+
+  /** The process ends at once: its lease ends, its keys vanish, it serves nothing more. */
+  void crash() {
+    server.shutdownNow();
+    replication.close();
+    if (lease != null) {
+      lease.revoke();
+    }
+  }
+
+  /** Pushes this primary answered without its backup's acknowledgement (the metric). */
+  long unreplicated() {
+    return (long)
+        metrics.get("paramserver.pserver.replication.unreplicated").functionCounter().count();
+  }
+
+  /** This pserver's part in the replication, as its status reports it. */
+  ReplicaRole role() {
+    return lifecycle.status().getReplicaRole();
+  }
+
+  /** True once this backup took the shard over and serves it. */
+  boolean promoted() {
+    return promoted.get() == INDEX && lifecycle.role() == ShardRole.PRIMARY;
+  }
+
+  /** The whole shard with optimizer state and applied-push records. */
+  ShardCheckpoint state() {
+    return shard.snapshot();
+  }
+
+  /** The directory of this pserver's checkpoints and write-ahead log. */
+  Path dir() {
+    return dir;
+  }
+
+  @Override
+  public void close() {
+    server.shutdownNow();
+    replication.close();
+    checkpoints.stop();
+    WriteAheadLog wal = checkpoints.wal();
+    if (wal != null) {
+      wal.close();
+    }
+    if (lease != null) {
+      lease.revoke();
+    }
+    transport.shutdownNow();
+    blocking.shutdownNow();
+    try {
+      server.awaitTermination(5, TimeUnit.SECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    TempDirs.deleteRecursively(dir);
+  }
+
+  /** The settings of a harness pserver: log and checkpoints in {@code dir}, no timer. */
+  static PserverProperties properties(Path dir, Duration replicationTimeout) {
+    return new PserverProperties(
+        1,
+        dir.resolve("checkpoints").toString(),
+        Duration.ZERO,
+        true,
+        Duration.ofSeconds(10),
+        Duration.ofSeconds(10),
+        4,
+        -1,
+        new PserverProperties.Sparse(
+            0,
+            DataSize.ofBytes(0),
+            Map.of(),
+            PserverProperties.Sparse.Eviction.LFU,
+            Duration.ofMinutes(10),
+            Duration.ofHours(24),
+            8,
+            1,
+            1 << 20),
+        new PserverProperties.Wal(
+            true, WriteAheadLog.SyncMode.NONE, Duration.ofMillis(50), dir.resolve("wal")),
+        PserverProperties.CheckpointConsistency.INDEPENDENT,
+        2,
+        replicationTimeout);
+  }
+
+  /** Channels to in-process servers by name, through the harness network. */
+  private static final class InProcessChannels extends ChannelFactory {
+    private final FaultyNetwork network;
+
+    InProcessChannels(FaultyNetwork network) {
+      super(null, java.util.List.of());
+      this.network = network;
+    }
+
+    @Override
+    public ManagedChannel forAddress(String name) {
+      return InProcessChannelBuilder.forName(name).directExecutor().intercept(network).build();
+    }
+  }
+}
