@@ -3,7 +3,6 @@ package dev.paramserver.bench.sparse;
 import dev.paramserver.bench.memory.MemorySuite;
 import dev.paramserver.proto.v1.PullParametersRequest;
 import dev.paramserver.proto.v1.PushGradientsRequest;
-import dev.paramserver.pserver.checkpoint.CheckpointService;
 import dev.paramserver.pserver.checkpoint.CheckpointStore;
 import dev.paramserver.pserver.shard.ParameterShard;
 import dev.paramserver.pserver.shard.SparseTableStats;
@@ -155,7 +154,7 @@ public final class SparseInJvmBench {
     // The pserver's own load path: rows streamed into fresh stores, CRC checked, then installed.
     t0 = System.nanoTime();
     ParameterShard restored = new ParameterShard(true, SparseSettings.unlimited());
-    CheckpointStore.Restorer restorer = CheckpointService.restorer(restored);
+    CheckpointStore.Restorer restorer = CheckpointStore.restorer(restored);
     restorer.install(CheckpointStore.read(file.toString(), (int) crc.getValue(), restorer));
     print("checkpoint_load_s", (System.nanoTime() - t0) / 1e9);
     print("checkpoint_load_heap_growth_bytes", MemorySuite.liveHeap(mem) - beforeLoad);

@@ -2,12 +2,9 @@ package dev.paramserver.pserver.checkpoint;
 
 import dev.paramserver.coordination.Coordinator;
 import dev.paramserver.proto.v1.CheckpointMeta;
-import dev.paramserver.proto.v1.ShardCheckpoint;
-import dev.paramserver.proto.v1.SparseTableCheckpoint;
 import dev.paramserver.pserver.PserverProperties;
 import dev.paramserver.pserver.role.ShardPersistence;
 import dev.paramserver.pserver.shard.ParameterShard;
-import dev.paramserver.pserver.shard.ShardRestore;
 import dev.paramserver.pserver.wal.WriteAheadLog;
 import dev.paramserver.service.LifecyclePhases;
 import dev.paramserver.storage.S3Settings;
@@ -254,25 +251,9 @@ public final class CheckpointService implements ShardPersistence, SmartLifecycle
     last = null;
   }
 
-  /** Streams a checkpoint into {@code shard} (see {@link ParameterShard#beginRestore}). */
+  /** Streams a checkpoint into {@code shard}: see {@link CheckpointStore#restorer}. */
   public static CheckpointStore.Restorer restorer(ParameterShard shard) {
-    ShardRestore restore = shard.beginRestore();
-    return new CheckpointStore.Restorer() {
-      @Override
-      public void table(ShardCheckpoint headerSoFar, SparseTableCheckpoint table) {
-        restore.table(headerSoFar, table);
-      }
-
-      @Override
-      public void install(ShardCheckpoint header) {
-        restore.install(header);
-      }
-
-      @Override
-      public void discard() {
-        restore.discard();
-      }
-    };
+    return CheckpointStore.restorer(shard);
   }
 
   /**

@@ -7,6 +7,8 @@ import dev.paramserver.coordination.KeyValueStore;
 import dev.paramserver.proto.v1.CheckpointMeta;
 import dev.paramserver.proto.v1.ShardCheckpoint;
 import dev.paramserver.proto.v1.SparseTableCheckpoint;
+import dev.paramserver.pserver.shard.ParameterShard;
+import dev.paramserver.pserver.shard.ShardRestore;
 import dev.paramserver.storage.Location;
 import dev.paramserver.storage.S3Settings;
 import dev.paramserver.storage.Storage;
@@ -261,6 +263,27 @@ public final class CheckpointStore {
     } catch (IOException e) {
       log.debug("cannot fsync directory {}: {}", dir, e.toString());
     }
+  }
+
+  /** Streams a checkpoint into {@code shard} (see {@link ParameterShard#beginRestore}). */
+  public static Restorer restorer(ParameterShard shard) {
+    ShardRestore restore = shard.beginRestore();
+    return new Restorer() {
+      @Override
+      public void table(ShardCheckpoint headerSoFar, SparseTableCheckpoint table) {
+        restore.table(headerSoFar, table);
+      }
+
+      @Override
+      public void install(ShardCheckpoint header) {
+        restore.install(header);
+      }
+
+      @Override
+      public void discard() {
+        restore.discard();
+      }
+    };
   }
 
   /**
