@@ -8,6 +8,7 @@ import dev.paramserver.proto.v1.InitParametersRequest;
 import dev.paramserver.proto.v1.ParameterSpec;
 import dev.paramserver.proto.v1.SparseRows;
 import dev.paramserver.proto.v1.TensorBlock;
+import dev.paramserver.proto.v1.TrainingMode;
 import dev.paramserver.rpc.ServiceException;
 import dev.paramserver.tensor.TensorCodec;
 import java.util.ArrayList;
@@ -54,6 +55,13 @@ final class ShardInit {
     if (id.isEmpty()) {
       throw new ServiceException(
           ErrorReason.BAD_ARGUMENT, "InitParameters has an empty init_id: give every init an id");
+    }
+    if (request.getMode() == TrainingMode.UNRECOGNIZED) {
+      throw new ServiceException(
+          ErrorReason.BAD_ARGUMENT,
+          "InitParameters has mode number "
+              + request.getModeValue()
+              + ", which this pserver does not know: send ASYNC, SYNC or BOUNDED_STALENESS");
     }
     String current = shard.pendingInitId();
     if (shard.initialised() && !id.equals(current)) {
