@@ -23,7 +23,7 @@ import java.util.function.Consumer;
  * arrive in order on one event thread, after the write returned (as jetcd delivers them). Leases
  * never expire on their own: a test ends one with {@link Lease#revoke()}.
  */
-final class InMemoryCoordinator implements Coordinator {
+public final class InMemoryCoordinator implements Coordinator {
   private final JobKeys keys = new JobKeys("harness");
   private final Store store = new Store();
 
