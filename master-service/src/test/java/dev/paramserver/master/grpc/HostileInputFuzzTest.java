@@ -43,6 +43,7 @@ import java.util.concurrent.TimeUnit;
 import net.jqwik.api.Arbitraries;
 import net.jqwik.api.Arbitrary;
 import net.jqwik.api.Combinators;
+import net.jqwik.api.Example;
 import net.jqwik.api.ForAll;
 import net.jqwik.api.From;
 import net.jqwik.api.Property;
@@ -89,6 +90,20 @@ class HostileInputFuzzTest {
       }
       if (start != Start.NOT_LEADER) {
         assertThat(f.stub().getStatus(GetStatusRequest.getDefaultInstance())).isNotNull();
+      }
+    }
+  }
+
+  /**
+   * Every hostile glob list, from each start: an unclosed '[' reached the JDK's glob parser and its
+   * PatternSyntaxException was answered INVALID_ARGUMENT without a reason.
+   */
+  @Example
+  void setDatasetWithEachHostileGlob_isRefusedWithItsReason() throws Exception {
+    for (Start start : Start.values()) {
+      for (long seed = 0; seed < 40; seed++) {
+        hostileCalls_succeedOrAreRefusedWithAReason_andARefusalChangesNoQueue(
+            start, List.of(Mutation.SET_DATASET_HOSTILE.with(seed)));
       }
     }
   }
