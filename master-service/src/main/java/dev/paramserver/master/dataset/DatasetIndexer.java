@@ -10,6 +10,7 @@ import dev.paramserver.storage.S3Settings;
 import dev.paramserver.storage.Storage;
 import java.io.IOException;
 import java.util.List;
+import java.util.regex.PatternSyntaxException;
 
 /**
  * Expands dataset globs and walks the chunk headers of every file into a {@link DatasetIndex}.
@@ -49,6 +50,17 @@ public final class DatasetIndexer {
       throw new ServiceException(
           ErrorReason.DATASET_UNREADABLE,
           "dataset " + clean + " cannot be used: " + e.getMessage(),
+          e);
+    } catch (IllegalArgumentException e) {
+      // a local glob the JDK refuses: an unclosed '[' or '{' (PatternSyntaxException), a NUL
+      // (InvalidPathException)
+      String why =
+          e instanceof PatternSyntaxException pse
+              ? "a glob is malformed (" + pse.getDescription() + ")"
+              : e.getMessage();
+      throw new ServiceException(
+          ErrorReason.DATASET_UNREADABLE,
+          "dataset " + clean + " cannot be used: " + why + ": fix the glob",
           e);
     }
     DatasetIndex.Builder index =

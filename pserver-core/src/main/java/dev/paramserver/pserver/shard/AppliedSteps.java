@@ -58,9 +58,13 @@ final class AppliedSteps {
         k -> new Run(request.getTrainerId(), request.getSession()));
   }
 
-  /** True if {@code request} (identified) was applied already. */
+  /** True if {@code request} (identified) was applied already; records nothing. */
   boolean applied(PushGradientsRequest request) {
-    Run r = run(request);
+    // a lookup, not run(): a push refused after this check must leave no record of its run
+    Run r = runs.get(key(request.getTrainerId(), request.getSession()));
+    if (r == null) {
+      return false;
+    }
     synchronized (r) {
       return r.applied(request.getStep(), request.getPart());
     }

@@ -95,13 +95,14 @@ final class Parameter {
               + ": every dimension must be > 0");
     }
     int blockSize = spec.getBlockSize() == 0 ? BlockLayout.DEFAULT_BLOCK_SIZE : spec.getBlockSize();
-    if (spec.getBlockSize() > (1 << 26)) {
+    // block_size is a uint32: 2^31 and more arrive as negative ints
+    if (Integer.toUnsignedLong(spec.getBlockSize()) > (1 << 26)) {
       throw new ServiceException(
           ErrorReason.BAD_ARGUMENT,
           "parameter '"
               + name
               + "' has block_size "
-              + spec.getBlockSize()
+              + Integer.toUnsignedString(spec.getBlockSize())
               + ": blocks of at most 67108864 elements");
     }
     return new Parameter(spec, optimizer, elements, blockSize, 0, 0);

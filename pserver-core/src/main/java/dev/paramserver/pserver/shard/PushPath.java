@@ -103,11 +103,12 @@ final class PushPath {
     ValidatedPush push;
     try {
       shard.checkServing();
-      if (request.getPart() >= ParameterShard.MAX_PARTS) {
+      // part is a uint32: 2^31 and more arrive as negative ints
+      if (request.getPart() < 0 || request.getPart() >= ParameterShard.MAX_PARTS) {
         throw new ServiceException(
             ErrorReason.BAD_ARGUMENT,
             "push part "
-                + request.getPart()
+                + Integer.toUnsignedString(request.getPart())
                 + " is out of range: parts are 0.."
                 + (ParameterShard.MAX_PARTS - 1));
       }

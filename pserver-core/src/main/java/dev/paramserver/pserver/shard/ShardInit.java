@@ -8,6 +8,7 @@ import dev.paramserver.proto.v1.InitParametersRequest;
 import dev.paramserver.proto.v1.ParameterSpec;
 import dev.paramserver.proto.v1.SparseRows;
 import dev.paramserver.proto.v1.TensorBlock;
+import dev.paramserver.proto.v1.TrainingMode;
 import dev.paramserver.rpc.ServiceException;
 import dev.paramserver.tensor.TensorCodec;
 import java.util.ArrayList;
@@ -55,6 +56,13 @@ final class ShardInit {
       throw new ServiceException(
           ErrorReason.BAD_ARGUMENT, "InitParameters has an empty init_id: give every init an id");
     }
+    if (request.getMode() == TrainingMode.UNRECOGNIZED) {
+      throw new ServiceException(
+          ErrorReason.BAD_ARGUMENT,
+          "InitParameters has mode number "
+              + request.getModeValue()
+              + ", which this pserver does not know: send ASYNC, SYNC or BOUNDED_STALENESS");
+    }
     String current = shard.pendingInitId();
     if (shard.initialised() && !id.equals(current)) {
       throw new ServiceException(
@@ -67,16 +75,16 @@ final class ShardInit {
               + id
               + "': keep the parameters in place");
     }
+    // A new initialiser took over from one that did not finish: start over, once this request is
+    // known to be valid (a refused request leaves the unfinished init in place). Until then it is
+    // checked against an empty shard.
+    String replaced = null;
     if (!shard.initialised() && current != null && !id.equals(current)) {
-      // A new initialiser took over from one that did not finish: start over.
-      log.warn(
-          "init '{}' replaces unfinished init '{}' ({} blocks dropped)",
-          id,
-          current,
-          shard.blocks().size());
-      shard.clear();
+      replaced = current;
       current = null;
     }
+    Map<String, Parameter> heldParameters = replaced == null ? shard.parameters() : Map.of();
+    Map<String, DenseBlock> heldBlocks = replaced == null ? shard.blocks() : Map.of();
     if (current != null
         && (shard.mode() != request.getMode() || shard.staleness() != request.getStaleness())) {
       throw new ServiceException(
@@ -97,7 +105,7 @@ final class ShardInit {
     // Validate everything before changing anything.
     Map<String, Parameter> defined = new LinkedHashMap<>();
     for (ParameterSpec spec : request.getParametersList()) {
-      Parameter existing = shard.parameters().get(spec.getName());
+      Parameter existing = heldParameters.get(spec.getName());
       Parameter earlier = defined.get(spec.getName());
       Parameter other = existing != null ? existing : earlier;
       if (other != null) {
@@ -121,7 +129,7 @@ final class ShardInit {
     Map<String, float[]> newBlocks = new HashMap<>();
     List<TensorBlock> ordered = new ArrayList<>();
     for (TensorBlock b : request.getBlocksList()) {
-      Parameter p = defined.getOrDefault(b.getName(), shard.parameters().get(b.getName()));
+      Parameter p = defined.getOrDefault(b.getName(), heldParameters.get(b.getName()));
       String what = "initial value of parameter '" + b.getName() + "' block " + b.getBlock();
       if (p == null) {
         throw new ServiceException(
@@ -177,7 +185,7 @@ final class ShardInit {
       }
       String key = DenseBlock.key(b.getName(), b.getBlock());
       float[] values = TensorCodec.decode(b.getData());
-      DenseBlock existing = shard.blocks().get(key);
+      DenseBlock existing = heldBlocks.get(key);
       if (existing != null) {
         if (!shard.initialised() && !Arrays.equals(existing.copyValues(), values)) {
           throw new ServiceException(
@@ -199,9 +207,17 @@ final class ShardInit {
       }
     }
 
-    List<float[]> rowValues = rows(shard, defined, request);
+    List<float[]> rowValues = rows(heldParameters, defined, request);
 
     // Apply.
+    if (replaced != null) {
+      log.warn(
+          "init '{}' replaces unfinished init '{}' ({} blocks dropped)",
+          id,
+          replaced,
+          shard.blocks().size());
+      shard.clear();
+    }
     if (current == null) {
       shard.setDefinition(id, request.getMode(), request.getStaleness());
     }
@@ -229,10 +245,10 @@ final class ShardInit {
 
   /** Checks the initial sparse rows of {@code request}; their values, one array per entry. */
   private static List<float[]> rows(
-      ParameterShard shard, Map<String, Parameter> defined, InitParametersRequest request) {
+      Map<String, Parameter> held, Map<String, Parameter> defined, InitParametersRequest request) {
     List<float[]> out = new ArrayList<>();
     for (SparseRows r : request.getSparseRowsList()) {
-      Parameter p = defined.getOrDefault(r.getName(), shard.parameters().get(r.getName()));
+      Parameter p = defined.getOrDefault(r.getName(), held.get(r.getName()));
       String what = "initial rows of sparse table '" + r.getName() + "'";
       if (p == null) {
         throw new ServiceException(
