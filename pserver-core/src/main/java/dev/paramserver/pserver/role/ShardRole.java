@@ -21,7 +21,7 @@ public enum ShardRole {
   UNCLAIMED,
   /** An index is claimed and its state (checkpoint and log) is being loaded. Calls are held. */
   LOADING,
-  /** Serves its index alone ({@code replicas = 1}, or a primary whose replication stopped). */
+  /** Serves its index alone ({@code replicas = 1}). */
   SERVING,
   /** Serves its index and sends every logged record to the shard's backup. */
   PRIMARY,
