@@ -4,11 +4,9 @@ import com.google.common.util.concurrent.FutureCallback;
 import com.google.common.util.concurrent.Futures;
 import com.google.common.util.concurrent.ListenableFuture;
 import com.google.common.util.concurrent.MoreExecutors;
-import com.google.protobuf.ByteString;
 import dev.paramserver.coordination.KeyValueStore;
 import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.proto.v1.FillChunk;
-import dev.paramserver.proto.v1.FillResponse;
 import dev.paramserver.proto.v1.ReplicateRequest;
 import dev.paramserver.proto.v1.ReplicateResponse;
 import dev.paramserver.proto.v1.ShardReplicationGrpc;
@@ -22,24 +20,18 @@ import dev.paramserver.rpc.RpcErrors;
 import dev.paramserver.rpc.ServiceException;
 import dev.paramserver.rpc.StoppedException;
 import io.grpc.ManagedChannel;
-import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
-import io.grpc.stub.StreamObserver;
 import java.io.BufferedOutputStream;
 import java.io.IOException;
-import java.io.InputStream;
 import java.io.OutputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Optional;
 import java.util.TreeSet;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 import org.slf4j.Logger;
@@ -449,62 +441,13 @@ final class PrimaryReplicator implements Replica, AutoCloseable {
               });
     }
     long bytes = Files.size(file);
-    CompletableFuture<FillResponse> done = new CompletableFuture<>();
-    StreamObserver<FillChunk> upload =
-        b.async
-            .withDeadlineAfter(timeout.toMillis() + bytes / 50_000, TimeUnit.MILLISECONDS)
-            .fill(
-                new StreamObserver<>() {
-                  @Override
-                  public void onNext(FillResponse value) {
-                    done.complete(value);
-                  }
-
-                  @Override
-                  public void onError(Throwable t) {
-                    done.completeExceptionally(t);
-                  }
-
-                  @Override
-                  public void onCompleted() {
-                    done.complete(FillResponse.getDefaultInstance());
-                  }
-                });
     FillChunk.Builder header =
         FillChunk.newBuilder()
             .setIndex(index)
             .setEpoch(epoch)
             .setGeneration(generation[0])
             .setInitialised(initialised);
-    try (InputStream in = Files.newInputStream(file)) {
-      byte[] buf = new byte[CHUNK];
-      boolean first = true;
-      int n;
-      while ((n = in.readNBytes(buf, 0, CHUNK)) > 0 || first) {
-        FillChunk.Builder c = first ? header : FillChunk.newBuilder();
-        upload.onNext(c.setData(ByteString.copyFrom(buf, 0, Math.max(n, 0))).build());
-        first = false;
-        if (n < CHUNK) {
-          break;
-        }
-      }
-      upload.onCompleted();
-    } catch (IOException | RuntimeException e) {
-      upload.onError(Status.CANCELLED.withDescription(e.toString()).asRuntimeException());
-      throw e;
-    } finally {
-      Files.deleteIfExists(file);
-    }
-    try {
-      done.get(timeout.toMillis() + bytes / 50_000 + 1000, TimeUnit.MILLISECONDS);
-    } catch (ExecutionException e) {
-      if (e.getCause() instanceof StatusRuntimeException s) {
-        throw s;
-      }
-      throw new IOException(e.getCause());
-    } catch (TimeoutException e) {
-      throw new IOException("the backup did not install the copy in time", e);
-    }
+    CopyUpload.send(b.async, file, bytes, header, timeout);
     synchronized (this) {
       if (backup == b && b.generation == generation[0] && b.phase == Phase.COPYING) {
         b.phase = Phase.SYNCED;
