@@ -7,6 +7,7 @@ import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.pserver.PserverProperties;
 import dev.paramserver.pserver.role.ShardLifecycle;
 import dev.paramserver.pserver.role.ShardPersistence;
+import dev.paramserver.pserver.role.ShardRole;
 import dev.paramserver.pserver.shard.ParameterShard;
 import dev.paramserver.rpc.ChannelFactory;
 import dev.paramserver.rpc.ServiceException;
@@ -97,6 +98,15 @@ public final class Replication implements AutoCloseable {
   public boolean backupSynced() {
     PrimaryReplicator p = primary;
     return p != null && p.backupSynced();
+  }
+
+  /**
+   * True when this pserver serves shard {@code index} (alone or as its primary) or takes it over.
+   */
+  boolean serves(int index) {
+    ShardRole role = lifecycle.role();
+    return (role.serves() && lifecycle.index() == index)
+        || (role == ShardRole.TAKING_OVER && lifecycle.backupOf() == index);
   }
 
   /** The backup role, or null when this pserver is not a backup. */

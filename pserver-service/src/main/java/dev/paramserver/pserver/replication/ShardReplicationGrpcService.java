@@ -44,12 +44,25 @@ public final class ShardReplicationGrpcService
     this.scratch = replication.scratch();
   }
 
-  private BackupReplica backup() {
+  /**
+   * This pserver's backup role. Without one, a pserver that serves shard {@code index} itself (a
+   * backup that took it over) refuses the sender as deposed (NOT_PRIMARY); any other answers
+   * UNAVAILABLE, which the primary retries: a pserver that registered as the backup may be reached
+   * before it has set its backup role up, and must not depose a live primary.
+   */
+  private BackupReplica backup(int index) {
     BackupReplica b = replication.backup();
-    if (b == null) {
-      throw new ServiceException(ErrorReason.NOT_PRIMARY, "this pserver is not a backup");
+    if (b != null) {
+      return b;
     }
-    return b;
+    if (replication.serves(index)) {
+      throw new ServiceException(
+          ErrorReason.NOT_PRIMARY,
+          "this pserver is the primary of shard " + index + ": the sender is no longer");
+    }
+    throw new ServiceException(
+        ErrorReason.SHUTTING_DOWN,
+        "this pserver is not (yet) a backup of shard " + index + ": retry shortly");
   }
 
   @Override
@@ -77,7 +90,7 @@ public final class ShardReplicationGrpcService
         out,
         () -> {
           try {
-            return backup().replicate(request);
+            return backup(request.getIndex()).replicate(request);
           } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new ServiceException(ErrorReason.SHUTTING_DOWN, "backup is stopping");
@@ -143,7 +156,7 @@ public final class ShardReplicationGrpcService
             () -> {
               try {
                 stream.close();
-                backup()
+                backup(h.getIndex())
                     .install(
                         h.getEpoch(),
                         h.getGeneration(),

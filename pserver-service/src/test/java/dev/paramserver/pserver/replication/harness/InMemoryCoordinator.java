@@ -26,7 +26,7 @@ import java.util.function.Consumer;
  * believes in it). {@link #unreachable(boolean)} makes every read fail as an etcd that does not
  * answer.
  */
-final class InMemoryCoordinator implements Coordinator {
+public final class InMemoryCoordinator implements Coordinator {
   private final JobKeys keys = new JobKeys("harness");
   private final Store store = new Store();
 

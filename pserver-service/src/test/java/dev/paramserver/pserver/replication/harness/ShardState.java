@@ -18,7 +18,7 @@ import java.util.TreeMap;
  * (a table's row order is its storage order); the checkpoint's index, time and log segment are
  * where a copy lives, not what it holds.
  */
-record ShardState(
+public record ShardState(
     long step,
     String initId,
     Map<String, Cell> cells,
@@ -29,7 +29,7 @@ record ShardState(
   /** One dense block or sparse row: raw float32 bits of its values and of each optimizer slot. */
   record Cell(ByteString values, List<ByteString> slots, long updates) {}
 
-  static ShardState of(ShardCheckpoint cp) {
+  public static ShardState of(ShardCheckpoint cp) {
     Map<String, Cell> cells = new TreeMap<>();
     Map<String, List<ByteString>> sketches = new TreeMap<>();
     for (BlockCheckpoint b : cp.getBlocksList()) {
@@ -66,7 +66,7 @@ record ShardState(
   }
 
   /** What differs between this copy and {@code other} (empty when they are bit-identical). */
-  List<String> differences(ShardState other) {
+  public List<String> differences(ShardState other) {
     List<String> out = new ArrayList<>();
     if (step != other.step) {
       out.add("step " + step + " vs " + other.step);

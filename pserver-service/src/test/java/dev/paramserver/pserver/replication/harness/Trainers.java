@@ -23,8 +23,8 @@ import java.util.function.IntConsumer;
  * The model every harness run trains, with Adam (whose result depends on the order of its updates),
  * and trainers that push to a primary's shard concurrently.
  */
-final class Trainers {
-  static final String INIT_ID = "harness-init";
+public final class Trainers {
+  public static final String INIT_ID = "harness-init";
   static final String DENSE = "w";
   static final String SPARSE = "emb";
   static final int BLOCK = 8;
@@ -47,7 +47,7 @@ final class Trainers {
   }
 
   /** Defines and initialises the model on {@code shard}, as the initialising trainer does. */
-  static void initialise(ParameterShard shard) {
+  public static void initialise(ParameterShard shard) {
     ParameterSpec dense =
         ParameterSpec.newBuilder()
             .setName(DENSE)
@@ -95,7 +95,7 @@ final class Trainers {
    * The push of {@code trainer} at {@code step}: a function of the seed, so a failing run can be
    * read again. Touches one to all dense blocks and one to three sparse rows.
    */
-  static PushGradientsRequest push(long seed, int trainer, long step) {
+  public static PushGradientsRequest push(long seed, int trainer, long step) {
     Random r = new Random(seed * 1_000_003L + trainer * 10_007L + step);
     PushGradientsRequest.Builder p =
         PushGradientsRequest.newBuilder()
