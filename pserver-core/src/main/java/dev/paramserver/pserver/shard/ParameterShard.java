@@ -44,6 +44,7 @@ public final class ParameterShard {
   static final int MAX_PARTS = 1 << 16;
 
   private final SparseSettings sparseSettings;
+  private final java.util.function.LongSupplier sparseClock;
   private final ReentrantReadWriteLock structure = new ReentrantReadWriteLock();
   // Guarded by structure (written under the write lock, read under either).
   private final Map<String, Parameter> parameters = new HashMap<>();
@@ -81,7 +82,19 @@ public final class ParameterShard {
    * @param sparseSettings caps, eviction and admission of the sparse tables
    */
   public ParameterShard(boolean rejectNonFinite, SparseSettings sparseSettings) {
+    this(rejectNonFinite, sparseSettings, System::nanoTime);
+  }
+
+  /**
+   * @param sparseClock nanoseconds, for the sparse tables' eviction policies (LFU half-lives,
+   *     TTLs); tests pass a clock they move
+   */
+  public ParameterShard(
+      boolean rejectNonFinite,
+      SparseSettings sparseSettings,
+      java.util.function.LongSupplier sparseClock) {
     this.sparseSettings = sparseSettings;
+    this.sparseClock = sparseClock;
     this.pushes = new PushPath(this, rejectNonFinite);
   }
 
@@ -125,6 +138,14 @@ public final class ParameterShard {
    */
   public boolean replay(WalRecord record) {
     return pushes.replay(record);
+  }
+
+  /**
+   * A backup applies a record its primary sent: as {@link #replay}, removing exactly the sparse
+   * rows the primary removed while applying it ({@code WalRecord.removals}) and no other.
+   */
+  public boolean replayReplicated(WalRecord record) {
+    return pushes.replayReplicated(record);
   }
 
   /** True when a push may wait (a synchronous mode, or a log that fsyncs before answering). */
@@ -356,7 +377,7 @@ public final class ParameterShard {
 
   /** A sparse table with no rows, not (yet) part of the shard. */
   SparseTable newTable(Parameter p) {
-    return new SparseTable(p, sparseSettings);
+    return new SparseTable(p, sparseSettings, sparseClock);
   }
 
   /** Makes {@code table} the shard's table of its name (the caller holds the write lock). */

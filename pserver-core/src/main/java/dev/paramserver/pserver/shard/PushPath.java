@@ -2,12 +2,17 @@ package dev.paramserver.pserver.shard;
 
 import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.proto.v1.PushGradientsRequest;
+import dev.paramserver.proto.v1.RowRemoval;
 import dev.paramserver.proto.v1.TrainingMode;
 import dev.paramserver.proto.v1.WalRecord;
+import dev.paramserver.pserver.sparse.Removals;
+import dev.paramserver.pserver.sparse.SparseRowStore;
 import dev.paramserver.rpc.ServiceException;
 import java.io.UncheckedIOException;
 import java.util.ArrayList;
+import java.util.IdentityHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.atomic.AtomicLong;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -90,10 +95,16 @@ final class PushPath {
   }
 
   ParameterShard.PushOutcome pushOutcome(PushGradientsRequest request) {
-    ParameterShard.PushOutcome outcome = applyPush(request);
+    // Read before the push is applied: a backup detached meanwhile (the role moved on, the lease
+    // was lost) still decides whether the push may be acknowledged, its settle refusing it then.
     Replica r = replica;
+    ParameterShard.PushOutcome outcome = applyPush(request);
+    Replica now = replica;
     if (r != null) {
       r.settle();
+    }
+    if (now != null && now != r) {
+      now.settle();
     }
     return outcome;
   }
@@ -202,10 +213,21 @@ final class PushPath {
       } catch (UncheckedIOException e) {
         throw logFailed(e);
       }
-      if (r != null) {
-        r.append(record);
+      if (r == null) {
+        Gradients.apply(push);
+      } else {
+        // The backup gets the record after it was applied, with the rows the tables removed
+        // meanwhile (cap, TTL), so that it removes the same ones (see Removals);
+        // still under the order lock and the read lock, so in the log's order and never across a
+        // copy's cut.
+        Removals removals = Removals.recording();
+        try {
+          Gradients.apply(push);
+        } finally {
+          Removals.end();
+        }
+        r.append(withRemovals(record, removals.recorded()));
       }
-      Gradients.apply(push);
       reached = step.incrementAndGet();
     }
     try {
@@ -215,6 +237,48 @@ final class PushPath {
       throw logFailed(e);
     }
     return reached;
+  }
+
+  private WalRecord withRemovals(WalRecord record, List<Removals.Removal> removed) {
+    if (removed.isEmpty()) {
+      return record;
+    }
+    Map<SparseRowStore, String> names = new IdentityHashMap<>();
+    shard.tables().values().forEach(t -> names.put(t.store, t.name()));
+    WalRecord.Builder b = record.toBuilder();
+    for (Removals.Removal x : removed) {
+      b.addRemovals(
+          RowRemoval.newBuilder()
+              .setTable(names.getOrDefault(x.store(), ""))
+              .setUpdate(x.update())
+              .setPosition(x.position())
+              .setPhase(x.phase())
+              .setRowId(x.id()));
+    }
+    return b.build();
+  }
+
+  /**
+   * A backup applies its primary's record: as {@link #replay}, but its tables remove exactly the
+   * rows the primary's removed ({@code record.removals}) and decide no eviction or expiry of their
+   * own.
+   */
+  boolean replayReplicated(WalRecord record) {
+    List<Removals.Removal> script = new ArrayList<>();
+    for (RowRemoval x : record.getRemovalsList()) {
+      SparseTable t = shard.tables().get(x.getTable());
+      if (t != null) {
+        script.add(
+            new Removals.Removal(
+                t.store, x.getUpdate(), x.getPosition(), x.getPhase(), x.getRowId()));
+      }
+    }
+    Removals.following(script);
+    try {
+      return replay(record.toBuilder().clearRemovals().build());
+    } finally {
+      Removals.end();
+    }
   }
 
   private ServiceException logFailed(UncheckedIOException e) {

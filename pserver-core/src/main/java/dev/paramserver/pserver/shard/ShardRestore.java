@@ -8,7 +8,9 @@ import dev.paramserver.proto.v1.SparseTableCheckpoint;
 import dev.paramserver.pserver.sparse.SparseRowStore;
 import dev.paramserver.rpc.ServiceException;
 import dev.paramserver.tensor.TensorCodec;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 
 /**
@@ -55,6 +57,7 @@ public final class ShardRestore {
     if (done) {
       throw new IllegalStateException("restore already installed or discarded");
     }
+    checkVersion(header);
     SparseTable t = staged.get(tc.getName());
     if (t == null) {
       ParameterSpec spec =
@@ -66,6 +69,14 @@ public final class ShardRestore {
       staged.put(tc.getName(), t);
     }
     addRows(t, tc);
+    if (tc.getAdmissionSketchCount() > 0) {
+      List<byte[]> counters = new ArrayList<>();
+      for (ByteString c : tc.getAdmissionSketchList()) {
+        counters.add(c.toByteArray());
+      }
+      // another shape (settings changed since): the table starts with an empty sketch
+      t.store.restoreSketch(counters, tc.getAdmissionIncrementsList());
+    }
   }
 
   private static void addRows(SparseTable t, SparseTableCheckpoint tc) {
@@ -114,6 +125,7 @@ public final class ShardRestore {
     }
     done = true;
     try {
+      checkVersion(header);
       ShardSnapshots.installLocked(shard, header, staged);
     } catch (RuntimeException e) {
       staged.values().forEach(t -> t.store.clear());
@@ -126,6 +138,17 @@ public final class ShardRestore {
     done = true;
     staged.values().forEach(t -> t.store.clear());
     staged.clear();
+  }
+
+  private static void checkVersion(ShardCheckpoint header) {
+    if (header.getFormatVersion() > ShardSnapshots.FORMAT_VERSION) {
+      throw corrupt(
+          "format version "
+              + header.getFormatVersion()
+              + " is newer than this pserver reads ("
+              + ShardSnapshots.FORMAT_VERSION
+              + "): run a newer pserver");
+    }
   }
 
   static float[] floats(ByteString data, int expected, String name) {

@@ -9,6 +9,7 @@ import dev.paramserver.proto.v1.ShardCheckpoint;
 import dev.paramserver.proto.v1.SparseTableCheckpoint;
 import dev.paramserver.proto.v1.TrainingMode;
 import dev.paramserver.pserver.sparse.SparseRowStore;
+import dev.paramserver.pserver.sparse.TableSketch;
 import dev.paramserver.tensor.TensorCodec;
 import java.io.IOException;
 import java.io.OutputStream;
@@ -39,6 +40,12 @@ final class ShardSnapshots {
         .addField(STALENESS_FIELD, UnknownFieldSet.Field.newBuilder().addVarint(staleness).build())
         .build();
   }
+
+  /**
+   * The checkpoint format written ({@code ShardCheckpoint.format_version}): 2 adds each table's
+   * admission sketch; files without a version (0) are read as before, with empty sketches.
+   */
+  static final int FORMAT_VERSION = 2;
 
   /** Rows per {@link SparseTableCheckpoint} entry: a large table is written as many entries. */
   static final int CHUNK_ROWS = 1 << 14;
@@ -87,6 +94,7 @@ final class ShardSnapshots {
             .setIndex(Math.max(shard.index(), 0))
             .setStep(shard.step())
             .setWalSegment(walSegment)
+            .setFormatVersion(FORMAT_VERSION)
             .addAllApplied(shard.pushPath().applied().toProto())
             .setInitId(shard.initialised() ? shard.pendingInitId() : "")
             .setCreatedMs(System.currentTimeMillis());
@@ -115,23 +123,42 @@ final class ShardSnapshots {
     tables.sort(Comparator.comparing(SparseTable::name));
     for (SparseTable t : tables) {
       boolean[] any = {false};
+      TableSketch sketch = t.store.sketch();
       t.store.snapshot(
           CHUNK_ROWS,
           c -> {
+            SparseTableCheckpoint entry = chunkOf(t, c);
+            sink.accept(any[0] ? entry : withSketch(entry, sketch));
             any[0] = true;
-            sink.accept(chunkOf(t, c));
           });
       if (!any[0]) {
         // An empty table still appears, so that its definition is checked on restore.
         sink.accept(
-            SparseTableCheckpoint.newBuilder()
-                .setName(t.name())
-                .setWidth(t.width())
-                .setValues(ByteString.EMPTY)
-                .addAllSlots(Collections.nCopies(t.store.slots(), ByteString.EMPTY))
-                .build());
+            withSketch(
+                SparseTableCheckpoint.newBuilder()
+                    .setName(t.name())
+                    .setWidth(t.width())
+                    .setValues(ByteString.EMPTY)
+                    .addAllSlots(Collections.nCopies(t.store.slots(), ByteString.EMPTY))
+                    .build(),
+                sketch));
       }
     }
+  }
+
+  /** The table's first entry carries its admission sketch (format version 2). */
+  private static SparseTableCheckpoint withSketch(SparseTableCheckpoint entry, TableSketch sketch) {
+    if (sketch == null) {
+      return entry;
+    }
+    SparseTableCheckpoint.Builder b = entry.toBuilder();
+    for (byte[] c : sketch.counters()) {
+      b.addAdmissionSketch(ByteString.copyFrom(c));
+    }
+    for (long n : sketch.increments()) {
+      b.addAdmissionIncrements(n);
+    }
+    return b.build();
   }
 
   private static SparseTableCheckpoint chunkOf(SparseTable t, SparseRowStore.Chunk c) {

@@ -5,6 +5,7 @@ import dev.paramserver.pserver.sparse.SparseSettings;
 import dev.paramserver.pserver.sparse.TableSettings;
 import java.util.Arrays;
 import java.util.SplittableRandom;
+import java.util.function.LongSupplier;
 
 /**
  * A sparse (row) table: rows of {@code width} floats with their optimizer state and update count,
@@ -17,7 +18,7 @@ final class SparseTable {
   final Parameter parameter;
   final SparseRowStore store;
 
-  SparseTable(Parameter parameter, SparseSettings settings) {
+  SparseTable(Parameter parameter, SparseSettings settings, LongSupplier clock) {
     this.parameter = parameter;
     float[][] oneSlot = parameter.optimizer.newSlots(1);
     float[] slotInit = new float[oneSlot.length];
@@ -27,8 +28,7 @@ final class SparseTable {
     TableSettings table =
         settings.forTable(
             parameter.name(), SparseSettings.rowBytes(parameter.width, slotInit.length));
-    this.store =
-        new SparseRowStore(parameter.width, slotInit, this::initRow, table, System::nanoTime);
+    this.store = new SparseRowStore(parameter.width, slotInit, this::initRow, table, clock);
   }
 
   String name() {

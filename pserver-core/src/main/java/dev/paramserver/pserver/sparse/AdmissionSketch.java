@@ -73,4 +73,28 @@ final class AdmissionSketch {
   long bytes() {
     return counters.length;
   }
+
+  /** A copy of the counters (for checkpoints and copies). */
+  byte[] counters() {
+    return counters.clone();
+  }
+
+  /** Increments since the counters were last halved. */
+  long increments() {
+    return increments;
+  }
+
+  /**
+   * Takes the state of a sketch of the same width (from a checkpoint or a copy).
+   *
+   * @return false when {@code saved} is of another width (nothing changes)
+   */
+  boolean restore(byte[] saved, long savedIncrements) {
+    if (saved.length != counters.length) {
+      return false;
+    }
+    System.arraycopy(saved, 0, counters, 0, counters.length);
+    increments = savedIncrements;
+    return true;
+  }
 }

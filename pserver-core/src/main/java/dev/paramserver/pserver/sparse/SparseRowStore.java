@@ -1,11 +1,11 @@
 package dev.paramserver.pserver.sparse;
 
 import java.util.Arrays;
+import java.util.List;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
-import java.util.concurrent.locks.ReentrantReadWriteLock;
 import java.util.function.LongSupplier;
 
 /**
@@ -24,6 +24,9 @@ import java.util.function.LongSupplier;
  * <p>With an admission threshold an id without a row gets one only at its threshold-th push; the
  * earlier pushes of it are dropped (and counted), and pulls of it read the row's initial values.
  * Pulls never create rows.
+ *
+ * <p>A backup removes exactly the rows its primary removed, and decides none itself ({@link
+ * Removals}); the admission sketch travels in copies and checkpoints ({@link TableSketch}).
  */
 public final class SparseRowStore {
   static final int STRIPES = 32;
@@ -149,7 +152,7 @@ public final class SparseRowStore {
     return settings;
   }
 
-  private Stripe stripe(long id) {
+  Stripe stripe(long id) {
     return stripes[(int) (LongSlotIndex.mix(id) >>> 58) & (stripes.length - 1)];
   }
 
@@ -184,6 +187,9 @@ public final class SparseRowStore {
     float[] values = new float[width];
     float[][] slots = new float[slotInit.length][width];
     int applied = 0;
+    Removals trace = Removals.current();
+    boolean follow = trace != null && trace.follows();
+    int call = trace == null ? 0 : trace.beginUpdate(this);
     for (int i = 0; i < ids.length; i++) {
       long id = ids[i];
       Stripe s = stripe(id);
@@ -191,7 +197,13 @@ public final class SparseRowStore {
       try {
         long now = clock.getAsLong();
         int slot = s.index.get(id);
-        if (slot >= 0 && settings.policy().expired(s.slab.meta(slot), now)) {
+        if (follow) {
+          if (slot >= 0 && trace.at(this, call, i, Removals.EXPIRED).contains(id)) {
+            remove(s, slot);
+            slot = -1;
+          }
+        } else if (slot >= 0 && settings.policy().expired(s.slab.meta(slot), now)) {
+          Removals.add(trace, this, call, i, Removals.EXPIRED, id);
           remove(s, slot);
           slot = -1;
         }
@@ -200,7 +212,11 @@ public final class SparseRowStore {
             refused.increment();
             continue;
           }
-          makeRoom(s, pinned, now);
+          if (follow) {
+            Removals.removeAll(this, s, trace.at(this, call, i, Removals.ROOM));
+          } else {
+            makeRoom(s, pinned, now, trace, call, i);
+          }
           slot = insert(s, id, now);
         }
         float[] chunk = s.slab.floatChunk(slot);
@@ -219,8 +235,10 @@ public final class SparseRowStore {
         s.slab.setUpdates(slot, before == -1 ? before : before + 1);
         s.slab.setMeta(slot, settings.policy().updated(s.slab.meta(slot), now));
         applied++;
-        if (settings.policy().expires()) {
-          expireSome(pinned, now);
+        if (follow) {
+          Removals.removeAll(this, s, trace.at(this, call, i, Removals.SWEEP));
+        } else if (settings.policy().expires()) {
+          expireSome(pinned, now, trace, call, i);
         }
       } finally {
         s.lock.writeLock().unlock();
@@ -242,7 +260,7 @@ public final class SparseRowStore {
       long now = clock.getAsLong();
       int slot = s.index.get(id);
       if (slot < 0) {
-        makeRoom(s, null, now);
+        makeRoom(s, null, now, null, 0, 0);
         slot = insert(s, id, now);
       }
       float[] chunk = s.slab.floatChunk(slot);
@@ -299,32 +317,34 @@ public final class SparseRowStore {
       }
       for (int from = 0; from < n; from += chunkRows) {
         sink.accept(
-            chunk(ids, floats, counts, scores, from, Math.min(n, from + chunkRows), stride));
+            Chunks.cut(
+                ids,
+                floats,
+                counts,
+                scores,
+                from,
+                Math.min(n, from + chunkRows),
+                stride,
+                width,
+                slotInit.length));
       }
     }
   }
 
-  private Chunk chunk(
-      long[] ids, float[] floats, int[] counts, long[] scores, int from, int to, int stride) {
-    int n = to - from;
-    float[] values = new float[n * width];
-    float[][] slots = new float[slotInit.length][n * width];
-    long[] updates = new long[n];
-    for (int r = 0; r < n; r++) {
-      int o = (from + r) * stride;
-      System.arraycopy(floats, o, values, r * width, width);
-      for (int k = 0; k < slots.length; k++) {
-        System.arraycopy(floats, o + (k + 1) * width, slots[k], r * width, width);
-      }
-      updates[r] = Integer.toUnsignedLong(counts[from + r]);
-    }
-    return new Chunk(
-        Arrays.copyOfRange(ids, from, to),
-        values,
-        slots,
-        updates,
-        Arrays.copyOfRange(scores, from, to),
-        n);
+  /**
+   * The admission sketch of every stripe, or null without admission (see {@link TableSketch#of}).
+   */
+  public TableSketch sketch() {
+    return TableSketch.of(stripes);
+  }
+
+  /**
+   * Takes a saved sketch when it has this table's shape (see {@link TableSketch#restore}).
+   *
+   * @return whether it was taken
+   */
+  public boolean restoreSketch(List<byte[]> counters, List<Long> increments) {
+    return TableSketch.restore(stripes, counters, increments);
   }
 
   /** Drops every row and gives their bytes back to the shared budget. */
@@ -371,7 +391,7 @@ public final class SparseRowStore {
     return slot;
   }
 
-  private void remove(Stripe s, int slot) {
+  void remove(Stripe s, int slot) {
     long id = s.slab.key(slot);
     s.index.remove(id);
     int last = s.slab.size() - 1;
@@ -394,18 +414,20 @@ public final class SparseRowStore {
    * Evicts up to two rows while the table is full: from {@code s} (whose write lock the caller
    * holds) or, when it has no candidate, from another stripe whose lock is free right now.
    */
-  private void makeRoom(Stripe s, long[] pinned, long now) {
+  private void makeRoom(Stripe s, long[] pinned, long now, Removals trace, int call, int position) {
     for (int round = 0; round < 2 && full(); round++) {
       int victim = pickVictim(s, pinned, now);
       if (victim >= 0) {
+        Removals.add(trace, this, call, position, Removals.ROOM, s.slab.key(victim));
         remove(s, victim);
-      } else if (!evictElsewhere(s, pinned, now)) {
+      } else if (!evictElsewhere(s, pinned, now, trace, call, position)) {
         return;
       }
     }
   }
 
-  private boolean evictElsewhere(Stripe s, long[] pinned, long now) {
+  private boolean evictElsewhere(
+      Stripe s, long[] pinned, long now, Removals trace, int call, int position) {
     for (int j = 1; j < stripes.length; j++) {
       Stripe other = stripes[(s.number + j) & (stripes.length - 1)];
       // tryLock only: waiting for a second stripe while holding one could deadlock.
@@ -413,6 +435,7 @@ public final class SparseRowStore {
         try {
           int victim = pickVictim(other, pinned, now);
           if (victim >= 0) {
+            Removals.add(trace, this, call, position, Removals.ROOM, other.slab.key(victim));
             remove(other, victim);
             return true;
           }
@@ -447,7 +470,7 @@ public final class SparseRowStore {
   }
 
   /** TTL: looks at two rows of the next stripe in turn (if its lock is free) to expire them. */
-  private void expireSome(long[] pinned, long now) {
+  private void expireSome(long[] pinned, long now, Removals trace, int call, int position) {
     Stripe s = stripes[sweep.getAndIncrement() & (stripes.length - 1)];
     if (!s.lock.writeLock().tryLock()) {
       return;
@@ -461,27 +484,12 @@ public final class SparseRowStore {
         int slot = s.cursor = (s.cursor + 1) % n;
         if (settings.policy().expired(s.slab.meta(slot), now)
             && (pinned == null || Arrays.binarySearch(pinned, s.slab.key(slot)) < 0)) {
+          Removals.add(trace, this, call, position, Removals.SWEEP, s.slab.key(slot));
           remove(s, slot);
         }
       }
     } finally {
       s.lock.writeLock().unlock();
-    }
-  }
-
-  private static final class Stripe {
-    final ReentrantReadWriteLock lock = new ReentrantReadWriteLock();
-    final RowSlab slab;
-    final LongSlotIndex index;
-    final AdmissionSketch sketch;
-    final int number;
-    int cursor;
-
-    Stripe(int number, int stride, AdmissionSketch sketch) {
-      this.number = number;
-      this.slab = new RowSlab(stride);
-      this.index = new LongSlotIndex(slab);
-      this.sketch = sketch;
     }
   }
 }

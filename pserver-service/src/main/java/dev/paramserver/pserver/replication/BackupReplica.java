@@ -215,7 +215,7 @@ final class BackupReplica implements AutoCloseable {
       return ReplicateResponse.newBuilder().setNeedFill(true).build();
     }
     try {
-      shard.replay(record);
+      shard.replayReplicated(record);
     } catch (RuntimeException e) {
       log.error("backup of shard {}: a record cannot be applied: asking for a new copy", index, e);
       markUnsynced();

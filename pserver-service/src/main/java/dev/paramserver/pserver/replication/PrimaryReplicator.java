@@ -4,11 +4,9 @@ import com.google.common.util.concurrent.FutureCallback;
 import com.google.common.util.concurrent.Futures;
 import com.google.common.util.concurrent.ListenableFuture;
 import com.google.common.util.concurrent.MoreExecutors;
-import com.google.protobuf.ByteString;
 import dev.paramserver.coordination.KeyValueStore;
 import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.proto.v1.FillChunk;
-import dev.paramserver.proto.v1.FillResponse;
 import dev.paramserver.proto.v1.ReplicateRequest;
 import dev.paramserver.proto.v1.ReplicateResponse;
 import dev.paramserver.proto.v1.ShardReplicationGrpc;
@@ -22,24 +20,18 @@ import dev.paramserver.rpc.RpcErrors;
 import dev.paramserver.rpc.ServiceException;
 import dev.paramserver.rpc.StoppedException;
 import io.grpc.ManagedChannel;
-import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
-import io.grpc.stub.StreamObserver;
 import java.io.BufferedOutputStream;
 import java.io.IOException;
-import java.io.InputStream;
 import java.io.OutputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Optional;
 import java.util.TreeSet;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 import org.slf4j.Logger;
@@ -54,7 +46,8 @@ import org.slf4j.LoggerFactory;
  * needs a copy (records are not sent: the copy, cut after them, will hold them); a copy is being
  * sent (records are sent with the copy's generation, the backup applies them after the copy); in
  * sync. A failed send drops the backup back to "needs a copy". A backup that answers neither within
- * the replication timeout is given up on for that push (it is answered anyway, and counted).
+ * the replication timeout is given up on for that push: it is answered anyway (and counted), but
+ * only once etcd confirmed that this pserver still owns the shard ({@link OwnershipCheck}).
  */
 final class PrimaryReplicator implements Replica, AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(PrimaryReplicator.class);
@@ -90,6 +83,7 @@ final class PrimaryReplicator implements Replica, AutoCloseable {
   private final int index;
   private final long epoch;
   private final Duration timeout;
+  private final OwnershipCheck owner;
   private final Path scratch;
   private final Consumer<String> onDeposed;
   private final AtomicLong unreplicated;
@@ -106,6 +100,7 @@ final class PrimaryReplicator implements Replica, AutoCloseable {
   /**
    * @param channels makes the channel to the backup (the service's TLS and interceptors)
    * @param epoch the create revision of this primary's {@code ps/<index>} key
+   * @param owner confirms this primary's ownership before a push is answered without the backup
    * @param scratch directory for the copy being sent
    * @param onDeposed called (once, with why) when a backup reports that this pserver is no longer
    *     primary
@@ -117,6 +112,7 @@ final class PrimaryReplicator implements Replica, AutoCloseable {
       int index,
       long epoch,
       Duration timeout,
+      OwnershipCheck owner,
       Path scratch,
       Consumer<String> onDeposed,
       AtomicLong unreplicated) {
@@ -125,6 +121,7 @@ final class PrimaryReplicator implements Replica, AutoCloseable {
     this.index = index;
     this.epoch = epoch;
     this.timeout = timeout;
+    this.owner = owner;
     this.scratch = scratch;
     this.onDeposed = onDeposed;
     this.unreplicated = unreplicated;
@@ -246,11 +243,15 @@ final class PrimaryReplicator implements Replica, AutoCloseable {
   }
 
   private void deposed(Throwable t) {
+    deposed(t.getMessage());
+  }
+
+  private void deposed(String cause) {
     String why =
         "pserver "
             + index
             + " is no longer the primary of its shard ("
-            + t.getMessage()
+            + cause
             + "): find the new primary in etcd";
     synchronized (this) {
       if (deposedWhy != null) {
@@ -274,16 +275,22 @@ final class PrimaryReplicator implements Replica, AutoCloseable {
 
   /**
    * Returns once every record sent so far was answered and the backup holds the shard (waiting for
-   * a copy in progress), or after the replication timeout (the push is then answered without the
-   * backup, and counted).
+   * a copy in progress). A push the backup does not hold then (none is registered, or it did not
+   * answer within the replication timeout: counted) is answered on this primary's log alone, and
+   * only after {@link OwnershipCheck#confirm} read from etcd that this pserver still owns the
+   * shard; every answer also needs the lease alive by this process's clock.
    *
-   * @throws ServiceException when a backup reported that this pserver is no longer the primary: the
-   *     push must not be acknowledged
+   * @throws ServiceException SHUTTING_DOWN (UNAVAILABLE) when this pserver is not, or cannot
+   *     confirm it is, still the primary (a backup reported another primary, replication stopped,
+   *     the lease is lost, etcd shows another owner or does not answer): the push must not be
+   *     acknowledged
    */
   @Override
   public void settle() {
     Backup b = backup;
     long deadline = System.nanoTime() + timeout.toNanos();
+    boolean late = false;
+    boolean alone;
     synchronized (this) {
       long mine = issued;
       while (!closed
@@ -292,24 +299,57 @@ final class PrimaryReplicator implements Replica, AutoCloseable {
               || (b != null && backup == b && b.phase != Phase.SYNCED))) {
         long left = deadline - System.nanoTime();
         if (left <= 0) {
-          unreplicated.incrementAndGet();
-          log.warn(
-              "pserver {}: backup {} did not hold the push within {}: answered without it",
-              index,
-              b == null ? "(none)" : b.address,
-              timeout);
-          return;
+          late = true;
+          break;
         }
         try {
           TimeUnit.NANOSECONDS.timedWait(this, left);
         } catch (InterruptedException e) {
           Thread.currentThread().interrupt();
-          return;
+          throw new ServiceException(
+              ErrorReason.SHUTTING_DOWN,
+              "pserver " + index + " was interrupted replicating the push: retry");
         }
       }
       if (deposedWhy != null) {
         throw new ServiceException(ErrorReason.SHUTTING_DOWN, deposedWhy);
       }
+      if (closed) {
+        // replication stopped (lease lost, registering again): what was not answered yet is not
+        // known to be on a backup that may take over
+        throw new ServiceException(
+            ErrorReason.SHUTTING_DOWN,
+            "pserver "
+                + index
+                + " stopped replicating its shard (lease lost or registering again): the push is"
+                + " not acknowledged; retry on the primary registered in etcd");
+      }
+      alone = late || b == null || backup != b || b.phase != Phase.SYNCED;
+    }
+    if (!owner.leaseAlive()) {
+      deposed("its lease is lost");
+      throw new ServiceException(
+          ErrorReason.SHUTTING_DOWN,
+          "pserver " + index + " lost its lease: the push is not acknowledged; retry");
+    }
+    if (alone) {
+      try {
+        owner.confirm();
+      } catch (OwnershipCheck.OwnershipException e) {
+        if (e.verdict() == OwnershipCheck.Verdict.NOT_OWNER) {
+          deposed(e.getMessage());
+        }
+        throw e;
+      }
+    }
+    if (late) {
+      unreplicated.incrementAndGet();
+      log.warn(
+          "pserver {}: backup {} did not hold the push within {}: answered without it (this"
+              + " pserver's ownership confirmed in etcd)",
+          index,
+          b == null ? "(none)" : b.address,
+          timeout);
     }
   }
 
@@ -401,62 +441,13 @@ final class PrimaryReplicator implements Replica, AutoCloseable {
               });
     }
     long bytes = Files.size(file);
-    CompletableFuture<FillResponse> done = new CompletableFuture<>();
-    StreamObserver<FillChunk> upload =
-        b.async
-            .withDeadlineAfter(timeout.toMillis() + bytes / 50_000, TimeUnit.MILLISECONDS)
-            .fill(
-                new StreamObserver<>() {
-                  @Override
-                  public void onNext(FillResponse value) {
-                    done.complete(value);
-                  }
-
-                  @Override
-                  public void onError(Throwable t) {
-                    done.completeExceptionally(t);
-                  }
-
-                  @Override
-                  public void onCompleted() {
-                    done.complete(FillResponse.getDefaultInstance());
-                  }
-                });
     FillChunk.Builder header =
         FillChunk.newBuilder()
             .setIndex(index)
             .setEpoch(epoch)
             .setGeneration(generation[0])
             .setInitialised(initialised);
-    try (InputStream in = Files.newInputStream(file)) {
-      byte[] buf = new byte[CHUNK];
-      boolean first = true;
-      int n;
-      while ((n = in.readNBytes(buf, 0, CHUNK)) > 0 || first) {
-        FillChunk.Builder c = first ? header : FillChunk.newBuilder();
-        upload.onNext(c.setData(ByteString.copyFrom(buf, 0, Math.max(n, 0))).build());
-        first = false;
-        if (n < CHUNK) {
-          break;
-        }
-      }
-      upload.onCompleted();
-    } catch (IOException | RuntimeException e) {
-      upload.onError(Status.CANCELLED.withDescription(e.toString()).asRuntimeException());
-      throw e;
-    } finally {
-      Files.deleteIfExists(file);
-    }
-    try {
-      done.get(timeout.toMillis() + bytes / 50_000 + 1000, TimeUnit.MILLISECONDS);
-    } catch (ExecutionException e) {
-      if (e.getCause() instanceof StatusRuntimeException s) {
-        throw s;
-      }
-      throw new IOException(e.getCause());
-    } catch (TimeoutException e) {
-      throw new IOException("the backup did not install the copy in time", e);
-    }
+    CopyUpload.send(b.async, file, bytes, header, timeout);
     synchronized (this) {
       if (backup == b && b.generation == generation[0] && b.phase == Phase.COPYING) {
         b.phase = Phase.SYNCED;

@@ -12,6 +12,7 @@ import dev.paramserver.pserver.role.ShardLifecycle;
 import dev.paramserver.pserver.role.ShardPersistence;
 import dev.paramserver.pserver.role.ShardRole;
 import dev.paramserver.pserver.shard.ParameterShard;
+import dev.paramserver.pserver.sparse.SparseSettings;
 import dev.paramserver.pserver.wal.WriteAheadLog;
 import dev.paramserver.rpc.ChannelFactory;
 import dev.paramserver.testsupport.TempDirs;
@@ -30,6 +31,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.LongSupplier;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.beans.factory.support.StaticListableBeanFactory;
 import org.springframework.util.unit.DataSize;
@@ -62,12 +64,26 @@ final class InProcessPserver implements AutoCloseable {
 
   InProcessPserver(
       String name, InMemoryCoordinator coordinator, FaultyNetwork network, Duration timeout) {
+    this(name, coordinator, network, timeout, SparseSettings.unlimited(), System::nanoTime);
+  }
+
+  /**
+   * @param sparse caps, eviction and admission of the shard's sparse tables
+   * @param clock the sparse tables' clock (eviction policies)
+   */
+  InProcessPserver(
+      String name,
+      InMemoryCoordinator coordinator,
+      FaultyNetwork network,
+      Duration timeout,
+      SparseSettings sparse,
+      LongSupplier clock) {
     // unique in the JVM: a try that timed out may still hold its servers' names
     this.name = name + "-" + INSTANCES.incrementAndGet();
     this.coordinator = coordinator;
     this.dir = TempDirs.create("replication-harness-" + this.name);
     PserverProperties properties = properties(dir, timeout);
-    this.shard = new ParameterShard(true);
+    this.shard = new ParameterShard(true, sparse, clock);
     this.lifecycle = new ShardLifecycle(shard);
     this.checkpoints = new CheckpointService(shard, coordinator, properties);
     ChannelFactory channels = new InProcessChannels(network);
@@ -128,6 +144,11 @@ final class InProcessPserver implements AutoCloseable {
     if (lease != null) {
       lease.revoke();
     }
+  }
+
+  /** etcd expires this pserver's lease while it is paused (see InMemoryCoordinator#expire). */
+  void leaseExpiresWhilePaused() {
+    coordinator.expire(lease);
   }
 
   /** Pushes this primary answered without its backup's acknowledgement (the metric). */

@@ -14,28 +14,36 @@ import java.util.TreeMap;
 /**
  * What two copies of a shard must agree on bit for bit: the step, the init id, every dense block's
  * values, optimizer slots (Adam's moments) and update count, every sparse row's values, slots and
- * update count, and the applied-push records. Rows are keyed by id (a table's row order is its
- * storage order); the checkpoint's index, time and log segment are where a copy lives, not what it
- * holds.
+ * update count, each table's admission sketch, and the applied-push records. Rows are keyed by id
+ * (a table's row order is its storage order); the checkpoint's index, time and log segment are
+ * where a copy lives, not what it holds.
  */
 public record ShardState(
     long step,
     String initId,
     Map<String, Cell> cells,
     List<AppliedPushes> applied,
-    int parameters) {
+    int parameters,
+    Map<String, List<ByteString>> sketches) {
 
   /** One dense block or sparse row: raw float32 bits of its values and of each optimizer slot. */
   record Cell(ByteString values, List<ByteString> slots, long updates) {}
 
   public static ShardState of(ShardCheckpoint cp) {
     Map<String, Cell> cells = new TreeMap<>();
+    Map<String, List<ByteString>> sketches = new TreeMap<>();
     for (BlockCheckpoint b : cp.getBlocksList()) {
       cells.put(
           "dense " + b.getName() + "#" + b.getBlock(),
           new Cell(b.getValues(), b.getSlotsList(), b.getUpdates()));
     }
     for (SparseTableCheckpoint t : cp.getSparseTablesList()) {
+      if (t.getAdmissionSketchCount() > 0) {
+        List<ByteString> sketch = new ArrayList<>(t.getAdmissionSketchList());
+        t.getAdmissionIncrementsList()
+            .forEach(n -> sketch.add(ByteString.copyFromUtf8("increments " + n)));
+        sketches.put(t.getName(), sketch);
+      }
       int rowBytes = 4 * t.getWidth();
       for (int i = 0; i < t.getRowIdsCount(); i++) {
         int from = i * rowBytes;
@@ -49,7 +57,12 @@ public record ShardState(
       }
     }
     return new ShardState(
-        cp.getStep(), cp.getInitId(), cells, cp.getAppliedList(), cp.getParametersCount());
+        cp.getStep(),
+        cp.getInitId(),
+        cells,
+        cp.getAppliedList(),
+        cp.getParametersCount(),
+        sketches);
   }
 
   /** What differs between this copy and {@code other} (empty when they are bit-identical). */
@@ -63,6 +76,9 @@ public record ShardState(
     }
     if (parameters != other.parameters) {
       out.add("parameters " + parameters + " vs " + other.parameters);
+    }
+    if (!sketches.equals(other.sketches)) {
+      out.add("admission sketches differ: " + sketches.keySet() + " vs " + other.sketches.keySet());
     }
     if (!applied.equals(other.applied)) {
       out.add("applied pushes " + applied + " vs " + other.applied);

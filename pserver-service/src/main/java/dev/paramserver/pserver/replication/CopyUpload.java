@@ -1,0 +1,88 @@
+package dev.paramserver.pserver.replication;
+
+import com.google.protobuf.ByteString;
+import dev.paramserver.proto.v1.FillChunk;
+import dev.paramserver.proto.v1.FillResponse;
+import dev.paramserver.proto.v1.ShardReplicationGrpc;
+import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
+import io.grpc.stub.StreamObserver;
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+/** Streams a staged copy of the shard to the backup ({@code Fill}) and waits for it installed. */
+final class CopyUpload {
+  private static final int CHUNK = 1 << 20;
+
+  private CopyUpload() {}
+
+  /**
+   * Sends {@code file} ({@code bytes} long, deleted afterwards) in chunks, {@code header} on the
+   * first, and returns once the backup installed it.
+   */
+  static void send(
+      ShardReplicationGrpc.ShardReplicationStub async,
+      Path file,
+      long bytes,
+      FillChunk.Builder header,
+      Duration timeout)
+      throws IOException, InterruptedException {
+    CompletableFuture<FillResponse> done = new CompletableFuture<>();
+    StreamObserver<FillChunk> upload =
+        async
+            .withDeadlineAfter(timeout.toMillis() + bytes / 50_000, TimeUnit.MILLISECONDS)
+            .fill(
+                new StreamObserver<>() {
+                  @Override
+                  public void onNext(FillResponse value) {
+                    done.complete(value);
+                  }
+
+                  @Override
+                  public void onError(Throwable t) {
+                    done.completeExceptionally(t);
+                  }
+
+                  @Override
+                  public void onCompleted() {
+                    done.complete(FillResponse.getDefaultInstance());
+                  }
+                });
+    try (InputStream in = Files.newInputStream(file)) {
+      byte[] buf = new byte[CHUNK];
+      boolean first = true;
+      int n;
+      while ((n = in.readNBytes(buf, 0, CHUNK)) > 0 || first) {
+        FillChunk.Builder c = first ? header : FillChunk.newBuilder();
+        upload.onNext(c.setData(ByteString.copyFrom(buf, 0, Math.max(n, 0))).build());
+        first = false;
+        if (n < CHUNK) {
+          break;
+        }
+      }
+      upload.onCompleted();
+    } catch (IOException | RuntimeException e) {
+      upload.onError(Status.CANCELLED.withDescription(e.toString()).asRuntimeException());
+      throw e;
+    } finally {
+      Files.deleteIfExists(file);
+    }
+    try {
+      done.get(timeout.toMillis() + bytes / 50_000 + 1000, TimeUnit.MILLISECONDS);
+    } catch (ExecutionException e) {
+      if (e.getCause() instanceof StatusRuntimeException s) {
+        throw s;
+      }
+      throw new IOException(e.getCause());
+    } catch (TimeoutException e) {
+      throw new IOException("the backup did not install the copy in time", e);
+    }
+  }
+}
