@@ -207,11 +207,12 @@ public final class ShardLifecycle {
   }
 
   /**
-   * A takeover failed after its claim (or a claim could not be loaded): the shard gives the index
-   * back and holds nothing (UNCLAIMED); ignored in any other state.
+   * A takeover failed after its claim: the shard gives the index back and holds nothing
+   * (UNCLAIMED). Ignored in any other state (the takeover was ended meanwhile, and the shard may
+   * already be loading another claim, which this must not undo).
    */
   public synchronized void release(String why) {
-    if (role == ShardRole.TAKING_OVER || role == ShardRole.LOADING) {
+    if (role == ShardRole.TAKING_OVER) {
       unclaimed(why);
     }
   }

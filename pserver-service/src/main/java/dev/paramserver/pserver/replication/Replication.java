@@ -53,9 +53,9 @@ public final class Replication implements AutoCloseable {
             t.setDaemon(true);
             return t;
           });
-  // Guarded by this.
-  private PrimaryReplicator primary;
-  private BackupReplica backup;
+  // Written under this (read without it on the replication calls' path).
+  private volatile PrimaryReplicator primary;
+  private volatile BackupReplica backup;
   private boolean closed;
   private volatile long lastTakeoverMs = -1;
   private volatile Runnable onRoleLost = () -> {};
@@ -95,15 +95,12 @@ public final class Replication implements AutoCloseable {
 
   /** True when this pserver is a primary whose backup holds every acknowledged update. */
   public boolean backupSynced() {
-    PrimaryReplicator p;
-    synchronized (this) {
-      p = primary;
-    }
+    PrimaryReplicator p = primary;
     return p != null && p.backupSynced();
   }
 
   /** The backup role, or null when this pserver is not a backup. */
-  synchronized BackupReplica backup() {
+  BackupReplica backup() {
     return backup;
   }
 

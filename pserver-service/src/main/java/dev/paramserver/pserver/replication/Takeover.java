@@ -99,7 +99,6 @@ final class Takeover {
       release(index, key);
       return;
     }
-    promoted.accept(index);
     replication.tookOver(start);
     log.info(
         "took over shard {} as its primary at step {} ({} state, {} ms)",
@@ -130,6 +129,8 @@ final class Takeover {
               if (!installed[0]) {
                 install(index, synced);
                 installed[0] = true;
+                // the registration prefers this index from now on, even if the claim is released
+                promoted.accept(index);
               }
               replication.becomePrimary(index, lease);
               return Optional.of(true);

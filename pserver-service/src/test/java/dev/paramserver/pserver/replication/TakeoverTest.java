@@ -190,7 +190,7 @@ class TakeoverTest {
     assertThat(persistence.loads).hasValue(Takeover.ATTEMPTS);
     assertThat(lifecycle.role()).isEqualTo(ShardRole.UNCLAIMED);
     assertThat(shard.index()).isEqualTo(-1);
-    assertThat(promoted).hasValue(-1);
+    assertThat(promoted).hasValue(-1); // nothing was installed
     assertThat(coordinator.kv().get(ps0())).isEmpty();
     Lease other = coordinator.grantLease(Duration.ofSeconds(10));
     try {

@@ -219,4 +219,16 @@ class ShardLifecycleTest {
     assertThat(lifecycle.role()).isEqualTo(ShardRole.UNCLAIMED);
     assertThat(lifecycle.backupOf()).isEqualTo(-1);
   }
+
+  @Test
+  void lateReleaseOfAnEndedTakeover_doesNotUndoTheRegistrationsNewClaim() {
+    lifecycle.backup(1);
+    lifecycle.beginTakeover(1);
+    lifecycle.replicationStopped(); // lease lost: the takeover ends, the registration claims again
+    assertThat(lifecycle.claimed(2)).isTrue();
+    lifecycle.release("the takeover of shard 1 failed");
+    assertThat(lifecycle.role()).isEqualTo(ShardRole.LOADING);
+    lifecycle.serve();
+    assertThat(shard.index()).isEqualTo(2);
+  }
 }
