@@ -114,17 +114,41 @@ public final class ShardLifecycle {
   }
 
   /**
-   * The replication role ended (lease lost, re-registration, shutdown): a primary goes on serving
-   * alone, a backup or a takeover in progress holds nothing (UNCLAIMED); a deposed primary stays
-   * deposed.
+   * The replication role ended (lease lost, re-registration, shutdown): a primary stops answering
+   * (DEPOSED: it no longer knows that a backup which may take over holds what it would acknowledge,
+   * so it must not answer on its log alone), a backup or a takeover in progress holds nothing
+   * (UNCLAIMED); a deposed primary stays deposed.
    */
   public synchronized void replicationStopped() {
-    shard.attachReplica(null);
     switch (role) {
-      case PRIMARY -> move(ShardRole.SERVING, "replication stopped");
+      case PRIMARY ->
+          depose(
+              "pserver "
+                  + index
+                  + " stopped replicating its shard (registering again): find the shard's primary"
+                  + " in etcd and retry");
       case BACKUP_FILLING, BACKUP_SYNCED, TAKING_OVER -> unclaimed("replication stopped");
       default -> {}
     }
+    shard.attachReplica(null);
+  }
+
+  /**
+   * The registration's lease is lost (the keep-alive failed for a TTL, etcd said it expired, or the
+   * process resumed after a pause longer than the TTL): a shard that serves (PRIMARY or SERVING)
+   * stops answering at once (DEPOSED), before the registration claims anything again, since another
+   * pserver may own its index by now. Calls are refused with {@code why} (UNAVAILABLE); the shard
+   * no longer carries the index, so no checkpoint of this state is written under it and a new claim
+   * of the same index loads it again.
+   *
+   * @return false when the shard did not serve (nothing changes)
+   */
+  public synchronized boolean leaseLost(String why) {
+    if (!role.serves()) {
+      return false;
+    }
+    depose(why);
+    return true;
   }
 
   private void unclaimed(String why) {
@@ -218,8 +242,10 @@ public final class ShardLifecycle {
   }
 
   /**
-   * A backup reported another primary: calls are refused with {@code why} (UNAVAILABLE, so that
-   * trainers look the shard up again) until the registration gives this pserver a new role.
+   * A backup reported another primary, or this primary could not confirm its ownership: calls are
+   * refused with {@code why} (UNAVAILABLE, so that trainers look the shard up again) until the
+   * registration gives this pserver a new role. The shard no longer carries the index (no
+   * checkpoint of this state is written under it; a new claim of it loads it again).
    *
    * @return false when this pserver was not a primary (nothing changes)
    */
@@ -227,9 +253,16 @@ public final class ShardLifecycle {
     if (role != ShardRole.PRIMARY) {
       return false;
     }
-    move(ShardRole.DEPOSED, why);
-    shard.holdCalls(why);
+    depose(why);
     return true;
+  }
+
+  private void depose(String why) {
+    move(ShardRole.DEPOSED, why);
+    // Calls are refused before anything else changes: a push that passed the gate meanwhile is
+    // refused by the backup's settle (see PushPath.pushOutcome).
+    shard.holdCalls(why);
+    shard.setIndex(-1);
   }
 
   /**

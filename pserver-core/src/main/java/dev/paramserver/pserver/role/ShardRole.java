@@ -9,9 +9,10 @@ import java.util.Set;
  *
  * <pre>
  * UNCLAIMED ──claim──▶ LOADING ──loaded──▶ SERVING ──backup registers──▶ (stays SERVING)
- *     │                   │  └──replicas=2──▶ PRIMARY ──a backup reports a newer primary──▶ DEPOSED
+ *     │                   │  └──replicas=2──▶ PRIMARY ──a newer primary, lease lost──▶ DEPOSED
  *     └──backup──▶ BACKUP_FILLING ◀──▶ BACKUP_SYNCED ──primary gone──▶ TAKING_OVER ──▶ PRIMARY
  *                                                      (claim lost: back to BACKUP_*; failed: UNCLAIMED)
+ * SERVING ──lease lost──▶ DEPOSED; DEPOSED ──registers again──▶ LOADING or BACKUP_FILLING
  * every state but STOPPED ──shutdown──▶ DRAINING ──▶ STOPPED
  * </pre>
  */
@@ -20,7 +21,7 @@ public enum ShardRole {
   UNCLAIMED,
   /** An index is claimed and its state (checkpoint and log) is being loaded. Calls are held. */
   LOADING,
-  /** Serves its index alone ({@code replicas = 1}, or a primary whose replication stopped). */
+  /** Serves its index alone ({@code replicas = 1}). */
   SERVING,
   /** Serves its index and sends every logged record to the shard's backup. */
   PRIMARY,
@@ -30,7 +31,10 @@ public enum ShardRole {
   BACKUP_SYNCED,
   /** A backup whose primary ended claims the index and becomes its primary. Calls are held. */
   TAKING_OVER,
-  /** A primary that a backup reported another primary to: refuses calls, registers again. */
+  /**
+   * No longer the owner of its index (a backup reported another primary, the lease was lost, or
+   * etcd showed another owner): refuses calls, registers again.
+   */
   DEPOSED,
   /** Shutting down: pushes and pulls refused, the final checkpoint is written. */
   DRAINING,
@@ -45,8 +49,8 @@ public enum ShardRole {
     return switch (s) {
       case UNCLAIMED -> EnumSet.of(LOADING, BACKUP_FILLING, DRAINING);
       case LOADING -> EnumSet.of(SERVING, PRIMARY, UNCLAIMED, DRAINING);
-      case SERVING -> EnumSet.of(LOADING, PRIMARY, BACKUP_FILLING, DRAINING);
-      case PRIMARY -> EnumSet.of(SERVING, DEPOSED, DRAINING);
+      case SERVING -> EnumSet.of(LOADING, PRIMARY, BACKUP_FILLING, DEPOSED, DRAINING);
+      case PRIMARY -> EnumSet.of(DEPOSED, DRAINING);
       case BACKUP_FILLING -> EnumSet.of(BACKUP_SYNCED, TAKING_OVER, UNCLAIMED, DRAINING);
       case BACKUP_SYNCED -> EnumSet.of(BACKUP_FILLING, TAKING_OVER, UNCLAIMED, DRAINING);
       case TAKING_OVER -> EnumSet.of(PRIMARY, BACKUP_FILLING, BACKUP_SYNCED, UNCLAIMED, DRAINING);

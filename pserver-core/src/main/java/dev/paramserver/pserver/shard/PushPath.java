@@ -90,10 +90,16 @@ final class PushPath {
   }
 
   ParameterShard.PushOutcome pushOutcome(PushGradientsRequest request) {
-    ParameterShard.PushOutcome outcome = applyPush(request);
+    // Read before the push is applied: a backup detached meanwhile (the role moved on, the lease
+    // was lost) still decides whether the push may be acknowledged, its settle refusing it then.
     Replica r = replica;
+    ParameterShard.PushOutcome outcome = applyPush(request);
+    Replica now = replica;
     if (r != null) {
       r.settle();
+    }
+    if (now != null && now != r) {
+      now.settle();
     }
     return outcome;
   }

@@ -298,6 +298,13 @@ public final class ShardRegistration
   }
 
   private void onLeaseLost() {
+    // First of all: stop answering, another pserver may own the index by now (a primary paused
+    // past its TTL resumes here with pushes queued on its socket).
+    lifecycle.leaseLost(
+        "pserver "
+            + index
+            + " lost its etcd lease: it is not the shard's owner any more; find the shard's primary"
+            + " in etcd and retry");
     if (moveTo(RegistrationState.REGISTERING)) {
       replication.stop();
       log.warn("lease of pserver {} ({}) was lost: claiming an index again", index, address);

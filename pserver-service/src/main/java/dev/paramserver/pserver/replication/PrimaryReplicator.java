@@ -54,7 +54,8 @@ import org.slf4j.LoggerFactory;
  * needs a copy (records are not sent: the copy, cut after them, will hold them); a copy is being
  * sent (records are sent with the copy's generation, the backup applies them after the copy); in
  * sync. A failed send drops the backup back to "needs a copy". A backup that answers neither within
- * the replication timeout is given up on for that push (it is answered anyway, and counted).
+ * the replication timeout is given up on for that push: it is answered anyway (and counted), but
+ * only once etcd confirmed that this pserver still owns the shard ({@link OwnershipCheck}).
  */
 final class PrimaryReplicator implements Replica, AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(PrimaryReplicator.class);
@@ -90,6 +91,7 @@ final class PrimaryReplicator implements Replica, AutoCloseable {
   private final int index;
   private final long epoch;
   private final Duration timeout;
+  private final OwnershipCheck owner;
   private final Path scratch;
   private final Consumer<String> onDeposed;
   private final AtomicLong unreplicated;
@@ -106,6 +108,7 @@ final class PrimaryReplicator implements Replica, AutoCloseable {
   /**
    * @param channels makes the channel to the backup (the service's TLS and interceptors)
    * @param epoch the create revision of this primary's {@code ps/<index>} key
+   * @param owner confirms this primary's ownership before a push is answered without the backup
    * @param scratch directory for the copy being sent
    * @param onDeposed called (once, with why) when a backup reports that this pserver is no longer
    *     primary
@@ -117,6 +120,7 @@ final class PrimaryReplicator implements Replica, AutoCloseable {
       int index,
       long epoch,
       Duration timeout,
+      OwnershipCheck owner,
       Path scratch,
       Consumer<String> onDeposed,
       AtomicLong unreplicated) {
@@ -125,6 +129,7 @@ final class PrimaryReplicator implements Replica, AutoCloseable {
     this.index = index;
     this.epoch = epoch;
     this.timeout = timeout;
+    this.owner = owner;
     this.scratch = scratch;
     this.onDeposed = onDeposed;
     this.unreplicated = unreplicated;
@@ -246,11 +251,15 @@ final class PrimaryReplicator implements Replica, AutoCloseable {
   }
 
   private void deposed(Throwable t) {
+    deposed(t.getMessage());
+  }
+
+  private void deposed(String cause) {
     String why =
         "pserver "
             + index
             + " is no longer the primary of its shard ("
-            + t.getMessage()
+            + cause
             + "): find the new primary in etcd";
     synchronized (this) {
       if (deposedWhy != null) {
@@ -274,16 +283,22 @@ final class PrimaryReplicator implements Replica, AutoCloseable {
 
   /**
    * Returns once every record sent so far was answered and the backup holds the shard (waiting for
-   * a copy in progress), or after the replication timeout (the push is then answered without the
-   * backup, and counted).
+   * a copy in progress). A push the backup does not hold then (none is registered, or it did not
+   * answer within the replication timeout: counted) is answered on this primary's log alone, and
+   * only after {@link OwnershipCheck#confirm} read from etcd that this pserver still owns the
+   * shard; every answer also needs the lease alive by this process's clock.
    *
-   * @throws ServiceException when a backup reported that this pserver is no longer the primary: the
-   *     push must not be acknowledged
+   * @throws ServiceException SHUTTING_DOWN (UNAVAILABLE) when this pserver is not, or cannot
+   *     confirm it is, still the primary (a backup reported another primary, replication stopped,
+   *     the lease is lost, etcd shows another owner or does not answer): the push must not be
+   *     acknowledged
    */
   @Override
   public void settle() {
     Backup b = backup;
     long deadline = System.nanoTime() + timeout.toNanos();
+    boolean late = false;
+    boolean alone;
     synchronized (this) {
       long mine = issued;
       while (!closed
@@ -292,24 +307,57 @@ final class PrimaryReplicator implements Replica, AutoCloseable {
               || (b != null && backup == b && b.phase != Phase.SYNCED))) {
         long left = deadline - System.nanoTime();
         if (left <= 0) {
-          unreplicated.incrementAndGet();
-          log.warn(
-              "pserver {}: backup {} did not hold the push within {}: answered without it",
-              index,
-              b == null ? "(none)" : b.address,
-              timeout);
-          return;
+          late = true;
+          break;
         }
         try {
           TimeUnit.NANOSECONDS.timedWait(this, left);
         } catch (InterruptedException e) {
           Thread.currentThread().interrupt();
-          return;
+          throw new ServiceException(
+              ErrorReason.SHUTTING_DOWN,
+              "pserver " + index + " was interrupted replicating the push: retry");
         }
       }
       if (deposedWhy != null) {
         throw new ServiceException(ErrorReason.SHUTTING_DOWN, deposedWhy);
       }
+      if (closed) {
+        // replication stopped (lease lost, registering again): what was not answered yet is not
+        // known to be on a backup that may take over
+        throw new ServiceException(
+            ErrorReason.SHUTTING_DOWN,
+            "pserver "
+                + index
+                + " stopped replicating its shard (lease lost or registering again): the push is"
+                + " not acknowledged; retry on the primary registered in etcd");
+      }
+      alone = late || b == null || backup != b || b.phase != Phase.SYNCED;
+    }
+    if (!owner.leaseAlive()) {
+      deposed("its lease is lost");
+      throw new ServiceException(
+          ErrorReason.SHUTTING_DOWN,
+          "pserver " + index + " lost its lease: the push is not acknowledged; retry");
+    }
+    if (alone) {
+      try {
+        owner.confirm();
+      } catch (OwnershipCheck.OwnershipException e) {
+        if (e.verdict() == OwnershipCheck.Verdict.NOT_OWNER) {
+          deposed(e.getMessage());
+        }
+        throw e;
+      }
+    }
+    if (late) {
+      unreplicated.incrementAndGet();
+      log.warn(
+          "pserver {}: backup {} did not hold the push within {}: answered without it (this"
+              + " pserver's ownership confirmed in etcd)",
+          index,
+          b == null ? "(none)" : b.address,
+          timeout);
     }
   }
 

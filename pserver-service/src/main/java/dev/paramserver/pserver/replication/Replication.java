@@ -142,6 +142,8 @@ public final class Replication implements AutoCloseable {
             index,
             mine.createRevision(),
             properties.replicationTimeout(),
+            new OwnershipCheck(
+                kv, key, mine.createRevision(), lease, properties.replicationTimeout()),
             scratch(),
             this::deposed,
             unreplicated);

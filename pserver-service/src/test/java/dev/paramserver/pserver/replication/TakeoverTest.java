@@ -172,7 +172,11 @@ class TakeoverTest {
     FlakyPersistence persistence = new FlakyPersistence(1, false);
     backupOfAGoneprimary(persistence);
 
-    Poll.until(Duration.ofSeconds(15), () -> lifecycle.role() == ShardRole.PRIMARY, "the takeover");
+    // the registration is told after the role moved: wait for both
+    Poll.until(
+        Duration.ofSeconds(15),
+        () -> lifecycle.role() == ShardRole.PRIMARY && promoted.get() == 0,
+        "the takeover");
     assertThat(persistence.loads).hasValue(2);
     assertThat(promoted).hasValue(0);
     assertThat(shard.index()).isZero();

@@ -207,12 +207,15 @@ class ShardLifecycleTest {
   }
 
   @Test
-  void leaseLost_primaryGoesOnServingAlone_backupHoldsNothing() {
+  void replicationStopped_primaryRefusesPushes_backupHoldsNothing() {
     lifecycle.claimed(0);
     lifecycle.servePrimary(new Recording());
+    initialise();
     lifecycle.replicationStopped();
-    assertThat(lifecycle.role()).isEqualTo(ShardRole.SERVING);
-    assertThat(shard.pushMayBlock()).isFalse();
+    // before: SERVING, answering pushes on its log alone while another pserver may own the index
+    assertThat(lifecycle.role()).isEqualTo(ShardRole.DEPOSED);
+    assertThat(reasonOfPush(shard)).isEqualTo(ErrorReason.SHUTTING_DOWN);
+    assertThat(shard.index()).as("no checkpoint of this state under index 0").isEqualTo(-1);
 
     lifecycle.backup(0);
     lifecycle.replicationStopped();
@@ -230,5 +233,25 @@ class ShardLifecycleTest {
     assertThat(lifecycle.role()).isEqualTo(ShardRole.LOADING);
     lifecycle.serve();
     assertThat(shard.index()).isEqualTo(2);
+  }
+
+  @Test
+  void leaseLost_servingShardRefusesPushesAtOnce_andAClaimOfTheSameIndexLoadsItAgain() {
+    lifecycle.claimed(0);
+    lifecycle.serve();
+    initialise();
+    assertThat(reasonOfPush(shard)).isNull();
+
+    assertThat(lifecycle.leaseLost("pserver 0 lost its etcd lease")).isTrue();
+    assertThat(lifecycle.role()).isEqualTo(ShardRole.DEPOSED);
+    assertThatThrownBy(() -> shard.push(push(gradient("w", 0, 1, 1))))
+        .isInstanceOfSatisfying(
+            ServiceException.class,
+            e -> {
+              assertThat(e.reason()).isEqualTo(ErrorReason.SHUTTING_DOWN);
+              assertThat(e.getMessage()).contains("lost its etcd lease");
+            });
+    assertThat(lifecycle.leaseLost("again")).isFalse();
+    assertThat(lifecycle.claimed(0)).as("the same index is loaded again").isTrue();
   }
 }

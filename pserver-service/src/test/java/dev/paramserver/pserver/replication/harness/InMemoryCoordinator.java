@@ -21,7 +21,10 @@ import java.util.function.Consumer;
  * etcd's semantics as far as replication uses them, in memory: revisions (a key's create revision
  * is a primary's epoch), leases whose end deletes their keys, and prefix watches whose events
  * arrive in order on one event thread, after the write returned (as jetcd delivers them). Leases
- * never expire on their own: a test ends one with {@link Lease#revoke()}.
+ * never expire on their own: a test ends one with {@link Lease#revoke()}, or with {@link
+ * #expire(Lease)} as etcd ends the lease of a paused holder (its keys vanish while the holder still
+ * believes in it). {@link #unreachable(boolean)} makes every read fail as an etcd that does not
+ * answer.
  */
 final class InMemoryCoordinator implements Coordinator {
   private final JobKeys keys = new JobKeys("harness");
@@ -59,7 +62,27 @@ final class InMemoryCoordinator implements Coordinator {
 
   @Override
   public boolean isConnected() {
-    return true;
+    return !store.unreachable;
+  }
+
+  /**
+   * etcd expires {@code lease} while its holder is paused: its keys vanish (watchers see them go),
+   * nothing can be written under it any more, but the holder's {@link Lease#isAlive()} stays true
+   * (it has not run its keep-alive loop since).
+   */
+  void expire(Lease lease) {
+    store.expired.add(lease.id());
+    store.deleteLeased(lease.id());
+  }
+
+  /** From now on (until called with false) every read fails, as an etcd that does not answer. */
+  void unreachable(boolean unreachable) {
+    store.unreachable = unreachable;
+  }
+
+  /** Reads of {@code key} so far. */
+  long reads(String key) {
+    return store.reads.getOrDefault(key, 0L);
   }
 
   @Override
@@ -110,6 +133,9 @@ final class InMemoryCoordinator implements Coordinator {
 
   private static final class Store implements KeyValueStore {
     private final AtomicLong leaseIds = new AtomicLong();
+    private final java.util.Set<Long> expired = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    private final Map<String, Long> reads = new java.util.concurrent.ConcurrentHashMap<>();
+    private volatile boolean unreachable;
     private final ExecutorService events =
         Executors.newSingleThreadExecutor(
             r -> {
@@ -126,6 +152,10 @@ final class InMemoryCoordinator implements Coordinator {
 
     @Override
     public synchronized Optional<KeyValue> get(String key) {
+      reads.merge(key, 1L, Long::sum);
+      if (unreachable) {
+        throw new CoordinationException("get " + key + ": etcd did not answer (harness)");
+      }
       return Optional.ofNullable(data.get(key));
     }
 
@@ -148,7 +178,7 @@ final class InMemoryCoordinator implements Coordinator {
 
     @Override
     public synchronized boolean putIfAbsent(String key, byte[] value, Lease lease) {
-      if (data.containsKey(key) || !lease.isAlive()) {
+      if (data.containsKey(key) || !lease.isAlive() || expired.contains(lease.id())) {
         return false;
       }
       write(key, value, lease.id());

@@ -130,6 +130,11 @@ final class InProcessPserver implements AutoCloseable {
     }
   }
 
+  /** etcd expires this pserver's lease while it is paused (see InMemoryCoordinator#expire). */
+  void leaseExpiresWhilePaused() {
+    coordinator.expire(lease);
+  }
+
   /** Pushes this primary answered without its backup's acknowledgement (the metric). */
   long unreplicated() {
     return (long)
