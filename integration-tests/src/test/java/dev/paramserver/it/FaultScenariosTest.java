@@ -16,6 +16,7 @@ import dev.paramserver.models.Model;
 import dev.paramserver.models.Parameters;
 import dev.paramserver.models.demo.DemoData;
 import dev.paramserver.proto.v1.Example;
+import dev.paramserver.testsupport.FaultProxy;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -24,6 +25,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import java.util.Set;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -124,7 +126,14 @@ class FaultScenariosTest {
      * pserver lost its state and was re-initialised (its count restarts with the re-initialisation
      * and the pushes since its last checkpoint are lost by design).
      */
-    DROPPED_ONLY
+    DROPPED_ONLY,
+    /**
+     * Synchronous mode: 0 dropped pushes, and every shard applied the same number of steps and
+     * acknowledged the same number of pushes (each step is one aggregated update of every shard,
+     * made of one push of each trainer): a step lost or applied twice on one shard shows as a
+     * difference.
+     */
+    SYNC_STEPS
   }
 
   /** A fault applied to a running cluster; returns when the fault is over (the process resumed). */
@@ -148,7 +157,25 @@ class FaultScenariosTest {
   private static void runScenario(
       String name, ClusterSpec spec, Fault afterStart, Pushes pushes, Fault fault)
       throws Exception {
+    runScenario(name, spec, cluster -> {}, afterStart, pushes, fault, cluster -> {});
+  }
+
+  /**
+   * As above; {@code beforeStart} runs once the cluster's ports are chosen, before any process
+   * starts (to point proxies at them), and {@code afterEnd} once the job finished and its pushes
+   * were counted (checks of the scenario's own).
+   */
+  private static void runScenario(
+      String name,
+      ClusterSpec spec,
+      Fault beforeStart,
+      Fault afterStart,
+      Pushes pushes,
+      Fault fault,
+      Fault afterEnd)
+      throws Exception {
     try (LocalCluster cluster = new LocalCluster(spec)) {
+      beforeStart.inject(cluster);
       cluster.start();
       afterStart.inject(cluster);
       cluster.awaitJob(s -> s.tasks().done() >= 10 || s.pass() > 0, Duration.ofMinutes(3));
@@ -178,6 +205,7 @@ class FaultScenariosTest {
         duplicates += Jobs.number(p, "duplicates");
       }
       PushCounts counts = PushCounts.await(cluster, pushes == Pushes.COUNTED);
+      afterEnd.inject(cluster);
       report(name, recoverySeconds, accuracy, duplicates, counts);
       assertThat(accuracy)
           .as("%s: final accuracy vs fault-free %.4f", name, faultFreeAccuracy)
@@ -190,6 +218,15 @@ class FaultScenariosTest {
                     + " a push applied twice; fewer: an acknowledged push lost) (%s)",
                 name, counts)
             .isEqualTo(counts.acknowledged());
+      }
+      if (pushes == Pushes.SYNC_STEPS) {
+        assertThat(Set.copyOf(counts.applied().values()))
+            .as("%s: steps applied by each shard, all equal (%s)", name, counts)
+            .hasSize(1);
+        assertThat(Set.copyOf(counts.acknowledged().values()))
+            .as("%s: pushes acknowledged by each shard, all equal (%s)", name, counts)
+            .hasSize(1);
+        assertThat(counts.applied().keySet()).hasSize(counts.acknowledged().size());
       }
     }
   }
@@ -317,7 +354,7 @@ class FaultScenariosTest {
 
   @Test
   void trainersConnectionToTheMasterCutMidTask_theyReconnectAndGoOn() throws Exception {
-    try (CuttableProxy proxy = new CuttableProxy()) {
+    try (FaultProxy proxy = new FaultProxy("master")) {
       // the master publishes the proxy's port, so every trainer reaches it through the proxy
       ClusterSpec spec =
           builder("master-connection-cut", 1)
@@ -329,7 +366,7 @@ class FaultScenariosTest {
           spec,
           cluster -> proxy.target(cluster.process(Role.MASTER, 0).grpcPort()),
           Pushes.COUNTED,
-          cluster -> proxy.cut(5_000));
+          cluster -> proxy.cut(Duration.ofSeconds(5)));
     }
   }
 
@@ -360,5 +397,164 @@ class FaultScenariosTest {
           Thread.sleep(10_000); // the fault itself lasts 10 s
           cluster.resume(Role.PSERVER, 0);
         });
+  }
+
+  /** The length of the partitions and pauses below: past the lease TTL (4 s) and its renewal. */
+  private static final Duration PARTITION = Duration.ofSeconds(10);
+
+  /** Two shards of a primary and a backup each: four pserver processes, {@code replicas=2}. */
+  private static ClusterSpec.Builder replicated(String name) throws IOException {
+    return builder(name, 1).pservers(4).property(Role.PSERVER, "paramserver.pserver.replicas", "2");
+  }
+
+  /** One proxy per process of {@code role}, each the process's own way to etcd. */
+  private static List<FaultProxy> etcdProxies(ClusterSpec.Builder b, Role role, int count)
+      throws IOException {
+    List<FaultProxy> proxies = new ArrayList<>();
+    for (int i = 0; i < count; i++) {
+      FaultProxy proxy = new FaultProxy(role.id() + "-" + i + "-etcd");
+      proxies.add(proxy);
+      b.property(role, i, "paramserver.etcd.endpoints", proxy.endpoint());
+    }
+    return proxies;
+  }
+
+  private static Fault targetEtcd(List<FaultProxy> proxies) {
+    return cluster -> {
+      String endpoint = cluster.etcdEndpoint();
+      int port = Integer.parseInt(endpoint.substring(endpoint.lastIndexOf(':') + 1));
+      proxies.forEach(p -> p.target(port));
+    };
+  }
+
+  private static void closeAll(List<FaultProxy> proxies) {
+    proxies.forEach(FaultProxy::close);
+  }
+
+  @Test
+  void primaryCutOffFromEtcd_trainersStillReachIt_backupTakesOver() throws Exception {
+    // each pserver reaches etcd through a proxy of its own; the primary of shard 1 is
+    // partitioned from etcd (its lease ends there) while the trainers and its backup still reach
+    // it: the backup takes the shard over, the cut-off primary must not acknowledge a push the
+    // new primary does not hold
+    ClusterSpec.Builder b = replicated("primary-etcd-partition");
+    List<FaultProxy> proxies = etcdProxies(b, Role.PSERVER, 4);
+    try {
+      runScenario(
+          "primary-etcd-partition",
+          b.build(),
+          targetEtcd(proxies),
+          cluster -> {},
+          Pushes.COUNTED,
+          cluster -> {
+            int primary = ShardRoles.awaitReplicated(cluster, 1, Duration.ofSeconds(60));
+            proxies.get(primary).blackHole();
+            Thread.sleep(PARTITION.toMillis()); // the fault itself lasts 10 s
+            proxies.get(primary).heal();
+          },
+          cluster -> ShardRoles.awaitReplicated(cluster, 1, Duration.ofSeconds(60)));
+    } finally {
+      closeAll(proxies);
+    }
+  }
+
+  @Test
+  void primaryPausedPastItsLease_pushesInFlight_thenResumed() throws Exception {
+    // SIGSTOP of the primary of shard 1 while the trainers push to it: its lease ends, the
+    // backup takes over; the pushes that were on their way to the paused primary are read by it
+    // when it resumes, still believing it is the primary: none of them may be acknowledged
+    // unless the new primary holds it
+    runScenario(
+        "primary-paused-past-lease",
+        replicated("primary-paused-past-lease").build(),
+        cluster -> {},
+        cluster -> {},
+        Pushes.COUNTED,
+        cluster -> {
+          int primary = ShardRoles.awaitReplicated(cluster, 1, Duration.ofSeconds(60));
+          cluster.pauseProcess(Role.PSERVER, primary);
+          Thread.sleep(PARTITION.toMillis()); // the fault itself lasts 10 s
+          cluster.resume(Role.PSERVER, primary);
+        },
+        cluster -> ShardRoles.awaitReplicated(cluster, 1, Duration.ofSeconds(60)));
+  }
+
+  @Test
+  void primaryAndBackupCutOffFromEachOther_pushesGoOnUnreplicated_backupRefilledAfter()
+      throws Exception {
+    // every pserver advertises the port of a proxy of its own (the primary dials its backup
+    // there, the trainers their primaries); the backup of shard 1 is partitioned from its
+    // primary, both keep their etcd leases
+    ClusterSpec.Builder b = replicated("primary-backup-partition");
+    List<FaultProxy> proxies = new ArrayList<>();
+    for (int i = 0; i < 4; i++) {
+      FaultProxy proxy = new FaultProxy("pserver-" + i);
+      proxies.add(proxy);
+      b.property(
+          Role.PSERVER, i, "paramserver.pserver.advertise-port", Integer.toString(proxy.port()));
+    }
+    try {
+      runScenario(
+          "primary-backup-partition",
+          b.build(),
+          cluster -> {
+            for (int i = 0; i < 4; i++) {
+              proxies.get(i).target(cluster.process(Role.PSERVER, i).grpcPort());
+            }
+          },
+          cluster -> {},
+          Pushes.COUNTED,
+          cluster -> {
+            ShardRoles.awaitReplicated(cluster, 1, Duration.ofSeconds(60));
+            int backup = ShardRoles.syncedBackupOf(cluster, 1).orElseThrow();
+            proxies.get(backup).blackHole();
+            Thread.sleep(PARTITION.toMillis() + 5_000); // past the replication timeout (10 s)
+            proxies.get(backup).heal();
+          },
+          // once the partition is over the shard has a synced backup again
+          cluster -> ShardRoles.awaitReplicated(cluster, 1, Duration.ofSeconds(60)));
+    } finally {
+      closeAll(proxies);
+    }
+  }
+
+  @Test
+  void leaderMasterCutOffFromEtcd_trainersStillReachIt_standbyTakesOver() throws Exception {
+    ClusterSpec.Builder b = builder("leader-etcd-partition", 2);
+    List<FaultProxy> proxies = etcdProxies(b, Role.MASTER, 2);
+    try {
+      runScenario(
+          "leader-etcd-partition",
+          b.build(),
+          targetEtcd(proxies),
+          cluster -> {},
+          Pushes.COUNTED,
+          cluster -> {
+            ProcessInfo leader = leader(cluster);
+            proxies.get(leader.index()).blackHole();
+            Thread.sleep(PARTITION.toMillis()); // the fault itself lasts 10 s
+            proxies.get(leader.index()).heal();
+          },
+          cluster -> {});
+    } finally {
+      closeAll(proxies);
+    }
+  }
+
+  @Test
+  void syncModeWithReplicas_primaryKilled_backupTakesOver() throws Exception {
+    runScenario(
+        "sync-kill-primary-replicas",
+        replicated("sync-kill-primary-replicas")
+            .property(Role.TRAINER, "paramserver.trainer.sync", "true")
+            .build(),
+        cluster -> {},
+        cluster -> {},
+        Pushes.SYNC_STEPS,
+        cluster -> {
+          int primary = ShardRoles.awaitReplicated(cluster, 1, Duration.ofSeconds(60));
+          cluster.kill(Role.PSERVER, primary);
+        },
+        cluster -> ShardRoles.awaitReplicated(cluster, 1, Duration.ofSeconds(60)));
   }
 }

@@ -24,6 +24,7 @@ public final class ClusterSpec {
   private final Map<Role, Path> jars;
   private final String javaBinary;
   private final Map<Role, Map<String, String>> extraProperties;
+  private final Map<Role, Map<Integer, Map<String, String>>> processProperties;
   private final Map<Role, List<String>> jvmOptions;
   private final String adminToken;
   private final String etcdBinary;
@@ -44,6 +45,14 @@ public final class ClusterSpec {
     Map<Role, Map<String, String>> extras = new EnumMap<>(Role.class);
     b.extraProperties.forEach((role, map) -> extras.put(role, copyOrdered(map)));
     this.extraProperties = extras;
+    Map<Role, Map<Integer, Map<String, String>>> perProcess = new EnumMap<>(Role.class);
+    b.processProperties.forEach(
+        (role, byIndex) -> {
+          Map<Integer, Map<String, String>> copy = new LinkedHashMap<>();
+          byIndex.forEach((i, map) -> copy.put(i, copyOrdered(map)));
+          perProcess.put(role, copy);
+        });
+    this.processProperties = perProcess;
     Map<Role, List<String>> opts = new EnumMap<>(Role.class);
     for (Role role : Role.values()) {
       opts.put(role, List.copyOf(b.jvmOptions.getOrDefault(role, defaultJvmOptions(role))));
@@ -127,6 +136,14 @@ public final class ClusterSpec {
     return extraProperties.getOrDefault(role, Map.of());
   }
 
+  /**
+   * Extra Spring properties of the process {@code index} of the role alone, applied after (and so
+   * overriding) the role's.
+   */
+  public Map<String, String> extraProperties(Role role, int index) {
+    return processProperties.getOrDefault(role, Map.of()).getOrDefault(index, Map.of());
+  }
+
   public List<String> jvmOptions(Role role) {
     return jvmOptions.get(role);
   }
@@ -189,6 +206,8 @@ public final class ClusterSpec {
     private final Map<Role, Path> jars = new EnumMap<>(Role.class);
     private String javaBinary = Path.of(System.getProperty("java.home"), "bin", "java").toString();
     private final Map<Role, Map<String, String>> extraProperties = new EnumMap<>(Role.class);
+    private final Map<Role, Map<Integer, Map<String, String>>> processProperties =
+        new EnumMap<>(Role.class);
     private final Map<Role, List<String>> jvmOptions = new EnumMap<>(Role.class);
     private String adminToken;
     private String etcdBinary;
@@ -277,6 +296,23 @@ public final class ClusterSpec {
         throw new IllegalArgumentException("bad property name '" + key + "' for " + role.id());
       }
       extraProperties.computeIfAbsent(role, r -> new LinkedHashMap<>()).put(k, value);
+      return this;
+    }
+
+    /**
+     * Adds a Spring property to process {@code index} of the role only (for example its own etcd
+     * endpoint or advertised port); it overrides a property of the role with the same key.
+     */
+    public Builder property(Role role, int index, String key, String value) {
+      String k = key.startsWith("--") ? key.substring(2) : key;
+      if (k.isBlank() || k.contains("=") || index < 0) {
+        throw new IllegalArgumentException(
+            "bad property '" + key + "' for " + role.id() + " " + index);
+      }
+      processProperties
+          .computeIfAbsent(role, r -> new LinkedHashMap<>())
+          .computeIfAbsent(index, i -> new LinkedHashMap<>())
+          .put(k, value);
       return this;
     }
 

@@ -82,7 +82,9 @@ final class JavaServiceCommand implements ServiceCommand {
         continue;
       }
       LaunchContext ctx = new LaunchContext(spec, role, 0, 0, 0, etcdEndpoint);
-      Map<String, String> props = properties(ctx);
+      // the role's properties only: a process's own (an etcd endpoint behind a proxy, say) may
+      // not work yet
+      Map<String, String> props = roleProperties(ctx);
       props.put("paramserver.job", "class-data-" + role.id());
       if (role == Role.PSERVER) {
         props.put(
@@ -119,6 +121,13 @@ final class JavaServiceCommand implements ServiceCommand {
    * them (a property repeated on the command line would turn into a comma-joined list in Spring).
    */
   static Map<String, String> properties(LaunchContext ctx) {
+    Map<String, String> props = roleProperties(ctx);
+    props.putAll(ctx.spec().extraProperties(ctx.role(), ctx.index()));
+    return props;
+  }
+
+  /** {@link #properties} without the process's own extra properties. */
+  private static Map<String, String> roleProperties(LaunchContext ctx) {
     ClusterSpec spec = ctx.spec();
     Map<String, String> props = new LinkedHashMap<>();
     props.put("server.address", "127.0.0.1");

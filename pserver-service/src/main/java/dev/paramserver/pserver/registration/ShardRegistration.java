@@ -35,6 +35,10 @@ import org.springframework.stereotype.Component;
  * paramserver.pserver.index} when it is free, else the lowest free index), then loads that index's
  * checkpoint. A lost lease triggers a new claim, which tries the index held before first. On
  * shutdown revokes the lease.
+ *
+ * <p>The address published is {@code paramserver.advertise-host} and the gRPC port, or {@code
+ * paramserver.pserver.advertise-port} when that is set (above 0): the port others dial when it is
+ * not the one the server listens on, for example behind a port mapping or a proxy.
  */
 @Component
 public final class ShardRegistration
@@ -49,6 +53,7 @@ public final class ShardRegistration
   private final ObjectProvider<ShardPersistence> persistence;
   private final Replication replication;
   private final String advertiseHost;
+  private final int advertisePort;
   private final Duration leaseTtl;
   private final ExecutorService worker =
       Executors.newSingleThreadExecutor(
@@ -74,6 +79,7 @@ public final class ShardRegistration
       ObjectProvider<ShardPersistence> persistence,
       Replication replication,
       @Value("${paramserver.advertise-host:127.0.0.1}") String advertiseHost,
+      @Value("${paramserver.pserver.advertise-port:0}") int advertisePort,
       @Value("${paramserver.etcd.lease-ttl:10s}") Duration leaseTtl) {
     this.coordinator = coordinator;
     this.shard = shard;
@@ -82,13 +88,14 @@ public final class ShardRegistration
     this.persistence = persistence;
     this.replication = replication;
     this.advertiseHost = advertiseHost;
+    this.advertisePort = advertisePort;
     this.leaseTtl = leaseTtl;
     replication.onRoleLost(this::onRoleLost);
   }
 
   @Override
   public void onApplicationEvent(GrpcServerStartedEvent event) {
-    address = advertiseHost + ":" + event.getPort();
+    address = advertiseHost + ":" + (advertisePort > 0 ? advertisePort : event.getPort());
     log.info("gRPC server listens on port {}; registering as {}", event.getPort(), address);
     if (moveTo(RegistrationState.REGISTERING)) {
       worker.execute(this::register);

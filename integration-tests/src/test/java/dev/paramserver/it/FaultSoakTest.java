@@ -1,0 +1,346 @@
+package dev.paramserver.it;
+
+import static dev.paramserver.it.ScriptedPushes.PARTS;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.paramserver.localcluster.ClusterSpec;
+import dev.paramserver.localcluster.LocalCluster;
+import dev.paramserver.localcluster.Role;
+import dev.paramserver.proto.v1.ParameterServerGrpc;
+import dev.paramserver.proto.v1.PullParametersRequest;
+import dev.paramserver.proto.v1.PushGradientsResponse;
+import dev.paramserver.proto.v1.ShardStatus;
+import dev.paramserver.rpc.Channels;
+import dev.paramserver.testsupport.FaultProxy;
+import io.grpc.ManagedChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.EnumMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.OptionalInt;
+import java.util.Random;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.CleanupMode;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * A randomized soak: two shards of a primary and a backup each ({@code replicas=2}, four pserver
+ * processes, each reaching etcd through a proxy of its own and advertising a proxy of its own to
+ * its primary), and a scripted client per shard pushing small-integer gradients (SGD, learning rate
+ * 1) without pause, retrying each part until it is acknowledged, at whichever pserver is the
+ * shard's primary. Every few seconds one random fault: {@code kill -9} of a primary or a backup
+ * (restarted), a pause (SIGSTOP) of a primary or a backup past its lease, a pserver partitioned
+ * from etcd, a primary partitioned from its backup. Before each fault every shard has a synced
+ * backup again (the faults come one at a time; two at once may lose what neither holds, by design).
+ *
+ * <p>At the end every shard's pulled values must equal {@code init - sum of the acknowledged
+ * gradients} bit for bit, and its update count the number of pushes acknowledged (more: a push
+ * applied twice; fewer: an acknowledged push lost). It runs {@code -Dsoak.duration} (ISO-8601,
+ * default {@code PT2M}; {@code PT1H} for an hour) and reports faults, pushes, lost, doubled and the
+ * longest stall (a push's first send to its acknowledgement) in {@code target/soak-report.txt}.
+ */
+class FaultSoakTest {
+  private static final Duration DURATION =
+      Duration.parse(System.getProperty("soak.duration", "PT2M"));
+  private static final int SHARDS = 2;
+  private static final int PSERVERS = 2 * SHARDS;
+
+  @TempDir(cleanup = CleanupMode.ON_SUCCESS)
+  Path dir;
+
+  enum FaultKind {
+    KILL_PRIMARY,
+    KILL_BACKUP,
+    PAUSE_PRIMARY,
+    PAUSE_BACKUP,
+    PRIMARY_ETCD_PARTITION,
+    BACKUP_ETCD_PARTITION,
+    PRIMARY_BACKUP_PARTITION
+  }
+
+  /** The scripted client of one shard: its own thread, pushing steps of PARTS parts. */
+  private final class ShardClient implements Runnable {
+    final int shard;
+    final LocalCluster cluster;
+    final float[] expected = ScriptedPushes.initial();
+    final AtomicLong acknowledged = new AtomicLong();
+    final AtomicLong duplicates = new AtomicLong();
+    volatile long longestStallNanos;
+    volatile boolean stop;
+    volatile Throwable failure;
+    int port = -1;
+    ManagedChannel channel;
+    ParameterServerGrpc.ParameterServerFutureStub stub;
+
+    ShardClient(LocalCluster cluster, int shard) {
+      this.cluster = cluster;
+      this.shard = shard;
+    }
+
+    /** The stub of the primary found last; after a failed call, {@link #findPrimary()}. */
+    ParameterServerGrpc.ParameterServerFutureStub primary() throws InterruptedException {
+      return stub != null ? stub : findPrimary();
+    }
+
+    ParameterServerGrpc.ParameterServerFutureStub findPrimary() throws InterruptedException {
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
+      while (true) {
+        OptionalInt p = ShardRoles.primaryOf(cluster, shard);
+        if (p.isPresent()) {
+          int grpc = cluster.process(Role.PSERVER, p.getAsInt()).grpcPort();
+          if (grpc != port) {
+            Channels.close(channel);
+            channel = Channels.forAddress("127.0.0.1:" + grpc);
+            port = grpc;
+          }
+          stub = ParameterServerGrpc.newFutureStub(channel);
+          return stub;
+        }
+        if (System.nanoTime() > deadline) {
+          throw new AssertionError("shard " + shard + " has had no primary for 120 s; see " + dir);
+        }
+        Thread.sleep(100);
+      }
+    }
+
+    void init() throws Exception {
+      ScriptedPushes.await(
+          primary()
+              .withDeadlineAfter(10, TimeUnit.SECONDS)
+              .initParameters(ScriptedPushes.init(expected.clone())),
+          15);
+      ScriptedPushes.await(
+          primary().withDeadlineAfter(10, TimeUnit.SECONDS).finishInit(ScriptedPushes.finishInit()),
+          15);
+    }
+
+    @Override
+    public void run() {
+      try {
+        for (long step = 1; !stop; step++) {
+          long sent = System.nanoTime();
+          ParameterServerGrpc.ParameterServerFutureStub stub = primary();
+          List<Future<PushGradientsResponse>> inFlight = new ArrayList<>();
+          for (int p = 0; p < PARTS; p++) {
+            inFlight.add(
+                stub.withDeadlineAfter(5, TimeUnit.SECONDS)
+                    .pushGradients(ScriptedPushes.push(step, p)));
+          }
+          for (int p = 0; p < PARTS; p++) {
+            PushGradientsResponse r;
+            try {
+              r = ScriptedPushes.await(inFlight.get(p), 10);
+            } catch (ExecutionException e) {
+              r = retryUntilAcknowledged(step, p);
+            }
+            if (r.getDuplicate()) {
+              duplicates.incrementAndGet();
+            }
+            ScriptedPushes.subtract(expected, step, p);
+            acknowledged.incrementAndGet();
+            longestStallNanos = Math.max(longestStallNanos, System.nanoTime() - sent);
+          }
+        }
+      } catch (Throwable t) {
+        failure = t;
+      }
+    }
+
+    private PushGradientsResponse retryUntilAcknowledged(long step, int part)
+        throws InterruptedException {
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(180);
+      while (true) {
+        try {
+          return ScriptedPushes.await(
+              findPrimary()
+                  .withDeadlineAfter(5, TimeUnit.SECONDS)
+                  .pushGradients(ScriptedPushes.push(step, part)),
+              10);
+        } catch (ExecutionException e) {
+          if (System.nanoTime() > deadline) {
+            throw new AssertionError(
+                "shard " + shard + ": push " + step + "/" + part + " unacknowledged for 180 s", e);
+          }
+          Thread.sleep(100);
+        }
+      }
+    }
+
+    float[] pull() throws Exception {
+      return ScriptedPushes.values(
+          ScriptedPushes.await(
+              primary()
+                  .withDeadlineAfter(10, TimeUnit.SECONDS)
+                  .pullParameters(PullParametersRequest.getDefaultInstance()),
+              15));
+    }
+  }
+
+  @Test
+  @Timeout(value = 90, unit = TimeUnit.MINUTES) // bounded by soak.duration plus set-up
+  void randomFaults_everyAcknowledgedPushHeldOnce_bitForBit() throws Exception {
+    long seed = Long.getLong("soak.seed", System.nanoTime());
+    Random random = new Random(seed);
+    ClusterSpec.Builder b =
+        Jobs.spec(dir.resolve("run"))
+            .job("soak")
+            .masters(0)
+            .trainers(0)
+            .pservers(PSERVERS)
+            .property(Role.PSERVER, "paramserver.etcd.lease-ttl", "4s")
+            .property(Role.PSERVER, "paramserver.pserver.replicas", "2")
+            .property(Role.PSERVER, "paramserver.pserver.checkpoint-interval", "2s");
+    List<FaultProxy> etcdProxies = new ArrayList<>();
+    List<FaultProxy> peerProxies = new ArrayList<>();
+    for (int i = 0; i < PSERVERS; i++) {
+      FaultProxy etcdProxy = new FaultProxy("soak-etcd-" + i);
+      FaultProxy peerProxy = new FaultProxy("soak-pserver-" + i);
+      etcdProxies.add(etcdProxy);
+      peerProxies.add(peerProxy);
+      b.property(Role.PSERVER, i, "paramserver.etcd.endpoints", etcdProxy.endpoint());
+      b.property(
+          Role.PSERVER,
+          i,
+          "paramserver.pserver.advertise-port",
+          Integer.toString(peerProxy.port()));
+    }
+    Map<FaultKind, Integer> injected = new EnumMap<>(FaultKind.class);
+    List<ShardClient> clients = new ArrayList<>();
+    List<Thread> threads = new ArrayList<>();
+    try (LocalCluster cluster = new LocalCluster(b.build())) {
+      String endpoint = cluster.etcdEndpoint();
+      int etcdPort = Integer.parseInt(endpoint.substring(endpoint.lastIndexOf(':') + 1));
+      for (int i = 0; i < PSERVERS; i++) {
+        etcdProxies.get(i).target(etcdPort);
+        peerProxies.get(i).target(cluster.process(Role.PSERVER, i).grpcPort());
+      }
+      cluster.start();
+      for (int s = 0; s < SHARDS; s++) {
+        ShardRoles.awaitReplicated(cluster, s, Duration.ofMinutes(3));
+        ShardClient c = new ShardClient(cluster, s);
+        c.init();
+        clients.add(c);
+        Thread t = new Thread(c, "soak-client-" + s);
+        threads.add(t);
+        t.start();
+      }
+      long end = System.nanoTime() + DURATION.toNanos();
+      while (System.nanoTime() < end && clients.stream().allMatch(c -> c.failure == null)) {
+        int shard = random.nextInt(SHARDS);
+        ShardRoles.awaitReplicated(cluster, shard, Duration.ofMinutes(3));
+        int primary = ShardRoles.primaryOf(cluster, shard).orElse(-1);
+        int backup = ShardRoles.syncedBackupOf(cluster, shard).orElse(-1);
+        if (primary < 0 || backup < 0) {
+          continue; // changed under us; the next round waits again
+        }
+        FaultKind kind = FaultKind.values()[random.nextInt(FaultKind.values().length)];
+        long millis = 1_000 + random.nextInt(8_000);
+        System.out.printf(
+            Locale.ROOT,
+            "SOAK fault %s shard %d (primary %d, backup %d) %d ms%n",
+            kind,
+            shard,
+            primary,
+            backup,
+            millis);
+        switch (kind) {
+          case KILL_PRIMARY -> cluster.kill(Role.PSERVER, primary);
+          case KILL_BACKUP -> cluster.kill(Role.PSERVER, backup);
+          case PAUSE_PRIMARY, PAUSE_BACKUP -> {
+            int p = kind == FaultKind.PAUSE_PRIMARY ? primary : backup;
+            cluster.pauseProcess(Role.PSERVER, p);
+            Thread.sleep(millis); // the fault itself
+            cluster.resume(Role.PSERVER, p);
+          }
+          case PRIMARY_ETCD_PARTITION, BACKUP_ETCD_PARTITION -> {
+            FaultProxy proxy =
+                etcdProxies.get(kind == FaultKind.PRIMARY_ETCD_PARTITION ? primary : backup);
+            proxy.blackHole();
+            Thread.sleep(millis); // the fault itself
+            proxy.heal();
+          }
+          case PRIMARY_BACKUP_PARTITION -> {
+            peerProxies.get(backup).blackHole();
+            Thread.sleep(millis); // the fault itself
+            peerProxies.get(backup).heal();
+          }
+        }
+        injected.merge(kind, 1, Integer::sum);
+        Thread.sleep(2_000 + random.nextInt(3_000)); // a few seconds between faults
+      }
+      clients.forEach(c -> c.stop = true);
+      for (Thread t : threads) {
+        t.join(TimeUnit.MINUTES.toMillis(4));
+      }
+      StringBuilder report = new StringBuilder();
+      long lost = 0;
+      long doubled = 0;
+      long pushes = 0;
+      long stall = 0;
+      int mismatches = 0;
+      for (ShardClient c : clients) {
+        assertThat(c.failure).as("client of shard %d (seed %d)", c.shard, seed).isNull();
+        ShardRoles.awaitReplicated(cluster, c.shard, Duration.ofMinutes(3));
+        int primary = ShardRoles.primaryOf(cluster, c.shard).orElseThrow();
+        ShardStatus st =
+            ShardRoles.status(cluster.process(Role.PSERVER, primary).grpcPort()).orElseThrow();
+        long applied = st.getStep();
+        long acked = c.acknowledged.get();
+        lost += Math.max(0, acked - applied);
+        doubled += Math.max(0, applied - acked);
+        pushes += acked;
+        stall = Math.max(stall, c.longestStallNanos);
+        int m = ScriptedPushes.mismatches(c.pull(), c.expected);
+        mismatches += m;
+        report.append(
+            String.format(
+                Locale.ROOT,
+                " shard%d(acknowledged=%d applied=%d duplicates=%d mismatched_elements=%d)",
+                c.shard,
+                acked,
+                applied,
+                c.duplicates.get(),
+                m));
+        Channels.close(c.channel);
+      }
+      int faults = injected.values().stream().mapToInt(Integer::intValue).sum();
+      String line =
+          String.format(
+              Locale.ROOT,
+              "SOAK duration=%s faults=%d %s pushes_acknowledged=%d lost=%d doubled=%d"
+                  + " longest_stall=%.1fs seed=%d%s",
+              DURATION,
+              faults,
+              injected,
+              pushes,
+              lost,
+              doubled,
+              stall / 1e9,
+              seed,
+              report);
+      System.out.println(line);
+      Path out = Path.of("target", "soak-report.txt");
+      Files.createDirectories(out.getParent());
+      Files.writeString(out, line + System.lineSeparator());
+      assertThat(faults).as("faults injected").isPositive();
+      assertThat(lost).as("acknowledged pushes lost (seed %d; logs in %s)", seed, dir).isZero();
+      assertThat(doubled).as("pushes applied twice (seed %d; logs in %s)", seed, dir).isZero();
+      assertThat(mismatches)
+          .as("elements differing from init - sum of acknowledged (seed %d; %s)", seed, dir)
+          .isZero();
+    } finally {
+      clients.forEach(c -> c.stop = true);
+      etcdProxies.forEach(FaultProxy::close);
+      peerProxies.forEach(FaultProxy::close);
+    }
+  }
+}

@@ -1,0 +1,240 @@
+package dev.paramserver.testsupport;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.time.Duration;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * A TCP proxy on 127.0.0.1 between two processes (a trainer and a pserver, a pserver and etcd, a
+ * primary and its backup, a master and etcd), with faults on command. Give one side the proxy's
+ * port instead of the other side's ({@link #target(int)}): as its etcd endpoint ({@link
+ * #endpoint()}) or as the port another process advertises.
+ *
+ * <ul>
+ *   <li>{@link #cut(Duration)}: closes every open connection (both sides see a reset or an end of
+ *       stream) and refuses new ones for a while;
+ *   <li>{@link #blackHole()}: a partition: connections stay open and new ones are accepted, but no
+ *       byte goes through in either direction until {@link #heal()} (what was held is then
+ *       delivered, in order, as TCP does once a partition ends);
+ *   <li>{@link #delay(Duration)}: every chunk of bytes waits that long before it is forwarded;
+ *   <li>{@link #halfClose()}: every open connection's direction towards the client ends (it reads
+ *       an end of stream) while what it sends still reaches the target.
+ * </ul>
+ */
+public final class FaultProxy implements AutoCloseable {
+  private final String name;
+  private final ServerSocket server;
+  private final Set<Connection> open = ConcurrentHashMap.newKeySet();
+  private final Object gate = new Object();
+  private final AtomicLong accepted = new AtomicLong();
+  private volatile int target;
+  private volatile long refuseUntilNanos;
+  private volatile boolean blackHoled;
+  private volatile long delayNanos;
+  private volatile boolean closed;
+
+  /** Listens on a free loopback port; {@code name} names its threads. */
+  public FaultProxy(String name) throws IOException {
+    this.name = name;
+    server = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
+    Thread t = new Thread(this::acceptLoop, "fault-proxy-" + name);
+    t.setDaemon(true);
+    t.start();
+  }
+
+  public int port() {
+    return server.getLocalPort();
+  }
+
+  /** {@code http://127.0.0.1:<port>}, for a client that takes a URL (etcd's). */
+  public String endpoint() {
+    return "http://127.0.0.1:" + port();
+  }
+
+  /** Where connections go; until it is set they are refused. */
+  public FaultProxy target(int port) {
+    this.target = port;
+    return this;
+  }
+
+  /** Connections accepted so far (refused ones not counted). */
+  public long accepted() {
+    return accepted.get();
+  }
+
+  /** Closes every open connection and refuses new ones for {@code refuseFor}. */
+  public void cut(Duration refuseFor) {
+    refuseUntilNanos = System.nanoTime() + refuseFor.toNanos();
+    for (Connection c : open) {
+      c.close();
+    }
+  }
+
+  /** Holds every byte in both directions, on open and new connections, until {@link #heal()}. */
+  public void blackHole() {
+    blackHoled = true;
+  }
+
+  /** Forwards every chunk of bytes after {@code delay} (zero: at once). */
+  public void delay(Duration delay) {
+    delayNanos = delay.toNanos();
+  }
+
+  /** Ends every open connection's direction towards its client; the other direction stays. */
+  public void halfClose() {
+    for (Connection c : open) {
+      c.halfClose();
+    }
+  }
+
+  /** Ends a black hole, a delay and a refusal: bytes flow again (the held ones first). */
+  public void heal() {
+    refuseUntilNanos = 0;
+    delayNanos = 0;
+    synchronized (gate) {
+      blackHoled = false;
+      gate.notifyAll();
+    }
+  }
+
+  private void acceptLoop() {
+    while (!closed) {
+      Socket client;
+      try {
+        client = server.accept();
+      } catch (IOException e) {
+        return;
+      }
+      if (target == 0 || System.nanoTime() < refuseUntilNanos) {
+        closeQuietly(client);
+        continue;
+      }
+      try {
+        Socket upstream = new Socket(InetAddress.getLoopbackAddress(), target);
+        accepted.incrementAndGet();
+        Connection c = new Connection(client, upstream);
+        open.add(c);
+        c.start();
+      } catch (IOException e) {
+        closeQuietly(client);
+      }
+    }
+  }
+
+  /** Blocks while the proxy black-holes; false once the proxy is closed. */
+  private boolean awaitPassage() throws InterruptedException {
+    synchronized (gate) {
+      while (blackHoled && !closed) {
+        gate.wait(100);
+      }
+    }
+    long d = delayNanos;
+    if (d > 0) {
+      Thread.sleep(d / 1_000_000, (int) (d % 1_000_000));
+    }
+    return !closed;
+  }
+
+  /** A client's connection and the proxy's connection to the target, with a pump each way. */
+  private final class Connection {
+    final Socket client;
+    final Socket upstream;
+    volatile boolean clientShut;
+
+    Connection(Socket client, Socket upstream) {
+      this.client = client;
+      this.upstream = upstream;
+    }
+
+    void start() {
+      pump(client, upstream, "up");
+      pump(upstream, client, "down");
+    }
+
+    private void pump(Socket from, Socket to, String direction) {
+      Thread t =
+          new Thread(
+              () -> {
+                byte[] buf = new byte[64 * 1024];
+                try {
+                  InputStream in = from.getInputStream();
+                  OutputStream out = to.getOutputStream();
+                  int n;
+                  while ((n = in.read(buf)) >= 0) {
+                    if (!awaitPassage()) {
+                      break;
+                    }
+                    if (to == client && clientShut) {
+                      continue; // half-closed towards the client: what the target says is dropped
+                    }
+                    out.write(buf, 0, n);
+                    out.flush();
+                  }
+                  // an end of stream from one side becomes one towards the other
+                  if (!to.isOutputShutdown()) {
+                    to.shutdownOutput();
+                  }
+                } catch (IOException e) {
+                  close(); // the other side closed, or the connection was cut
+                } catch (InterruptedException e) {
+                  Thread.currentThread().interrupt();
+                  close();
+                }
+                if (from.isClosed() || to.isClosed() || bothShut()) {
+                  close();
+                }
+              },
+              "fault-proxy-" + name + "-" + direction);
+      t.setDaemon(true);
+      t.start();
+    }
+
+    private boolean bothShut() {
+      return client.isOutputShutdown() && upstream.isOutputShutdown();
+    }
+
+    void halfClose() {
+      clientShut = true;
+      try {
+        client.shutdownOutput();
+      } catch (IOException e) {
+        close();
+      }
+    }
+
+    void close() {
+      open.remove(this);
+      closeQuietly(client);
+      closeQuietly(upstream);
+    }
+  }
+
+  private static void closeQuietly(Socket s) {
+    try {
+      s.close();
+    } catch (IOException e) {
+      // already closed
+    }
+  }
+
+  @Override
+  public void close() {
+    closed = true;
+    heal();
+    try {
+      server.close();
+    } catch (IOException e) {
+      // already closed
+    }
+    for (Connection c : open) {
+      c.close();
+    }
+  }
+}
