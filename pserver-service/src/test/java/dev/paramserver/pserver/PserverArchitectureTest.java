@@ -71,6 +71,14 @@ class PserverArchitectureTest {
     }
   }
 
+  @Test
+  void theShard_staysAPassiveStoreOfAtMost400Lines() {
+    Path shard = Path.of("../pserver-core/src/main/java/dev/paramserver/pserver/shard");
+    assertThat(lines(shard.resolve("ParameterShard.java")))
+        .as("ParameterShard holds parameters and optimizer state; its paths live beside it")
+        .isLessThanOrEqualTo(400);
+  }
+
   private static long lines(Path p) {
     try (Stream<String> s = Files.lines(p)) {
       return s.count();

@@ -20,6 +20,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
+import java.util.function.LongSupplier;
 
 /**
  * The parameters this pserver holds: dense float32 blocks and sparse tables with their optimizer
@@ -44,7 +45,7 @@ public final class ParameterShard {
   static final int MAX_PARTS = 1 << 16;
 
   private final SparseSettings sparseSettings;
-  private final java.util.function.LongSupplier sparseClock;
+  private final LongSupplier sparseClock;
   private final ReentrantReadWriteLock structure = new ReentrantReadWriteLock();
   // Guarded by structure (written under the write lock, read under either).
   private final Map<String, Parameter> parameters = new HashMap<>();
@@ -64,35 +65,24 @@ public final class ParameterShard {
   private final ShardReads reads = new ShardReads(this);
   private final ShardDescription description = new ShardDescription(this);
 
-  /**
-   * The answer to a push.
-   *
-   * @param step the shard's update count after the push (for a duplicate: now)
-   * @param duplicate the push had been applied before and changed nothing
-   */
-  public record PushOutcome(long step, boolean duplicate) {}
-
   /** A shard with unlimited sparse tables; see the other constructor. */
   public ParameterShard(boolean rejectNonFinite) {
     this(rejectNonFinite, SparseSettings.unlimited());
   }
 
-  /**
-   * @param rejectNonFinite reject gradients holding NaN or Inf (NON_FINITE_GRADIENT)
-   * @param sparseSettings caps, eviction and admission of the sparse tables
-   */
+  /** A shard whose sparse tables' eviction policies read {@link System#nanoTime}. */
   public ParameterShard(boolean rejectNonFinite, SparseSettings sparseSettings) {
     this(rejectNonFinite, sparseSettings, System::nanoTime);
   }
 
   /**
+   * @param rejectNonFinite reject gradients holding NaN or Inf (NON_FINITE_GRADIENT)
+   * @param sparseSettings caps, eviction and admission of the sparse tables
    * @param sparseClock nanoseconds, for the sparse tables' eviction policies (LFU half-lives,
    *     TTLs); tests pass a clock they move
    */
   public ParameterShard(
-      boolean rejectNonFinite,
-      SparseSettings sparseSettings,
-      java.util.function.LongSupplier sparseClock) {
+      boolean rejectNonFinite, SparseSettings sparseSettings, LongSupplier sparseClock) {
     this.sparseSettings = sparseSettings;
     this.sparseClock = sparseClock;
     this.pushes = new PushPath(this, rejectNonFinite);
@@ -153,10 +143,7 @@ public final class ParameterShard {
     return mode != TrainingMode.ASYNC || pushes.pushLog().blocks() || pushes.replica() != null;
   }
 
-  /**
-   * Hands every record logged from now on to {@code replica} (this pserver is a primary with a
-   * backup); null detaches it. Role lifecycle only.
-   */
+  /** Sends each record logged from now on to {@code replica} (null: none). Lifecycle only. */
   public void attachReplica(Replica replica) {
     pushes.attachReplica(replica);
   }
@@ -261,17 +248,7 @@ public final class ParameterShard {
 
   /** Drops every parameter: the shard is uninitialised, as after a start with no checkpoint. */
   public void reset() {
-    structure.writeLock().lock();
-    try {
-      clear();
-      checkpointStep = 0;
-    } finally {
-      structure.writeLock().unlock();
-    }
-    SyncAggregator s = pushes.sync();
-    if (s != null) {
-      s.reset();
-    }
+    ShardInit.reset(this);
   }
 
   /**

@@ -94,11 +94,11 @@ final class PushPath {
     this.replica = replica;
   }
 
-  ParameterShard.PushOutcome pushOutcome(PushGradientsRequest request) {
+  PushOutcome pushOutcome(PushGradientsRequest request) {
     // Read before the push is applied: a backup detached meanwhile (the role moved on, the lease
     // was lost) still decides whether the push may be acknowledged, its settle refusing it then.
     Replica r = replica;
-    ParameterShard.PushOutcome outcome = applyPush(request);
+    PushOutcome outcome = applyPush(request);
     Replica now = replica;
     if (r != null) {
       r.settle();
@@ -109,7 +109,7 @@ final class PushPath {
     return outcome;
   }
 
-  private ParameterShard.PushOutcome applyPush(PushGradientsRequest request) {
+  private PushOutcome applyPush(PushGradientsRequest request) {
     shard.structure().readLock().lock();
     ValidatedPush push;
     try {
@@ -124,7 +124,7 @@ final class PushPath {
                 + (ParameterShard.MAX_PARTS - 1));
       }
       if (AppliedSteps.identified(request) && applied.applied(request)) {
-        return new ParameterShard.PushOutcome(step.get(), true);
+        return new PushOutcome(step.get(), true);
       }
       push =
           ValidatedPush.of(
@@ -138,10 +138,10 @@ final class PushPath {
     return outcome(requireSync().contribute(request.getTrainerId(), request.getStep(), push));
   }
 
-  private ParameterShard.PushOutcome outcome(long stepOrDuplicate) {
+  private PushOutcome outcome(long stepOrDuplicate) {
     return stepOrDuplicate < 0
-        ? new ParameterShard.PushOutcome(step.get(), true)
-        : new ParameterShard.PushOutcome(stepOrDuplicate, false);
+        ? new PushOutcome(step.get(), true)
+        : new PushOutcome(stepOrDuplicate, false);
   }
 
   boolean alreadyApplied(PushGradientsRequest request) {

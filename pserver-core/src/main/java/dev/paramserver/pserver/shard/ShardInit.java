@@ -367,4 +367,21 @@ final class ShardInit {
   private static String describe(ParameterSpec s) {
     return "{" + TextFormat.shortDebugString(s) + "}";
   }
+
+  /**
+   * Drops every parameter of {@code shard} under its write lock (see {@link ParameterShard#reset}).
+   */
+  static void reset(ParameterShard shard) {
+    shard.structure().writeLock().lock();
+    try {
+      shard.clear();
+      shard.recordCheckpoint(0);
+    } finally {
+      shard.structure().writeLock().unlock();
+    }
+    SyncAggregator sync = shard.pushPath().sync();
+    if (sync != null) {
+      sync.reset();
+    }
+  }
 }

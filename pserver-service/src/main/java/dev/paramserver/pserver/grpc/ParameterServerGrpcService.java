@@ -14,6 +14,7 @@ import dev.paramserver.proto.v1.ShardStatus;
 import dev.paramserver.proto.v1.TrainingMode;
 import dev.paramserver.pserver.role.ShardLifecycle;
 import dev.paramserver.pserver.shard.ParameterShard;
+import dev.paramserver.pserver.shard.PushOutcome;
 import dev.paramserver.pserver.shard.ShardTraffic;
 import dev.paramserver.rpc.ErrorMappingInterceptor;
 import dev.paramserver.rpc.Offload;
@@ -79,7 +80,7 @@ public final class ParameterServerGrpcService extends ParameterServerGrpc.Parame
     pushedBytes.increment(request.getSerializedSize());
     long start = System.nanoTime();
     try {
-      ParameterShard.PushOutcome r = shard.pushOutcome(request);
+      PushOutcome r = shard.pushOutcome(request);
       PushGradientsResponse.Builder out =
           PushGradientsResponse.newBuilder().setStep(r.step()).setDuplicate(r.duplicate());
       if (request.getReturnValues() && request.getGradientsCount() > 0) {

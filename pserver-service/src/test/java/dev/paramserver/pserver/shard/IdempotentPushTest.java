@@ -42,8 +42,8 @@ class IdempotentPushTest {
 
   @Test
   void repeatedPush_isAnsweredDuplicate_andAppliedOnce() {
-    ParameterShard.PushOutcome first = shard.pushOutcome(step("a", 1, 0, 1));
-    ParameterShard.PushOutcome again = shard.pushOutcome(step("a", 1, 0, 1));
+    PushOutcome first = shard.pushOutcome(step("a", 1, 0, 1));
+    PushOutcome again = shard.pushOutcome(step("a", 1, 0, 1));
 
     assertThat(first.duplicate()).isFalse();
     assertThat(again.duplicate()).isTrue();

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.paramserver.proto.v1.PullParametersRequest;
 import dev.paramserver.pserver.shard.ParameterShard;
+import dev.paramserver.pserver.shard.PushOutcome;
 import dev.paramserver.rpc.ServiceException;
 import dev.paramserver.testsupport.Poll;
 import java.time.Duration;
@@ -48,7 +49,7 @@ class ReplicaTakeoverPropertyTest {
       for (int t = 0; t < schedule.trainers(); t++) {
         assertThat(next.shard.pushOutcome(Trainers.push(schedule.seed(), t, schedule.pushes())))
             .as("t" + t + "'s retry of its last push on the new primary")
-            .matches(ParameterShard.PushOutcome::duplicate);
+            .matches(PushOutcome::duplicate);
       }
 
       InProcessPserver third = pair.another("ps-c");
