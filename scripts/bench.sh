@@ -3,13 +3,24 @@
 # pserver process vs a bare tuned gRPC echo and a raw socket), the write-ahead log's cost (push
 # throughput with the log off and with each wal.sync setting), training (softmax, a 5M-parameter
 # MLP and a click-through model on 1+1, 2+2 and 4+4 processes vs one JVM, steady state and whole
-# job) and pserver memory, each against baselines of the same run. Prints a Markdown table
-# and one "ratio <name>=<value>" line per ratio; writes bench/results.md and bench/results.json.
+# job, and the seconds from a 1+1 job's launch to its first task) and pserver memory, each against
+# baselines of the same run. Training interleaves its runs in 3 rounds per workload (the 1+1 job,
+# the single JVM, the 2+2 job; the 4+4 job once, after the last round's 2+2): each training ratio
+# is the median of the 3 rounds' ratios, each against the single JVM of its own round (run right
+# next to it). Prints every round's figures, a Markdown table and one "ratio <name>=<value>" line
+# per ratio (the medians); writes bench/results.md and bench/results.json.
 #
-# Usage: scripts/bench.sh [--only kernels,wire,wal,train,memory,sparse] [--quick] [--profile] [--run-dir DIR]
+# Start-up alone: --only startup (run only when named) launches the softmax 1 + 1 job for one pass 3
+# times (5 without --quick) and reports startup_first_task_1x1_s with a timeline of the milestones the
+# services log (JVM up, etcd connected, context refreshed, registered, initialised, first task), in
+# about 2 minutes; the training section tables the same timeline for its 1 + 1 rounds.
+#
+# Usage: scripts/bench.sh [--only kernels,wire,wal,train,memory,sparse,startup] [--quick] [--profile] [--run-dir DIR]
 # Environment: BENCH_SKIP_BUILD=1 reuses what is built; ETCD_BIN points at etcd if not on the PATH.
-# Needs Java 17 (JDK: jcmd, attach) and etcd 3.4+. Takes about 15 minutes on 2 cores (training 7,
-# the wire 2.5, the write-ahead log 2, sparse tables 1.5 in one JVM with a 4 GiB heap); --quick 5.
+# Needs Java 17 (JDK: jcmd, attach) and etcd 3.4+. Takes about 21 minutes on 2 cores (training 14:
+# 3 rounds of 1+1 and 2+2 and one 4+4 per workload; the wire 2.5, the write-ahead log 2, sparse
+# tables 1.5 in one JVM with a 4 GiB heap), the build on top; --quick about 5 (training 2: the
+# softmax 1+1 in 3 rounds and 2+2 once, after the last round's single JVM).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

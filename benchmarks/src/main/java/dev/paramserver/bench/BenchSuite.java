@@ -5,6 +5,7 @@ import dev.paramserver.bench.kernels.KernelSuite;
 import dev.paramserver.bench.memory.MemorySuite;
 import dev.paramserver.bench.report.Report;
 import dev.paramserver.bench.sparse.SparseSuite;
+import dev.paramserver.bench.train.StartupSuite;
 import dev.paramserver.bench.train.TrainSuite;
 import dev.paramserver.bench.wire.WalSuite;
 import dev.paramserver.bench.wire.WireSuite;
@@ -29,9 +30,10 @@ import java.util.stream.Stream;
  *
  * <p>Options: {@code --repo DIR} (where the services' exec jars were built, default "."), {@code
  * --out DIR} (default bench), {@code --run-dir DIR} (logs, recordings; default a temp folder),
- * {@code --only kernels,wire,wal,train,memory,sparse}, {@code --quick} (shorter measurements),
- * {@code --profile} (JFR of the softmax 1 + 1 training job's pserver and trainer, summarised in the
- * report; off by default because recording slows the run it measures).
+ * {@code --only kernels,wire,wal,train,memory,sparse,startup} (startup, the start-up of a 1 + 1 job
+ * on its own, runs only when named: the training section measures it too), {@code --quick} (shorter
+ * measurements), {@code --profile} (JFR of the softmax 1 + 1 training job's pserver and trainer,
+ * summarised in the report; off by default because recording slows the run it measures).
  */
 public final class BenchSuite {
   private BenchSuite() {}
@@ -55,7 +57,8 @@ public final class BenchSuite {
         default -> {
           System.err.println(
               "usage: BenchSuite [--repo DIR] [--out DIR] [--run-dir DIR]"
-                  + " [--only kernels,wire,wal,train,memory,sparse] [--quick] [--profile]");
+                  + " [--only kernels,wire,wal,train,memory,sparse,startup] [--quick]"
+                  + " [--profile]");
           System.exit(2);
         }
       }
@@ -94,6 +97,7 @@ public final class BenchSuite {
     if (only.contains("wire")
         || only.contains("wal")
         || only.contains("train")
+        || only.contains("startup")
         || only.contains("memory")
         || only.contains("sparse")) {
       jars = ServiceJars.copy(repo, runDir);
@@ -112,6 +116,10 @@ public final class BenchSuite {
     if (only.contains("train")) {
       ServiceJars j = jars;
       section(runDir, "train", () -> new TrainSuite(runDir, j, quick, profile).run(report));
+    }
+    if (only.contains("startup")) {
+      ServiceJars j = jars;
+      section(runDir, "startup", () -> new StartupSuite(runDir, j, quick).run(report));
     }
     if (only.contains("memory")) {
       ServiceJars j = jars;
@@ -150,7 +158,7 @@ public final class BenchSuite {
    * Deletes the pservers' checkpoint directories (with their write-ahead logs) under {@code
    * runDir}: a full run wrote about 25 GB of them, and filled the disk; logs and recordings stay.
    */
-  static void dropCheckpoints(Path runDir) throws IOException {
+  public static void dropCheckpoints(Path runDir) throws IOException {
     List<Path> dirs;
     try (Stream<Path> all = Files.walk(runDir)) {
       dirs =

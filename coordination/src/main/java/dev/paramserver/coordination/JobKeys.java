@@ -112,6 +112,11 @@ public final class JobKeys {
     return trainersPrefix() + id;
   }
 
+  /** The election of the one trainer that evaluates pass {@code pass} (its id, under its lease). */
+  public String evaluator(int pass) {
+    return prefix + "eval/" + pass;
+  }
+
   /** Prefix for the election of the trainer that writes the final model. */
   public String exportLock() {
     return prefix + "export/lock";

@@ -93,6 +93,7 @@ class ComposeBindingTest {
     assertThat(data.testData()).containsExactly("/data/test-*.recordio");
     assertThat(optimizer.learningRate()).isEqualTo(0.1f);
     assertThat(agent.exitWhenDone()).isTrue();
+    assertThat(agent.exitLinger()).isEqualTo(Duration.ofSeconds(25));
     assertThat(model.modelOutput()).isEqualTo("/var/lib/paramserver/model/model.pb");
   }
 }

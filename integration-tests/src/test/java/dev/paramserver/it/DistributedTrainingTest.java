@@ -84,7 +84,7 @@ class DistributedTrainingTest {
                   s.isFailed()
                       || s.isFinished()
                           && !s.passes().isEmpty()
-                          && s.passes().get(s.passes().size() - 1).evalReports() >= 2,
+                          && s.passes().get(s.passes().size() - 1).evalReports() >= 1,
               Duration.ofMinutes(5));
       assertThat(end.state())
           .as("job state; failure: %s", end.failureReason())
@@ -108,7 +108,8 @@ class DistributedTrainingTest {
           .isCloseTo(last.evalAccuracy(), org.assertj.core.data.Offset.offset(0.005));
 
       // latency histograms for every RPC method used, on both sides (trainers report finished
-      // tasks within GetTask, so TaskFinished is not among them)
+      // tasks within GetTask, so TaskFinished is not among them; asynchronous pushes go on
+      // StreamPushes calls, still open while the trainers run: timed per push by the trainer)
       assertHistograms(
           scrape(cluster.process(Role.MASTER, 0).httpPort()),
           "grpc_server_call_duration_seconds_bucket",
@@ -121,7 +122,6 @@ class DistributedTrainingTest {
             "grpc_server_call_duration_seconds_bucket",
             "paramserver.v1.ParameterServer/InitParameters",
             "paramserver.v1.ParameterServer/FinishInit",
-            "paramserver.v1.ParameterServer/PushGradients",
             "paramserver.v1.ParameterServer/PullParameters",
             "paramserver.v1.ParameterServer/GetShardStatus");
       }
@@ -130,9 +130,14 @@ class DistributedTrainingTest {
           trainerMetrics,
           "grpc_client_call_duration_seconds_bucket",
           "paramserver.v1.Master/GetTask",
-          "paramserver.v1.ParameterServer/PushGradients",
           "paramserver.v1.ParameterServer/PullParameters");
       assertThat(trainerMetrics).contains("paramserver_trainer_samples_total");
+      Matcher roundTrips =
+          Pattern.compile(
+                  "(?m)^paramserver_trainer_push_round_trip_seconds_count\\S* ([0-9.eE+]+)$")
+              .matcher(trainerMetrics);
+      assertThat(roundTrips.find()).as("the streamed pushes' round-trip timer").isTrue();
+      assertThat(Double.parseDouble(roundTrips.group(1))).as("streamed pushes timed").isPositive();
 
       // admin: 401 without the token; with it, status and a graceful shutdown (202, then exit 0)
       int trainerHttp = cluster.process(Role.TRAINER, 1).httpPort();

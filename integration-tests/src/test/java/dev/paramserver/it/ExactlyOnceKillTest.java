@@ -17,6 +17,7 @@ import dev.paramserver.testsupport.EtcdExtension;
 import io.grpc.ManagedChannel;
 import java.io.IOException;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -56,7 +57,7 @@ class ExactlyOnceKillTest {
   private ParameterServerGrpc.ParameterServerFutureStub stub;
   private int duplicates;
 
-  private ServiceRun startPserver(String job, int run) throws IOException {
+  private ServiceRun startPserver(String job, int run) throws IOException, InterruptedException {
     ServiceRun ps =
         ServiceRun.start(
             Role.PSERVER,
@@ -69,6 +70,7 @@ class ExactlyOnceKillTest {
                 "paramserver.pserver.index", "0",
                 "paramserver.pserver.checkpoint-dir", dir.resolve("checkpoints").toString(),
                 "paramserver.pserver.checkpoint-interval", "1s"));
+    ps.awaitGrpcListening(Duration.ofSeconds(120));
     Channels.close(channel);
     channel = Channels.forAddress("127.0.0.1:" + ps.grpcPort);
     stub = ParameterServerGrpc.newFutureStub(channel);

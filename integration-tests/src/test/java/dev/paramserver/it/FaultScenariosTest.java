@@ -31,11 +31,14 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * The fault suite: during a training job on real processes, one fault at a time. Each scenario
- * asserts that the job finishes, that the final accuracy is within one point of a fault-free run
- * (the same model, data, batch size and passes trained in one JVM), that the master's accounting
- * shows every task of every pass done (duplicates allowed), and reports the time to recover: from
- * the fault until tasks are being finished again.
+ * The fault suite: training jobs on real processes, each with a few faults injected one at a time.
+ * Faults that need the same cluster (two masters; single-copy shards; replicated shards; faults
+ * that lose pushes by design; synchronous mode) share one job, one fault after the recovery from
+ * the one before, so the suite pays a cluster start per kind of cluster, not per fault. Each job
+ * asserts that it finishes, that the final accuracy is within one point of a fault-free run (the
+ * same model, data, batch size and passes trained in one JVM), that the master's accounting shows
+ * every task of every pass done (duplicates allowed), and its push accounting; each fault's time to
+ * recover is reported: from the fault until tasks are being finished again.
  */
 class FaultScenariosTest {
   private static final int PASSES = 3;
@@ -86,11 +89,17 @@ class FaultScenariosTest {
     return Evaluation.of(m, p, new Dataset(new ArrayList<>(test), features), 1000).accuracy();
   }
 
-  private static ClusterSpec spec(String name, int masters) throws IOException {
-    return builder(name, masters).build();
+  /**
+   * The passes of a job with {@code faults} faults: three for one fault, and two more for each
+   * fault of a longer job, since the trainers go on training through many of the faults (a pass
+   * takes about 3 s) and the job must not end before its last fault.
+   */
+  private static int passesFor(int faults) {
+    return faults <= 1 ? PASSES : PASSES + 2 * faults;
   }
 
-  private static ClusterSpec.Builder builder(String name, int masters) throws IOException {
+  private static ClusterSpec.Builder builder(String name, int masters, int faults)
+      throws IOException {
     ClusterSpec.Builder b = Jobs.spec(dir.resolve(name));
     for (Role r : new Role[] {Role.MASTER, Role.PSERVER, Role.TRAINER}) {
       // short leases: a dead process is noticed within seconds
@@ -100,7 +109,7 @@ class FaultScenariosTest {
         .masters(masters)
         .pservers(2)
         .trainers(2)
-        .property(Role.MASTER, "paramserver.master.passes", Integer.toString(PASSES))
+        .property(Role.MASTER, "paramserver.master.passes", Integer.toString(passesFor(faults)))
         .property(Role.MASTER, "paramserver.master.task-timeout", "20s")
         .property(Role.PSERVER, "paramserver.pserver.checkpoint-interval", "2s")
         .property(
@@ -114,7 +123,7 @@ class FaultScenariosTest {
         .property(Role.TRAINER, "paramserver.trainer.exit-when-done", "false");
   }
 
-  /** What the push accounting at the end of a scenario checks. */
+  /** What the push accounting at the end of a job checks. */
   enum Pushes {
     /**
      * 0 dropped pushes, and each pserver's update count equals the pushes its trainers had
@@ -136,100 +145,109 @@ class FaultScenariosTest {
     SYNC_STEPS
   }
 
-  /** A fault applied to a running cluster; returns when the fault is over (the process resumed). */
+  /** A step applied to a running cluster; a fault returns when it is over (the process resumed). */
   interface Fault {
     void inject(LocalCluster cluster) throws Exception;
   }
 
-  /**
-   * Runs a job, injects the fault once some tasks of the first pass are done, and checks the
-   * outcome.
-   */
-  private static void runScenario(String name, int masters, Fault fault) throws Exception {
-    runScenario(name, masters, Pushes.COUNTED, fault);
-  }
+  /** A named fault of a job. */
+  record Scenario(String name, Fault fault) {}
 
-  private static void runScenario(String name, int masters, Pushes pushes, Fault fault)
-      throws Exception {
-    runScenario(name, spec(name, masters), cluster -> {}, pushes, fault);
-  }
-
-  private static void runScenario(
-      String name, ClusterSpec spec, Fault afterStart, Pushes pushes, Fault fault)
-      throws Exception {
-    runScenario(name, spec, cluster -> {}, afterStart, pushes, fault, cluster -> {});
+  private static Scenario scenario(String name, Fault fault) {
+    return new Scenario(name, fault);
   }
 
   /**
-   * As above; {@code beforeStart} runs once the cluster's ports are chosen, before any process
-   * starts (to point proxies at them), and {@code afterEnd} once the job finished and its pushes
-   * were counted (checks of the scenario's own).
+   * Runs one job and injects {@code faults} one at a time, in order: the first once some tasks of
+   * the first pass are done, each next one once the job recovered from the one before and finished
+   * {@value #TASKS_BETWEEN_FAULTS} more tasks. {@code beforeStart} runs once the cluster's ports
+   * are chosen, before any process starts (to point proxies at them); {@code afterEach} after each
+   * fault's recovery (checks of the job's own, such as a synced backup again). At the end the job
+   * must have finished with every task of every pass done, the accuracy of a fault-free run and the
+   * push accounting of {@code pushes}; each fault's time to recover is reported.
    */
-  private static void runScenario(
-      String name,
+  private static void runFaults(
+      String job,
       ClusterSpec spec,
       Fault beforeStart,
-      Fault afterStart,
       Pushes pushes,
-      Fault fault,
-      Fault afterEnd)
+      Fault afterEach,
+      Scenario... faults)
       throws Exception {
+    int passes = passesFor(faults.length);
+    List<Double> recoveries = new ArrayList<>();
     try (LocalCluster cluster = new LocalCluster(spec)) {
       beforeStart.inject(cluster);
       cluster.start();
-      afterStart.inject(cluster);
-      cluster.awaitJob(s -> s.tasks().done() >= 10 || s.pass() > 0, Duration.ofMinutes(3));
-      long doneBefore = totalDone(cluster);
-      long t0 = System.nanoTime();
-      fault.inject(cluster);
-      // recovered when tasks are being finished again after the fault
-      cluster.awaitJob(
-          s -> s.isFinished() || s.isFailed() || totalDone(s) > doneBefore + 1,
-          Duration.ofMinutes(3));
-      double recoverySeconds = (System.nanoTime() - t0) / 1e9;
+      long doneBefore = 0;
+      for (Scenario s : faults) {
+        long from = doneBefore;
+        JobStatusView now =
+            cluster.awaitJob(
+                v -> v.isFinished() || v.isFailed() || totalDone(v) >= from + TASKS_BETWEEN_FAULTS,
+                Duration.ofMinutes(3));
+        assertThat(now.isFinished() || now.isFailed())
+            .as("%s: the job ended (%s) before fault %s; give it more passes", job, now.state(), s)
+            .isFalse();
+        long done = totalDone(now);
+        long t0 = System.nanoTime();
+        s.fault().inject(cluster);
+        // recovered when tasks are being finished again after the fault
+        JobStatusView after =
+            cluster.awaitJob(
+                v -> v.isFinished() || v.isFailed() || totalDone(v) > done + 1,
+                Duration.ofMinutes(3));
+        recoveries.add((System.nanoTime() - t0) / 1e9);
+        afterEach.inject(cluster);
+        doneBefore = totalDone(after);
+      }
       JobStatusView end =
           cluster.awaitJob(
-              s ->
-                  s.isFailed()
-                      || s.isFinished()
-                          && s.passes().size() == PASSES
-                          && s.passes().get(PASSES - 1).evalReports() >= 1,
+              v ->
+                  v.isFailed()
+                      || v.isFinished()
+                          && v.passes().size() == passes
+                          && v.passes().get(passes - 1).evalReports() >= 1,
               Duration.ofMinutes(4));
       assertThat(end.state())
-          .as("%s: job state (%s)", name, end.failureReason())
+          .as("%s: job state (%s)", job, end.failureReason())
           .isEqualTo("FINISHED");
-      Jobs.assertEveryTaskDoneInEveryPass(end, PASSES);
-      double accuracy = end.passes().get(PASSES - 1).evalAccuracy();
+      Jobs.assertEveryTaskDoneInEveryPass(end, passes);
+      double accuracy = end.passes().get(passes - 1).evalAccuracy();
       long duplicates = 0;
       for (var p : end.json().path("passes")) {
         duplicates += Jobs.number(p, "duplicates");
       }
       PushCounts counts = PushCounts.await(cluster, pushes == Pushes.COUNTED);
-      afterEnd.inject(cluster);
-      report(name, recoverySeconds, accuracy, duplicates, counts);
+      for (int i = 0; i < faults.length; i++) {
+        report(job, faults[i].name(), recoveries.get(i), accuracy, duplicates, counts);
+      }
       assertThat(accuracy)
-          .as("%s: final accuracy vs fault-free %.4f", name, faultFreeAccuracy)
+          .as("%s: final accuracy vs fault-free %.4f", job, faultFreeAccuracy)
           .isGreaterThanOrEqualTo(faultFreeAccuracy - 0.01);
-      assertThat(counts.dropped()).as("%s: dropped pushes (%s)", name, counts).isZero();
+      assertThat(counts.dropped()).as("%s: dropped pushes (%s)", job, counts).isZero();
       if (pushes == Pushes.COUNTED) {
         assertThat(counts.applied())
             .as(
                 "%s: each pserver's updates vs the pushes its trainers had acknowledged (more:"
                     + " a push applied twice; fewer: an acknowledged push lost) (%s)",
-                name, counts)
+                job, counts)
             .isEqualTo(counts.acknowledged());
       }
       if (pushes == Pushes.SYNC_STEPS) {
         assertThat(Set.copyOf(counts.applied().values()))
-            .as("%s: steps applied by each shard, all equal (%s)", name, counts)
+            .as("%s: steps applied by each shard, all equal (%s)", job, counts)
             .hasSize(1);
         assertThat(Set.copyOf(counts.acknowledged().values()))
-            .as("%s: pushes acknowledged by each shard, all equal (%s)", name, counts)
+            .as("%s: pushes acknowledged by each shard, all equal (%s)", job, counts)
             .hasSize(1);
         assertThat(counts.applied().keySet()).hasSize(counts.acknowledged().size());
       }
     }
   }
+
+  /** Tasks (of 40 a pass) finished between one fault's recovery and the next fault. */
+  private static final int TASKS_BETWEEN_FAULTS = 10;
 
   private static long totalDone(LocalCluster cluster) {
     return cluster.jobStatus().map(FaultScenariosTest::totalDone).orElse(0L);
@@ -244,13 +262,19 @@ class FaultScenariosTest {
   }
 
   private static void report(
-      String name, double recovery, double accuracy, long duplicates, PushCounts pushes)
+      String job,
+      String scenario,
+      double recovery,
+      double accuracy,
+      long duplicates,
+      PushCounts pushes)
       throws IOException {
     String line =
         String.format(
             Locale.ROOT,
-            "| %s | %.1f s | %.4f | %.4f | %d | %d | %s |%n",
-            name,
+            "| %s | %s | %.1f s | %.4f | %.4f | %d | %d | %s |%n",
+            scenario,
+            job,
             recovery,
             accuracy,
             faultFreeAccuracy,
@@ -265,9 +289,9 @@ class FaultScenariosTest {
     if (!Files.exists(out)) {
       Files.writeString(
           out,
-          "| scenario | time to recover | final accuracy | fault-free accuracy | duplicate tasks"
-              + " | dropped pushes | doubled or lost pushes (pushes) |\n"
-              + "| --- | --- | --- | --- | --- | --- | --- |\n");
+          "| scenario | job | time to recover | final accuracy | fault-free accuracy | duplicate"
+              + " tasks (job) | dropped pushes (job) | doubled or lost pushes (job's pushes) |\n"
+              + "| --- | --- | --- | --- | --- | --- | --- | --- |\n");
     }
     Files.writeString(out, line, StandardOpenOption.APPEND);
   }
@@ -281,130 +305,143 @@ class FaultScenariosTest {
         .orElseThrow(() -> new AssertionError("no master process has gRPC port " + port));
   }
 
-  @Test
-  void killLeaderMaster_standbyTakesOver() throws Exception {
-    runScenario(
-        "kill-leader-master",
-        2,
-        cluster -> {
-          ProcessInfo leader = leader(cluster);
-          cluster.kill(Role.MASTER, leader.index());
+  // --- the faults ---
+
+  private static Scenario killLeaderMaster() {
+    return scenario("kill-leader-master", c -> c.kill(Role.MASTER, leader(c).index()));
+  }
+
+  private static Scenario leaderCutOffFromEtcd(List<FaultProxy> masterEtcd) {
+    return scenario(
+        "leader-etcd-partition",
+        c -> {
+          FaultProxy proxy = masterEtcd.get(leader(c).index());
+          proxy.blackHole();
+          Thread.sleep(PARTITION.toMillis()); // the fault itself lasts 10 s
+          proxy.heal();
         });
   }
 
-  @Test
-  void killPserver_restartedFromItsCheckpoint() throws Exception {
-    runScenario("kill-pserver", 1, cluster -> cluster.kill(Role.PSERVER, 1));
+  private static Scenario killPserver() {
+    return scenario("kill-pserver", c -> c.kill(Role.PSERVER, 1));
   }
 
-  @Test
-  void killPrimaryWithReplicaAndLoseItsDisk_backupTakesOver() throws Exception {
-    // two shards of a primary and a backup each; the primary of shard 1 is killed and its
-    // directory deleted: its backup takes over with every acknowledged push, the trainers find it
-    // through etcd, and the killed pserver comes back as the new backup
-    ClusterSpec spec =
-        builder("kill-primary-replicas", 1)
-            .pservers(4)
-            .property(Role.PSERVER, "paramserver.pserver.replicas", "2")
-            .build();
-    runScenario(
-        "kill-primary-replicas",
-        spec,
-        cluster -> {},
-        Pushes.COUNTED,
-        cluster -> {
-          int primary = -1;
-          for (ProcessInfo p : cluster.processes()) {
-            if (p.role() == Role.PSERVER
-                && cluster.adminStatus(Role.PSERVER, p.index()).path("index").asInt() == 1) {
-              primary = p.index();
-            }
-          }
-          assertThat(primary)
-              .as("the pserver process that is the primary of shard 1")
-              .isNotNegative();
-          cluster.kill(Role.PSERVER, primary, false);
-          Path home = cluster.spec().runDir().resolve("checkpoints").resolve("pserver-" + primary);
-          if (Files.exists(home)) {
-            try (var files = Files.walk(home)) {
-              files.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
-            }
-          }
-          cluster.restart(Role.PSERVER, primary);
+  private static Scenario pserverPaused() {
+    return scenario(
+        "pserver-paused-10s",
+        c -> {
+          c.pauseProcess(Role.PSERVER, 0);
+          Thread.sleep(10_000); // the fault itself lasts 10 s
+          c.resume(Role.PSERVER, 0);
         });
   }
 
-  @Test
-  void killPserverAndLoseItsCheckpoints_trainersReinitialiseIt() throws Exception {
-    runScenario(
+  private static Scenario etcdDown() {
+    return scenario(
+        "etcd-down-10s",
+        c -> {
+          c.stopEtcd();
+          Thread.sleep(10_000); // the fault itself lasts 10 s
+          c.startEtcd();
+        });
+  }
+
+  private static Scenario masterConnectionCut(FaultProxy proxy) {
+    return scenario("master-connection-cut", c -> proxy.cut(Duration.ofSeconds(5)));
+  }
+
+  private static Scenario killTrainer() {
+    return scenario("kill-trainer", c -> c.kill(Role.TRAINER, 0));
+  }
+
+  private static Scenario killPserverAndLoseItsCheckpoints() {
+    return scenario(
         "kill-pserver-no-checkpoint",
-        1,
-        Pushes.DROPPED_ONLY,
-        cluster -> {
-          cluster.kill(Role.PSERVER, 1, false);
-          Path checkpoints = cluster.spec().runDir().resolve("checkpoints").resolve("pserver-1");
-          if (Files.exists(checkpoints)) {
-            try (var files = Files.walk(checkpoints)) {
-              files.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
-            }
-          }
-          cluster.restart(Role.PSERVER, 1);
+        c -> {
+          c.kill(Role.PSERVER, 1, false);
+          deleteTree(c.spec().runDir().resolve("checkpoints").resolve("pserver-1"));
+          c.restart(Role.PSERVER, 1);
         });
   }
 
-  @Test
-  void trainersConnectionToTheMasterCutMidTask_theyReconnectAndGoOn() throws Exception {
-    try (FaultProxy proxy = new FaultProxy("master")) {
-      // the master publishes the proxy's port, so every trainer reaches it through the proxy
-      ClusterSpec spec =
-          builder("master-connection-cut", 1)
-              .property(
-                  Role.MASTER, "paramserver.master.advertise-port", Integer.toString(proxy.port()))
-              .build();
-      runScenario(
-          "master-connection-cut",
-          spec,
-          cluster -> proxy.target(cluster.process(Role.MASTER, 0).grpcPort()),
-          Pushes.COUNTED,
-          cluster -> proxy.cut(Duration.ofSeconds(5)));
+  /** The pserver process that is the primary of shard 1, once the shard has a synced backup. */
+  private static int primaryOfShard1(LocalCluster c) throws InterruptedException {
+    return ShardRoles.awaitReplicated(c, 1, Duration.ofSeconds(60));
+  }
+
+  private static Scenario killPrimaryAndLoseItsDisk(String name) {
+    // the primary of shard 1 is killed and its directory deleted: its backup takes over with
+    // every acknowledged push, the trainers find it through etcd, and the killed pserver comes
+    // back as the new backup
+    return scenario(
+        name,
+        c -> {
+          int primary = primaryOfShard1(c);
+          c.kill(Role.PSERVER, primary, false);
+          deleteTree(c.spec().runDir().resolve("checkpoints").resolve("pserver-" + primary));
+          c.restart(Role.PSERVER, primary);
+        });
+  }
+
+  private static Scenario primaryCutOffFromEtcd(List<FaultProxy> pserverEtcd) {
+    // the primary of shard 1 is partitioned from etcd (its lease ends there) while the trainers
+    // and its backup still reach it: the backup takes the shard over, the cut-off primary must
+    // not acknowledge a push the new primary does not hold
+    return scenario(
+        "primary-etcd-partition",
+        c -> {
+          FaultProxy proxy = pserverEtcd.get(primaryOfShard1(c));
+          proxy.blackHole();
+          Thread.sleep(PARTITION.toMillis()); // the fault itself lasts 10 s
+          proxy.heal();
+        });
+  }
+
+  private static Scenario primaryPausedPastItsLease() {
+    // SIGSTOP of the primary of shard 1 while the trainers push to it: its lease ends, the
+    // backup takes over; the pushes that were on their way to the paused primary are read by it
+    // when it resumes, still believing it is the primary: none of them may be acknowledged
+    // unless the new primary holds it
+    return scenario(
+        "primary-paused-past-lease",
+        c -> {
+          int primary = primaryOfShard1(c);
+          c.pauseProcess(Role.PSERVER, primary);
+          Thread.sleep(PARTITION.toMillis()); // the fault itself lasts 10 s
+          c.resume(Role.PSERVER, primary);
+        });
+  }
+
+  private static Scenario primaryAndBackupCutOff(List<FaultProxy> advertised) {
+    // the backup of shard 1 is partitioned from its primary (its advertised port black-holed),
+    // both keep their etcd leases
+    return scenario(
+        "primary-backup-partition",
+        c -> {
+          primaryOfShard1(c);
+          FaultProxy proxy = advertised.get(ShardRoles.syncedBackupOf(c, 1).orElseThrow());
+          proxy.blackHole();
+          Thread.sleep(PARTITION.toMillis() + 5_000); // past the replication timeout (10 s)
+          proxy.heal();
+        });
+  }
+
+  private static void deleteTree(Path root) throws IOException {
+    if (Files.exists(root)) {
+      try (var files = Files.walk(root)) {
+        files.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+      }
     }
   }
 
-  @Test
-  void killTrainer_aFreshOneJoins() throws Exception {
-    runScenario("kill-trainer", 1, Pushes.DROPPED_ONLY, cluster -> cluster.kill(Role.TRAINER, 0));
-  }
-
-  @Test
-  void etcdStoppedForTenSeconds_thenRestarted() throws Exception {
-    runScenario(
-        "etcd-down-10s",
-        1,
-        cluster -> {
-          cluster.stopEtcd();
-          Thread.sleep(10_000); // the fault itself lasts 10 s
-          cluster.startEtcd();
-        });
-  }
-
-  @Test
-  void pserverPausedForTenSeconds_thenResumed() throws Exception {
-    runScenario(
-        "pserver-paused-10s",
-        1,
-        cluster -> {
-          cluster.pauseProcess(Role.PSERVER, 0);
-          Thread.sleep(10_000); // the fault itself lasts 10 s
-          cluster.resume(Role.PSERVER, 0);
-        });
-  }
-
-  /** The length of the partitions and pauses below: past the lease TTL (4 s) and its renewal. */
+  /** The length of the partitions and pauses: past the lease TTL (4 s) and its renewal. */
   private static final Duration PARTITION = Duration.ofSeconds(10);
 
   /** Two shards of a primary and a backup each: four pserver processes, {@code replicas=2}. */
-  private static ClusterSpec.Builder replicated(String name) throws IOException {
-    return builder(name, 1).pservers(4).property(Role.PSERVER, "paramserver.pserver.replicas", "2");
+  private static ClusterSpec.Builder replicated(String name, int faults) throws IOException {
+    return builder(name, 1, faults)
+        .pservers(4)
+        .property(Role.PSERVER, "paramserver.pserver.replicas", "2");
   }
 
   /** One proxy per process of {@code role}, each the process's own way to etcd. */
@@ -419,142 +456,122 @@ class FaultScenariosTest {
     return proxies;
   }
 
-  private static Fault targetEtcd(List<FaultProxy> proxies) {
-    return cluster -> {
-      String endpoint = cluster.etcdEndpoint();
-      int port = Integer.parseInt(endpoint.substring(endpoint.lastIndexOf(':') + 1));
-      proxies.forEach(p -> p.target(port));
-    };
+  private static void targetEtcd(LocalCluster cluster, List<FaultProxy> proxies) {
+    String endpoint = cluster.etcdEndpoint();
+    int port = Integer.parseInt(endpoint.substring(endpoint.lastIndexOf(':') + 1));
+    proxies.forEach(p -> p.target(port));
   }
 
   private static void closeAll(List<FaultProxy> proxies) {
     proxies.forEach(FaultProxy::close);
   }
 
+  private static final Fault NOTHING = c -> {};
+
+  // --- the jobs: faults grouped by the cluster they need, one job each ---
+
   @Test
-  void primaryCutOffFromEtcd_trainersStillReachIt_backupTakesOver() throws Exception {
-    // each pserver reaches etcd through a proxy of its own; the primary of shard 1 is
-    // partitioned from etcd (its lease ends there) while the trainers and its backup still reach
-    // it: the backup takes the shard over, the cut-off primary must not acknowledge a push the
-    // new primary does not hold
-    ClusterSpec.Builder b = replicated("primary-etcd-partition");
-    List<FaultProxy> proxies = etcdProxies(b, Role.PSERVER, 4);
+  void masters_leaderKilled_thenLeaderCutOffFromEtcd_standbyTakesOverEachTime() throws Exception {
+    // two masters, each reaching etcd through a proxy of its own
+    ClusterSpec.Builder b = builder("masters", 2, 2);
+    List<FaultProxy> proxies = etcdProxies(b, Role.MASTER, 2);
     try {
-      runScenario(
-          "primary-etcd-partition",
+      runFaults(
+          "masters",
           b.build(),
-          targetEtcd(proxies),
-          cluster -> {},
+          c -> targetEtcd(c, proxies),
           Pushes.COUNTED,
-          cluster -> {
-            int primary = ShardRoles.awaitReplicated(cluster, 1, Duration.ofSeconds(60));
-            proxies.get(primary).blackHole();
-            Thread.sleep(PARTITION.toMillis()); // the fault itself lasts 10 s
-            proxies.get(primary).heal();
-          },
-          cluster -> ShardRoles.awaitReplicated(cluster, 1, Duration.ofSeconds(60)));
+          NOTHING,
+          killLeaderMaster(),
+          leaderCutOffFromEtcd(proxies));
     } finally {
       closeAll(proxies);
     }
   }
 
   @Test
-  void primaryPausedPastItsLease_pushesInFlight_thenResumed() throws Exception {
-    // SIGSTOP of the primary of shard 1 while the trainers push to it: its lease ends, the
-    // backup takes over; the pushes that were on their way to the paused primary are read by it
-    // when it resumes, still believing it is the primary: none of them may be acknowledged
-    // unless the new primary holds it
-    runScenario(
-        "primary-paused-past-lease",
-        replicated("primary-paused-past-lease").build(),
-        cluster -> {},
-        cluster -> {},
-        Pushes.COUNTED,
-        cluster -> {
-          int primary = ShardRoles.awaitReplicated(cluster, 1, Duration.ofSeconds(60));
-          cluster.pauseProcess(Role.PSERVER, primary);
-          Thread.sleep(PARTITION.toMillis()); // the fault itself lasts 10 s
-          cluster.resume(Role.PSERVER, primary);
-        },
-        cluster -> ShardRoles.awaitReplicated(cluster, 1, Duration.ofSeconds(60)));
+  void singleCopyShards_masterConnectionCut_pserverKilled_pserverPaused_etcdDown()
+      throws Exception {
+    try (FaultProxy proxy = new FaultProxy("master")) {
+      // the master publishes the proxy's port, so every trainer reaches it through the proxy
+      ClusterSpec spec =
+          builder("single-copy", 1, 4)
+              .property(
+                  Role.MASTER, "paramserver.master.advertise-port", Integer.toString(proxy.port()))
+              .build();
+      runFaults(
+          "single-copy",
+          spec,
+          c -> proxy.target(c.process(Role.MASTER, 0).grpcPort()),
+          Pushes.COUNTED,
+          NOTHING,
+          masterConnectionCut(proxy),
+          killPserver(),
+          pserverPaused(),
+          etcdDown());
+    }
   }
 
   @Test
-  void primaryAndBackupCutOffFromEachOther_pushesGoOnUnreplicated_backupRefilledAfter()
-      throws Exception {
-    // every pserver advertises the port of a proxy of its own (the primary dials its backup
-    // there, the trainers their primaries); the backup of shard 1 is partitioned from its
-    // primary, both keep their etcd leases
-    ClusterSpec.Builder b = replicated("primary-backup-partition");
-    List<FaultProxy> proxies = new ArrayList<>();
+  void lossyFaults_trainerKilled_pserverKilledWithItsCheckpointsLost() throws Exception {
+    runFaults(
+        "lossy",
+        builder("lossy", 1, 2).build(),
+        NOTHING,
+        Pushes.DROPPED_ONLY,
+        NOTHING,
+        killTrainer(),
+        killPserverAndLoseItsCheckpoints());
+  }
+
+  @Test
+  void
+      replicas_primaryCutOffFromEtcd_primaryPausedPastItsLease_primaryAndBackupCutOff_primaryKilled()
+          throws Exception {
+    // every pserver reaches etcd through a proxy of its own and advertises the port of another
+    // (the primary dials its backup there, the trainers their primaries)
+    ClusterSpec.Builder b = replicated("replicas", 4);
+    List<FaultProxy> etcd = etcdProxies(b, Role.PSERVER, 4);
+    List<FaultProxy> advertised = new ArrayList<>();
     for (int i = 0; i < 4; i++) {
       FaultProxy proxy = new FaultProxy("pserver-" + i);
-      proxies.add(proxy);
+      advertised.add(proxy);
       b.property(
           Role.PSERVER, i, "paramserver.pserver.advertise-port", Integer.toString(proxy.port()));
     }
     try {
-      runScenario(
-          "primary-backup-partition",
+      runFaults(
+          "replicas",
           b.build(),
-          cluster -> {
+          c -> {
+            targetEtcd(c, etcd);
             for (int i = 0; i < 4; i++) {
-              proxies.get(i).target(cluster.process(Role.PSERVER, i).grpcPort());
+              advertised.get(i).target(c.process(Role.PSERVER, i).grpcPort());
             }
           },
-          cluster -> {},
           Pushes.COUNTED,
-          cluster -> {
-            ShardRoles.awaitReplicated(cluster, 1, Duration.ofSeconds(60));
-            int backup = ShardRoles.syncedBackupOf(cluster, 1).orElseThrow();
-            proxies.get(backup).blackHole();
-            Thread.sleep(PARTITION.toMillis() + 5_000); // past the replication timeout (10 s)
-            proxies.get(backup).heal();
-          },
-          // once the partition is over the shard has a synced backup again
-          cluster -> ShardRoles.awaitReplicated(cluster, 1, Duration.ofSeconds(60)));
+          // after each fault the shard has a synced backup again
+          c -> ShardRoles.awaitReplicated(c, 1, Duration.ofSeconds(60)),
+          primaryCutOffFromEtcd(etcd),
+          primaryPausedPastItsLease(),
+          primaryAndBackupCutOff(advertised),
+          killPrimaryAndLoseItsDisk("kill-primary-replicas"));
     } finally {
-      closeAll(proxies);
-    }
-  }
-
-  @Test
-  void leaderMasterCutOffFromEtcd_trainersStillReachIt_standbyTakesOver() throws Exception {
-    ClusterSpec.Builder b = builder("leader-etcd-partition", 2);
-    List<FaultProxy> proxies = etcdProxies(b, Role.MASTER, 2);
-    try {
-      runScenario(
-          "leader-etcd-partition",
-          b.build(),
-          targetEtcd(proxies),
-          cluster -> {},
-          Pushes.COUNTED,
-          cluster -> {
-            ProcessInfo leader = leader(cluster);
-            proxies.get(leader.index()).blackHole();
-            Thread.sleep(PARTITION.toMillis()); // the fault itself lasts 10 s
-            proxies.get(leader.index()).heal();
-          },
-          cluster -> {});
-    } finally {
-      closeAll(proxies);
+      closeAll(etcd);
+      closeAll(advertised);
     }
   }
 
   @Test
   void syncModeWithReplicas_primaryKilled_backupTakesOver() throws Exception {
-    runScenario(
-        "sync-kill-primary-replicas",
-        replicated("sync-kill-primary-replicas")
+    runFaults(
+        "sync-replicas",
+        replicated("sync-replicas", 1)
             .property(Role.TRAINER, "paramserver.trainer.sync", "true")
             .build(),
-        cluster -> {},
-        cluster -> {},
+        NOTHING,
         Pushes.SYNC_STEPS,
-        cluster -> {
-          int primary = ShardRoles.awaitReplicated(cluster, 1, Duration.ofSeconds(60));
-          cluster.kill(Role.PSERVER, primary);
-        },
-        cluster -> ShardRoles.awaitReplicated(cluster, 1, Duration.ofSeconds(60)));
+        c -> ShardRoles.awaitReplicated(c, 1, Duration.ofSeconds(60)),
+        scenario("sync-kill-primary-replicas", c -> c.kill(Role.PSERVER, primaryOfShard1(c))));
   }
 }

@@ -19,6 +19,7 @@ import io.grpc.ManagedChannel;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
@@ -70,7 +71,7 @@ class ReplicaTakeoverTest {
       this.home = dir.resolve(name);
     }
 
-    void start(String job) throws IOException {
+    void start(String job) throws IOException, InterruptedException {
       run =
           ServiceRun.start(
               Role.PSERVER,
@@ -84,6 +85,7 @@ class ReplicaTakeoverTest {
                   "paramserver.pserver.index", "0",
                   "paramserver.pserver.checkpoint-dir", home.resolve("checkpoints").toString(),
                   "paramserver.pserver.checkpoint-interval", "1s"));
+      run.awaitGrpcListening(Duration.ofSeconds(120));
       Channels.close(channel);
       channel = Channels.forAddress("127.0.0.1:" + run.grpcPort);
       stub = ParameterServerGrpc.newFutureStub(channel);

@@ -5,7 +5,10 @@ import dev.paramserver.localcluster.ClusterSpec;
 import dev.paramserver.localcluster.LocalCluster;
 import dev.paramserver.localcluster.Role;
 import java.io.IOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
 import java.net.ServerSocket;
+import java.net.Socket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -45,14 +48,15 @@ final class ServiceRun implements AutoCloseable {
     int http = freePort();
     int grpc = freePort();
     List<String> cmd = new ArrayList<>();
-    cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+    String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+    cmd.add(java);
     cmd.addAll(ClusterSpec.defaultJvmOptions(role));
     // from the build's class-data archive when a cluster (or prepareClassData) made one
     ClassDataArchives.Launch launch =
         ClassDataArchives.enabled()
-            ? ClassDataArchives.launchOf(Jobs.jar(role))
+            ? ClassDataArchives.launchOf(Jobs.jar(role), java)
             : new ClassDataArchives.Launch(Jobs.jar(role), Optional.empty());
-    launch.archive().ifPresent(a -> cmd.add("-XX:SharedArchiveFile=" + a));
+    cmd.addAll(launch.jvmOptions());
     cmd.add("-jar");
     cmd.add(launch.jar().toString());
     cmd.add("--server.address=127.0.0.1");
@@ -86,6 +90,30 @@ final class ServiceRun implements AutoCloseable {
       throw new AssertionError("process did not exit within " + timeout + "; see " + log);
     }
     return process.exitValue();
+  }
+
+  /**
+   * Waits until the gRPC port accepts connections. A channel dialled before that fails its first
+   * connection and then backs off exponentially (1 s, 1.6 s, 2.6 s, ...), so a client that dials a
+   * restarting process at once reaches it seconds after it listens.
+   */
+  void awaitGrpcListening(Duration timeout) throws InterruptedException {
+    long deadline = System.nanoTime() + timeout.toNanos();
+    while (true) {
+      try (Socket s = new Socket()) {
+        s.connect(new InetSocketAddress(InetAddress.getLoopbackAddress(), grpcPort), 1000);
+        return;
+      } catch (IOException e) {
+        if (!process.isAlive()) {
+          throw new AssertionError("process exited with " + process.exitValue() + "; see " + log);
+        }
+        if (System.nanoTime() > deadline) {
+          throw new AssertionError(
+              "gRPC port " + grpcPort + " not listening within " + timeout + "; see " + log);
+        }
+        Thread.sleep(20);
+      }
+    }
   }
 
   String output() throws IOException {

@@ -3,6 +3,7 @@ package dev.paramserver.localcluster;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -18,6 +19,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
 import org.slf4j.Logger;
@@ -38,17 +40,43 @@ import org.slf4j.LoggerFactory;
  * records the class path it was made with, and marks it ready last: others start from the fat jar
  * meanwhile and never see half an entry. Whatever fails (an old JDK, a full disk, a training run
  * that does not end) only costs the speed-up: the service then starts from its fat jar as before.
+ *
+ * <p>With a JDK of version {@value #AOT_CACHE_FEATURE} or newer (the services' {@code java}, which
+ * may differ from the one running this), the archive is an AOT cache instead (JEP 483: classes
+ * loaded and linked ahead of time, on 25 also method profiles): recorded by the same training run
+ * with {@code -XX:AOTMode=record}, made with {@code -XX:AOTMode=create} and used with {@code
+ * -XX:AOTCache}. Its entry's key names the JDK ({@code -jdk<N>}), since an AOT cache serves only
+ * the JDK that made it and a JDK older than 24 refuses the option.
  */
 public final class ClassDataArchives {
   private static final Logger log = LoggerFactory.getLogger(ClassDataArchives.class);
   private static final int KEEP = 3;
   private static final Duration TRAINING_TIMEOUT = Duration.ofMinutes(3);
   private static final Map<String, String> KEYS = new ConcurrentHashMap<>();
+  private static final Map<String, Integer> FEATURES = new ConcurrentHashMap<>();
+
+  /** The first JDK with {@code -XX:AOTCache} (JEP 483). */
+  static final int AOT_CACHE_FEATURE = 24;
 
   private ClassDataArchives() {}
 
-  /** How to launch a service: the jar to run and, when there is one, its class-data archive. */
-  public record Launch(Path jar, Optional<Path> archive) {}
+  /**
+   * How to launch a service: the jar to run and, when there is one, its class-data archive (a CDS
+   * archive {@code app.jsa} or an AOT cache {@code app.aot}).
+   */
+  public record Launch(Path jar, Optional<Path> archive) {
+    /** The JVM option that uses the archive, if any. */
+    public List<String> jvmOptions() {
+      return archive
+          .map(
+              a ->
+                  a.getFileName().toString().endsWith(".aot")
+                      ? "-XX:AOTCache=" + a
+                      : "-XX:SharedArchiveFile=" + a)
+          .map(List::of)
+          .orElse(List.of());
+    }
+  }
 
   /** Whether class-data sharing is on: unless {@code PARAMSERVER_CDS} is {@code off}. */
   public static boolean enabled() {
@@ -72,11 +100,21 @@ public final class ClassDataArchives {
    * else the jar itself.
    */
   public static Launch launchOf(Path jar) {
+    return launchOf(jar, null);
+  }
+
+  /**
+   * How {@code javaBinary} (null: a JDK older than {@value #AOT_CACHE_FEATURE}) launches {@code
+   * jar}: as {@link #launchOf(Path)}, from an AOT cache when that JDK has them.
+   */
+  public static Launch launchOf(Path jar, String javaBinary) {
     try {
-      Path entry = cacheDir().resolve(key(jar));
+      boolean aot = aotCache(javaBinary);
+      Path entry = cacheDir().resolve(key(jar, javaBinary));
       if (Files.isRegularFile(entry.resolve(READY))) {
         return new Launch(
-            entry.resolve("app").resolve(jar.getFileName()), Optional.of(entry.resolve("app.jsa")));
+            entry.resolve("app").resolve(jar.getFileName()),
+            Optional.of(entry.resolve(aot ? AOT_FILE : CDS_FILE)));
       }
     } catch (UncheckedIOException e) {
       log.debug("no class-data archive for {}: {}", jar, e.toString());
@@ -96,7 +134,8 @@ public final class ClassDataArchives {
     Path lock = null;
     try {
       Path cache = Files.createDirectories(cacheDir());
-      String key = key(jar);
+      boolean aot = aotCache(javaBinary);
+      String key = key(jar, javaBinary);
       entry = cache.resolve(key);
       if (Files.isRegularFile(entry.resolve(READY))) {
         return;
@@ -134,11 +173,27 @@ public final class ClassDataArchives {
       }
       List<String> cmd = new ArrayList<>();
       cmd.add(javaBinary);
-      cmd.add("-XX:ArchiveClassesAtExit=" + entry.resolve("app.jsa"));
+      Path archive = entry.resolve(aot ? AOT_FILE : CDS_FILE);
+      if (aot) {
+        cmd.add("-XX:AOTMode=record");
+        cmd.add("-XX:AOTConfiguration=" + entry.resolve("app.aotconf"));
+      } else {
+        cmd.add("-XX:ArchiveClassesAtExit=" + archive);
+      }
       cmd.add("-Dspring.context.exit=onRefresh");
       cmd.addAll(trainingCommand.build(extracted));
       run(cmd, entry.resolve("training.log"), TRAINING_TIMEOUT);
-      if (!Files.isRegularFile(entry.resolve("app.jsa"))) {
+      if (aot) {
+        // the create step reads the recorded configuration and writes the cache; it runs no main
+        List<String> create = new ArrayList<>();
+        create.add(javaBinary);
+        create.add("-XX:AOTMode=create");
+        create.add("-XX:AOTConfiguration=" + entry.resolve("app.aotconf"));
+        create.add("-XX:AOTCache=" + archive);
+        create.addAll(trainingCommand.build(extracted));
+        run(create, entry.resolve("create.log"), TRAINING_TIMEOUT);
+      }
+      if (!Files.isRegularFile(archive)) {
         throw new IOException("no archive was written (see " + entry.resolve("training.log") + ")");
       }
       Files.writeString(entry.resolve(READY), "");
@@ -167,6 +222,8 @@ public final class ClassDataArchives {
   }
 
   private static final String READY = "ready";
+  private static final String CDS_FILE = "app.jsa";
+  private static final String AOT_FILE = "app.aot";
   private static final Duration STALE_LOCK = Duration.ofMinutes(10);
 
   /** Takes the lock directory; one older than {@link #STALE_LOCK} was left by a dead process. */
@@ -200,6 +257,55 @@ public final class ClassDataArchives {
       p.waitFor(10, TimeUnit.SECONDS);
       throw new IOException(
           "'" + String.join(" ", cmd.subList(0, 3)) + " ...' did not end within " + timeout);
+    }
+  }
+
+  /**
+   * The key of {@code jar}'s entry for {@code javaBinary}: {@link #key(Path)}, and {@code -jdk<N>}
+   * after it for a JDK that makes AOT caches.
+   */
+  static String key(Path jar, String javaBinary) {
+    return aotCache(javaBinary) ? key(jar) + "-jdk" + feature(javaBinary) : key(jar);
+  }
+
+  /** Whether {@code javaBinary} makes and uses AOT caches rather than CDS archives. */
+  static boolean aotCache(String javaBinary) {
+    return feature(javaBinary) >= AOT_CACHE_FEATURE;
+  }
+
+  /**
+   * The feature version of {@code javaBinary} (17 for 17.0.15): this JVM's for its own binary, else
+   * from {@code java -version}; 0 when unknown (null, missing, or an answer not understood), which
+   * keeps the CDS archives of older JDKs.
+   */
+  static int feature(String javaBinary) {
+    if (javaBinary == null) {
+      return 0;
+    }
+    Path own = Path.of(System.getProperty("java.home"), "bin", "java");
+    if (Path.of(javaBinary).equals(own)) {
+      return Runtime.version().feature();
+    }
+    return FEATURES.computeIfAbsent(javaBinary, ClassDataArchives::askFeature);
+  }
+
+  private static final Pattern VERSION = Pattern.compile("version \"(?:1\\.)?(\\d+)");
+
+  private static int askFeature(String javaBinary) {
+    try {
+      Process p = new ProcessBuilder(javaBinary, "-version").redirectErrorStream(true).start();
+      String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+      if (!p.waitFor(30, TimeUnit.SECONDS)) {
+        p.destroyForcibly();
+        return 0;
+      }
+      Matcher m = VERSION.matcher(out);
+      return m.find() ? Integer.parseInt(m.group(1)) : 0;
+    } catch (IOException e) {
+      return 0;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return 0;
     }
   }
 
@@ -245,7 +351,10 @@ public final class ClassDataArchives {
       List<Path> mine =
           entries
               .filter(
-                  p -> p.getFileName().toString().matches(Pattern.quote(prefix) + "-[0-9a-f]{16}"))
+                  p ->
+                      p.getFileName()
+                          .toString()
+                          .matches(Pattern.quote(prefix) + "-[0-9a-f]{16}(-jdk[0-9]+)?"))
               .sorted(Comparator.comparing(ClassDataArchives::modified).reversed())
               .toList();
       mine.stream().skip(KEEP).forEach(ClassDataArchives::deleteRecursively);

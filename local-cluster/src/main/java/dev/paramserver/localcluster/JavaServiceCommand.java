@@ -35,9 +35,9 @@ final class JavaServiceCommand implements ServiceCommand {
     List<String> cmd = new ArrayList<>();
     cmd.add(spec.javaBinary());
     if (spec.classDataSharing()) {
-      ClassDataArchives.Launch launch = ClassDataArchives.launchOf(jar);
+      ClassDataArchives.Launch launch = ClassDataArchives.launchOf(jar, spec.javaBinary());
+      cmd.addAll(launch.jvmOptions());
       cmd.addAll(arguments(spec, ctx.role(), launch.jar()));
-      launch.archive().ifPresent(a -> cmd.add(1, "-XX:SharedArchiveFile=" + a));
     } else {
       cmd.addAll(arguments(spec, ctx.role(), jar));
     }
@@ -60,7 +60,7 @@ final class JavaServiceCommand implements ServiceCommand {
       if (spec.count(role) > 0
           && jar != null
           && Files.isRegularFile(jar)
-          && ClassDataArchives.launchOf(jar).archive().isEmpty()) {
+          && ClassDataArchives.launchOf(jar, spec.javaBinary()).archive().isEmpty()) {
         return false;
       }
     }
@@ -78,7 +78,7 @@ final class JavaServiceCommand implements ServiceCommand {
       if (spec.count(role) == 0
           || jar == null
           || !Files.isRegularFile(jar)
-          || ClassDataArchives.launchOf(jar).archive().isPresent()) {
+          || ClassDataArchives.launchOf(jar, spec.javaBinary()).archive().isPresent()) {
         continue;
       }
       LaunchContext ctx = new LaunchContext(spec, role, 0, 0, 0, etcdEndpoint);

@@ -29,15 +29,12 @@ final class JobFollower {
   private final PrintStream out;
   private final Duration poll;
   private final Duration evalWait;
-  private final Duration allReportsWait;
 
-  JobFollower(
-      Source source, PrintStream out, Duration poll, Duration evalWait, Duration allReportsWait) {
+  JobFollower(Source source, PrintStream out, Duration poll, Duration evalWait) {
     this.source = source;
     this.out = out;
     this.poll = poll;
     this.evalWait = evalWait;
-    this.allReportsWait = allReportsWait;
   }
 
   static Source source(LocalCluster cluster) {
@@ -64,7 +61,6 @@ final class JobFollower {
     ProgressPrinter progress = new ProgressPrinter(out);
     long deadline = t0 + timeout.toNanos();
     long finishedAt = 0;
-    long evaluatedAt = 0;
     String lastSeen = "no master answered yet";
     while (true) {
       checkProcesses();
@@ -94,11 +90,8 @@ final class JobFollower {
           List<JobStatusView.PassView> passes = job.passes();
           int reports = passes.isEmpty() ? 0 : passes.get(passes.size() - 1).evalReports();
           if (reports > 0) {
-            evaluatedAt = evaluatedAt == 0 ? now : evaluatedAt;
-            // the mean over every trainer's report is steadier: wait briefly for the others
-            if (reports >= liveTrainers() || now - evaluatedAt > allReportsWait.toNanos()) {
-              return resultLine(passes, (now - t0) / 1e9);
-            }
+            // one trainer evaluates the last pass, once the job is finished
+            return resultLine(passes, (now - t0) / 1e9);
           } else if (now - finishedAt > evalWait.toNanos()) {
             throw new LocalClusterException(
                 "the job finished but no evaluation of the last pass arrived within "
@@ -138,16 +131,6 @@ final class JobFollower {
             p.name() + " keeps dying (restarted " + p.restarts() + " times); see " + p.log());
       }
     }
-  }
-
-  private int liveTrainers() {
-    int n = 0;
-    for (ProcessInfo p : source.processes()) {
-      if (p.role() == Role.TRAINER && p.state() != ProcessState.FAILED) {
-        n++;
-      }
-    }
-    return Math.max(n, 1);
   }
 
   private static void sleep(Duration d) {

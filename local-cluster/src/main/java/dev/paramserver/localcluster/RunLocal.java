@@ -22,7 +22,6 @@ import picocli.CommandLine;
 public final class RunLocal {
   private static final Duration POLL = Duration.ofSeconds(1);
   private static final Duration EVAL_WAIT = Duration.ofSeconds(60);
-  private static final Duration ALL_REPORTS_WAIT = Duration.ofSeconds(10);
 
   private final PrintStream out;
   private final PrintStream err;
@@ -109,7 +108,7 @@ public final class RunLocal {
               cluster.etcdEndpoint(),
               cluster.clusterFile()));
       result =
-          new JobFollower(JobFollower.source(cluster), out, POLL, EVAL_WAIT, ALL_REPORTS_WAIT)
+          new JobFollower(JobFollower.source(cluster), out, POLL, EVAL_WAIT)
               .follow(t0, options.timeout);
     } catch (LocalClusterException e) {
       quiet = true;

@@ -90,4 +90,36 @@ class ClassDataArchivesTest {
     assertThat(dir.resolve("cache").resolve(ClassDataArchives.key(jar) + ".lock")).doesNotExist();
     assertThat(ClassDataArchives.launchOf(jar).jar()).isEqualTo(jar);
   }
+
+  @Test
+  void aJdkThatKnowsAotCaches_launchesFromItsOwnEntrysAotCache() throws Exception {
+    // a stand-in for a JDK 25 binary: all that is asked of it is its version
+    Path jdk25 = dir.resolve("jdk25").resolve("java");
+    Files.createDirectories(jdk25.getParent());
+    Files.writeString(jdk25, "#!/bin/sh\necho 'openjdk version \"25.0.3\" 2026-04-21 LTS' >&2\n");
+    jdk25.toFile().setExecutable(true);
+    assertThat(ClassDataArchives.feature(jdk25.toString())).isEqualTo(25);
+    assertThat(ClassDataArchives.key(jar, jdk25.toString()))
+        .isEqualTo(ClassDataArchives.key(jar) + "-jdk25");
+
+    Path entry = dir.resolve("cache").resolve(ClassDataArchives.key(jar, jdk25.toString()));
+    Path extracted = Files.createDirectories(entry.resolve("app")).resolve(jar.getFileName());
+    Files.writeString(extracted, "extracted");
+    Path cache = Files.writeString(entry.resolve("app.aot"), "cache");
+    Files.writeString(entry.resolve("ready"), "");
+
+    ClassDataArchives.Launch launch = ClassDataArchives.launchOf(jar, jdk25.toString());
+    assertThat(launch.jar()).isEqualTo(extracted);
+    assertThat(launch.jvmOptions()).containsExactly("-XX:AOTCache=" + cache);
+    // a JDK 17 never gets the option it would refuse: it has no entry of its own yet
+    assertThat(ClassDataArchives.launchOf(jar, null).archive()).isEmpty();
+  }
+
+  @Test
+  void theFeatureOfThisJvmsOwnBinary_isReadWithoutStartingIt_andAnUnknownBinaryCountsAsOld() {
+    String own = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+    assertThat(ClassDataArchives.feature(own)).isEqualTo(Runtime.version().feature());
+    assertThat(ClassDataArchives.feature(dir.resolve("no-such-java").toString())).isZero();
+    assertThat(ClassDataArchives.aotCache(null)).isFalse();
+  }
 }

@@ -80,14 +80,14 @@ class JobFollowerTest {
     return ",'evalLoss':" + loss + ",'evalAccuracy':" + acc + ",'evalReports':" + reports;
   }
 
-  private JobFollower follower(Duration evalWait, Duration allReportsWait) {
-    return new JobFollower(script, out, POLL, evalWait, allReportsWait);
+  private JobFollower follower(Duration evalWait) {
+    return new JobFollower(script, out, POLL, evalWait);
   }
 
   private Script script;
 
   @Test
-  void follow_printsPassesAndReturnsResultOnceEveryTrainerEvaluated() {
+  void follow_printsPassesAndReturnsResultOnceTheLastPassIsEvaluated() {
     String p0 = pass(0, 1000, 1000, 2000, eval(0.5, 0.8, 2));
     script =
         new Script(
@@ -98,17 +98,16 @@ class JobFollowerTest {
             "{'state':'FINISHED','pass':2,'totalPasses':2,'passes':["
                 + p0
                 + ","
-                + pass(1, 1000, 2000, 5000, eval(0.3, 0.9, 1))
+                + pass(1, 1000, 2000, 5000, "")
                 + "]}",
             "{'state':'FINISHED','pass':2,'totalPasses':2,'passes':["
                 + p0
                 + ","
-                + pass(1, 1000, 2000, 5000, eval(0.25, 0.9375, 2))
+                + pass(1, 1000, 2000, 5000, eval(0.25, 0.9375, 1))
                 + "]}");
 
     String result =
-        follower(Duration.ofSeconds(30), Duration.ofSeconds(30))
-            .follow(System.nanoTime(), Duration.ofSeconds(30));
+        follower(Duration.ofSeconds(30)).follow(System.nanoTime(), Duration.ofSeconds(30));
 
     assertThat(result)
         .matches(
@@ -118,21 +117,7 @@ class JobFollowerTest {
         .contains("job waiting for dataset")
         .contains("pass 1/2: tasks todo=3 pending=2 done=0 failed=0")
         .contains("pass 1/2 done: records=1000 loss=0.5000 accuracy=0.8000 samples/s=1000")
-        .contains("pass 2/2 done: records=1000 loss=0.3000 accuracy=0.9000 samples/s=333");
-  }
-
-  @Test
-  void follow_afterAWhileTakesTheEvaluationsThatArrived() {
-    script =
-        new Script(
-            "{'state':'FINISHED','pass':1,'totalPasses':1,'passes':["
-                + pass(0, 10, 1000, 2000, eval(0.4, 0.91, 1))
-                + "]}");
-
-    assertThat(
-            follower(Duration.ofSeconds(30), Duration.ofMillis(20))
-                .follow(System.nanoTime(), Duration.ofSeconds(30)))
-        .startsWith("RESULT accuracy=0.9100 loss=0.4000 samples_per_s=10.0");
+        .contains("pass 2/2 done: records=1000 loss=0.2500 accuracy=0.9375 samples/s=333");
   }
 
   @Test
@@ -140,9 +125,7 @@ class JobFollowerTest {
     script = new Script("{'state':'FAILED','failureReason':'dataset matched no files'}");
 
     assertThatThrownBy(
-            () ->
-                follower(Duration.ofSeconds(1), Duration.ofSeconds(1))
-                    .follow(System.nanoTime(), Duration.ofSeconds(30)))
+            () -> follower(Duration.ofSeconds(1)).follow(System.nanoTime(), Duration.ofSeconds(30)))
         .isInstanceOf(LocalClusterException.class)
         .hasMessage("the job failed: dataset matched no files");
   }
@@ -156,9 +139,7 @@ class JobFollowerTest {
                 + "]}");
 
     assertThatThrownBy(
-            () ->
-                follower(Duration.ofMillis(30), Duration.ofSeconds(1))
-                    .follow(System.nanoTime(), Duration.ofSeconds(30)))
+            () -> follower(Duration.ofMillis(30)).follow(System.nanoTime(), Duration.ofSeconds(30)))
         .hasMessageContaining("no evaluation of the last pass");
   }
 
@@ -169,9 +150,7 @@ class JobFollowerTest {
         1, new ProcessInfo(Role.TRAINER, 1, 7, 1, 0, Path.of("t1.log"), ProcessState.FAILED, 5));
 
     assertThatThrownBy(
-            () ->
-                follower(Duration.ofSeconds(1), Duration.ofSeconds(1))
-                    .follow(System.nanoTime(), Duration.ofSeconds(30)))
+            () -> follower(Duration.ofSeconds(1)).follow(System.nanoTime(), Duration.ofSeconds(30)))
         .hasMessage("trainer-1 keeps dying (restarted 5 times); see t1.log");
   }
 
@@ -180,9 +159,7 @@ class JobFollowerTest {
     script = new Script("none");
 
     assertThatThrownBy(
-            () ->
-                follower(Duration.ofSeconds(1), Duration.ofSeconds(1))
-                    .follow(System.nanoTime(), Duration.ofMillis(30)))
+            () -> follower(Duration.ofSeconds(1)).follow(System.nanoTime(), Duration.ofMillis(30)))
         .hasMessageContaining("timed out")
         .hasMessageContaining("master-0: refused");
   }

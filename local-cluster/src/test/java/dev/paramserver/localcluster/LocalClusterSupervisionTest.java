@@ -84,8 +84,13 @@ class LocalClusterSupervisionTest {
     assertThat(procs).allMatch(p -> p.state() == ProcessState.RUNNING && alive(p.pid()));
     // setsid exec'd in place: the pid we supervise is the command itself
     ProcessInfo master = cluster.process(Role.MASTER, 0);
-    assertThat(ProcessHandle.of(master.pid()).orElseThrow().info().command().orElse(""))
-        .endsWith("sleep");
+    // (setpriv execs the command: on a loaded machine that may take a moment after start)
+    await()
+        .atMost(Duration.ofSeconds(20))
+        .untilAsserted(
+            () ->
+                assertThat(ProcessHandle.of(master.pid()).orElseThrow().info().command().orElse(""))
+                    .endsWith("sleep"));
     assertThat(procs).extracting(ProcessInfo::httpPort).doesNotHaveDuplicates();
     assertThat(master.grpcPort()).isPositive().isNotEqualTo(master.httpPort());
     assertThat(cluster.process(Role.TRAINER, 0).grpcPort()).isZero();
@@ -267,14 +272,20 @@ class LocalClusterSupervisionTest {
         .atMost(WAIT)
         .until(() -> cluster.process(Role.TRAINER, 0).state() == ProcessState.FAILED);
     assertThat(cluster.process(Role.TRAINER, 0).restarts()).isEqualTo(1);
-    assertThat(events)
-        .extracting(ClusterEvent::message)
-        .anyMatch(
-            m ->
-                m.contains("trainer-0")
-                    && m.contains(
-                        "exited with code 1 and the same error as before its restart; not"
-                            + " restarting: dataset file /d/t.dataset.pb is not a RecordIO file"));
+    // the supervisor marks the process FAILED, then emits the event: wait for it too
+    await()
+        .atMost(WAIT)
+        .untilAsserted(
+            () ->
+                assertThat(events)
+                    .extracting(ClusterEvent::message)
+                    .anyMatch(
+                        m ->
+                            m.contains("trainer-0")
+                                && m.contains(
+                                    "exited with code 1 and the same error as before its restart;"
+                                        + " not restarting: dataset file /d/t.dataset.pb is not a"
+                                        + " RecordIO file")));
   }
 
   @Test
@@ -320,12 +331,18 @@ class LocalClusterSupervisionTest {
         .atMost(WAIT)
         .until(() -> cluster.process(Role.TRAINER, 0).state() == ProcessState.FAILED);
     assertThat(cluster.process(Role.TRAINER, 0).restarts()).isZero();
-    assertThat(events)
-        .extracting(ClusterEvent::message)
-        .anyMatch(
-            m ->
-                m.contains(
-                    "refused to start: paramserver.trainer.optimizer 'x' is not valid (see "));
+    // the supervisor marks the process FAILED, then emits the event: wait for it too
+    await()
+        .atMost(WAIT)
+        .untilAsserted(
+            () ->
+                assertThat(events)
+                    .extracting(ClusterEvent::message)
+                    .anyMatch(
+                        m ->
+                            m.contains(
+                                "refused to start: paramserver.trainer.optimizer 'x' is not valid"
+                                    + " (see ")));
   }
 
   @Test

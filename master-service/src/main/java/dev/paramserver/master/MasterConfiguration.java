@@ -10,6 +10,7 @@ import dev.paramserver.master.metrics.MasterMetrics;
 import dev.paramserver.master.state.EtcdJobStore;
 import dev.paramserver.master.task.MasterJob;
 import dev.paramserver.master.task.TimeoutChecker;
+import dev.paramserver.master.task.TrainerDepartures;
 import dev.paramserver.rpc.ChannelFactory;
 import dev.paramserver.service.AdminAddress;
 import dev.paramserver.service.CommonProperties;
@@ -22,8 +23,8 @@ import org.springframework.context.annotation.Configuration;
 import org.springframework.context.event.EventListener;
 
 /**
- * The master's beans: job, state store, election, timeout checker, health, admin status and the job
- * console.
+ * The master's beans: job, state store, election, timeout checker, trainer departures, health,
+ * admin status and the job console.
  */
 @Configuration(proxyBeanMethods = false)
 class MasterConfiguration {
@@ -86,6 +87,12 @@ class MasterConfiguration {
   @Bean
   TimeoutChecker masterTimeoutChecker(MasterJob job, MasterProperties props) {
     return new TimeoutChecker(job, props.timeoutCheckInterval(), ROLE_PHASE);
+  }
+
+  @Bean
+  TrainerDepartures masterTrainerDepartures(MasterJob job, Coordinator coordinator) {
+    return new TrainerDepartures(
+        job, coordinator.kv(), coordinator.keys().trainersPrefix(), ROLE_PHASE);
   }
 
   @Bean("leadership")

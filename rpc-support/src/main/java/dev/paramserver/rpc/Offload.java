@@ -2,6 +2,8 @@ package dev.paramserver.rpc;
 
 import dev.paramserver.proto.v1.ErrorReason;
 import io.grpc.stub.StreamObserver;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CompletionStage;
 import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.function.Supplier;
@@ -13,6 +15,33 @@ import java.util.function.Supplier;
  */
 public final class Offload {
   private Offload() {}
+
+  /**
+   * Answers a unary call when {@code result} completes, from the thread that completes it: its
+   * value, or its error mapped as {@link ErrorMappingInterceptor} maps errors thrown inline.
+   *
+   * @param method the full method name ({@code service/Method}) for error messages
+   */
+  public static <T> void complete(CompletionStage<T> result, String method, StreamObserver<T> out) {
+    result.whenComplete(
+        (value, error) -> {
+          if (error != null) {
+            out.onError(ErrorMappingInterceptor.map(method, unwrap(error)));
+            return;
+          }
+          out.onNext(value);
+          out.onCompleted();
+        });
+  }
+
+  /** What a completion stage failed with, without the CompletionException around it. */
+  public static RuntimeException unwrap(Throwable error) {
+    Throwable cause =
+        error instanceof CompletionException && error.getCause() != null ? error.getCause() : error;
+    return cause instanceof RuntimeException re
+        ? re
+        : new IllegalStateException("the call's work failed: " + cause, cause);
+  }
 
   /**
    * @param method the full method name ({@code service/Method}) for error messages

@@ -10,6 +10,7 @@ import dev.paramserver.proto.v1.ErrorReason;
 import io.grpc.Status.Code;
 import io.grpc.StatusRuntimeException;
 import io.grpc.protobuf.StatusProto;
+import java.nio.channels.ClosedChannelException;
 
 /**
  * The one mapping from {@link ErrorReason} to gRPC status codes, and the way to read a reason back
@@ -38,6 +39,7 @@ public final class RpcErrors {
       case SHUTTING_DOWN -> Code.UNAVAILABLE;
       case TOO_LARGE -> Code.RESOURCE_EXHAUSTED;
       case SYNC_ABORTED -> Code.ABORTED;
+      case PUSH_WINDOW_EXCEEDED -> Code.OUT_OF_RANGE;
       case ERROR_REASON_UNSPECIFIED, UNRECOGNIZED -> Code.UNKNOWN;
     };
   }
@@ -89,6 +91,24 @@ public final class RpcErrors {
     Code code = codeOf(t);
     return code == Code.UNAVAILABLE
         || code == Code.DEADLINE_EXCEEDED
-        || code == Code.CANCELLED && !Thread.currentThread().isInterrupted();
+        || code == Code.CANCELLED && !Thread.currentThread().isInterrupted()
+        || code == Code.UNKNOWN && closedConnection(t);
+  }
+
+  /**
+   * grpc-java's Netty transport reports a connection closed under a call (the server killed while a
+   * request was written) as UNKNOWN "channel closed" with a {@link ClosedChannelException} cause,
+   * not as UNAVAILABLE (grpc-java issues 7376, 10120): it is the same failure.
+   */
+  private static boolean closedConnection(Throwable t) {
+    for (Throwable c = t; c != null; c = c.getCause()) {
+      if (c instanceof ClosedChannelException) {
+        return true;
+      }
+      if (c.getCause() == c) {
+        break;
+      }
+    }
+    return false;
   }
 }

@@ -13,6 +13,8 @@ import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Tags;
 import io.micrometer.core.instrument.Timer;
 import java.time.Duration;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -34,6 +36,10 @@ public final class ClientCallMetrics implements ClientInterceptor {
   private static final Duration[] LATENCY_BUCKETS = MetricBuckets.latency();
 
   private final MeterRegistry registry;
+  // built once per method, status and target: not on every call
+  private final Map<Key, Timer> timers = new ConcurrentHashMap<>();
+
+  private record Key(String method, String status, String target) {}
 
   public ClientCallMetrics(MeterRegistry registry) {
     this.registry = registry;
@@ -61,18 +67,18 @@ public final class ClientCallMetrics implements ClientInterceptor {
   }
 
   private void record(String method, String target, Status status, long nanos) {
-    Timer.builder(CALL_DURATION)
+    timers
+        .computeIfAbsent(new Key(method, status.getCode().name(), target), this::timer)
+        .record(nanos, TimeUnit.NANOSECONDS);
+  }
+
+  private Timer timer(Key k) {
+    return Timer.builder(CALL_DURATION)
         .description("Time taken by a call, from the client's start of it to its close")
         .tags(
             Tags.of(
-                "grpc.method",
-                method,
-                "grpc.status",
-                status.getCode().name(),
-                "grpc.target",
-                target))
+                "grpc.method", k.method(), "grpc.status", k.status(), "grpc.target", k.target()))
         .serviceLevelObjectives(LATENCY_BUCKETS)
-        .register(registry)
-        .record(nanos, TimeUnit.NANOSECONDS);
+        .register(registry);
   }
 }

@@ -4,6 +4,8 @@ import dev.paramserver.coordination.CallObserver;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
 import java.time.Duration;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -32,6 +34,8 @@ final class EtcdCallMetrics implements CallObserver {
   };
 
   private final MeterRegistry registry;
+  // built once per operation and outcome: not on every call
+  private final Map<String, Timer> timers = new ConcurrentHashMap<>();
 
   EtcdCallMetrics(MeterRegistry registry) {
     this.registry = registry;
@@ -39,12 +43,17 @@ final class EtcdCallMetrics implements CallObserver {
 
   @Override
   public void onCall(String operation, long nanos, boolean success) {
-    Timer.builder(NAME)
-        .description("Time an etcd request took, as this service waited for it")
-        .tag("operation", operation)
-        .tag("outcome", success ? "success" : "failure")
-        .serviceLevelObjectives(BUCKETS)
-        .register(registry)
+    String outcome = success ? "success" : "failure";
+    timers
+        .computeIfAbsent(
+            operation + '\u0000' + outcome,
+            k ->
+                Timer.builder(NAME)
+                    .description("Time an etcd request took, as this service waited for it")
+                    .tag("operation", operation)
+                    .tag("outcome", outcome)
+                    .serviceLevelObjectives(BUCKETS)
+                    .register(registry))
         .record(nanos, TimeUnit.NANOSECONDS);
   }
 }

@@ -10,6 +10,7 @@ import dev.paramserver.recordio.Compressor;
 import dev.paramserver.recordio.RecordWriter;
 import dev.paramserver.testsupport.EtcdExtension;
 import dev.paramserver.testsupport.Poll;
+import dev.paramserver.trainer.admin.ScrapeWatch;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -20,6 +21,7 @@ import java.time.Duration;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.boot.test.autoconfigure.actuate.observability.AutoConfigureObservability;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.web.server.LocalServerPort;
 import org.springframework.test.context.DynamicPropertyRegistry;
@@ -29,6 +31,8 @@ import org.springframework.test.context.DynamicPropertySource;
  * The trainer's Spring wiring against a real etcd with no pservers yet: it registers itself under
  * its lease, waits for the pservers it was told to expect, and says so on the admin endpoint.
  */
+// metrics export is on, as in a real trainer (Spring Boot's tests turn it off by default)
+@AutoConfigureObservability
 @SpringBootTest(
     classes = TrainerApplication.class,
     webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT,
@@ -58,6 +62,7 @@ class TrainerWiringTest {
 
   @LocalServerPort int port;
   @Autowired Coordinator coordinator;
+  @Autowired ScrapeWatch scrapes;
 
   @Test
   void trainer_registersUnderItsLease_andWaitsForPservers() throws Exception {
@@ -88,6 +93,25 @@ class TrainerWiringTest {
         HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/admin/status")).build();
     assertThat(http.send(noToken, HttpResponse.BodyHandlers.ofString()).statusCode())
         .isEqualTo(401);
+  }
+
+  @Test
+  void scrapeWatch_seesPrometheusScrapes_andNothingElse() throws Exception {
+    HttpClient http = HttpClient.newHttpClient();
+    long before = System.nanoTime();
+    HttpRequest other =
+        HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/actuator/health")).build();
+    assertThat(http.send(other, HttpResponse.BodyHandlers.ofString()).statusCode()).isEqualTo(200);
+    assertThat(scrapes.awaitScrapeAfter(before, Duration.ofMillis(200))).isFalse();
+
+    HttpRequest scrape =
+        HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/actuator/prometheus"))
+            .build();
+    HttpResponse<String> metrics = http.send(scrape, HttpResponse.BodyHandlers.ofString());
+    assertThat(metrics.statusCode()).isEqualTo(200);
+    assertThat(metrics.body()).contains("jvm_threads_live_threads");
+    assertThat(scrapes.awaitScrapeAfter(before, Duration.ofSeconds(5))).isTrue();
+    assertThat(scrapes.awaitScrapeAfter(System.nanoTime(), Duration.ofMillis(100))).isFalse();
   }
 
   private static JsonNode status(HttpClient http, HttpRequest req) {

@@ -30,7 +30,9 @@ public final class KernelSuite {
     OptionsBuilder ob = new OptionsBuilder();
     ob.include(benchRegex)
         .forks(1)
-        .warmupIterations(quick ? 2 : 3)
+        // --quick: one warm-up iteration, which leaves the time of the training section's
+        // interleaved rounds; the full run keeps three
+        .warmupIterations(quick ? 1 : 3)
         .warmupTime(TimeValue.milliseconds(quick ? 300 : 400))
         .measurementIterations(quick ? 2 : 3)
         .measurementTime(TimeValue.milliseconds(quick ? 300 : 400))

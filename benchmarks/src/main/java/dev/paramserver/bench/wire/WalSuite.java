@@ -70,7 +70,9 @@ public final class WalSuite {
     for (String s : SETTINGS) {
       best.put(s, new double[SIZES.length]);
     }
-    long warm = quick ? 300 : 500;
+    // each setting runs on fresh JVMs: a warm-up shorter than about 2 s measures their JIT (a fresh
+    // pserver's push costs 10 to 50 times its warm cost, and a replicated pair warms up later)
+    long warm = quick ? 1000 : 2000;
     long measure = quick ? 1000 : 1500;
     int rounds = quick ? 1 : ROUNDS;
     for (int round = 0; round < rounds; round++) {
@@ -164,12 +166,15 @@ public final class WalSuite {
 
   /** The same comparison without network or process: the log's own cost per push. */
   private void inJvm(Report report) throws Exception {
-    Map<String, double[]> best = WalInJvmBench.run(3, quick ? 700 : 1000);
+    // --quick: 2 rounds, which leaves the time of the training section's interleaved rounds
+    int rounds = quick ? 2 : 3;
+    Map<String, double[]> best = WalInJvmBench.run(rounds, quick ? 700 : 1000);
     Report.Table t =
         report.table(
             "Write-ahead log (1 pserver process, loopback)",
-            "In one JVM, no network: pushes/s into a shard from 1 thread (best of 3 interleaved"
-                + " rounds), and the ratio to no log",
+            "In one JVM, no network: pushes/s into a shard from 1 thread (best of "
+                + rounds
+                + " interleaved rounds), and the ratio to no log",
             "wal.sync",
             "4 KiB pushes/s",
             "4 KiB vs no log",

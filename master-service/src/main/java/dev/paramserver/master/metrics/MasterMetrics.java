@@ -4,6 +4,7 @@ import dev.paramserver.master.election.MasterElection;
 import dev.paramserver.master.task.MasterJob;
 import dev.paramserver.proto.v1.JobStatus;
 import dev.paramserver.proto.v1.PassStatus;
+import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.binder.MeterBinder;
@@ -20,6 +21,10 @@ import java.util.function.ToDoubleFunction;
  *   <li>{@code paramserver_master_pass_duplicates}: tasks finished more than once in the pass
  *   <li>{@code paramserver_master_pass_timeouts}: timed-out dispatches in the pass
  *   <li>{@code paramserver_master_snapshot_bytes}: size of the last state snapshot saved to etcd
+ *   <li>{@code paramserver_master_state_commits_total}: etcd transactions that saved the task
+ *       queue's changes (grouped: several concurrent changes per transaction)
+ *   <li>{@code paramserver_master_state_changes_total}: changes of the task queue those
+ *       transactions saved
  * </ul>
  */
 public final class MasterMetrics implements MeterBinder {
@@ -77,6 +82,13 @@ public final class MasterMetrics implements MeterBinder {
     Gauge.builder("paramserver.master.snapshot.bytes", job, MasterJob::lastSnapshotBytes)
         .description("compressed size of the last state snapshot saved to etcd")
         .baseUnit("bytes")
+        .register(registry);
+    FunctionCounter.builder("paramserver.master.state.commits", job, MasterJob::queueCommits)
+        .description("etcd transactions that saved the task queue's changes")
+        .register(registry);
+    FunctionCounter.builder(
+            "paramserver.master.state.changes", job, MasterJob::queueChangesCommitted)
+        .description("changes of the task queue saved by those transactions")
         .register(registry);
   }
 

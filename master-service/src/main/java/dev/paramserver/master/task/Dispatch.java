@@ -9,9 +9,17 @@ package dev.paramserver.master.task;
  * @param currentPass the pass running now (equals totalPasses once the job finished)
  * @param totalPasses the passes of the job
  * @param reason why the job failed (for {@link Outcome#JOB_FAILED}), else empty
+ * @param taskPass the pass the task handed out belongs to (valid for {@link Outcome#TASK}): the
+ *     current pass, or the one after it for a task leased ahead
  */
 public record Dispatch(
-    Outcome outcome, int taskId, long epoch, int currentPass, int totalPasses, String reason) {
+    Outcome outcome,
+    int taskId,
+    long epoch,
+    int currentPass,
+    int totalPasses,
+    String reason,
+    int taskPass) {
 
   /** What a request for a task leads to. */
   public enum Outcome {

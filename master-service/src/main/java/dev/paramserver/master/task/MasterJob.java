@@ -30,10 +30,11 @@ import org.slf4j.LoggerFactory;
 /**
  * The master's job: the dataset and its {@link TaskQueue}, served only while this master leads.
  *
- * <p>Every change is made on a copy of the queue, saved through the {@link JobStore} (a write
- * fenced on the leadership), and only then swapped in and answered. A refused or unconfirmed save
- * drops the in-memory state, stops serving (NOT_LEADER) and tells the election to step down; the
- * next leadership reloads the state from the store. Thread-safe.
+ * <p>Every change is made on a copy of the queue and saved through the {@link JobStore} (a write
+ * fenced on the leadership) before it is answered; the changes of concurrent calls are saved
+ * together, several per write ({@link QueueCommits}). A refused or unconfirmed save fails every
+ * call whose change it held, drops the in-memory state, stops serving (NOT_LEADER) and tells the
+ * election to step down; the next leadership reloads the state from the store. Thread-safe.
  */
 public final class MasterJob {
   private static final Logger log = LoggerFactory.getLogger(MasterJob.class);
@@ -52,7 +53,7 @@ public final class MasterJob {
   private volatile long lastSnapshotBytes;
   private volatile JobEventListener events = (kind, message) -> {};
   private Dataset dataset;
-  private TaskQueue queue;
+  private final QueueCommits commits = new QueueCommits(lock, this::saveQueue);
 
   public MasterJob(MasterProperties props, JobStore store, Clock clock) {
     this(props, store, clock, DatasetIndexer.localOnly());
@@ -109,11 +110,12 @@ public final class MasterJob {
     synchronized (lock) {
       this.identity = identity;
       dataset = null;
-      queue = null;
+      commits.reset(null);
       Optional<DatasetIndex> index = store.loadDataset();
       if (index.isPresent()) {
         dataset = Dataset.of(index.get());
         Optional<MasterSnapshot> snapshot = store.loadSnapshot();
+        TaskQueue queue;
         if (snapshot.isPresent()) {
           queue =
               TaskQueue.restore(snapshot.get(), dataset.taskRecords(), props.maxFailures(), clock);
@@ -126,8 +128,9 @@ public final class MasterJob {
         } else {
           // the dataset was saved but its first snapshot was not: start the job now
           queue = newQueue(dataset);
-          save(queue);
+          saveQueue(queue);
         }
+        commits.reset(queue);
       }
       serving = true;
     }
@@ -139,8 +142,11 @@ public final class MasterJob {
     synchronized (lock) {
       serving = false;
       dataset = null;
-      queue = null;
-      lock.notifyAll();
+      commits.drop(
+          new ServiceException(
+              ErrorReason.NOT_LEADER,
+              "this master stopped leading before the change was saved; find the leader through"
+                  + " etcd (master/addr) and retry there"));
     }
   }
 
@@ -184,9 +190,9 @@ public final class MasterJob {
       } catch (FenceLostException e) {
         throw fenceLost(e);
       }
-      save(q);
+      saveQueue(q);
       dataset = d;
-      queue = q;
+      commits.reset(q);
       log.info(
           "dataset set by trainer '{}': {} files, {} chunks, {} tasks, {} records, {} passes",
           trainer,
@@ -209,7 +215,7 @@ public final class MasterJob {
               + globs
               + " is refused (one dataset per job: start a new job for another dataset)");
     }
-    return response(dataset, queue.totalPasses(), true);
+    return response(dataset, commits.tip().totalPasses(), true);
   }
 
   private static SetDatasetResponse response(Dataset d, int passes, boolean alreadySet) {
@@ -250,29 +256,40 @@ public final class MasterJob {
    */
   public GetTaskResponse getTask(
       String trainer, int pass, List<Finished> finished, long holdMs, int maxTasks) {
-    Dispatch d;
     Dataset ds;
     List<Report> reports = new ArrayList<>();
     List<Dispatch> extra = new ArrayList<>();
     int want = Math.max(1, Math.min(maxTasks, MAX_TASKS_PER_CALL));
+    // only an asynchronous trainer lets the master hold its WAIT answers: it need not take part in
+    // synchronous steps, nor wait for the others at a pass's end, so it may lease ahead
+    boolean ahead = holdMs > 0;
     boolean held = false;
+    Applied<Dispatch> a;
     synchronized (lock) {
       requireServing();
       TaskQueue q = requireQueue();
       ds = dataset;
       if (!finished.isEmpty()) {
-        d =
-            mutate(
+        a =
+            apply(
                 c -> {
                   finished.forEach(f -> reports.add(c.finished(f.taskId(), f.epoch())));
-                  return next(c, trainer, pass, want, extra);
+                  return next(c, trainer, pass, want, ahead, extra);
                 });
       } else {
-        d = dispatch(q, trainer, pass, want, extra);
+        a = dispatch(q, trainer, pass, want, ahead, extra);
       }
-      long hold = Math.min(TimeUnit.MILLISECONDS.toNanos(holdMs), props.waitRetry().toNanos());
-      long until = System.nanoTime() + hold;
-      while (hold > 0 && d.outcome() == Dispatch.Outcome.WAIT && !queue.holds(trainer)) {
+    }
+    commits.await(a.batch());
+    Dispatch d = a.result();
+    long hold = Math.min(TimeUnit.MILLISECONDS.toNanos(holdMs), props.waitRetry().toNanos());
+    long until = System.nanoTime() + hold;
+    while (hold > 0 && d.outcome() == Dispatch.Outcome.WAIT) {
+      synchronized (lock) {
+        requireServing();
+        if (requireQueue().holds(trainer)) {
+          break;
+        }
         held = true;
         long left = until - System.nanoTime();
         if (left <= 0) {
@@ -286,8 +303,10 @@ public final class MasterJob {
         }
         requireServing();
         ds = dataset;
-        d = dispatch(requireQueue(), trainer, pass, want, extra);
+        a = dispatch(requireQueue(), trainer, pass, want, ahead, extra);
       }
+      commits.await(a.batch());
+      d = a.result();
     }
     for (int i = 0; i < reports.size(); i++) {
       noteFinished(trainer, finished.get(i).taskId(), finished.get(i).epoch(), reports.get(i));
@@ -319,29 +338,32 @@ public final class MasterJob {
     return Task.newBuilder()
         .setId(d.taskId())
         .setEpoch(d.epoch())
-        .setPass(d.currentPass())
+        .setPass(d.taskPass())
         .addAllChunks(ds.chunksOf(d.taskId()))
         .build();
   }
 
-  private Dispatch dispatch(TaskQueue q, String trainer, int pass, int want, List<Dispatch> extra) {
-    return q.canDispatch(pass)
-        ? mutate(c -> next(c, trainer, pass, want, extra))
-        : q.next(trainer, pass, timeouts.current()); // changes nothing
+  private Applied<Dispatch> dispatch(
+      TaskQueue q, String trainer, int pass, int want, boolean ahead, List<Dispatch> extra) {
+    return q.canDispatch(pass, ahead)
+        ? apply(c -> next(c, trainer, pass, want, ahead, extra))
+        // changes nothing, but answers from changes that may not be saved yet
+        : new Applied<>(q.next(trainer, pass, timeouts.current(), ahead), commits.newest());
   }
 
   /**
    * The next task for the trainer, and up to {@code want - 1} more into {@code extra}. The k-th
    * task of an answer gets k task timeouts, since the trainer starts it only after the ones before.
    */
-  private Dispatch next(TaskQueue c, String trainer, int pass, int want, List<Dispatch> extra) {
+  private Dispatch next(
+      TaskQueue c, String trainer, int pass, int want, boolean ahead, List<Dispatch> extra) {
     int share = Math.min(want, c.leaseShare(trainer));
     Duration timeout = timeouts.current();
-    Dispatch first = c.next(trainer, pass, timeout);
+    Dispatch first = c.next(trainer, pass, timeout, ahead);
     while (first.outcome() == Dispatch.Outcome.TASK
         && extra.size() + 1 < share
-        && c.canDispatch(pass)) {
-      extra.add(c.next(trainer, pass, timeout.multipliedBy(extra.size() + 2)));
+        && c.canDispatch(pass, ahead)) {
+      extra.add(c.next(trainer, pass, timeout.multipliedBy(extra.size() + 2), ahead));
     }
     return first;
   }
@@ -403,19 +425,54 @@ public final class MasterJob {
     return stopped;
   }
 
-  /** Takes back the pending tasks past their deadline; returns how many (0 when not serving). */
-  public int expireOverdue() {
+  /**
+   * Takes back at once the tasks {@code trainer} holds, because it is gone ({@code why} says how
+   * that is known); returns how many (0 when not serving or it holds none).
+   */
+  public int trainerGone(String trainer, String why) {
+    Applied<Integer> a;
     synchronized (lock) {
-      if (!serving || queue == null || !queue.hasOverdue()) {
+      TaskQueue q = commits.tip();
+      if (!serving || q == null || !q.holds(trainer)) {
         return 0;
       }
-      int n = mutate(TaskQueue::expireOverdue);
-      if (n > 0) {
-        log.info("{} task(s) timed out and went back to todo (or failed)", n);
-        events.onEvent("task-timeout", n + " task(s) timed out and went back to todo (or failed)");
-      }
-      return n;
+      a = apply(c -> c.releaseHolder(trainer, why));
     }
+    commits.await(a.batch());
+    int n = a.result();
+    if (n > 0) {
+      log.info("trainer '{}' {}: its {} task(s) went back to todo (or failed)", trainer, why, n);
+      events.onEvent(
+          "task-timeout", "trainer '" + trainer + "' " + why + ": " + n + " task(s) taken back");
+    }
+    return n;
+  }
+
+  /** Takes back the pending tasks past their deadline; returns how many (0 when not serving). */
+  public int expireOverdue() {
+    Applied<Integer> a;
+    String[] lastFailure = {""};
+    synchronized (lock) {
+      TaskQueue q = commits.tip();
+      if (!serving || q == null || !q.hasOverdue()) {
+        return 0;
+      }
+      a =
+          apply(
+              c -> {
+                int n = c.expireOverdue();
+                lastFailure[0] = c.lastFailure;
+                return n;
+              });
+    }
+    commits.await(a.batch());
+    int n = a.result();
+    if (n > 0) {
+      log.info(
+          "{} task(s) timed out and went back to todo (or failed); last: {}", n, lastFailure[0]);
+      events.onEvent("task-timeout", n + " task(s) timed out and went back to todo (or failed)");
+    }
+    return n;
   }
 
   /** The job's status. */
@@ -434,6 +491,7 @@ public final class MasterJob {
   }
 
   private JobStatus statusLocked() {
+    TaskQueue queue = commits.tip();
     if (queue == null) {
       return JobStatus.newBuilder()
           .setState(JobState.WAITING_FOR_DATASET)
@@ -456,25 +514,52 @@ public final class MasterJob {
     return new TaskQueue(d.taskRecords(), props.passes(), props.maxFailures(), clock);
   }
 
-  private <T> T mutate(Function<TaskQueue, T> change) {
+  /** Queue commits so far and the changes they held (for tests and metrics). */
+  public long queueCommits() {
     synchronized (lock) {
-      requireServing();
-      TaskQueue current = requireQueue();
-      TaskQueue copy = current.copy();
-      T result = change.apply(copy);
-      if (copy.version() != current.version()) {
-        save(copy);
-        // wakes the GetTask answers held for a change
-        lock.notifyAll();
-      }
-      queue = copy;
-      return result;
+      return commits.commits();
     }
   }
 
-  private void save(TaskQueue q) {
+  public long queueChangesCommitted() {
+    synchronized (lock) {
+      return commits.changesCommitted();
+    }
+  }
+
+  /** What a change returned, and the commit its caller waits for before it answers. */
+  private record Applied<T>(T result, QueueCommits.Batch batch) {}
+
+  /** Makes a change and answers once it is saved (with the changes of concurrent calls). */
+  private <T> T mutate(Function<TaskQueue, T> change) {
+    Applied<T> a;
+    synchronized (lock) {
+      a = apply(change);
+    }
+    commits.await(a.batch());
+    return a.result();
+  }
+
+  /**
+   * Makes a change on a copy of the queue (lock held): a change that throws leaves the queue as it
+   * was. The copy becomes the newest queue, to be saved before the change is answered.
+   */
+  private <T> Applied<T> apply(Function<TaskQueue, T> change) {
+    requireServing();
+    TaskQueue current = requireQueue();
+    TaskQueue copy = current.copy();
+    T result = change.apply(copy);
+    if (copy.version() == current.version()) {
+      return new Applied<>(result, commits.newest());
+    }
+    return new Applied<>(result, commits.changed(copy));
+  }
+
+  private long saveQueue(TaskQueue q) {
     try {
-      lastSnapshotBytes = store.saveSnapshot(q.snapshotBytes());
+      long bytes = store.saveSnapshot(q.snapshotBytes());
+      lastSnapshotBytes = bytes;
+      return bytes;
     } catch (FenceLostException e) {
       throw fenceLost(e);
     }
@@ -497,6 +582,7 @@ public final class MasterJob {
   }
 
   private TaskQueue requireQueue() {
+    TaskQueue queue = commits.tip();
     if (queue == null) {
       throw new ServiceException(
           ErrorReason.NO_DATASET, "no dataset is set: call SetDataset first");

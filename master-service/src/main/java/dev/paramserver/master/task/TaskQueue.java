@@ -10,8 +10,11 @@ import dev.paramserver.rpc.ServiceException;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Set;
+import java.util.function.IntFunction;
+import java.util.function.IntPredicate;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -26,6 +29,13 @@ import org.slf4j.LoggerFactory;
  * end of the pass (no task todo or pending): if no task of the pass was done the job fails, after
  * the last pass it is finished, else the next pass re-queues every task with its failure count
  * reset. Epochs grow across passes so a report from an earlier pass is always stale.
+ *
+ * <p>Leasing ahead (for asynchronous trainers, {@link #next(String, int, Duration, boolean)}): when
+ * the current pass has no task todo but some pending with other trainers, the tasks it has already
+ * done (or failed) start the next pass early: they move to the next pass's todo, and each task
+ * still pending moves there once it is done (or failed at the cap). The current pass still ends
+ * only when none of its tasks is todo or pending, and only then does the next pass become the
+ * current one; at most one pass is leased ahead, and never past the last pass.
  *
  * <p>Not thread-safe: the owner serialises calls (and works on a {@link #copy()} that it swaps in
  * once the change is persisted).
@@ -61,9 +71,21 @@ public final class TaskQueue {
   String[] holders;
   long[] dispatchedMs;
   IntRing todo;
+
+  /** Tasks whose state is for the next pass (leased ahead), not the current one. */
+  boolean[] ahead;
+
+  /** The next pass's todo, while tasks are leased ahead (empty otherwise). */
+  IntRing nextTodo;
+
+  /** Pending tasks of both passes. */
   int pending;
+
   int done;
   int failed;
+  int aheadPending;
+  int aheadDone;
+  int aheadFailed;
   List<PassLedger> history = new ArrayList<>();
 
   /**
@@ -100,6 +122,8 @@ public final class TaskQueue {
       holders = new String[tasks];
       dispatchedMs = new long[tasks];
       todo = new IntRing(tasks);
+      ahead = new boolean[tasks];
+      nextTodo = new IntRing(tasks);
     }
   }
 
@@ -121,9 +145,14 @@ public final class TaskQueue {
     c.holders = holders.clone();
     c.dispatchedMs = dispatchedMs.clone();
     c.todo = todo.copy();
+    c.ahead = ahead.clone();
+    c.nextTodo = nextTodo.copy();
     c.pending = pending;
     c.done = done;
     c.failed = failed;
+    c.aheadPending = aheadPending;
+    c.aheadDone = aheadDone;
+    c.aheadFailed = aheadFailed;
     c.history = new ArrayList<>(history.size());
     for (PassLedger l : history) {
       c.history.add(l.copy());
@@ -163,7 +192,8 @@ public final class TaskQueue {
     if (pass > 0 && pass - 1 < history.size()) {
       trainers = Math.max(trainers, history.get(pass - 1).trainers.size());
     }
-    return Math.max(1, todo.size() / (2 * Math.max(1, trainers)));
+    int left = todo.isEmpty() ? (aheadOpen() ? nextTodo.size() : done + failed) : todo.size();
+    return Math.max(1, left / (2 * Math.max(1, trainers)));
   }
 
   /** True if {@code trainer} holds a pending task. */
@@ -181,7 +211,32 @@ public final class TaskQueue {
 
   /** True if {@link #next} for {@code requestedPass} would hand out a task (and change state). */
   public boolean canDispatch(int requestedPass) {
-    return state == JobState.RUNNING && requestedPass == pass && !todo.isEmpty();
+    return canDispatch(requestedPass, false);
+  }
+
+  /**
+   * True if {@link #next(String, int, Duration, boolean)} would hand out a task (and change state).
+   */
+  public boolean canDispatch(int requestedPass, boolean leaseAhead) {
+    return state == JobState.RUNNING
+        && requestedPass == pass
+        && (!todo.isEmpty() || (leaseAhead && canLeaseAhead()));
+  }
+
+  /** True while tasks of the next pass are leased ahead (the next pass has started early). */
+  public boolean aheadOpen() {
+    return history.size() > pass + 1;
+  }
+
+  /**
+   * True if a task of the next pass can be leased ahead now: the current pass has no task todo and
+   * at least one done (so it cannot fail for want of one), and is not the last pass.
+   */
+  private boolean canLeaseAhead() {
+    if (state != JobState.RUNNING || !todo.isEmpty() || pass + 1 >= totalPasses) {
+      return false;
+    }
+    return aheadOpen() ? !nextTodo.isEmpty() : done > 0;
   }
 
   /**
@@ -190,6 +245,17 @@ public final class TaskQueue {
    * @param timeout how long the trainer may hold the task
    */
   public Dispatch next(String trainer, int requestedPass, Duration timeout) {
+    return next(trainer, requestedPass, timeout, false);
+  }
+
+  /**
+   * Hands out the head of todo for {@code requestedPass}, or says why there is none. With {@code
+   * leaseAhead} (an asynchronous trainer), a pass with nothing todo but tasks pending with others
+   * hands out a task of the next pass instead of WAIT (see the class comment).
+   *
+   * @param timeout how long the trainer may hold the task
+   */
+  public Dispatch next(String trainer, int requestedPass, Duration timeout, boolean leaseAhead) {
     if (state == JobState.FAILED) {
       return answer(Dispatch.Outcome.JOB_FAILED);
     }
@@ -202,25 +268,68 @@ public final class TaskQueue {
     if (requestedPass > pass) {
       return answer(Dispatch.Outcome.PASS_NOT_STARTED);
     }
-    if (todo.isEmpty()) {
+    long now = clock.millis();
+    int id;
+    if (!todo.isEmpty()) {
+      id = todo.removeFirst();
+    } else if (leaseAhead && canLeaseAhead()) {
+      if (!aheadOpen()) {
+        openAhead(now);
+      }
+      id = nextTodo.removeFirst();
+      aheadPending++;
+    } else {
       return answer(Dispatch.Outcome.WAIT);
     }
-    long now = clock.millis();
-    int id = todo.removeFirst();
     states[id] = PENDING;
     epochs[id]++;
     deadlines[id] = now + timeout.toMillis();
     holders[id] = trainer;
     dispatchedMs[id] = now;
     pending++;
-    current().trainers.add(trainer);
+    ledgerOf(id).trainers.add(trainer);
     version++;
-    return new Dispatch(Dispatch.Outcome.TASK, id, epochs[id], pass, totalPasses, "");
+    return new Dispatch(Dispatch.Outcome.TASK, id, epochs[id], pass, totalPasses, "", passOf(id));
   }
 
   private Dispatch answer(Dispatch.Outcome outcome) {
     String reason = outcome == Dispatch.Outcome.JOB_FAILED ? failureReason : "";
-    return new Dispatch(outcome, -1, 0, pass, totalPasses, reason);
+    return new Dispatch(outcome, -1, 0, pass, totalPasses, reason, -1);
+  }
+
+  /** Starts the next pass early: its ledger, and every task this pass has done or failed. */
+  private void openAhead(long now) {
+    history.add(new PassLedger(pass + 1, now));
+    for (int i = 0; i < tasks; i++) {
+      if (states[i] == DONE || states[i] == FAILED) {
+        moveAhead(i);
+      }
+    }
+    log.info(
+        "pass {} of {} has no task todo ({} pending): tasks of pass {} are leased ahead",
+        pass,
+        totalPasses,
+        pending,
+        pass + 1);
+  }
+
+  /** Moves a task the current pass is through with (done or failed) to the next pass's todo. */
+  private void moveAhead(int id) {
+    ahead[id] = true;
+    states[id] = TODO;
+    passStartEpochs[id] = epochs[id];
+    failures[id] = 0;
+    finishes[id] = 0;
+    nextTodo.addLast(id);
+  }
+
+  /** The pass task {@code id}'s state is for. */
+  int passOf(int id) {
+    return ahead[id] ? pass + 1 : pass;
+  }
+
+  private PassLedger ledgerOf(int id) {
+    return ahead[id] ? history.get(pass + 1) : current();
   }
 
   /**
@@ -231,7 +340,7 @@ public final class TaskQueue {
     int id = checkId(taskId);
     if (states[id] == DONE && epoch > passStartEpochs[id] && epoch <= epochs[id]) {
       finishes[id]++;
-      current().duplicates++;
+      ledgerOf(id).duplicates++;
       version++;
       return Report.DUPLICATE;
     }
@@ -242,9 +351,9 @@ public final class TaskQueue {
     long duration = dispatchedMs[id] > 0 ? Math.max(0, now - dispatchedMs[id]) : -1;
     release(id);
     states[id] = DONE;
-    done++;
     finishes[id]++;
-    current().records += taskRecords[id];
+    ledgerOf(id).records += taskRecords[id];
+    countEnded(id, true);
     version++;
     checkPassEnd(now);
     return new Report(true, false, duration);
@@ -264,7 +373,7 @@ public final class TaskQueue {
     release(id);
     if (handedBack) {
       states[id] = TODO;
-      todo.addLast(id);
+      (ahead[id] ? nextTodo : todo).addLast(id);
     } else {
       lastFailure =
           "task " + id + " failed on trainer '" + holder + "': " + (reason == null ? "" : reason);
@@ -291,26 +400,52 @@ public final class TaskQueue {
 
   /** Takes back every pending task past its deadline (a failure of the task); returns how many. */
   public int expireOverdue() {
+    long now = clock.millis();
+    return takeBack(
+        i -> deadlines[i] <= now,
+        i ->
+            "task "
+                + i
+                + " timed out on trainer '"
+                + holders[i]
+                + "' (held "
+                + (dispatchedMs[i] > 0 ? now - dispatchedMs[i] : -1)
+                + " ms)");
+  }
+
+  /**
+   * Takes back every task {@code trainer} holds, as if each had timed out: the trainer is gone (its
+   * registration ended, or a new process registered under its name), so the tasks it leased would
+   * otherwise wait out their deadlines, the k-th task of a lease k timeouts. Returns how many.
+   */
+  public int releaseHolder(String trainer, String why) {
+    return takeBack(
+        i -> trainer.equals(holders[i]),
+        i -> "task " + i + " was held by trainer '" + trainer + "', which " + why);
+  }
+
+  /**
+   * Takes back every pending task that {@code which} selects, as a timeout of the pass (back to
+   * todo, or failed at the cap), {@code why} saying why; returns how many.
+   */
+  private int takeBack(IntPredicate which, IntFunction<String> why) {
     if (pending == 0 || state != JobState.RUNNING) {
       return 0;
     }
     long now = clock.millis();
-    int expired = 0;
+    int taken = 0;
     for (int i = 0; i < tasks && state == JobState.RUNNING; i++) {
-      if (states[i] == PENDING && deadlines[i] <= now) {
-        String holder = holders[i];
-        long heldMs = dispatchedMs[i] > 0 ? now - dispatchedMs[i] : -1;
+      if (states[i] == PENDING && which.test(i)) {
+        lastFailure = why.apply(i);
         release(i);
-        current().timeouts++;
-        lastFailure =
-            "task " + i + " timed out on trainer '" + holder + "' (held " + heldMs + " ms)";
+        ledgerOf(i).timeouts++;
         requeueOrFail(i);
         version++;
-        expired++;
+        taken++;
         checkPassEnd(now);
       }
     }
-    return expired;
+    return taken;
   }
 
   /**
@@ -327,6 +462,11 @@ public final class TaskQueue {
     if (ledger.endedMs == 0) {
       ledger.endedMs = now;
       ledger.finalCounts = counts();
+    }
+    if (aheadOpen()) {
+      PassLedger next = history.get(pass + 1);
+      next.endedMs = now;
+      next.finalCounts = aheadCounts();
     }
     state = JobState.FAILED;
     failureReason = reason;
@@ -372,12 +512,26 @@ public final class TaskQueue {
     return TaskQueueStatus.passStatuses(this);
   }
 
+  /** The current pass's counts. */
   TaskCounts counts() {
     return TaskCounts.newBuilder()
         .setTodo(todo.size())
-        .setPending(pending)
+        .setPending(pending - aheadPending)
         .setDone(done)
         .setFailed(failed)
+        .build();
+  }
+
+  /**
+   * The counts of the pass leased ahead: the tasks still pending in the current pass count as its
+   * todo.
+   */
+  TaskCounts aheadCounts() {
+    return TaskCounts.newBuilder()
+        .setTodo(tasks - aheadPending - aheadDone - aheadFailed)
+        .setPending(aheadPending)
+        .setDone(aheadDone)
+        .setFailed(aheadFailed)
         .build();
   }
 
@@ -418,6 +572,9 @@ public final class TaskQueue {
 
   private void release(int id) {
     pending--;
+    if (ahead[id]) {
+      aheadPending--;
+    }
     holders[id] = "";
     deadlines[id] = 0;
     dispatchedMs[id] = 0;
@@ -427,22 +584,39 @@ public final class TaskQueue {
     failures[id]++;
     if (failures[id] >= maxFailures) {
       states[id] = FAILED;
-      failed++;
       log.warn(
           "task {} reached the cap of {} failures in pass {}: it is skipped for the rest of the"
               + " pass; last failure: {}",
           id,
           maxFailures,
-          pass,
+          passOf(id),
           lastFailure);
+      countEnded(id, false);
     } else {
       states[id] = TODO;
-      todo.addLast(id);
+      (ahead[id] ? nextTodo : todo).addLast(id);
+    }
+  }
+
+  /**
+   * Counts a task done (or failed at the cap) in its pass; one of the current pass moves on to the
+   * next pass's todo while that pass is leased ahead.
+   */
+  private void countEnded(int id, boolean isDone) {
+    if (ahead[id]) {
+      aheadDone += isDone ? 1 : 0;
+      aheadFailed += isDone ? 0 : 1;
+      return;
+    }
+    done += isDone ? 1 : 0;
+    failed += isDone ? 0 : 1;
+    if (aheadOpen()) {
+      moveAhead(id);
     }
   }
 
   private void checkPassEnd(long now) {
-    if (state != JobState.RUNNING || !todo.isEmpty() || pending > 0) {
+    if (state != JobState.RUNNING || !todo.isEmpty() || pending - aheadPending > 0) {
       return;
     }
     PassLedger ledger = current();
@@ -477,7 +651,31 @@ public final class TaskQueue {
       state = JobState.FINISHED;
       return;
     }
-    startPass(pass + 1, now);
+    if (aheadOpen()) {
+      promoteAhead();
+    } else {
+      startPass(pass + 1, now);
+    }
+  }
+
+  /**
+   * The pass leased ahead becomes the current one: every task has moved to it (each as the current
+   * pass was through with it), so its queues are the current ones now.
+   */
+  private void promoteAhead() {
+    pass++;
+    IntRing t = todo;
+    todo = nextTodo;
+    nextTodo = t;
+    nextTodo.clear();
+    Arrays.fill(ahead, false);
+    done = aheadDone;
+    failed = aheadFailed;
+    aheadPending = 0;
+    aheadDone = 0;
+    aheadFailed = 0;
+    lastFailure = "";
+    version++;
   }
 
   private void startPass(int p, long now) {
@@ -496,6 +694,11 @@ public final class TaskQueue {
     pending = 0;
     done = 0;
     failed = 0;
+    nextTodo.clear();
+    Arrays.fill(ahead, false);
+    aheadPending = 0;
+    aheadDone = 0;
+    aheadFailed = 0;
     lastFailure = "";
     history.add(new PassLedger(p, now));
     version++;

@@ -5,6 +5,7 @@ import com.google.protobuf.WireFormat;
 import dev.paramserver.proto.v1.JobState;
 import dev.paramserver.proto.v1.MasterSnapshot;
 import dev.paramserver.proto.v1.PassStatus;
+import dev.paramserver.proto.v1.TaskCounts;
 import dev.paramserver.proto.v1.TaskTable;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -43,6 +44,12 @@ final class TaskQueueSnapshots {
         .addAllPassStartEpochs(passStarts);
     for (int id : q.todo.toArray()) {
       t.addTodoOrder(id);
+    }
+    for (int id : aheadTasks(q)) {
+      t.addNextPassTasks(id);
+    }
+    for (int id : q.nextTodo.toArray()) {
+      t.addNextTodoOrder(id);
     }
     return MasterSnapshot.newBuilder()
         .setState(q.state)
@@ -94,6 +101,16 @@ final class TaskQueueSnapshots {
     for (int id : todo) {
       todoSize += CodedOutputStream.computeUInt32SizeNoTag(id);
     }
+    int[] ahead = aheadTasks(q);
+    int[] nextTodo = q.nextTodo.toArray();
+    int aheadSize = 0;
+    int nextTodoSize = 0;
+    for (int id : ahead) {
+      aheadSize += CodedOutputStream.computeUInt32SizeNoTag(id);
+    }
+    for (int id : nextTodo) {
+      nextTodoSize += CodedOutputStream.computeUInt32SizeNoTag(id);
+    }
     int tableSize =
         packedSize(1, statesSize)
             + packedSize(2, epochsSize)
@@ -102,7 +119,9 @@ final class TaskQueueSnapshots {
             + packedSize(5, finishesSize)
             + packedSize(6, todoSize)
             + holdersSize
-            + packedSize(8, passStartsSize);
+            + packedSize(8, passStartsSize)
+            + packedSize(9, aheadSize)
+            + packedSize(10, nextTodoSize);
     int headSize = head.getSerializedSize();
     byte[] out =
         new byte
@@ -148,11 +167,36 @@ final class TaskQueueSnapshots {
       for (int i = 0; i < n; i++) {
         c.writeUInt64NoTag(q.passStartEpochs[i]);
       }
+      packedUInt32s(c, 9, aheadSize, ahead);
+      packedUInt32s(c, 10, nextTodoSize, nextTodo);
       c.checkNoSpaceLeft();
     } catch (IOException e) {
       throw new IllegalStateException("encoding the master snapshot failed", e);
     }
     return out;
+  }
+
+  /** The ids of the tasks leased ahead (whose state is for the next pass). */
+  private static int[] aheadTasks(TaskQueue q) {
+    int count = 0;
+    for (boolean a : q.ahead) {
+      count += a ? 1 : 0;
+    }
+    int[] out = new int[count];
+    for (int i = 0, k = 0; i < q.tasks; i++) {
+      if (q.ahead[i]) {
+        out[k++] = i;
+      }
+    }
+    return out;
+  }
+
+  private static void packedUInt32s(CodedOutputStream c, int field, int payload, int[] values)
+      throws IOException {
+    packedHeader(c, field, payload, values.length);
+    for (int v : values) {
+      c.writeUInt32NoTag(v);
+    }
   }
 
   private static int packedSize(int field, int payload) {
@@ -207,6 +251,14 @@ final class TaskQueueSnapshots {
     q.finishes = new int[n];
     q.holders = new String[n];
     q.dispatchedMs = new long[n]; // unknown after a restore: durations of these tasks are not used
+    q.ahead = new boolean[n];
+    for (int id : t.getNextPassTasksList()) {
+      if (id < 0 || id >= n) {
+        throw new IllegalStateException(
+            "the master snapshot leases task " + id + " ahead but the dataset has " + n + " tasks");
+      }
+      q.ahead[id] = true;
+    }
     for (int i = 0; i < n; i++) {
       byte st = (byte) t.getStatesValue(i);
       q.states[i] = st;
@@ -217,27 +269,65 @@ final class TaskQueueSnapshots {
       q.deadlines[i] = t.getDeadlinesMs(i);
       q.finishes[i] = t.getFinishes(i);
       q.holders[i] = t.getHolders(i);
+      boolean ahead = q.ahead[i];
       switch (st) {
-        case TaskQueue.PENDING -> q.pending++;
-        case TaskQueue.DONE -> q.done++;
-        case TaskQueue.FAILED -> q.failed++;
+        case TaskQueue.PENDING -> {
+          q.pending++;
+          q.aheadPending += ahead ? 1 : 0;
+        }
+        case TaskQueue.DONE -> {
+          if (ahead) {
+            q.aheadDone++;
+          } else {
+            q.done++;
+          }
+        }
+        case TaskQueue.FAILED -> {
+          if (ahead) {
+            q.aheadFailed++;
+          } else {
+            q.failed++;
+          }
+        }
         case TaskQueue.TODO -> {}
         default ->
             throw new IllegalStateException(
                 "the master snapshot has task " + i + " in unknown state " + st);
       }
     }
-    q.todo = new IntRing(n);
-    for (int id : t.getTodoOrderList()) {
-      if (id < 0 || id >= n || q.states[id] != TaskQueue.TODO) {
-        throw new IllegalStateException(
-            "the master snapshot lists task " + id + " in todo but its state disagrees");
-      }
-      q.todo.addLast(id);
-    }
+    q.todo = ring(t.getTodoOrderList(), q, false);
+    q.nextTodo = ring(t.getNextTodoOrderList(), q, true);
     for (PassStatus p : s.getHistoryList()) {
       q.history.add(PassLedger.fromProto(p));
     }
+    if (t.getNextPassTasksCount() > 0 && !q.aheadOpen()) {
+      throw new IllegalStateException(
+          "the master snapshot leases tasks ahead but has no ledger for pass " + (q.pass + 1));
+    }
+    if (q.aheadOpen() && q.state == JobState.RUNNING) {
+      // the tasks that moved ahead no longer show what they were in the current pass: its counts
+      // are those its ledger was saved with
+      TaskCounts current = s.getHistory(q.pass).getTasks();
+      q.done = current.getDone();
+      q.failed = current.getFailed();
+    }
     return q;
+  }
+
+  /** A todo queue from its order, each task checked to be todo in that pass. */
+  private static IntRing ring(List<Integer> order, TaskQueue q, boolean ahead) {
+    IntRing r = new IntRing(q.tasks);
+    for (int id : order) {
+      if (id < 0 || id >= q.tasks || q.states[id] != TaskQueue.TODO || q.ahead[id] != ahead) {
+        throw new IllegalStateException(
+            "the master snapshot lists task "
+                + id
+                + " in the "
+                + (ahead ? "next pass's " : "")
+                + "todo but its state disagrees");
+      }
+      r.addLast(id);
+    }
+    return r;
   }
 }

@@ -22,7 +22,7 @@ final class TaskQueueStatus {
             // once the job ended, the counts of its last pass as they were when it ended
             .setTasks(q.state == JobState.RUNNING ? live : q.current().toProto(live).getTasks());
     for (PassLedger l : q.history) {
-      b.addPasses(l.toProto(live));
+      b.addPasses(l.toProto(liveCounts(q, l, live)));
     }
     return b.build();
   }
@@ -32,8 +32,13 @@ final class TaskQueueStatus {
     TaskCounts live = q.counts();
     List<PassStatus> out = new ArrayList<>(q.history.size());
     for (PassLedger l : q.history) {
-      out.add(l.toProto(live));
+      out.add(l.toProto(liveCounts(q, l, live)));
     }
     return out;
+  }
+
+  /** The counts of a running pass: the current one's, or those of the pass leased ahead. */
+  private static TaskCounts liveCounts(TaskQueue q, PassLedger l, TaskCounts current) {
+    return l.pass > q.pass ? q.aheadCounts() : current;
   }
 }

@@ -4,8 +4,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.paramserver.coordination.EtcdCoordinator;
-import dev.paramserver.coordination.EtcdSettings;
-import dev.paramserver.coordination.LeaderElection.Leadership;
 import dev.paramserver.coordination.Lease;
 import dev.paramserver.master.MasterProperties;
 import dev.paramserver.master.dataset.Dataset;
@@ -21,7 +19,6 @@ import dev.paramserver.recordio.RecordWriter;
 import dev.paramserver.rpc.ServiceException;
 import dev.paramserver.testsupport.EtcdExtension;
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
@@ -39,27 +36,22 @@ class EtcdJobStoreTest {
   private static final Logger log = LoggerFactory.getLogger(EtcdJobStoreTest.class);
   @RegisterExtension static final EtcdExtension etcd = new EtcdExtension();
   @TempDir Path dir;
+  private EtcdLeader leader;
   private EtcdCoordinator coordinator;
   private Lease lease;
   private EtcdJobStore store;
 
   @BeforeEach
   void lead() throws InterruptedException {
-    coordinator = EtcdCoordinator.connect(EtcdSettings.of(etcd.endpoint(), etcd.uniqueJob()));
-    lease = coordinator.grantLease(Duration.ofSeconds(5));
-    Leadership leadership =
-        coordinator
-            .election(coordinator.keys().masterElection())
-            .campaign("test:1".getBytes(StandardCharsets.UTF_8), lease, Duration.ofSeconds(5))
-            .orElseThrow();
-    store = new EtcdJobStore(coordinator.kv(), coordinator.keys());
-    store.fence(new EtcdJobStore.Fence(leadership.key(), leadership.createRevision()));
+    leader = new EtcdLeader(etcd);
+    coordinator = leader.coordinator;
+    lease = leader.lease;
+    store = leader.store();
   }
 
   @AfterEach
   void close() {
-    lease.revoke();
-    coordinator.close();
+    leader.close();
   }
 
   private Path writeChunks(String name, int chunks) throws IOException {

@@ -1,29 +1,40 @@
 package dev.paramserver.pserver.shard;
 
 import dev.paramserver.proto.v1.AppliedPushes;
+import dev.paramserver.proto.v1.AppliedStep;
+import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.proto.v1.PushGradientsRequest;
+import dev.paramserver.rpc.ServiceException;
 import java.util.ArrayList;
 import java.util.BitSet;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
- * Per trainer run (trainer id, session): the highest step a shard applied and which parts of it.
- * Decides whether a push is a duplicate (see {@code ParameterServer.PushGradients}). A push is
- * checked and recorded while its run's {@link Run} monitor is held, so two copies of one push in
- * flight at once apply once.
+ * Per trainer run (trainer id, session): which pushes a shard applied, as a window. Every step up
+ * to {@code complete} counts as applied; for each step above it, the parts applied. Decides whether
+ * a push is a duplicate (see {@code ParameterServer.PushGradients}). {@code complete} advances with
+ * the pushes recorded: to a windowed push's {@code acknowledged_through} (the trainer holds the
+ * answers of every step up to it, so none of them is sent again but as a duplicate), or, for a push
+ * without it (one step at a time), to the step below it. A push is checked and recorded while its
+ * run's {@link Run} monitor is held, so two copies of one push in flight at once apply once.
  */
 final class AppliedSteps {
+  /** The most steps above a windowed push's {@code acknowledged_through} a shard keeps track of. */
+  static final int WINDOW = 1024;
+
   private final Map<String, Run> runs = new ConcurrentHashMap<>();
 
   /** One trainer run's record; synchronise on it to check, apply and record a push atomically. */
   static final class Run {
     final String trainerId;
     final String session;
-    private long step;
-    private final BitSet parts = new BitSet();
+    private long complete;
+    // steps are uint64: ordered unsigned
+    private final TreeMap<Long, BitSet> open = new TreeMap<>(Long::compareUnsigned);
 
     private Run(String trainerId, String session) {
       this.trainerId = trainerId;
@@ -32,23 +43,86 @@ final class AppliedSteps {
 
     /** True if push (step, part) of this run was applied already. */
     boolean applied(long pushStep, int part) {
-      return pushStep < step || (pushStep == step && parts.get(part));
+      if (Long.compareUnsigned(pushStep, complete) <= 0) {
+        return true;
+      }
+      BitSet parts = open.get(pushStep);
+      return parts != null && parts.get(part);
     }
 
-    void record(long pushStep, int part) {
-      if (pushStep > step) {
-        step = pushStep;
-        parts.clear();
+    void record(PushGradientsRequest request) {
+      long pushStep = request.getStep();
+      long done =
+          request.hasAcknowledgedThrough() ? request.getAcknowledgedThrough() : pushStep - 1;
+      if (Long.compareUnsigned(done, complete) > 0) {
+        complete = done;
+        open.headMap(done, true).clear();
       }
-      if (pushStep == step) {
-        parts.set(part);
+      if (Long.compareUnsigned(pushStep, complete) > 0) {
+        open.computeIfAbsent(pushStep, s -> new BitSet()).set(request.getPart());
       }
+    }
+
+    private AppliedPushes toProto() {
+      AppliedPushes.Builder b =
+          AppliedPushes.newBuilder()
+              .setTrainerId(trainerId)
+              .setSession(session)
+              .setCompleteThrough(complete);
+      for (Map.Entry<Long, BitSet> e : open.entrySet()) {
+        AppliedStep.Builder s = AppliedStep.newBuilder().setStep(e.getKey());
+        e.getValue().stream().forEach(s::addParts);
+        b.addOpenSteps(s);
+      }
+      if (open.isEmpty()) {
+        b.setStep(complete);
+      } else {
+        b.setStep(open.lastKey());
+        open.lastEntry().getValue().stream().forEach(b::addParts);
+      }
+      return b.build();
     }
   }
 
   /** True when {@code request} carries an identity (step > 0). */
   static boolean identified(PushGradientsRequest request) {
     return request.getStep() > 0;
+  }
+
+  /**
+   * Refuses an identified push whose {@code acknowledged_through} is not below its step, or whose
+   * step is more than {@link #WINDOW} above it.
+   *
+   * @throws ServiceException BAD_ARGUMENT or PUSH_WINDOW_EXCEEDED, naming both numbers
+   */
+  static void checkWindow(PushGradientsRequest request) {
+    if (!identified(request) || !request.hasAcknowledgedThrough()) {
+      return;
+    }
+    long step = request.getStep();
+    long acked = request.getAcknowledgedThrough();
+    if (Long.compareUnsigned(acked, step) >= 0) {
+      throw new ServiceException(
+          ErrorReason.BAD_ARGUMENT,
+          "push step "
+              + Long.toUnsignedString(step)
+              + " has acknowledged_through "
+              + Long.toUnsignedString(acked)
+              + ": it must be below the step");
+    }
+    if (Long.compareUnsigned(step - acked, WINDOW) > 0) {
+      throw new ServiceException(
+          ErrorReason.PUSH_WINDOW_EXCEEDED,
+          "push step "
+              + Long.toUnsignedString(step)
+              + " is "
+              + Long.toUnsignedString(step - acked)
+              + " steps above acknowledged_through "
+              + Long.toUnsignedString(acked)
+              + ": a pserver keeps at most "
+              + WINDOW
+              + " steps unacknowledged per trainer; wait for answers before sending more");
+    }
   }
 
   /** The record of the request's run (created empty). */
@@ -77,7 +151,7 @@ final class AppliedSteps {
     }
     Run r = run(request);
     synchronized (r) {
-      r.record(request.getStep(), request.getPart());
+      r.record(request);
     }
   }
 
@@ -85,18 +159,12 @@ final class AppliedSteps {
     return trainerId + '\u0000' + session;
   }
 
-  /** The records as checkpoint entries, sorted by trainer and session. */
+  /** The records as checkpoint entries (format 3), sorted by trainer and session. */
   List<AppliedPushes> toProto() {
     List<AppliedPushes> out = new ArrayList<>();
     for (Run r : runs.values()) {
       synchronized (r) {
-        AppliedPushes.Builder b =
-            AppliedPushes.newBuilder()
-                .setTrainerId(r.trainerId)
-                .setSession(r.session)
-                .setStep(r.step);
-        r.parts.stream().forEach(b::addParts);
-        out.add(b.build());
+        out.add(r.toProto());
       }
     }
     out.sort(
@@ -104,13 +172,29 @@ final class AppliedSteps {
     return out;
   }
 
-  /** Replaces the records with a checkpoint's. */
-  void restore(List<AppliedPushes> entries) {
+  /**
+   * Replaces the records with a checkpoint's.
+   *
+   * @param formatVersion the checkpoint's format: before 3, an entry is its highest step and the
+   *     parts of it, every lower step counting as applied
+   */
+  void restore(List<AppliedPushes> entries, int formatVersion) {
     runs.clear();
     for (AppliedPushes e : entries) {
       Run r = new Run(e.getTrainerId(), e.getSession());
-      r.step = e.getStep();
-      e.getPartsList().forEach(p -> r.parts.set(p));
+      if (formatVersion >= 3) {
+        r.complete = e.getCompleteThrough();
+        for (AppliedStep s : e.getOpenStepsList()) {
+          BitSet parts = new BitSet();
+          s.getPartsList().forEach(parts::set);
+          r.open.put(s.getStep(), parts);
+        }
+      } else if (e.getStep() != 0) {
+        r.complete = e.getStep() - 1;
+        BitSet parts = new BitSet();
+        e.getPartsList().forEach(parts::set);
+        r.open.put(e.getStep(), parts);
+      }
       runs.put(key(e.getTrainerId(), e.getSession()), r);
     }
   }

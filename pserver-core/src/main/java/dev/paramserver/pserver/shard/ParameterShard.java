@@ -61,7 +61,7 @@ public final class ParameterShard {
   private final ShardEvents events = new ShardEvents();
 
   private final CallGate gate = new CallGate();
-  private final PushPath pushes;
+  final PushPath pushes;
   private final ShardReads reads = new ShardReads(this);
   private final ShardDescription description = new ShardDescription(this);
 

@@ -13,6 +13,8 @@ import java.util.ArrayList;
 import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
 import java.util.concurrent.atomic.AtomicLong;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -109,6 +111,24 @@ final class PushPath {
     return outcome;
   }
 
+  /**
+   * {@link #pushOutcome} for a push applied on a transport thread (asynchronous mode, a log that
+   * does not wait for the disk): applies it here, then completes once the backup holds it, without
+   * holding this thread meanwhile (see {@link Replica#settleAsync}). A push that cannot be applied
+   * throws at once, as {@code pushOutcome} does.
+   */
+  CompletableFuture<PushOutcome> pushOutcomeAsync(PushGradientsRequest request, Executor blocking) {
+    Replica r = replica;
+    PushOutcome outcome = applyPush(request);
+    Replica now = replica;
+    CompletableFuture<Void> settled =
+        r == null ? CompletableFuture.completedFuture(null) : r.settleAsync(blocking);
+    if (now != null && now != r) {
+      settled = settled.thenCompose(v -> now.settleAsync(blocking));
+    }
+    return settled.thenApply(v -> outcome);
+  }
+
   private PushOutcome applyPush(PushGradientsRequest request) {
     shard.structure().readLock().lock();
     ValidatedPush push;
@@ -123,6 +143,7 @@ final class PushPath {
                 + " is out of range: parts are 0.."
                 + (ParameterShard.MAX_PARTS - 1));
       }
+      AppliedSteps.checkWindow(request);
       if (AppliedSteps.identified(request) && applied.applied(request)) {
         return new PushOutcome(step.get(), true);
       }
@@ -168,7 +189,7 @@ final class PushPath {
         return -1;
       }
       long reached = logAndApply(push, List.of(request), log);
-      run.record(request.getStep(), request.getPart());
+      run.record(request);
       return reached;
     }
   }

@@ -1,6 +1,8 @@
 package dev.paramserver.pserver.shard;
 
 import dev.paramserver.proto.v1.WalRecord;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
 
 /**
  * The backup of a shard, as its primary sees it (pserver replicas): every record the shard logs is
@@ -23,4 +25,18 @@ public interface Replica {
    *     primary: the push must not be acknowledged
    */
   void settle();
+
+  /**
+   * {@link #settle} without holding a thread while the backup answers, for a push applied on a
+   * transport thread: the result completes once {@code settle} would return (normally on the thread
+   * that received the backup's last answer), or exceptionally with what it would throw. What needs
+   * a thread to wait on (a copy in progress, a late backup, the ownership read in etcd) runs on
+   * {@code blocking}, within the same replication timeout. This default runs {@code settle} on
+   * {@code blocking}.
+   *
+   * @throws java.util.concurrent.RejectedExecutionException when {@code blocking} is stopped
+   */
+  default CompletableFuture<Void> settleAsync(Executor blocking) {
+    return CompletableFuture.runAsync(this::settle, blocking);
+  }
 }

@@ -43,9 +43,11 @@ final class ShardSnapshots {
 
   /**
    * The checkpoint format written ({@code ShardCheckpoint.format_version}): 2 adds each table's
-   * admission sketch; files without a version (0) are read as before, with empty sketches.
+   * admission sketch; files without a version (0) are read as before, with empty sketches. 3 keeps
+   * the applied pushes as a window ({@code AppliedPushes.complete_through, open_steps}); earlier
+   * files are read as their highest step with the parts of it.
    */
-  static final int FORMAT_VERSION = 2;
+  static final int FORMAT_VERSION = 3;
 
   /** Rows per {@link SparseTableCheckpoint} entry: a large table is written as many entries. */
   static final int CHUNK_ROWS = 1 << 14;
@@ -238,7 +240,7 @@ final class ShardSnapshots {
             : 0;
     shard.setDefinition(header.getInitId(), mode == null ? TrainingMode.ASYNC : mode, staleness);
     shard.pushPath().step().set(header.getStep());
-    shard.pushPath().applied().restore(header.getAppliedList());
+    shard.pushPath().applied().restore(header.getAppliedList(), header.getFormatVersion());
     shard.setInitialised(!header.getInitId().isEmpty());
   }
 

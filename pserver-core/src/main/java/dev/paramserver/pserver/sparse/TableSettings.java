@@ -39,7 +39,7 @@ public record TableSettings(
   /** No cap, no admission: every pushed id gets a row and keeps it. */
   public static TableSettings unlimited() {
     return new TableSettings(
-        Long.MAX_VALUE, null, EvictionPolicy.lfu(Duration.ofMinutes(10)), 8, 1, 1 << 16);
+        Long.MAX_VALUE, null, EvictionPolicy.lfu(Duration.ofMinutes(10)), 16, 1, 1 << 16);
   }
 
   boolean capped() {

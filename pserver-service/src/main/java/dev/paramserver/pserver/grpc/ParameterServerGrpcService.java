@@ -13,6 +13,7 @@ import dev.paramserver.proto.v1.PushGradientsResponse;
 import dev.paramserver.proto.v1.ShardStatus;
 import dev.paramserver.proto.v1.TrainingMode;
 import dev.paramserver.pserver.role.ShardLifecycle;
+import dev.paramserver.pserver.shard.AsyncPushes;
 import dev.paramserver.pserver.shard.ParameterShard;
 import dev.paramserver.pserver.shard.PushOutcome;
 import dev.paramserver.pserver.shard.ShardTraffic;
@@ -20,10 +21,12 @@ import dev.paramserver.rpc.ErrorMappingInterceptor;
 import dev.paramserver.rpc.Offload;
 import dev.paramserver.service.AdminAddress;
 import dev.paramserver.service.MetricBuckets;
+import io.grpc.stub.ServerCallStreamObserver;
 import io.grpc.stub.StreamObserver;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
@@ -80,23 +83,49 @@ public final class ParameterServerGrpcService extends ParameterServerGrpc.Parame
     pushedBytes.increment(request.getSerializedSize());
     long start = System.nanoTime();
     try {
-      PushOutcome r = shard.pushOutcome(request);
-      PushGradientsResponse.Builder out =
-          PushGradientsResponse.newBuilder().setStep(r.step()).setDuplicate(r.duplicate());
-      if (request.getReturnValues() && request.getGradientsCount() > 0) {
-        out.addAllBlocks(shard.valuesAfter(request, r.step()));
-      }
-      PushGradientsResponse response = out.build();
-      if (response.getBlocksCount() > 0) {
-        pulledBytes.increment(response.getSerializedSize());
-        traffic.pull();
-      }
-      return response;
+      return response(request, shard.pushOutcome(request));
     } finally {
-      long nanos = System.nanoTime() - start;
-      pushTimer.record(nanos, TimeUnit.NANOSECONDS);
-      traffic.push(nanos);
+      timed(start);
     }
+  }
+
+  /**
+   * {@link #timedPush} for a push that waits only for its backup ({@link AsyncPushes#eligible}):
+   * applied on this transport thread, answered from the thread that receives the backup's
+   * acknowledgement; no thread is held meanwhile. A push refused before it was applied throws here,
+   * as {@code timedPush} does.
+   */
+  private CompletableFuture<PushGradientsResponse> timedPushAsync(PushGradientsRequest request) {
+    pushedBytes.increment(request.getSerializedSize());
+    long start = System.nanoTime();
+    CompletableFuture<PushOutcome> outcome;
+    try {
+      outcome = AsyncPushes.pushOutcome(shard, request, blockingExecutor);
+    } catch (RuntimeException e) {
+      timed(start);
+      throw e;
+    }
+    return outcome.thenApply(r -> response(request, r)).whenComplete((r, e) -> timed(start));
+  }
+
+  private PushGradientsResponse response(PushGradientsRequest request, PushOutcome r) {
+    PushGradientsResponse.Builder out =
+        PushGradientsResponse.newBuilder().setStep(r.step()).setDuplicate(r.duplicate());
+    if (request.getReturnValues() && request.getGradientsCount() > 0) {
+      out.addAllBlocks(shard.valuesAfter(request, r.step()));
+    }
+    PushGradientsResponse response = out.build();
+    if (response.getBlocksCount() > 0) {
+      pulledBytes.increment(response.getSerializedSize());
+      traffic.pull();
+    }
+    return response;
+  }
+
+  private void timed(long start) {
+    long nanos = System.nanoTime() - start;
+    pushTimer.record(nanos, TimeUnit.NANOSECONDS);
+    traffic.push(nanos);
   }
 
   private PullParametersResponse countedPull(PullParametersRequest request) {
@@ -130,9 +159,25 @@ public final class ParameterServerGrpcService extends ParameterServerGrpc.Parame
       PushGradientsRequest request, StreamObserver<PushGradientsResponse> out) {
     if (!shard.pushMayBlock()) {
       reply(out, timedPush(request));
+    } else if (AsyncPushes.eligible(shard)) {
+      Offload.complete(
+          timedPushAsync(request), ParameterServerGrpc.SERVICE_NAME + "/PushGradients", out);
     } else {
       offload("PushGradients", out, () -> timedPush(request));
     }
+  }
+
+  /** Pushes on one stream, in order (see {@link PushStream}). */
+  @Override
+  public StreamObserver<PushGradientsRequest> streamPushes(
+      StreamObserver<PushGradientsResponse> out) {
+    return new PushStream(
+        (ServerCallStreamObserver<PushGradientsResponse>) out,
+        this::timedPush,
+        shard::pushMayBlock,
+        this::timedPushAsync,
+        () -> AsyncPushes.eligible(shard),
+        blockingExecutor);
   }
 
   @Override

@@ -79,7 +79,6 @@ public final class ShardRegistration
       ObjectProvider<ShardPersistence> persistence,
       Replication replication,
       @Value("${paramserver.advertise-host:127.0.0.1}") String advertiseHost,
-      @Value("${paramserver.pserver.advertise-port:0}") int advertisePort,
       @Value("${paramserver.etcd.lease-ttl:10s}") Duration leaseTtl) {
     this.coordinator = coordinator;
     this.shard = shard;
@@ -88,7 +87,7 @@ public final class ShardRegistration
     this.persistence = persistence;
     this.replication = replication;
     this.advertiseHost = advertiseHost;
-    this.advertisePort = advertisePort;
+    this.advertisePort = properties.advertisePort();
     this.leaseTtl = leaseTtl;
     replication.onRoleLost(this::onRoleLost);
   }

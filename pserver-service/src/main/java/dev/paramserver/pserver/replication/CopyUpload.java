@@ -4,24 +4,72 @@ import com.google.protobuf.ByteString;
 import dev.paramserver.proto.v1.FillChunk;
 import dev.paramserver.proto.v1.FillResponse;
 import dev.paramserver.proto.v1.ShardReplicationGrpc;
+import dev.paramserver.pserver.shard.ParameterShard;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import io.grpc.stub.StreamObserver;
+import java.io.BufferedOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
+import java.io.OutputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.function.LongSupplier;
 
 /** Streams a staged copy of the shard to the backup ({@code Fill}) and waits for it installed. */
 final class CopyUpload {
   private static final int CHUNK = 1 << 20;
 
   private CopyUpload() {}
+
+  /** The single thread that cuts and sends a primary's copies. */
+  static ExecutorService copier(int index) {
+    return Executors.newSingleThreadExecutor(
+        r -> {
+          Thread t = new Thread(r, "pserver-replica-copy-" + index);
+          t.setDaemon(true);
+          return t;
+        });
+  }
+
+  /** A copy sent: its generation and size. */
+  record Sent(long generation, long bytes) {}
+
+  /**
+   * Writes a copy of the shard to {@code file}, cut under the shard's write lock where {@code
+   * atCut} runs and gives the copy's generation, then sends it with {@code header} (index and epoch
+   * set) and returns once the backup installed it.
+   */
+  static Sent cutAndSend(
+      ParameterShard shard,
+      Path file,
+      FillChunk.Builder header,
+      ShardReplicationGrpc.ShardReplicationStub async,
+      Duration timeout,
+      LongSupplier atCut)
+      throws IOException, InterruptedException {
+    Files.createDirectories(file.getParent());
+    long[] generation = new long[1];
+    boolean initialised;
+    try (OutputStream out = new BufferedOutputStream(Files.newOutputStream(file), CHUNK)) {
+      initialised = shard.writeCopy(out, () -> generation[0] = atCut.getAsLong());
+    }
+    long bytes = Files.size(file);
+    send(
+        async,
+        file,
+        bytes,
+        header.setGeneration(generation[0]).setInitialised(initialised),
+        timeout);
+    return new Sent(generation[0], bytes);
+  }
 
   /**
    * Sends {@code file} ({@code bytes} long, deleted afterwards) in chunks, {@code header} on the

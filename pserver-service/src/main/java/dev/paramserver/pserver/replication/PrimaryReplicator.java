@@ -9,8 +9,8 @@ import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.proto.v1.FillChunk;
 import dev.paramserver.proto.v1.ReplicateRequest;
 import dev.paramserver.proto.v1.ReplicateResponse;
-import dev.paramserver.proto.v1.ShardReplicationGrpc;
 import dev.paramserver.proto.v1.WalRecord;
+import dev.paramserver.pserver.replication.RegisteredBackup.Phase;
 import dev.paramserver.pserver.shard.ParameterShard;
 import dev.paramserver.pserver.shard.Replica;
 import dev.paramserver.rpc.ChannelFactory;
@@ -19,18 +19,16 @@ import dev.paramserver.rpc.Retry;
 import dev.paramserver.rpc.RpcErrors;
 import dev.paramserver.rpc.ServiceException;
 import dev.paramserver.rpc.StoppedException;
-import io.grpc.ManagedChannel;
 import io.grpc.StatusRuntimeException;
-import java.io.BufferedOutputStream;
 import java.io.IOException;
-import java.io.OutputStream;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
 import java.util.Optional;
 import java.util.TreeSet;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
 import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
@@ -49,34 +47,9 @@ import org.slf4j.LoggerFactory;
  * the replication timeout is given up on for that push: it is answered anyway (and counted), but
  * only once etcd confirmed that this pserver still owns the shard ({@link OwnershipCheck}).
  */
-final class PrimaryReplicator implements Replica, AutoCloseable {
+final class PrimaryReplicator
+    implements Replica, AutoCloseable, SettleWaiters.Replicator<RegisteredBackup> {
   private static final Logger log = LoggerFactory.getLogger(PrimaryReplicator.class);
-  private static final int CHUNK = 1 << 20;
-
-  private enum Phase {
-    NEEDS_COPY,
-    COPYING,
-    SYNCED
-  }
-
-  /** One registered backup. Fields guarded by the replicator's monitor. */
-  private static final class Backup {
-    final String address;
-    final ManagedChannel channel;
-    final ShardReplicationGrpc.ShardReplicationStub async;
-    final ShardReplicationGrpc.ShardReplicationFutureStub future;
-    Phase phase = Phase.NEEDS_COPY;
-    long generation;
-    // Records sent after the current copy's cut: the last one's sequence number.
-    long sequence;
-
-    Backup(String address, ChannelFactory channels) {
-      this.address = address;
-      this.channel = channels.forAddress(address);
-      this.async = ShardReplicationGrpc.newStub(channel);
-      this.future = ShardReplicationGrpc.newFutureStub(channel);
-    }
-  }
 
   private final ParameterShard shard;
   private final ChannelFactory channels;
@@ -88,11 +61,12 @@ final class PrimaryReplicator implements Replica, AutoCloseable {
   private final Consumer<String> onDeposed;
   private final AtomicLong unreplicated;
   private final ExecutorService copier;
-  private volatile Backup backup;
+  private volatile RegisteredBackup backup;
   private volatile boolean closed;
-  // Guarded by this: sequence numbers of the records sent and not answered yet, the last one
-  // given, and why this pserver was deposed (null while it is the primary).
+  // Guarded by this: the records sent and not answered yet, the pushes settling without a thread,
+  // the last sequence number given, and why this pserver was deposed (null: it is the primary).
   private final TreeSet<Long> outstanding = new TreeSet<>();
+  private final SettleWaiters<RegisteredBackup> waiters;
   private long issued;
   private String deposedWhy;
   private AutoCloseable watch;
@@ -125,13 +99,8 @@ final class PrimaryReplicator implements Replica, AutoCloseable {
     this.scratch = scratch;
     this.onDeposed = onDeposed;
     this.unreplicated = unreplicated;
-    this.copier =
-        Executors.newSingleThreadExecutor(
-            r -> {
-              Thread t = new Thread(r, "pserver-replica-copy-" + index);
-              t.setDaemon(true);
-              return t;
-            });
+    this.waiters = new SettleWaiters<>(this, index);
+    this.copier = CopyUpload.copier(index);
   }
 
   /** Starts following {@code ps_backup/<index>}. */
@@ -154,15 +123,16 @@ final class PrimaryReplicator implements Replica, AutoCloseable {
 
   /** The backup now registered at {@code address} (null: none). */
   private void backupAt(String address) {
-    Backup old;
+    RegisteredBackup old;
     synchronized (this) {
       old = backup;
       if (closed || (old != null && old.address.equals(address))) {
         return;
       }
-      backup = address == null ? null : new Backup(address, channels);
+      backup = address == null ? null : new RegisteredBackup(address, channels);
       notifyAll();
     }
+    releaseWaiters();
     if (old != null) {
       Channels.close(old.channel);
     }
@@ -184,7 +154,7 @@ final class PrimaryReplicator implements Replica, AutoCloseable {
    */
   @Override
   public void append(WalRecord record) {
-    Backup b = backup;
+    RegisteredBackup b = backup;
     if (b == null) {
       return;
     }
@@ -227,7 +197,7 @@ final class PrimaryReplicator implements Replica, AutoCloseable {
           @Override
           public void onFailure(Throwable t) {
             if (RpcErrors.reasonOf(t) == ErrorReason.NOT_PRIMARY) {
-              deposed(t);
+              deposed(t.getMessage());
             } else {
               needsCopy(b, generation, t.toString());
             }
@@ -237,13 +207,31 @@ final class PrimaryReplicator implements Replica, AutoCloseable {
         MoreExecutors.directExecutor());
   }
 
-  private synchronized void answered(long seq) {
-    outstanding.remove(seq);
-    notifyAll();
+  private void answered(long seq) {
+    synchronized (this) {
+      outstanding.remove(seq);
+      notifyAll();
+    }
+    releaseWaiters();
   }
 
-  private void deposed(Throwable t) {
-    deposed(t.getMessage());
+  /** Releases the waiters a change of state (closed, deposed, a copy due) ended. */
+  private void releaseWaiters() {
+    List<SettleWaiters.Waiter<RegisteredBackup>> released;
+    synchronized (this) {
+      released = waiters.releasable();
+    }
+    released.forEach(SettleWaiters.Waiter::finish);
+  }
+
+  @Override
+  public boolean inSync(RegisteredBackup b) {
+    return !closed && deposedWhy == null && b != null && backup == b && b.phase == Phase.SYNCED;
+  }
+
+  @Override
+  public boolean answeredThrough(long mine) {
+    return outstanding.isEmpty() || outstanding.first() > mine;
   }
 
   private void deposed(String cause) {
@@ -259,16 +247,18 @@ final class PrimaryReplicator implements Replica, AutoCloseable {
       }
       deposedWhy = why;
     }
+    releaseWaiters();
     onDeposed.accept(why);
   }
 
-  private void needsCopy(Backup b, long generation, String why) {
+  private void needsCopy(RegisteredBackup b, long generation, String why) {
     synchronized (this) {
       if (backup != b || b.generation != generation || b.phase == Phase.NEEDS_COPY) {
         return;
       }
       b.phase = Phase.NEEDS_COPY;
     }
+    releaseWaiters();
     log.warn("pserver {}: backup {} needs a new copy of the shard: {}", index, b.address, why);
     copier.execute(this::copyLoop);
   }
@@ -287,12 +277,49 @@ final class PrimaryReplicator implements Replica, AutoCloseable {
    */
   @Override
   public void settle() {
-    Backup b = backup;
+    RegisteredBackup b = backup;
     long deadline = System.nanoTime() + timeout.toNanos();
+    long mine;
+    synchronized (this) {
+      mine = issued;
+    }
+    settle(b, mine, deadline);
+  }
+
+  /**
+   * As {@link #settle}, completed on the thread that received the backup's last answer (no thread
+   * waits for the backup; see {@link SettleWaiters}).
+   */
+  @Override
+  public CompletableFuture<Void> settleAsync(Executor blocking) {
+    RegisteredBackup b = backup;
+    long deadline = System.nanoTime() + timeout.toNanos();
+    SettleWaiters.Waiter<RegisteredBackup> w;
+    synchronized (this) {
+      w = waiters.ask(issued, b, deadline, blocking);
+    }
+    if (!w.queued()) {
+      w.finish();
+    }
+    return w.done;
+  }
+
+  @Override
+  public void checkLease() {
+    if (!owner.leaseAlive()) {
+      deposed("its lease is lost");
+      throw new ServiceException(
+          ErrorReason.SHUTTING_DOWN,
+          "pserver " + index + " lost its lease: the push is not acknowledged; retry");
+    }
+  }
+
+  /** {@link #settle} for the records up to {@code mine}, backup {@code b}, by {@code deadline}. */
+  @Override
+  public void settle(RegisteredBackup b, long mine, long deadline) {
     boolean late = false;
     boolean alone;
     synchronized (this) {
-      long mine = issued;
       while (!closed
           && deposedWhy == null
           && ((!outstanding.isEmpty() && outstanding.first() <= mine)
@@ -326,12 +353,7 @@ final class PrimaryReplicator implements Replica, AutoCloseable {
       }
       alone = late || b == null || backup != b || b.phase != Phase.SYNCED;
     }
-    if (!owner.leaseAlive()) {
-      deposed("its lease is lost");
-      throw new ServiceException(
-          ErrorReason.SHUTTING_DOWN,
-          "pserver " + index + " lost its lease: the push is not acknowledged; retry");
-    }
+    checkLease();
     if (alone) {
       try {
         owner.confirm();
@@ -355,7 +377,7 @@ final class PrimaryReplicator implements Replica, AutoCloseable {
 
   /** True when a backup is registered and holds every update (for status and tests). */
   boolean backupSynced() {
-    Backup b = backup;
+    RegisteredBackup b = backup;
     return b != null && b.phase == Phase.SYNCED;
   }
 
@@ -371,7 +393,7 @@ final class PrimaryReplicator implements Replica, AutoCloseable {
       retry.until(
           "copying shard " + index + " to its backup",
           attempt -> {
-            Backup b = backup;
+            RegisteredBackup b = backup;
             if (!needsCopy(b)) {
               return Optional.of(false);
             }
@@ -384,7 +406,7 @@ final class PrimaryReplicator implements Replica, AutoCloseable {
                     "pserver {}: backup says this pserver is not the primary: {}",
                     index,
                     e.getStatus());
-                deposed(e);
+                deposed(e.getMessage());
                 return Optional.of(false);
               }
               log.warn(
@@ -411,45 +433,35 @@ final class PrimaryReplicator implements Replica, AutoCloseable {
    * A copy that failed after its cut left the backup "copying": it needs one again, or the copy
    * loop would stop and every push wait the replication timeout for a copy that never comes.
    */
-  private synchronized void copyFailed(Backup b) {
+  private synchronized void copyFailed(RegisteredBackup b) {
     if (backup == b && b.phase == Phase.COPYING) {
       b.phase = Phase.NEEDS_COPY;
     }
   }
 
-  private synchronized boolean needsCopy(Backup b) {
+  private synchronized boolean needsCopy(RegisteredBackup b) {
     return b != null && b == backup && b.phase == Phase.NEEDS_COPY;
   }
 
-  private void copy(Backup b) throws IOException, InterruptedException {
+  private void copy(RegisteredBackup b) throws IOException, InterruptedException {
     long start = System.nanoTime();
-    Files.createDirectories(scratch);
-    Path file = scratch.resolve("replica-copy-" + index + ".tmp");
-    long[] generation = new long[1];
-    boolean initialised;
-    try (OutputStream out = new BufferedOutputStream(Files.newOutputStream(file), CHUNK)) {
-      initialised =
-          shard.writeCopy(
-              out,
-              () -> {
-                synchronized (this) {
-                  b.generation++;
-                  b.sequence = 0;
-                  b.phase = Phase.COPYING;
-                  generation[0] = b.generation;
-                }
-              });
-    }
-    long bytes = Files.size(file);
-    FillChunk.Builder header =
-        FillChunk.newBuilder()
-            .setIndex(index)
-            .setEpoch(epoch)
-            .setGeneration(generation[0])
-            .setInitialised(initialised);
-    CopyUpload.send(b.async, file, bytes, header, timeout);
+    CopyUpload.Sent sent =
+        CopyUpload.cutAndSend(
+            shard,
+            scratch.resolve("replica-copy-" + index + ".tmp"),
+            FillChunk.newBuilder().setIndex(index).setEpoch(epoch),
+            b.async,
+            timeout,
+            () -> {
+              synchronized (this) {
+                b.generation++;
+                b.sequence = 0;
+                b.phase = Phase.COPYING;
+                return b.generation;
+              }
+            });
     synchronized (this) {
-      if (backup == b && b.generation == generation[0] && b.phase == Phase.COPYING) {
+      if (backup == b && b.generation == sent.generation() && b.phase == Phase.COPYING) {
         b.phase = Phase.SYNCED;
         notifyAll();
       }
@@ -458,20 +470,21 @@ final class PrimaryReplicator implements Replica, AutoCloseable {
         "pserver {}: backup {} holds the shard (copy {}: {} bytes in {} ms)",
         index,
         b.address,
-        generation[0],
-        bytes,
+        sent.generation(),
+        sent.bytes(),
         (System.nanoTime() - start) / 1_000_000);
   }
 
   @Override
   public void close() {
-    Backup b;
+    RegisteredBackup b;
     synchronized (this) {
       closed = true;
       b = backup;
       backup = null;
       notifyAll();
     }
+    releaseWaiters();
     if (watch != null) {
       try {
         watch.close();

@@ -117,7 +117,7 @@ class AdmissionSketchCheckpointTest {
     }
     assertThat(rows(original)).as("ids below the threshold have no row").isZero();
     ShardCheckpoint cp = original.snapshot();
-    assertThat(cp.getFormatVersion()).isEqualTo(2);
+    assertThat(cp.getFormatVersion()).isEqualTo(3);
     SparseTableCheckpoint table = cp.getSparseTables(0);
     assertThat(table.getAdmissionSketchCount()).isPositive();
     assertThat(table.getAdmissionIncrementsCount()).isEqualTo(table.getAdmissionSketchCount());
@@ -157,7 +157,7 @@ class AdmissionSketchCheckpointTest {
   void fileOfANewerFormat_isRefused() {
     ParameterShard original = shard();
     initialise(original);
-    ShardCheckpoint newer = original.snapshot().toBuilder().setFormatVersion(3).build();
-    assertThatThrownBy(() -> load(newer, "v3.ckpt")).hasMessageContaining("format version 3");
+    ShardCheckpoint newer = original.snapshot().toBuilder().setFormatVersion(4).build();
+    assertThatThrownBy(() -> load(newer, "v4.ckpt")).hasMessageContaining("format version 4");
   }
 }

@@ -277,8 +277,13 @@ class JobCheckpointTest {
     train(p0, p1, 1, 3);
     JobCheckpoint head = propose(p0, p1);
     train(p0, p1, 4, head.getStep() + 4);
+    // each shard cuts its part on its own writer thread: wait for both parts
+    p0.service().jobCheckpoints().awaitWrites();
     p1.service().jobCheckpoints().awaitWrites();
-    assertThat(p0.service().jobCheckpoints().newestComplete()).isPresent();
+    Poll.until(
+        WAIT,
+        () -> p0.service().jobCheckpoints().newestComplete().isPresent(),
+        "both shards recorded their part of the job-wide checkpoint");
     float[] latest = values(p1.shard());
 
     Pserver again = start(1); // crash of pserver 1 while the trainers are registered

@@ -6,8 +6,8 @@ import java.time.Duration;
 import java.util.Map;
 import org.springframework.util.unit.DataSize;
 
-/** Pserver settings for the checkpoint tests: the defaults, with what a test varies. */
-final class TestProperties {
+/** Pserver settings for tests: the defaults, with what a test varies. */
+public final class TestProperties {
   private TestProperties() {}
 
   static PserverProperties of(Path dir, Duration interval, PserverProperties.Wal wal) {
@@ -25,6 +25,17 @@ final class TestProperties {
       Duration interval,
       PserverProperties.Wal wal,
       PserverProperties.CheckpointConsistency consistency) {
+    return of(dir, interval, wal, consistency, 1, Duration.ofSeconds(10));
+  }
+
+  /** With the given checkpoint consistency, copies of each shard and replication timeout. */
+  public static PserverProperties of(
+      String dir,
+      Duration interval,
+      PserverProperties.Wal wal,
+      PserverProperties.CheckpointConsistency consistency,
+      int replicas,
+      Duration replicationTimeout) {
     return new PserverProperties(
         1,
         dir,
@@ -46,7 +57,8 @@ final class TestProperties {
             1 << 20),
         wal,
         consistency,
-        1,
-        Duration.ofSeconds(10));
+        replicas,
+        replicationTimeout,
+        0);
   }
 }

@@ -15,15 +15,22 @@ import com.google.protobuf.Message;
 import dev.paramserver.proto.v1.BlockRef;
 import dev.paramserver.proto.v1.GetShardStatusRequest;
 import dev.paramserver.proto.v1.InitParametersRequest;
+import dev.paramserver.proto.v1.ParameterServerGrpc;
 import dev.paramserver.proto.v1.ParameterServerGrpc.ParameterServerBlockingStub;
 import dev.paramserver.proto.v1.ParameterSpec;
 import dev.paramserver.proto.v1.PullParametersRequest;
 import dev.paramserver.proto.v1.PushGradientsRequest;
+import dev.paramserver.proto.v1.PushGradientsResponse;
 import dev.paramserver.proto.v1.SparseRows;
 import dev.paramserver.proto.v1.SparseRowsRef;
 import dev.paramserver.proto.v1.TensorBlock;
+import io.grpc.stub.StreamObserver;
 import java.util.List;
 import java.util.Random;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.function.Function;
 
 /**
@@ -55,6 +62,9 @@ record HostileCall(
     PUSH_DUPLICATED_ROW(false),
     PUSH_HUGE_OR_NEGATIVE_STEP(false),
     PUSH_HUGE_PART(false),
+    PUSH_WINDOWED(false),
+    PUSH_BEYOND_WINDOW(true),
+    PUSH_ACKNOWLEDGED_NOT_BELOW_STEP(true),
     PULL_VALID(false),
     PULL_UNKNOWN_BLOCK(true),
     PULL_ROW_OUT_OF_RANGE(true),
@@ -109,8 +119,15 @@ record HostileCall(
             PUSH_DUPLICATED_BLOCK,
             PUSH_DUPLICATED_ROW,
             PUSH_HUGE_OR_NEGATIVE_STEP,
-            PUSH_HUGE_PART -> {
+            PUSH_HUGE_PART,
+            PUSH_WINDOWED,
+            PUSH_BEYOND_WINDOW,
+            PUSH_ACKNOWLEDGED_NOT_BELOW_STEP -> {
           PushGradientsRequest p = push(r);
+          // half of the pushes go over StreamPushes, which must answer as PushGradients does
+          if (r.nextBoolean()) {
+            yield new HostileCall(what + " (streamed)", mustFail, s -> streamed(s, p));
+          }
           yield new HostileCall(what, mustFail, s -> s.pushGradients(p));
         }
         case PULL_VALID,
@@ -198,10 +215,58 @@ record HostileCall(
         case PUSH_HUGE_OR_NEGATIVE_STEP ->
             p.setStep(pick(r, List.of(-1L, Long.MIN_VALUE, Long.MAX_VALUE, 1L << 62)));
         case PUSH_HUGE_PART -> p.setPart(pick(r, List.of(-1, 1 << 30, Integer.MAX_VALUE)));
+        case PUSH_WINDOWED ->
+            p.setStep(1 + r.nextInt(40))
+                .setAcknowledgedThrough(r.nextInt(Math.toIntExact(p.getStep())));
+        case PUSH_BEYOND_WINDOW ->
+            // (steps of 2^63 and more read as negative: no identity, see
+            // PUSH_HUGE_OR_NEGATIVE_STEP)
+            p.setStep(pick(r, List.of(1025L, 5000L, Long.MAX_VALUE))).setAcknowledgedThrough(0);
+        case PUSH_ACKNOWLEDGED_NOT_BELOW_STEP ->
+            p.setStep(1 + r.nextInt(10))
+                .setAcknowledgedThrough(p.getStep() + pick(r, List.of(0L, 1L, 1L << 40)));
         default -> {}
       }
       p.setReturnValues(r.nextBoolean());
       return p.build();
+    }
+
+    /** One push sent as the only request of a StreamPushes call: its answer, or its error. */
+    private static Message streamed(ParameterServerBlockingStub s, PushGradientsRequest p) {
+      CompletableFuture<PushGradientsResponse> answer = new CompletableFuture<>();
+      StreamObserver<PushGradientsRequest> in =
+          ParameterServerGrpc.newStub(s.getChannel())
+              .withDeadlineAfter(10, TimeUnit.SECONDS)
+              .streamPushes(
+                  new StreamObserver<>() {
+                    @Override
+                    public void onNext(PushGradientsResponse r) {
+                      answer.complete(r);
+                    }
+
+                    @Override
+                    public void onError(Throwable t) {
+                      answer.completeExceptionally(t);
+                    }
+
+                    @Override
+                    public void onCompleted() {
+                      answer.completeExceptionally(
+                          new IllegalStateException("StreamPushes ended without an answer"));
+                    }
+                  });
+      in.onNext(p);
+      in.onCompleted();
+      try {
+        return answer.get(20, TimeUnit.SECONDS);
+      } catch (ExecutionException e) {
+        if (e.getCause() instanceof RuntimeException re) {
+          throw re;
+        }
+        throw new IllegalStateException(e.getCause());
+      } catch (InterruptedException | TimeoutException e) {
+        throw new IllegalStateException("no answer to a streamed push", e);
+      }
     }
 
     private PullParametersRequest pull(Random r) {

@@ -16,6 +16,8 @@ import dev.paramserver.proto.v1.GetShardStatusRequest;
 import dev.paramserver.proto.v1.ParameterServerGrpc;
 import dev.paramserver.proto.v1.ParameterSpec;
 import dev.paramserver.proto.v1.PullParametersResponse;
+import dev.paramserver.proto.v1.PushGradientsRequest;
+import dev.paramserver.proto.v1.PushGradientsResponse;
 import dev.paramserver.pserver.shard.ParameterShard;
 import dev.paramserver.pserver.shard.ShardTraffic;
 import dev.paramserver.rpc.ErrorMappingInterceptor;
@@ -28,8 +30,11 @@ import io.grpc.ServerInterceptors;
 import io.grpc.Status;
 import io.grpc.inprocess.InProcessChannelBuilder;
 import io.grpc.inprocess.InProcessServerBuilder;
+import io.grpc.stub.StreamObserver;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
@@ -159,5 +164,108 @@ class ParameterServerGrpcServiceTest {
         Status.Code.INVALID_ARGUMENT,
         ErrorReason.BAD_OPTIMIZER,
         "parameter 'fc1.w' optimizer SGD needs learning_rate > 0, got -1.0");
+  }
+
+  /** The answers of one StreamPushes call, and how it ended. */
+  private static final class Answers implements StreamObserver<PushGradientsResponse> {
+    final List<PushGradientsResponse> responses = new CopyOnWriteArrayList<>();
+    final CompletableFuture<Throwable> end = new CompletableFuture<>();
+
+    @Override
+    public void onNext(PushGradientsResponse r) {
+      responses.add(r);
+    }
+
+    @Override
+    public void onError(Throwable t) {
+      end.complete(t);
+    }
+
+    @Override
+    public void onCompleted() {
+      end.complete(null);
+    }
+  }
+
+  private static PushGradientsRequest windowed(long step, float g, String name) {
+    return push(gradient(name, 1, g, g)).toBuilder()
+        .setTrainerId("t")
+        .setSession("s")
+        .setStep(step)
+        .setAcknowledgedThrough(0)
+        .setReturnValues(true)
+        .build();
+  }
+
+  private float[] block1() {
+    return TensorCodec.decode(stub().pullParameters(pullAll()).getBlocks(1).getData());
+  }
+
+  @Test
+  void streamedPushes_sentWithoutWaiting_areAppliedAndAnsweredInOrder() throws Exception {
+    initialise();
+    Answers answers = new Answers();
+    StreamObserver<PushGradientsRequest> in =
+        ParameterServerGrpc.newStub(channel).streamPushes(answers);
+    for (int i = 1; i <= 5; i++) {
+      in.onNext(windowed(i, 1, "fc1.w"));
+    }
+    in.onCompleted();
+
+    assertThat(answers.end.get(5, TimeUnit.SECONDS)).as("the stream's end").isNull();
+    assertThat(answers.responses)
+        .extracting(PushGradientsResponse::getStep)
+        .containsExactly(1L, 2L, 3L, 4L, 5L);
+    assertThat(answers.responses).noneMatch(PushGradientsResponse::getDuplicate);
+    assertThat(TensorCodec.decode(answers.responses.get(4).getBlocks(0).getData()))
+        .as("the values after the last push")
+        .containsExactly(0f, 1f);
+    assertThat(block1()).containsExactly(0f, 1f);
+
+    // the same identities again, on a new stream: duplicates, nothing applied twice
+    Answers again = new Answers();
+    StreamObserver<PushGradientsRequest> in2 =
+        ParameterServerGrpc.newStub(channel).streamPushes(again);
+    in2.onNext(windowed(3, 1, "fc1.w"));
+    in2.onCompleted();
+    assertThat(again.end.get(5, TimeUnit.SECONDS)).isNull();
+    assertThat(again.responses)
+        .singleElement()
+        .extracting(PushGradientsResponse::getDuplicate)
+        .isEqualTo(true);
+    assertThat(block1()).containsExactly(0f, 1f);
+  }
+
+  @Test
+  void firstRefusedStreamedPush_endsTheStreamWithItsReason_andNothingAfterItIsApplied()
+      throws Exception {
+    initialise();
+    Answers answers = new Answers();
+    StreamObserver<PushGradientsRequest> in =
+        ParameterServerGrpc.newStub(channel).streamPushes(answers);
+    in.onNext(windowed(1, 1, "fc1.w"));
+    in.onNext(windowed(2, 1, "fc2.w"));
+    in.onNext(windowed(3, 1, "fc1.w"));
+    in.onCompleted();
+
+    Throwable end = answers.end.get(5, TimeUnit.SECONDS);
+    assertThat(RpcErrors.codeOf(end)).isEqualTo(Status.Code.NOT_FOUND);
+    assertThat(RpcErrors.reasonOf(end)).isEqualTo(ErrorReason.UNKNOWN_PARAMETER);
+    assertThat(end).hasMessageContaining("fc2.w");
+    assertThat(answers.responses).hasSize(1);
+    assertThat(block1()).as("push 1 applied, push 3 not").containsExactly(4f, 5f);
+
+    // push 3 resent on a new stream is applied: it was never taken for applied
+    Answers resent = new Answers();
+    StreamObserver<PushGradientsRequest> in2 =
+        ParameterServerGrpc.newStub(channel).streamPushes(resent);
+    in2.onNext(windowed(3, 1, "fc1.w").toBuilder().setAcknowledgedThrough(1).build());
+    in2.onCompleted();
+    assertThat(resent.end.get(5, TimeUnit.SECONDS)).isNull();
+    assertThat(resent.responses)
+        .singleElement()
+        .extracting(PushGradientsResponse::getDuplicate)
+        .isEqualTo(false);
+    assertThat(block1()).containsExactly(3f, 4f);
   }
 }

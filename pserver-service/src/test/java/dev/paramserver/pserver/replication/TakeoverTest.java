@@ -14,6 +14,7 @@ import dev.paramserver.coordination.EtcdSettings;
 import dev.paramserver.coordination.Lease;
 import dev.paramserver.proto.v1.ShardCheckpoint;
 import dev.paramserver.pserver.PserverProperties;
+import dev.paramserver.pserver.checkpoint.TestProperties;
 import dev.paramserver.pserver.role.ShardLifecycle;
 import dev.paramserver.pserver.role.ShardPersistence;
 import dev.paramserver.pserver.role.ShardRole;
@@ -27,7 +28,6 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -36,7 +36,6 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.springframework.beans.factory.support.DefaultListableBeanFactory;
-import org.springframework.util.unit.DataSize;
 
 /**
  * A backup whose primary is gone takes its shard over (no copy held: it loads the checkpoint).
@@ -121,25 +120,9 @@ class TakeoverTest {
   }
 
   private PserverProperties properties() {
-    return new PserverProperties(
-        1,
+    return TestProperties.of(
         dir.toString(),
         Duration.ZERO,
-        true,
-        Duration.ofSeconds(10),
-        Duration.ofSeconds(10),
-        4,
-        -1,
-        new PserverProperties.Sparse(
-            0,
-            DataSize.ofBytes(0),
-            Map.of(),
-            PserverProperties.Sparse.Eviction.LFU,
-            Duration.ofMinutes(10),
-            Duration.ofHours(24),
-            8,
-            1,
-            1 << 20),
         PserverProperties.Wal.defaults(),
         PserverProperties.CheckpointConsistency.INDEPENDENT,
         2,

@@ -9,9 +9,12 @@ import static dev.paramserver.pserver.shard.Requests.pull;
 import static dev.paramserver.pserver.shard.Requests.push;
 import static dev.paramserver.pserver.shard.Requests.sgd;
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.proto.v1.PushGradientsRequest;
 import dev.paramserver.proto.v1.ShardCheckpoint;
+import dev.paramserver.rpc.ServiceException;
 import dev.paramserver.tensor.TensorCodec;
 import java.util.List;
 import org.junit.jupiter.api.BeforeEach;
@@ -34,6 +37,11 @@ class IdempotentPushTest {
         .setStep(step)
         .setPart(part)
         .build();
+  }
+
+  /** A windowed push: the trainer holds answers of every step up to {@code acked}. */
+  private static PushGradientsRequest windowed(long step, int part, long acked, float g) {
+    return step("a", step, part, g).toBuilder().setAcknowledgedThrough(acked).build();
   }
 
   private float value(ParameterShard s) {
@@ -93,5 +101,75 @@ class IdempotentPushTest {
     restored.restore(old);
 
     assertThat(restored.pushOutcome(step("a", 1, 0, 1)).duplicate()).isFalse();
+  }
+
+  @Test
+  void windowedSteps_arriving_outOfOrder_areEachAppliedOnce_andALowerStepIsNotTakenForADuplicate() {
+    // steps 1-3 in flight at once; 2 and 3 arrive before 1 (a retry after a transient failure)
+    assertThat(shard.pushOutcome(windowed(2, 0, 0, 1)).duplicate()).isFalse();
+    assertThat(shard.pushOutcome(windowed(3, 0, 0, 1)).duplicate()).isFalse();
+    assertThat(shard.pushOutcome(windowed(1, 0, 0, 1)).duplicate()).isFalse();
+    assertThat(shard.pushOutcome(windowed(2, 0, 0, 1)).duplicate()).isTrue();
+    assertThat(shard.pushOutcome(windowed(1, 0, 0, 1)).duplicate()).isTrue();
+    // step 5 says 1-3 were answered; 4 never came yet and is still applied
+    assertThat(shard.pushOutcome(windowed(5, 0, 3, 1)).duplicate()).isFalse();
+    assertThat(shard.pushOutcome(windowed(4, 0, 3, 1)).duplicate()).isFalse();
+    assertThat(shard.pushOutcome(windowed(3, 0, 0, 1)).duplicate()).isTrue();
+    assertThat(value(shard)).isEqualTo(5f);
+  }
+
+  @Test
+  void windowedRecord_survivesACheckpoint_withItsGaps() {
+    shard.pushOutcome(windowed(1, 0, 0, 1));
+    shard.pushOutcome(windowed(3, 0, 0, 1));
+    shard.pushOutcome(windowed(3, 1, 0, 1));
+    ShardCheckpoint cp = shard.snapshot();
+
+    ParameterShard restored = new ParameterShard(true);
+    restored.restore(cp);
+
+    assertThat(restored.pushOutcome(windowed(3, 1, 0, 1)).duplicate()).isTrue();
+    assertThat(restored.pushOutcome(windowed(1, 0, 0, 1)).duplicate()).isTrue();
+    assertThat(restored.pushOutcome(windowed(2, 0, 0, 1)).duplicate()).as("the gap").isFalse();
+    assertThat(value(restored)).isEqualTo(6f);
+  }
+
+  @Test
+  void checkpointOfFormat2_isReadAsItsHighestStep() {
+    shard.pushOutcome(step("a", 3, 0, 1));
+    ShardCheckpoint v2 =
+        shard.snapshot().toBuilder()
+            .setFormatVersion(2)
+            .setApplied(
+                0,
+                shard.snapshot().getApplied(0).toBuilder()
+                    .clearCompleteThrough()
+                    .clearOpenSteps()
+                    .build())
+            .build();
+
+    ParameterShard restored = new ParameterShard(true);
+    restored.restore(v2);
+
+    assertThat(restored.pushOutcome(step("a", 2, 0, 1)).duplicate()).isTrue();
+    assertThat(restored.pushOutcome(step("a", 3, 0, 1)).duplicate()).isTrue();
+    assertThat(restored.pushOutcome(step("a", 3, 1, 1)).duplicate()).isFalse();
+  }
+
+  @Test
+  void windowedStep_tooFarAboveItsAcknowledgement_isRefusedNamingTheWindow_andChangesNothing() {
+    ShardCheckpoint before = shard.snapshot().toBuilder().clearCreatedMs().build();
+    assertThatThrownBy(() -> shard.pushOutcome(windowed(1026, 0, 1, 1)))
+        .isInstanceOfSatisfying(
+            ServiceException.class,
+            e -> assertThat(e.reason()).isEqualTo(ErrorReason.PUSH_WINDOW_EXCEEDED))
+        .hasMessageContaining("1025 steps above acknowledged_through 1")
+        .hasMessageContaining("1024");
+    assertThatThrownBy(() -> shard.pushOutcome(windowed(4, 0, 4, 1)))
+        .isInstanceOfSatisfying(
+            ServiceException.class, e -> assertThat(e.reason()).isEqualTo(ErrorReason.BAD_ARGUMENT))
+        .hasMessageContaining("must be below the step");
+    assertThat(shard.snapshot().toBuilder().clearCreatedMs().build()).isEqualTo(before);
+    assertThat(shard.pushOutcome(windowed(1025, 0, 1, 1)).duplicate()).isFalse();
   }
 }

@@ -3,6 +3,7 @@ package dev.paramserver.trainer.config;
 import jakarta.validation.constraints.Min;
 import java.net.InetAddress;
 import java.net.UnknownHostException;
+import java.time.Duration;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 import org.springframework.boot.context.properties.bind.DefaultValue;
 import org.springframework.validation.annotation.Validated;
@@ -15,6 +16,9 @@ import org.springframework.validation.annotation.Validated;
  *     shuffled before they are cut into mini-batches)
  * @param logEvery log progress every this many batches
  * @param exitWhenDone stop the process when the job is finished
+ * @param exitLinger with {@code exit-when-done}: wait at most this long for Prometheus to take the
+ *     final metrics (it exits at the first scrape of {@code /actuator/prometheus} after the job
+ *     ended); the compose file sets 25 s
  */
 @Validated
 @ConfigurationProperties("paramserver.trainer")
@@ -22,9 +26,14 @@ public record AgentProperties(
     String id,
     @DefaultValue("42") long seed,
     @DefaultValue("200") @Min(1) int logEvery,
-    @DefaultValue("true") boolean exitWhenDone) {
+    @DefaultValue("true") boolean exitWhenDone,
+    @DefaultValue("0s") Duration exitLinger) {
 
   public AgentProperties {
+    if (exitLinger.isNegative()) {
+      throw new IllegalArgumentException(
+          "paramserver.trainer.exit-linger must not be negative, got " + exitLinger);
+    }
     if (id == null || id.isBlank()) {
       id = defaultId();
     }

@@ -18,16 +18,23 @@ import org.springframework.validation.annotation.Validated;
  *     trainer (a push is one step's gradient to one pserver, per request of at most 2 MiB)
  * @param blockSize elements per parameter block (a block lives on one pserver)
  * @param gradientDtype element type of gradients on the wire: float32, float16 or bfloat16
- * @param pipeline asynchronous mode: push and pull in the background while the next batch is
- *     computed (the values used are at most one push behind)
- * @param pipelineLag asynchronous pipelining: how many batches' gradients may wait, summed, while
- *     pushes are in flight, before the trainer waits (they leave together in the next push); the
- *     values a batch is computed on are then at most {@code pipeline-lag + 2} pushes old. Default:
- *     4 for dense models, 0 for models with sparse tables (their rows are pulled per batch, and
- *     held gradients make them staler: a capped embedding lost about 1 point of AUC with 4)
+ * @param pipeline asynchronous mode: push and pull in the background while the next batches are
+ *     computed. The trainer reads its own writes: each batch's gradient is applied at once to its
+ *     copy of the dense parameters by its own optimizer step (the pservers' step for plain SGD; for
+ *     optimizers with state, such as momentum or Adam, the same rule on a local copy of the state,
+ *     fed by this trainer's batches only), and each answer rebases the copy on the pservers' values
+ * @param pipelineLag asynchronous pipelining: how many batches may be unacknowledged by the
+ *     pservers (held, summed, while a push is in flight, or in flight) before the trainer waits for
+ *     an answer. A push leaves as soon as the one before was answered, so other trainers' updates
+ *     are usually one round trip old and at most this many batches. 0: every batch waits for its
+ *     push. Default: 16 for dense models, 2 for models with sparse tables (their rows get no local
+ *     step and are pulled per batch, so held gradients make them staler: a capped embedding lost
+ *     about 1 point of AUC with 6)
  * @param tasksPerRequest the most tasks taken from the master in one GetTask (it gives fewer near a
  *     pass's end): fewer calls and commits on the master for short tasks
- * @param rpcTimeout deadline of each call to the master or a pserver
+ * @param rpcTimeout deadline of each call to the master or a pserver; for a streamed push
+ *     (asynchronous mode, whose stream has no deadline), the longest wait for each request's answer
+ *     before the stream is given up and its unanswered pushes are sent again
  * @param maxBackoff the longest wait between retries when the master or a pserver is unavailable
  */
 @Validated
@@ -71,7 +78,7 @@ public record CommunicationProperties(
 
   /** The pipeline lag for a model with ({@code sparse}) or without sparse tables. */
   public int pipelineLag(boolean sparse) {
-    return pipelineLag != null ? pipelineLag : sparse ? 0 : 4;
+    return pipelineLag != null ? pipelineLag : sparse ? 2 : 16;
   }
 
   /** Asynchronous pipelining is on (it never applies to synchronous training). */

@@ -13,8 +13,8 @@ import org.springframework.validation.annotation.Validated;
  *
  * @param trainData globs of the RecordIO training files, required (sent to the master with
  *     SetDataset; the master and the trainers must see the same paths; each must match a file)
- * @param testData globs of the RecordIO test files, evaluated at the end of each pass (empty: no
- *     evaluation)
+ * @param testData globs of the RecordIO test files, evaluated at the end of each pass by one
+ *     elected trainer, in the background (empty: no evaluation)
  * @param batchSize examples per mini-batch
  * @param prefetch fetch and read the next task while the current one trains
  */

@@ -1,5 +1,6 @@
 package dev.paramserver.trainer.pserver;
 
+import dev.paramserver.rpc.Backoff;
 import dev.paramserver.rpc.Retry;
 import java.time.Duration;
 import java.util.function.BooleanSupplier;
@@ -16,6 +17,14 @@ public record CallPolicy(Duration timeout, Duration maxBackoff, BooleanSupplier 
   /** Waits from 100 ms doubling up to {@link #maxBackoff}. */
   public Retry retry() {
     return Retry.upTo(maxBackoff, stopping);
+  }
+
+  /**
+   * The waits of {@link #retry()} for a loop the caller runs itself (for example the training
+   * thread's, between the attempts of a push stream).
+   */
+  public Backoff backoff() {
+    return new Backoff(Duration.ofMillis(Math.min(100, maxBackoff.toMillis())), maxBackoff);
   }
 
   /** Waits from {@code initial} doubling up to {@code max}. */

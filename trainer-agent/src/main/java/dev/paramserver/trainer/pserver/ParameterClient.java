@@ -33,9 +33,13 @@ import org.slf4j.LoggerFactory;
  * and is retried with backoff until it succeeds. A push is safe to repeat too: each carries its
  * identity (trainer id, session, step, part) and a pserver applies a push once, answering a repeat
  * with {@code duplicate = true}. So a failed push is retried with the same identity, with backoff,
- * until it is acknowledged; only a trainer that stops meanwhile drops it (counted). Pushes are sent
- * one step at a time: step s+1 leaves only once every part of step s was acknowledged, as the
- * pservers' duplicate rule requires. Failures are acted on by {@link PserverFailures}.
+ * until it is acknowledged; only a trainer that stops meanwhile drops it (counted). Unary pushes
+ * are sent one step at a time: step s+1 leaves only once every part of step s was acknowledged, as
+ * the pservers' duplicate rule requires. Streamed pushes ({@link #startPush}, asynchronous mode)
+ * may have several steps in flight, each request saying with {@code acknowledged_through} up to
+ * which step every earlier one was acknowledged; a failed stream's unanswered requests are written
+ * again in order on a new one ({@link StreamedPushes}). Failures are acted on by {@link
+ * PserverFailures}.
  */
 public final class ParameterClient {
   private static final Logger log = LoggerFactory.getLogger(ParameterClient.class);
@@ -46,6 +50,7 @@ public final class ParameterClient {
   private final CallPolicy calls;
   private final PserverTraffic traffic;
   private final Object pushLock = new Object();
+  private final StreamedPushes streams;
   // The last step pushed, guarded by pushLock: every push call is the next step.
   private long step;
 
@@ -60,6 +65,48 @@ public final class ParameterClient {
     this.failures = failures;
     this.calls = calls;
     this.traffic = traffic;
+    this.streams = new StreamedPushes(this, directory, failures, calls, traffic);
+  }
+
+  /**
+   * True when pushes may go on the pservers' push streams ({@link #startPush}): in asynchronous
+   * mode, the only one whose pushes need not wait for each other's answers. The synchronous modes
+   * push by unary calls.
+   */
+  public boolean streamsPushes() {
+    return planner.mode() == TrainingMode.ASYNC;
+  }
+
+  /**
+   * Writes a push of {@code grads}, as the client's next step, onto the pservers' push streams from
+   * the calling thread (the training thread, which alone drives the streams: see {@link
+   * #streams()}), each request asking for the values of its blocks in its answer. Returns once
+   * every request was written, waiting while a stream's flow control holds it back; the answers are
+   * taken into {@code into} by {@link StreamedPushes#poll} and {@link StreamedPushes#await}.
+   * Several pushes may be in flight: each carries {@code acknowledged_through}.
+   *
+   * @param latest the values to re-initialise a pserver that lost its state with (read only, until
+   *     the push is complete)
+   * @throws IllegalStateException outside asynchronous mode
+   */
+  public StreamedPush startPush(Parameters grads, Parameters latest, Parameters into) {
+    if (!streamsPushes()) {
+      throw new IllegalStateException(
+          "pushes are streamed in asynchronous mode only, not in " + planner.mode());
+    }
+    synchronized (pushLock) {
+      return streams.start(planner.pushes(grads, ++step, true), latest, into);
+    }
+  }
+
+  /** The push streams, to take answers in and wait for them (training thread only). */
+  public StreamedPushes streams() {
+    return streams;
+  }
+
+  /** The model's layout on the pservers (specs with their optimizers, blocks). */
+  public ModelLayout layout() {
+    return planner.layout();
   }
 
   private ParameterServerGrpc.ParameterServerFutureStub stub(int ps) {
@@ -113,7 +160,7 @@ public final class ParameterClient {
     pullPlanned(missing, into, latest);
   }
 
-  private static Planned<PullParametersRequest> valuesOf(Planned<PushGradientsRequest> push) {
+  static Planned<PullParametersRequest> valuesOf(Planned<PushGradientsRequest> push) {
     PullParametersRequest.Builder pull =
         PullParametersRequest.newBuilder().setTrainerId(push.request().getTrainerId());
     for (TensorBlock g : push.request().getGradientsList()) {
@@ -197,6 +244,11 @@ public final class ParameterClient {
    * Pulls into {@code params}; a pserver that lost its state is re-initialised with {@code latest},
    * which is not {@code params} when those are a buffer being filled (a pipelined push's).
    */
+  /** Pulls the blocks of {@code planned} into {@code into} (see {@link #pullPlanned}). */
+  void pullInto(List<Planned<PullParametersRequest>> planned, Parameters into, Parameters latest) {
+    pullPlanned(planned, into, latest);
+  }
+
   private void pullPlanned(
       List<Planned<PullParametersRequest>> planned, Parameters params, Parameters latest) {
     // all pservers' first attempts go out at once; retries are per pserver
@@ -212,6 +264,7 @@ public final class ParameterClient {
         try {
           resp = await(futures.get(i), "pulling parameters");
         } catch (ExecutionException e) {
+          streams.pollIfWriter();
           failures.handle(p.pserver(), e.getCause(), latest, "pull from", "retrying");
         }
       }
@@ -289,6 +342,8 @@ public final class ParameterClient {
               try {
                 return Optional.of(await(call.apply(s), what));
               } catch (ExecutionException e) {
+                // a push stream that failed on the same pserver is acted on first
+                streams.pollIfWriter();
                 failures.handle(ps, e.getCause(), latest, callName, action);
                 return Optional.empty();
               }
@@ -305,7 +360,7 @@ public final class ParameterClient {
     }
   }
 
-  private void storeBlocks(List<TensorBlock> blocks, Parameters params) {
+  void storeBlocks(List<TensorBlock> blocks, Parameters params) {
     for (TensorBlock b : blocks) {
       float[] dst = params.dense(b.getName());
       int n = TensorCodec.elementCount(b.getData(), b.getDtype());

@@ -8,10 +8,12 @@ import dev.paramserver.rpc.Channels;
 import dev.paramserver.rpc.Retry;
 import io.grpc.ManagedChannel;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -27,6 +29,9 @@ public final class PserverDirectory implements AutoCloseable {
   private final Map<Integer, ManagedChannel> channels = new HashMap<>();
   private final AutoCloseable watch;
   private final ChannelFactory channelFactory;
+  // bumped on every registration change the watch sees; awaitAll waits on it
+  private final Object changes = new Object();
+  private long changeCount;
   private volatile int count;
 
   /** A directory whose channels come from {@code channelFactory}. */
@@ -56,6 +61,7 @@ public final class PserverDirectory implements AutoCloseable {
                     addresses.remove(idx);
                     dropChannel(idx);
                   }
+                  signalChange();
                 });
   }
 
@@ -71,42 +77,92 @@ public final class PserverDirectory implements AutoCloseable {
   }
 
   /**
-   * Waits until {@code ps_desired} is set and that many pservers are registered.
+   * Waits until {@code ps_desired} is set and that many pservers are registered. A registration the
+   * watch sees ends the wait at once (a pserver writes {@code ps_desired} before it registers), so
+   * a trainer that starts first is not held up to a poll interval after the last pserver
+   * registered; without one it looks again after {@code lookAgain}, in case an event was missed.
    *
-   * @param retry how often to look again (it gives up when the trainer stops)
+   * @param lookAgain the longest wait between two reads of the registrations
+   * @param retry the pause between attempts on top of that, kept short (it gives up when the
+   *     trainer stops)
    * @return the number of pservers
    */
-  public int awaitAll(Retry retry) {
+  public int awaitAll(Duration lookAgain, Retry retry) {
     long[] lastLog = {0};
     return retry.until(
         "waiting for pservers",
         attempt -> {
-          try {
-            int desired = desired();
-            refresh();
-            int registered = 0;
-            for (int i = 0; i < desired; i++) {
-              if (addresses.containsKey(i)) {
-                registered++;
-              }
-            }
-            if (desired > 0 && registered == desired) {
-              count = desired;
-              log.info("found {} pservers: {}", desired, addresses);
-              return Optional.of(desired);
-            }
-            if (System.currentTimeMillis() - lastLog[0] > 5000) {
-              log.info(
-                  "waiting for pservers: {} of {} registered",
-                  registered,
-                  desired == 0 ? "(ps_desired not set yet)" : desired);
-              lastLog[0] = System.currentTimeMillis();
-            }
-          } catch (RuntimeException e) {
-            log.warn("cannot read pserver registrations from etcd: {}", e.getMessage());
+          long seen = changeCount();
+          Optional<Integer> found = lookForAll(lastLog);
+          if (found.isEmpty()) {
+            awaitChange(seen, lookAgain);
           }
-          return Optional.empty();
+          return found;
         });
+  }
+
+  /**
+   * As {@link #awaitAll(Duration, Retry)}, looking again after each of {@code retry}'s pauses or
+   * sooner when a registration changes.
+   */
+  public int awaitAll(Retry retry) {
+    return awaitAll(retry.max(), retry);
+  }
+
+  private long changeCount() {
+    synchronized (changes) {
+      return changeCount;
+    }
+  }
+
+  private void signalChange() {
+    synchronized (changes) {
+      changeCount++;
+      changes.notifyAll();
+    }
+  }
+
+  /** Waits up to {@code timeout} for a registration change after the {@code seen}-th. */
+  private void awaitChange(long seen, Duration timeout) throws InterruptedException {
+    long deadline = System.nanoTime() + timeout.toNanos();
+    synchronized (changes) {
+      while (changeCount == seen) {
+        long left = deadline - System.nanoTime();
+        if (left <= 0) {
+          return;
+        }
+        TimeUnit.NANOSECONDS.timedWait(changes, left);
+      }
+    }
+  }
+
+  /** One look at {@code ps_desired} and the registrations: the count once all are there. */
+  private Optional<Integer> lookForAll(long[] lastLog) {
+    try {
+      int desired = desired();
+      refresh();
+      int registered = 0;
+      for (int i = 0; i < desired; i++) {
+        if (addresses.containsKey(i)) {
+          registered++;
+        }
+      }
+      if (desired > 0 && registered == desired) {
+        count = desired;
+        log.info("found {} pservers: {}", desired, addresses);
+        return Optional.of(desired);
+      }
+      if (System.currentTimeMillis() - lastLog[0] > 5000) {
+        log.info(
+            "waiting for pservers: {} of {} registered",
+            registered,
+            desired == 0 ? "(ps_desired not set yet)" : desired);
+        lastLog[0] = System.currentTimeMillis();
+      }
+    } catch (RuntimeException e) {
+      log.warn("cannot read pserver registrations from etcd: {}", e.getMessage());
+    }
+    return Optional.empty();
   }
 
   private int desired() {

@@ -5,6 +5,7 @@ import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.IntConsumer;
+import java.util.function.LongConsumer;
 import org.springframework.stereotype.Component;
 
 /**
@@ -19,6 +20,7 @@ public final class PserverTraffic {
   private final AtomicLong duplicatePushes = new AtomicLong();
   private final Map<Integer, AtomicLong> acknowledged = new ConcurrentHashMap<>();
   private volatile IntConsumer newPserverListener = ps -> {};
+  private volatile LongConsumer roundTripListener = nanos -> {};
 
   public long bytesPushed() {
     return bytesPushed.get();
@@ -62,6 +64,18 @@ public final class PserverTraffic {
   public void onNewPserver(IntConsumer listener) {
     this.newPserverListener = listener;
     acknowledged.keySet().forEach(listener::accept);
+  }
+
+  /**
+   * Calls {@code listener} with the nanoseconds of each streamed push request's round trip, from
+   * writing it to the training thread taking its answer in.
+   */
+  public void onPushRoundTrip(LongConsumer listener) {
+    this.roundTripListener = listener;
+  }
+
+  void pushRoundTrip(long nanos) {
+    roundTripListener.accept(nanos);
   }
 
   void acknowledged(int ps) {

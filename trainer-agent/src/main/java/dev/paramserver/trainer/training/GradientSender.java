@@ -4,6 +4,7 @@ import dev.paramserver.models.Model;
 import dev.paramserver.models.Parameters;
 import dev.paramserver.trainer.StopSignal;
 import dev.paramserver.trainer.pserver.ParameterClient;
+import dev.paramserver.trainer.pserver.StreamedPush;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.Deque;
@@ -15,47 +16,70 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * Sends a gradient and takes the new values in. Without pipelining: push and pull (in one round
- * trip where the mode allows), then go on. With pipelining (asynchronous mode), pushes and pulls
- * run on a background thread, in order, while the next batches are computed on the values as they
- * are. While a push is in flight, up to {@code maxLag} further gradients are held, summed, and
- * leave together in the next push, so the training thread does not wait for the wire; the values a
- * batch is computed on are at most {@code maxLag + 2} pushes old, as they may be in asynchronous
- * SGD anyway. At most {@link #MAX_IN_FLIGHT} pushes are queued or in flight.
+ * trip where the mode allows), then go on. With pipelining (asynchronous mode) the trainer reads
+ * its own writes: each gradient is applied at once to the training thread's copy by the trainer's
+ * own optimizer step ({@link LocalSteps}), so the next batch is computed on values that include it,
+ * and the push and its answer travel meanwhile. A gradient leaves at once when no push is in
+ * flight; otherwise it is held, summed with the others held, until the push in flight is answered.
+ * At most {@code maxLag} batches are unacknowledged (held or in flight): a batch beyond that waits
+ * for the oldest push's answer. Each answer rebases the copy: the values the push pulled, plus the
+ * local steps taken since it left ({@code values - base}). With one trainer and plain SGD the
+ * values are those of sequential SGD; other trainers' updates are at most one push old.
  *
- * <p>A push that finds a pserver without state re-initialises it, on the background thread, from
- * values of its own (see {@link #latestForPush}), never from the training thread's {@code values},
- * which that thread overwrites with each pull taken in and whose sparse tables it replaces with
- * each batch.
+ * <p>In asynchronous mode the training thread writes each push onto the pservers' push streams
+ * itself ({@link ParameterClient#startPush}: no hand-off to another thread; it waits only when a
+ * stream's flow control holds it back) and takes the answers in whenever it looks ({@link
+ * #takeAnswered}, before each batch) or has to wait. In the other modes (bounded staleness) the
+ * push and pull run as unary calls on a background thread.
+ *
+ * <p>A push that finds a pserver without state re-initialises it from values of its own (see {@link
+ * #latestForPush}), never from the training thread's {@code values}, which that thread changes with
+ * every batch and whose sparse tables it replaces with each batch.
  */
 final class GradientSender implements AutoCloseable {
+  /** The most pushes queued or in flight (a flush may start one behind the one in flight). */
   static final int MAX_IN_FLIGHT = 2;
 
   /** The longest {@link #close} waits for the pushes in flight. */
   static final Duration CLOSE_WAIT = Duration.ofSeconds(10);
 
-  /** A push (with its pull) handed to the background thread, and its buffers. */
-  private record Sent(Future<?> future, Parameters grads, Parameters pulled) {}
+  /**
+   * A push (with its pull) in flight: streamed, or handed to the background thread ({@code
+   * streamed} null); completes with {@code future}. Its buffers, the training thread's values when
+   * it left ({@code base}, dense only) and how many batches it carries.
+   */
+  private record Sent(
+      Future<?> future,
+      StreamedPush streamed,
+      Parameters grads,
+      Parameters pulled,
+      Parameters base,
+      int batches) {}
 
   private final ParameterClient client;
   private final Model model;
   private final Parameters values;
   private final StopSignal stop;
   private final boolean pipeline;
+  // pipelined pushes go on the push streams, driven by this (the training) thread
+  private final boolean streamed;
   private final int maxLag;
-  // Gradients summed while pushes are in flight, heldCount sends of them (pipelining only).
+  private final LocalSteps local;
+  // Gradients summed while a push is in flight, heldCount batches of them (pipelining only).
   private Parameters held;
   private int heldCount;
   private final Deque<Sent> sent = new ArrayDeque<>();
   private final Deque<Parameters> freeGrads = new ArrayDeque<>();
   private final Deque<Parameters> freePulled = new ArrayDeque<>();
-  // The values pulled by the last push taken in (copied into values): kept out of freePulled while
-  // a push started after it may re-initialise a pserver from them. At first a copy of values.
+  private final Deque<Parameters> freeBases = new ArrayDeque<>();
+  // The values pulled by the last push taken in: kept out of freePulled while a push started after
+  // it may re-initialise a pserver from them. At first a copy of values.
   private Parameters lastTaken;
   private ExecutorService comm;
 
   /**
-   * @param pipeline push and pull in the background
-   * @param maxLag with pipelining, how many gradients may wait (summed) for the pushes in flight
+   * @param pipeline push and pull in the background, reading this trainer's own writes
+   * @param maxLag with pipelining, how many batches may be unacknowledged (held or in flight)
    */
   GradientSender(
       ParameterClient client,
@@ -69,11 +93,14 @@ final class GradientSender implements AutoCloseable {
     this.values = values;
     this.stop = stop;
     this.pipeline = pipeline;
+    this.streamed = pipeline && client.streamsPushes();
     this.maxLag = maxLag;
+    this.local = pipeline ? new LocalSteps(client.layout().specs()) : null;
   }
 
   /**
-   * Sends {@code grads} (or, with pipelining, holds it while pushes are in flight).
+   * Sends {@code grads} (with pipelining: applies it to the values and holds it while a push is in
+   * flight).
    *
    * @return the gradient buffer to accumulate into next (cleared): {@code grads} itself, or with
    *     pipelining another buffer while {@code grads} is being sent
@@ -85,25 +112,42 @@ final class GradientSender implements AutoCloseable {
       return grads;
     }
     takeAnswered();
-    if (!sent.isEmpty() && heldCount < maxLag) {
-      if (held == null) {
-        held = freeGrads();
-      }
-      Gradients.add(held, grads);
-      heldCount++;
-      grads.clear();
-      return grads;
+    if (lastTaken == null) {
+      // before the first local step: what a pserver re-initialised by the first push gets
+      lastTaken = Parameters.zerosLike(model);
+      Gradients.copyDense(values, lastTaken);
     }
-    Parameters out = grads;
-    if (heldCount > 0) {
-      Gradients.add(held, grads);
-      out = held;
+    local.apply(values, grads);
+    Parameters next;
+    if (heldCount == 0) {
+      next = freeGrads();
       held = grads;
-      held.clear();
-      heldCount = 0;
+    } else {
+      Gradients.add(held, grads);
+      grads.clear();
+      next = grads;
     }
-    start(out);
-    return freeGrads();
+    heldCount++;
+    if (sent.isEmpty()) {
+      startHeld();
+    }
+    while (unacknowledged() > maxLag) {
+      awaitOldest();
+      takeAnswered();
+      if (sent.isEmpty() && heldCount > 0) {
+        startHeld();
+      }
+    }
+    return next;
+  }
+
+  /** Batches held or in flight, not yet acknowledged. */
+  private int unacknowledged() {
+    int n = heldCount;
+    for (Sent s : sent) {
+      n += s.batches();
+    }
+    return n;
   }
 
   /**
@@ -116,10 +160,7 @@ final class GradientSender implements AutoCloseable {
       return CompletableFuture.completedFuture(null);
     }
     if (heldCount > 0) {
-      Parameters out = held;
-      held = null;
-      heldCount = 0;
-      start(out);
+      startHeld();
     }
     return sent.isEmpty() ? CompletableFuture.completedFuture(null) : sent.peekLast().future();
   }
@@ -128,17 +169,32 @@ final class GradientSender implements AutoCloseable {
   void awaitInFlight() {
     flush();
     while (!sent.isEmpty()) {
-      stop.await(sent.peekFirst().future(), "waiting for a push");
+      awaitOldest();
       takeAnswered();
     }
   }
 
-  private void start(Parameters out) {
+  /** Waits for the oldest push in flight to be answered (and, streamed, taken in). */
+  private void awaitOldest() {
+    Sent s = sent.peekFirst();
+    if (s.streamed() != null) {
+      client.streams().await(s.streamed());
+    } else {
+      stop.await(s.future(), "waiting for a push");
+    }
+  }
+
+  private boolean answered(Sent s) {
+    return s.streamed() != null ? s.streamed().isComplete() : s.future().isDone();
+  }
+
+  /** Starts a push of the gradients held, recording the values it leaves from. */
+  private void startHeld() {
     while (sent.size() >= MAX_IN_FLIGHT) {
-      stop.await(sent.peekFirst().future(), "waiting for a push");
+      awaitOldest();
       takeAnswered();
     }
-    if (comm == null) {
+    if (comm == null && !streamed) {
       comm =
           Executors.newSingleThreadExecutor(
               r -> {
@@ -147,27 +203,43 @@ final class GradientSender implements AutoCloseable {
                 return t;
               });
     }
+    Parameters out = held;
+    int batches = heldCount;
+    held = null;
+    heldCount = 0;
+    Parameters base = freeBases.isEmpty() ? Parameters.zerosLike(model) : freeBases.pop();
+    Gradients.copyDense(values, base);
     Parameters latest = latestForPush();
     Parameters pulled = freePulled.isEmpty() ? Parameters.zerosLike(model) : freePulled.pop();
-    sent.addLast(new Sent(comm.submit(() -> client.pushAndPull(out, latest, pulled)), out, pulled));
+    if (streamed) {
+      StreamedPush push = client.startPush(out, latest, pulled);
+      sent.addLast(
+          new Sent(client.streams().acknowledgement(push), push, out, pulled, base, batches));
+      return;
+    }
+    sent.addLast(
+        new Sent(
+            comm.submit(() -> client.pushAndPull(out, latest, pulled)),
+            null,
+            out,
+            pulled,
+            base,
+            batches));
   }
 
   /**
    * The values a push about to start re-initialises a pserver with, if it finds one without state:
    * one consistent set, assembled without copying. Dense: what the push before it pulled, complete
-   * by the time this push runs (the pushes run in order on one thread) and written by nobody until
-   * this push was taken in: {@link #takeAnswered} frees a pulled buffer only once the next push was
-   * taken. Sparse: the tables of the batch just trained, which the training thread replaces for the
-   * next batch and never changes again (see {@code TaskTrainer}).
+   * by the time this push runs (the pushes run in order on one thread) or, streamed, complete for
+   * every pserver that fails this push (its answers to the push before arrived first, on the same
+   * stream, and were taken in before its failure is acted on; a pserver is re-initialised from its
+   * own blocks only), and written by nobody until this push was taken in: {@link #takeAnswered}
+   * frees a pulled buffer only once the next push was taken. Sparse: the tables of the batch just
+   * trained, which the training thread replaces for the next batch and never changes again (see
+   * {@code TaskTrainer}).
    */
   private Parameters latestForPush() {
     Parameters dense = sent.isEmpty() ? lastTaken : sent.peekLast().pulled();
-    if (dense == null) {
-      // the first push: the only copy, once per sender
-      dense = Parameters.zerosLike(model);
-      Gradients.copyDense(values, dense);
-      lastTaken = dense;
-    }
     Parameters latest = new Parameters();
     for (String name : dense.denseNames()) {
       latest.putDense(name, dense.dense(name));
@@ -179,14 +251,21 @@ final class GradientSender implements AutoCloseable {
   }
 
   /**
-   * Takes in the values of the pushes answered, oldest first, and frees their buffers. A push that
-   * failed (the trainer stops) fails here.
+   * Takes in the values of the pushes answered, oldest first: each rebases the training thread's
+   * values on what it pulled, keeping the local steps taken since it left. Frees their buffers. A
+   * push that failed (the trainer stops) fails here.
    */
   private void takeAnswered() {
-    while (!sent.isEmpty() && sent.peekFirst().future().isDone()) {
+    if (streamed) {
+      client.streams().poll();
+    }
+    while (!sent.isEmpty() && answered(sent.peekFirst())) {
       Sent s = sent.pollFirst();
-      stop.await(s.future(), "waiting for a push");
-      Gradients.copyDense(s.pulled(), values);
+      if (s.streamed() == null) {
+        stop.await(s.future(), "waiting for a push");
+      }
+      Gradients.rebaseDense(values, s.pulled(), s.base());
+      freeBases.push(s.base());
       s.grads().clear();
       freeGrads.push(s.grads());
       // the push after s may still re-initialise from the buffer s pulled: free the one before
@@ -202,13 +281,16 @@ final class GradientSender implements AutoCloseable {
   }
 
   /**
-   * Stops the background thread of the pipeline once the pushes in flight were answered (at most
-   * {@link #CLOSE_WAIT}): interrupting one that a pserver already applied would count it as dropped
-   * although it took effect. A push still retrying by then (its pserver is down, or the trainer
-   * stops) is interrupted.
+   * Ends the pipeline once the pushes in flight were answered (at most {@link #CLOSE_WAIT}): giving
+   * up one that a pserver already applied would count it as dropped although it took effect. A push
+   * still retrying by then (its pserver is down, or the trainer stops) is given up: its stream is
+   * cancelled, or the background thread interrupted.
    */
   @Override
   public void close() {
+    if (streamed) {
+      client.streams().close(CLOSE_WAIT);
+    }
     if (comm != null) {
       comm.shutdown();
       try {

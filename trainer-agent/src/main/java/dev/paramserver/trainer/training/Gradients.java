@@ -51,4 +51,19 @@ final class Gradients {
       System.arraycopy(src, 0, to.dense(name), 0, src.length);
     }
   }
+
+  /**
+   * {@code values = pulled + (values - base)}, dense: the pservers' values with the changes made to
+   * {@code values} since it was {@code base}.
+   */
+  static void rebaseDense(Parameters values, Parameters pulled, Parameters base) {
+    for (String name : values.denseNames()) {
+      float[] v = values.dense(name);
+      float[] p = pulled.dense(name);
+      float[] b = base.dense(name);
+      for (int i = 0; i < v.length; i++) {
+        v[i] = p[i] + (v[i] - b[i]);
+      }
+    }
+  }
 }

@@ -16,10 +16,11 @@ import org.slf4j.LoggerFactory;
 import org.springframework.stereotype.Component;
 
 /**
- * Runs the job's passes: SetDataset, then GetTask → train the task → TaskFinished, evaluating at
- * the end of each pass and writing the final model (if elected) when the job is finished. A stop
- * request finishes the current batch, hands the task (and a prefetched one) back and ends with
- * {@link StoppedException}.
+ * Runs the job's passes: SetDataset, then GetTask → train the task → TaskFinished. At the end of
+ * each pass one elected trainer evaluates it in the background ({@link PassEvaluations}); when the
+ * job is finished the final model is written and the last pass evaluated (each by the trainer
+ * elected for it). A stop request finishes the current batch, hands the task (and a prefetched one)
+ * back and ends with {@link StoppedException}.
  */
 @Component
 public class PassRunner {
@@ -85,7 +86,8 @@ public class PassRunner {
                 ctx.storage(),
                 holdMs,
                 props.communication().tasksPerRequest());
-        TaskTrainer trainer = new TaskTrainer(ctx, props, progress, stop)) {
+        TaskTrainer trainer = new TaskTrainer(ctx, props, progress, stop);
+        PassEvaluations evaluations = new PassEvaluations(evaluator, ctx, stop)) {
       while (true) {
         stop.check("before asking for a task");
         TaskSource.Fetched next = tasks.next(pass);
@@ -100,17 +102,16 @@ public class PassRunner {
             }
           }
           case PASS_FINISHED -> {
-            trainer.settle();
-            evaluator.evaluate(ctx, pass);
+            evaluations.passEnded(pass);
             pass = resp.getCurrentPass();
-            progress.moveTo(TrainerState.TRAINING);
           }
           case JOB_FINISHED -> {
             trainer.settle();
             // the model file is written before this trainer's final report, so whoever waits for
             // the reports finds it
             exporter.exportIfElected(ctx);
-            evaluator.evaluate(ctx, Math.max(0, resp.getTotalPasses() - 1));
+            progress.moveTo(TrainerState.EVALUATING);
+            evaluations.jobFinished(Math.max(0, resp.getTotalPasses() - 1));
             progress.moveTo(TrainerState.FINISHED);
             log.info("job finished: {} tasks trained by this trainer", progress.tasksDone());
             return 0;

@@ -4,6 +4,8 @@ import dev.paramserver.trainer.pserver.PserverTraffic;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Timer;
+import java.util.concurrent.TimeUnit;
 import java.util.function.ToDoubleFunction;
 import org.springframework.stereotype.Component;
 
@@ -16,7 +18,8 @@ import org.springframework.stereotype.Component;
  * paramserver_trainer_eval_accuracy}, {@code paramserver_trainer_bytes_pushed_total}, {@code
  * paramserver_trainer_bytes_pulled_total}, {@code paramserver_trainer_dropped_pushes_total}, {@code
  * paramserver_trainer_duplicate_pushes_total}, {@code
- * paramserver_trainer_pushes_acknowledged_total{pserver}}.
+ * paramserver_trainer_pushes_acknowledged_total{pserver}}, {@code
+ * paramserver_trainer_push_round_trip_seconds} (a timer).
  */
 @Component
 public final class TrainerMetrics {
@@ -70,6 +73,14 @@ public final class TrainerMetrics {
         "Retried pushes a pserver had applied already and acknowledged without applying again",
         traffic,
         t -> t.duplicatePushes());
+    // built once: recorded for every streamed push request
+    Timer roundTrip =
+        Timer.builder("paramserver.trainer.push.round.trip")
+            .description(
+                "Time from writing a push request onto a pserver's push stream to the training"
+                    + " thread taking its answer in")
+            .register(registry);
+    traffic.onPushRoundTrip(nanos -> roundTrip.record(nanos, TimeUnit.NANOSECONDS));
     traffic.onNewPserver(
         ps ->
             FunctionCounter.builder(

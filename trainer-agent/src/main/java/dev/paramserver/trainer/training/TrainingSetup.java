@@ -110,9 +110,12 @@ public class TrainingSetup {
 
     progress.moveTo(TrainerState.WAITING_FOR_PSERVERS);
     CommunicationProperties comm = props.communication();
-    // registrations are cheap to read: look again at least every 500 ms
+    // a registration wakes the wait at once (the directory watches them); the reads every 500 ms
+    // are the fallback. The pauses between reads stay short: with the trainer up before the
+    // pservers, a backoff of 100-500 ms after each read held it up to half a second after the
+    // last pserver registered.
     Duration wait = Duration.ofMillis(Math.min(500, comm.maxBackoff().toMillis()));
-    int pservers = directory.awaitAll(stop.retry(min(Duration.ofMillis(100), wait), wait));
+    int pservers = directory.awaitAll(wait, stop.retry(Duration.ofMillis(5), Duration.ofMillis(5)));
     ModelLayout layout =
         new ModelLayout(
             model,
@@ -135,9 +138,5 @@ public class TrainingSetup {
     client.pull(values);
     Dataset testSet = new Dataset(new ArrayList<>(test), spec.features());
     return new TrainingContext(spec, model, values, client, testSet, lease, data, scaling, storage);
-  }
-
-  private static Duration min(Duration a, Duration b) {
-    return a.compareTo(b) <= 0 ? a : b;
   }
 }

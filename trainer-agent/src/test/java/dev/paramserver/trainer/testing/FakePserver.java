@@ -23,27 +23,38 @@ import dev.paramserver.tensor.TensorCodec;
 import io.grpc.Server;
 import io.grpc.Status;
 import io.grpc.inprocess.InProcessServerBuilder;
+import io.grpc.stub.ServerCallStreamObserver;
 import io.grpc.stub.StreamObserver;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * A pserver for in-process tests: holds dense blocks and sparse rows, applies plain SGD ({@code
  * value -= lr * grad}), and fails on demand (unavailable for a number of calls, restarted empty, a
  * withdrawn synchronous step, a push or a row pull held until released). A sparse row it creates
- * lazily holds {@link #lazyRowValue}.
+ * lazily holds {@link #lazyRowValue}. Pushes are applied once per identity (trainer, session, step,
+ * part; a repeat is answered {@code duplicate = true}) and answered with the values of their blocks
+ * when they ask for them. {@code StreamPushes} is served as the real pserver serves it (in order,
+ * the first error ends the stream, manual inbound flow control), and can be broken after a number
+ * of pushes, stop reading, or be refused as an older pserver would ({@code UNIMPLEMENTED}).
  */
 public final class FakePserver extends ParameterServerGrpc.ParameterServerImplBase
     implements AutoCloseable {
+  /** Streamed pushes a client may write ahead of those this pserver handled. */
+  public static final int STREAM_WINDOW = 4;
+
   private final String name = "fake-ps-" + UUID.randomUUID();
   private final float learningRate;
   private final Map<String, TensorBlock> blocks = new ConcurrentHashMap<>();
@@ -67,6 +78,17 @@ public final class FakePserver extends ParameterServerGrpc.ParameterServerImplBa
   private final List<PushGradientsRequest> received = new CopyOnWriteArrayList<>();
   private final AtomicInteger pulls = new AtomicInteger();
   private final AtomicInteger inits = new AtomicInteger();
+  // applications of each push identity, never forgotten (for checks); seen: since the last wipe
+  private final Map<String, AtomicInteger> applications = new ConcurrentHashMap<>();
+  private final Set<String> seen = ConcurrentHashMap.newKeySet();
+  private final AtomicInteger streamCalls = new AtomicInteger();
+  private final AtomicInteger streamedPushes = new AtomicInteger();
+  private final AtomicInteger breakStreamAt = new AtomicInteger();
+  private volatile boolean refuseStreams;
+  private volatile boolean ignoreReturnValues;
+  private volatile boolean rejectPushes;
+  private volatile boolean stopReading;
+  private volatile Runnable resumeReading = () -> {};
   private volatile CountDownLatch pushArrived;
   private volatile CountDownLatch releasePush;
   private final Server server;
@@ -90,6 +112,7 @@ public final class FakePserver extends ParameterServerGrpc.ParameterServerImplBa
   /** Forgets every value, as a pserver restarted without a checkpoint. */
   public void wipe() {
     initialised = false;
+    seen.clear();
     blocks.clear();
     staged.clear();
     rows.clear();
@@ -156,6 +179,63 @@ public final class FakePserver extends ParameterServerGrpc.ParameterServerImplBa
     if (l != null) {
       l.countDown();
     }
+  }
+
+  /**
+   * Applies the {@code n}-th push streamed from now (1: the next), then ends its stream with
+   * UNAVAILABLE instead of answering it: the push took effect but its answer was lost.
+   */
+  public void breakStreamAfter(int n) {
+    breakStreamAt.set(n);
+  }
+
+  /** Refuses every push from now with BAD_ARGUMENT (INVALID_ARGUMENT): not a transient failure. */
+  public void rejectPushes() {
+    rejectPushes = true;
+  }
+
+  /** Answers pushes without values even when they ask for them, as an older pserver. */
+  public void ignoreReturnValues() {
+    ignoreReturnValues = true;
+  }
+
+  /** Answers StreamPushes with UNIMPLEMENTED, as a pserver older than it. */
+  public void refuseStreams() {
+    refuseStreams = true;
+  }
+
+  /**
+   * Stops reading streamed pushes once the one in hand is answered (no more are requested from the
+   * transport, as a pserver falling behind), until {@link #resumeReading()}.
+   */
+  public void stopReading() {
+    stopReading = true;
+  }
+
+  public void resumeReading() {
+    stopReading = false;
+    resumeReading.run();
+  }
+
+  /** StreamPushes calls opened (refused ones included). */
+  public int streamCalls() {
+    return streamCalls.get();
+  }
+
+  /** Pushes read from streams (answered or not). */
+  public int streamedPushes() {
+    return streamedPushes.get();
+  }
+
+  /** How often each push identity ({@code trainer/session/step/part}) was applied. */
+  public Map<String, Integer> applications() {
+    Map<String, Integer> out = new TreeMap<>();
+    applications.forEach((k, v) -> out.put(k, v.get()));
+    return out;
+  }
+
+  private static String identity(PushGradientsRequest req) {
+    return req.getTrainerId() + "/" + req.getSession() + "/" + req.getStep() + "/" + req.getPart();
   }
 
   public boolean initialised() {
@@ -269,10 +349,23 @@ public final class FakePserver extends ParameterServerGrpc.ParameterServerImplBa
     if (failed(out) || notInitialised(out)) {
       return;
     }
+    if (rejectPushes) {
+      out.onError(RpcErrors.toStatus(ErrorReason.BAD_ARGUMENT, "fake pserver rejects the push"));
+      return;
+    }
     if (withdrawnPushes.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
       out.onError(RpcErrors.toStatus(ErrorReason.SYNC_ABORTED, "fake step withdrawn"));
       return;
     }
+    if (req.getStep() != 0 && !seen.add(identity(req))) {
+      out.onNext(
+          withValues(req, PushGradientsResponse.newBuilder().setStep(req.getStep()))
+              .setDuplicate(true)
+              .build());
+      out.onCompleted();
+      return;
+    }
+    applications.computeIfAbsent(identity(req), k -> new AtomicInteger()).incrementAndGet();
     for (TensorBlock g : req.getGradientsList()) {
       String key = g.getName() + "#" + g.getBlock();
       TensorBlock b = blocks.get(key);
@@ -293,12 +386,107 @@ public final class FakePserver extends ParameterServerGrpc.ParameterServerImplBa
         }
       }
     }
+    PushGradientsResponse.Builder answer =
+        withValues(req, PushGradientsResponse.newBuilder().setStep(req.getStep()));
     if (wipeAfterNextPush) {
       wipeAfterNextPush = false;
       wipe();
     }
-    out.onNext(PushGradientsResponse.newBuilder().setStep(req.getStep()).build());
+    out.onNext(answer.build());
     out.onCompleted();
+  }
+
+  private PushGradientsResponse.Builder withValues(
+      PushGradientsRequest req, PushGradientsResponse.Builder answer) {
+    if (req.getReturnValues() && !ignoreReturnValues) {
+      for (TensorBlock g : req.getGradientsList()) {
+        answer.addBlocks(blocks.get(g.getName() + "#" + g.getBlock()));
+      }
+    }
+    return answer;
+  }
+
+  @Override
+  public StreamObserver<PushGradientsRequest> streamPushes(
+      StreamObserver<PushGradientsResponse> responses) {
+    streamCalls.incrementAndGet();
+    if (refuseStreams) {
+      return super.streamPushes(responses);
+    }
+    ServerCallStreamObserver<PushGradientsResponse> out =
+        (ServerCallStreamObserver<PushGradientsResponse>) responses;
+    out.disableAutoRequest();
+    AtomicBoolean waiting = new AtomicBoolean();
+    Runnable readNext =
+        () -> {
+          if (waiting.compareAndSet(true, false)) {
+            out.request(1);
+          }
+        };
+    resumeReading = readNext;
+    // the transport's buffer: a real client writes ahead into the connection's flow-control window
+    // while the server handles one push at a time; the in-process transport is ready only for as
+    // many messages as the server requested
+    out.request(STREAM_WINDOW);
+    return new StreamObserver<>() {
+      private boolean ended;
+
+      @Override
+      public void onNext(PushGradientsRequest req) {
+        if (ended) {
+          return;
+        }
+        streamedPushes.incrementAndGet();
+        Answer answer = new Answer();
+        pushGradients(req, answer);
+        if (answer.error == null && breakStreamAt.getAndUpdate(n -> n - 1) == 1) {
+          answer.error =
+              Status.UNAVAILABLE.withDescription("fake push stream broken").asRuntimeException();
+        }
+        if (answer.error != null) {
+          ended = true;
+          out.onError(answer.error);
+          return;
+        }
+        out.onNext(answer.value);
+        waiting.set(true);
+        if (!stopReading) {
+          readNext.run();
+        }
+      }
+
+      @Override
+      public void onError(Throwable t) {
+        ended = true;
+      }
+
+      @Override
+      public void onCompleted() {
+        if (!ended) {
+          ended = true;
+          out.onCompleted();
+        }
+      }
+    };
+  }
+
+  /** What a unary push answered, to answer it on a stream. */
+  private static final class Answer implements StreamObserver<PushGradientsResponse> {
+    PushGradientsResponse value;
+    Throwable error;
+
+    @Override
+    public void onNext(PushGradientsResponse v) {
+      value = v;
+    }
+
+    @Override
+    public void onError(Throwable t) {
+      error = t;
+    }
+
+    @Override
+    public void onCompleted() {}
   }
 
   private float[] row(String table, long id) {

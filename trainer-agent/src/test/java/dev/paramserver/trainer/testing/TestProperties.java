@@ -34,7 +34,7 @@ public final class TestProperties {
   public static TrainerProperties of(
       String trainGlob, String testGlob, boolean pipeline, Path modelOutput, Path onnxOutput) {
     return new TrainerProperties(
-        new AgentProperties("t-test", 42, 1000, false),
+        new AgentProperties("t-test", 42, 1000, false, Duration.ZERO),
         new DataProperties(
             List.of(trainGlob), testGlob == null ? List.of() : List.of(testGlob), 4, true),
         new ModelProperties(

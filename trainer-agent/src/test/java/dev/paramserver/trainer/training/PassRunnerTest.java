@@ -14,6 +14,7 @@ import dev.paramserver.onnx.proto.ModelProto;
 import dev.paramserver.recordio.ChunkInfo;
 import dev.paramserver.rpc.StoppedException;
 import dev.paramserver.testsupport.EtcdExtension;
+import dev.paramserver.trainer.config.AgentProperties;
 import dev.paramserver.trainer.config.TrainerProperties;
 import dev.paramserver.trainer.master.MasterClient;
 import dev.paramserver.trainer.master.MasterReports;
@@ -87,7 +88,7 @@ class PassRunnerTest {
     return new PassRunner(
         props,
         reports,
-        new Evaluator(reports, progress),
+        new Evaluator(reports, progress, coordinator, props),
         new ModelExporter(coordinator, props),
         progress,
         cluster.stop);
@@ -143,6 +144,70 @@ class PassRunnerTest {
         .containsExactly("probabilities", "predicted");
     // every batch pushed: one by one, or summed with others held while a push was in flight
     assertThat(cluster.get(0).pushes() + cluster.get(1).pushes()).isGreaterThanOrEqualTo(4);
+  }
+
+  @Test
+  void eachPass_isEvaluatedByOneTrainer_inTheBackground_theLastOnTheTrainingThread()
+      throws Exception {
+    TrainerProperties props =
+        TestProperties.of(
+            dir.resolve("train.recordio").toString(),
+            dir.resolve("test.recordio").toString(),
+            true,
+            null);
+    TrainingContext ctx = context(props);
+    MasterReports reports = new MasterReports(masterClient, props.id());
+    CountDownLatch evaluating = new CountDownLatch(1);
+    CountDownLatch release = new CountDownLatch(1);
+    List<String> threads = new java.util.concurrent.CopyOnWriteArrayList<>();
+    Evaluator held =
+        new Evaluator(reports, progress, coordinator, props) {
+          @Override
+          void evaluate(TrainingContext c, Parameters values, int pass) {
+            threads.add(Thread.currentThread().getName());
+            if (pass == 0) {
+              evaluating.countDown();
+              try {
+                release.await(20, TimeUnit.SECONDS);
+              } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+              }
+            }
+            super.evaluate(c, values, pass);
+          }
+        };
+    TrainerProperties other = withId(props, "t-other");
+    Evaluator otherEvaluator =
+        new Evaluator(new MasterReports(masterClient, "t-other"), progress, coordinator, other);
+    try (PassEvaluations mine = new PassEvaluations(held, ctx, cluster.stop);
+        PassEvaluations theirs = new PassEvaluations(otherEvaluator, ctx, cluster.stop)) {
+      // the training thread goes on while pass 0 is evaluated
+      mine.passEnded(0);
+      assertThat(evaluating.await(20, TimeUnit.SECONDS)).as("pass 0 evaluation started").isTrue();
+      theirs.passEnded(0); // the other trainer is not elected for pass 0
+      release.countDown();
+      theirs.jobFinished(1); // the other trainer sees the job end first: it evaluates pass 1
+      mine.jobFinished(1);
+    }
+    assertThat(threads).containsExactly("evaluator");
+    assertThat(master.evaluations)
+        .extracting(e -> e.getPass() + "/" + e.getTrainerId())
+        .containsExactlyInAnyOrder("0/t-test", "1/t-other");
+    assertThat(coordinator.kv().get(coordinator.keys().evaluator(0)).map(kv -> kv.valueAsString()))
+        .contains("t-test");
+    // a restarted trainer of the same id still holds its election
+    assertThat(held.elected(ctx, 0)).isTrue();
+    assertThat(otherEvaluator.elected(ctx, 0)).isFalse();
+  }
+
+  private static TrainerProperties withId(TrainerProperties p, String id) {
+    AgentProperties a = p.agent();
+    return new TrainerProperties(
+        new AgentProperties(id, a.seed(), a.logEvery(), a.exitWhenDone(), a.exitLinger()),
+        p.data(),
+        p.model(),
+        p.optimizer(),
+        p.communication());
   }
 
   @Test

@@ -37,14 +37,16 @@ import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
- * A pserver that loses its state while a pipelined push is in flight is re-initialised on the push
- * thread while the training thread goes on with the next batch. The interleaving is fixed by the
- * fake pserver: push 1 (batch 1's gradient) is held at the pserver until the training thread is
- * inside batch 2's pull of sparse rows (itself held); only then is the pserver wiped and push 1
- * answered NOT_INITIALIZED. The re-initialisation must carry one consistent set of values, the ones
- * push 1's gradient was computed on: batch 1's rows, exactly as pulled, and the dense values before
- * any push was answered, not whatever the training thread holds by then (its rows are being
- * replaced by batch 2's).
+ * A pserver that loses its state while a pipelined (streamed) push is in flight is re-initialised
+ * with the values of that push while the training thread has gone on with the next batch. The
+ * interleaving is fixed by the fake pserver: push 1 (batch 1's gradient) is held at the pserver
+ * until the training thread is inside batch 2's pull of sparse rows (itself held); only then is the
+ * pserver wiped and push 1 answered NOT_INITIALIZED. The training thread meets the failure first in
+ * its row pull, and acts on the failed push stream before acting on the pull's failure. The
+ * re-initialisation must carry one consistent set of values, the ones push 1's gradient was
+ * computed on: batch 1's rows, exactly as pulled, and the dense values before any push was
+ * answered, not whatever the training thread holds by then (its rows are being replaced by batch
+ * 2's).
  */
 @Timeout(60)
 class PipelinedReinitialisationTest {
@@ -134,8 +136,8 @@ class PipelinedReinitialisationTest {
           trainingThread.submit(() -> trainer.train(task, examples()));
       assertThat(push1.await(20, TimeUnit.SECONDS)).as("batch 1's push arrived").isTrue();
       assertThat(rowPull2.await(20, TimeUnit.SECONDS)).as("batch 2's row pull arrived").isTrue();
-      // the pserver restarts empty under push 1, which fails with NOT_INITIALIZED; the push thread
-      // re-initialises it while the training thread waits for batch 2's rows
+      // the pserver restarts empty under push 1, which fails with NOT_INITIALIZED; the training
+      // thread, whose row pull fails meanwhile, re-initialises it from push 1's values
       ps.wipe();
       ps.releasePush();
       Poll.until(Duration.ofSeconds(20), ps::initialised, "the pserver re-initialised");

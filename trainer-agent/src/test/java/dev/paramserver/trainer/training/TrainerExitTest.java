@@ -2,6 +2,7 @@ package dev.paramserver.trainer.training;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.paramserver.trainer.admin.ScrapeWatch;
 import dev.paramserver.trainer.testing.TestProperties;
 import org.junit.jupiter.api.Test;
 import org.springframework.context.support.GenericApplicationContext;
@@ -12,7 +13,8 @@ class TrainerExitTest {
     try (GenericApplicationContext context = new GenericApplicationContext()) {
       context.refresh();
       // the test properties set exit-when-done=false, as a trainer embedded in a test would
-      new TrainerExit(TestProperties.of("/d/*.rio", null, true, null), context).exit(0);
+      new TrainerExit(TestProperties.of("/d/*.rio", null, true, null), context, new ScrapeWatch())
+          .exit(0);
       assertThat(context.isActive()).isTrue();
     }
   }

@@ -6,6 +6,7 @@ import dev.paramserver.proto.v1.ReplicaRole;
 import dev.paramserver.proto.v1.ShardCheckpoint;
 import dev.paramserver.pserver.PserverProperties;
 import dev.paramserver.pserver.checkpoint.CheckpointService;
+import dev.paramserver.pserver.checkpoint.TestProperties;
 import dev.paramserver.pserver.replication.Replication;
 import dev.paramserver.pserver.replication.ShardReplicationGrpcService;
 import dev.paramserver.pserver.role.ShardLifecycle;
@@ -34,7 +35,6 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.LongSupplier;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.beans.factory.support.StaticListableBeanFactory;
-import org.springframework.util.unit.DataSize;
 
 /**
  * One pserver of the harness, wired as the service wires it but without Spring, etcd or sockets: a
@@ -201,25 +201,9 @@ final class InProcessPserver implements AutoCloseable {
 
   /** The settings of a harness pserver: log and checkpoints in {@code dir}, no timer. */
   static PserverProperties properties(Path dir, Duration replicationTimeout) {
-    return new PserverProperties(
-        1,
+    return TestProperties.of(
         dir.resolve("checkpoints").toString(),
         Duration.ZERO,
-        true,
-        Duration.ofSeconds(10),
-        Duration.ofSeconds(10),
-        4,
-        -1,
-        new PserverProperties.Sparse(
-            0,
-            DataSize.ofBytes(0),
-            Map.of(),
-            PserverProperties.Sparse.Eviction.LFU,
-            Duration.ofMinutes(10),
-            Duration.ofHours(24),
-            8,
-            1,
-            1 << 20),
         new PserverProperties.Wal(
             true, WriteAheadLog.SyncMode.NONE, Duration.ofMillis(50), dir.resolve("wal")),
         PserverProperties.CheckpointConsistency.INDEPENDENT,

@@ -8,13 +8,18 @@ import dev.paramserver.proto.v1.ParameterSpec;
 import dev.paramserver.proto.v1.PushGradientsRequest;
 import dev.paramserver.proto.v1.SparseRows;
 import dev.paramserver.proto.v1.TensorBlock;
+import dev.paramserver.pserver.shard.AsyncPushes;
 import dev.paramserver.pserver.shard.ParameterShard;
+import dev.paramserver.pserver.shard.PushOutcome;
 import dev.paramserver.tensor.TensorCodec;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.IntConsumer;
@@ -148,6 +153,7 @@ public final class Trainers {
   static Outcome run(ParameterShard shard, Schedule schedule, long fromStep, IntConsumer afterPush)
       throws InterruptedException {
     ConcurrentLinkedQueue<String> failures = new ConcurrentLinkedQueue<>();
+    ExecutorService blocking = Executors.newCachedThreadPool();
     AtomicInteger done = new AtomicInteger();
     CyclicBarrier start = new CyclicBarrier(schedule.trainers());
     List<Thread> threads = new ArrayList<>();
@@ -161,11 +167,11 @@ public final class Trainers {
                   for (int i = 0; i < schedule.pushes(); i++) {
                     long step = fromStep + i;
                     PushGradientsRequest push = push(schedule.seed(), trainer, step);
-                    if (shard.pushOutcome(push).duplicate()) {
+                    if (push(shard, push, trainer % 2 == 1, blocking).duplicate()) {
                       failures.add("t" + trainer + " step " + step + " answered as a duplicate");
                     }
                     if (schedule.retryEvery() > 0 && (i + 1) % schedule.retryEvery() == 0) {
-                      if (!shard.pushOutcome(push).duplicate()) {
+                      if (!push(shard, push, trainer % 2 == 1, blocking).duplicate()) {
                         failures.add("retry of t" + trainer + " step " + step + " applied twice");
                       }
                     }
@@ -187,6 +193,28 @@ public final class Trainers {
         thread.interrupt();
       }
     }
+    blocking.shutdownNow();
     return new Outcome(List.copyOf(failures));
+  }
+
+  /**
+   * Odd trainers push as the gRPC service does with a backup attached ({@link
+   * AsyncPushes#pushOutcome}: applied on the caller's thread, answered by the backup's
+   * acknowledgement), even ones as a blocking thread does ({@link ParameterShard#pushOutcome}).
+   */
+  private static PushOutcome push(
+      ParameterShard shard, PushGradientsRequest push, boolean async, ExecutorService blocking)
+      throws Exception {
+    if (!async) {
+      return shard.pushOutcome(push);
+    }
+    try {
+      return AsyncPushes.pushOutcome(shard, push, blocking).get(30, TimeUnit.SECONDS);
+    } catch (ExecutionException e) {
+      if (e.getCause() instanceof RuntimeException cause) {
+        throw cause;
+      }
+      throw e;
+    }
   }
 }

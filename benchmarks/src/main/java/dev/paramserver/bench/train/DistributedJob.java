@@ -1,0 +1,199 @@
+package dev.paramserver.bench.train;
+
+import dev.paramserver.bench.BenchSuite;
+import dev.paramserver.bench.cluster.ServiceJars;
+import dev.paramserver.bench.train.Rounds.Shape;
+import dev.paramserver.bench.wire.WireSuite;
+import dev.paramserver.localcluster.ClusterSpec;
+import dev.paramserver.localcluster.JobStatusView;
+import dev.paramserver.localcluster.LocalCluster;
+import dev.paramserver.localcluster.Role;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * One distributed training job of a workload on a local cluster (etcd, a master, pservers and
+ * trainers as processes on 127.0.0.1), from launch to the end of its last pass, with the instant
+ * its first task was handed out ({@link FirstTaskWatch}).
+ */
+final class DistributedJob {
+  private final Path runDir;
+  private final ServiceJars jars;
+
+  DistributedJob(Path runDir, ServiceJars jars) {
+    this.runDir = runDir;
+    this.jars = jars;
+  }
+
+  /**
+   * What an observed job leaves besides its figures: the server-side time per RPC method of its
+   * master and first pserver, its first trainer's push round trips ({@link TrainerPushTimes}), the
+   * time of its passes and, when {@code record}, JFR recordings of its first pserver and trainer
+   * over the measured passes.
+   */
+  static final class Observation {
+    final boolean record;
+    final Map<String, Map<String, ServerRpcTimes.Times>> rpcTimes = new LinkedHashMap<>();
+    final List<Path> profiles = new ArrayList<>();
+    long jobMillis;
+
+    Observation(boolean record) {
+      this.record = record;
+    }
+  }
+
+  /** Runs {@code w} on {@code shape}; {@code observe} (or null) collects the extras. */
+  Outcome run(Workload w, Shape shape, int round, Observation observe) throws Exception {
+    Path dir =
+        runDir.resolve("train").resolve(w.name() + "-" + shape.id() + "-round" + (round + 1));
+    ClusterSpec.Builder b =
+        jars.spec(dir)
+            .job("bench-" + w.name())
+            .masters(1)
+            .pservers(shape.pservers())
+            .trainers(shape.trainers())
+            .property(Role.MASTER, "paramserver.master.passes", Integer.toString(w.passes()))
+            .property(
+                Role.MASTER,
+                "paramserver.master.chunks-per-task",
+                Integer.toString(w.chunksPerTask()))
+            .property(Role.TRAINER, "paramserver.trainer.train-data", w.trainGlob())
+            .property(Role.TRAINER, "paramserver.trainer.test-data", w.testGlob())
+            .property(Role.PSERVER, "paramserver.pserver.checkpoint-interval", "0s")
+            .startTimeout(Duration.ofSeconds(240));
+    w.trainerProperties()
+        .forEach((k, v) -> b.property(Role.TRAINER, "paramserver.trainer." + k, v));
+    ClusterSpec spec = b.build();
+    // the services' class-data archives are made once per build: not part of a job's time
+    LocalCluster.prepareClassData(spec);
+    try {
+      return run(w, shape, spec, dir, observe);
+    } finally {
+      // a 5M-parameter job logs gigabytes of pushes; a section runs many jobs
+      BenchSuite.dropCheckpoints(dir);
+    }
+  }
+
+  private Outcome run(Workload w, Shape shape, ClusterSpec spec, Path dir, Observation observe)
+      throws Exception {
+    boolean recording = observe != null && observe.record;
+    Path trainerJfr = dir.resolve("trainer.jfr");
+    Path pserverJfr = dir.resolve("pserver.jfr");
+    long launchedMs = System.currentTimeMillis();
+    long launchedNanos = System.nanoTime();
+    try (LocalCluster cluster = new LocalCluster(spec);
+        FirstTaskWatch firstTask = FirstTaskWatch.start(cluster, launchedNanos)) {
+      cluster.start();
+      TrainerPushTimes pushTimes =
+          observe == null
+              ? null
+              : TrainerPushTimes.poll(cluster.process(Role.TRAINER, 0).httpPort());
+      if (recording) {
+        // profile the measured passes only; the trainer dumps when it exits
+        int first = TrainSuite.firstSteadyPass(w.passes());
+        cluster.awaitJob(
+            s -> s.pass() >= first || s.isFinished() || s.isFailed(), Duration.ofMinutes(4));
+        WireSuite.jcmd(
+            cluster.process(Role.TRAINER, 0).pid(),
+            "JFR.start",
+            "name=bench",
+            "settings=profile",
+            "dumponexit=true",
+            "filename=" + trainerJfr);
+        WireSuite.jcmd(
+            cluster.process(Role.PSERVER, 0).pid(), "JFR.start", "name=bench", "settings=profile");
+      }
+      JobStatusView end = cluster.awaitJobEnd(Duration.ofMinutes(10));
+      if (recording) {
+        WireSuite.jcmd(
+            cluster.process(Role.PSERVER, 0).pid(),
+            "JFR.dump",
+            "name=bench",
+            "filename=" + pserverJfr);
+      }
+      if (observe != null) {
+        observe.rpcTimes.put("master", scrapeQuietly(cluster.process(Role.MASTER, 0).httpPort()));
+        observe.rpcTimes.put("pserver", scrapeQuietly(cluster.process(Role.PSERVER, 0).httpPort()));
+        pushTimes.close();
+        observe.rpcTimes.put("trainer", pushTimes.last());
+        observe.jobMillis = end.passes().stream().mapToLong(p -> p.endedMs() - p.startedMs()).sum();
+      }
+      if (!end.isFinished()) {
+        throw new IllegalStateException(
+            "training job " + w.name() + " " + shape.id() + " did not finish: " + end);
+      }
+      firstTask.close();
+      Map<String, Double> startup =
+          shape.pservers() == 1 && shape.trainers() == 1
+              ? StartupTimeline.read(dir.resolve("logs"), launchedMs)
+              : Map.of();
+      Outcome outcome = outcome(w, end, launchedMs, firstTask, startup);
+      if (recording) {
+        cluster.close(); // the trainer's recording is written as it exits
+        observe.profiles.add(pserverJfr);
+        observe.profiles.add(trainerJfr);
+      }
+      return outcome;
+    }
+  }
+
+  /** The figures of a finished job, from the passes its master reported. */
+  private static Outcome outcome(
+      Workload w,
+      JobStatusView end,
+      long launchedMs,
+      FirstTaskWatch firstTask,
+      Map<String, Double> startup) {
+    List<Double> perPass = new ArrayList<>();
+    long records = 0;
+    long steadyRecords = 0;
+    long steadyMillis = 0;
+    long lastEnd = launchedMs;
+    double quality = Double.NaN;
+    for (JobStatusView.PassView p : end.passes()) {
+      long ms = Math.max(1, p.endedMs() - p.startedMs());
+      perPass.add(p.records() * 1000.0 / ms);
+      records += p.records();
+      lastEnd = Math.max(lastEnd, p.endedMs());
+      if (p.evalReports() > 0) {
+        quality = w.metric().equals("auc") ? evalAuc(end, p.pass()) : p.evalAccuracy();
+      }
+      if (p.pass() >= TrainSuite.firstSteadyPass(w.passes())) {
+        steadyRecords += p.records();
+        steadyMillis += ms;
+      }
+    }
+    return new Outcome(
+        steadyRecords * 1000.0 / Math.max(1, steadyMillis),
+        records * 1000.0 / Math.max(1, lastEnd - launchedMs),
+        quality,
+        perPass.isEmpty() ? Double.NaN : perPass.get(0),
+        perPass,
+        firstTask.seconds(),
+        firstTask.uncertaintySeconds(),
+        startup);
+  }
+
+  /** The test AUC the master reported for {@code pass} (NaN when none). */
+  private static double evalAuc(JobStatusView status, int pass) {
+    for (var p : status.json().path("passes")) {
+      if (p.path("pass").asInt(-1) == pass && p.path("evalAuc").isNumber()) {
+        return p.path("evalAuc").asDouble();
+      }
+    }
+    return Double.NaN;
+  }
+
+  private static Map<String, ServerRpcTimes.Times> scrapeQuietly(int port) {
+    try {
+      return ServerRpcTimes.scrape(port);
+    } catch (Exception e) {
+      System.out.println("could not read metrics on port " + port + ": " + e);
+      return Map.of();
+    }
+  }
+}

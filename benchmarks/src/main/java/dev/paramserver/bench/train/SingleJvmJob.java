@@ -1,0 +1,81 @@
+package dev.paramserver.bench.train;
+
+import dev.paramserver.localcluster.ClusterSpec;
+import dev.paramserver.localcluster.Role;
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * The single-JVM baseline of a workload: {@link SingleJvmTrainer} in a JVM of its own with the
+ * trainer's JVM options, so that its start-up counts as a distributed job's does.
+ */
+final class SingleJvmJob {
+  private static final Pattern PASS =
+      Pattern.compile("pass=([0-9]+) records=([0-9]+) seconds=([0-9.E-]+)");
+
+  private SingleJvmJob() {}
+
+  static Outcome run(Workload w) throws Exception {
+    List<String> cmd = new ArrayList<>();
+    cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+    cmd.addAll(ClusterSpec.defaultJvmOptions(Role.TRAINER));
+    cmd.add("-cp");
+    cmd.add(System.getProperty("java.class.path"));
+    cmd.add(SingleJvmTrainer.class.getName());
+    cmd.addAll(SingleJvmTrainer.arguments(w));
+    long launched = System.nanoTime();
+    Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+    List<Double> perPass = new ArrayList<>();
+    long steadyRecords = 0;
+    double steadySeconds = 0;
+    long records = 0;
+    Map<String, Double> figures = new LinkedHashMap<>();
+    List<String> other = new ArrayList<>();
+    try (BufferedReader r =
+        new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
+      for (String line = r.readLine(); line != null; line = r.readLine()) {
+        Matcher m = PASS.matcher(line);
+        if (m.matches()) {
+          int pass = Integer.parseInt(m.group(1));
+          long n = Long.parseLong(m.group(2));
+          double secs = Double.parseDouble(m.group(3));
+          perPass.add(n / secs);
+          records += n;
+          if (pass >= TrainSuite.firstSteadyPass(w.passes())) {
+            steadyRecords += n;
+            steadySeconds += secs;
+          }
+        } else if (line.matches("(accuracy|auc)=[-0-9.NaE]+")) {
+          String[] kv = line.split("=");
+          figures.put(kv[0], Double.parseDouble(kv[1]));
+        } else {
+          other.add(line);
+        }
+      }
+    }
+    if (!p.waitFor(10, TimeUnit.MINUTES) || p.exitValue() != 0 || perPass.isEmpty()) {
+      p.destroyForcibly();
+      throw new IllegalStateException(
+          "the single-JVM trainer of " + w.name() + " failed: " + String.join("\n", other));
+    }
+    double whole = records / ((System.nanoTime() - launched) / 1e9);
+    return new Outcome(
+        steadyRecords / steadySeconds,
+        whole,
+        figures.getOrDefault(w.metric(), Double.NaN),
+        perPass.get(0),
+        perPass,
+        Double.NaN,
+        Double.NaN,
+        Map.of());
+  }
+}

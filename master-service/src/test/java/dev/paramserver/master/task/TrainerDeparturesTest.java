@@ -1,0 +1,98 @@
+package dev.paramserver.master.task;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import dev.paramserver.coordination.EtcdCoordinator;
+import dev.paramserver.coordination.EtcdSettings;
+import dev.paramserver.coordination.Lease;
+import dev.paramserver.proto.v1.GetTaskResponse;
+import dev.paramserver.testsupport.EtcdExtension;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.List;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * A trainer's registration in a real etcd ends, or a new process takes its name: the tasks it held
+ * come back at once; a trainer that never registered keeps its tasks until their deadlines.
+ */
+class TrainerDeparturesTest {
+  @RegisterExtension static final EtcdExtension etcd = new EtcdExtension();
+  @TempDir Path dir;
+  private EtcdCoordinator coordinator;
+  private MasterJob job;
+  private TrainerDepartures departures;
+
+  @BeforeEach
+  void start() throws Exception {
+    coordinator = EtcdCoordinator.connect(EtcdSettings.of(etcd.endpoint(), etcd.uniqueJob()));
+    job = MasterJobLeaseTest.job(dir, Clock.systemUTC());
+    departures =
+        new TrainerDepartures(job, coordinator.kv(), coordinator.keys().trainersPrefix(), 0);
+  }
+
+  @AfterEach
+  void stop() {
+    departures.stop();
+    coordinator.close();
+  }
+
+  private Lease register(String trainer) {
+    Lease lease = coordinator.grantLease(Duration.ofSeconds(5));
+    coordinator
+        .kv()
+        .put(
+            coordinator.keys().trainer(trainer),
+            "127.0.0.1:0".getBytes(StandardCharsets.UTF_8),
+            lease);
+    return lease;
+  }
+
+  private long pending() {
+    return job.status().getTasks().getPending();
+  }
+
+  @Test
+  void endedRegistration_orANewProcessUnderTheName_releasesItsTasksAtOnce() {
+    Lease gone = register("gone");
+    register("replaced");
+    departures.start();
+    GetTaskResponse goneLease = job.getTask("gone", 0, List.of(), 0, 3);
+    assertThat(goneLease.getMoreTasksCount()).isEqualTo(2);
+    job.getTask("replaced", 0, List.of(), 0, 1);
+    job.getTask("unregistered", 0, List.of(), 0, 1);
+    assertThat(pending()).isEqualTo(5);
+
+    gone.revoke();
+    await()
+        .atMost(Duration.ofSeconds(10))
+        .untilAsserted(
+            () ->
+                assertThat(pending())
+                    .as("the three tasks of the trainer whose registration ended are back")
+                    .isEqualTo(2));
+    assertThat(
+            job.taskFinished("gone", goneLease.getTask().getId(), goneLease.getTask().getEpoch()))
+        .as("its late report is stale")
+        .isFalse();
+
+    register("replaced"); // a restarted process: the same name under a new lease
+    await()
+        .atMost(Duration.ofSeconds(10))
+        .untilAsserted(
+            () ->
+                assertThat(pending())
+                    .as("the task of the replaced process is back; the unregistered one's is not")
+                    .isEqualTo(1));
+    assertThat(job.status().getPasses(0).getTimeouts())
+        .as("tasks taken back count as timeouts of their pass")
+        .isEqualTo(4);
+  }
+}

@@ -1,0 +1,34 @@
+package dev.paramserver.pserver.replication;
+
+import dev.paramserver.proto.v1.ShardReplicationGrpc;
+import dev.paramserver.rpc.ChannelFactory;
+import io.grpc.ManagedChannel;
+
+/**
+ * One backup registered for a {@link PrimaryReplicator}'s shard: its channel and where it stands.
+ * The mutable fields are guarded by the replicator's monitor.
+ */
+final class RegisteredBackup {
+  /** Where the backup stands: it needs a copy, a copy is being sent, or it holds every update. */
+  enum Phase {
+    NEEDS_COPY,
+    COPYING,
+    SYNCED
+  }
+
+  final String address;
+  final ManagedChannel channel;
+  final ShardReplicationGrpc.ShardReplicationStub async;
+  final ShardReplicationGrpc.ShardReplicationFutureStub future;
+  Phase phase = Phase.NEEDS_COPY;
+  long generation;
+  // Records sent after the current copy's cut: the last one's sequence number.
+  long sequence;
+
+  RegisteredBackup(String address, ChannelFactory channels) {
+    this.address = address;
+    this.channel = channels.forAddress(address);
+    this.async = ShardReplicationGrpc.newStub(channel);
+    this.future = ShardReplicationGrpc.newFutureStub(channel);
+  }
+}

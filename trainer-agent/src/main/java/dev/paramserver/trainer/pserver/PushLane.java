@@ -1,0 +1,387 @@
+package dev.paramserver.trainer.pserver;
+
+import com.google.common.util.concurrent.ListenableFuture;
+import com.google.common.util.concurrent.MoreExecutors;
+import dev.paramserver.proto.v1.ParameterServerGrpc;
+import dev.paramserver.proto.v1.PushGradientsRequest;
+import dev.paramserver.proto.v1.PushGradientsResponse;
+import io.grpc.Status;
+import io.grpc.stub.ClientCallStreamObserver;
+import io.grpc.stub.ClientResponseObserver;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Queue;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Consumer;
+
+/**
+ * The pushes of one trainer to one pserver, on one {@code StreamPushes} call at a time: the
+ * requests written and not yet answered, in order, and the call they were written on. Every method
+ * runs on the training thread; the call's callbacks (on gRPC's threads) only queue {@link Event}s,
+ * which {@link StreamedPushes} hands back to this lane on the training thread. Each call has a
+ * generation, so that the events of a call given up (failed, timed out) are ignored.
+ *
+ * <p>The stream answers in order and applies nothing after its first error, so after a failure
+ * every request not answered is written again, in order and with the same identity, on a new call:
+ * at most one of them was applied without its answer arriving, and the pserver answers that one
+ * {@code duplicate = true}. A pserver that does not serve {@code StreamPushes} (older than the
+ * trainer) gets the same requests one at a time by {@code PushGradients} instead ({@link #unary}).
+ */
+final class PushLane {
+  /** What a call reported, for the training thread. */
+  record Event(
+      PushLane lane, int generation, PushGradientsResponse answer, Throwable error, Kind kind) {
+    enum Kind {
+      ANSWER,
+      ERROR,
+      COMPLETED,
+      READY
+    }
+  }
+
+  /** One request of a push, and when it was last written. */
+  static final class Part {
+    final StreamedPush push;
+    final PushGradientsRequest request;
+    long writtenNanos;
+    boolean counted;
+    private final AtomicBoolean acknowledged = new AtomicBoolean();
+
+    Part(StreamedPush push, PushGradientsRequest request) {
+      this.push = push;
+      this.request = request;
+    }
+
+    /** An answer to this request arrived (on any call): counts it for its push once. */
+    void acknowledge() {
+      if (acknowledged.compareAndSet(false, true)) {
+        push.acknowledgedOne();
+      }
+    }
+  }
+
+  private final int ps;
+  private final PserverDirectory directory;
+  private final BlockingQueue<Event> events;
+  private final long timeoutMs;
+  private final List<Part> unanswered = new ArrayList<>();
+  // how many of unanswered (from the first) were written on the current call
+  private int written;
+  private ClientCallStreamObserver<PushGradientsRequest> call;
+  // the requests written on the current call not yet answered, shared with its callbacks
+  private Observer observer;
+  private ListenableFuture<PushGradientsResponse> unaryCall;
+  private int generation;
+  private boolean unary;
+  // set while the lane waits to write its requests again after a failure
+  private Throwable failure;
+  private long retryAtNanos;
+
+  PushLane(int ps, PserverDirectory directory, BlockingQueue<Event> events, long timeoutMs) {
+    this.ps = ps;
+    this.directory = directory;
+    this.events = events;
+    this.timeoutMs = timeoutMs;
+  }
+
+  int pserver() {
+    return ps;
+  }
+
+  /** Queues a request to write (after those queued before it). */
+  void add(Part part) {
+    unanswered.add(part);
+  }
+
+  /** The oldest request not answered, or null. */
+  Part head() {
+    return unanswered.isEmpty() ? null : unanswered.get(0);
+  }
+
+  int unanswered() {
+    return unanswered.size();
+  }
+
+  /**
+   * Requests queued that are still to be written on the open stream (the writer waits for the
+   * stream to be ready for them). Not while the lane waits to retry, nor for a pserver pushed to by
+   * {@code PushGradientsRequest}s one at a time: each is written when the one before is answered.
+   */
+  boolean mustWrite() {
+    return failure == null && !unary && written < unanswered.size();
+  }
+
+  boolean failed() {
+    return failure != null;
+  }
+
+  /** What the lane failed with (null when it did not). */
+  Throwable failureCause() {
+    return failure;
+  }
+
+  boolean isUnary() {
+    return unary;
+  }
+
+  /**
+   * Writes the requests not written yet, as far as the call's flow control allows ({@code
+   * isReady}); opens a call if none is open. Does nothing while the lane waits to retry. The caller
+   * counts the bytes of each request written the first time ({@code onFirstWrite}).
+   */
+  void pump(Consumer<Part> onFirstWrite) {
+    if (failure != null) {
+      return;
+    }
+    if (unary) {
+      if (unaryCall == null && written < unanswered.size()) {
+        writeUnary(unanswered.get(written++), onFirstWrite);
+      }
+      return;
+    }
+    while (written < unanswered.size()) {
+      if (call == null && !open()) {
+        return;
+      }
+      if (!call.isReady()) {
+        return;
+      }
+      Part p = unanswered.get(written++);
+      p.writtenNanos = System.nanoTime();
+      if (!p.counted) {
+        p.counted = true;
+        onFirstWrite.accept(p);
+      }
+      observer.written.add(p);
+      call.onNext(withWatermark(p.request));
+    }
+  }
+
+  /**
+   * The request as written now: every step below the oldest request not answered was acknowledged
+   * by this pserver (the requests are answered in order), so the pserver may treat them as done.
+   */
+  private PushGradientsRequest withWatermark(PushGradientsRequest req) {
+    long through = unanswered.get(0).request.getStep() - 1;
+    return req.hasAcknowledgedThrough() && req.getAcknowledgedThrough() == through
+        ? req
+        : req.toBuilder().setAcknowledgedThrough(through).build();
+  }
+
+  private boolean open() {
+    ParameterServerGrpc.ParameterServerFutureStub stub = directory.stub(ps);
+    if (stub == null) {
+      unregistered();
+      return false;
+    }
+    int g = ++generation;
+    observer = new Observer(g);
+    // no deadline on the call, which lives as long as the trainer pushes: each request's answer
+    // is awaited for at most the call timeout instead (see checkDeadline)
+    call =
+        (ClientCallStreamObserver<PushGradientsRequest>)
+            ParameterServerGrpc.newStub(stub.getChannel()).streamPushes(observer);
+    return true;
+  }
+
+  private void writeUnary(Part p, Consumer<Part> onFirstWrite) {
+    ParameterServerGrpc.ParameterServerFutureStub stub = directory.stub(ps);
+    if (stub == null) {
+      written--;
+      unregistered();
+      return;
+    }
+    int g = ++generation;
+    p.writtenNanos = System.nanoTime();
+    if (!p.counted) {
+      p.counted = true;
+      onFirstWrite.accept(p);
+    }
+    ListenableFuture<PushGradientsResponse> f =
+        stub.withDeadlineAfter(timeoutMs, TimeUnit.MILLISECONDS)
+            .pushGradients(withWatermark(p.request));
+    unaryCall = f;
+    f.addListener(
+        () -> {
+          try {
+            PushGradientsResponse answer = f.get();
+            p.acknowledge();
+            events.add(new Event(this, g, answer, null, Event.Kind.ANSWER));
+          } catch (ExecutionException e) {
+            events.add(new Event(this, g, null, e.getCause(), Event.Kind.ERROR));
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+          }
+        },
+        MoreExecutors.directExecutor());
+  }
+
+  /**
+   * The pserver has no address (its registration ended): fails the lane as a failed call does, by
+   * an event, so that the failure is acted on (the address read again, after a backoff) and the
+   * requests are written again once it is registered.
+   */
+  private void unregistered() {
+    Throwable cause =
+        Status.UNAVAILABLE
+            .withDescription("pserver " + ps + " is not registered")
+            .asRuntimeException();
+    fail(cause);
+    events.add(new Event(this, generation, null, cause, Event.Kind.ERROR));
+  }
+
+  /** The oldest request, answered by {@code event}; null if the event is of an older call. */
+  Part answered(Event event) {
+    if (event.generation() != generation || written == 0) {
+      return null;
+    }
+    written--;
+    unaryCall = null;
+    return unanswered.remove(0);
+  }
+
+  /** True when {@code event} ends the current call (a failure to act on). */
+  boolean ends(Event event) {
+    if (event.generation() != generation) {
+      return false;
+    }
+    if (event.kind() == Event.Kind.COMPLETED && unanswered.isEmpty()) {
+      call = null;
+      return false;
+    }
+    return true;
+  }
+
+  /** Gives the current call up after {@code cause}; the requests wait for {@link #retryAt}. */
+  void fail(Throwable cause) {
+    if (call != null) {
+      call.cancel("given up: " + cause.getMessage(), null);
+    }
+    if (unaryCall != null) {
+      unaryCall.cancel(false);
+    }
+    generation++;
+    call = null;
+    unaryCall = null;
+    written = 0;
+    failure = cause;
+    retryAtNanos = Long.MAX_VALUE;
+  }
+
+  /** Writes the requests not answered again, on a new call, from {@code nanos} on. */
+  void retryAt(long nanos) {
+    retryAtNanos = nanos;
+  }
+
+  /** A failed lane whose wait before writing again is over: clears the failure. */
+  boolean retryDue(long now) {
+    if (failure != null && now - retryAtNanos >= 0) {
+      failure = null;
+      return true;
+    }
+    return false;
+  }
+
+  /** Nanoseconds until a failed lane retries (0 if due, MAX_VALUE if not failed). */
+  long nanosToRetry(long now) {
+    return failure == null ? Long.MAX_VALUE : Math.max(0, retryAtNanos - now);
+  }
+
+  /** From now on requests go one at a time by {@code PushGradients}. */
+  void toUnary() {
+    unary = true;
+  }
+
+  /**
+   * Fails the current call when its oldest request written has waited longer than the timeout for
+   * its answer (the pserver hangs, or the connection died without telling).
+   *
+   * @return true if it did
+   */
+  boolean checkDeadline(long now) {
+    if (call == null || written == 0) {
+      return false;
+    }
+    long waited = TimeUnit.NANOSECONDS.toMillis(now - unanswered.get(0).writtenNanos);
+    if (waited <= timeoutMs) {
+      return false;
+    }
+    fail(
+        Status.DEADLINE_EXCEEDED
+            .withDescription(
+                "pserver " + ps + " did not answer a streamed push within " + timeoutMs + " ms")
+            .asRuntimeException());
+    return true;
+  }
+
+  /**
+   * Ends the call: half-closes it when every request was answered, else cancels it.
+   *
+   * @return the requests never answered (forgotten)
+   */
+  int close() {
+    int lost = unanswered.size();
+    for (Part p : unanswered) {
+      p.push.dropped(
+          "the push to pserver " + ps + " was not acknowledged before the trainer stopped");
+    }
+    if (call != null) {
+      if (lost == 0) {
+        call.onCompleted();
+      } else {
+        call.cancel("the trainer stops pushing", null);
+      }
+    }
+    if (unaryCall != null) {
+      unaryCall.cancel(false);
+    }
+    generation++;
+    call = null;
+    unaryCall = null;
+    written = 0;
+    failure = null;
+    unanswered.clear();
+    return lost;
+  }
+
+  /** A call's callbacks, queued as events of its generation. */
+  private final class Observer
+      implements ClientResponseObserver<PushGradientsRequest, PushGradientsResponse> {
+    private final int g;
+    private final Queue<Part> written = new ConcurrentLinkedQueue<>();
+
+    Observer(int g) {
+      this.g = g;
+    }
+
+    @Override
+    public void beforeStart(ClientCallStreamObserver<PushGradientsRequest> requests) {
+      requests.setOnReadyHandler(
+          () -> events.add(new Event(PushLane.this, g, null, null, Event.Kind.READY)));
+    }
+
+    @Override
+    public void onNext(PushGradientsResponse answer) {
+      // the stream answers in order: this answers the oldest request written on it
+      Part p = written.poll();
+      if (p != null) {
+        p.acknowledge();
+      }
+      events.add(new Event(PushLane.this, g, answer, null, Event.Kind.ANSWER));
+    }
+
+    @Override
+    public void onError(Throwable t) {
+      events.add(new Event(PushLane.this, g, null, t, Event.Kind.ERROR));
+    }
+
+    @Override
+    public void onCompleted() {
+      events.add(new Event(PushLane.this, g, null, null, Event.Kind.COMPLETED));
+    }
+  }
+}

@@ -1,0 +1,102 @@
+package dev.paramserver.trainer.pserver;
+
+import dev.paramserver.models.Parameters;
+import dev.paramserver.proto.v1.PullParametersRequest;
+import dev.paramserver.rpc.StoppedException;
+import dev.paramserver.trainer.pserver.RequestPlanner.Planned;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * One asynchronous push written onto the pservers' push streams ({@link StreamedPushes}): its
+ * requests, the buffer its answers' values go into and the values that re-initialise a pserver it
+ * finds without state. Complete once every request was answered and its values were taken into
+ * {@link #into()} (on the training thread, as {@link StreamedPushes#poll} takes the answers in).
+ */
+public final class StreamedPush {
+  private final Parameters latest;
+  private final Parameters into;
+  private final List<Planned<PullParametersRequest>> missing = new ArrayList<>();
+  private final CompletableFuture<Void> acknowledged = new CompletableFuture<>();
+  private final AtomicInteger unacknowledged;
+  private final CompletableFuture<Void> before;
+  private int unanswered;
+
+  /**
+   * @param before completes once the push before this one was acknowledged (or failed)
+   */
+  StreamedPush(int requests, Parameters latest, Parameters into, CompletableFuture<Void> before) {
+    this.unanswered = requests;
+    this.unacknowledged = new AtomicInteger(requests);
+    this.latest = latest;
+    this.into = into;
+    this.before = before;
+    if (requests == 0) {
+      before.whenComplete(this::follow);
+    }
+  }
+
+  /**
+   * Completes once every request of this push and of the pushes before it was acknowledged by its
+   * pserver, on whichever thread sees the last answer arrive: unlike {@link #isComplete}, it needs
+   * no look from the training thread, so another thread (a task's report) may wait for it. Fails
+   * when the trainer stopped before a request was acknowledged.
+   */
+  public CompletableFuture<Void> acknowledged() {
+    return acknowledged;
+  }
+
+  /** One request was acknowledged (called once per request, on any thread). */
+  void acknowledgedOne() {
+    if (unacknowledged.decrementAndGet() == 0) {
+      before.whenComplete(this::follow);
+    }
+  }
+
+  /** The trainer stopped before a request of this push was acknowledged. */
+  void dropped(String why) {
+    acknowledged.completeExceptionally(new StoppedException(why));
+  }
+
+  private void follow(Void v, Throwable t) {
+    if (t != null) {
+      acknowledged.completeExceptionally(t);
+    } else {
+      acknowledged.complete(null);
+    }
+  }
+
+  /** Every request was answered and the values it returned are in {@link #into()}. */
+  public boolean isComplete() {
+    return unanswered == 0 && missing.isEmpty();
+  }
+
+  /** The values to re-initialise a pserver that lost its state with (read only). */
+  Parameters latest() {
+    return latest;
+  }
+
+  /** Where the values the answers return go. */
+  Parameters into() {
+    return into;
+  }
+
+  /** Counts one request answered; true when it was the last. */
+  boolean answered() {
+    return --unanswered == 0;
+  }
+
+  /** A pull to make for the blocks of a request whose answer carried no values (older pserver). */
+  void missing(Planned<PullParametersRequest> pull) {
+    missing.add(pull);
+  }
+
+  /** The pulls still to make once every request was answered; cleared. */
+  List<Planned<PullParametersRequest>> takeMissing() {
+    List<Planned<PullParametersRequest>> out = List.copyOf(missing);
+    missing.clear();
+    return out;
+  }
+}
