@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Installs what the tests and the local run need beyond Java 17: an etcd server (Debian's
 # etcd-server package) and, for the console's browser tests, a headless Chromium with its driver
-# (Debian's chromium and chromium-driver packages). Installs only what is missing.
-# INSTALL_BROWSER=0 skips the browser (the local run does not need it).
+# (Debian's chromium and chromium-driver packages) and, for the test of a client in another
+# language (clients/python), Python's stock gRPC and protobuf with protoc (Debian's python3-grpcio,
+# python3-protobuf and protobuf-compiler). Installs only what is missing.
+# INSTALL_BROWSER=0 skips the browser, INSTALL_PYTHON=0 the Python packages (the local run needs
+# neither).
 set -euo pipefail
 
 packages=()
@@ -15,6 +18,14 @@ if [ "${INSTALL_BROWSER:-1}" != "0" ]; then
   fi
   if ! { command -v chromedriver >/dev/null 2>&1 || [ -x /usr/bin/chromedriver ]; }; then
     packages+=(chromium-driver)
+  fi
+fi
+if [ "${INSTALL_PYTHON:-1}" != "0" ]; then
+  if ! command -v protoc >/dev/null 2>&1; then
+    packages+=(protobuf-compiler)
+  fi
+  if ! /usr/bin/python3 -c 'import grpc, google.protobuf' >/dev/null 2>&1; then
+    packages+=(python3-grpcio python3-protobuf)
   fi
 fi
 if [ ${#packages[@]} -eq 0 ]; then

@@ -1,0 +1,217 @@
+package dev.paramserver.it;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.fail;
+
+import dev.paramserver.localcluster.Role;
+import dev.paramserver.proto.v1.FinishInitRequest;
+import dev.paramserver.proto.v1.GetShardStatusRequest;
+import dev.paramserver.proto.v1.InitParametersRequest;
+import dev.paramserver.proto.v1.ParameterServerGrpc;
+import dev.paramserver.proto.v1.PullParametersRequest;
+import dev.paramserver.proto.v1.PullParametersResponse;
+import dev.paramserver.proto.v1.PushGradientsRequest;
+import dev.paramserver.proto.v1.PushGradientsResponse;
+import dev.paramserver.pserver.shard.ParameterShard;
+import dev.paramserver.pserver.shard.PushOutcome;
+import dev.paramserver.rpc.Channels;
+import dev.paramserver.rpc.ServiceException;
+import dev.paramserver.testsupport.EtcdExtension;
+import dev.paramserver.testsupport.Poll;
+import dev.paramserver.testsupport.TempDirs;
+import io.grpc.ManagedChannel;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+/**
+ * A client in another language against a real pserver process: {@code clients/python/wire_check.py}
+ * with stock gRPC for Python and message classes protoc generates from the repository's .proto
+ * files (Debian's python3-grpcio, python3-protobuf and protobuf-compiler, which {@code
+ * scripts/install-deps.sh} installs). It initialises dense SGD and Adam tensors larger than an
+ * HTTP/2 frame and a sparse table, pushes by unary calls and on a StreamPushes stream, resends one
+ * push and sends two bad ones. Every request it sent is replayed here on a shard in this JVM: each
+ * answer it got, and the values it pulled at the end, must equal the replay's bit for bit, and each
+ * refusal must carry the reason the replay throws.
+ */
+@Timeout(value = 4, unit = TimeUnit.MINUTES)
+class ForeignClientTest {
+  @RegisterExtension static final EtcdExtension etcd = new EtcdExtension();
+  private static final Duration START = Duration.ofSeconds(90);
+
+  private static Path dir;
+  private static ServiceRun pserver;
+
+  @BeforeAll
+  static void startPserver() throws Exception {
+    dir = TempDirs.create("foreign-client");
+    pserver =
+        ServiceRun.start(
+            Role.PSERVER,
+            dir.resolve("logs/pserver.log"),
+            Map.of(
+                "paramserver.job", etcd.uniqueJob(),
+                "paramserver.etcd.endpoints", etcd.endpoint(),
+                "paramserver.pserver.desired", "1",
+                "paramserver.pserver.checkpoint-dir", dir.resolve("ckpt").toString()));
+  }
+
+  @AfterAll
+  static void stop() {
+    if (pserver != null) {
+      pserver.close();
+    }
+    TempDirs.deleteRecursively(dir);
+  }
+
+  @Test
+  void aPythonClientGetsTheUpdatesAShardInThisJvmComputes() throws Exception {
+    Path gen = Files.createDirectories(dir.resolve("gen"));
+    Path out = dir.resolve("out");
+    Path protos = Path.of("..", "common-proto", "src", "main", "proto").toAbsolutePath();
+    List<String> protoc =
+        new ArrayList<>(List.of("protoc", "--python_out=" + gen, "-I", "" + protos));
+    try (Stream<Path> files = Files.list(protos.resolve("paramserver/v1"))) {
+      files.filter(f -> f.toString().endsWith(".proto")).sorted().forEach(f -> protoc.add("" + f));
+    }
+    run(protoc, dir.resolve("logs/protoc.log"));
+
+    pserver.awaitGrpcListening(START);
+    ManagedChannel channel = Channels.forAddress("127.0.0.1:" + pserver.grpcPort);
+    try {
+      ParameterServerGrpc.ParameterServerBlockingStub stub =
+          ParameterServerGrpc.newBlockingStub(channel);
+      Poll.until(
+          START,
+          () -> {
+            try {
+              stub.withDeadlineAfter(2, TimeUnit.SECONDS)
+                  .getShardStatus(GetShardStatusRequest.getDefaultInstance());
+              return true;
+            } catch (RuntimeException e) {
+              return false;
+            }
+          },
+          "the pserver serves its shard");
+    } finally {
+      channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
+    }
+
+    Path script = Path.of("..", "clients", "python", "wire_check.py").toAbsolutePath();
+    run(
+        List.of(
+            python(),
+            script.toString(),
+            "--target",
+            "127.0.0.1:" + pserver.grpcPort,
+            "--gen",
+            gen.toString(),
+            "--out",
+            out.toString()),
+        dir.resolve("logs/wire_check.log"));
+
+    List<String> manifest = Files.readAllLines(out.resolve("manifest.tsv"), StandardCharsets.UTF_8);
+    assertThat(manifest).hasSize(12);
+    ParameterShard replay = new ParameterShard(true);
+    int refused = 0;
+    int duplicates = 0;
+    boolean pulled = false;
+    for (String line : manifest) {
+      String[] f = line.split("\t");
+      byte[] request = Files.readAllBytes(out.resolve(f[1]));
+      boolean ok = f[2].equals("ok");
+      switch (f[0]) {
+        case "InitParameters" -> replay.init(InitParametersRequest.parseFrom(request));
+        case "FinishInit" -> replay.finishInit(FinishInitRequest.parseFrom(request));
+        case "PushGradients", "StreamPushes" -> {
+          PushGradientsRequest push = PushGradientsRequest.parseFrom(request);
+          if (ok) {
+            PushGradientsResponse got =
+                PushGradientsResponse.parseFrom(Files.readAllBytes(out.resolve(f[3])));
+            PushOutcome r = replay.pushOutcome(push);
+            PushGradientsResponse.Builder want =
+                PushGradientsResponse.newBuilder().setStep(r.step()).setDuplicate(r.duplicate());
+            if (push.getReturnValues()) {
+              want.addAllBlocks(replay.valuesAfter(push, r.step()));
+              assertThat(got.getBlocksCount()).isEqualTo(4);
+            }
+            assertThat(got).as(line).isEqualTo(want.build());
+            duplicates += got.getDuplicate() ? 1 : 0;
+          } else {
+            refused++;
+            try {
+              replay.pushOutcome(push);
+              fail("the replay applied what the pserver refused: " + line);
+            } catch (ServiceException e) {
+              assertThat(e.reason().name()).as(line).isEqualTo(f[4]);
+            }
+          }
+        }
+        case "PullParameters" -> {
+          PullParametersResponse got =
+              PullParametersResponse.parseFrom(Files.readAllBytes(out.resolve(f[3])));
+          PullParametersResponse want = replay.pull(PullParametersRequest.parseFrom(request));
+          assertThat(got.getBlocksCount()).isEqualTo(4);
+          assertThat(got.getSparseRows(0).getRowIdsCount()).isEqualTo(4);
+          // bit for bit: the same bytes of every block and row
+          assertThat(got).isEqualTo(want);
+          pulled = true;
+        }
+        default -> fail("unknown call in the manifest: " + line);
+      }
+      if (!ok && !f[0].startsWith("Push")) {
+        fail("the pserver refused a call the client made in good faith: " + line);
+      }
+    }
+    assertThat(refused).isEqualTo(2);
+    assertThat(duplicates).isEqualTo(1);
+    assertThat(pulled).isTrue();
+    // six pushes applied, one duplicate changed nothing
+    assertThat(replay.step()).isEqualTo(6);
+  }
+
+  /** Debian's python3 (the packages' interpreter), or the python3 on the PATH. */
+  private static String python() {
+    Path debian = Path.of("/usr/bin/python3");
+    return Files.isExecutable(debian) ? debian.toString() : "python3";
+  }
+
+  private static void run(List<String> command, Path log) throws IOException, InterruptedException {
+    Files.createDirectories(log.getParent());
+    Process p;
+    try {
+      p =
+          new ProcessBuilder(command)
+              .redirectErrorStream(true)
+              .redirectOutput(log.toFile())
+              .start();
+    } catch (IOException e) {
+      throw new AssertionError(
+          command.get(0) + " could not start (scripts/install-deps.sh installs it): " + e, e);
+    }
+    if (!p.waitFor(2, TimeUnit.MINUTES)) {
+      p.destroyForcibly();
+      fail(command.get(0) + " did not finish in 2 minutes; see " + log);
+    }
+    if (p.exitValue() != 0) {
+      fail(
+          String.join(" ", command)
+              + " exited with "
+              + p.exitValue()
+              + ":\n"
+              + Files.readString(log, StandardCharsets.UTF_8));
+    }
+  }
+}
