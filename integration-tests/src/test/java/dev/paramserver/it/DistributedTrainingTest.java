@@ -7,6 +7,7 @@ import dev.paramserver.localcluster.LocalCluster;
 import dev.paramserver.localcluster.Role;
 import dev.paramserver.models.demo.DemoData;
 import dev.paramserver.psctl.Psctl;
+import dev.paramserver.testsupport.Poll;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.net.URI;
@@ -94,8 +95,9 @@ class DistributedTrainingTest {
       assertThat(last.evalAccuracy()).as("test accuracy after the last pass").isGreaterThan(0.90);
       assertThat(last.evalLoss()).isLessThan(0.5);
 
-      // the final model was written by one trainer, and psctl evaluate reproduces the accuracy
-      assertThat(model).exists();
+      // the final model was written by one trainer (after it reported the last evaluation), and
+      // psctl evaluate reproduces the accuracy
+      Poll.until(Duration.ofSeconds(60), () -> Files.exists(model), "the final model written");
       StringWriter out = new StringWriter();
       CommandLine cl = Psctl.commandLine();
       cl.setOut(new PrintWriter(out, true));

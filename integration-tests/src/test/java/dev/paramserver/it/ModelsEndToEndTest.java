@@ -8,6 +8,7 @@ import dev.paramserver.localcluster.LocalCluster;
 import dev.paramserver.localcluster.Role;
 import dev.paramserver.models.demo.DemoData;
 import dev.paramserver.psctl.Psctl;
+import dev.paramserver.testsupport.Poll;
 import java.io.BufferedWriter;
 import java.io.PrintWriter;
 import java.io.StringWriter;
@@ -60,6 +61,9 @@ class ModelsEndToEndTest {
               Duration.ofMinutes(5));
       assertThat(end.state()).as("%s (%s)", name, end.failureReason()).isEqualTo("FINISHED");
       Jobs.assertEveryTaskDoneInEveryPass(end, passes);
+      // the elected trainer writes the model after it reported the last evaluation
+      Path model = dir.resolve(name).resolve("model.pb");
+      Poll.until(Duration.ofSeconds(60), () -> Files.exists(model), name + "'s model written");
       return end.passes().get(passes - 1);
     }
   }

@@ -22,9 +22,12 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.function.LongSupplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /** Streams a staged copy of the shard to the backup ({@code Fill}) and waits for it installed. */
 final class CopyUpload {
+  private static final Logger log = LoggerFactory.getLogger(PrimaryReplicator.class);
   private static final int CHUNK = 1 << 20;
 
   private CopyUpload() {}
@@ -40,7 +43,18 @@ final class CopyUpload {
   }
 
   /** A copy sent: its generation and size. */
-  record Sent(long generation, long bytes) {}
+  record Sent(long generation, long bytes) {
+    /** Logs that the backup at {@code address} installed this copy, sent since {@code start}. */
+    void logInstalled(int index, String address, long start) {
+      log.info(
+          "pserver {}: backup {} holds the shard (copy {}: {} bytes in {} ms)",
+          index,
+          address,
+          generation,
+          bytes,
+          (System.nanoTime() - start) / 1_000_000);
+    }
+  }
 
   /**
    * Writes a copy of the shard to {@code file}, cut under the shard's write lock where {@code

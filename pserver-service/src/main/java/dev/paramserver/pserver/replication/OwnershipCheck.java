@@ -143,6 +143,29 @@ final class OwnershipCheck {
     }
   }
 
+  /**
+   * Whether this pserver may still be the shard's primary after a backup refused it as deposed
+   * (NOT_PRIMARY): false only when etcd shows the shard another's or the lease is lost. A backup's
+   * refusal is no proof: one that lost its lease, or is registering again and has not read the
+   * primary's epoch yet, refuses the same way, and a primary that stepped down on its word would
+   * give up the acknowledged pushes only its log holds.
+   */
+  boolean ownerDespiteRefusal(String refusal) {
+    boolean owner;
+    try {
+      confirm();
+      owner = true;
+    } catch (OwnershipException e) {
+      owner = e.verdict() != Verdict.NOT_OWNER;
+    }
+    log.warn(
+        "{}: the backup says this pserver is not the primary ({}); etcd {}",
+        key,
+        refusal,
+        owner ? "does not agree: it sends the backup a copy again" : "agrees: it steps down");
+    return owner;
+  }
+
   private ServiceException refused(Verdict verdict, String why) {
     String message =
         key

@@ -196,10 +196,10 @@ final class PrimaryReplicator
 
           @Override
           public void onFailure(Throwable t) {
+            // the record is not held either way; etcd, not the backup, says if this is deposed
+            needsCopy(b, generation, t.toString());
             if (RpcErrors.reasonOf(t) == ErrorReason.NOT_PRIMARY) {
-              deposed(t.getMessage());
-            } else {
-              needsCopy(b, generation, t.toString());
+              copier.execute(() -> refusedByBackup(t.getMessage()));
             }
             answered(seq);
           }
@@ -249,6 +249,15 @@ final class PrimaryReplicator
     }
     releaseWaiters();
     onDeposed.accept(why);
+  }
+
+  /** A backup refused this primary: deposed (true) only if etcd agrees; else the copy retries. */
+  private boolean refusedByBackup(String why) {
+    boolean deposed = !owner.ownerDespiteRefusal(why);
+    if (deposed) {
+      deposed(why);
+    }
+    return deposed;
   }
 
   private void needsCopy(RegisteredBackup b, long generation, String why) {
@@ -401,12 +410,8 @@ final class PrimaryReplicator
               copy(b);
               return Optional.of(true);
             } catch (StatusRuntimeException e) {
-              if (RpcErrors.reasonOf(e) == ErrorReason.NOT_PRIMARY) {
-                log.warn(
-                    "pserver {}: backup says this pserver is not the primary: {}",
-                    index,
-                    e.getStatus());
-                deposed(e.getMessage());
+              if (RpcErrors.reasonOf(e) == ErrorReason.NOT_PRIMARY
+                  && refusedByBackup(e.getMessage())) {
                 return Optional.of(false);
               }
               log.warn(
@@ -466,13 +471,7 @@ final class PrimaryReplicator
         notifyAll();
       }
     }
-    log.info(
-        "pserver {}: backup {} holds the shard (copy {}: {} bytes in {} ms)",
-        index,
-        b.address,
-        sent.generation(),
-        sent.bytes(),
-        (System.nanoTime() - start) / 1_000_000);
+    sent.logInstalled(index, b.address, start);
   }
 
   @Override
