@@ -31,6 +31,12 @@ public final class WireSuite {
   static final int[] THREADS_FULL = {1, 2, 4};
   static final int[] THREADS_QUICK = {1};
   static final String[] MODES = {"push", "pull", "push_pull", "grpc_echo", "raw_socket"};
+
+  /** The in-flight sweep's modes: those above and the one-way raw baseline (push-only). */
+  static final String[] DEPTH_MODES = {
+    "push", "pull", "push_pull", "grpc_echo", "raw_socket", "raw_push"
+  };
+
   static final int LATENCY_ROUNDS = 3;
 
   /** The in-flight sweep: sizes and depths (operations in flight on one client). */
@@ -142,7 +148,7 @@ public final class WireSuite {
           if (!depthFits(size, d)) {
             continue;
           }
-          for (String mode : MODES) {
+          for (String mode : DEPTH_MODES) {
             // every row counts the payload bytes of one direction
             LoadRunner.Result r =
                 DepthRunner.run(asyncFactory(mode, size, address, echo), d, size, warm, measure);
@@ -161,6 +167,7 @@ public final class WireSuite {
         }
       }
       latencyRounds(results, address, echo, warm, measure);
+      allocation(report, pid, address);
       clientProfile(report, address);
       jcmd(pid, "JFR.dump", "name=bench", "filename=" + jfr);
     }
@@ -232,6 +239,27 @@ public final class WireSuite {
     report.extra("clientProfile", s.json());
   }
 
+  /**
+   * The pserver JVM's allocation per pushed gradient byte: 1 MiB pushes kept 8 in flight, its
+   * threads' allocated-byte counters (JMX through the attach API) read before and after.
+   */
+  private void allocation(Report report, long pid, String address) throws Exception {
+    int size = 1 << 20;
+    double v;
+    try (AllocProbe probe = AllocProbe.attach(pid)) {
+      v = probe.bytesPerPayloadByte(asyncFactory("push", size, address, null), 8, size, 1500);
+    }
+    System.out.printf(
+        "wire pserver allocation: %.3f bytes per pushed gradient byte (1 MiB pushes, depth 8)%n",
+        v);
+    report.ratio(
+        "pserver_alloc_bytes_per_pushed_byte",
+        v,
+        Target.atMost(0.25),
+        "bytes allocated by the pserver JVM (all threads, ThreadMXBean over JMX) per gradient byte"
+            + " pushed, 1 MiB pushes at depth 8 for 1.5 s");
+  }
+
   /** Runs {@code jcmd <pid> <command...>} and returns its output. */
   public static String jcmd(long pid, String... command) throws Exception {
     List<String> cmd = new ArrayList<>();
@@ -260,7 +288,7 @@ public final class WireSuite {
       case "grpc_echo" -> () -> new GrpcEchoOps(echo.grpcPort(), EchoProtocol.ECHO, size);
       case "grpc_sink" -> () -> new GrpcEchoOps(echo.grpcPort(), EchoProtocol.SINK, size);
       case "grpc_source" -> () -> new GrpcEchoOps(echo.grpcPort(), EchoProtocol.SOURCE, size);
-      case "raw_socket" -> () -> new RawSocketOps(echo.rawPort(), size);
+      case "raw_socket" -> () -> new RawSocketOps(echo.rawPort(), size, false);
       default -> throw new IllegalArgumentException(mode);
     };
   }
@@ -278,7 +306,8 @@ public final class WireSuite {
               new PserverOps(
                   PserverOps.Kind.PUSH_PULL, address, name, size / 4, PserverSetup.BLOCK);
       case "grpc_echo" -> () -> new GrpcEchoOps(echo.grpcPort(), EchoProtocol.ECHO, size);
-      case "raw_socket" -> () -> new RawPipelineOps(echo.rawPort(), size);
+      case "raw_socket" -> () -> new RawPipelineOps(echo.rawPort(), size, false);
+      case "raw_push" -> () -> new RawPipelineOps(echo.rawPort(), size, true);
       default -> throw new IllegalArgumentException(mode);
     };
   }
@@ -347,6 +376,7 @@ public final class WireSuite {
             "push+pull",
             "gRPC echo",
             "raw socket",
+            "raw push (one way)",
             "push+pull ops/s",
             "push+pull / echo",
             "push+pull / raw");
@@ -378,6 +408,7 @@ public final class WireSuite {
             pp.gbPerSec(),
             echo,
             rawS,
+            results.get(key("d_raw_push", size, d)).r.gbPerSec(),
             pp.ops() / pp.seconds(),
             pp.gbPerSec() / echo,
             pp.gbPerSec() / rawS);
@@ -400,11 +431,13 @@ public final class WireSuite {
             "ps-lite push+pull",
             "push (depth)",
             "ps-lite push",
-            "raw socket (depth)");
+            "raw socket echo (depth)",
+            "raw push, one way (depth)");
     for (int size : DEPTH_SIZES) {
       Result pp = bestDepth(results, "push_pull", size);
       Result push = bestDepth(results, "push", size);
       Result rawS = bestDepth(results, "raw_socket", size);
+      Result rawP = bestDepth(results, "raw_push", size);
       double[] ref = PS_LITE.get(size);
       psLite.row(
           KernelSuite.size(size),
@@ -412,7 +445,8 @@ public final class WireSuite {
           ref[0],
           Report.fmt(push.r.gbPerSec()) + " (" + push.threads + ")",
           Double.isNaN(ref[1]) ? "—" : ref[1],
-          Report.fmt(rawS.r.gbPerSec()) + " (" + rawS.threads + ")");
+          Report.fmt(rawS.r.gbPerSec()) + " (" + rawS.threads + ")",
+          Report.fmt(rawP.r.gbPerSec()) + " (" + rawP.threads + ")");
     }
     Report.Table lat =
         report.table(
@@ -506,7 +540,7 @@ public final class WireSuite {
       report.ratio(
           "push_pull_" + KernelSuite.size(size) + "_per_dir_vs_raw_socket",
           pp.r.gbPerSec() / rawS.r.gbPerSec(),
-          Target.atLeast(size >= 1 << 20 ? 0.55 : 0.28),
+          Target.atLeast(size >= 1 << 20 ? 0.45 : 0.35),
           "GB/s per direction, best in-flight depth of each (push+pull at depth "
               + pp.threads
               + ": "
@@ -518,6 +552,23 @@ public final class WireSuite {
               + Report.fmt(rawS.r.gbPerSec())
               + "; ps-lite "
               + PS_LITE.get(size)[0]
+              + ")");
+    }
+    for (int size : new int[] {1 << 20, 16 << 20}) {
+      Result push = bestDepth(results, "push", size);
+      Result rawP = bestDepth(results, "raw_push", size);
+      report.ratio(
+          "push_" + KernelSuite.size(size) + "_vs_raw_socket",
+          push.r.gbPerSec() / rawP.r.gbPerSec(),
+          Target.atLeast(0.6),
+          "GB/s one way, best in-flight depth of each (push at depth "
+              + push.threads
+              + ": "
+              + Report.fmt(push.r.gbPerSec())
+              + "; raw one-way push, tiny ack, pipelined on one connection at depth "
+              + rawP.threads
+              + ": "
+              + Report.fmt(rawP.r.gbPerSec())
               + ")");
     }
     int small = SIZES[0];
