@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The performance suite: JMH kernels (optimizer apply, tensor codec), the wire (a real etcd and
-# pserver process vs a bare tuned gRPC echo and a raw socket), the write-ahead log's cost (push
+# pserver process vs a bare tuned gRPC echo and an NIO raw socket, echo and one-way push, as the
+# ceiling; the pserver's allocated bytes per pushed byte), the write-ahead log's cost (push
 # throughput with the log off and with each wal.sync setting), training (softmax, a 5M-parameter
 # MLP and a click-through model on 1+1, 2+2 and 4+4 processes vs one JVM, steady state and whole
 # job, and the seconds from a 1+1 job's launch to its first task) and pserver memory, each against

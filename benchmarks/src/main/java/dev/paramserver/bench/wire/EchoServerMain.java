@@ -4,14 +4,12 @@ import io.grpc.Server;
 import io.grpc.ServerServiceDefinition;
 import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
 import io.grpc.stub.ServerCalls;
-import java.io.BufferedInputStream;
 import java.io.IOException;
-import java.io.InputStream;
-import java.io.OutputStream;
-import java.net.InetAddress;
 import java.net.InetSocketAddress;
-import java.net.ServerSocket;
-import java.net.Socket;
+import java.net.StandardSocketOptions;
+import java.nio.ByteBuffer;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 
@@ -20,8 +18,10 @@ import java.util.concurrent.TimeUnit;
  * tuned: direct executor, 16 MiB flow-control window, 64 MiB messages) and a raw TCP echo server,
  * both on 127.0.0.1. Prints {@code READY grpc=<port> raw=<port>} and runs until stdin closes.
  *
- * <p>Raw protocol: the client sends an 8-byte big-endian length, then that many bytes; the server
- * echoes the bytes back as it reads them.
+ * <p>Raw protocol (NIO, direct buffers, big socket buffers): the client sends an 8-byte big-endian
+ * header, then that many bytes; a positive header is the length of an echo, whose bytes the server
+ * sends back as it reads them; a negative one the negated length of a one-way push, which the
+ * server reads and acknowledges with 8 bytes.
  */
 public final class EchoServerMain {
   static final int WINDOW = 16 * 1024 * 1024;
@@ -66,12 +66,23 @@ public final class EchoServerMain {
     if (window > 0) {
       sb.flowControlWindow(window);
     }
+    // a development aid (WireProbe): BDP auto-tuning kept on from this initial window
+    int initial = Integer.getInteger("bench.echo.initialWindow", 0);
+    if (initial > 0) {
+      sb.initialFlowControlWindow(initial);
+    }
     Server grpc = sb.build().start();
-    ServerSocket raw = new ServerSocket(0, 64, InetAddress.getByName("127.0.0.1"));
+    ServerSocketChannel raw = ServerSocketChannel.open();
+    raw.setOption(StandardSocketOptions.SO_RCVBUF, RawPipelineOps.SOCKET_BUFFER);
+    raw.bind(new InetSocketAddress("127.0.0.1", 0), 64);
     Thread acceptor = new Thread(() -> accept(raw), "raw-accept");
     acceptor.setDaemon(true);
     acceptor.start();
-    System.out.println("READY grpc=" + grpc.getPort() + " raw=" + raw.getLocalPort());
+    System.out.println(
+        "READY grpc="
+            + grpc.getPort()
+            + " raw="
+            + ((InetSocketAddress) raw.getLocalAddress()).getPort());
     System.out.flush();
     // the driver closes our stdin (or dies): then leave
     while (System.in.read() >= 0) {
@@ -81,10 +92,18 @@ public final class EchoServerMain {
     grpc.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
   }
 
-  private static void accept(ServerSocket raw) {
-    while (!raw.isClosed()) {
+  /**
+   * The raw protocol's 8-byte header: the payload length, negated for a one-way (push-only)
+   * request.
+   */
+  static long rawHeader(int size, boolean oneWay) {
+    return oneWay ? -(long) size : size;
+  }
+
+  private static void accept(ServerSocketChannel raw) {
+    while (raw.isOpen()) {
       try {
-        Socket s = raw.accept();
+        SocketChannel s = raw.accept();
         Thread t = new Thread(() -> serve(s), "raw-echo");
         t.setDaemon(true);
         t.start();
@@ -94,41 +113,54 @@ public final class EchoServerMain {
     }
   }
 
-  private static void serve(Socket s) {
-    byte[] buf = new byte[1 << 20];
+  private static void serve(SocketChannel s) {
+    ByteBuffer buf = ByteBuffer.allocateDirect(RawPipelineOps.READ_CHUNK);
+    ByteBuffer head = ByteBuffer.allocateDirect(8);
+    ByteBuffer ack = ByteBuffer.allocateDirect(8);
     try (s) {
-      s.setTcpNoDelay(true);
-      InputStream in = new BufferedInputStream(s.getInputStream(), 1 << 16);
-      OutputStream out = s.getOutputStream();
+      s.setOption(StandardSocketOptions.TCP_NODELAY, true);
+      s.setOption(StandardSocketOptions.SO_SNDBUF, RawPipelineOps.SOCKET_BUFFER);
+      s.setOption(StandardSocketOptions.SO_RCVBUF, RawPipelineOps.SOCKET_BUFFER);
       while (true) {
-        long len = readLength(in);
-        if (len < 0) {
+        head.clear();
+        if (!readFully(s, head)) {
           return;
         }
+        long h = head.getLong(0);
+        boolean oneWay = h < 0;
+        long len = Math.abs(h);
         while (len > 0) {
-          int n = in.read(buf, 0, (int) Math.min(buf.length, len));
+          buf.clear().limit((int) Math.min(buf.capacity(), len));
+          int n = s.read(buf);
           if (n < 0) {
             return;
           }
-          out.write(buf, 0, n);
           len -= n;
+          if (!oneWay) {
+            buf.flip();
+            while (buf.hasRemaining()) {
+              s.write(buf);
+            }
+          }
         }
-        out.flush();
+        if (oneWay) {
+          ack.clear().putLong(0, h).limit(8);
+          while (ack.hasRemaining()) {
+            s.write(ack);
+          }
+        }
       }
     } catch (IOException e) {
       // client went away
     }
   }
 
-  static long readLength(InputStream in) throws IOException {
-    long v = 0;
-    for (int i = 0; i < 8; i++) {
-      int b = in.read();
-      if (b < 0) {
-        return -1;
+  private static boolean readFully(SocketChannel s, ByteBuffer b) throws IOException {
+    while (b.hasRemaining()) {
+      if (s.read(b) < 0) {
+        return false;
       }
-      v = (v << 8) | b;
     }
-    return v;
+    return true;
   }
 }

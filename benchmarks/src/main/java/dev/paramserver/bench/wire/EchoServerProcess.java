@@ -32,7 +32,8 @@ final class EchoServerProcess implements AutoCloseable {
     if (extra != null && !extra.isBlank()) {
       cmd.addAll(List.of(extra.trim().split("\\s+")));
     }
-    for (String prop : new String[] {"bench.echo.direct", "bench.echo.window"}) {
+    for (String prop :
+        new String[] {"bench.echo.direct", "bench.echo.window", "bench.echo.initialWindow"}) {
       if (System.getProperty(prop) != null) {
         cmd.add("-D" + prop + "=" + System.getProperty(prop));
       }

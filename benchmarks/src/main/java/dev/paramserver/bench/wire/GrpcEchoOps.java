@@ -40,6 +40,11 @@ final class GrpcEchoOps implements Op, AsyncOp {
     if (window > 0) {
       cb.flowControlWindow(window);
     }
+    // a development aid (WireProbe): BDP auto-tuning kept on from this initial window
+    int initial = Integer.getInteger("bench.echo.initialWindow", 0);
+    if (initial > 0) {
+      cb.initialFlowControlWindow(initial);
+    }
     this.channel = cb.build();
     this.method = method;
     for (int off = 0; off < size; off += CHUNK) {

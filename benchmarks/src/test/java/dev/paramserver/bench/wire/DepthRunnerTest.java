@@ -65,9 +65,17 @@ class DepthRunnerTest {
     try (EchoServerProcess echo = EchoServerProcess.start(List.of("-Xmx256m"), dir)) {
       for (int size : new int[] {4 << 10, 1 << 20}) {
         LoadRunner.Result raw =
-            DepthRunner.run(() -> new RawPipelineOps(echo.rawPort(), size), 8, size, 50, 200);
+            DepthRunner.run(
+                () -> new RawPipelineOps(echo.rawPort(), size, false), 8, size, 50, 200);
         assertThat(raw.ops()).as("raw %d", size).isGreaterThanOrEqualTo(5);
         assertThat(raw.gbPerSec()).isPositive();
+        LoadRunner.Result oneWay =
+            DepthRunner.run(() -> new RawPipelineOps(echo.rawPort(), size, true), 8, size, 50, 200);
+        assertThat(oneWay.ops()).as("raw one way %d", size).isGreaterThanOrEqualTo(5);
+        try (RawSocketOps closed = new RawSocketOps(echo.rawPort(), size, false)) {
+          closed.run();
+          closed.run();
+        }
         LoadRunner.Result grpc =
             DepthRunner.run(
                 () -> new GrpcEchoOps(echo.grpcPort(), EchoProtocol.ECHO, size), 8, size, 50, 200);
