@@ -59,6 +59,10 @@ import org.springframework.validation.annotation.Validated;
  * @param advertisePort the port published in {@code ps/<i>} (or {@code ps_backup/<i>}) for trainers
  *     and the shard's primary to dial, when they reach this pserver through a proxy or a port
  *     mapping; 0 (default) publishes the gRPC server's own port
+ * @param zeroCopy parse the tensor-carrying requests (PushGradients, StreamPushes, InitParameters)
+ *     as views of the buffers gRPC received them in, instead of copying their bytes (default true);
+ *     false uses gRPC's stock protobuf parser. Metrics {@code paramserver.pserver.zero.copy.parses}
+ *     and {@code paramserver.pserver.zero.copy.fallbacks} count the two
  */
 @Validated
 @ConfigurationProperties("paramserver.pserver")
@@ -76,7 +80,8 @@ public record PserverProperties(
     @DefaultValue("independent") @NotNull CheckpointConsistency checkpointConsistency,
     @DefaultValue("1") @Min(1) @Max(2) int replicas,
     @DefaultValue("10s") @NotNull Duration replicationTimeout,
-    @DefaultValue("0") @Min(0) @Max(65535) int advertisePort) {
+    @DefaultValue("0") @Min(0) @Max(65535) int advertisePort,
+    @DefaultValue("true") boolean zeroCopy) {
 
   /** Whether the shards' checkpoints are cut independently or at one job-wide step. */
   public enum CheckpointConsistency {

@@ -1,5 +1,6 @@
 package dev.paramserver.pserver.shard;
 
+import com.google.protobuf.InvalidProtocolBufferException;
 import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.proto.v1.PushGradientsRequest;
 import dev.paramserver.proto.v1.RowRemoval;
@@ -147,10 +148,17 @@ final class PushPath {
       if (AppliedSteps.identified(request) && applied.applied(request)) {
         return new PushOutcome(step.get(), true);
       }
+      // A synchronous step may be summed, logged and applied after this call returned: its
+      // gradients and request must not be views of the received buffers, released by then.
+      boolean async = shard.mode() == TrainingMode.ASYNC;
       push =
           ValidatedPush.of(
-              request, shard.parameters(), shard.blocks(), shard.tables(), rejectNonFinite);
-      if (shard.mode() == TrainingMode.ASYNC) {
+              async ? request : unaliased(request),
+              shard.parameters(),
+              shard.blocks(),
+              shard.tables(),
+              rejectNonFinite);
+      if (async) {
         return outcome(applyOneLocked(push, true));
       }
     } finally {
@@ -247,7 +255,9 @@ final class PushPath {
         } finally {
           Removals.end();
         }
-        r.append(withRemovals(record, removals.recorded()));
+        // the backup's call may send the record after this push was answered and its received
+        // buffers released: it gets a copy
+        r.append(withRemovals(unaliased(record), removals.recorded()));
       }
       reached = step.incrementAndGet();
     }
@@ -299,6 +309,23 @@ final class PushPath {
       return replay(record.toBuilder().clearRemovals().build());
     } finally {
       Removals.end();
+    }
+  }
+
+  /** A copy of {@code request} that shares no bytes with it (nor with the received buffers). */
+  private static PushGradientsRequest unaliased(PushGradientsRequest request) {
+    try {
+      return PushGradientsRequest.parseFrom(request.toByteArray());
+    } catch (InvalidProtocolBufferException e) {
+      throw new IllegalStateException("a push does not parse back: " + e.getMessage(), e);
+    }
+  }
+
+  private static WalRecord unaliased(WalRecord record) {
+    try {
+      return WalRecord.parseFrom(record.toByteArray());
+    } catch (InvalidProtocolBufferException e) {
+      throw new IllegalStateException("a log record does not parse back: " + e.getMessage(), e);
     }
   }
 

@@ -1,5 +1,6 @@
 package dev.paramserver.pserver.wal;
 
+import com.google.protobuf.CodedOutputStream;
 import dev.paramserver.proto.v1.WalRecord;
 import dev.paramserver.pserver.shard.PushLog;
 import java.io.IOException;
@@ -46,6 +47,9 @@ public final class WriteAheadLog implements PushLog, AutoCloseable {
   /** Larger records are taken for a torn or corrupt frame. */
   static final int MAX_RECORD = 1 << 30;
 
+  /** A frame buffer larger than this is dropped after its write rather than kept for the next. */
+  private static final int KEPT_BUFFER = 64 << 20;
+
   /** When the log is forced to disk. */
   public enum SyncMode {
     NONE,
@@ -62,6 +66,7 @@ public final class WriteAheadLog implements PushLog, AutoCloseable {
   private long segment;
   private FileChannel channel;
   private long written;
+  private ByteBuffer frame;
   // Guarded by forceLock: bytes of the current channel known to be on disk.
   private final Object forceLock = new Object();
   private long forced;
@@ -129,11 +134,7 @@ public final class WriteAheadLog implements PushLog, AutoCloseable {
 
   @Override
   public Written write(WalRecord record) {
-    byte[] body = record.toByteArray();
-    CRC32 crc = new CRC32();
-    crc.update(body);
-    ByteBuffer buf = ByteBuffer.allocate(FRAME + body.length).order(ByteOrder.LITTLE_ENDIAN);
-    buf.putInt(body.length).putInt((int) crc.getValue()).put(body).flip();
+    int size = record.getSerializedSize();
     FileChannel ch;
     long end;
     synchronized (this) {
@@ -141,18 +142,47 @@ public final class WriteAheadLog implements PushLog, AutoCloseable {
         throw new UncheckedIOException(
             new IOException("the write-ahead log is not open (no index claimed yet)"));
       }
+      // The record is encoded straight into a reused direct buffer behind its frame: no array,
+      // and no copy by the JDK from the heap to direct memory on the write.
+      ByteBuffer buf = frameBuffer(FRAME + size);
+      ByteBuffer body = buf.duplicate();
+      body.position(FRAME).limit(FRAME + size);
+      CRC32 crc = new CRC32();
       try {
+        CodedOutputStream out = CodedOutputStream.newInstance(body);
+        record.writeTo(out);
+        out.flush();
+        out.checkNoSpaceLeft();
+        body.flip().position(FRAME);
+        crc.update(body);
+        buf.putInt(0, size).putInt(4, (int) crc.getValue());
+        buf.position(0).limit(FRAME + size);
         while (buf.hasRemaining()) {
           channel.write(buf);
         }
       } catch (IOException e) {
         throw new UncheckedIOException(e);
+      } finally {
+        if (buf.capacity() > KEPT_BUFFER) {
+          frame = null;
+        }
       }
-      written += buf.limit();
+      written += FRAME + size;
       ch = channel;
       end = written;
     }
     return sync == SyncMode.ALWAYS ? () -> force(ch, end) : Written.DURABLE;
+  }
+
+  /** The reused frame buffer, at least {@code bytes} long (guarded by this). */
+  private ByteBuffer frameBuffer(int bytes) {
+    if (frame == null || frame.capacity() < bytes) {
+      int capacity = Math.max(bytes, frame == null ? 64 << 10 : frame.capacity() * 2);
+      capacity = bytes > KEPT_BUFFER ? bytes : Math.min(capacity, KEPT_BUFFER);
+      frame = ByteBuffer.allocateDirect(Math.max(capacity, bytes)).order(ByteOrder.LITTLE_ENDIAN);
+    }
+    frame.clear();
+    return frame;
   }
 
   /** Forces {@code ch} to disk unless an fsync since {@code end} was written covered it. */

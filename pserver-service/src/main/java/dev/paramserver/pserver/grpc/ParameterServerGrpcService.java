@@ -12,6 +12,7 @@ import dev.paramserver.proto.v1.PushGradientsRequest;
 import dev.paramserver.proto.v1.PushGradientsResponse;
 import dev.paramserver.proto.v1.ShardStatus;
 import dev.paramserver.proto.v1.TrainingMode;
+import dev.paramserver.pserver.PserverProperties;
 import dev.paramserver.pserver.role.ShardLifecycle;
 import dev.paramserver.pserver.shard.AsyncPushes;
 import dev.paramserver.pserver.shard.ParameterShard;
@@ -19,18 +20,24 @@ import dev.paramserver.pserver.shard.PushOutcome;
 import dev.paramserver.pserver.shard.ShardTraffic;
 import dev.paramserver.rpc.ErrorMappingInterceptor;
 import dev.paramserver.rpc.Offload;
+import dev.paramserver.rpc.ZeroCopyMarshaller;
+import dev.paramserver.rpc.ZeroCopyServices;
 import dev.paramserver.service.AdminAddress;
 import dev.paramserver.service.MetricBuckets;
+import io.grpc.BindableService;
+import io.grpc.ServerServiceDefinition;
 import io.grpc.stub.ServerCallStreamObserver;
 import io.grpc.stub.StreamObserver;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
 import net.devh.boot.grpc.server.service.GrpcService;
+import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.beans.factory.annotation.Qualifier;
 
 /**
@@ -38,9 +45,15 @@ import org.springframework.beans.factory.annotation.Qualifier;
  * thrown inline are mapped by {@link ErrorMappingInterceptor}; calls that may block (synchronous
  * modes wait for a step) run on {@code blockingExecutor}, never on a gRPC thread, and map their
  * errors the same way.
+ *
+ * <p>With {@code paramserver.pserver.zero-copy} (the default) the tensor-carrying requests
+ * (PushGradients, StreamPushes, InitParameters) are parsed by a {@link ZeroCopyMarshaller}: their
+ * tensor bytes are views of the received buffers, released once the push was applied, logged and
+ * answered (or refused).
  */
 @GrpcService
-public final class ParameterServerGrpcService extends ParameterServerGrpc.ParameterServerImplBase {
+public final class ParameterServerGrpcService
+    implements ParameterServerGrpc.AsyncService, BindableService {
   private final ParameterShard shard;
   private final ShardLifecycle lifecycle;
   private final Executor blockingExecutor;
@@ -49,14 +62,53 @@ public final class ParameterServerGrpcService extends ParameterServerGrpc.Parame
   private final Timer pushTimer;
   private final ShardTraffic traffic;
   private final AdminAddress adminAddress;
+  private final boolean zeroCopy;
+  private final ZeroCopyMarshaller<PushGradientsRequest> pushes;
+  private final ZeroCopyMarshaller<InitParametersRequest> inits;
 
+  /** With zero-copy parsing on (tests). */
+  public ParameterServerGrpcService(
+      ParameterShard shard,
+      ShardLifecycle lifecycle,
+      Executor blockingExecutor,
+      MeterRegistry registry,
+      ShardTraffic traffic,
+      AdminAddress adminAddress) {
+    this(shard, lifecycle, blockingExecutor, registry, traffic, adminAddress, true);
+  }
+
+  @Autowired
   public ParameterServerGrpcService(
       ParameterShard shard,
       ShardLifecycle lifecycle,
       @Qualifier("pserverBlockingExecutor") Executor blockingExecutor,
       MeterRegistry registry,
       ShardTraffic traffic,
-      AdminAddress adminAddress) {
+      AdminAddress adminAddress,
+      PserverProperties properties) {
+    this(
+        shard, lifecycle, blockingExecutor, registry, traffic, adminAddress, properties.zeroCopy());
+  }
+
+  /**
+   * @param zeroCopy parse the tensor-carrying requests without copying their bytes ({@link
+   *     ZeroCopyMarshaller}); false: the stock marshaller
+   */
+  public ParameterServerGrpcService(
+      ParameterShard shard,
+      ShardLifecycle lifecycle,
+      Executor blockingExecutor,
+      MeterRegistry registry,
+      ShardTraffic traffic,
+      AdminAddress adminAddress,
+      boolean zeroCopy) {
+    this.zeroCopy = zeroCopy;
+    this.pushes =
+        new ZeroCopyMarshaller<>(
+            PushGradientsRequest.getDefaultInstance(), parses(registry, "PushGradientsRequest"));
+    this.inits =
+        new ZeroCopyMarshaller<>(
+            InitParametersRequest.getDefaultInstance(), parses(registry, "InitParametersRequest"));
     this.shard = shard;
     this.lifecycle = lifecycle;
     this.traffic = traffic;
@@ -77,6 +129,48 @@ public final class ParameterServerGrpcService extends ParameterServerGrpc.Parame
             .description("Time to validate and apply a push (sync modes: including the barrier)")
             .serviceLevelObjectives(MetricBuckets.latency())
             .register(registry);
+  }
+
+  private static ZeroCopyMarshaller.ParseListener parses(MeterRegistry registry, String message) {
+    Counter zero =
+        Counter.builder("paramserver.pserver.zero.copy.parses")
+            .description("Requests parsed as views of the received buffers")
+            .tag("message", message)
+            .register(registry);
+    Counter stock =
+        Counter.builder("paramserver.pserver.zero.copy.fallbacks")
+            .description(
+                "Requests parsed by copying (the transport did not expose its buffers, or"
+                    + " zero-copy parsing is off)")
+            .tag("message", message)
+            .register(registry);
+    return zeroCopy -> (zeroCopy ? zero : stock).increment();
+  }
+
+  /**
+   * The service with the zero-copy request marshallers, the handlers unchanged; the stock
+   * definition when {@code zero-copy} is off.
+   */
+  @Override
+  public ServerServiceDefinition bindService() {
+    ServerServiceDefinition stock = ParameterServerGrpc.bindService(this);
+    if (!zeroCopy) {
+      return stock;
+    }
+    return ZeroCopyServices.rebind(
+        stock,
+        List.of(
+            new ZeroCopyServices.Rebinding(
+                ParameterServerGrpc.getPushGradientsMethod().getFullMethodName(), pushes),
+            new ZeroCopyServices.Rebinding(
+                ParameterServerGrpc.getStreamPushesMethod().getFullMethodName(), pushes),
+            new ZeroCopyServices.Rebinding(
+                ParameterServerGrpc.getInitParametersMethod().getFullMethodName(), inits)));
+  }
+
+  /** Push requests parsed as views and not yet released (tests). */
+  int heldRequests() {
+    return pushes.held() + inits.held();
   }
 
   private PushGradientsResponse timedPush(PushGradientsRequest request) {
@@ -138,7 +232,12 @@ public final class ParameterServerGrpcService extends ParameterServerGrpc.Parame
   @Override
   public void initParameters(
       InitParametersRequest request, StreamObserver<InitParametersResponse> out) {
-    int blocks = shard.init(request);
+    int blocks;
+    try {
+      blocks = shard.init(request);
+    } finally {
+      inits.release(request);
+    }
     reply(out, InitParametersResponse.newBuilder().setBlocks(blocks).build());
   }
 
@@ -157,13 +256,20 @@ public final class ParameterServerGrpcService extends ParameterServerGrpc.Parame
   @Override
   public void pushGradients(
       PushGradientsRequest request, StreamObserver<PushGradientsResponse> out) {
-    if (!shard.pushMayBlock()) {
-      reply(out, timedPush(request));
-    } else if (AsyncPushes.eligible(shard)) {
-      Offload.complete(
-          timedPushAsync(request), ParameterServerGrpc.SERVICE_NAME + "/PushGradients", out);
-    } else {
-      offload("PushGradients", out, () -> timedPush(request));
+    // the request's bytes are released before its answer or error is sent, on every path
+    StreamObserver<PushGradientsResponse> answer = new ReleasingObserver<>(out, pushes, request);
+    try {
+      if (!shard.pushMayBlock()) {
+        reply(answer, timedPush(request));
+      } else if (AsyncPushes.eligible(shard)) {
+        Offload.complete(
+            timedPushAsync(request), ParameterServerGrpc.SERVICE_NAME + "/PushGradients", answer);
+      } else {
+        offload("PushGradients", answer, () -> timedPush(request));
+      }
+    } catch (RuntimeException e) {
+      pushes.release(request);
+      throw e;
     }
   }
 
@@ -177,7 +283,8 @@ public final class ParameterServerGrpcService extends ParameterServerGrpc.Parame
         shard::pushMayBlock,
         this::timedPushAsync,
         () -> AsyncPushes.eligible(shard),
-        blockingExecutor);
+        blockingExecutor,
+        pushes::release);
   }
 
   @Override

@@ -12,6 +12,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.function.BooleanSupplier;
+import java.util.function.Consumer;
 import java.util.function.Function;
 
 /**
@@ -25,6 +26,10 @@ import java.util.function.Function;
  * executor, one at a time per stream (the next is read only once one was answered), never on the
  * transport thread. A push that waits only for its backup is applied on the transport thread and
  * answered from the thread that receives the backup's acknowledgement ({@code pushAsync}).
+ *
+ * <p>Each request is handed to {@code release} exactly once, when nothing reads it any more
+ * (applied and logged, refused, or dropped because the call had ended): its bytes may be views of
+ * the received buffers.
  */
 final class PushStream implements StreamObserver<PushGradientsRequest> {
   static final String METHOD = "paramserver.v1.ParameterServer/StreamPushes";
@@ -35,6 +40,7 @@ final class PushStream implements StreamObserver<PushGradientsRequest> {
   private final Function<PushGradientsRequest, CompletableFuture<PushGradientsResponse>> pushAsync;
   private final BooleanSupplier settlesAsync;
   private final Executor blocking;
+  private final Consumer<PushGradientsRequest> release;
   // guarded by this: the call ended (error sent, client gone, or completed)
   private boolean closed;
   // guarded by this: the client half-closed; complete once the request in hand is answered
@@ -50,8 +56,10 @@ final class PushStream implements StreamObserver<PushGradientsRequest> {
       BooleanSupplier mayBlock,
       Function<PushGradientsRequest, CompletableFuture<PushGradientsResponse>> pushAsync,
       BooleanSupplier settlesAsync,
-      Executor blocking) {
+      Executor blocking,
+      Consumer<PushGradientsRequest> release) {
     this.out = out;
+    this.release = release;
     this.push = push;
     this.mayBlock = mayBlock;
     this.pushAsync = pushAsync;
@@ -72,6 +80,7 @@ final class PushStream implements StreamObserver<PushGradientsRequest> {
   public void onNext(PushGradientsRequest request) {
     synchronized (this) {
       if (closed) {
+        release.accept(request);
         return;
       }
       busy = true;
@@ -86,11 +95,13 @@ final class PushStream implements StreamObserver<PushGradientsRequest> {
       try {
         answer = pushAsync.apply(request);
       } catch (RuntimeException e) {
+        release.accept(request);
         fail(e);
         return;
       }
       answer.whenComplete(
           (response, error) -> {
+            release.accept(request);
             if (error != null) {
               fail(Offload.unwrap(error));
             } else {
@@ -102,6 +113,7 @@ final class PushStream implements StreamObserver<PushGradientsRequest> {
     try {
       blocking.execute(() -> handle(request));
     } catch (RejectedExecutionException e) {
+      release.accept(request);
       fail(
           new ServiceException(
               ErrorReason.SHUTTING_DOWN, "the server is shutting down: retry on its replacement"));
@@ -115,6 +127,8 @@ final class PushStream implements StreamObserver<PushGradientsRequest> {
     } catch (RuntimeException e) {
       fail(e);
       return;
+    } finally {
+      release.accept(request);
     }
     answered(response);
   }

@@ -59,6 +59,7 @@ public final class TestProperties {
         consistency,
         replicas,
         replicationTimeout,
-        0);
+        0,
+        true);
   }
 }

@@ -1,0 +1,150 @@
+package dev.paramserver.rpc;
+
+import com.google.protobuf.ByteString;
+import com.google.protobuf.CodedInputStream;
+import com.google.protobuf.Message;
+import com.google.protobuf.Parser;
+import com.google.protobuf.UnsafeByteOperations;
+import io.grpc.Detachable;
+import io.grpc.HasByteBuffer;
+import io.grpc.MethodDescriptor;
+import io.grpc.Status;
+import io.grpc.protobuf.ProtoUtils;
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.IdentityHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * A request marshaller that parses without copying the received bytes: when the transport's stream
+ * exposes its buffers ({@link Detachable} and {@link HasByteBuffer}, as grpc-netty's do), the
+ * buffers are detached from the call, wrapped as {@link ByteString}s and parsed with aliasing, so
+ * the message's {@code bytes} fields are views of the received buffers. Those buffers stay alive
+ * until {@link #release} is called with the message: the handler must call it exactly when it no
+ * longer reads the message (the message must not be read after), on every path. Messages a handler
+ * never receives are released by {@link ZeroCopyServices#releasingUnary}. Any other stream is
+ * parsed the stock way ({@link ProtoUtils#marshaller}); {@code release} is then a no-op.
+ */
+public final class ZeroCopyMarshaller<T extends Message>
+    implements MethodDescriptor.PrototypeMarshaller<T> {
+  /** Told of each parse: true when it aliased the received buffers. */
+  public interface ParseListener {
+    void parsed(boolean zeroCopy);
+  }
+
+  private final T prototype;
+  private final Parser<T> parser;
+  private final MethodDescriptor.PrototypeMarshaller<T> stock;
+  private final ParseListener listener;
+  // The detached streams by message (identity: two equal messages hold two streams).
+  private final Map<T, InputStream> held = Collections.synchronizedMap(new IdentityHashMap<>());
+
+  @SuppressWarnings("unchecked")
+  public ZeroCopyMarshaller(T prototype, ParseListener listener) {
+    this.prototype = prototype;
+    this.parser = (Parser<T>) prototype.getParserForType();
+    this.stock = (MethodDescriptor.PrototypeMarshaller<T>) ProtoUtils.marshaller(prototype);
+    this.listener = listener;
+  }
+
+  @Override
+  public T getMessagePrototype() {
+    return prototype;
+  }
+
+  @Override
+  public Class<T> getMessageClass() {
+    return stock.getMessageClass();
+  }
+
+  @Override
+  public InputStream stream(T value) {
+    return stock.stream(value);
+  }
+
+  @Override
+  public T parse(InputStream stream) {
+    if (!(stream instanceof Detachable detachable)
+        || !(stream instanceof HasByteBuffer hb)
+        || !hb.byteBufferSupported()) {
+      listener.parsed(false);
+      return stock.parse(stream);
+    }
+    InputStream detached = detachable.detach();
+    T message;
+    try {
+      message = parseAliased(detached);
+    } catch (IOException | RuntimeException e) {
+      closeQuietly(detached);
+      throw Status.INTERNAL
+          .withDescription("invalid protobuf message: " + e.getMessage())
+          .withCause(e)
+          .asRuntimeException();
+    }
+    listener.parsed(true);
+    if (message == prototype || held.putIfAbsent(message, detached) != null) {
+      // nothing aliases the buffers of an empty message (the parser may share one instance)
+      closeQuietly(detached);
+    }
+    return message;
+  }
+
+  private T parseAliased(InputStream detached) throws IOException {
+    List<ByteString> parts = new ArrayList<>();
+    HasByteBuffer buffers = (HasByteBuffer) detached;
+    while (detached.available() > 0) {
+      ByteBuffer b = buffers.getByteBuffer();
+      if (b == null) {
+        break;
+      }
+      int n = b.remaining();
+      parts.add(UnsafeByteOperations.unsafeWrap(b));
+      long skipped = detached.skip(n);
+      if (skipped != n) {
+        throw new IOException("skipped " + skipped + " of " + n + " received bytes");
+      }
+    }
+    if (detached.available() > 0) {
+      // the stream stopped exposing buffers part way: read the rest as bytes
+      parts.add(ByteString.readFrom(detached));
+    }
+    CodedInputStream in = ByteString.copyFrom(parts).newCodedInput();
+    in.enableAliasing(true);
+    // the transport enforces the message size limit
+    in.setSizeLimit(Integer.MAX_VALUE);
+    T message = parser.parseFrom(in);
+    in.checkLastTagWas(0);
+    return message;
+  }
+
+  /**
+   * Releases the received buffers {@code message} aliases (once: later calls, and calls for a
+   * message parsed the stock way, do nothing). The message must not be read afterwards.
+   */
+  public void release(T message) {
+    if (message == null) {
+      return;
+    }
+    InputStream s = held.remove(message);
+    if (s != null) {
+      closeQuietly(s);
+    }
+  }
+
+  /** Messages parsed with aliasing and not yet released. */
+  public int held() {
+    return held.size();
+  }
+
+  private static void closeQuietly(InputStream s) {
+    try {
+      s.close();
+    } catch (IOException | RuntimeException e) {
+      // releasing a buffer does not fail in practice; nothing to recover
+    }
+  }
+}
