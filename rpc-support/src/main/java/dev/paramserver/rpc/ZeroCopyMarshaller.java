@@ -96,6 +96,9 @@ public final class ZeroCopyMarshaller<T extends Message>
   private T parseAliased(InputStream detached) throws IOException {
     List<ByteString> parts = new ArrayList<>();
     HasByteBuffer buffers = (HasByteBuffer) detached;
+    // Without a mark, skipping past a buffer releases it: the mark keeps every buffer until the
+    // stream is closed (release), and reset leaves the stream as it was.
+    detached.mark(Integer.MAX_VALUE);
     while (detached.available() > 0) {
       ByteBuffer b = buffers.getByteBuffer();
       if (b == null) {
@@ -112,6 +115,7 @@ public final class ZeroCopyMarshaller<T extends Message>
       // the stream stopped exposing buffers part way: read the rest as bytes
       parts.add(ByteString.readFrom(detached));
     }
+    detached.reset();
     CodedInputStream in = ByteString.copyFrom(parts).newCodedInput();
     in.enableAliasing(true);
     // the transport enforces the message size limit
