@@ -32,6 +32,7 @@ import dev.paramserver.recordio.Compressor;
 import dev.paramserver.recordio.RecordWriter;
 import dev.paramserver.rpc.Channels;
 import dev.paramserver.rpc.RpcErrors;
+import dev.paramserver.testsupport.Poll;
 import io.etcd.jetcd.ByteSequence;
 import io.etcd.jetcd.Client;
 import io.grpc.ManagedChannel;
@@ -289,6 +290,19 @@ class BadInputTest {
     if (blocksStored >= 0) {
       return;
     }
+    // the pserver's gRPC port opens after its HTTP port, and a channel that found it closed backs
+    // off
+    Poll.until(
+        Duration.ofSeconds(60),
+        () -> {
+          try {
+            ps().getShardStatus(GetShardStatusRequest.getDefaultInstance());
+            return true;
+          } catch (RuntimeException e) {
+            return false;
+          }
+        },
+        "the pserver answers GetShardStatus");
     beforeInit.put(
         "push before init",
         catchThrowable(
