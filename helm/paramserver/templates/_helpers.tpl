@@ -95,26 +95,14 @@ template is immutable, so a changed spec must be a new Job (Helm deletes the old
 {{- end }}
 {{- end }}
 
-{{/* Properties every service shares (paramserver.* of service-support's CommonProperties). */}}
-{{- define "paramserver.commonProperties" -}}
-paramserver.job={{ .Values.jobName }}
-paramserver.etcd.endpoints={{ include "paramserver.etcdEndpoints" . }}
-paramserver.etcd.call-timeout={{ .Values.etcd.callTimeout }}
-paramserver.etcd.lease-ttl={{ .Values.etcd.leaseTtl }}
-paramserver.etcd.startup-timeout={{ .Values.etcd.startupTimeout }}
-{{- if .Values.etcd.auth.user }}
-paramserver.etcd.user={{ .Values.etcd.auth.user }}
-{{- end }}
-{{- range $k, $v := .Values.extraProperties }}
-{{ $k }}={{ $v }}
-{{- end }}
-{{- end }}
-
 {{/*
 Environment of every paramserver container: the pod IP as advertise host (what the service
-publishes in etcd), the admin token from the Secret, the JVM options, the role's config file.
+publishes in etcd), the admin token from the Secret, the S3 store and its credentials, the JVM
+options, the role's config file, then the component's extraEnv. Call with (dict "ctx" $
+"component" .Values.master).
 */}}
 {{- define "paramserver.env" -}}
+{{- $v := .ctx.Values -}}
 - name: PARAMSERVER_ADVERTISE_HOST
   valueFrom:
     fieldRef:
@@ -122,19 +110,87 @@ publishes in etcd), the admin token from the Secret, the JVM options, the role's
 - name: PARAMSERVER_ADMIN_TOKEN
   valueFrom:
     secretKeyRef:
-      name: {{ include "paramserver.secretName" . }}
-      key: {{ .Values.adminToken.secretKey }}
-{{- if .Values.etcd.auth.passwordSecret }}
+      name: {{ include "paramserver.secretName" .ctx }}
+      key: {{ $v.adminToken.secretKey }}
+{{- if $v.etcd.auth.passwordSecret }}
 - name: PARAMSERVER_ETCD_PASSWORD
   valueFrom:
     secretKeyRef:
-      name: {{ .Values.etcd.auth.passwordSecret }}
-      key: {{ .Values.etcd.auth.passwordKey }}
+      name: {{ $v.etcd.auth.passwordSecret }}
+      key: {{ $v.etcd.auth.passwordKey }}
+{{- end }}
+{{- with $v.s3.endpoint }}
+- name: PARAMSERVER_S3_ENDPOINT
+  value: {{ . | quote }}
+{{- end }}
+{{- with $v.s3.region }}
+- name: PARAMSERVER_S3_REGION
+  value: {{ . | quote }}
+{{- end }}
+{{- if $v.s3.pathStyle }}
+- name: PARAMSERVER_S3_PATH_STYLE
+  value: "true"
+{{- end }}
+{{- if $v.s3.existingSecret }}
+# the AWS SDK's default credential chain reads these (no key in any ConfigMap)
+- name: AWS_ACCESS_KEY_ID
+  valueFrom:
+    secretKeyRef:
+      name: {{ $v.s3.existingSecret }}
+      key: {{ $v.s3.accessKeyIdKey }}
+- name: AWS_SECRET_ACCESS_KEY
+  valueFrom:
+    secretKeyRef:
+      name: {{ $v.s3.existingSecret }}
+      key: {{ $v.s3.secretAccessKeyKey }}
 {{- end }}
 - name: SPRING_CONFIG_ADDITIONAL_LOCATION
   value: optional:file:/config/
 - name: JAVA_TOOL_OPTIONS
-  value: {{ .Values.javaToolOptions | quote }}
+  value: {{ $v.javaToolOptions | quote }}
+{{- with .component.extraEnv }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/* The component's envFrom (whole Secrets or ConfigMaps as variables), if any. Call with the component's values. */}}
+{{- define "paramserver.envFrom" -}}
+{{- with .envFrom }}
+envFrom:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
+
+{{/* Mounts every paramserver container has besides its own: /tmp, the TLS Secret, extraVolumeMounts. Call with (dict "ctx" $ "component" .Values.master). */}}
+{{- define "paramserver.commonMounts" -}}
+{{- include "paramserver.tmpMount" .ctx }}
+{{- if .ctx.Values.tls.existingSecret }}
+- name: tls
+  mountPath: {{ .ctx.Values.tls.mountPath }}
+  readOnly: true
+{{- end }}
+{{- with .component.extraVolumeMounts }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/* Volumes of every paramserver pod besides its own: /tmp, the TLS Secret, extraVolumes. Call with (dict "ctx" $ "component" .Values.master). */}}
+{{- define "paramserver.commonVolumes" -}}
+{{- include "paramserver.tmpVolume" .ctx }}
+{{- if .ctx.Values.tls.existingSecret }}
+- name: tls
+  secret:
+    secretName: {{ .ctx.Values.tls.existingSecret }}
+    defaultMode: 0440
+{{- end }}
+{{- with .component.extraVolumes }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/* Whether the pserver checkpoints go to an object store (s3://): then no checkpoint volume. */}}
+{{- define "paramserver.checkpointsInS3" -}}
+{{- if hasPrefix "s3://" .Values.pserver.checkpointDir }}true{{ end }}
 {{- end }}
 
 {{/* Probes on the actuator groups, on the container port named "http". */}}
@@ -204,6 +260,26 @@ readinessProbe:
 {{- if and .Values.trainer.modelPersistence.enabled (not .Values.trainer.modelVolume) (not (has "ReadWriteMany" .Values.trainer.modelPersistence.accessModes)) }}true{{ end }}
 {{- end }}
 
+{{/*
+Whether the job has ended: jobEnd.ended, else the outcome the job-end Job wrote into the annotation
+paramserver.dev/job-end of the release's ConfigMap (found with `lookup`; nothing under `helm
+template`). An ended job renders its workloads at 0 replicas and no trainer or job-end Job, so a
+later `helm upgrade` neither brings the services back (Helm 3's three-way merge) nor fights the
+job end's scale-down over spec.replicas (Helm 4's server-side apply).
+*/}}
+{{- define "paramserver.jobEnded" -}}
+{{- if .Values.jobEnd.ended }}{{ .Values.jobEnd.ended }}
+{{- else }}
+{{- $cm := lookup "v1" "ConfigMap" .Release.Namespace (printf "%s-config" (include "paramserver.fullname" .)) }}
+{{- if and $cm $cm.metadata $cm.metadata.annotations }}{{ index $cm.metadata.annotations "paramserver.dev/job-end" | default "" }}{{ end }}
+{{- end }}
+{{- end }}
+
+{{/* Replicas of a service: its value, or 0 once the job ended. Call with (dict "ctx" $ "replicas" n). */}}
+{{- define "paramserver.replicas" -}}
+{{- if include "paramserver.jobEnded" .ctx }}0{{ else }}{{ .replicas }}{{ end }}
+{{- end }}
+
 {{/* The job-end Job's spec (hashed into its name). */}}
 {{- define "paramserver.jobEndSpec" -}}
 {{- $fullname := include "paramserver.fullname" . -}}
@@ -224,43 +300,53 @@ template:
     {{- end }}
     containers:
       - name: job-end
-        # any image with sh and curl: the psctl image has both
-        image: {{ include "paramserver.image" (dict "ctx" . "service" "psctl") }}
-        imagePullPolicy: {{ .Values.image.pullPolicy }}
+        # any image with sh and kubectl (1.28 or newer): kubectl reads the Job's conditions
+        # (jsonpath), annotates the ConfigMap and scales
+        image: {{ .Values.jobEnd.image }}
+        imagePullPolicy: {{ .Values.jobEnd.pullPolicy }}
         command: ["/bin/sh", "-c"]
         args:
           - |
             set -u
-            sa=/var/run/secrets/kubernetes.io/serviceaccount
-            ns=$(cat $sa/namespace)
-            api="https://${KUBERNETES_SERVICE_HOST}:${KUBERNETES_SERVICE_PORT}"
-            k() { curl -fsS -m 10 --cacert "$sa/ca.crt" -H "Authorization: Bearer $(cat $sa/token)" "$@"; }
-            field() { sed -n "s/.*\"$1\": *\([0-9][0-9]*\).*/\1/p" | head -1; }
-            scale() { k -X PATCH -H "Content-Type: application/merge-patch+json" -d '{"spec":{"replicas":0}}' -o /dev/null "$api/apis/apps/v1/namespaces/$ns/$1/$2/scale" && echo "scaled $1/$2 to 0"; }
-            replicas() { k "$api/apis/apps/v1/namespaces/$ns/$1/$2" | tr -d '\n' | sed 's/.*"status": *{//' | field replicas; }
-            echo "waiting for Job $TRAINER_JOB to complete ($COMPLETIONS trainers)"
+            start=$(date +%s)
+            seen=""
+            echo "waiting for Job $TRAINER_JOB to end: complete or failed"
             while :; do
-              done_=$(k "$api/apis/batch/v1/namespaces/$ns/jobs/$TRAINER_JOB" | tr -d '\n' | sed 's/.*"status": *{//' | field succeeded)
-              [ "${done_:-0}" -ge "$COMPLETIONS" ] && break
+              # its name, then the conditions that hold (Complete or Failed once it ended); nothing
+              # at all once it is gone (deleted, or removed by ttlSecondsAfterFinished: it ended)
+              if state=$(kubectl get job "$TRAINER_JOB" --ignore-not-found -o jsonpath='{.metadata.name}{range .status.conditions[?(@.status=="True")]}{" "}{.type}{end}'); then
+                case " $state " in
+                  *" Complete "*) outcome=succeeded; break ;;
+                  *" Failed "*) outcome=failed; break ;;
+                  "  ")
+                    [ -n "$seen" ] && { outcome=removed; break; }
+                    [ $(($(date +%s) - start)) -ge "$MISSING_AFTER" ] && { outcome=missing; break; } ;;
+                  *) seen=1 ;;
+                esac
+              else
+                echo "cannot read Job $TRAINER_JOB; trying again"
+              fi
               sleep "$PERIOD"
             done
-            echo "the trainer Job is complete: the job is FINISHED"
-            scale deployments {{ $fullname }}-master || exit 1
-            scale statefulsets {{ $fullname }}-pserver || exit 1
+            echo "the trainer Job ended: $outcome"
+            # the mark a later helm upgrade reads (paramserver.jobEnded)
+            kubectl annotate configmap {{ $fullname }}-config "paramserver.dev/job-end=$outcome" --overwrite || exit 1
+            kubectl scale deployment/{{ $fullname }}-master statefulset/{{ $fullname }}-pserver --replicas=0 || exit 1
             {{- if not .Values.etcd.external.endpoints }}
             # etcd last: the pservers record their final checkpoint in it
-            until [ "$(replicas statefulsets {{ $fullname }}-pserver)" = 0 ]; do sleep 2; done
-            scale statefulsets {{ include "paramserver.etcdName" . }} || exit 1
+            kubectl wait --for=jsonpath='{.status.replicas}'=0 statefulset/{{ $fullname }}-pserver --timeout={{ add .Values.pserver.terminationGracePeriodSeconds 60 }}s || exit 1
+            kubectl scale statefulset/{{ include "paramserver.etcdName" . }} --replicas=0 || exit 1
             {{- end }}
         env:
           - name: TRAINER_JOB
             value: {{ include "paramserver.trainerJobName" . }}
-          - name: COMPLETIONS
-            value: {{ .Values.trainer.completions | quote }}
           - name: PERIOD
             value: {{ .Values.jobEnd.periodSeconds | quote }}
-          - name: JAVA_TOOL_OPTIONS
-            value: ""
+          - name: MISSING_AFTER
+            value: {{ .Values.jobEnd.missingAfterSeconds | quote }}
+          # kubectl keeps its discovery cache under $HOME (the root filesystem is read-only)
+          - name: HOME
+            value: /tmp
         securityContext:
           {{- toYaml .Values.securityContext | nindent 10 }}
         resources:
@@ -271,16 +357,21 @@ template:
       {{- include "paramserver.tmpVolume" . | nindent 6 }}
 {{- end }}
 
-{{/* Whole seconds of a Spring duration value: "90s", "5m", "1h", "2d", "500ms" or a bare number (ms). */}}
-{{- define "paramserver.durationSeconds" -}}
+{{/* Milliseconds of a Spring duration value: "90s", "5m", "1h", "2d", "500ms" or a bare number (ms). */}}
+{{- define "paramserver.durationMillis" -}}
 {{- $v := toString . | trim }}
-{{- $n := regexFind "^[0-9]+" $v | default "0" | int }}
+{{- $n := regexFind "^[0-9]+" $v | default "0" | int64 }}
 {{- $unit := trimPrefix (toString $n) $v }}
-{{- if eq $unit "s" }}{{ $n }}
-{{- else if eq $unit "m" }}{{ mul $n 60 }}
-{{- else if eq $unit "h" }}{{ mul $n 3600 }}
-{{- else if eq $unit "d" }}{{ mul $n 86400 }}
-{{- else if or (eq $unit "ms") (eq $unit "") }}{{ div $n 1000 }}
+{{- if eq $unit "s" }}{{ mul $n 1000 }}
+{{- else if eq $unit "m" }}{{ mul $n 60000 }}
+{{- else if eq $unit "h" }}{{ mul $n 3600000 }}
+{{- else if eq $unit "d" }}{{ mul $n 86400000 }}
+{{- else if or (eq $unit "ms") (eq $unit "") }}{{ $n }}
 {{- else }}{{ fail (printf "cannot read the duration %q: use a number with s, m, h, d or ms" $v) }}
 {{- end }}
+{{- end }}
+
+{{/* Whole seconds of a Spring duration value (see paramserver.durationMillis). */}}
+{{- define "paramserver.durationSeconds" -}}
+{{- div (include "paramserver.durationMillis" . | int64) 1000 }}
 {{- end }}

@@ -1,0 +1,137 @@
+{{/*
+The application.properties of each role. Each role's pods carry a checksum of their own file only
+(checksum/config), so a change of one role's settings restarts that role alone; the trainer Job's
+name hashes its spec, so a pserver-only change keeps the running trainers.
+*/}}
+
+{{/* Properties every service shares (paramserver.* of service-support's CommonProperties). */}}
+{{- define "paramserver.commonProperties" -}}
+paramserver.job={{ .Values.jobName }}
+paramserver.etcd.endpoints={{ include "paramserver.etcdEndpoints" . }}
+paramserver.etcd.call-timeout={{ .Values.etcd.callTimeout }}
+paramserver.etcd.lease-ttl={{ .Values.etcd.leaseTtl }}
+paramserver.etcd.startup-timeout={{ .Values.etcd.startupTimeout }}
+{{- if .Values.etcd.auth.user }}
+paramserver.etcd.user={{ .Values.etcd.auth.user }}
+{{- end }}
+{{- if .Values.tls.existingSecret }}
+# gRPC clients (trainers; masters calling pservers) trust the CA of the TLS Secret
+paramserver.grpc-client.tls.enabled=true
+paramserver.grpc-client.tls.trust-cert-collection={{ include "paramserver.tlsFile" (dict "ctx" . "key" .Values.tls.caKey) }}
+{{- if .Values.tls.mutual }}
+paramserver.grpc-client.tls.certificate-chain={{ include "paramserver.tlsFile" (dict "ctx" . "key" .Values.tls.certKey) }}
+paramserver.grpc-client.tls.private-key={{ include "paramserver.tlsFile" (dict "ctx" . "key" .Values.tls.keyKey) }}
+{{- end }}
+{{- with .Values.tls.authorityOverride }}
+paramserver.grpc-client.tls.authority-override={{ . }}
+{{- end }}
+{{- end }}
+{{- range $k, $v := .Values.extraProperties }}
+{{ $k }}={{ $v }}
+{{- end }}
+{{- end }}
+
+{{/* TLS of a gRPC server (net.devh's grpc.server.security.*), from the TLS Secret. */}}
+{{- define "paramserver.grpcServerTls" -}}
+{{- if .Values.tls.existingSecret }}
+grpc.server.security.enabled=true
+grpc.server.security.certificate-chain=file:{{ include "paramserver.tlsFile" (dict "ctx" . "key" .Values.tls.certKey) }}
+grpc.server.security.private-key=file:{{ include "paramserver.tlsFile" (dict "ctx" . "key" .Values.tls.keyKey) }}
+{{- if .Values.tls.mutual }}
+grpc.server.security.trust-cert-collection=file:{{ include "paramserver.tlsFile" (dict "ctx" . "key" .Values.tls.caKey) }}
+grpc.server.security.client-auth=REQUIRE
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "paramserver.masterProperties" -}}
+server.port={{ .Values.master.httpPort }}
+grpc.server.port={{ .Values.master.grpcPort }}
+{{- with include "paramserver.grpcServerTls" . | trim }}
+{{ . }}
+{{- end }}
+{{ include "paramserver.commonProperties" . }}
+paramserver.master.passes={{ .Values.master.passes }}
+paramserver.master.chunks-per-task={{ .Values.master.chunksPerTask }}
+paramserver.master.task-timeout={{ .Values.master.taskTimeout }}
+paramserver.master.max-failures={{ .Values.master.maxFailures }}
+{{- if .Values.master.tracking.enabled }}
+# run tracking, on the writable tracking volume (master.tracking)
+paramserver.master.tracking.metrics-file={{ .Values.master.tracking.mountPath }}/metrics.jsonl
+{{- if .Values.master.tracking.tensorboard }}
+paramserver.master.tracking.tensorboard-dir={{ .Values.master.tracking.mountPath }}/tensorboard
+{{- end }}
+{{- end }}
+# Ready = alive and connected to etcd, standby or leader, so rollouts and `helm --wait` finish;
+# leadership is its own group, /actuator/health/leader, read by the leader-label sidecar
+management.endpoint.health.group.readiness.include=readinessState,etcd
+management.endpoint.health.group.leader.include=leadership
+{{- range $k, $v := .Values.master.extraProperties }}
+paramserver.master.{{ $k }}={{ $v }}
+{{- end }}
+{{- end }}
+
+{{- define "paramserver.pserverProperties" -}}
+server.port={{ .Values.pserver.httpPort }}
+grpc.server.port={{ .Values.pserver.grpcPort }}
+{{- with include "paramserver.grpcServerTls" . | trim }}
+{{ . }}
+{{- end }}
+{{ include "paramserver.commonProperties" . }}
+paramserver.pserver.desired={{ .Values.pserver.replicas }}
+paramserver.pserver.checkpoint-dir={{ .Values.pserver.checkpointDir }}
+paramserver.pserver.checkpoint-interval={{ .Values.pserver.checkpointInterval }}
+{{- range $k, $v := .Values.pserver.extraProperties }}
+paramserver.pserver.{{ $k }}={{ $v }}
+{{- end }}
+{{- end }}
+
+{{- define "paramserver.trainerProperties" -}}
+server.port={{ .Values.trainer.httpPort }}
+{{ include "paramserver.commonProperties" . }}
+paramserver.trainer.train-data={{ .Values.trainer.trainData }}
+paramserver.trainer.test-data={{ .Values.trainer.testData }}
+paramserver.trainer.model={{ .Values.trainer.model }}
+paramserver.trainer.optimizer={{ .Values.trainer.optimizer }}
+paramserver.trainer.learning-rate={{ .Values.trainer.learningRate }}
+paramserver.trainer.batch-size={{ .Values.trainer.batchSize }}
+paramserver.trainer.sync={{ .Values.trainer.sync }}
+{{- with .Values.trainer.mode }}
+paramserver.trainer.mode={{ . }}
+{{- end }}
+{{- with .Values.trainer.activation }}
+paramserver.trainer.activation={{ . }}
+{{- end }}
+paramserver.trainer.exit-when-done=true
+{{- if .Values.trainer.modelOutput }}
+paramserver.trainer.model-output={{ .Values.trainer.modelOutput }}
+{{- end }}
+{{- range $k, $v := .Values.trainer.extraProperties }}
+paramserver.trainer.{{ $k }}={{ $v }}
+{{- end }}
+{{- end }}
+
+{{/* Path of a key of the TLS Secret, mounted at tls.mountPath. Call with (dict "ctx" $ "key" k). */}}
+{{- define "paramserver.tlsFile" -}}
+{{- printf "%s/%s" (trimSuffix "/" .ctx.Values.tls.mountPath) .key }}
+{{- end }}
+
+{{/*
+Checks the services would make at start, made at render time: the etcd durations within the
+bounds of CommonProperties.Etcd (@DurationMin/@DurationMax), a trainer mode that agrees with sync.
+*/}}
+{{- define "paramserver.validate" -}}
+{{- $bounds := list
+    (list "etcd.callTimeout" "call-timeout" .Values.etcd.callTimeout 100 300000)
+    (list "etcd.leaseTtl" "lease-ttl" .Values.etcd.leaseTtl 2000 600000)
+    (list "etcd.startupTimeout" "startup-timeout" .Values.etcd.startupTimeout 0 1800000) }}
+{{- range $bounds }}
+{{- $ms := include "paramserver.durationMillis" (index . 2) | int64 }}
+{{- if or (lt $ms (index . 3 | int64)) (gt $ms (index . 4 | int64)) }}
+{{- fail (printf "%s=%v is out of bounds: paramserver.etcd.%s takes %dms to %dms" (index . 0) (index . 2) (index . 1) (index . 3) (index . 4)) }}
+{{- end }}
+{{- end }}
+{{- if and .Values.trainer.sync (eq (toString .Values.trainer.mode) "bounded-staleness") }}
+{{- fail "trainer.sync=true contradicts trainer.mode=bounded-staleness: set only trainer.mode" }}
+{{- end }}
+{{- end }}
