@@ -8,9 +8,13 @@
 #   3. `docker-compose up -d` the demo as project "paramserver-smoke" (no Grafana: its profile is
 #      off), on free host ports, and waits until the one-shot "evaluate" service has evaluated the
 #      exported model; prints its RESULT line;
-#   4. checks that Prometheus scraped every service (up == 1 at some point for each target), and that
-#      the Helm chart's alert expressions evaluate there on the metrics they read;
-#   5. `down -v` and, if it started dockerd, stops it: also on failure or Ctrl-C (trap).
+#   4. checks that Prometheus scraped every service (up == 1 at some point for each target), that
+#      the Helm chart's alert expressions evaluate there on the metrics they read, and that none of
+#      them fires at the end of the successful job, also once masters and pservers are stopped (as the
+#      chart's job end scales them to 0);
+#   5. runs a second job, stops it through the leading master's POST /admin/job/stop (psctl stop),
+#      and checks that its trainers exit 3, are restarted at most 3 times and stay exited;
+#   6. `down -v` and, if it started dockerd, stops it: also on failure or Ctrl-C (trap).
 # Exits 0 only if all held. Prints the time of each phase. Needs root (or a running engine).
 #
 # Settings from the environment:
@@ -183,30 +187,79 @@ for role in master pserver trainer; do
 done
 say "Prometheus scraped every service ($targets)"
 # the Helm chart's alert expressions, for this job, evaluate on the real metrics (they parse, and the
-# series they read exist: the checkpoint age, for one, is exported from the shard's initialisation on)
+# series they read exist: the checkpoint age, for one, is exported from the shard's initialisation on),
+# and none of them holds at the end of a successful job: neither as compose leaves it, nor once the
+# masters and pservers are stopped as the chart's job end scales them to 0 (no NoMasterLeader page)
 if helm=$("$ROOT/scripts/fetch-helm.sh" 2>"$WORK/helm.log"); then
   HELM_CACHE_HOME="$WORK/helm" HELM_CONFIG_HOME="$WORK/helm" HELM_DATA_HOME="$WORK/helm" \
-    "$helm" template smoke "$ROOT/helm/paramserver" --set prometheusRule.enabled=true \
+    "$helm" template smoke "$ROOT/helm/paramserver" --namespace compose --set prometheusRule.enabled=true \
     --set jobName="$PARAMSERVER_JOB" --show-only templates/prometheusrule.yaml >"$WORK/rule.yaml"
-  n=0
-  while IFS= read -r expr; do
-    enc=$(printf '%s' "$expr" | od -An -tx1 | tr -d ' \n' | sed 's/../%&/g')
-    answer=$(query "$enc")
-    grep -q '"status":"success"' <<<"$answer" || { echo "$answer" >&2; fail "alert expression does not evaluate: $expr"; }
-    n=$((n + 1))
-  done < <(sed -n 's/^ *expr: //p' "$WORK/rule.yaml")
-  [ "$n" -ge 5 ] || fail "found $n alert expressions in the rendered PrometheusRule, expected 5"
+  mapfile -t exprs < <(sed -n 's/^ *expr: //p' "$WORK/rule.yaml")
+  [ "${#exprs[@]}" -ge 5 ] || fail "found ${#exprs[@]} alert expressions in the rendered PrometheusRule, expected 5"
+  # every expression evaluates, and (with $1 = quiet) returns no series: no alert would fire
+  check_alerts() {
+    local expr enc answer
+    for expr in "${exprs[@]}"; do
+      enc=$(printf '%s' "$expr" | od -An -tx1 | tr -d ' \n' | sed 's/../%&/g')
+      answer=$(query "$enc")
+      grep -q '"status":"success"' <<<"$answer" || { echo "$answer" >&2; fail "alert expression does not evaluate: $expr"; }
+      grep -q '"result":\[\]' <<<"$answer" || { echo "$answer" >&2; fail "alert fires at the end of a successful job ($1): $expr"; }
+    done
+  }
   for metric in paramserver_pserver_checkpoint_age_seconds paramserver_master_leader \
     paramserver_etcd_connected paramserver_trainer_dropped_pushes_total paramserver_trainer_samples_total; do
-    c=$(query "count(max_over_time(${metric}%7Bparamserver_job%3D%22$PARAMSERVER_JOB%22%7D%5B1h%5D))" \
+    c=$(query "count(max_over_time(${metric}%7Bnamespace%3D%22compose%22,paramserver_job%3D%22$PARAMSERVER_JOB%22%7D%5B1h%5D))" \
       | sed -n 's/.*"value":\[[0-9.]*,"\([0-9]*\)"\].*/\1/p')
-    [ "${c:-0}" -ge 1 ] || fail "no $metric series for the alerts to read"
+    [ "${c:-0}" -ge 1 ] || fail "no $metric series (namespace=compose) for the alerts to read"
   done
-  say "the chart's $n alert expressions evaluate, and the series they read exist"
+  check_alerts "services up"
+  compose stop -t 30 master-1 master-2 pserver-1 pserver-2 >"$WORK/stop.log" 2>&1 || { cat "$WORK/stop.log" >&2; fail "stop the masters and pservers"; }
+  # Prometheus marks a target's series stale at its first failed scrape (every 10 s)
+  deadline=$(($(date +%s) + 60))
+  until [ "$(query 'max(up%7Bjob%3D~%22paramserver-(master%7Cpserver)%22%7D)' | sed -n 's/.*"value":\[[0-9.]*,"\([0-9]*\)"\].*/\1/p')" = 0 ]; do
+    [ "$(date +%s)" -lt $deadline ] || fail "Prometheus still scrapes the stopped masters or pservers after 60 s"
+    sleep 2
+  done
+  check_alerts "masters and pservers stopped"
+  say "the chart's ${#exprs[@]} alert expressions evaluate, the series they read exist, and none fires after the job"
 else
   say "SKIPPED the alert expressions: no helm ($(tail -1 "$WORK/helm.log"))"
 fi
 phase_done prometheus
+
+# ---- 5. a stopped job ends ----
+# A second job on the same etcd: stopped through the leading master's admin endpoint (what psctl
+# stop calls) once it runs; its trainers exit 3, are restarted at most 3 times (on-failure:3) and
+# stay exited.
+export PARAMSERVER_JOB=smoke-stop
+say "docker-compose up -d trainer-1 trainer-2 (job $PARAMSERVER_JOB), then stop the job"
+compose up -d --no-build trainer-1 trainer-2 >"$WORK/up-stop.log" 2>&1 &
+UP_PID=$!
+token=${PARAMSERVER_ADMIN_TOKEN:-change-me-demo-token}
+deadline=$(($(date +%s) + TIMEOUT))
+stopped=""
+until [ -n "$stopped" ]; do
+  for m in master-1 master-2; do
+    answer=$(compose exec -T "$m" curl -sS -m 10 -X POST -H "Authorization: Bearer $token" \
+      http://127.0.0.1:8080/admin/job/stop 2>/dev/null </dev/null || true)
+    grep -q '"stopped":true' <<<"$answer" && { stopped=$m; break; }
+    grep -q 'already ended' <<<"$answer" && { echo "$answer" >&2; fail "job $PARAMSERVER_JOB ended before it was stopped"; }
+  done
+  [ "$(date +%s)" -lt $deadline ] || fail "could not stop job $PARAMSERVER_JOB within $TIMEOUT s"
+  [ -n "$stopped" ] || sleep 3
+done
+say "job $PARAMSERVER_JOB stopped through $stopped"
+deadline=$(($(date +%s) + 600))
+for t in trainer-1 trainer-2; do
+  until [ "$("$DOCKER" inspect -f '{{.State.Status}} {{.RestartCount}} {{.State.ExitCode}}' "$(compose ps -q "$t")")" = "exited 3 3" ]; do
+    [ "$(date +%s)" -lt $deadline ] || fail "$t did not end after 3 restarts with exit code 3: $("$DOCKER" inspect -f '{{.State.Status}} restarts={{.RestartCount}} exit={{.State.ExitCode}}' "$(compose ps -q "$t")")"
+    sleep 2
+  done
+done
+wait "$UP_PID" 2>/dev/null || true
+UP_PID=""
+say "the stopped job's trainers exited 3, were restarted 3 times and stay exited"
+phase_done stop
 
 compose down -v --remove-orphans --timeout 30 >"$WORK/down.log" 2>&1 || { cat "$WORK/down.log" >&2; fail "down -v"; }
 COMPOSE_UP=""
