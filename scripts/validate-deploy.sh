@@ -110,7 +110,8 @@ grep -q 'name: ps-paramserver-etcd$' "$WORK/external.yaml" && die "external etcd
 step "Kubernetes schemas (kubernetes-models) and cross-object checks"
 (cd "$NODE_DIR" && node validate-k8s.mjs "$WORK/default.yaml") || die "rendered objects (default values) are invalid"
 (cd "$NODE_DIR" && node validate-k8s.mjs --external-secret paramserver-admin-token \
-  --external-secret paramserver-etcd "$WORK/external.yaml") \
+  --external-secret paramserver-etcd --external-secret paramserver-s3 --external-secret paramserver-tls \
+  --external-secret paramserver-trainer-settings "$WORK/external.yaml") \
   || die "rendered objects (ci/external-values.yaml) are invalid"
 
 # ---- 5. JobSet and Kubeflow Trainer runtime ------------------------------------------------
