@@ -25,8 +25,42 @@ final class HelmChart {
 
   /** Objects of {@code helm template ps helm/paramserver --namespace paramserver [--set ...]}. */
   static Rendered template(String... sets) {
+    return templateIn("paramserver", sets);
+  }
+
+  /** Objects of {@code helm template ps helm/paramserver --namespace <namespace> [--set ...]}. */
+  static Rendered templateIn(String namespace, String... sets) {
+    Result r = render(namespace, sets);
+    if (r.exit != 0) {
+      throw new IllegalStateException(
+          "helm template " + String.join(" ", sets) + " failed (exit " + r.exit + "): " + r.err);
+    }
+    List<Map<String, Object>> objects = new ArrayList<>();
+    for (Object doc : new Yaml().loadAll(r.out)) {
+      if (doc instanceof Map<?, ?> m) {
+        @SuppressWarnings("unchecked")
+        Map<String, Object> o = (Map<String, Object>) m;
+        objects.add(o);
+      }
+    }
+    return new Rendered(objects);
+  }
+
+  /** The error of a {@code helm template} that must fail (values the chart refuses). */
+  static String failure(String... sets) {
+    Result r = render("paramserver", sets);
+    if (r.exit == 0) {
+      throw new AssertionError(
+          "helm template " + String.join(" ", sets) + " rendered, should fail");
+    }
+    return r.err;
+  }
+
+  private record Result(int exit, String out, String err) {}
+
+  private static Result render(String namespace, String... sets) {
     List<String> cmd = new ArrayList<>(List.of(helm(), "template", "ps", "helm/paramserver"));
-    cmd.addAll(List.of("--namespace", "paramserver"));
+    cmd.addAll(List.of("--namespace", namespace));
     for (String s : sets) {
       cmd.addAll(List.of("--set", s));
     }
@@ -37,16 +71,7 @@ final class HelmChart {
       pb.environment().put("HELM_CACHE_HOME", home.resolve("cache").toString());
       pb.environment().put("HELM_CONFIG_HOME", home.resolve("config").toString());
       pb.environment().put("HELM_DATA_HOME", home.resolve("data").toString());
-      String out = run(pb, "helm template " + String.join(" ", sets));
-      List<Map<String, Object>> objects = new ArrayList<>();
-      for (Object doc : new Yaml().loadAll(out)) {
-        if (doc instanceof Map<?, ?> m) {
-          @SuppressWarnings("unchecked")
-          Map<String, Object> o = (Map<String, Object>) m;
-          objects.add(o);
-        }
-      }
-      return new Rendered(objects);
+      return run(pb, "helm template " + String.join(" ", sets));
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     } finally {
@@ -63,14 +88,19 @@ final class HelmChart {
           ProcessBuilder pb =
               new ProcessBuilder("bash", "scripts/fetch-helm.sh")
                   .directory(RepoFiles.root().toFile());
-          helm = run(pb, "scripts/fetch-helm.sh").strip();
+          Result r = run(pb, "scripts/fetch-helm.sh");
+          if (r.exit != 0) {
+            throw new IllegalStateException("scripts/fetch-helm.sh failed: " + r.err);
+          }
+          helm = r.out.strip();
         }
       }
     }
     return helm;
   }
 
-  private static String run(ProcessBuilder pb, String what) {
+  /** Runs a process to its end (bounded), with its output and error text. */
+  private static Result run(ProcessBuilder pb, String what) {
     try {
       Path err = Files.createTempFile("helm", ".err");
       try {
@@ -85,11 +115,8 @@ final class HelmChart {
           p.destroyForcibly();
           throw new IllegalStateException(what + " did not end within " + TIMEOUT_S + " s");
         }
-        if (p.exitValue() != 0) {
-          throw new IllegalStateException(
-              what + " failed (exit " + p.exitValue() + "): " + Files.readString(err));
-        }
-        return new String(out, StandardCharsets.UTF_8);
+        return new Result(
+            p.exitValue(), new String(out, StandardCharsets.UTF_8), Files.readString(err));
       } finally {
         Files.deleteIfExists(err);
       }
@@ -157,6 +184,19 @@ final class HelmChart {
       }
       return out;
     }
+  }
+
+  /** The container {@code name} of a workload's pod template. */
+  static Map<String, Object> container(Map<String, Object> workload, String name) {
+    return list(workload, "spec.template.spec.containers").stream()
+        .filter(c -> name.equals(c.get("name")))
+        .findFirst()
+        .orElseThrow(() -> new AssertionError("no container " + name));
+  }
+
+  /** One key of the release's ConfigMap (master.properties, pserver.properties, ...). */
+  static String configMapKey(Rendered r, String key) {
+    return (String) ((Map<?, ?>) r.get("ConfigMap", "ps-paramserver-config").get("data")).get(key);
   }
 
   /** The value at a dotted path of nested maps ({@code spec.template.spec}), or null. */

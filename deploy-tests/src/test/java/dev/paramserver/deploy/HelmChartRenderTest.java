@@ -1,6 +1,8 @@
 package dev.paramserver.deploy;
 
 import static dev.paramserver.deploy.HelmChart.at;
+import static dev.paramserver.deploy.HelmChart.configMapKey;
+import static dev.paramserver.deploy.HelmChart.container;
 import static dev.paramserver.deploy.HelmChart.list;
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -16,19 +18,6 @@ import org.junit.jupiter.api.Test;
 @SuppressWarnings("unchecked")
 class HelmChartRenderTest {
   private static final HelmChart.Rendered DEFAULTS = HelmChart.template();
-
-  private static Map<String, Object> container(Map<String, Object> workload, String name) {
-    return list(workload, "spec.template.spec.containers").stream()
-        .filter(c -> name.equals(c.get("name")))
-        .findFirst()
-        .orElseThrow(() -> new AssertionError("no container " + name));
-  }
-
-  private static String configMapKey(HelmChart.Rendered r, String key) {
-    Map<String, Object> data =
-        (Map<String, Object>) r.get("ConfigMap", "ps-paramserver-config").get("data");
-    return (String) data.get(key);
-  }
 
   @Test
   void masterRollout_surgesOneStandbyAtATime_andStandbysAreReady() {
@@ -108,24 +97,6 @@ class HelmChartRenderTest {
     assertThat(list(end, "spec.template.spec.containers").get(0).get("env"))
         .asString()
         .contains("TRAINER_JOB, value=" + name);
-  }
-
-  @Test
-  void jobEnd_scalesMastersPserversThenEtcdToZero_withTheRightsToDoSo() {
-    Map<String, Object> end = DEFAULTS.named("Job", "ps-paramserver-job-end-");
-    Map<String, Object> c = list(end, "spec.template.spec.containers").get(0);
-    String script = String.join("\n", (List<String>) c.get("args"));
-    int master = script.indexOf("scale deployments ps-paramserver-master");
-    int pserver = script.indexOf("scale statefulsets ps-paramserver-pserver");
-    int etcd = script.indexOf("scale statefulsets ps-paramserver-etcd");
-    assertThat(master).isNotNegative().isLessThan(pserver);
-    assertThat(etcd).isGreaterThan(pserver);
-    assertThat(list(DEFAULTS.get("Role", "ps-paramserver"), "rules"))
-        .anySatisfy(
-            r ->
-                assertThat((List<Object>) r.get("resources"))
-                    .contains("deployments/scale", "statefulsets/scale"));
-    assertThat(HelmChart.template("jobEnd.scaleDown=false").ofKind("Job")).hasSize(1);
   }
 
   @Test
@@ -231,7 +202,9 @@ class HelmChartRenderTest {
     // three checkpoint intervals of 2 minutes
     assertThat(rules.get(2).get("expr"))
         .asString()
-        .isEqualTo("paramserver_pserver_checkpoint_age_seconds{paramserver_job=\"default\"} > 360");
+        .isEqualTo(
+            "paramserver_pserver_checkpoint_age_seconds{namespace=\"paramserver\","
+                + "paramserver_job=\"default\"} > 360");
   }
 
   @Test

@@ -21,22 +21,24 @@ class HelmConsistencyTest {
 
   private final Map<String, Object> values = RepoFiles.yaml(CHART + "values.yaml");
 
-  /** The properties file of one role in templates/configmap.yaml (text up to the next key). */
+  /** The properties file of one role: its define in templates/_properties.tpl. */
   private static String configMapSection(ServiceRole role) {
-    String text = RepoFiles.read(CHART + "templates/configmap.yaml");
-    String key = "  " + role.name().toLowerCase() + ".properties: |";
-    int start = text.indexOf(key);
-    assertThat(start).as("configmap.yaml has " + key.trim()).isNotNegative();
-    Matcher next = Pattern.compile("^  [a-z]+\\.properties: \\|", Pattern.MULTILINE).matcher(text);
-    int end = next.find(start + key.length()) ? next.start() : text.length();
-    return text.substring(start, end);
+    String text = define("paramserver." + role.name().toLowerCase() + "Properties");
+    assertThat(RepoFiles.read(CHART + "templates/configmap.yaml"))
+        .contains("include \"paramserver." + role.name().toLowerCase() + "Properties\"");
+    return text;
   }
 
+  /** The body of a define of _helpers.tpl or _properties.tpl. */
   private static String define(String name) {
-    String text = RepoFiles.read(CHART + "templates/_helpers.tpl");
-    int start = text.indexOf("{{- define \"" + name + "\" -}}");
-    assertThat(start).as("_helpers.tpl defines " + name).isNotNegative();
-    return text.substring(start, text.indexOf("{{- end }}\n\n", start));
+    for (String file : List.of("_helpers.tpl", "_properties.tpl")) {
+      String text = RepoFiles.read(CHART + "templates/" + file);
+      int start = text.indexOf("{{- define \"" + name + "\" -}}");
+      if (start >= 0) {
+        return text.substring(start, text.indexOf("{{- end }}\n\n", start));
+      }
+    }
+    throw new AssertionError("no define " + name + " in _helpers.tpl or _properties.tpl");
   }
 
   private static List<String> properties(String text) {
@@ -129,7 +131,7 @@ class HelmConsistencyTest {
               + RepoFiles.read(CHART + "templates/" + role.name().toLowerCase() + ".yaml");
       Matcher m = envName.matcher(text);
       while (m.find()) {
-        if (!role.bindsEnv(m.group(1))) {
+        if (!role.bindsEnv(m.group(1)) && !role.readsPlaceholder(m.group(1))) {
           unknown.add(role.module + ": " + m.group(1));
         }
       }

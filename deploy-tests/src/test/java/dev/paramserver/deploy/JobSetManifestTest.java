@@ -44,19 +44,71 @@ class JobSetManifestTest {
         .containsExactly("etcd", "master", "pserver", "trainer");
     for (Map<String, Object> j : jobs) {
       assertThat(at(j, "template.spec.template.spec.restartPolicy"))
-          .as(j.get("name") + " restarts its pods in place")
-          .isEqualTo("OnFailure");
+          .as(j.get("name") + " restarts its pods in place (trainers: a new pod)")
+          .isEqualTo("trainer".equals(j.get("name")) ? "Never" : "OnFailure");
       assertThat((Integer) at(j, "template.spec.backoffLimit")).isPositive();
     }
   }
 
   @Test
+  void stoppedOrFailedJob_failsTheTrainersJobAtOnce_andSoTheSet()
+      throws ReflectiveOperationException {
+    Map<String, Object> trainer = replicatedJob(JOBSET, "trainer");
+    List<Map<String, Object>> rules = list(trainer, "template.spec.podFailurePolicy.rules");
+    assertThat(rules.get(0).get("action")).isEqualTo("FailJob");
+    assertThat(at(rules.get(0), "onExitCodes.containerName")).isEqualTo("trainer");
+    assertThat((List<Object>) at(rules.get(0), "onExitCodes.values"))
+        .containsExactly(HelmJobEndTest.jobFailedExitCode());
+    assertThat(rules.get(1).get("action")).isEqualTo("Ignore");
+  }
+
+  @Test
+  void eachJobSet_isItsOwnJob_withItsOwnModelPath() {
+    Map<String, Object> config = only("deploy/jobset/paramserver-jobset.yaml", "ConfigMap");
+    Map<String, Object> data = (Map<String, Object>) config.get("data");
+    for (String role : List.of("master", "pserver", "trainer")) {
+      assertThat((String) data.get(role + ".properties"))
+          .as(role)
+          .contains("paramserver.job=${JOBSET_NAME}\n");
+    }
+    assertThat((String) data.get("trainer.properties"))
+        .contains("paramserver.trainer.model-output=/var/lib/paramserver/model/${JOBSET_NAME}/");
+    // JOBSET_NAME is set in every paramserver container, from the JobSet's pod label
+    for (String job : List.of("master", "pserver", "trainer")) {
+      assertThat(
+              list(replicatedJob(JOBSET, job), "template.spec.template.spec.containers")
+                  .get(0)
+                  .get("env"))
+          .asString()
+          .contains("name=JOBSET_NAME")
+          .contains("jobset.sigs.k8s.io/jobset-name");
+    }
+  }
+
+  @Test
+  void trainingRuntime_namesItsTrainerContainerNode_andCarriesTheFrameworkLabel() {
+    Map<String, Object> runtime =
+        only("deploy/jobset/paramserver-runtime.yaml", "ClusterTrainingRuntime");
+    assertThat((Map<String, Object>) at(runtime, "metadata.labels"))
+        .containsEntry("trainer.kubeflow.org/framework", "paramserver");
+    Map<String, Object> node =
+        replicatedJob((Map<String, Object>) at(runtime, "spec.template"), "node");
+    // Kubeflow copies a TrainJob's image, env and resources only into containers named "node"
+    assertThat(list(node, "template.spec.template.spec.containers"))
+        .extracting(c -> c.get("name"))
+        .containsExactly("node");
+  }
+
+  private static Map<String, Object> replicatedJob(Map<String, Object> jobSet, String name) {
+    return list(jobSet, "spec.replicatedJobs").stream()
+        .filter(j -> name.equals(j.get("name")))
+        .findFirst()
+        .orElseThrow(() -> new AssertionError("no replicated job " + name));
+  }
+
+  @Test
   void pserverIndex_isTheJobCompletionIndex() {
-    Map<String, Object> pserver =
-        list(JOBSET, "spec.replicatedJobs").stream()
-            .filter(j -> "pserver".equals(j.get("name")))
-            .findFirst()
-            .orElseThrow();
+    Map<String, Object> pserver = replicatedJob(JOBSET, "pserver");
     assertThat(list(pserver, "template.spec.template.spec.containers").get(0).get("env"))
         .asString()
         .contains("PARAMSERVER_PSERVER_INDEX")
@@ -74,6 +126,16 @@ class JobSetManifestTest {
     for (Map<String, Object> j : (List<Map<String, Object>>) expected.get("replicatedJobs")) {
       if ("trainer".equals(j.get("name"))) {
         j.put("name", "node");
+        Map<String, Object> jobSpec =
+            (Map<String, Object>) ((Map<String, Object>) j.get("template")).get("spec");
+        for (Map<String, Object> c : list(jobSpec, "template.spec.containers")) {
+          c.put("name", "node");
+        }
+        for (Map<String, Object> r : list(jobSpec, "podFailurePolicy.rules")) {
+          if (r.get("onExitCodes") instanceof Map<?, ?> codes) {
+            ((Map<String, Object>) codes).put("containerName", "node");
+          }
+        }
         ((Map<String, Object>) j.get("template"))
             .put(
                 "metadata",

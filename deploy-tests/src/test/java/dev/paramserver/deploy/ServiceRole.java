@@ -65,6 +65,8 @@ enum ServiceRole {
   /** Every {@code paramserver.*} property this service binds: the common ones and its own. */
   Set<String> properties() {
     Set<String> all = new TreeSet<>(ConfigurationPropertyNames.of(CommonProperties.class));
+    // service-support's gRPC client TLS, which every service binds
+    all.addAll(ConfigurationPropertyNames.of(dev.paramserver.service.ClientTlsProperties.class));
     propertiesRecords.forEach(r -> all.addAll(ConfigurationPropertyNames.of(r)));
     return all;
   }
@@ -73,6 +75,15 @@ enum ServiceRole {
   boolean bindsEnv(String variable) {
     return properties().stream()
         .anyMatch(p -> ConfigurationPropertyNames.envNames(p).contains(variable));
+  }
+
+  /**
+   * Whether the packaged configuration reads an environment variable through a placeholder ({@code
+   * ${PARAMSERVER_S3_ENDPOINT:}}), as the services do for settings every role shares.
+   */
+  boolean readsPlaceholder(String variable) {
+    return config().values().stream()
+        .anyMatch(v -> v.contains("${" + variable + ":") || v.contains("${" + variable + "}"));
   }
 
   /** {@code server.port} of the packaged configuration. */
