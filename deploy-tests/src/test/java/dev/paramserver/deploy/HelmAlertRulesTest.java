@@ -89,11 +89,7 @@ class HelmAlertRulesTest {
               - series: 'paramserver_trainer_samples_total{%1$s,instance="t0"}'
                 values: '0+100x30'
             alert_rule_test:
-              - eval_time: 10m
-                alertname: ParamserverNoMasterLeader
-                exp_alerts:
-                  - exp_labels: {severity: critical, namespace: paramserver, paramserver_job: default}
-                    exp_annotations: {summary: No master leads job default, description: %3$s, runbook_url: docs/runbooks.md#paramservernomasterleader}
+              - {eval_time: 10m, alertname: ParamserverNoMasterLeader, exp_alerts: [{exp_labels: {severity: critical, namespace: paramserver, paramserver_job: default}, exp_annotations: %3$s}]}
           # another namespace's release of the same job name leads; ours has masters but no leader
           - interval: 1m
             input_series:
@@ -104,11 +100,7 @@ class HelmAlertRulesTest {
               - series: 'paramserver_trainer_samples_total{%1$s,instance="t0"}'
                 values: '0+100x30'
             alert_rule_test:
-              - eval_time: 10m
-                alertname: ParamserverNoMasterLeader
-                exp_alerts:
-                  - exp_labels: {severity: critical}
-                    exp_annotations: {summary: No master leads job default, description: %3$s, runbook_url: docs/runbooks.md#paramservernomasterleader}
+              - {eval_time: 10m, alertname: ParamserverNoMasterLeader, exp_alerts: [{exp_labels: {severity: critical}, exp_annotations: %3$s}]}
           # ... and the other namespace's leaderless job does not page ours
           - interval: 1m
             input_series:
@@ -121,7 +113,12 @@ class HelmAlertRulesTest {
             alert_rule_test:
               - {eval_time: 10m, alertname: ParamserverNoMasterLeader, exp_alerts: []}
         """
-            .formatted(ours, theirs, quoted(description("ParamserverNoMasterLeader")));
+            .formatted(
+                ours,
+                theirs,
+                "{summary: No master leads job default, description: "
+                    + quoted(description("ParamserverNoMasterLeader"))
+                    + ", runbook_url: docs/runbooks.md#paramservernomasterleader}");
     promtoolTestRules(tests);
   }
 

@@ -154,20 +154,19 @@ class HelmSchemaTest {
   }
 
   private static long millis(DurationMin d) {
-    return Duration.ofDays(d.days())
-        .plusHours(d.hours())
-        .plusMinutes(d.minutes())
-        .plusSeconds(d.seconds())
-        .plusMillis(d.millis())
-        .toMillis();
+    return millis(d.days(), d.hours(), d.minutes(), d.seconds(), d.millis());
   }
 
   private static long millis(DurationMax d) {
-    return Duration.ofDays(d.days())
-        .plusHours(d.hours())
-        .plusMinutes(d.minutes())
-        .plusSeconds(d.seconds())
-        .plusMillis(d.millis())
+    return millis(d.days(), d.hours(), d.minutes(), d.seconds(), d.millis());
+  }
+
+  private static long millis(long days, long hours, long minutes, long seconds, long millis) {
+    return Duration.ofDays(days)
+        .plusHours(hours)
+        .plusMinutes(minutes)
+        .plusSeconds(seconds)
+        .plusMillis(millis)
         .toMillis();
   }
 }
