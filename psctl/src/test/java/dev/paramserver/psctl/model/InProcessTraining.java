@@ -17,14 +17,14 @@ import java.util.List;
 import java.util.Map;
 
 /** Trains a model in one JVM with plain SGD, as a trainer would, and saves it. */
-final class InProcessTraining {
+public final class InProcessTraining {
   private InProcessTraining() {}
 
   /**
    * Trains {@code spec} on the examples for {@code passes} passes (standardizing with the info's
    * scaling, if any) and writes the model with the info's label names and scaling.
    */
-  static Path trainAndSave(
+  public static Path trainAndSave(
       ModelSpec spec, List<Example> train, DatasetInfo info, int passes, float lr, Path out)
       throws Exception {
     Model m = ModelFactory.create(spec);
