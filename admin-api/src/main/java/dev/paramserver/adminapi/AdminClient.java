@@ -12,13 +12,16 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.net.http.HttpTimeoutException;
 import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 
 /**
  * The one client of the services' admin HTTP API ({@code /admin/**} with the bearer token, and the
- * readiness probe): psctl's job commands and the local cluster use it. Answers are read into this
- * module's records — {@link JobView} (whose published schema is {@link JobViewSchema}) and {@link
- * ServiceStatus} — ignoring fields a newer service adds. A standby master's 409 answer names the
- * leader's HTTP address; the client follows it once and keeps talking to the leader.
+ * readiness probe): psctl's job commands, the local cluster and the master's console use it.
+ * Answers are read into this module's records — {@link JobView} (whose published schema is {@link
+ * JobViewSchema}) and {@link ServiceStatus} — ignoring fields a newer service adds. A standby
+ * master's 409 answer names the leader's HTTP address; the client follows it once and keeps talking
+ * to the leader.
  *
  * <p>Failures are {@link AdminException}s whose {@link AdminException.Kind kind} tells an
  * unreachable service from a refused token from a bad answer. Not thread-safe (it remembers the
@@ -129,62 +132,111 @@ public final class AdminClient {
     }
   }
 
+  /**
+   * {@code GET path} without waiting, with its own timeout: the answer as JSON, or an {@link
+   * AdminException} as the future's cause. A 409 is not followed.
+   */
+  public CompletableFuture<JsonNode> getAsync(String path, Duration timeout) {
+    return callAsync("GET", path, timeout);
+  }
+
+  /** {@code POST path} without a body and without waiting; see {@link #getAsync}. */
+  public CompletableFuture<JsonNode> postAsync(String path, Duration timeout) {
+    return callAsync("POST", path, timeout);
+  }
+
+  private CompletableFuture<JsonNode> callAsync(String method, String path, Duration timeout) {
+    return http.sendAsync(request(method, path, timeout), HttpResponse.BodyHandlers.ofString())
+        .handle(
+            (r, t) -> {
+              try {
+                if (t != null) {
+                  throw failure(
+                      t instanceof CompletionException c ? c.getCause() : t, method, path);
+                }
+                return answer(r, method);
+              } catch (AdminException e) {
+                throw new CompletionException(e);
+              }
+            });
+  }
+
   private JsonNode call(String method, String path) throws IOException, InterruptedException {
     return call(method, path, true);
   }
 
   private JsonNode call(String method, String path, boolean followLeader)
       throws IOException, InterruptedException {
-    URI uri = URI.create(base + path);
+    HttpResponse<String> r;
+    try {
+      r = http.send(request(method, path, timeout), HttpResponse.BodyHandlers.ofString());
+    } catch (IOException e) {
+      throw failure(e, method, path);
+    }
+    if (r.statusCode() == 409 && followLeader) {
+      JsonNode leader = errorBody(r).path("leaderAdminAddress");
+      if (leader.isTextual()) {
+        base = "http://" + leader.asText();
+        return call(method, path, false);
+      }
+    }
+    return answer(r, method);
+  }
+
+  private HttpRequest request(String method, String path, Duration timeout) {
     HttpRequest.Builder b =
-        HttpRequest.newBuilder(uri)
+        HttpRequest.newBuilder(URI.create(base + path))
             .timeout(timeout)
             .header("Accept", "application/json")
             .method(method, HttpRequest.BodyPublishers.noBody());
     if (!token.isEmpty()) {
       b.header("Authorization", "Bearer " + token);
     }
-    HttpResponse<String> r;
-    try {
-      r = http.send(b.build(), HttpResponse.BodyHandlers.ofString());
-    } catch (ConnectException | HttpConnectTimeoutException e) {
-      throw new AdminException(
-          AdminException.Kind.UNREACHABLE,
-          "cannot connect to " + what + " at " + base + " (is it running?)",
-          e);
-    } catch (HttpTimeoutException e) {
-      throw new AdminException(
-          AdminException.Kind.UNREACHABLE,
-          what + " at " + base + " did not answer " + method + " " + path + " within " + timeout,
-          e);
-    } catch (IOException e) {
-      throw new AdminException(
-          AdminException.Kind.UNREACHABLE, "cannot reach " + what + " at " + base + ": " + e, e);
+    return b.build();
+  }
+
+  /** A call that got no answer: the service is down, or did not answer in time. */
+  private AdminException failure(Throwable e, String method, String path) {
+    String message =
+        e instanceof ConnectException || e instanceof HttpConnectTimeoutException
+            ? "cannot connect to " + what + " at " + base + " (is it running?)"
+            : e instanceof HttpTimeoutException
+                ? what + " at " + base + " did not answer " + method + " " + path + " in time"
+                : "cannot reach " + what + " at " + base + ": " + e;
+    return new AdminException(AdminException.Kind.UNREACHABLE, message, e);
+  }
+
+  /** The body of a 2xx answer; an {@link AdminException} for any other. */
+  private JsonNode answer(HttpResponse<String> r, String method) throws AdminException {
+    if (r.statusCode() / 100 == 2) {
+      return parse(r.body(), r.uri());
     }
-    JsonNode body = parse(r.body(), uri);
-    if (r.statusCode() == 409 && followLeader && body.hasNonNull("leaderAdminAddress")) {
-      base = "http://" + body.get("leaderAdminAddress").asText();
-      return call(method, path, false);
-    }
+    JsonNode body = errorBody(r);
     if (r.statusCode() == 401) {
       throw new AdminException(
           AdminException.Kind.UNAUTHORIZED,
           what + " refused the admin token (" + body.path("message").asText("unauthorized") + ")",
           null);
     }
-    if (r.statusCode() / 100 != 2) {
-      throw new AdminException(
-          AdminException.Kind.BAD_ANSWER,
-          method
-              + " "
-              + uri
-              + " answered "
-              + r.statusCode()
-              + ": "
-              + abbreviate(body.path("message").asText(body.path("error").asText(r.body()))),
-          null);
+    throw new AdminException(
+        AdminException.Kind.BAD_ANSWER,
+        method
+            + " "
+            + r.uri()
+            + " answered "
+            + r.statusCode()
+            + ": "
+            + abbreviate(body.path("message").asText(body.path("error").asText(r.body()))),
+        null);
+  }
+
+  /** An error answer's JSON, or a missing node when it is not JSON. */
+  private static JsonNode errorBody(HttpResponse<String> r) {
+    try {
+      return r.body() == null || r.body().isEmpty() ? JSON.missingNode() : JSON.readTree(r.body());
+    } catch (IOException e) {
+      return JSON.missingNode();
     }
-    return body;
   }
 
   private JsonNode parse(String body, URI uri) throws AdminException {
