@@ -24,8 +24,9 @@ import java.util.concurrent.CompletionException;
  * to the leader.
  *
  * <p>Failures are {@link AdminException}s whose {@link AdminException.Kind kind} tells an
- * unreachable service from a refused token from a bad answer. Not thread-safe (it remembers the
- * leader it was sent to).
+ * unreachable service from a refused token from a bad answer. The blocking calls remember the
+ * leader a standby named, so an instance making them belongs to one thread; {@link #at}, {@link
+ * #getAsync} and {@link #postAsync} may be called from any thread.
  */
 public final class AdminClient {
   /** Reads answers; a newer service may add fields, an older reader takes the ones it knows. */

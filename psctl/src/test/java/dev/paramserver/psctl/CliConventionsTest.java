@@ -83,17 +83,20 @@ class CliConventionsTest {
     String text = Files.readString(script);
     assertThat(text).contains("bashcompinit").contains("complete -F _complete_psctl");
     assertThat(bash("bash -n " + script).exit()).isZero();
-    // where zsh is installed, load the script in it and ask it for completions
+    // where zsh is installed, load the script in it: bashcompinit registers the function
     if (bash("command -v zsh").exit() == 0) {
       Shell z =
           run(
               List.of(
                   "zsh",
+                  "-f",
                   "-c",
-                  "source " + script + " && complete -p psctl >/dev/null && echo loaded"),
-              null);
+                  "source "
+                      + script
+                      + " && whence -w _complete_psctl && print -r -- \"psctl=${_comps[psctl]}\""),
+              dir);
       assertThat(z.exit()).as(z.out()).isZero();
-      assertThat(z.out()).contains("loaded");
+      assertThat(z.out()).contains("_complete_psctl: function").contains("psctl=_bash_complete");
     }
   }
 

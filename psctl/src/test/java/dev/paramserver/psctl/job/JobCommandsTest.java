@@ -9,7 +9,6 @@ import com.sun.net.httpserver.HttpServer;
 import dev.paramserver.adminapi.BuildInfo;
 import dev.paramserver.adminapi.JobViewSchema;
 import dev.paramserver.psctl.ExitCodes;
-import dev.paramserver.psctl.Psctl;
 import dev.paramserver.psctl.Run;
 import dev.paramserver.testsupport.JsonSchemaCheck;
 import java.io.IOException;
@@ -265,19 +264,20 @@ class JobCommandsTest {
   @Test
   void theMasterAndTokenComeFromTheEnvironment_andFlagsOverrideIt() {
     Map<String, String> env = Map.of("PSCTL_MASTER", url(leader), "PSCTL_TOKEN", TOKEN);
-    Run fromEnv = run(env, "status");
+    Run fromEnv = Run.withEnv(env, "status");
     assertThat(fromEnv.code()).as(fromEnv.err()).isZero();
     assertThat(fromEnv.out()).contains("RUNNING  pass 2 of 3");
 
     Map<String, String> stale =
         Map.of("PSCTL_MASTER", "http://127.0.0.1:1", "PSCTL_TOKEN", "stale-token");
-    Run flags = run(stale, "status", "--master", url(leader), "--token", TOKEN);
+    Run flags = Run.withEnv(stale, "status", "--master", url(leader), "--token", TOKEN);
     assertThat(flags.code()).as(flags.err()).isZero();
-    Run envOnly = run(stale, "status");
+    Run envOnly = Run.withEnv(stale, "status");
     assertThat(envOnly.code()).isEqualTo(ExitCodes.UNREACHABLE);
 
     Run serviceToken =
-        run(Map.of("PSCTL_MASTER", url(leader), "PARAMSERVER_ADMIN_TOKEN", TOKEN), "status");
+        Run.withEnv(
+            Map.of("PSCTL_MASTER", url(leader), "PARAMSERVER_ADMIN_TOKEN", TOKEN), "status");
     assertThat(serviceToken.code()).as(serviceToken.err()).isZero();
   }
 
@@ -332,17 +332,8 @@ class JobCommandsTest {
     assertThat(v.has("server")).isFalse();
     assertThat(v.path("serverError").asText()).contains("cannot connect");
 
-    Run clientOnly = run(Map.of(), "version");
+    Run clientOnly = Run.withEnv(Map.of(), "version");
     assertThat(clientOnly.code()).isZero();
     assertThat(clientOnly.out().strip()).startsWith("psctl ").doesNotContain("master");
-  }
-
-  private static Run run(Map<String, String> env, String... args) {
-    java.io.StringWriter out = new java.io.StringWriter();
-    java.io.StringWriter err = new java.io.StringWriter();
-    picocli.CommandLine cl = Psctl.commandLine(env);
-    cl.setOut(new java.io.PrintWriter(out, true));
-    cl.setErr(new java.io.PrintWriter(err, true));
-    return new Run(cl.execute(args), out.toString(), err.toString());
   }
 }

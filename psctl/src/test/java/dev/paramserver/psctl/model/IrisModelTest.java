@@ -5,7 +5,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.paramserver.models.Dataset;
 import dev.paramserver.models.DatasetInfos;
 import dev.paramserver.models.ModelSpec;
-import dev.paramserver.proto.v1.DatasetInfo;
 import dev.paramserver.psctl.Run;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -31,21 +30,9 @@ class IrisModelTest {
 
   @BeforeAll
   static void convertAndTrain() throws Exception {
-    Path iris = Path.of(IrisModelTest.class.getResource("/iris.csv").toURI());
-    Run r =
-        Run.psctl(
-            "convert", "--input", iris.toString(), "--output", dir + "/iris", "--standardize");
-    assertThat(r.code()).as(r.err()).isZero();
-    data = dir.resolve("iris-00000.recordio");
-    DatasetInfo info = DatasetInfos.read(dir.resolve("iris.dataset.pb"));
-    model =
-        InProcessTraining.trainAndSave(
-            ModelSpec.softmax(4, 3),
-            Dataset.readGlobs(List.of(data.toString())),
-            info,
-            30,
-            0.1f,
-            dir.resolve("model.pb"));
+    InProcessTraining.Iris iris = InProcessTraining.iris(dir);
+    data = iris.data();
+    model = iris.model();
   }
 
   @Test

@@ -2,9 +2,6 @@ package dev.paramserver.psctl.storage;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.paramserver.models.Dataset;
-import dev.paramserver.models.DatasetInfos;
-import dev.paramserver.models.ModelSpec;
 import dev.paramserver.onnx.proto.ModelProto;
 import dev.paramserver.psctl.Run;
 import dev.paramserver.psctl.model.InProcessTraining;
@@ -133,19 +130,9 @@ class S3CommandsTest {
                 "--standardize"));
     assertThat(c.code()).as(c.err()).isZero();
     // the same data locally, to train the model and to compare with
-    Run local =
-        Run.psctl(
-            "convert", "--input", iris.toString(), "--output", dir + "/iris", "--standardize");
-    assertThat(local.code()).as(local.err()).isZero();
-    Path localData = dir.resolve("iris-00000.recordio");
-    Path model =
-        InProcessTraining.trainAndSave(
-            ModelSpec.softmax(4, 3),
-            Dataset.readGlobs(List.of(localData.toString())),
-            DatasetInfos.read(dir.resolve("iris.dataset.pb")),
-            30,
-            0.1f,
-            dir.resolve("model.pb"));
+    InProcessTraining.Iris trained = InProcessTraining.iris(dir);
+    Path localData = trained.data();
+    Path model = trained.model();
     try (Storage storage =
         Storage.create(new S3Settings(s3.endpoint(), null, true, null, null), "test")) {
       storage.upload(model, "s3://data/models/iris.pb");
