@@ -20,7 +20,7 @@ final class AdminClient {
   }
 
   private dev.paramserver.adminapi.AdminClient at(int port) {
-    return client.at("the service on port " + port, "http://127.0.0.1:" + port);
+    return client.at("the service", "http://127.0.0.1:" + port);
   }
 
   /** GET /admin/status of the service on {@code port}, parsed. */
