@@ -1,51 +1,41 @@
 package dev.paramserver.localcluster;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.time.Duration;
 
-/** Calls a service's {@code /admin/**} endpoints on 127.0.0.1 with the run's bearer token. */
+/**
+ * The services' {@code /admin/**} endpoints and readiness probe on 127.0.0.1, by HTTP port, with
+ * the run's bearer token, through admin-api's {@link dev.paramserver.adminapi.AdminClient}.
+ */
 final class AdminClient {
-  private static final ObjectMapper JSON = new ObjectMapper();
   private static final Duration TIMEOUT = Duration.ofSeconds(10);
 
-  private final HttpClient http =
-      HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(1)).build();
-  private final String token;
+  private final dev.paramserver.adminapi.AdminClient client;
 
   AdminClient(String token) {
-    this.token = token;
+    this.client =
+        dev.paramserver.adminapi.AdminClient.create(
+            "the service", "http://127.0.0.1", token, TIMEOUT);
+  }
+
+  private dev.paramserver.adminapi.AdminClient at(int port) {
+    return client.at("the service", "http://127.0.0.1:" + port);
   }
 
   /** GET /admin/status of the service on {@code port}, parsed. */
   JsonNode status(int port) throws IOException {
-    HttpRequest request =
-        HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/admin/status"))
-            .timeout(TIMEOUT)
-            .header("Authorization", "Bearer " + token)
-            .header("Accept", "application/json")
-            .GET()
-            .build();
-    return JSON.readTree(send(request, port));
+    try {
+      return at(port).statusJson();
+    } catch (InterruptedException e) {
+      throw interrupted(e);
+    }
   }
 
   /** Whether GET /actuator/health/readiness of the service on {@code port} answers 200. */
   boolean ready(int port) {
-    HttpRequest request =
-        HttpRequest.newBuilder(
-                URI.create("http://127.0.0.1:" + port + "/actuator/health/readiness"))
-            .timeout(TIMEOUT)
-            .GET()
-            .build();
     try {
-      return http.send(request, HttpResponse.BodyHandlers.discarding()).statusCode() == 200;
-    } catch (IOException e) {
-      return false;
+      return at(port).ready();
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       return false;
@@ -54,38 +44,15 @@ final class AdminClient {
 
   /** POST /admin/shutdown of the service on {@code port}; the service answers 202 at once. */
   void shutdown(int port) throws IOException {
-    HttpRequest request =
-        HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/admin/shutdown"))
-            .timeout(TIMEOUT)
-            .header("Authorization", "Bearer " + token)
-            .POST(HttpRequest.BodyPublishers.noBody())
-            .build();
-    send(request, port);
-  }
-
-  private String send(HttpRequest request, int port) throws IOException {
-    HttpResponse<String> response;
     try {
-      response = http.send(request, HttpResponse.BodyHandlers.ofString());
+      at(port).shutdown();
     } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new IOException("interrupted calling " + request.uri(), e);
+      throw interrupted(e);
     }
-    if (response.statusCode() / 100 != 2) {
-      String body = response.body();
-      throw new IOException(
-          request.method()
-              + " "
-              + request.uri()
-              + " answered "
-              + response.statusCode()
-              + (body == null || body.isBlank() ? "" : ": " + abbreviate(body)));
-    }
-    return response.body();
   }
 
-  private static String abbreviate(String s) {
-    String oneLine = s.replaceAll("\\s+", " ").trim();
-    return oneLine.length() > 200 ? oneLine.substring(0, 200) + "..." : oneLine;
+  private static IOException interrupted(InterruptedException e) {
+    Thread.currentThread().interrupt();
+    return new IOException("interrupted calling a service's admin API", e);
   }
 }

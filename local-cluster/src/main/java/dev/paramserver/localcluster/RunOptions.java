@@ -311,7 +311,10 @@ public final class RunOptions {
       })
   List<Extra> extras = new ArrayList<>();
 
-  @Option(names = "--help", usageHelp = true, description = "show this help")
+  @Option(
+      names = {"-h", "--help"},
+      usageHelp = true,
+      description = "show this help")
   boolean help;
 
   /** One {@code --set role.key=value}. */

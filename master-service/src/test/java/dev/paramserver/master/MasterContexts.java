@@ -14,7 +14,7 @@ import org.springframework.context.ConfigurableApplicationContext;
 
 /** Starts master Spring contexts in this JVM on free ports, against a test etcd. */
 public final class MasterContexts implements AutoCloseable {
-  static final String TOKEN = "test-token";
+  public static final String TOKEN = "test-token";
   private final List<ConfigurableApplicationContext> started = new ArrayList<>();
   private final HttpClient http =
       HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();

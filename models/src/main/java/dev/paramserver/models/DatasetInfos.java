@@ -146,7 +146,19 @@ public final class DatasetInfos {
    * @throws IllegalArgumentException when both name their classes and the names differ
    */
   public static void checkLabels(List<String> modelLabels, List<String> globs) throws IOException {
-    Optional<DatasetInfo> data = findForGlobs(globs);
+    checkLabels(modelLabels, findForGlobs(globs));
+  }
+
+  /**
+   * Like {@link #checkLabels(List, List)} for globs local or {@code s3://} (the info objects beside
+   * the data objects are read too).
+   */
+  public static void checkLabels(Storage storage, List<String> modelLabels, List<String> globs)
+      throws IOException {
+    checkLabels(modelLabels, findForGlobs(storage, globs));
+  }
+
+  private static void checkLabels(List<String> modelLabels, Optional<DatasetInfo> data) {
     if (!modelLabels.isEmpty()
         && data.isPresent()
         && data.get().getLabelNamesCount() > 0

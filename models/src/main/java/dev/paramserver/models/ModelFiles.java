@@ -6,6 +6,7 @@ import dev.paramserver.proto.v1.DatasetInfo;
 import dev.paramserver.proto.v1.ModelFile;
 import dev.paramserver.proto.v1.NamedTensor;
 import dev.paramserver.proto.v1.SparseTable;
+import dev.paramserver.storage.Storage;
 import dev.paramserver.tensor.TensorCodec;
 import java.io.IOException;
 import java.io.InputStream;
@@ -98,8 +99,29 @@ public final class ModelFiles {
 
   /** Reads a model file and checks every parameter against the model it describes. */
   public static Loaded read(Path path) throws IOException {
-    ModelFile file;
     try (InputStream in = Files.newInputStream(path)) {
+      return read(in, path.toString());
+    }
+  }
+
+  /**
+   * Reads a model file or object, local or {@code s3://bucket/key} (streamed as it downloads), and
+   * checks every parameter against the model it describes.
+   */
+  public static Loaded read(Storage storage, String location) throws IOException {
+    try (InputStream in = storage.openStream(location)) {
+      return read(in, location);
+    }
+  }
+
+  /**
+   * Reads a model from {@code in} and checks every parameter against the model it describes.
+   *
+   * @param path names the model in error messages
+   */
+  public static Loaded read(InputStream in, String path) throws IOException {
+    ModelFile file;
+    try {
       file = ModelFile.parseFrom(in);
     } catch (InvalidProtocolBufferException e) {
       throw new IOException(path + " is not a paramserver model file: " + e.getMessage(), e);

@@ -1,5 +1,6 @@
 package dev.paramserver.psctl;
 
+import dev.paramserver.adminapi.BuildInfo;
 import dev.paramserver.psctl.cluster.RunLocalCommand;
 import dev.paramserver.psctl.convert.ConvertCommand;
 import dev.paramserver.psctl.demo.DemoDataCommand;
@@ -7,11 +8,13 @@ import dev.paramserver.psctl.inspect.InspectCommand;
 import dev.paramserver.psctl.job.CheckpointCommand;
 import dev.paramserver.psctl.job.StatusCommand;
 import dev.paramserver.psctl.job.StopCommand;
+import dev.paramserver.psctl.job.VersionCommand;
 import dev.paramserver.psctl.job.WatchCommand;
 import dev.paramserver.psctl.model.EvaluateCommand;
 import dev.paramserver.psctl.model.ExportCommand;
 import dev.paramserver.psctl.model.PredictCommand;
 import java.io.PrintWriter;
+import java.util.Map;
 import java.util.concurrent.Callable;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
@@ -19,21 +22,32 @@ import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.ScopeType;
 import picocli.CommandLine.Spec;
+import picocli.CommandLine.UnmatchedArgumentException;
 
 /**
  * The {@code psctl} command line tool. Each subcommand is its own class extending {@link
- * PsctlCommand}; adding one means listing its class in {@code subcommands} below.
+ * PsctlCommand}; adding one means listing its class in {@code subcommands} below. {@code --help}
+ * and {@code --version} are inherited by every subcommand.
  *
- * <p>Exit codes: 0 success, 1 runtime error (bad data, I/O, corruption), 2 usage error. Errors are
- * one line on stderr; {@code --verbose} adds the stack trace.
+ * <p>Exit codes: {@link ExitCodes}. Errors are one line on stderr; {@code --verbose} adds the stack
+ * trace. A mistyped subcommand or option is followed by picocli's suggestions.
  */
 @Command(
     name = "psctl",
     mixinStandardHelpOptions = true,
+    scope = ScopeType.INHERIT,
     versionProvider = Psctl.Version.class,
     description =
         "paramserver command line tool: data conversion, inspection, demo data, local runs,"
             + " evaluation and prediction, and a running job's status, checkpoints and stop.",
+    exitCodeListHeading = "%nExit codes:%n",
+    exitCodeList = {
+      "0:success",
+      "1:error (bad data, I/O, a refused token, a failed checkpoint)",
+      "2:usage error",
+      "3:the job failed or was stopped (watch)",
+      "4:the master cannot be reached"
+    },
     subcommands = {
       ConvertCommand.class,
       InspectCommand.class,
@@ -46,6 +60,8 @@ import picocli.CommandLine.Spec;
       WatchCommand.class,
       CheckpointCommand.class,
       StopCommand.class,
+      VersionCommand.class,
+      CompletionCommand.class,
       CommandLine.HelpCommand.class,
     })
 public final class Psctl implements Callable<Integer> {
@@ -57,27 +73,50 @@ public final class Psctl implements Callable<Integer> {
       description = "Print stack traces of errors.")
   boolean verbose;
 
+  private final Map<String, String> env;
+
+  /** psctl reading the process's environment. */
+  public Psctl() {
+    this(System.getenv());
+  }
+
+  private Psctl(Map<String, String> env) {
+    this.env = env;
+  }
+
   /** Runs psctl and exits the JVM with its exit code. */
   public static void main(String[] args) {
     System.exit(commandLine().execute(args));
   }
 
   /**
-   * A command line with psctl's error handling: usage errors print one line and exit 2. Tests and
-   * other launchers call {@code commandLine().execute(args)}.
+   * A command line with psctl's error handling: usage errors print one line (and, for a mistyped
+   * subcommand or option, the suggestions) and exit 2. Tests and other launchers call {@code
+   * commandLine().execute(args)}.
    */
   public static CommandLine commandLine() {
-    CommandLine cl = new CommandLine(new Psctl());
+    return commandLine(System.getenv());
+  }
+
+  /** Like {@link #commandLine()}, reading PSCTL_* variables from {@code env} (for tests). */
+  public static CommandLine commandLine(Map<String, String> env) {
+    CommandLine cl = plain(env);
     cl.setParameterExceptionHandler(
         (ex, args) -> {
           CommandLine failed = ex.getCommandLine();
           String name = failed.getCommandSpec().qualifiedName();
           PrintWriter err = failed.getErr();
           err.println(name + ": " + ex.getMessage() + " (see '" + name + " --help')");
+          UnmatchedArgumentException.printSuggestions(ex, err);
           err.flush();
-          return CommandLine.ExitCode.USAGE;
+          return ExitCodes.USAGE;
         });
     return cl;
+  }
+
+  /** The command line without psctl's usage-error handler (picocli prints the usage instead). */
+  public static CommandLine plain(Map<String, String> env) {
+    return new CommandLine(new Psctl(env));
   }
 
   /** Whether {@code --verbose} was given (before or after the subcommand name). */
@@ -85,19 +124,25 @@ public final class Psctl implements Callable<Integer> {
     return verbose;
   }
 
+  /** The environment psctl reads its PSCTL_* defaults from. */
+  public Map<String, String> env() {
+    return env;
+  }
+
   @Override
   public Integer call() {
     PrintWriter err = spec.commandLine().getErr();
     err.println("psctl: missing subcommand");
     spec.commandLine().usage(err);
-    return CommandLine.ExitCode.USAGE;
+    return ExitCodes.USAGE;
   }
 
+  /** {@code --version}: the build's version and commit (the server's: {@code psctl version}). */
   static final class Version implements CommandLine.IVersionProvider {
     @Override
     public String[] getVersion() {
-      String v = Psctl.class.getPackage().getImplementationVersion();
-      return new String[] {"psctl " + (v == null ? "0.1.0-SNAPSHOT" : v)};
+      BuildInfo b = BuildInfo.current();
+      return new String[] {"psctl " + b.version() + " (commit " + b.commit() + ")"};
     }
   }
 }

@@ -1,21 +1,23 @@
 package dev.paramserver.psctl;
 
+import dev.paramserver.adminapi.AdminException;
 import java.io.PrintWriter;
 import java.nio.file.AccessDeniedException;
 import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.NotDirectoryException;
+import java.util.Map;
 import java.util.concurrent.Callable;
-import picocli.CommandLine;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Spec;
 
 /**
- * Base of every psctl subcommand: runs {@link #run()} and turns failures into exit codes. A {@link
- * ParameterException} (thrown through {@link #usageError(String)}) is a usage error, exit 2; any
- * other exception prints one line, {@code "psctl <cmd>: <message>"}, on stderr and exits 1 (with
- * the stack trace under {@code --verbose}).
+ * Base of every psctl subcommand: runs {@link #run()} and turns failures into {@link ExitCodes}. A
+ * {@link ParameterException} (thrown through {@link #usageError(String)}) is a usage error, exit 2;
+ * any other exception prints one line, {@code "psctl <cmd>: <message>"}, on stderr and exits 1, or
+ * 4 when it says the master cannot be reached ({@link #isUnreachable}); {@code --verbose} adds the
+ * stack trace.
  */
 public abstract class PsctlCommand implements Callable<Integer> {
   @Spec protected CommandSpec spec;
@@ -44,7 +46,18 @@ public abstract class PsctlCommand implements Callable<Integer> {
       e.printStackTrace(err);
     }
     err.flush();
-    return CommandLine.ExitCode.SOFTWARE;
+    return isUnreachable(e) ? ExitCodes.UNREACHABLE : ExitCodes.ERROR;
+  }
+
+  /** Whether {@code e} says the master (or the etcd that names it) cannot be reached. */
+  public static boolean isUnreachable(Throwable e) {
+    return e instanceof UnreachableException
+        || e instanceof AdminException a && a.kind() == AdminException.Kind.UNREACHABLE;
+  }
+
+  /** The environment PSCTL_* defaults come from (psctl's, else the process's). */
+  protected Map<String, String> env() {
+    return spec.root().userObject() instanceof Psctl p ? p.env() : System.getenv();
   }
 
   /** Standard output of this command line (tests capture it with {@code setOut}). */

@@ -10,6 +10,11 @@ public record Run(int code, String out, String err) {
     return run(Psctl.commandLine(), args);
   }
 
+  /** With the PSCTL_* variables read from {@code env} instead of the process's environment. */
+  public static Run withEnv(java.util.Map<String, String> env, String... args) {
+    return run(Psctl.commandLine(env), args);
+  }
+
   /** With a plain {@code new CommandLine(new Psctl())}, as other modules' tests may do. */
   public static Run plain(String... args) {
     return run(new CommandLine(new Psctl()), args);

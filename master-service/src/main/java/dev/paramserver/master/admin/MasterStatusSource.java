@@ -4,6 +4,7 @@ import com.fasterxml.jackson.core.type.TypeReference;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.google.protobuf.InvalidProtocolBufferException;
 import com.google.protobuf.util.JsonFormat;
+import dev.paramserver.adminapi.BuildInfo;
 import dev.paramserver.master.election.MasterElection;
 import dev.paramserver.master.task.MasterJob;
 import dev.paramserver.proto.v1.JobStatus;
@@ -18,7 +19,8 @@ import java.util.Optional;
  * The master's {@code GET /admin/status}: role "master", state LEADER / STANDBY / ..., identity
  * {@code host:grpcPort}, and details {@code leader}, {@code leaderAddress} and, on the leader,
  * {@code job}: the {@link JobStatus} as proto3 JSON (lowerCamelCase names, int64 as strings, enums
- * as names, fields with default values included).
+ * as names, fields with default values included); then the build, {@code version} and {@code
+ * commit} ({@link BuildInfo}), which {@code psctl version} shows.
  */
 public final class MasterStatusSource implements AdminStatusSource {
   private static final JsonFormat.Printer PRINTER =
@@ -62,6 +64,8 @@ public final class MasterStatusSource implements AdminStatusSource {
     out.put("leaderAddress", election.leaderAddress().orElse(null));
     Optional<JobStatus> status = election.isLeader() ? job.statusIfServing() : Optional.empty();
     status.ifPresent(s -> out.put("job", toMap(s)));
+    out.put("version", BuildInfo.current().version());
+    out.put("commit", BuildInfo.current().commit());
     return out;
   }
 

@@ -1,6 +1,7 @@
 package dev.paramserver.master.console;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.paramserver.adminapi.AdminClient;
 import dev.paramserver.coordination.Coordinator;
 import dev.paramserver.coordination.KeyValueStore;
 import dev.paramserver.proto.v1.GetShardStatusRequest;
@@ -27,15 +28,16 @@ import java.util.concurrent.TimeoutException;
 final class ClusterProbe implements AutoCloseable {
   private final Coordinator coordinator;
   private final ChannelFactory channels;
-  private final AdminHttp http;
+  private final AdminClient admin;
   private final Duration timeout;
   private final Map<String, ManagedChannel> open = new HashMap<>();
   private final Map<Long, String> adminAddresses = new HashMap<>();
 
-  ClusterProbe(Coordinator coordinator, ChannelFactory channels, AdminHttp http, Duration timeout) {
+  ClusterProbe(
+      Coordinator coordinator, ChannelFactory channels, AdminClient admin, Duration timeout) {
     this.coordinator = coordinator;
     this.channels = channels;
-    this.http = http;
+    this.admin = admin;
     this.timeout = timeout;
   }
 
@@ -51,7 +53,7 @@ final class ClusterProbe implements AutoCloseable {
       String a = adminAddresses.computeIfAbsent(kv.createRevision(), r -> adminAddressOf(address));
       admin.put(kv.createRevision(), a);
       if (!a.isEmpty()) {
-        calls.put(kv.createRevision(), http.get(a, "/admin/status", timeout));
+        calls.put(kv.createRevision(), admin(a).getAsync("/admin/status", timeout));
       }
     }
     adminAddresses.keySet().retainAll(admin.keySet()); // forget the registrations that are gone
@@ -86,7 +88,7 @@ final class ClusterProbe implements AutoCloseable {
       regs.put(kv.key().substring(prefix.length()), kv.valueAsString());
     }
     Map<String, CompletableFuture<JsonNode>> calls = new LinkedHashMap<>();
-    regs.forEach((id, address) -> calls.put(id, http.get(address, "/admin/status", timeout)));
+    regs.forEach((id, address) -> calls.put(id, admin(address).getAsync("/admin/status", timeout)));
     List<TrainerSample> out = new ArrayList<>();
     for (Map.Entry<String, String> e : regs.entrySet()) {
       try {
@@ -110,8 +112,9 @@ final class ClusterProbe implements AutoCloseable {
     return out;
   }
 
-  AdminHttp http() {
-    return http;
+  /** The admin API of the service at {@code hostPort}, with the job's token. */
+  AdminClient admin(String hostPort) {
+    return admin.at("the service at " + hostPort, "http://" + hostPort);
   }
 
   private static PserverSample pserver(
@@ -174,7 +177,9 @@ final class ClusterProbe implements AutoCloseable {
 
   private static String reason(Exception e) {
     Throwable t = e instanceof ExecutionException && e.getCause() != null ? e.getCause() : e;
-    if (t instanceof TimeoutException || t instanceof java.net.http.HttpTimeoutException) {
+    if (t instanceof TimeoutException
+        || t instanceof java.net.http.HttpTimeoutException
+        || t.getCause() instanceof java.net.http.HttpTimeoutException) {
       return "no answer within the timeout";
     }
     String m = t.getMessage();

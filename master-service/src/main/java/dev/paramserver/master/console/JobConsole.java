@@ -1,6 +1,7 @@
 package dev.paramserver.master.console;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.paramserver.adminapi.AdminClient;
 import dev.paramserver.adminapi.JobView;
 import dev.paramserver.coordination.Coordinator;
 import dev.paramserver.master.MasterProperties;
@@ -87,8 +88,9 @@ public final class JobConsole implements SmartLifecycle {
       MasterProperties.Tracking tracking,
       String host,
       int phase) {
-    AdminHttp http = new AdminHttp(adminToken, settings.callTimeout());
-    ClusterProbe probe = new ClusterProbe(coordinator, channels, http, settings.callTimeout());
+    AdminClient admin =
+        AdminClient.create("the service", "http://127.0.0.1", adminToken, settings.callTimeout());
+    ClusterProbe probe = new ClusterProbe(coordinator, channels, admin, settings.callTimeout());
     return new JobConsole(
         job,
         election,
@@ -152,7 +154,7 @@ public final class JobConsole implements SmartLifecycle {
     Map<Integer, String> targets = pserverAdmin;
     Map<Integer, CompletableFuture<JsonNode>> calls = new LinkedHashMap<>();
     targets.forEach(
-        (i, a) -> calls.put(i, probe.http().post(a, "/admin/checkpoint", CHECKPOINT_TIMEOUT)));
+        (i, a) -> calls.put(i, probe.admin(a).postAsync("/admin/checkpoint", CHECKPOINT_TIMEOUT)));
     List<Map<String, Object>> out = new ArrayList<>();
     for (Map.Entry<Integer, CompletableFuture<JsonNode>> e : calls.entrySet()) {
       Map<String, Object> r = new LinkedHashMap<>();

@@ -4,7 +4,11 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.paramserver.adminapi.AdminClient;
+import dev.paramserver.adminapi.BuildInfo;
+import dev.paramserver.adminapi.JobView;
 import dev.paramserver.adminapi.JobViewSchema;
+import dev.paramserver.adminapi.ServiceStatus;
 import dev.paramserver.coordination.EtcdCoordinator;
 import dev.paramserver.coordination.EtcdSettings;
 import dev.paramserver.master.MasterContexts;
@@ -92,6 +96,21 @@ class JobConsoleEndpointTest {
     assertThat(pserver.path("state").asText()).isEqualTo("UNREACHABLE");
     assertThat(pserver.path("down").asBoolean()).isTrue();
     assertThat(view.path("events").toString()).contains("leads the job");
+
+    // admin-api's client, as psctl uses it: sent to the standby, it follows it to the leader,
+    // reads the view into the records and the leader's build from /admin/status
+    AdminClient client =
+        AdminClient.create(
+            "the master", "http://" + standbyHttp, MasterContexts.TOKEN, Duration.ofSeconds(5));
+    JobView typed = client.job();
+    assertThat(client.base()).isEqualTo("http://" + leaderHttp);
+    assertThat(typed.job().state()).isEqualTo("WAITING_FOR_DATASET");
+    assertThat(typed.trainers()).extracting(JobView.Trainer::id).containsExactly("t-1");
+    ServiceStatus status = client.status();
+    assertThat(status.role()).isEqualTo("master");
+    assertThat(status.state()).isEqualTo("LEADER");
+    assertThat(status.version()).isEqualTo(BuildInfo.current().version());
+    assertThat(status.commit()).isEqualTo(BuildInfo.current().commit());
     // the answer follows the schema the master publishes (a standby too), which is admin-api's
     HttpResponse<String> schema = masters.get(standby, "/admin/job/schema", true);
     assertThat(schema.statusCode()).isEqualTo(200);

@@ -24,7 +24,6 @@ import picocli.CommandLine.Option;
 /** {@code psctl convert}: CSV or LibSVM to RecordIO shards of serialised Example records. */
 @Command(
     name = "convert",
-    mixinStandardHelpOptions = true,
     description = {
       "Converts a CSV or LibSVM file into RecordIO shards of paramserver.v1.Example records.",
       "Output files: PREFIX-00000.recordio, PREFIX-00001.recordio, ... (one per shard, records"

@@ -13,7 +13,6 @@ import picocli.CommandLine.Option;
 /** {@code psctl demo-data}: writes the deterministic synthetic dataset of {@link DemoData}. */
 @Command(
     name = "demo-data",
-    mixinStandardHelpOptions = true,
     description = {
       "Writes a deterministic synthetic dataset: DIR/train-0000N.recordio shards and"
           + " DIR/test-00000.recordio. The same options give byte-identical files.",

@@ -1,9 +1,11 @@
 package dev.paramserver.psctl.inspect;
 
+import com.fasterxml.jackson.annotation.JsonInclude;
 import com.google.protobuf.InvalidProtocolBufferException;
 import dev.paramserver.models.DatasetInfos;
 import dev.paramserver.proto.v1.DatasetInfo;
 import dev.paramserver.proto.v1.Example;
+import dev.paramserver.psctl.OutputFormat;
 import dev.paramserver.psctl.PsctlCommand;
 import dev.paramserver.psctl.data.ExampleFormat;
 import dev.paramserver.psctl.storage.S3Options;
@@ -16,11 +18,11 @@ import dev.paramserver.storage.Storage;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.PrintWriter;
+import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.List;
 import java.util.Set;
 import java.util.TreeSet;
-import java.util.stream.Collectors;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
@@ -32,7 +34,6 @@ import picocli.CommandLine.Parameters;
  */
 @Command(
     name = "inspect",
-    mixinStandardHelpOptions = true,
     description =
         "Shows chunks, records, compressors and size of RecordIO files and verifies every"
             + " chunk (magic, CRC, decompression, record lengths).")
@@ -54,6 +55,29 @@ public final class InspectCommand extends PsctlCommand {
       description = "Also print the first N records of each file, decoded as Example.")
   int records;
 
+  @Mixin OutputFormat output;
+
+  /** What {@code -o json} prints. */
+  record Report(List<FileReport> files, Totals total, List<DatasetReport> datasets) {}
+
+  /** One file; {@code error} (and no counts) when it is corrupt or unreadable. */
+  @JsonInclude(JsonInclude.Include.NON_NULL)
+  record FileReport(
+      String file,
+      Integer chunks,
+      Long records,
+      List<String> compressors,
+      Long bytes,
+      List<String> samples,
+      String error) {}
+
+  /** The sums over the files read, and how many were corrupt. */
+  record Totals(int files, long chunks, long records, long bytes, int corrupt) {}
+
+  /** A dataset info file beside the data. */
+  record DatasetReport(
+      String info, int features, long records, List<String> labelNames, boolean standardized) {}
+
   @Override
   protected int run() throws Exception {
     if (records < 0) {
@@ -67,29 +91,55 @@ public final class InspectCommand extends PsctlCommand {
   private int inspectAll(Storage storage) throws IOException {
     List<String> paths = storage.expandGlobs(files);
     PrintWriter out = out();
+    boolean text = !output.json();
+    List<FileReport> reports = new ArrayList<>();
     long totalChunks = 0;
     long totalRecords = 0;
     long totalBytes = 0;
     int corrupt = 0;
     for (String p : paths) {
+      FileReport f;
       try {
-        FileSummary s = inspect(storage, p, out);
-        totalChunks += s.chunks;
-        totalRecords += s.records;
-        totalBytes += s.bytes;
+        f = inspect(storage, p);
+        totalChunks += f.chunks();
+        totalRecords += f.records();
+        totalBytes += f.bytes();
+        if (text) {
+          printFile(f, out);
+        }
       } catch (IOException e) {
         corrupt++;
+        f = new FileReport(p, null, null, null, null, null, e.getMessage());
         out.flush();
         err().println(spec.qualifiedName() + ": " + e.getMessage());
         err().flush();
       }
+      reports.add(f);
     }
-    if (paths.size() > 1) {
+    if (text && paths.size() > 1) {
       out.printf(
           "total: %d files, %d chunks, %d records, %d bytes%n",
           paths.size(), totalChunks, totalRecords, totalBytes);
     }
-    printDatasetInfo(storage, paths, out);
+    List<DatasetReport> datasets = datasetInfos(storage, paths);
+    if (text) {
+      for (DatasetReport d : datasets) {
+        out.printf(
+            "%s: %d features, %d records%s%s%n",
+            d.info(),
+            d.features(),
+            d.records(),
+            d.labelNames().isEmpty() ? "" : ", label names " + d.labelNames(),
+            d.standardized() ? ", standardized (mean and standard deviation stored)" : "");
+      }
+    } else {
+      OutputFormat.printJson(
+          out,
+          new Report(
+              reports,
+              new Totals(paths.size(), totalChunks, totalRecords, totalBytes, corrupt),
+              datasets));
+    }
     out.flush();
     if (corrupt > 0) {
       err()
@@ -102,8 +152,9 @@ public final class InspectCommand extends PsctlCommand {
   }
 
   /** The datasets' info files beside the data (label names, standardization), when there are. */
-  private void printDatasetInfo(Storage storage, List<String> paths, PrintWriter out) {
+  private List<DatasetReport> datasetInfos(Storage storage, List<String> paths) {
     Set<String> seen = new TreeSet<>();
+    List<DatasetReport> out = new ArrayList<>();
     for (String p : paths) {
       String info = DatasetInfos.forDataLocation(p);
       try {
@@ -114,59 +165,67 @@ public final class InspectCommand extends PsctlCommand {
         try (InputStream in = storage.openStream(info)) {
           d = DatasetInfo.parseFrom(in);
         }
-        out.printf(
-            "%s: %d features, %d records%s%s%n",
-            info,
-            d.getFeatures(),
-            d.getRecords(),
-            d.getLabelNamesCount() == 0 ? "" : ", label names " + d.getLabelNamesList(),
-            d.hasFeatureScaling() ? ", standardized (mean and standard deviation stored)" : "");
+        out.add(
+            new DatasetReport(
+                info,
+                d.getFeatures(),
+                d.getRecords(),
+                List.copyOf(d.getLabelNamesList()),
+                d.hasFeatureScaling()));
       } catch (IOException e) {
         err().println(spec.qualifiedName() + ": " + info + ": " + e.getMessage());
         err().flush();
       }
     }
+    return out;
   }
 
-  private record FileSummary(long chunks, long records, long bytes) {}
+  private static void printFile(FileReport f, PrintWriter out) {
+    out.printf(
+        "%s: %d chunks, %d records, compressor %s, %d bytes, CRC ok%n",
+        f.file(),
+        f.chunks(),
+        f.records(),
+        f.compressors().isEmpty() ? "-" : String.join("+", f.compressors()),
+        f.bytes());
+    for (int i = 0; i < f.samples().size(); i++) {
+      out.append("  #").append(String.valueOf(i)).append(' ').println(f.samples().get(i));
+    }
+  }
 
-  private FileSummary inspect(Storage storage, String file, PrintWriter out) throws IOException {
+  private FileReport inspect(Storage storage, String file) throws IOException {
     try (RangeSource src = storage.openRange(file)) {
-      return inspect(src, out);
+      return inspect(src);
     }
   }
 
   /** Reads an object's headers and chunks by ranges: nothing is downloaded whole. */
-  private FileSummary inspect(RangeSource file, PrintWriter out) throws IOException {
+  private FileReport inspect(RangeSource file) throws IOException {
     List<ChunkHeader> headers = RecordIndex.scanHeaders(file);
     Set<Compressor> compressors = EnumSet.noneOf(Compressor.class);
     long recs = 0;
     long bytes = 0;
-    int[] shown = {0};
-    StringBuilder sample = new StringBuilder();
+    List<String> samples = new ArrayList<>();
     for (ChunkHeader h : headers) {
       List<byte[]> chunk = RecordReader.readChunk(file, h.toChunkInfo(file.name()));
       compressors.add(h.compressor());
       recs += chunk.size();
       bytes += h.chunkLength();
       for (byte[] r : chunk) {
-        if (shown[0] >= records) {
+        if (samples.size() >= records) {
           break;
         }
-        sample.append("  #").append(shown[0]++).append(' ').append(describe(r)).append('\n');
+        samples.add(describe(r));
       }
     }
-    out.printf(
-        "%s: %d chunks, %d records, compressor %s, %d bytes, CRC ok%n",
+    return new FileReport(
         file.name(),
         headers.size(),
         recs,
-        compressors.isEmpty()
-            ? "-"
-            : compressors.stream().map(Compressor::toString).collect(Collectors.joining("+")),
-        bytes);
-    out.print(sample);
-    return new FileSummary(headers.size(), recs, bytes);
+        compressors.stream().map(Compressor::toString).toList(),
+        bytes,
+        samples,
+        null);
   }
 
   private static String describe(byte[] record) {

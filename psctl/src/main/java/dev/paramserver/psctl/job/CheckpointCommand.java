@@ -10,8 +10,8 @@ import picocli.CommandLine.Command;
         "Have every pserver of a running job write a checkpoint now; exit code 1 if any failed.")
 public final class CheckpointCommand extends JobCommand {
   @Override
-  protected int run() throws Exception {
-    JsonNode r = client().post("/admin/job/checkpoint");
+  protected int runJob() throws Exception {
+    JsonNode r = client().checkpoint();
     return JobActions.printCheckpoints(out(), r.path("checkpoints"));
   }
 }

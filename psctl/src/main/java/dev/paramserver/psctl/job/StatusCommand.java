@@ -2,7 +2,10 @@ package dev.paramserver.psctl.job;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.paramserver.adminapi.AdminClient;
+import dev.paramserver.psctl.OutputFormat;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /** {@code psctl status}: the job's state, passes, pservers, trainers and latest events. */
@@ -10,25 +13,33 @@ import picocli.CommandLine.Option;
     name = "status",
     description =
         "Show a running job: state, pass, tasks, ETA, curves per pass, pservers, trainers and the"
-            + " latest events (the master's /admin/job).")
+            + " latest events (the master's /admin/job). -o json prints the view as admin-api's"
+            + " published schema (GET /admin/job/schema) describes it.")
 public final class StatusCommand extends JobCommand {
-  @Option(names = "--json", description = "Print the master's JSON answer as it is.")
+  @Option(
+      names = "--json",
+      description = "Print the master's JSON answer as it is (fields newer than psctl included).")
   boolean json;
+
+  @Mixin OutputFormat output;
 
   @Option(
       names = "--events",
       paramLabel = "N",
       defaultValue = "10",
-      description = "Events to show (default: ${DEFAULT-VALUE}).")
+      description = "Events to show in text (default: ${DEFAULT-VALUE}).")
   int events;
 
   @Override
-  protected int run() throws Exception {
-    MasterClient client = client();
-    JsonNode v = client.get("/admin/job");
+  protected int runJob() throws Exception {
+    AdminClient client = client();
+    JsonNode v = client.jobJson();
     if (json) {
       // the answer as it is, fields this psctl does not know included
       out().println(new ObjectMapper().writerWithDefaultPrettyPrinter().writeValueAsString(v));
+    } else if (output.json()) {
+      // the records psctl knows: the JSON follows the schema published with this psctl
+      OutputFormat.printJson(out(), client.asJobView(v));
     } else {
       out().print(JobReport.status(client.asJobView(v), events));
     }

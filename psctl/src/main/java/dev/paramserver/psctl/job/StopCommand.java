@@ -11,8 +11,8 @@ import picocli.CommandLine.Command;
             + " 'stopped by the operator') and the trainers stop.")
 public final class StopCommand extends JobCommand {
   @Override
-  protected int run() throws Exception {
-    JsonNode r = client().post("/admin/job/stop");
+  protected int runJob() throws Exception {
+    JsonNode r = client().stop();
     int code = JobActions.printCheckpoints(out(), r.path("checkpoints"));
     out().println(r.path("message").asText(r.path("stopped").asBoolean() ? "stopped" : ""));
     out().flush();

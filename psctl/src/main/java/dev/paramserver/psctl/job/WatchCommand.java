@@ -1,7 +1,9 @@
 package dev.paramserver.psctl.job;
 
+import dev.paramserver.adminapi.AdminClient;
+import dev.paramserver.adminapi.AdminException;
 import dev.paramserver.adminapi.JobView;
-import java.io.IOException;
+import dev.paramserver.psctl.ExitCodes;
 import java.io.PrintWriter;
 import java.time.Instant;
 import java.time.ZoneId;
@@ -11,14 +13,22 @@ import picocli.CommandLine.Option;
 
 /**
  * {@code psctl watch}: a line per interval until the job ends; on a terminal, a progress bar per
- * pass redrawn in place. Exits 0 when the job finished, 1 when it failed.
+ * pass redrawn in place. Exits 0 when the job finished, {@link ExitCodes#JOB_FAILED} when it failed
+ * (or was stopped), {@link ExitCodes#UNREACHABLE} when the master stayed unreachable for {@link
+ * #UNANSWERED} intervals in a row.
  */
 @Command(
     name = "watch",
     description =
         "Follow a running job: a line per second (a progress bar per pass on a terminal) until it"
-            + " ends; exit code 0 when it finished, 1 when it failed.")
+            + " ends; exit code 0 when it finished, 3 when it failed or was stopped, 4 when the"
+            + " master did not answer "
+            + WatchCommand.UNANSWERED
+            + " times in a row.")
 public final class WatchCommand extends JobCommand {
+  /** Unanswered calls in a row (a master failing over is followed) before giving up. */
+  static final int UNANSWERED = 30;
+
   private static final DateTimeFormatter CLOCK =
       DateTimeFormatter.ofPattern("HH:mm:ss").withZone(ZoneId.systemDefault());
 
@@ -43,11 +53,11 @@ public final class WatchCommand extends JobCommand {
   Boolean bar;
 
   @Override
-  protected int run() throws Exception {
+  protected int runJob() throws Exception {
     if (!(interval > 0)) {
       throw usageError("--interval must be positive, got " + interval);
     }
-    MasterClient client = client();
+    AdminClient client = client();
     boolean bars = bar != null ? bar : System.console() != null;
     PrintWriter out = out();
     int lastPass = -1;
@@ -58,9 +68,9 @@ public final class WatchCommand extends JobCommand {
       try {
         v = client.job();
         failures = 0;
-      } catch (IOException e) {
+      } catch (AdminException e) {
         // a master failing over: say so and keep watching for a while
-        if (++failures > 30) {
+        if (e.kind() != AdminException.Kind.UNREACHABLE || ++failures >= UNANSWERED) {
           throw e;
         }
         out.println(CLOCK.format(Instant.now()) + "  (no answer: " + e.getMessage() + ")");
@@ -85,7 +95,7 @@ public final class WatchCommand extends JobCommand {
       lastPass = pass;
       lines++;
       if (isOver(state)) {
-        return "FINISHED".equals(state) ? 0 : 1;
+        return "FINISHED".equals(state) ? ExitCodes.OK : ExitCodes.JOB_FAILED;
       }
       if (count > 0 && lines >= count) {
         return 0;

@@ -1,16 +1,17 @@
 package dev.paramserver.psctl.model;
 
 import dev.paramserver.models.Dataset;
-import dev.paramserver.models.DatasetInfos;
 import dev.paramserver.models.Evaluation;
 import dev.paramserver.models.ModelFiles;
 import dev.paramserver.proto.v1.Example;
+import dev.paramserver.psctl.OutputFormat;
 import dev.paramserver.psctl.PsctlCommand;
-import java.nio.file.Path;
+import dev.paramserver.storage.Storage;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /** {@code psctl evaluate}: accuracy and loss of a saved model on RecordIO data, offline. */
@@ -18,16 +19,17 @@ import picocli.CommandLine.Option;
     name = "evaluate",
     description =
         "Evaluates a saved model (loss, accuracy; AUC for two classes) on RecordIO data of raw"
-            + " features (the model's feature standardization, if any, is applied).")
+            + " features (the model's feature standardization, if any, is applied). The model and"
+            + " the data may be local or s3://.")
 public final class EvaluateCommand extends PsctlCommand {
-  @Option(names = "--model", required = true, description = "Model file written by a job.")
-  Path model;
+  @Mixin ModelInput input;
 
   @Option(
       names = "--data",
       required = true,
       split = ",",
-      description = "Globs of RecordIO files of Examples.")
+      paramLabel = "GLOB",
+      description = "Globs of RecordIO files of Examples, local or s3://bucket/prefix.")
   List<String> data;
 
   @Option(names = "--batch-size", defaultValue = "1024", description = "Examples per batch.")
@@ -39,11 +41,19 @@ public final class EvaluateCommand extends PsctlCommand {
           "Also print \"RESULT accuracy=<a> loss=<l> samples=<n>\" (the compose demo's last line).")
   boolean resultLine;
 
+  @Mixin OutputFormat output;
+
+  /** What {@code -o json} prints ({@code auc} is null unless the model has two classes). */
+  record Result(String model, long samples, double loss, double accuracy, Double auc) {}
+
   @Override
   protected int run() throws Exception {
-    ModelFiles.Loaded loaded = ModelFiles.read(model);
-    DatasetInfos.checkLabels(loaded.labelNames(), data);
-    List<Example> examples = Dataset.readGlobs(data);
+    ModelFiles.Loaded loaded;
+    List<Example> examples;
+    try (Storage storage = input.storage()) {
+      loaded = input.read(storage);
+      examples = ModelInput.examples(storage, loaded, data);
+    }
     if (examples.isEmpty()) {
       throw usageError("--data " + data + " holds no records");
     }
@@ -60,6 +70,17 @@ public final class EvaluateCommand extends PsctlCommand {
             new Dataset(new ArrayList<>(examples), features),
             batchSize,
             loaded::prepare);
+    if (output.json()) {
+      OutputFormat.printJson(
+          out(),
+          new Result(
+              loaded.spec().type(),
+              e.samples(),
+              e.loss(),
+              e.accuracy(),
+              Double.isNaN(e.auc()) ? null : e.auc()));
+      return 0;
+    }
     out()
         .println(
             String.format(

@@ -4,9 +4,13 @@ import dev.paramserver.models.ModelFiles;
 import dev.paramserver.models.onnx.OnnxExport;
 import dev.paramserver.onnx.proto.ModelProto;
 import dev.paramserver.psctl.PsctlCommand;
+import dev.paramserver.storage.Location;
+import dev.paramserver.storage.Storage;
+import java.io.OutputStream;
 import java.nio.file.Path;
 import java.util.Locale;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /** {@code psctl export}: a saved model as an ONNX model. */
@@ -14,7 +18,7 @@ import picocli.CommandLine.Option;
     name = "export",
     description = {
       "Exports a saved model as an ONNX model (softmax, mlp, sparse-lr), to run in ONNX Runtime"
-          + " or any ONNX server.",
+          + " or any ONNX server. The model and the output may be local or s3://.",
       "Inputs: 'features' float32 [N, F] of raw dense features (the model's standardization is"
           + " part of the graph); sparse-lr: 'sparse_ids' int64 [N, K] and 'sparse_values'"
           + " float32 [N, K], each row padded with value 0.",
@@ -22,8 +26,7 @@ import picocli.CommandLine.Option;
           + " in the metadata property paramserver.label_names (a JSON array)."
     })
 public final class ExportCommand extends PsctlCommand {
-  @Option(names = "--model", required = true, description = "Model file written by a job.")
-  Path model;
+  @Mixin ModelInput input;
 
   @Option(
       names = "--format",
@@ -32,17 +35,33 @@ public final class ExportCommand extends PsctlCommand {
       description = "Output format (default: ${DEFAULT-VALUE}).")
   String format;
 
-  @Option(names = "--output", required = true, description = "File to write.")
-  Path output;
+  @Option(
+      names = "--output",
+      required = true,
+      paramLabel = "PATH|URI",
+      description = "File to write: a path or s3://bucket/key.")
+  String output;
 
   @Override
   protected int run() throws Exception {
     if (!format.toLowerCase(Locale.ROOT).equals("onnx")) {
       throw usageError("--format must be onnx, got '" + format + "'");
     }
-    ModelFiles.Loaded loaded = ModelFiles.read(model);
-    ModelProto onnx = OnnxExport.build(loaded);
-    OnnxExport.write(output, onnx);
+    Location to = Location.parse(output);
+    ModelFiles.Loaded loaded;
+    ModelProto onnx;
+    try (Storage storage = input.storage()) {
+      loaded = input.read(storage);
+      onnx = OnnxExport.build(loaded);
+      if (to.isS3()) {
+        // staged locally and uploaded with one PUT when closed: the object appears whole
+        try (OutputStream out = storage.create(output)) {
+          onnx.writeTo(out);
+        }
+      } else {
+        OnnxExport.write(Path.of(output), onnx);
+      }
+    }
     out()
         .printf(
             "wrote %s: ONNX model (IR %d, opset %d) of a %s model, %d features, %d classes%s%s%n",

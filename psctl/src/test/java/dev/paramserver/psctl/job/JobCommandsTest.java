@@ -6,7 +6,9 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
+import dev.paramserver.adminapi.BuildInfo;
 import dev.paramserver.adminapi.JobViewSchema;
+import dev.paramserver.psctl.ExitCodes;
 import dev.paramserver.psctl.Run;
 import dev.paramserver.testsupport.JsonSchemaCheck;
 import java.io.IOException;
@@ -14,6 +16,7 @@ import java.io.InputStream;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -37,6 +40,15 @@ class JobCommandsTest {
     }
     leader = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
     leader.createContext("/admin/job", this::leader);
+    leader.createContext(
+        "/admin/status",
+        ex ->
+            answer(
+                ex,
+                200,
+                "{\"role\":\"master\",\"state\":\"LEADER\",\"identity\":\"127.0.0.1:9091\","
+                    + "\"leader\":true,\"leaderAddress\":\"127.0.0.1:9091\",\"version\":\"9.9.9\","
+                    + "\"commit\":\"abc1234\"}"));
     leader.start();
     standby = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
     standby.createContext(
@@ -184,7 +196,7 @@ class JobCommandsTest {
     assertThat(badUrl.code()).isEqualTo(2);
     assertThat(badUrl.err()).contains("--master must be an HTTP URL");
     Run down = Run.psctl("status", "--master", "http://127.0.0.1:1", "--token", TOKEN);
-    assertThat(down.code()).isEqualTo(1);
+    assertThat(down.code()).isEqualTo(ExitCodes.UNREACHABLE);
     assertThat(down.err()).contains("cannot connect to the master at http://127.0.0.1:1");
   }
 
@@ -228,5 +240,100 @@ class JobCommandsTest {
         .contains("pserver 0: checkpoint at step 1300")
         .contains("the job was stopped");
     assertThat(calls).contains("POST /admin/job/checkpoint", "POST /admin/job/stop");
+  }
+
+  @Test
+  void watch_exits3WhenTheJobFailed_and4WhenTheMasterStaysUnreachable() {
+    jobJson = jobJson.replace("\"state\":\"RUNNING\"", "\"state\":\"FAILED\"");
+    Run failed = Run.psctl("watch", "--master", url(leader), "--token", TOKEN, "--no-bar");
+    assertThat(failed.code()).as(failed.err()).isEqualTo(ExitCodes.JOB_FAILED);
+    assertThat(failed.out()).contains("FAILED");
+
+    Run down =
+        Run.psctl(
+            "watch", "--master", "http://127.0.0.1:1", "--token", TOKEN, "--interval", "0.01");
+    assertThat(down.code()).isEqualTo(ExitCodes.UNREACHABLE);
+    assertThat(down.out().lines()).hasSize(WatchCommand.UNANSWERED - 1);
+    assertThat(down.err()).contains("cannot connect to the master at http://127.0.0.1:1");
+
+    Run refused = Run.psctl("watch", "--master", url(leader), "--token", "nope");
+    assertThat(refused.code()).isEqualTo(ExitCodes.ERROR);
+    assertThat(refused.err()).contains("refused the admin token");
+  }
+
+  @Test
+  void theMasterAndTokenComeFromTheEnvironment_andFlagsOverrideIt() {
+    Map<String, String> env = Map.of("PSCTL_MASTER", url(leader), "PSCTL_TOKEN", TOKEN);
+    Run fromEnv = Run.withEnv(env, "status");
+    assertThat(fromEnv.code()).as(fromEnv.err()).isZero();
+    assertThat(fromEnv.out()).contains("RUNNING  pass 2 of 3");
+
+    Map<String, String> stale =
+        Map.of("PSCTL_MASTER", "http://127.0.0.1:1", "PSCTL_TOKEN", "stale-token");
+    Run flags = Run.withEnv(stale, "status", "--master", url(leader), "--token", TOKEN);
+    assertThat(flags.code()).as(flags.err()).isZero();
+    Run envOnly = Run.withEnv(stale, "status");
+    assertThat(envOnly.code()).isEqualTo(ExitCodes.UNREACHABLE);
+
+    Run serviceToken =
+        Run.withEnv(
+            Map.of("PSCTL_MASTER", url(leader), "PARAMSERVER_ADMIN_TOKEN", TOKEN), "status");
+    assertThat(serviceToken.code()).as(serviceToken.err()).isZero();
+  }
+
+  @Test
+  void statusJson_isTheViewAsThePublishedSchemaDescribesIt() throws IOException {
+    jobJson = jobJson.replace("\"leader\":true,", "\"leader\":true,\"newerField\":1,");
+    Run r = Run.psctl("status", "--master", url(leader), "--token", TOKEN, "-o", "json");
+    assertThat(r.code()).as(r.err()).isZero();
+    JsonNode json = new ObjectMapper().readTree(r.out());
+    assertThat(JsonSchemaCheck.of(JobViewSchema.published()).errors(json)).isEmpty();
+    assertThat(json.path("job").path("state").asText()).isEqualTo("RUNNING");
+    assertThat(json.path("job").path("totalPasses").asInt()).isEqualTo(3);
+    assertThat(json.has("newerField")).isFalse();
+    // --json keeps printing the answer as it is
+    Run raw = Run.psctl("status", "--master", url(leader), "--token", TOKEN, "--json");
+    assertThat(new ObjectMapper().readTree(raw.out()).has("newerField")).isTrue();
+  }
+
+  @Test
+  void version_showsTheClientsBuildAndTheMasters() throws IOException {
+    BuildInfo build = BuildInfo.current();
+    assertThat(build.version()).isNotEqualTo("unknown");
+    Run text = Run.psctl("version", "--master", url(leader), "--token", TOKEN);
+    assertThat(text.code()).as(text.err()).isZero();
+    assertThat(text.out())
+        .contains("psctl " + build.version() + " (commit " + build.commit() + ")")
+        .contains("master 9.9.9 (commit abc1234) at " + url(leader) + ", LEADER");
+
+    Run json = Run.psctl("version", "--master", url(leader), "--token", TOKEN, "-o", "json");
+    assertThat(json.code()).as(json.err()).isZero();
+    JsonNode v = new ObjectMapper().readTree(json.out());
+    assertThat(v.path("client").path("version").asText()).isEqualTo(build.version());
+    assertThat(v.path("client").path("commit").asText()).isEqualTo(build.commit());
+    assertThat(v.path("server").path("version").asText()).isEqualTo("9.9.9");
+    assertThat(v.path("server").path("state").asText()).isEqualTo("LEADER");
+    assertThat(v.has("serverError")).isFalse();
+  }
+
+  @Test
+  void version_withTheMasterUnreachable_saysSo_andStillPrintsTheClients() throws IOException {
+    Run text = Run.psctl("version", "--master", "http://127.0.0.1:1", "--token", TOKEN);
+    assertThat(text.code()).isEqualTo(ExitCodes.UNREACHABLE);
+    assertThat(text.out())
+        .contains("psctl " + BuildInfo.current().version())
+        .contains("master: unreachable: cannot connect to the master at http://127.0.0.1:1");
+    Run json =
+        Run.psctl(
+            "version", "--master", "http://127.0.0.1:1", "--token", TOKEN, "--output", "json");
+    assertThat(json.code()).isEqualTo(ExitCodes.UNREACHABLE);
+    JsonNode v = new ObjectMapper().readTree(json.out());
+    assertThat(v.path("client").path("version").asText()).isEqualTo(BuildInfo.current().version());
+    assertThat(v.has("server")).isFalse();
+    assertThat(v.path("serverError").asText()).contains("cannot connect");
+
+    Run clientOnly = Run.withEnv(Map.of(), "version");
+    assertThat(clientOnly.code()).isZero();
+    assertThat(clientOnly.out().strip()).startsWith("psctl ").doesNotContain("master");
   }
 }

@@ -1,6 +1,7 @@
 package dev.paramserver.psctl.model;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.within;
 
 import dev.paramserver.models.Batch;
 import dev.paramserver.models.Dataset;
@@ -70,6 +71,28 @@ class EvaluatePredictTest {
         .contains(String.format(Locale.ROOT, "accuracy=%.6f", expected.accuracy()))
         .contains("samples=500")
         .doesNotContain("RESULT");
+  }
+
+  @Test
+  void evaluateJson_holdsTheSameFigures() throws Exception {
+    Run r =
+        Run.psctl(
+            "evaluate",
+            "--model",
+            modelFile.toString(),
+            "--data",
+            data.testFile().toString(),
+            "-o",
+            "json");
+    assertThat(r.code()).as(r.err()).isZero();
+    com.fasterxml.jackson.databind.JsonNode j =
+        new com.fasterxml.jackson.databind.ObjectMapper().readTree(r.out());
+    assertThat(j.path("model").asText()).isEqualTo("softmax");
+    assertThat(j.path("samples").asLong()).isEqualTo(500);
+    assertThat(j.path("accuracy").asDouble()).isCloseTo(expected.accuracy(), within(1e-9));
+    assertThat(j.path("loss").asDouble()).isCloseTo(expected.loss(), within(1e-6));
+    assertThat(j.has("auc")).isTrue();
+    assertThat(j.path("auc").isNull()).isTrue(); // four classes: no AUC
   }
 
   @Test

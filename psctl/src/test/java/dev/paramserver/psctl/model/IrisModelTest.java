@@ -5,13 +5,16 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.paramserver.models.Dataset;
 import dev.paramserver.models.DatasetInfos;
 import dev.paramserver.models.ModelSpec;
-import dev.paramserver.proto.v1.DatasetInfo;
 import dev.paramserver.psctl.Run;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import org.apache.commons.csv.CSVFormat;
+import org.apache.commons.csv.CSVParser;
+import org.apache.commons.csv.CSVRecord;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -27,21 +30,9 @@ class IrisModelTest {
 
   @BeforeAll
   static void convertAndTrain() throws Exception {
-    Path iris = Path.of(IrisModelTest.class.getResource("/iris.csv").toURI());
-    Run r =
-        Run.psctl(
-            "convert", "--input", iris.toString(), "--output", dir + "/iris", "--standardize");
-    assertThat(r.code()).as(r.err()).isZero();
-    data = dir.resolve("iris-00000.recordio");
-    DatasetInfo info = DatasetInfos.read(dir.resolve("iris.dataset.pb"));
-    model =
-        InProcessTraining.trainAndSave(
-            ModelSpec.softmax(4, 3),
-            Dataset.readGlobs(List.of(data.toString())),
-            info,
-            30,
-            0.1f,
-            dir.resolve("model.pb"));
+    InProcessTraining.Iris iris = InProcessTraining.iris(dir);
+    data = iris.data();
+    model = iris.model();
   }
 
   @Test
@@ -102,9 +93,44 @@ class IrisModelTest {
   }
 
   @Test
-  void predictCsvField_quotesNamesWithCommasOrQuotes() {
-    assertThat(PredictCommand.csvField("setosa")).isEqualTo("setosa");
-    assertThat(PredictCommand.csvField("big, red")).isEqualTo("\"big, red\"");
-    assertThat(PredictCommand.csvField("say \"hi\"")).isEqualTo("\"say \"\"hi\"\"\"");
+  void predict_writesClassNamesWithCommasAndQuotes_asACsvReaderReadsThem() throws Exception {
+    Path odd = dir.resolve("odd.csv");
+    Files.writeString(
+        odd,
+        "a,b,kind\n0,0,\"big, red\"\n1,1,\"say \"\"hi\"\"\"\n0,0.1,\"big, red\"\n"
+            + "1,0.9,\"say \"\"hi\"\"\"\n");
+    assertThat(Run.psctl("convert", "--input", odd.toString(), "--output", dir + "/odd").code())
+        .isZero();
+    Path oddData = dir.resolve("odd-00000.recordio");
+    Path oddModel =
+        InProcessTraining.trainAndSave(
+            ModelSpec.softmax(2, 2),
+            Dataset.readGlobs(List.of(oddData.toString())),
+            DatasetInfos.read(dir.resolve("odd.dataset.pb")),
+            5,
+            0.1f,
+            dir.resolve("odd-model.pb"));
+    Path out = dir.resolve("odd.csv.out");
+    Run r =
+        Run.psctl(
+            "predict",
+            "--model",
+            oddModel.toString(),
+            "--data",
+            oddData.toString(),
+            "--output",
+            out.toString());
+    assertThat(r.code()).as(r.err()).isZero();
+    CSVFormat header = CSVFormat.RFC4180.builder().setHeader().setSkipHeaderRecord(true).get();
+    try (CSVParser csv = CSVParser.parse(out, StandardCharsets.UTF_8, header)) {
+      List<CSVRecord> rows = csv.getRecords();
+      assertThat(csv.getHeaderNames()).containsExactly("index", "label", "predicted", "p0", "p1");
+      assertThat(rows)
+          .extracting(row -> row.get("label"))
+          .containsExactly("big, red", "say \"hi\"", "big, red", "say \"hi\"");
+      assertThat(rows)
+          .extracting(row -> row.get("predicted"))
+          .allSatisfy(p -> assertThat(p).isIn("big, red", "say \"hi\""));
+    }
   }
 }

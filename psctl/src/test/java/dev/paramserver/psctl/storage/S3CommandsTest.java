@@ -2,10 +2,15 @@ package dev.paramserver.psctl.storage;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.paramserver.onnx.proto.ModelProto;
 import dev.paramserver.psctl.Run;
+import dev.paramserver.psctl.model.InProcessTraining;
+import dev.paramserver.storage.S3Settings;
+import dev.paramserver.storage.Storage;
 import dev.paramserver.testsupport.S3Server;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -108,5 +113,85 @@ class S3CommandsTest {
     Run j = Run.psctl(with("inspect", "s3://data/none.recordio"));
     assertThat(j.code()).isEqualTo(1);
     assertThat(j.err()).contains("no object matches 's3://data/none.recordio'");
+  }
+
+  /** psctl evaluate, predict and export with the model, the data and the outputs in S3. */
+  @Test
+  void modelCommands_readAndWriteS3Locations() throws Exception {
+    Path iris = Path.of(S3CommandsTest.class.getResource("/iris.csv").toURI());
+    Run c =
+        Run.psctl(
+            with(
+                "convert",
+                "--input",
+                iris.toString(),
+                "--output",
+                "s3://data/iris/iris",
+                "--standardize"));
+    assertThat(c.code()).as(c.err()).isZero();
+    // the same data locally, to train the model and to compare with
+    InProcessTraining.Iris trained = InProcessTraining.iris(dir);
+    Path localData = trained.data();
+    Path model = trained.model();
+    try (Storage storage =
+        Storage.create(new S3Settings(s3.endpoint(), null, true, null, null), "test")) {
+      storage.upload(model, "s3://data/models/iris.pb");
+    }
+
+    Run e =
+        Run.psctl(
+            with(
+                "evaluate",
+                "--model",
+                "s3://data/models/iris.pb",
+                "--data",
+                "s3://data/iris/iris-*.recordio",
+                "-o",
+                "json"));
+    assertThat(e.code()).as(e.err()).isZero();
+    Run eLocal =
+        Run.psctl(
+            "evaluate", "--model", model.toString(), "--data", localData.toString(), "-o", "json");
+    assertThat(e.out()).isEqualTo(eLocal.out()).contains("\"samples\" : 150");
+
+    Run p =
+        Run.psctl(
+            with(
+                "predict",
+                "--model",
+                "s3://data/models/iris.pb",
+                "--data",
+                "s3://data/iris/iris-00000.recordio",
+                "--output",
+                "s3://data/out/pred.csv"));
+    assertThat(p.code()).as(p.err()).isZero();
+    assertThat(p.out()).contains("wrote 150 predictions to s3://data/out/pred.csv");
+    List<String> lines = Files.readAllLines(s3.bucketDir("data").resolve("out/pred.csv"));
+    assertThat(lines).hasSize(151);
+    assertThat(lines.get(0)).isEqualTo("index,label,predicted,p0,p1,p2");
+    assertThat(lines.get(1)).startsWith("0,setosa,");
+
+    Run x =
+        Run.psctl(
+            with(
+                "export",
+                "--model",
+                "s3://data/models/iris.pb",
+                "--output",
+                "s3://data/out/iris.onnx"));
+    assertThat(x.code()).as(x.err()).isZero();
+    byte[] onnx = Files.readAllBytes(s3.bucketDir("data").resolve("out/iris.onnx"));
+    assertThat(ModelProto.parseFrom(onnx).getGraph().getOutputList())
+        .extracting(o -> o.getName())
+        .contains("probabilities", "predicted");
+  }
+
+  @Test
+  void modelCommands_nameAMissingModelObject() {
+    Run e =
+        Run.psctl(
+            with("evaluate", "--model", "s3://data/models/none.pb", "--data", "s3://data/x/*"));
+    assertThat(e.code()).isEqualTo(1);
+    assertThat(e.err()).contains("s3://data/models/none.pb");
   }
 }

@@ -1,0 +1,262 @@
+package dev.paramserver.adminapi;
+
+import com.fasterxml.jackson.databind.DeserializationFeature;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.IOException;
+import java.net.ConnectException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpConnectTimeoutException;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.net.http.HttpTimeoutException;
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+
+/**
+ * The one client of the services' admin HTTP API ({@code /admin/**} with the bearer token, and the
+ * readiness probe): psctl's job commands, the local cluster and the master's console use it.
+ * Answers are read into this module's records — {@link JobView} (whose published schema is {@link
+ * JobViewSchema}) and {@link ServiceStatus} — ignoring fields a newer service adds. A standby
+ * master's 409 answer names the leader's HTTP address; the client follows it once and keeps talking
+ * to the leader.
+ *
+ * <p>Failures are {@link AdminException}s whose {@link AdminException.Kind kind} tells an
+ * unreachable service from a refused token from a bad answer. The blocking calls remember the
+ * leader a standby named, so an instance making them belongs to one thread; {@link #at}, {@link
+ * #getAsync} and {@link #postAsync} may be called from any thread.
+ */
+public final class AdminClient {
+  /** Reads answers; a newer service may add fields, an older reader takes the ones it knows. */
+  public static final ObjectMapper JSON =
+      new ObjectMapper().configure(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES, false);
+
+  private final HttpClient http;
+  private final String token;
+  private final Duration timeout;
+  private final String what;
+  private String base;
+
+  private AdminClient(HttpClient http, String what, String base, String token, Duration timeout) {
+    this.http = http;
+    this.what = what;
+    this.base = stripSlash(base);
+    this.token = token == null ? "" : token;
+    this.timeout = timeout;
+  }
+
+  /**
+   * @param what how messages name the service, e.g. "the master"
+   * @param baseUrl e.g. {@code http://127.0.0.1:8081}
+   * @param token the admin token (null or empty: none is sent)
+   * @param timeout the connect timeout and the timeout of each call
+   */
+  public static AdminClient create(String what, String baseUrl, String token, Duration timeout) {
+    return new AdminClient(
+        HttpClient.newBuilder().connectTimeout(timeout).build(), what, baseUrl, token, timeout);
+  }
+
+  /** A client of another service with this one's connections, token and timeout. */
+  public AdminClient at(String what, String baseUrl) {
+    return new AdminClient(http, what, baseUrl, token, timeout);
+  }
+
+  /** The address calls go to (the leader's, once a standby named it). */
+  public String base() {
+    return base;
+  }
+
+  /** {@code GET /admin/job} of the leader master, as published. */
+  public JobView job() throws IOException, InterruptedException {
+    return asJobView(jobJson());
+  }
+
+  /** {@code GET /admin/job} of the leader master as it answered, fields unknown here included. */
+  public JsonNode jobJson() throws IOException, InterruptedException {
+    return call("GET", "/admin/job");
+  }
+
+  /** A {@code GET /admin/job} answer as admin-api's records. */
+  public JobView asJobView(JsonNode answer) throws AdminException {
+    return read(answer, JobView.class, "/admin/job");
+  }
+
+  /** {@code GET /admin/status}: the fields every service has, and the master's build. */
+  public ServiceStatus status() throws IOException, InterruptedException {
+    return read(statusJson(), ServiceStatus.class, "/admin/status");
+  }
+
+  /** {@code GET /admin/status} as it answered. */
+  public JsonNode statusJson() throws IOException, InterruptedException {
+    return call("GET", "/admin/status");
+  }
+
+  /** {@code POST /admin/job/checkpoint}: every pserver of the job checkpoints now. */
+  public JsonNode checkpoint() throws IOException, InterruptedException {
+    return call("POST", "/admin/job/checkpoint");
+  }
+
+  /** {@code POST /admin/job/stop}: every pserver checkpoints, then the job ends. */
+  public JsonNode stop() throws IOException, InterruptedException {
+    return call("POST", "/admin/job/stop");
+  }
+
+  /** {@code POST /admin/shutdown}: the service answers 202 at once and shuts down gracefully. */
+  public void shutdown() throws IOException, InterruptedException {
+    call("POST", "/admin/shutdown");
+  }
+
+  /** Whether {@code GET /actuator/health/readiness} answers 200 (false when unreachable). */
+  public boolean ready() throws InterruptedException {
+    HttpRequest request =
+        HttpRequest.newBuilder(URI.create(base + "/actuator/health/readiness"))
+            .timeout(timeout)
+            .GET()
+            .build();
+    try {
+      return http.send(request, HttpResponse.BodyHandlers.discarding()).statusCode() == 200;
+    } catch (IOException e) {
+      return false;
+    }
+  }
+
+  private <T> T read(JsonNode answer, Class<T> type, String path) throws AdminException {
+    try {
+      return JSON.treeToValue(answer, type);
+    } catch (IOException e) {
+      throw new AdminException(
+          AdminException.Kind.BAD_ANSWER,
+          what + " at " + base + " answered " + path + " in an unexpected shape: " + e.getMessage(),
+          e);
+    }
+  }
+
+  /**
+   * {@code GET path} without waiting, with its own timeout: the answer as JSON, or an {@link
+   * AdminException} as the future's cause. A 409 is not followed.
+   */
+  public CompletableFuture<JsonNode> getAsync(String path, Duration timeout) {
+    return callAsync("GET", path, timeout);
+  }
+
+  /** {@code POST path} without a body and without waiting; see {@link #getAsync}. */
+  public CompletableFuture<JsonNode> postAsync(String path, Duration timeout) {
+    return callAsync("POST", path, timeout);
+  }
+
+  private CompletableFuture<JsonNode> callAsync(String method, String path, Duration timeout) {
+    return http.sendAsync(request(method, path, timeout), HttpResponse.BodyHandlers.ofString())
+        .handle(
+            (r, t) -> {
+              try {
+                if (t != null) {
+                  throw failure(
+                      t instanceof CompletionException c ? c.getCause() : t, method, path);
+                }
+                return answer(r, method);
+              } catch (AdminException e) {
+                throw new CompletionException(e);
+              }
+            });
+  }
+
+  private JsonNode call(String method, String path) throws IOException, InterruptedException {
+    return call(method, path, true);
+  }
+
+  private JsonNode call(String method, String path, boolean followLeader)
+      throws IOException, InterruptedException {
+    HttpResponse<String> r;
+    try {
+      r = http.send(request(method, path, timeout), HttpResponse.BodyHandlers.ofString());
+    } catch (IOException e) {
+      throw failure(e, method, path);
+    }
+    if (r.statusCode() == 409 && followLeader) {
+      JsonNode leader = errorBody(r).path("leaderAdminAddress");
+      if (leader.isTextual()) {
+        base = "http://" + leader.asText();
+        return call(method, path, false);
+      }
+    }
+    return answer(r, method);
+  }
+
+  private HttpRequest request(String method, String path, Duration timeout) {
+    HttpRequest.Builder b =
+        HttpRequest.newBuilder(URI.create(base + path))
+            .timeout(timeout)
+            .header("Accept", "application/json")
+            .method(method, HttpRequest.BodyPublishers.noBody());
+    if (!token.isEmpty()) {
+      b.header("Authorization", "Bearer " + token);
+    }
+    return b.build();
+  }
+
+  /** A call that got no answer: the service is down, or did not answer in time. */
+  private AdminException failure(Throwable e, String method, String path) {
+    String message =
+        e instanceof ConnectException || e instanceof HttpConnectTimeoutException
+            ? "cannot connect to " + what + " at " + base + " (is it running?)"
+            : e instanceof HttpTimeoutException
+                ? what + " at " + base + " did not answer " + method + " " + path + " in time"
+                : "cannot reach " + what + " at " + base + ": " + e;
+    return new AdminException(AdminException.Kind.UNREACHABLE, message, e);
+  }
+
+  /** The body of a 2xx answer; an {@link AdminException} for any other. */
+  private JsonNode answer(HttpResponse<String> r, String method) throws AdminException {
+    if (r.statusCode() / 100 == 2) {
+      return parse(r.body(), r.uri());
+    }
+    JsonNode body = errorBody(r);
+    if (r.statusCode() == 401) {
+      throw new AdminException(
+          AdminException.Kind.UNAUTHORIZED,
+          what + " refused the admin token (" + body.path("message").asText("unauthorized") + ")",
+          null);
+    }
+    throw new AdminException(
+        AdminException.Kind.BAD_ANSWER,
+        method
+            + " "
+            + r.uri()
+            + " answered "
+            + r.statusCode()
+            + ": "
+            + abbreviate(body.path("message").asText(body.path("error").asText(r.body()))),
+        null);
+  }
+
+  /** An error answer's JSON, or a missing node when it is not JSON. */
+  private static JsonNode errorBody(HttpResponse<String> r) {
+    try {
+      return r.body() == null || r.body().isEmpty() ? JSON.missingNode() : JSON.readTree(r.body());
+    } catch (IOException e) {
+      return JSON.missingNode();
+    }
+  }
+
+  private JsonNode parse(String body, URI uri) throws AdminException {
+    try {
+      return JSON.readTree(body == null || body.isEmpty() ? "{}" : body);
+    } catch (IOException e) {
+      throw new AdminException(
+          AdminException.Kind.BAD_ANSWER,
+          uri + " did not answer JSON (is it a paramserver service?)",
+          e);
+    }
+  }
+
+  private static String abbreviate(String s) {
+    String one = s == null ? "" : s.replaceAll("\\s+", " ").trim();
+    return one.length() > 200 ? one.substring(0, 200) + "..." : one;
+  }
+
+  private static String stripSlash(String s) {
+    return s.endsWith("/") ? s.substring(0, s.length() - 1) : s;
+  }
+}
