@@ -168,11 +168,9 @@ public final class RunLocal {
         Role.TRAINER, "paramserver.trainer.model-output", runDir.resolve("model.pb").toString());
     b.property(
         Role.TRAINER, "paramserver.trainer.onnx-output", runDir.resolve("model.onnx").toString());
-    // every pass's metrics beside the final model, in the run folder
-    b.property(
-        Role.MASTER,
-        "paramserver.master.tracking.metrics-file",
-        runDir.resolve("metrics.jsonl").toString());
+    // run tracking beside the final model, in the run folder: metrics.jsonl, params.json and the
+    // TensorBoard event file (so `tensorboard --logdir runs` shows every run, hyperparameters too)
+    b.property(Role.MASTER, "paramserver.master.tracking.dir", runDir.toString());
     for (RunOptions.Extra e : o.extras) {
       b.property(e.role(), e.key(), e.value());
     }

@@ -68,7 +68,7 @@ class MasterGrpcServiceTest {
             MasterProperties.AdaptiveTimeout.disabled(),
             0,
             MasterProperties.Console.defaults(),
-            new MasterProperties.Tracking(null, null),
+            MasterProperties.Tracking.off(),
             0);
     job = new MasterJob(props, JobStore.NONE, Clock.systemUTC());
     job.startServing("127.0.0.1:7001");
