@@ -168,9 +168,8 @@ public final class RunLocal {
         Role.TRAINER, "paramserver.trainer.model-output", runDir.resolve("model.pb").toString());
     b.property(
         Role.TRAINER, "paramserver.trainer.onnx-output", runDir.resolve("model.onnx").toString());
-    // run tracking beside the final model, in the run folder: metrics.jsonl, params.json and the
-    // TensorBoard event file (so `tensorboard --logdir runs` shows every run, hyperparameters too)
-    b.property(Role.MASTER, "paramserver.master.tracking.dir", runDir.toString());
+    // the run's tracking (metrics.jsonl, params.json, the event file) goes beside the final model
+    // too: the local cluster points the master's paramserver.master.tracking.dir at the run folder
     for (RunOptions.Extra e : o.extras) {
       b.property(e.role(), e.key(), e.value());
     }
