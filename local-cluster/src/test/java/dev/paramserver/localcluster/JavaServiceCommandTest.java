@@ -66,7 +66,7 @@ class JavaServiceCommandTest {
   }
 
   @Test
-  void master_tracksTheRunInTheRunFolder() {
+  void master_tracksTheRunInTheRunFolder() throws Exception {
     assertThat(
             JavaServiceCommand.properties(
                 new ServiceCommand.LaunchContext(spec(), Role.MASTER, 0, 1, 2, "http://e")))

@@ -86,7 +86,7 @@ public record MasterProperties(
    *     TensorBoard event files; unset: {@code <java.io.tmpdir>/paramserver-tracking/<job>} ({@code
    *     run-local} sets the run folder; mount a volume and set it to keep the files)
    * @param metricsFile the JSON-lines file (per pass: step, pass, losses, accuracy, AUC, records,
-   *     samples/s, times; per loss window: samples, train loss); unset: {@code
+   *     samples/s, times; per point of training loss: samples, train loss); unset: {@code
    *     <dir>/metrics.jsonl}. {@code params.json} is written beside it
    * @param tensorboardDir the directory of the TensorBoard event file; unset: {@code dir}
    * @param lossEveryRecords about how many records the job trains between two points of the

@@ -256,6 +256,7 @@ public final class JobConsole implements SmartLifecycle {
       sampler = null;
     }
     probe.close();
+    tracker.onLoss(loss.drain(), clock.millis()); // the points made since the last sample
     tracker.close();
   }
 

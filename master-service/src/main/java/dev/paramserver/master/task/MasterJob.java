@@ -191,6 +191,7 @@ public final class MasterJob {
   public SetDatasetResponse setDataset(
       List<String> globs, String trainer, Map<String, Value> hyperparameters) {
     requireServing();
+    checkHyperparameters(hyperparameters);
     synchronized (lock) {
       if (dataset != null) {
         return existing(globs);
@@ -229,6 +230,43 @@ public final class MasterJob {
           q.totalPasses());
       return response(d, q.totalPasses(), false);
     }
+  }
+
+  /** Most hyperparameters, and longest name or text value, taken with SetDataset. */
+  static final int MAX_HYPERPARAMETERS = 128;
+
+  static final int MAX_HYPERPARAMETER_CHARS = 256;
+
+  /** Hyperparameters are kept in the dataset's etcd record: a few short scalars only. */
+  private static void checkHyperparameters(Map<String, Value> hyperparameters) {
+    if (hyperparameters.size() > MAX_HYPERPARAMETERS) {
+      throw new ServiceException(
+          ErrorReason.BAD_ARGUMENT,
+          "SetDataset carries "
+              + hyperparameters.size()
+              + " hyperparameters; at most "
+              + MAX_HYPERPARAMETERS
+              + " are kept");
+    }
+    hyperparameters.forEach(
+        (name, v) -> {
+          boolean scalar =
+              v.hasNumberValue()
+                  || v.hasBoolValue()
+                  || (v.hasStringValue()
+                      && v.getStringValue().length() <= MAX_HYPERPARAMETER_CHARS);
+          if (name.isEmpty() || name.length() > MAX_HYPERPARAMETER_CHARS || !scalar) {
+            throw new ServiceException(
+                ErrorReason.BAD_ARGUMENT,
+                "hyperparameter '"
+                    + name.substring(0, Math.min(name.length(), 64))
+                    + "' is refused: names of 1 to "
+                    + MAX_HYPERPARAMETER_CHARS
+                    + " characters with a number, a boolean or a text of at most "
+                    + MAX_HYPERPARAMETER_CHARS
+                    + " characters are kept");
+          }
+        });
   }
 
   private SetDatasetResponse existing(List<String> globs) {

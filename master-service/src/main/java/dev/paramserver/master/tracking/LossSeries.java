@@ -25,6 +25,9 @@ public final class LossSeries {
    */
   public record Point(long samples, double loss, long records, long batches, long timeMs) {}
 
+  /** A window larger than this (records, as a signed long) is ignored. */
+  static final long MAX_WINDOW_RECORDS = 1L << 40;
+
   private final long every;
   private final List<Point> ready = new ArrayList<>();
   private long samples;
@@ -49,7 +52,10 @@ public final class LossSeries {
   /** Counts the windows of one accepted task report. */
   public synchronized void add(List<LossWindow> windows) {
     for (LossWindow w : windows) {
-      if (w.getRecords() == 0 || !Double.isFinite(w.getLossSum())) {
+      if (w.getRecords() <= 0 || w.getRecords() > MAX_WINDOW_RECORDS) {
+        continue; // nonsense from a broken or hostile client: it must not bend the step
+      }
+      if (!Double.isFinite(w.getLossSum())) {
         samples += w.getRecords();
         continue;
       }

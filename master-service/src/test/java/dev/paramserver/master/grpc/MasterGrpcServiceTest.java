@@ -427,4 +427,23 @@ class MasterGrpcServiceTest {
                 .build());
     assertThat(heard).containsExactly(List.of(w), List.of(w.toBuilder().setLossSum(1.0).build()));
   }
+
+  @Test
+  void setDataset_withHyperparametersThatAreNotShortScalars_isRefusedNamingTheLimit() {
+    SetDatasetRequest.Builder req =
+        SetDatasetRequest.newBuilder().addGlobs(dir + "/train-*.rio").setTrainerId("t1");
+    Value longText = Value.newBuilder().setStringValue("x".repeat(300)).build();
+    Value nested =
+        Value.newBuilder().setStructValue(com.google.protobuf.Struct.getDefaultInstance()).build();
+    for (Value refused : List.of(longText, nested)) {
+      assertError(
+          () -> call().setDataset(req.clone().putHyperparameters("model", refused).build()),
+          Status.Code.INVALID_ARGUMENT,
+          ErrorReason.BAD_ARGUMENT,
+          "hyperparameter 'model' is refused: names of 1 to 256 characters with a number, a"
+              + " boolean or a text");
+    }
+    // nothing was set: a good call still sets the dataset
+    assertThat(call().setDataset(req.build()).getAlreadySet()).isFalse();
+  }
 }

@@ -59,6 +59,18 @@ class LossSeriesTest {
   }
 
   @Test
+  void windowsOfNoOrAbsurdlyManyRecordsAreIgnored() {
+    LossSeries s = new LossSeries(100);
+    s.add(
+        List.of(
+            LossWindow.newBuilder().setRecords(-5).setLossSum(1).build(), // uint64 2^64 - 5
+            LossWindow.newBuilder().setRecords(LossSeries.MAX_WINDOW_RECORDS + 1).build(),
+            window(0, 0.5, 0, 1),
+            window(100, 0.5, 2, 2)));
+    assertThat(s.drain()).containsExactly(new LossSeries.Point(100, 0.5, 100, 2, 2));
+  }
+
+  @Test
   void anIntervalBelowOneIsRefused() {
     assertThatThrownBy(() -> new LossSeries(0)).hasMessageContaining(">= 1");
   }
