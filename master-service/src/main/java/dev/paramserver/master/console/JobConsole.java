@@ -10,7 +10,6 @@ import dev.paramserver.master.tracking.LossSeries;
 import dev.paramserver.master.tracking.RunTracker;
 import dev.paramserver.master.tracking.TrackingFiles;
 import dev.paramserver.proto.v1.JobStatus;
-import dev.paramserver.proto.v1.PassStatus;
 import dev.paramserver.rpc.ChannelFactory;
 import dev.paramserver.rpc.ServiceException;
 import java.time.Clock;
@@ -79,7 +78,7 @@ public final class JobConsole implements SmartLifecycle {
     this.model = new ConsoleModel(history, events);
     job.setEventListener((kind, message) -> events.add(clock.millis(), kind, message));
     if (tracker.enabled()) {
-      job.setLossTracking(loss.every(), loss::add);
+      job.setLossTracking(loss.every(), loss::add, loss::rebase);
     }
   }
 
@@ -134,8 +133,6 @@ public final class JobConsole implements SmartLifecycle {
     if (!leading) {
       leading = true;
       events.add(clock.millis(), "leader", "master " + job.identity() + " leads the job");
-      // the loss's step goes on from the records the job trained under the leaders before
-      loss.rebase(status.get().getPassesList().stream().mapToLong(PassStatus::getRecords).sum());
     }
     try {
       List<PserverSample> pservers = probe.pservers();

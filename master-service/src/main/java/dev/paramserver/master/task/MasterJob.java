@@ -14,6 +14,7 @@ import dev.paramserver.proto.v1.JobState;
 import dev.paramserver.proto.v1.JobStatus;
 import dev.paramserver.proto.v1.LossWindow;
 import dev.paramserver.proto.v1.MasterSnapshot;
+import dev.paramserver.proto.v1.PassStatus;
 import dev.paramserver.proto.v1.SetDatasetResponse;
 import dev.paramserver.proto.v1.Task;
 import dev.paramserver.proto.v1.TaskCounts;
@@ -27,6 +28,7 @@ import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 import java.util.function.Function;
+import java.util.function.LongConsumer;
 import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -58,6 +60,7 @@ public final class MasterJob {
   private volatile JobEventListener events = (kind, message) -> {};
   private volatile long lossEveryRecords;
   private volatile Consumer<List<LossWindow>> lossListener = windows -> {};
+  private volatile LongConsumer lossRebase = records -> {};
   private Dataset dataset;
   private final QueueCommits commits = new QueueCommits(lock, this::saveQueue);
 
@@ -104,10 +107,13 @@ public final class MasterJob {
   /**
    * Asks the trainers for their training loss about every {@code everyRecords} records (in every
    * task handed out) and gives the loss windows of each accepted task report to {@code listener}
-   * (on the reporting call's thread, after the report was saved).
+   * (on the reporting call's thread, after the report was saved); {@code rebase} hears the records
+   * the job has trained when this master starts serving, before it takes any report.
    */
-  public void setLossTracking(long everyRecords, Consumer<List<LossWindow>> listener) {
+  public void setLossTracking(
+      long everyRecords, Consumer<List<LossWindow>> listener, LongConsumer rebase) {
     this.lossListener = listener;
+    this.lossRebase = rebase;
     this.lossEveryRecords = everyRecords;
   }
 
@@ -147,6 +153,9 @@ public final class MasterJob {
           saveQueue(queue);
         }
         commits.reset(queue);
+        // before any report is taken: the loss's step goes on from what the job trained
+        lossRebase.accept(
+            queue.status().getPassesList().stream().mapToLong(PassStatus::getRecords).sum());
       }
       serving = true;
     }

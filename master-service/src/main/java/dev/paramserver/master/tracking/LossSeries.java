@@ -10,8 +10,8 @@ import java.util.List;
  * records the job trained (the global step, as {@code samples}), and a point (the mean loss per
  * record since the point before) is made each time that count passes the next multiple of {@code
  * every}. The count only grows: {@link #rebase} lifts it to the job's trained records when this
- * master starts leading, so points stay monotone across leaders. Fed by the gRPC threads, drained
- * by the console's sampler; thread-safe.
+ * master starts leading (before it takes a report), so points stay monotone across leaders. Fed by
+ * the gRPC threads, drained by the console's sampler; thread-safe.
  */
 public final class LossSeries {
   /**
@@ -73,11 +73,19 @@ public final class LossSeries {
     }
   }
 
-  /** Lifts the count to {@code trainedRecords} (the job's, as this master found it) if behind. */
+  /**
+   * Lifts the count to {@code trainedRecords} (the job's, as this master found it when it started
+   * leading) if behind; the points and the loss not yet written from before are then dropped, as
+   * another leader went on meanwhile.
+   */
   public synchronized void rebase(long trainedRecords) {
     if (trainedRecords > samples) {
       samples = trainedRecords;
-      next = Math.max(next, (samples / every + 1) * every);
+      next = (samples / every + 1) * every;
+      ready.clear();
+      records = 0;
+      batches = 0;
+      lossSum = 0;
     }
   }
 

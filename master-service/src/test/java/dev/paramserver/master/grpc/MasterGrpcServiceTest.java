@@ -379,7 +379,7 @@ class MasterGrpcServiceTest {
   @Test
   void lossWindows_ofAcceptedReportsOnlyReachTheListener_andTasksAskForThem_hyperparametersKept() {
     List<List<LossWindow>> heard = new ArrayList<>();
-    job.setLossTracking(500, heard::add);
+    job.setLossTracking(500, heard::add, records -> {});
     call()
         .setDataset(
             SetDatasetRequest.newBuilder()

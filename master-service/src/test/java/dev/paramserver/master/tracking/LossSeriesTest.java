@@ -38,7 +38,7 @@ class LossSeriesTest {
   }
 
   @Test
-  void rebase_liftsTheCountToTheJobsRecords_neverLowersIt() {
+  void rebase_liftsTheCountToTheJobsRecords_neverLowersIt_andDropsWhatWasNotWritten() {
     LossSeries s = new LossSeries(1000);
     s.rebase(5500); // a new leader: the job trained 5500 records under the one before
     s.add(List.of(window(600, 0.1, 6, 1)));
@@ -46,6 +46,11 @@ class LossSeriesTest {
     s.rebase(3000);
     s.add(List.of(window(1000, 0.1, 6, 1)));
     assertThat(s.drain()).extracting(LossSeries.Point::samples).containsExactly(7100L);
+    // leading again after another leader went on: what was not written yet is dropped
+    s.add(List.of(window(1000, 0.1, 6, 1), window(400, 0.1, 6, 1)));
+    s.rebase(20_000);
+    s.add(List.of(window(1000, 0.5, 7, 2)));
+    assertThat(s.drain()).containsExactly(new LossSeries.Point(21_000, 0.5, 1000, 7, 2));
   }
 
   @Test
