@@ -156,7 +156,9 @@ final class JavaServiceCommand implements ServiceCommand {
             spec.runDir().resolve("checkpoints").resolve("pserver-" + ctx.index()).toString());
       }
       case TRAINER -> props.put("paramserver.trainer.id", "trainer-" + ctx.index());
-      case MASTER -> {}
+      // run tracking in the run folder: metrics.jsonl, params.json and the TensorBoard event file
+      // (so `tensorboard --logdir runs` shows every run, with its hyperparameters)
+      case MASTER -> props.put("paramserver.master.tracking.dir", spec.runDir().toString());
     }
     props.putAll(spec.extraProperties(ctx.role()));
     return props;

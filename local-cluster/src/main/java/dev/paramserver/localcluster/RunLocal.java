@@ -168,11 +168,8 @@ public final class RunLocal {
         Role.TRAINER, "paramserver.trainer.model-output", runDir.resolve("model.pb").toString());
     b.property(
         Role.TRAINER, "paramserver.trainer.onnx-output", runDir.resolve("model.onnx").toString());
-    // every pass's metrics beside the final model, in the run folder
-    b.property(
-        Role.MASTER,
-        "paramserver.master.tracking.metrics-file",
-        runDir.resolve("metrics.jsonl").toString());
+    // the run's tracking (metrics.jsonl, params.json, the event file) goes beside the final model
+    // too: the local cluster points the master's paramserver.master.tracking.dir at the run folder
     for (RunOptions.Extra e : o.extras) {
       b.property(e.role(), e.key(), e.value());
     }

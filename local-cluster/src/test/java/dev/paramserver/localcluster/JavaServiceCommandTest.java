@@ -66,6 +66,14 @@ class JavaServiceCommandTest {
   }
 
   @Test
+  void master_tracksTheRunInTheRunFolder() throws Exception {
+    assertThat(
+            JavaServiceCommand.properties(
+                new ServiceCommand.LaunchContext(spec(), Role.MASTER, 0, 1, 2, "http://e")))
+        .containsEntry("paramserver.master.tracking.dir", dir.resolve("run").toString());
+  }
+
+  @Test
   void build_withoutJar_namesRoleAndHowToBuild() throws Exception {
     ServiceCommand.LaunchContext ctx =
         new ServiceCommand.LaunchContext(spec(), Role.MASTER, 0, 1, 2, "http://e");

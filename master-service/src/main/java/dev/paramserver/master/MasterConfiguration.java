@@ -11,6 +11,7 @@ import dev.paramserver.master.state.EtcdJobStore;
 import dev.paramserver.master.task.MasterJob;
 import dev.paramserver.master.task.TimeoutChecker;
 import dev.paramserver.master.task.TrainerDepartures;
+import dev.paramserver.master.tracking.TrackingFiles;
 import dev.paramserver.rpc.ChannelFactory;
 import dev.paramserver.service.AdminAddress;
 import dev.paramserver.service.CommonProperties;
@@ -49,6 +50,12 @@ class MasterConfiguration {
     return job;
   }
 
+  /** Where run tracking writes: checked at start (a set directory must be writable). */
+  @Bean
+  TrackingFiles masterTrackingFiles(MasterProperties props, CommonProperties common) {
+    return TrackingFiles.resolve(props.tracking(), common.job());
+  }
+
   /** The job as the console and {@code /admin/job} show it; samples only while leading. */
   @Bean
   JobConsole jobConsole(
@@ -57,7 +64,8 @@ class MasterConfiguration {
       Coordinator coordinator,
       ChannelFactory channels,
       CommonProperties common,
-      MasterProperties props) {
+      MasterProperties props,
+      TrackingFiles tracking) {
     return JobConsole.create(
         job,
         election,
@@ -65,7 +73,8 @@ class MasterConfiguration {
         channels,
         common.admin().token(),
         props.console(),
-        props.tracking(),
+        tracking,
+        props.tracking().lossEveryRecords(),
         common.advertiseHost(),
         ROLE_PHASE);
   }

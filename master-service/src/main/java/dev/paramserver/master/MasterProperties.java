@@ -30,7 +30,8 @@ import org.springframework.validation.annotation.Validated;
  *     reach the master through a proxy or a port mapping; 0 (default) publishes the gRPC server's
  *     own port
  * @param console the web console's and {@code /admin/job}'s sampling
- * @param tracking where every pass's metrics are written
+ * @param tracking run tracking: where the metrics, the hyperparameters and the TensorBoard event
+ *     file are written, and how often the training loss is recorded
  * @param taskRecords about how many records a task holds: consecutive chunks are grouped into tasks
  *     of about this many records (never fewer chunks than {@code chunks-per-task}, and never so
  *     many that a pass has fewer than 32 tasks); 0 keeps {@code chunks-per-task} as it is
@@ -47,7 +48,7 @@ public record MasterProperties(
     @DefaultValue @Valid @NotNull AdaptiveTimeout adaptiveTimeout,
     @DefaultValue("0") @Min(0) @Max(65535) int advertisePort,
     @DefaultValue @Valid @NotNull Console console,
-    @DefaultValue @NotNull Tracking tracking,
+    @DefaultValue @Valid @NotNull Tracking tracking,
     @DefaultValue("4096") @Min(0) long taskRecords) {
 
   public MasterProperties {
@@ -68,19 +69,48 @@ public record MasterProperties(
         AdaptiveTimeout.disabled(),
         0,
         Console.defaults(),
-        new Tracking(null, null),
+        Tracking.defaults(),
         4096);
   }
 
   /**
-   * Run tracking: the leader appends a line per ended pass to {@code metricsFile} and, when {@code
-   * tensorboardDir} is set, writes the same values to a TensorBoard event file there.
+   * Run tracking: the leader master appends a line per ended pass and a line of training loss about
+   * every {@code lossEveryRecords} records to {@code metrics.jsonl}, writes the job's
+   * hyperparameters to {@code params.json} beside it, and the same values to a TensorBoard event
+   * file (scalars and the hparams plugin's data). Checked at start: a directory that cannot be
+   * written stops the master when it was set, and switches tracking off (with a warning) when it is
+   * the default.
    *
-   * @param metricsFile a JSON-lines file (step, pass, losses, accuracy, AUC, records, samples/s,
-   *     times per pass); none by default ({@code run-local} sets {@code <run>/metrics.jsonl})
-   * @param tensorboardDir a directory for a TensorBoard event file; none (off) by default
+   * @param enabled whether the run is tracked at all (default true)
+   * @param dir the job's tracking directory: {@code metrics.jsonl}, {@code params.json} and the
+   *     TensorBoard event files; unset: {@code <java.io.tmpdir>/paramserver-tracking/<job>} ({@code
+   *     run-local} sets the run folder; mount a volume and set it to keep the files)
+   * @param metricsFile the JSON-lines file (per pass: step, pass, losses, accuracy, AUC, records,
+   *     samples/s, times; per point of training loss: samples, train loss); unset: {@code
+   *     <dir>/metrics.jsonl}. {@code params.json} is written beside it
+   * @param tensorboardDir the directory of the TensorBoard event file; unset: {@code dir}
+   * @param lossEveryRecords about how many records the job trains between two points of the
+   *     training loss (the trainers report their loss in windows of this many records with each
+   *     finished task; a point is written once the job's trained records pass the next multiple), 1
+   *     to 1e9 (default 1000)
    */
-  public record Tracking(Path metricsFile, Path tensorboardDir) {}
+  public record Tracking(
+      @DefaultValue("true") boolean enabled,
+      Path dir,
+      Path metricsFile,
+      Path tensorboardDir,
+      @DefaultValue("1000") @Min(1) @Max(1_000_000_000) long lossEveryRecords) {
+
+    /** The defaults: on, in the default directory, a loss point every 1000 records. */
+    public static Tracking defaults() {
+      return new Tracking(true, null, null, null, 1000);
+    }
+
+    /** Tracking switched off (for tests and tools). */
+    public static Tracking off() {
+      return new Tracking(false, null, null, null, 1000);
+    }
+  }
 
   /**
    * How the leader samples the job for {@code /admin/job} and the console.

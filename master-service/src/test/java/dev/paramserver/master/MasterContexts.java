@@ -36,6 +36,10 @@ public final class MasterContexts implements AutoCloseable {
                 "--paramserver.admin.exit-jvm-on-shutdown=false",
                 "--paramserver.master.timeout-check-interval=100ms"));
     args.addAll(List.of(extra));
+    if (args.stream().noneMatch(a -> a.startsWith("--paramserver.master.tracking."))) {
+      // no run tracking files in the default directory, unless a test asks for them
+      args.add("--paramserver.master.tracking.enabled=false");
+    }
     ConfigurableApplicationContext ctx =
         new SpringApplicationBuilder(MasterApplication.class)
             .registerShutdownHook(false)

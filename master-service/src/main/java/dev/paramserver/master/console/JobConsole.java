@@ -7,7 +7,9 @@ import dev.paramserver.coordination.Coordinator;
 import dev.paramserver.master.MasterProperties;
 import dev.paramserver.master.election.MasterElection;
 import dev.paramserver.master.task.MasterJob;
+import dev.paramserver.master.tracking.LossSeries;
 import dev.paramserver.master.tracking.RunTracker;
+import dev.paramserver.master.tracking.TrackingFiles;
 import dev.paramserver.proto.v1.JobStatus;
 import dev.paramserver.rpc.ChannelFactory;
 import dev.paramserver.rpc.ServiceException;
@@ -31,7 +33,9 @@ import org.springframework.context.SmartLifecycle;
  * samples the job's status, the pservers and the trainers every {@code
  * paramserver.master.console.sample-interval} while this master leads (a standby samples nothing)
  * into a {@link ConsoleModel}, collects the events, and carries out the operator's actions
- * (checkpoint every pserver now; stop the job). Ended passes go to the {@link RunTracker}.
+ * (checkpoint every pserver now; stop the job). Ended passes, the training loss's points (from the
+ * {@link LossSeries} the job's accepted task reports feed) and the hyperparameters go to the {@link
+ * RunTracker}.
  */
 public final class JobConsole implements SmartLifecycle {
   private static final Logger log = LoggerFactory.getLogger(JobConsole.class);
@@ -46,6 +50,7 @@ public final class JobConsole implements SmartLifecycle {
   private final ConsoleModel model;
   private final int phase;
   private final RunTracker tracker;
+  private final LossSeries loss;
   private volatile Map<Integer, String> pserverAdmin = Map.of();
   private volatile boolean leading;
   private String lastFailure = "";
@@ -60,8 +65,10 @@ public final class JobConsole implements SmartLifecycle {
       int eventCapacity,
       Clock clock,
       int phase,
-      RunTracker tracker) {
+      RunTracker tracker,
+      LossSeries loss) {
     this.tracker = tracker;
+    this.loss = loss;
     this.job = job;
     this.election = election;
     this.probe = probe;
@@ -71,12 +78,16 @@ public final class JobConsole implements SmartLifecycle {
     this.events = new JobEvents(eventCapacity);
     this.model = new ConsoleModel(history, events);
     job.setEventListener((kind, message) -> events.add(clock.millis(), kind, message));
+    if (tracker.enabled()) {
+      job.setLossTracking(loss.every(), loss::add, loss::rebase);
+    }
   }
 
   /**
    * The console of {@code job}, sampling with {@code settings}; it reaches the pservers and the
    * trainers through etcd, gRPC (for a pserver's HTTP address) and their admin endpoints with
-   * {@code adminToken}.
+   * {@code adminToken}; it tracks the run into {@code tracking}, with a point of training loss
+   * about every {@code lossEveryRecords} records.
    */
   public static JobConsole create(
       MasterJob job,
@@ -85,7 +96,8 @@ public final class JobConsole implements SmartLifecycle {
       ChannelFactory channels,
       String adminToken,
       MasterProperties.Console settings,
-      MasterProperties.Tracking tracking,
+      TrackingFiles tracking,
+      long lossEveryRecords,
       String host,
       int phase) {
     AdminClient admin =
@@ -100,7 +112,8 @@ public final class JobConsole implements SmartLifecycle {
         settings.events(),
         Clock.systemUTC(),
         phase,
-        new RunTracker(tracking.metricsFile(), tracking.tensorboardDir(), host));
+        new RunTracker(tracking.metricsFile(), tracking.tensorboardDir(), host),
+        new LossSeries(lossEveryRecords));
   }
 
   /** The job as {@code GET /admin/job} shows it (docs/console.md). */
@@ -134,7 +147,10 @@ public final class JobConsole implements SmartLifecycle {
       // the job's status after the slow calls, so it is never older than what they found
       long now = clock.millis();
       model.update(now, job.statusIfServing().orElse(status.get()), pservers, trainers);
-      tracker.onView(model.view(), pservers.stream().mapToLong(PserverSample::step).sum(), now);
+      JobView view = model.view();
+      tracker.onLoss(loss.drain(), now);
+      tracker.onView(view, pservers.stream().mapToLong(PserverSample::step).sum(), now);
+      tracker.onHyperparameters(job.hyperparameters(), view, now);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
     } catch (RuntimeException e) {
@@ -239,6 +255,7 @@ public final class JobConsole implements SmartLifecycle {
       sampler = null;
     }
     probe.close();
+    tracker.onLoss(loss.drain(), clock.millis()); // the points made since the last sample
     tracker.close();
   }
 

@@ -134,4 +134,9 @@ public final class Dataset {
     }
     return out;
   }
+
+  /** The hyperparameters sent with the SetDataset that set this dataset. */
+  public java.util.Map<String, com.google.protobuf.Value> hyperparameters() {
+    return index.getHyperparametersMap();
+  }
 }

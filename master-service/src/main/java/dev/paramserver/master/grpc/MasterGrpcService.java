@@ -35,14 +35,14 @@ public final class MasterGrpcService extends MasterGrpc.MasterImplBase {
 
   @Override
   public void setDataset(SetDatasetRequest req, StreamObserver<SetDatasetResponse> out) {
-    reply(out, job.setDataset(req.getGlobsList(), req.getTrainerId()));
+    reply(out, job.setDataset(req.getGlobsList(), req.getTrainerId(), req.getHyperparametersMap()));
   }
 
   @Override
   public void getTask(GetTaskRequest req, StreamObserver<GetTaskResponse> out) {
     List<MasterJob.Finished> finished = new ArrayList<>(req.getFinishedCount());
     for (TaskFinishedRequest f : req.getFinishedList()) {
-      finished.add(new MasterJob.Finished(f.getTaskId(), f.getEpoch()));
+      finished.add(finished(f));
     }
     reply(
         out,
@@ -56,7 +56,7 @@ public final class MasterGrpcService extends MasterGrpc.MasterImplBase {
 
   @Override
   public void taskFinished(TaskFinishedRequest req, StreamObserver<TaskFinishedResponse> out) {
-    boolean accepted = job.taskFinished(req.getTrainerId(), req.getTaskId(), req.getEpoch());
+    boolean accepted = job.taskFinished(req.getTrainerId(), finished(req));
     reply(out, TaskFinishedResponse.newBuilder().setAccepted(accepted).build());
   }
 
@@ -83,6 +83,10 @@ public final class MasterGrpcService extends MasterGrpc.MasterImplBase {
   @Override
   public void getStatus(GetStatusRequest req, StreamObserver<JobStatus> out) {
     reply(out, job.status());
+  }
+
+  private static MasterJob.Finished finished(TaskFinishedRequest f) {
+    return new MasterJob.Finished(f.getTaskId(), f.getEpoch(), f.getLossList());
   }
 
   private static String trainer(String id) {

@@ -1,5 +1,6 @@
 package dev.paramserver.master.task;
 
+import com.google.protobuf.Value;
 import dev.paramserver.master.MasterProperties;
 import dev.paramserver.master.dataset.Dataset;
 import dev.paramserver.master.dataset.DatasetIndexer;
@@ -11,7 +12,9 @@ import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.proto.v1.GetTaskResponse;
 import dev.paramserver.proto.v1.JobState;
 import dev.paramserver.proto.v1.JobStatus;
+import dev.paramserver.proto.v1.LossWindow;
 import dev.paramserver.proto.v1.MasterSnapshot;
+import dev.paramserver.proto.v1.PassStatus;
 import dev.paramserver.proto.v1.SetDatasetResponse;
 import dev.paramserver.proto.v1.Task;
 import dev.paramserver.proto.v1.TaskCounts;
@@ -20,9 +23,12 @@ import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 import java.util.function.Function;
+import java.util.function.LongConsumer;
 import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -52,6 +58,9 @@ public final class MasterJob {
   private volatile Runnable onFenceLost = () -> {};
   private volatile long lastSnapshotBytes;
   private volatile JobEventListener events = (kind, message) -> {};
+  private volatile long lossEveryRecords;
+  private volatile Consumer<List<LossWindow>> lossListener = windows -> {};
+  private volatile LongConsumer lossRebase = records -> {};
   private Dataset dataset;
   private final QueueCommits commits = new QueueCommits(lock, this::saveQueue);
 
@@ -95,6 +104,19 @@ public final class MasterJob {
     void onEvent(String kind, String message);
   }
 
+  /**
+   * Asks the trainers for their training loss about every {@code everyRecords} records (in every
+   * task handed out) and gives the loss windows of each accepted task report to {@code listener}
+   * (on the reporting call's thread, after the report was saved); {@code rebase} hears the records
+   * the job has trained when this master starts serving, before it takes any report.
+   */
+  public void setLossTracking(
+      long everyRecords, Consumer<List<LossWindow>> listener, LongConsumer rebase) {
+    this.lossListener = listener;
+    this.lossRebase = rebase;
+    this.lossEveryRecords = everyRecords;
+  }
+
   /** Called (once per loss) when a fenced save was refused: the election steps down. */
   public void setOnFenceLost(Runnable onFenceLost) {
     this.onFenceLost = onFenceLost;
@@ -131,6 +153,9 @@ public final class MasterJob {
           saveQueue(queue);
         }
         commits.reset(queue);
+        // before any report is taken: the loss's step goes on from what the job trained
+        lossRebase.accept(
+            queue.status().getPassesList().stream().mapToLong(PassStatus::getRecords).sum());
       }
       serving = true;
     }
@@ -165,7 +190,17 @@ public final class MasterJob {
 
   /** Sets the dataset: the first call wins, the same globs again are a no-op. */
   public SetDatasetResponse setDataset(List<String> globs, String trainer) {
+    return setDataset(globs, trainer, Map.of());
+  }
+
+  /**
+   * Sets the dataset, kept with the job's {@code hyperparameters} (saved with it): the first call
+   * wins, the same globs again are a no-op.
+   */
+  public SetDatasetResponse setDataset(
+      List<String> globs, String trainer, Map<String, Value> hyperparameters) {
     requireServing();
+    checkHyperparameters(hyperparameters);
     synchronized (lock) {
       if (dataset != null) {
         return existing(globs);
@@ -177,6 +212,7 @@ public final class MasterJob {
         indexed.toBuilder()
             .setChunksPerTask(
                 TaskSizing.chunksPerTask(indexed, props.chunksPerTask(), props.taskRecords()))
+            .putAllHyperparameters(hyperparameters)
             .build();
     synchronized (lock) {
       requireServing();
@@ -205,6 +241,43 @@ public final class MasterJob {
     }
   }
 
+  /** Most hyperparameters, and longest name or text value, taken with SetDataset. */
+  static final int MAX_HYPERPARAMETERS = 128;
+
+  static final int MAX_HYPERPARAMETER_CHARS = 256;
+
+  /** Hyperparameters are kept in the dataset's etcd record: a few short scalars only. */
+  private static void checkHyperparameters(Map<String, Value> hyperparameters) {
+    if (hyperparameters.size() > MAX_HYPERPARAMETERS) {
+      throw new ServiceException(
+          ErrorReason.BAD_ARGUMENT,
+          "SetDataset carries "
+              + hyperparameters.size()
+              + " hyperparameters; at most "
+              + MAX_HYPERPARAMETERS
+              + " are kept");
+    }
+    hyperparameters.forEach(
+        (name, v) -> {
+          boolean scalar =
+              v.hasNumberValue()
+                  || v.hasBoolValue()
+                  || (v.hasStringValue()
+                      && v.getStringValue().length() <= MAX_HYPERPARAMETER_CHARS);
+          if (name.isEmpty() || name.length() > MAX_HYPERPARAMETER_CHARS || !scalar) {
+            throw new ServiceException(
+                ErrorReason.BAD_ARGUMENT,
+                "hyperparameter '"
+                    + name.substring(0, Math.min(name.length(), 64))
+                    + "' is refused: names of 1 to "
+                    + MAX_HYPERPARAMETER_CHARS
+                    + " characters with a number, a boolean or a text of at most "
+                    + MAX_HYPERPARAMETER_CHARS
+                    + " characters are kept");
+          }
+        });
+  }
+
   private SetDatasetResponse existing(List<String> globs) {
     if (!dataset.sameGlobs(globs)) {
       throw new ServiceException(
@@ -229,8 +302,22 @@ public final class MasterJob {
         .build();
   }
 
-  /** A task reported trained: its id and dispatch epoch. */
-  public record Finished(long taskId, long epoch) {}
+  /** The hyperparameters kept with the dataset (empty while none is set, or none were sent). */
+  public Map<String, Value> hyperparameters() {
+    synchronized (lock) {
+      return dataset == null ? Map.of() : dataset.hyperparameters();
+    }
+  }
+
+  /**
+   * A task reported trained: its id and dispatch epoch, and its training loss in windows (empty:
+   * none).
+   */
+  public record Finished(long taskId, long epoch, List<LossWindow> loss) {
+    public Finished(long taskId, long epoch) {
+      this(taskId, epoch, List.of());
+    }
+  }
 
   /** The next task of {@code pass} for the trainer, or why there is none. */
   public GetTaskResponse getTask(String trainer, int pass) {
@@ -309,7 +396,7 @@ public final class MasterJob {
       d = a.result();
     }
     for (int i = 0; i < reports.size(); i++) {
-      noteFinished(trainer, finished.get(i).taskId(), finished.get(i).epoch(), reports.get(i));
+      noteFinished(trainer, finished.get(i), reports.get(i));
     }
     GetTaskResponse.Builder b =
         GetTaskResponse.newBuilder()
@@ -319,7 +406,7 @@ public final class MasterJob {
             .setReason(d.reason());
     switch (d.outcome()) {
       case TASK -> {
-        b.setTask(task(ds, d));
+        b.setTask(task(ds, d)).setLossEveryRecords(lossEveryRecords);
         for (Dispatch e : extra) {
           b.addMoreTasks(task(ds, e));
         }
@@ -370,17 +457,28 @@ public final class MasterJob {
 
   /** A trainer reports a task trained; false if the report was stale or a duplicate. */
   public boolean taskFinished(String trainer, long taskId, long epoch) {
-    Report r = mutate(q -> q.finished(taskId, epoch));
-    noteFinished(trainer, taskId, epoch, r);
+    return taskFinished(trainer, new Finished(taskId, epoch));
+  }
+
+  /** A trainer reports a task trained; false if the report was stale or a duplicate. */
+  public boolean taskFinished(String trainer, Finished f) {
+    Report r = mutate(q -> q.finished(f.taskId(), f.epoch()));
+    noteFinished(trainer, f, r);
     return r.accepted();
   }
 
-  private void noteFinished(String trainer, long taskId, long epoch, Report r) {
+  private void noteFinished(String trainer, Finished f, Report r) {
     if (r.accepted()) {
       timeouts.record(r.durationMs());
+      if (!f.loss().isEmpty()) {
+        lossListener.accept(f.loss());
+      }
     } else if (r.duplicate()) {
       log.info(
-          "task {} epoch {} reported finished again by '{}' (duplicate)", taskId, epoch, trainer);
+          "task {} epoch {} reported finished again by '{}' (duplicate)",
+          f.taskId(),
+          f.epoch(),
+          trainer);
     }
   }
 

@@ -2,12 +2,14 @@ package dev.paramserver.master.tracking;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.google.protobuf.Value;
 import dev.paramserver.adminapi.JobView;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.time.Instant;
@@ -21,31 +23,44 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Run tracking: appends one JSON line per ended pass to a {@code metrics.jsonl} (step, pass,
- * training and test loss, accuracy, AUC, records, samples/s, start, end, time) and, when
- * configured, the same values as scalars to a TensorBoard event file (step = pass number, from 1).
- * A pass is written once its evaluations arrived, or {@link #EVAL_GRACE} after it ended, or when
- * the job ended. Passes already in the file (written by an earlier leader) are not written again.
- * Fed the console's view by the leader's sampler; not thread-safe.
+ * training and test loss, accuracy, AUC, records, samples/s, start, end, time) and one per point of
+ * the training loss ({@code "kind":"loss"}: samples, trainLoss, records, batches, time), writes the
+ * job's hyperparameters to a {@code params.json} beside it, and, when configured, the same values
+ * to a TensorBoard event file: the pass scalars at step = pass number (from 1), {@value
+ * #STEP_LOSS_TAG} at step = samples trained by the job, and the hyperparameters as the hparams
+ * plugin's session (its end once the job ended). A pass is written once its evaluations arrived, or
+ * {@link #EVAL_GRACE} after it ended, or when the job ended. Passes already in the file (written by
+ * an earlier leader) are not written again. Fed the console's view by the leader's sampler; not
+ * thread-safe.
  */
 public final class RunTracker {
   private static final Logger log = LoggerFactory.getLogger(RunTracker.class);
   private static final ObjectMapper JSON = new ObjectMapper();
   static final Duration EVAL_GRACE = Duration.ofSeconds(30);
+  static final String STEP_LOSS_TAG = "loss/train_step";
+  static final String PARAMS_FILE = "params.json";
 
   private final Path metricsFile;
+  private final Path paramsFile;
   private final Path tensorBoardDir;
   private final String host;
   private final Set<Integer> written = new HashSet<>();
+  private final Hyperparameters hyperparameters = new Hyperparameters();
   private TensorBoardWriter tensorBoard;
   private boolean loaded;
+  private boolean sessionStarted;
+  private boolean sessionEnded;
+  private String paramsWritten;
 
   /**
-   * @param metricsFile the JSON-lines file (null: none)
+   * @param metricsFile the JSON-lines file (null: none); {@code params.json} goes beside it
    * @param tensorBoardDir where to write a TensorBoard event file (null: none)
    * @param host names the event file
    */
   public RunTracker(Path metricsFile, Path tensorBoardDir, String host) {
     this.metricsFile = metricsFile;
+    this.paramsFile =
+        metricsFile == null ? null : metricsFile.toAbsolutePath().getParent().resolve(PARAMS_FILE);
     this.tensorBoardDir = tensorBoardDir;
     this.host = host;
   }
@@ -76,9 +91,84 @@ public final class RunTracker {
           written.add(p.pass());
         }
       }
+      if (over && sessionStarted && !sessionEnded && tensorBoard != null) {
+        sessionEnded = true;
+        tensorBoard.hparamsEnd("FINISHED".equals(view.job().state()), nowMs);
+      }
     } catch (IOException | UncheckedIOException e) {
-      log.warn("run tracking: cannot write {}: {}", metricsFile, e.getMessage());
+      cannotWrite(e);
     }
+  }
+
+  /**
+   * Writes the training loss's {@code points}: a metrics line each, and {@value #STEP_LOSS_TAG} at
+   * step = samples.
+   */
+  public void onLoss(List<LossSeries.Point> points, long nowMs) {
+    if (!enabled() || points.isEmpty()) {
+      return;
+    }
+    try {
+      for (LossSeries.Point p : points) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("kind", "loss");
+        m.put("samples", p.samples());
+        m.put("trainLoss", p.loss());
+        m.put("records", p.records());
+        m.put("batches", p.batches());
+        m.put("time", Instant.ofEpochMilli(p.timeMs() > 0 ? p.timeMs() : nowMs).toString());
+        appendLine(m);
+        if (tensorBoardDir != null) {
+          eventFile(nowMs).scalars(p.samples(), nowMs, Map.of(STEP_LOSS_TAG, p.loss()));
+        }
+      }
+    } catch (IOException | UncheckedIOException e) {
+      cannotWrite(e);
+    }
+  }
+
+  /**
+   * Writes the job's hyperparameters once the job trains: {@code params.json} (again when they
+   * change, for example when more trainers joined) and, once, the hparams plugin's session start.
+   *
+   * @param fromTrainers the hyperparameters the trainers sent with SetDataset (empty: none yet)
+   */
+  public void onHyperparameters(Map<String, Value> fromTrainers, JobView view, long nowMs) {
+    if (!enabled() || !view.sampled() || fromTrainers.isEmpty()) {
+      return;
+    }
+    Map<String, Value> all = hyperparameters.of(fromTrainers, view);
+    boolean training =
+        view.job().isOver()
+            || (view.passes() != null && view.passes().stream().anyMatch(p -> p.records() > 0));
+    if (!training) {
+      return;
+    }
+    try {
+      if (paramsFile != null) {
+        String json = Hyperparameters.toJson(all);
+        if (!json.equals(paramsWritten)) {
+          Files.createDirectories(paramsFile.getParent());
+          Path tmp = paramsFile.resolveSibling(PARAMS_FILE + ".tmp");
+          Files.writeString(tmp, json, StandardCharsets.UTF_8);
+          Files.move(
+              tmp, paramsFile, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+          paramsWritten = json;
+        }
+      }
+      if (tensorBoardDir != null && !sessionStarted) {
+        Long started = view.job().startedMs();
+        eventFile(nowMs).hparamsStart(all, started == null ? nowMs : started);
+        sessionStarted = true;
+      }
+    } catch (IOException | UncheckedIOException e) {
+      cannotWrite(e);
+    }
+  }
+
+  private void cannotWrite(Exception e) {
+    log.warn(
+        "run tracking: cannot write {} or {}: {}", metricsFile, tensorBoardDir, e.getMessage());
   }
 
   /** The metrics line of an ended pass {@code p}. */
@@ -100,7 +190,7 @@ public final class RunTracker {
     return m;
   }
 
-  private void write(Map<String, Object> line, int pass, long nowMs) throws IOException {
+  private void appendLine(Map<String, Object> line) throws IOException {
     if (metricsFile != null) {
       if (metricsFile.getParent() != null) {
         Files.createDirectories(metricsFile.getParent());
@@ -112,10 +202,19 @@ public final class RunTracker {
           StandardOpenOption.CREATE,
           StandardOpenOption.APPEND);
     }
+  }
+
+  private TensorBoardWriter eventFile(long nowMs) throws IOException {
+    if (tensorBoard == null) {
+      tensorBoard = new TensorBoardWriter(tensorBoardDir, host, nowMs);
+    }
+    return tensorBoard;
+  }
+
+  private void write(Map<String, Object> line, int pass, long nowMs) throws IOException {
+    appendLine(line);
     if (tensorBoardDir != null) {
-      if (tensorBoard == null) {
-        tensorBoard = new TensorBoardWriter(tensorBoardDir, host, nowMs);
-      }
+      TensorBoardWriter tb = eventFile(nowMs);
       Map<String, Double> scalars = new LinkedHashMap<>();
       for (String[] tag :
           new String[][] {
@@ -129,7 +228,7 @@ public final class RunTracker {
           scalars.put(tag[1], n.doubleValue());
         }
       }
-      tensorBoard.scalars(pass + 1, nowMs, scalars);
+      tb.scalars(pass + 1, nowMs, scalars);
     }
   }
 
@@ -144,7 +243,7 @@ public final class RunTracker {
     for (String l : Files.readAllLines(metricsFile, StandardCharsets.UTF_8)) {
       try {
         JsonNode n = JSON.readTree(l);
-        if (n != null && n.has("pass")) {
+        if (n != null && n.has("pass") && !n.has("kind")) {
           written.add(n.get("pass").asInt() - 1);
         }
       } catch (IOException e) {

@@ -13,15 +13,18 @@ import dev.paramserver.coordination.EtcdCoordinator;
 import dev.paramserver.coordination.EtcdSettings;
 import dev.paramserver.master.MasterContexts;
 import dev.paramserver.master.election.MasterElection;
+import dev.paramserver.master.tracking.TrackingFiles;
 import dev.paramserver.testsupport.EtcdExtension;
 import dev.paramserver.testsupport.JsonSchemaCheck;
 import dev.paramserver.testsupport.Poll;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
 import java.time.Duration;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.api.io.TempDir;
 import org.springframework.context.ConfigurableApplicationContext;
 
 /**
@@ -32,6 +35,7 @@ import org.springframework.context.ConfigurableApplicationContext;
 class JobConsoleEndpointTest {
   @RegisterExtension static final EtcdExtension etcd = new EtcdExtension();
   private final MasterContexts masters = new MasterContexts();
+  @TempDir Path tmp;
 
   @AfterEach
   void close() {
@@ -52,13 +56,18 @@ class JobConsoleEndpointTest {
     String job = etcd.uniqueJob();
     String[] fast = {
       "--paramserver.master.console.sample-interval=200ms",
-      "--paramserver.master.tracking.metrics-file=/tmp/x/metrics.jsonl"
+      "--paramserver.master.tracking.metrics-file=" + tmp.resolve("x/metrics.jsonl")
     };
     ConfigurableApplicationContext leader = masters.start(etcd.endpoint(), job, fast);
     MasterElection election = MasterContexts.election(leader);
     assertThat(
             leader.getBean(dev.paramserver.master.MasterProperties.class).tracking().metricsFile())
-        .hasToString("/tmp/x/metrics.jsonl");
+        .isEqualTo(tmp.resolve("x/metrics.jsonl"));
+    // checked at start: the metrics file's directory exists, the event files go to the job's
+    // default tracking directory
+    assertThat(leader.getBean(TrackingFiles.class).metricsFile())
+        .isEqualTo(tmp.resolve("x/metrics.jsonl"));
+    assertThat(tmp.resolve("x")).isDirectory();
     Poll.until(Duration.ofSeconds(15), election::isLeader, "the first master to lead");
     ConfigurableApplicationContext standby = masters.start(etcd.endpoint(), job, fast);
     String leaderHttp = "127.0.0.1:" + MasterContexts.httpPort(leader);

@@ -194,7 +194,7 @@ class HostileInputFuzzTest {
               MasterProperties.AdaptiveTimeout.disabled(),
               0,
               MasterProperties.Console.defaults(),
-              new MasterProperties.Tracking(null, null),
+              MasterProperties.Tracking.off(),
               0);
       job = new MasterJob(props, store, Clock.systemUTC());
       job.startServing("127.0.0.1:7001");

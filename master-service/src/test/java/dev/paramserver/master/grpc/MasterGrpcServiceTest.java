@@ -3,6 +3,7 @@ package dev.paramserver.master.grpc;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.catchThrowable;
 
+import com.google.protobuf.Value;
 import dev.paramserver.master.MasterProperties;
 import dev.paramserver.master.state.JobStore;
 import dev.paramserver.master.task.MasterJob;
@@ -13,6 +14,7 @@ import dev.paramserver.proto.v1.GetTaskResponse;
 import dev.paramserver.proto.v1.GetTaskResponse.Outcome;
 import dev.paramserver.proto.v1.JobState;
 import dev.paramserver.proto.v1.JobStatus;
+import dev.paramserver.proto.v1.LossWindow;
 import dev.paramserver.proto.v1.MasterGrpc;
 import dev.paramserver.proto.v1.ReportEvaluationRequest;
 import dev.paramserver.proto.v1.SetDatasetRequest;
@@ -68,7 +70,7 @@ class MasterGrpcServiceTest {
             MasterProperties.AdaptiveTimeout.disabled(),
             0,
             MasterProperties.Console.defaults(),
-            new MasterProperties.Tracking(null, null),
+            MasterProperties.Tracking.off(),
             0);
     job = new MasterJob(props, JobStore.NONE, Clock.systemUTC());
     job.startServing("127.0.0.1:7001");
@@ -372,5 +374,76 @@ class MasterGrpcServiceTest {
                 .setRecords(10)
                 .build())
         .getAccepted();
+  }
+
+  @Test
+  void lossWindows_ofAcceptedReportsOnlyReachTheListener_andTasksAskForThem_hyperparametersKept() {
+    List<List<LossWindow>> heard = new ArrayList<>();
+    job.setLossTracking(500, heard::add, records -> {});
+    call()
+        .setDataset(
+            SetDatasetRequest.newBuilder()
+                .addGlobs(dir + "/train-*.rio")
+                .setTrainerId("t1")
+                .putHyperparameters("optimizer", Value.newBuilder().setStringValue("sgd").build())
+                .build());
+    // a later trainer's hyperparameters do not replace the first's
+    call()
+        .setDataset(
+            SetDatasetRequest.newBuilder()
+                .addGlobs(dir + "/train-*.rio")
+                .setTrainerId("t2")
+                .putHyperparameters("optimizer", Value.newBuilder().setStringValue("adam").build())
+                .build());
+    assertThat(job.hyperparameters().get("optimizer").getStringValue()).isEqualTo("sgd");
+
+    GetTaskResponse a = getTask("t1", 0);
+    assertThat(a.getLossEveryRecords()).isEqualTo(500);
+    LossWindow w = LossWindow.newBuilder().setRecords(10).setLossSum(3.0).setBatches(1).build();
+    TaskFinishedRequest report =
+        TaskFinishedRequest.newBuilder()
+            .setTrainerId("t1")
+            .setTaskId(a.getTask().getId())
+            .setEpoch(a.getTask().getEpoch())
+            .setRecords(10)
+            .addLoss(w)
+            .build();
+    assertThat(call().taskFinished(report).getAccepted()).isTrue();
+    // the same report again is a duplicate: its windows are not counted twice
+    assertThat(call().taskFinished(report).getAccepted()).isFalse();
+    // reported within GetTask, as trainers do
+    GetTaskResponse b = getTask("t1", 0);
+    call()
+        .getTask(
+            GetTaskRequest.newBuilder()
+                .setTrainerId("t1")
+                .setPass(0)
+                .addFinished(
+                    report.toBuilder()
+                        .setTaskId(b.getTask().getId())
+                        .setEpoch(b.getTask().getEpoch())
+                        .clearLoss()
+                        .addLoss(w.toBuilder().setLossSum(1.0)))
+                .build());
+    assertThat(heard).containsExactly(List.of(w), List.of(w.toBuilder().setLossSum(1.0).build()));
+  }
+
+  @Test
+  void setDataset_withHyperparametersThatAreNotShortScalars_isRefusedNamingTheLimit() {
+    SetDatasetRequest.Builder req =
+        SetDatasetRequest.newBuilder().addGlobs(dir + "/train-*.rio").setTrainerId("t1");
+    Value longText = Value.newBuilder().setStringValue("x".repeat(300)).build();
+    Value nested =
+        Value.newBuilder().setStructValue(com.google.protobuf.Struct.getDefaultInstance()).build();
+    for (Value refused : List.of(longText, nested)) {
+      assertError(
+          () -> call().setDataset(req.clone().putHyperparameters("model", refused).build()),
+          Status.Code.INVALID_ARGUMENT,
+          ErrorReason.BAD_ARGUMENT,
+          "hyperparameter 'model' is refused: names of 1 to 256 characters with a number, a"
+              + " boolean or a text");
+    }
+    // nothing was set: a good call still sets the dataset
+    assertThat(call().setDataset(req.build()).getAlreadySet()).isFalse();
   }
 }

@@ -64,7 +64,7 @@ class MasterJobLeaseTest {
         MasterProperties.AdaptiveTimeout.disabled(),
         0,
         MasterProperties.Console.defaults(),
-        new MasterProperties.Tracking(null, null),
+        MasterProperties.Tracking.off(),
         0);
   }
 

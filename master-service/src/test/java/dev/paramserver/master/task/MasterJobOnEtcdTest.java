@@ -2,6 +2,7 @@ package dev.paramserver.master.task;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import com.google.protobuf.Value;
 import dev.paramserver.coordination.KeyValueStore;
 import dev.paramserver.coordination.Lease;
 import dev.paramserver.master.MasterProperties;
@@ -372,5 +373,32 @@ class MasterJobOnEtcdTest {
     public AutoCloseable watchPrefix(String prefix, Consumer<WatchEvent> listener) {
       return kv.watchPrefix(prefix, listener);
     }
+  }
+
+  @Test
+  void aMasterThatTakesOver_hasTheHyperparameters_andHearsTheRecordsTrainedBeforeAnyReport()
+      throws Exception {
+    Path file = MasterJobLeaseTest.dataset(dir, 32, 1);
+    MasterJob job = new MasterJob(MasterJobLeaseTest.props(1), store, Clock.systemUTC());
+    job.startServing("test:1");
+    job.setDataset(
+        List.of(file.toString()),
+        "t0",
+        Map.of("optimizer", Value.newBuilder().setStringValue("adam").build()));
+    long trained = 0;
+    for (int i = 0; i < 3; i++) {
+      GetTaskResponse r = job.getTask("t0", 0);
+      assertThat(job.taskFinished("t0", r.getTask().getId(), r.getTask().getEpoch())).isTrue();
+      trained += r.getTask().getChunksList().stream().mapToLong(c -> c.getRecords()).sum();
+    }
+
+    MasterJob successor = new MasterJob(MasterProperties.defaults(), store, Clock.systemUTC());
+    List<Long> rebased = new ArrayList<>();
+    successor.setLossTracking(10, windows -> {}, rebased::add);
+    successor.startServing("test:2");
+    assertThat(trained).isPositive();
+    assertThat(rebased).containsExactly(trained);
+    assertThat(successor.hyperparameters().get("optimizer").getStringValue()).isEqualTo("adam");
+    assertThat(successor.getTask("t0", 0).getLossEveryRecords()).isEqualTo(10);
   }
 }

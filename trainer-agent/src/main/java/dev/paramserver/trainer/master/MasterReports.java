@@ -1,7 +1,9 @@
 package dev.paramserver.trainer.master;
 
+import com.google.protobuf.Value;
 import dev.paramserver.proto.v1.GetTaskRequest;
 import dev.paramserver.proto.v1.GetTaskResponse;
+import dev.paramserver.proto.v1.LossWindow;
 import dev.paramserver.proto.v1.ReportEvaluationRequest;
 import dev.paramserver.proto.v1.SetDatasetRequest;
 import dev.paramserver.proto.v1.SetDatasetResponse;
@@ -9,6 +11,7 @@ import dev.paramserver.proto.v1.Task;
 import dev.paramserver.proto.v1.TaskFailedRequest;
 import dev.paramserver.proto.v1.TaskFinishedRequest;
 import java.util.List;
+import java.util.Map;
 
 /**
  * The calls a trainer makes to the master, as requests built from this trainer's id. Every call but
@@ -29,11 +32,21 @@ public final class MasterReports {
 
   /** Tells the master which files to train on (a no-op if another trainer did). */
   public SetDatasetResponse setDataset(List<String> globs) {
-    return master.call(
-        "SetDataset",
-        stub ->
-            stub.setDataset(
-                SetDatasetRequest.newBuilder().addAllGlobs(globs).setTrainerId(trainerId).build()));
+    return setDataset(globs, Map.of());
+  }
+
+  /**
+   * Tells the master which files to train on, with the job's hyperparameters for its run tracking
+   * (a no-op if another trainer did).
+   */
+  public SetDatasetResponse setDataset(List<String> globs, Map<String, Value> hyperparameters) {
+    SetDatasetRequest req =
+        SetDatasetRequest.newBuilder()
+            .addAllGlobs(globs)
+            .setTrainerId(trainerId)
+            .putAllHyperparameters(hyperparameters)
+            .build();
+    return master.call("SetDataset", stub -> stub.setDataset(req));
   }
 
   /** Asks for a task of {@code pass}. */
@@ -62,16 +75,30 @@ public final class MasterReports {
 
   /** The report of {@code task} trained on {@code records} records. */
   public TaskFinishedRequest finishedReport(Task task, long records) {
+    return finishedReport(task, records, List.of());
+  }
+
+  /**
+   * The report of {@code task} trained on {@code records} records, with its training {@code loss}
+   * in windows.
+   */
+  public TaskFinishedRequest finishedReport(Task task, long records, List<LossWindow> loss) {
     return TaskFinishedRequest.newBuilder()
         .setTrainerId(trainerId)
         .setTaskId(task.getId())
         .setEpoch(task.getEpoch())
         .setRecords(records)
+        .addAllLoss(loss)
         .build();
   }
 
   public void finished(Task task, long records) {
-    TaskFinishedRequest req = finishedReport(task, records);
+    finished(task, records, List.of());
+  }
+
+  /** Reports {@code task} trained, with its training {@code loss} in windows. */
+  public void finished(Task task, long records, List<LossWindow> loss) {
+    TaskFinishedRequest req = finishedReport(task, records, loss);
     master.call("TaskFinished", stub -> stub.taskFinished(req));
   }
 
@@ -81,7 +108,12 @@ public final class MasterReports {
    * @return whether the master took the report
    */
   public boolean finishedOnce(Task task, long records) {
-    TaskFinishedRequest req = finishedReport(task, records);
+    return finishedOnce(task, records, List.of());
+  }
+
+  /** As {@link #finishedOnce(Task, long)}, with the task's training {@code loss} in windows. */
+  public boolean finishedOnce(Task task, long records, List<LossWindow> loss) {
+    TaskFinishedRequest req = finishedReport(task, records, loss);
     return master.callOnce("TaskFinished", stub -> stub.taskFinished(req));
   }
 

@@ -64,7 +64,9 @@ public class PassRunner {
    */
   int run(TrainingContext ctx) throws IOException {
     SetDatasetResponse ds =
-        reports.setDataset(ModelSpecs.absolute(props.data().requireTrainData()));
+        reports.setDataset(
+            ModelSpecs.absolute(props.data().requireTrainData()),
+            TrainingHyperparameters.of(props));
     log.info(
         "dataset: {} files, {} chunks, {} tasks, {} records, {} passes{}",
         ds.getFiles(),
@@ -140,7 +142,9 @@ public class PassRunner {
     tasks.prefetch(pass);
     TaskTrainer.Trained trained;
     try {
-      trained = trainer.train(task, new ArrayList<>(next.examples()));
+      trained =
+          trainer.train(
+              task, new ArrayList<>(next.examples()), next.response().getLossEveryRecords());
     } catch (StoppedException e) {
       log.info("stopping: handing task {} back to the master", task.getId());
       handBack(task);
@@ -151,7 +155,7 @@ public class PassRunner {
       tasks.takeLeased().forEach(this::handBack);
       throw e;
     }
-    tasks.finished(task, trained.records(), trained.applied());
+    tasks.finished(task, trained.records(), trained.loss(), trained.applied());
     progress.taskFinished();
   }
 

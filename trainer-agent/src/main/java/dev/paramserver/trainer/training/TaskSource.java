@@ -3,6 +3,7 @@ package dev.paramserver.trainer.training;
 import dev.paramserver.models.Dataset;
 import dev.paramserver.proto.v1.Example;
 import dev.paramserver.proto.v1.GetTaskResponse;
+import dev.paramserver.proto.v1.LossWindow;
 import dev.paramserver.proto.v1.Task;
 import dev.paramserver.proto.v1.TaskFinishedRequest;
 import dev.paramserver.recordio.ChunkInfo;
@@ -44,7 +45,7 @@ final class TaskSource implements AutoCloseable {
   }
 
   /** A task trained, to report once its pushes are acknowledged. */
-  private record Trained(Task task, long records, Future<?> applied) {}
+  private record Trained(Task task, long records, List<LossWindow> loss, Future<?> applied) {}
 
   private final MasterReports master;
   private final Queue<Trained> unreported = new ConcurrentLinkedQueue<>();
@@ -112,13 +113,13 @@ final class TaskSource implements AutoCloseable {
    * hands out the next task, in one commit), so the training thread waits neither for the last
    * pushes nor for the master; without, it is sent now.
    */
-  void finished(Task task, long records, Future<?> applied) {
+  void finished(Task task, long records, List<LossWindow> loss, Future<?> applied) {
     if (!prefetch) {
       stop.await(applied, "waiting for the task's pushes");
-      master.finished(task, records);
+      master.finished(task, records, loss);
       return;
     }
-    unreported.add(new Trained(task, records, applied));
+    unreported.add(new Trained(task, records, loss, applied));
   }
 
   /** True when tasks reported {@link #finished} still wait for the next GetTask to carry them. */
@@ -161,7 +162,7 @@ final class TaskSource implements AutoCloseable {
     for (Trained t = unreported.poll(); t != null; t = unreported.poll()) {
       try {
         stop.await(t.applied(), "waiting for the task's pushes");
-        reports.add(master.finishedReport(t.task(), t.records()));
+        reports.add(master.finishedReport(t.task(), t.records(), t.loss()));
       } catch (StoppedException e) {
         throw e;
       } catch (RuntimeException e) {
@@ -206,7 +207,7 @@ final class TaskSource implements AutoCloseable {
       if (t.applied().isDone() && !t.applied().isCancelled()) {
         try {
           t.applied().get();
-          master.finishedOnce(t.task(), t.records());
+          master.finishedOnce(t.task(), t.records(), t.loss());
         } catch (InterruptedException e) {
           Thread.currentThread().interrupt();
           return;

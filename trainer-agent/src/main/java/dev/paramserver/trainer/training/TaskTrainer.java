@@ -5,6 +5,7 @@ import dev.paramserver.models.Dataset;
 import dev.paramserver.models.Model;
 import dev.paramserver.models.Parameters;
 import dev.paramserver.proto.v1.Example;
+import dev.paramserver.proto.v1.LossWindow;
 import dev.paramserver.proto.v1.Task;
 import dev.paramserver.rpc.StoppedException;
 import dev.paramserver.trainer.StopSignal;
@@ -65,20 +66,24 @@ final class TaskTrainer implements AutoCloseable {
   }
 
   /**
-   * A task trained: its record count, and a future that completes once all of its gradients were
-   * pushed and acknowledged (with pipelining, after {@link #train} returned).
+   * A task trained: its record count, its training loss in windows, and a future that completes
+   * once all of its gradients were pushed and acknowledged (with pipelining, after {@link #train}
+   * returned).
    */
-  record Trained(long records, Future<?> applied) {}
+  record Trained(long records, List<LossWindow> loss, Future<?> applied) {}
 
   /**
    * Trains the examples of a task. With pipelining, its last pushes may still be in flight when
    * this returns: see {@link Trained#applied()}.
    *
+   * @param lossEveryRecords the master's run tracking asks for the loss in windows of at least this
+   *     many records (0: none)
    * @return the number of records trained
    * @throws StoppedException when a stop was requested (after a whole batch, whose gradient is
    *     sent)
    */
-  Trained train(Task task, List<Example> examples) {
+  Trained train(Task task, List<Example> examples, long lossEveryRecords) {
+    LossWindows loss = new LossWindows(lossEveryRecords);
     Collections.shuffle(examples, new Random(seed ^ (task.getId() * 31 + task.getEpoch())));
     List<Batch> batches = new Dataset(examples, ctx.spec().features()).batches(batchSize);
     Parameters values = ctx.values();
@@ -110,6 +115,7 @@ final class TaskTrainer implements AutoCloseable {
       }
       records += batch.size();
       note(task, batch.size(), r.loss());
+      loss.add(batch.size(), r.loss(), System.currentTimeMillis());
       if (stop.isRequested()) {
         if (pending > 0) {
           send(pending);
@@ -123,7 +129,7 @@ final class TaskTrainer implements AutoCloseable {
     }
     // the task counts as trained only once all of its gradients were applied: the caller waits
     // for this before reporting it, while the next task trains
-    return new Trained(records, sender.flush());
+    return new Trained(records, loss.finish(), sender.flush());
   }
 
   /** Sends every gradient, waits for them to be acknowledged and takes the latest values in. */

@@ -46,6 +46,10 @@ public final class FakeMaster extends MasterGrpc.MasterImplBase implements AutoC
   public final Queue<TaskFailedRequest> failed = new ConcurrentLinkedQueue<>();
   public final Queue<ReportEvaluationRequest> evaluations = new ConcurrentLinkedQueue<>();
   private volatile Runnable onNotLeader = () -> {};
+
+  /** What every task handed out asks for (GetTaskResponse.loss_every_records); 0 by default. */
+  public volatile long lossEveryRecords;
+
   private final Server server;
 
   public FakeMaster() throws IOException {
@@ -119,7 +123,9 @@ public final class FakeMaster extends MasterGrpc.MasterImplBase implements AutoC
     GetTaskResponse.Builder resp = GetTaskResponse.newBuilder().setTotalPasses(1);
     Task next = todo.poll();
     if (next != null) {
-      resp.setOutcome(GetTaskResponse.Outcome.TASK).setTask(next);
+      resp.setOutcome(GetTaskResponse.Outcome.TASK)
+          .setTask(next)
+          .setLossEveryRecords(lossEveryRecords);
     } else if (finished.size() + failed.size() < tasksGiven) {
       resp.setOutcome(GetTaskResponse.Outcome.WAIT).setRetryAfterMs(10);
     } else if (!passFinishedSent) {

@@ -122,14 +122,37 @@ class PassRunnerTest {
             onnx);
     master.addTask(1, chunks.subList(0, 2));
     master.addTask(2, chunks.subList(2, 4));
+    master.lossEveryRecords = 16;
 
     int code = runner(props).run(context(props));
 
     assertThat(code).isZero();
     assertThat(progress.state()).isEqualTo(TrainerState.FINISHED);
     assertThat(master.datasets).hasSize(1);
+    // the hyperparameters go with SetDataset, named as the properties
+    var hp = master.datasets.peek().getHyperparametersMap();
+    assertThat(hp.get("model").getStringValue()).isEqualTo("softmax");
+    assertThat(hp.get("optimizer").getStringValue()).isEqualTo("sgd");
+    assertThat(hp.get("learning-rate").getNumberValue()).isEqualTo(0.5);
+    assertThat(hp.get("batch-size").getNumberValue()).isEqualTo(4.0);
+    assertThat(hp.get("mode").getStringValue()).isEqualTo("async");
     assertThat(master.finished).extracting(r -> r.getTaskId()).containsExactlyInAnyOrder(1L, 2L);
     assertThat(master.finished).allSatisfy(r -> assertThat(r.getRecords()).isEqualTo(40));
+    // each task's loss in windows of at least 16 records (batches of 4), the last one shorter
+    assertThat(master.finished)
+        .allSatisfy(
+            r -> {
+              assertThat(r.getLossList())
+                  .extracting(w -> w.getRecords())
+                  .containsExactly(16L, 16L, 8L);
+              assertThat(r.getLossList()).extracting(w -> w.getBatches()).containsExactly(4, 4, 2);
+              assertThat(r.getLossList())
+                  .allSatisfy(
+                      w -> {
+                        assertThat(w.getLossSum()).isPositive().isFinite();
+                        assertThat(w.getEndedMs()).isPositive();
+                      });
+            });
     assertThat(progress.samples()).isEqualTo(80);
     assertThat(progress.tasksDone()).isEqualTo(2);
     // evaluated at the end of the pass and at the end of the job; separable data is learnt

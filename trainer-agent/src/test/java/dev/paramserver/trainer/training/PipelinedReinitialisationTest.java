@@ -133,7 +133,7 @@ class PipelinedReinitialisationTest {
             cluster.stop)) {
       Task task = Task.newBuilder().setId(1).setEpoch(1).build();
       Future<TaskTrainer.Trained> trained =
-          trainingThread.submit(() -> trainer.train(task, examples()));
+          trainingThread.submit(() -> trainer.train(task, examples(), 0));
       assertThat(push1.await(20, TimeUnit.SECONDS)).as("batch 1's push arrived").isTrue();
       assertThat(rowPull2.await(20, TimeUnit.SECONDS)).as("batch 2's row pull arrived").isTrue();
       // the pserver restarts empty under push 1, which fails with NOT_INITIALIZED; the training
