@@ -56,11 +56,14 @@ paramserver.master.chunks-per-task={{ .Values.master.chunksPerTask }}
 paramserver.master.task-timeout={{ .Values.master.taskTimeout }}
 paramserver.master.max-failures={{ .Values.master.maxFailures }}
 {{- if .Values.master.tracking.enabled }}
-# run tracking, on the writable tracking volume (master.tracking)
+# run tracking (metrics.jsonl, params.json, TensorBoard events), on the writable tracking volume
+paramserver.master.tracking.dir={{ .Values.master.tracking.mountPath }}
 paramserver.master.tracking.metrics-file={{ .Values.master.tracking.mountPath }}/metrics.jsonl
 {{- if .Values.master.tracking.tensorboard }}
 paramserver.master.tracking.tensorboard-dir={{ .Values.master.tracking.mountPath }}/tensorboard
 {{- end }}
+{{- else }}
+paramserver.master.tracking.enabled=false
 {{- end }}
 # Ready = alive and connected to etcd, standby or leader, so rollouts and `helm --wait` finish;
 # leadership is its own group, /actuator/health/leader, read by the leader-label sidecar

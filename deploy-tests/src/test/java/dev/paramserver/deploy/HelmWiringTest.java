@@ -178,6 +178,7 @@ class HelmWiringTest {
     String props = configMapKey(r, "master.properties");
     for (String p :
         List.of(
+            "paramserver.master.tracking.dir=/var/lib/paramserver/tracking",
             "paramserver.master.tracking.metrics-file=/var/lib/paramserver/tracking/metrics.jsonl",
             "paramserver.master.tracking.tensorboard-dir=/var/lib/paramserver/tracking/tensorboard")) {
       assertThat(props).contains(p + "\n");
@@ -188,7 +189,9 @@ class HelmWiringTest {
     assertThat(list(pvc.get("Deployment", "ps-paramserver-master"), "spec.template.spec.volumes"))
         .anySatisfy(v -> assertThat(at(v, "persistentVolumeClaim.claimName")).isEqualTo("runs"));
     HelmChart.Rendered off = HelmChart.template("master.tracking.enabled=false");
-    assertThat(configMapKey(off, "master.properties")).doesNotContain("tracking");
+    assertThat(configMapKey(off, "master.properties"))
+        .contains("paramserver.master.tracking.enabled=false")
+        .doesNotContain("tracking.dir", "tracking.metrics-file");
   }
 
   @Test
