@@ -76,8 +76,8 @@ class PserverApplicationTest {
             List.of(
                 "--server.port=0",
                 "--server.address=127.0.0.1",
-                "--grpc.server.port=0",
-                "--grpc.server.address=127.0.0.1",
+                "--spring.grpc.server.port=0",
+                "--spring.grpc.server.address=127.0.0.1",
                 "--paramserver.etcd.endpoints=" + etcd.endpoint(),
                 "--paramserver.job=" + job,
                 "--paramserver.admin.token=tok",
