@@ -31,22 +31,23 @@ paramserver.grpc-client.tls.authority-override={{ . }}
 {{- end }}
 {{- end }}
 
-{{/* TLS of a gRPC server (net.devh's grpc.server.security.*), from the TLS Secret. */}}
+{{/* TLS of a gRPC server (Spring Boot's spring.grpc.server.ssl.*, a PEM SSL bundle), from the TLS Secret. */}}
 {{- define "paramserver.grpcServerTls" -}}
 {{- if .Values.tls.existingSecret }}
-grpc.server.security.enabled=true
-grpc.server.security.certificate-chain=file:{{ include "paramserver.tlsFile" (dict "ctx" . "key" .Values.tls.certKey) }}
-grpc.server.security.private-key=file:{{ include "paramserver.tlsFile" (dict "ctx" . "key" .Values.tls.keyKey) }}
+spring.ssl.bundle.pem.grpc-server.keystore.certificate=file:{{ include "paramserver.tlsFile" (dict "ctx" . "key" .Values.tls.certKey) }}
+spring.ssl.bundle.pem.grpc-server.keystore.private-key=file:{{ include "paramserver.tlsFile" (dict "ctx" . "key" .Values.tls.keyKey) }}
 {{- if .Values.tls.mutual }}
-grpc.server.security.trust-cert-collection=file:{{ include "paramserver.tlsFile" (dict "ctx" . "key" .Values.tls.caKey) }}
-grpc.server.security.client-auth=REQUIRE
+spring.ssl.bundle.pem.grpc-server.truststore.certificate=file:{{ include "paramserver.tlsFile" (dict "ctx" . "key" .Values.tls.caKey) }}
+spring.grpc.server.ssl.client-auth=REQUIRE
 {{- end }}
+spring.grpc.server.ssl.bundle=grpc-server
+spring.grpc.server.ssl.enabled=true
 {{- end }}
 {{- end }}
 
 {{- define "paramserver.masterProperties" -}}
 server.port={{ .Values.master.httpPort }}
-grpc.server.port={{ .Values.master.grpcPort }}
+spring.grpc.server.port={{ .Values.master.grpcPort }}
 {{- with include "paramserver.grpcServerTls" . | trim }}
 {{ . }}
 {{- end }}
@@ -76,7 +77,7 @@ paramserver.master.{{ $k }}={{ $v }}
 
 {{- define "paramserver.pserverProperties" -}}
 server.port={{ .Values.pserver.httpPort }}
-grpc.server.port={{ .Values.pserver.grpcPort }}
+spring.grpc.server.port={{ .Values.pserver.grpcPort }}
 {{- with include "paramserver.grpcServerTls" . | trim }}
 {{ . }}
 {{- end }}

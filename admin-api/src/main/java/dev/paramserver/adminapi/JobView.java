@@ -26,6 +26,8 @@ public record JobView(
         Long time,
     @JsonPropertyDescription("true (a standby answers 409 instead)") boolean leader,
     @JsonSerialize(nullsUsing = EmptyObjectWhenNull.class)
+        @tools.jackson.databind.annotation.JsonSerialize(
+            nullsUsing = EmptyObjectWhenNull.Jackson3.class)
         @JsonPropertyDescription("the job's state and progress ({} before the first sample)")
         Job job,
     @JsonInclude(JsonInclude.Include.NON_NULL) @JsonPropertyDescription("every pass so far")

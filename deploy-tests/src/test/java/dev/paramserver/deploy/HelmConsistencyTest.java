@@ -113,7 +113,7 @@ class HelmConsistencyTest {
       assertThat(workload).contains("containerPort: {{ .Values." + key + ".httpPort }}");
       if (role.grpcPort().isPresent()) {
         assertThat(v.get("grpcPort")).as(key + ".grpcPort").isEqualTo(role.grpcPort().getAsInt());
-        assertThat(section).contains("grpc.server.port={{ .Values." + key + ".grpcPort }}");
+        assertThat(section).contains("spring.grpc.server.port={{ .Values." + key + ".grpcPort }}");
         assertThat(workload).contains("containerPort: {{ .Values." + key + ".grpcPort }}");
       } else {
         assertThat(v).as(key + " has no gRPC server").doesNotContainKey("grpcPort");

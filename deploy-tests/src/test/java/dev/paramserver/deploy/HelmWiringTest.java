@@ -154,12 +154,19 @@ class HelmWiringTest {
       }
       if (!"trainer".equals(c.key)) {
         assertThat(props)
-            .contains("grpc.server.security.enabled=true\n")
-            .contains("grpc.server.security.certificate-chain=file:/etc/paramserver/tls/tls.crt\n")
-            .contains("grpc.server.security.private-key=file:/etc/paramserver/tls/tls.key\n")
+            .contains("spring.grpc.server.ssl.enabled=true\n")
+            .contains("spring.grpc.server.ssl.bundle=grpc-server\n")
             .contains(
-                "grpc.server.security.trust-cert-collection=file:/etc/paramserver/tls/ca.crt\n")
-            .contains("grpc.server.security.client-auth=REQUIRE\n");
+                "spring.ssl.bundle.pem.grpc-server.keystore.certificate="
+                    + "file:/etc/paramserver/tls/tls.crt\n")
+            .contains(
+                "spring.ssl.bundle.pem.grpc-server.keystore.private-key="
+                    + "file:/etc/paramserver/tls/tls.key\n")
+            .contains(
+                "spring.ssl.bundle.pem.grpc-server.truststore.certificate="
+                    + "file:/etc/paramserver/tls/ca.crt\n")
+            .contains("spring.grpc.server.ssl.client-auth=REQUIRE\n")
+            .doesNotContain("grpc.server.security");
       }
     }
     assertThat(configMapKey(HelmChart.template(), "master.properties"))

@@ -61,8 +61,8 @@ final class ServiceRun implements AutoCloseable {
     cmd.add(launch.jar().toString());
     cmd.add("--server.address=127.0.0.1");
     cmd.add("--server.port=" + http);
-    cmd.add("--grpc.server.address=127.0.0.1");
-    cmd.add("--grpc.server.port=" + grpc);
+    cmd.add("--spring.grpc.server.address=127.0.0.1");
+    cmd.add("--spring.grpc.server.port=" + grpc);
     properties.forEach((k, v) -> cmd.add("--" + k + "=" + v));
     Files.createDirectories(log.getParent());
     Process p =

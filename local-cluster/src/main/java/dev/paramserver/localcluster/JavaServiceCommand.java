@@ -133,8 +133,8 @@ final class JavaServiceCommand implements ServiceCommand {
     props.put("server.address", "127.0.0.1");
     props.put("server.port", Integer.toString(ctx.httpPort()));
     if (ctx.role().hasGrpcServer()) {
-      props.put("grpc.server.address", "127.0.0.1");
-      props.put("grpc.server.port", Integer.toString(ctx.grpcPort()));
+      props.put("spring.grpc.server.address", "127.0.0.1");
+      props.put("spring.grpc.server.port", Integer.toString(ctx.grpcPort()));
     }
     props.put("paramserver.job", spec.job());
     props.put("paramserver.etcd.endpoints", ctx.etcdEndpoint());

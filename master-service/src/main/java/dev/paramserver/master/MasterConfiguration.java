@@ -18,10 +18,10 @@ import dev.paramserver.service.CommonProperties;
 import dev.paramserver.service.LifecyclePhases;
 import dev.paramserver.storage.Storage;
 import java.time.Clock;
-import net.devh.boot.grpc.server.event.GrpcServerStartedEvent;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.context.event.EventListener;
+import org.springframework.grpc.server.lifecycle.GrpcServerStartedEvent;
 
 /**
  * The master's beans: job, state store, election, timeout checker, trainer departures, health,

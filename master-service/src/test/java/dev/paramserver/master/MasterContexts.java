@@ -25,9 +25,9 @@ public final class MasterContexts implements AutoCloseable {
             List.of(
                 "--server.port=0",
                 "--server.address=127.0.0.1",
-                "--grpc.server.port=0",
-                "--grpc.server.address=127.0.0.1",
-                "--grpc.server.shutdown-grace-period=1s",
+                "--spring.grpc.server.port=0",
+                "--spring.grpc.server.address=127.0.0.1",
+                "--spring.grpc.server.shutdown.grace-period=1s",
                 "--paramserver.job=" + job,
                 "--paramserver.etcd.endpoints=" + etcdEndpoint,
                 "--paramserver.etcd.lease-ttl=5s",

@@ -17,10 +17,10 @@ import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import net.devh.boot.grpc.server.serverfactory.GrpcServerConfigurer;
 import org.springframework.beans.factory.annotation.Value;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
+import org.springframework.grpc.server.ServerBuilderCustomizer;
 
 /** The pserver's domain beans. */
 @Configuration(proxyBeanMethods = false)
@@ -35,13 +35,8 @@ public class PserverConfiguration {
    * block stream without waiting for window updates.
    */
   @Bean
-  GrpcServerConfigurer pserverGrpcServerTuning() {
-    return builder -> {
-      builder.directExecutor();
-      if (builder instanceof NettyServerBuilder netty) {
-        netty.flowControlWindow(FLOW_CONTROL_WINDOW);
-      }
-    };
+  ServerBuilderCustomizer<NettyServerBuilder> pserverGrpcServerTuning() {
+    return builder -> builder.directExecutor().flowControlWindow(FLOW_CONTROL_WINDOW);
   }
 
   @Bean

@@ -43,7 +43,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.springframework.boot.builder.SpringApplicationBuilder;
-import org.springframework.boot.web.context.WebServerApplicationContext;
+import org.springframework.boot.web.server.context.WebServerApplicationContext;
 import org.springframework.context.ConfigurableApplicationContext;
 
 /** The whole pserver app against a real etcd, on free loopback ports. */
@@ -76,8 +76,8 @@ class PserverApplicationTest {
             List.of(
                 "--server.port=0",
                 "--server.address=127.0.0.1",
-                "--grpc.server.port=0",
-                "--grpc.server.address=127.0.0.1",
+                "--spring.grpc.server.port=0",
+                "--spring.grpc.server.address=127.0.0.1",
                 "--paramserver.etcd.endpoints=" + etcd.endpoint(),
                 "--paramserver.job=" + job,
                 "--paramserver.admin.token=tok",

@@ -5,9 +5,10 @@ import org.springframework.boot.context.properties.ConfigurationProperties;
 
 /**
  * TLS of the gRPC calls this service makes ({@code paramserver.grpc-client.tls.*}); the trainer is
- * the client of the master and the pservers. The servers' side is net.devh's {@code
- * grpc.server.security.*} (enabled, certificate-chain, private-key, and for mutual TLS
- * trust-cert-collection with client-auth=REQUIRE).
+ * the client of the master and the pservers. The servers' side is Spring Boot's {@code
+ * spring.grpc.server.ssl.*} with an SSL bundle (or, as before the move to Spring Boot's gRPC
+ * support, {@code grpc.server.security.*}: enabled, certificate-chain, private-key, and for mutual
+ * TLS trust-cert-collection with client-auth=REQUIRE; see {@link LegacyGrpcServerProperties}).
  *
  * @param enabled use TLS for every outgoing gRPC channel (default false: plaintext)
  * @param trustCertCollection PEM file of the CA certificates the servers' certificates are checked

@@ -2,8 +2,8 @@ package dev.paramserver.service;
 
 import dev.paramserver.coordination.Coordinator;
 import java.util.List;
-import org.springframework.boot.actuate.health.Health;
-import org.springframework.boot.actuate.health.HealthIndicator;
+import org.springframework.boot.health.contributor.Health;
+import org.springframework.boot.health.contributor.HealthIndicator;
 
 /**
  * Health contributor "etcd": UP while the last calls to etcd succeeded (the coordinator probes it

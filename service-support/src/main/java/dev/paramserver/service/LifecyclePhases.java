@@ -13,8 +13,8 @@ import org.springframework.context.SmartLifecycle;
  * spring.lifecycle.timeout-per-shutdown-phase}, 30 s by default):
  *
  * <ol>
- *   <li>{@code Integer.MAX_VALUE}: net.devh's gRPC server stops taking calls and lets in-flight
- *       calls finish ({@code grpc.server.shutdown-grace-period}).
+ *   <li>{@code Integer.MAX_VALUE}: the gRPC server (Spring gRPC's lifecycle) stops taking calls and
+ *       lets in-flight calls finish ({@code spring.grpc.server.shutdown.grace-period}).
  *   <li>{@code DEFAULT_PHASE - 1024}: the web server's graceful shutdown (HTTP: actuator, admin).
  *   <li>{@link #ROLE}: the role's own work drains and acts on the way out: a master resigns, a
  *       pserver checkpoints, a trainer finishes its batch and hands its task back.
@@ -26,7 +26,7 @@ import org.springframework.context.SmartLifecycle;
  *
  * At start the order is reversed: channels, then registration (lease), then the role, then the web
  * and gRPC servers. Work that needs the gRPC server's bound port (registering {@code host:port}
- * when {@code grpc.server.port=0}) belongs in a listener for net.devh's {@code
+ * when {@code spring.grpc.server.port=0}) belongs in a listener for Spring gRPC's {@code
  * GrpcServerStartedEvent} rather than in a lower phase.
  */
 public final class LifecyclePhases {

@@ -10,27 +10,30 @@ import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.binder.MeterBinder;
 import java.time.Duration;
-import net.devh.boot.grpc.server.interceptor.GrpcGlobalServerInterceptor;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.beans.factory.ObjectProvider;
-import org.springframework.boot.actuate.autoconfigure.metrics.MeterRegistryCustomizer;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnWebApplication;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
+import org.springframework.boot.micrometer.metrics.autoconfigure.MeterRegistryCustomizer;
 import org.springframework.boot.web.servlet.FilterRegistrationBean;
 import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
+import org.springframework.core.Ordered;
+import org.springframework.core.annotation.Order;
 import org.springframework.core.env.Environment;
+import org.springframework.grpc.server.GlobalServerInterceptor;
 
 /**
  * The Spring plumbing every paramserver service shares: {@link CommonProperties}, the {@link
  * Coordinator} (etcd), the "etcd" health indicator, the token-protected admin endpoints, shared
- * metrics (common tags, etcd call latency, client-side gRPC call latency) and, when net.devh's gRPC
- * server is present, the global {@link ErrorMappingInterceptor}.
+ * metrics (common tags, etcd call latency, client-side gRPC call latency) and, when Spring Boot's
+ * gRPC server is present, its global interceptors: server-side call latency ({@link
+ * ServerCallMetrics}) and the {@link ErrorMappingInterceptor}.
  */
 @AutoConfiguration
 @EnableConfigurationProperties(CommonProperties.class)
@@ -186,15 +189,30 @@ public class ServiceSupportAutoConfiguration {
     }
   }
 
-  /** Maps domain exceptions to gRPC statuses for every service (net.devh only). */
+  /**
+   * The global interceptors of every service's gRPC server (Spring Boot's gRPC support only). They
+   * run in {@code @Order}: the call metrics first (outermost), so they see the status a call closed
+   * with, and the error mapping last (innermost, next to the handler), so a handler's exception is
+   * mapped before Spring's own exception interceptor sees it.
+   */
   @Configuration(proxyBeanMethods = false)
-  @ConditionalOnClass(GrpcGlobalServerInterceptor.class)
+  @ConditionalOnClass(GlobalServerInterceptor.class)
   static class GrpcConfiguration {
     @Bean
-    @GrpcGlobalServerInterceptor
+    @GlobalServerInterceptor
+    @Order(Ordered.LOWEST_PRECEDENCE)
     @ConditionalOnMissingBean
     ErrorMappingInterceptor errorMappingInterceptor() {
       return new ErrorMappingInterceptor();
+    }
+
+    @Bean
+    @GlobalServerInterceptor
+    @Order(Ordered.HIGHEST_PRECEDENCE)
+    @ConditionalOnClass(MeterRegistry.class)
+    @ConditionalOnMissingBean
+    ServerCallMetrics serverCallMetrics(MeterRegistry registry) {
+      return new ServerCallMetrics(registry);
     }
   }
 }

@@ -21,7 +21,7 @@ import java.time.Duration;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.springframework.beans.factory.annotation.Autowired;
-import org.springframework.boot.test.autoconfigure.actuate.observability.AutoConfigureObservability;
+import org.springframework.boot.micrometer.metrics.test.autoconfigure.AutoConfigureMetrics;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.web.server.LocalServerPort;
 import org.springframework.test.context.DynamicPropertyRegistry;
@@ -32,7 +32,7 @@ import org.springframework.test.context.DynamicPropertySource;
  * its lease, waits for the pservers it was told to expect, and says so on the admin endpoint.
  */
 // metrics export is on, as in a real trainer (Spring Boot's tests turn it off by default)
-@AutoConfigureObservability
+@AutoConfigureMetrics
 @SpringBootTest(
     classes = TrainerApplication.class,
     webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT,

@@ -141,7 +141,7 @@ public final class JfrSummary {
     if (m.startsWith("io.grpc")) {
       return "grpc-java";
     }
-    if (m.startsWith("io.micrometer") || m.startsWith("net.devh")) {
+    if (m.startsWith("io.micrometer") || m.startsWith("org.springframework.grpc")) {
       return "metrics/interceptors";
     }
     if (m.startsWith("java.lang.System.arraycopy")

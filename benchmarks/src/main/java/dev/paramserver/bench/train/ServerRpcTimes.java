@@ -12,14 +12,14 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
- * Server-side time per gRPC method, from a service's {@code /actuator/prometheus} (the net.devh
- * {@code grpc_server_processing_duration_seconds} summary): where a trainer's wall time goes.
+ * Server-side time per gRPC method, from a service's {@code /actuator/prometheus} (the {@code
+ * grpc_server_call_duration_seconds} histogram's sum and count): where a trainer's wall time goes.
  */
 final class ServerRpcTimes {
   private static final Pattern LINE =
       Pattern.compile(
-          "^grpc_server_processing_duration_seconds_(sum|count)\\{([^}]*)\\}\\s+([0-9.eE+-]+)$");
-  private static final Pattern METHOD = Pattern.compile("method=\"([^\"]+)\"");
+          "^grpc_server_call_duration_seconds_(sum|count)\\{([^}]*)\\}\\s+([0-9.eE+-]+)$");
+  private static final Pattern METHOD = Pattern.compile("grpc_method=\"([^\"]+)\"");
 
   /** Calls and seconds of one method. */
   record Times(double calls, double seconds) {}

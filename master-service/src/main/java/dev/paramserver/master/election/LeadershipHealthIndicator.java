@@ -1,7 +1,7 @@
 package dev.paramserver.master.election;
 
-import org.springframework.boot.actuate.health.Health;
-import org.springframework.boot.actuate.health.HealthIndicator;
+import org.springframework.boot.health.contributor.Health;
+import org.springframework.boot.health.contributor.HealthIndicator;
 
 /**
  * Health contributor "leadership": UP only while this master leads and serves. A standby is alive

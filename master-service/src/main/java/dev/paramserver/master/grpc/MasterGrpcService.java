@@ -19,7 +19,7 @@ import dev.paramserver.rpc.ServiceException;
 import io.grpc.stub.StreamObserver;
 import java.util.ArrayList;
 import java.util.List;
-import net.devh.boot.grpc.server.service.GrpcService;
+import org.springframework.grpc.server.service.GrpcService;
 
 /**
  * The Master gRPC service: a thin adapter over {@link MasterJob}. Domain errors are thrown as

@@ -131,12 +131,27 @@ final class CheckpointReader {
           parsedHeader = ShardCheckpoint.parseFrom(headerBytes.toByteString());
         }
         restorer.table(parsedHeader, in.readMessage(SparseTableCheckpoint.parser(), registry));
-      } else if (!in.skipField(tag, header)) {
-        throw new InvalidProtocolBufferException("unexpected end-group tag " + tag);
+      } else {
+        copyField(tag, in, header);
       }
       in.resetSizeCounter();
     }
     header.flush();
     return ShardCheckpoint.parseFrom(headerBytes.toByteString());
+  }
+
+  /** Copies one field (its tag and value, byte for byte) from {@code in} to {@code out}. */
+  private static void copyField(int tag, CodedInputStream in, CodedOutputStream out)
+      throws IOException {
+    int number = WireFormat.getTagFieldNumber(tag);
+    switch (WireFormat.getTagWireType(tag)) {
+      case WireFormat.WIRETYPE_VARINT -> out.writeUInt64(number, in.readRawVarint64());
+      case WireFormat.WIRETYPE_FIXED64 -> out.writeFixed64(number, in.readRawLittleEndian64());
+      case WireFormat.WIRETYPE_LENGTH_DELIMITED -> out.writeBytes(number, in.readBytes());
+      case WireFormat.WIRETYPE_FIXED32 -> out.writeFixed32(number, in.readRawLittleEndian32());
+      default ->
+          throw new InvalidProtocolBufferException(
+              "unexpected wire type in tag " + tag + " (groups are not part of a checkpoint)");
+    }
   }
 }

@@ -365,7 +365,7 @@ final class ShardInit {
   }
 
   private static String describe(ParameterSpec s) {
-    return "{" + TextFormat.shortDebugString(s) + "}";
+    return "{" + TextFormat.printer().emittingSingleLine(true).printToString(s) + "}";
   }
 
   /**

@@ -3,8 +3,8 @@ package dev.paramserver.pserver.admin;
 import dev.paramserver.pserver.registration.RegistrationState;
 import dev.paramserver.pserver.registration.ShardRegistration;
 import dev.paramserver.pserver.shard.ParameterShard;
-import org.springframework.boot.actuate.health.Health;
-import org.springframework.boot.actuate.health.HealthIndicator;
+import org.springframework.boot.health.contributor.Health;
+import org.springframework.boot.health.contributor.HealthIndicator;
 import org.springframework.stereotype.Component;
 
 /**

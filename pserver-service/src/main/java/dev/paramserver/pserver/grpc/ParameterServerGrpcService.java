@@ -36,9 +36,9 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
-import net.devh.boot.grpc.server.service.GrpcService;
 import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.beans.factory.annotation.Qualifier;
+import org.springframework.grpc.server.service.GrpcService;
 
 /**
  * The ParameterServer gRPC service: converts requests to calls on {@link ParameterShard}. Errors

@@ -18,10 +18,10 @@ import java.nio.file.Path;
 import java.util.concurrent.Executor;
 import java.util.function.Supplier;
 import java.util.zip.CRC32;
-import net.devh.boot.grpc.server.service.GrpcService;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.beans.factory.annotation.Qualifier;
+import org.springframework.grpc.server.service.GrpcService;
 
 /**
  * The ShardReplication gRPC service of a backup: stages a copy of the primary's shard in a local

@@ -34,7 +34,7 @@ import org.springframework.core.env.StandardEnvironment;
 
 /**
  * Oversized messages (issue 26 item 5) over real loopback Netty, since the size limit is a
- * transport setting ({@code grpc.server.max-inbound-message-size}, here 4 MiB instead of the
+ * transport setting ({@code spring.grpc.server.inbound.message.max-size}, here 4 MiB instead of the
  * pserver's 64 MB to keep the test small): the transport refuses a push or an init past it with
  * RESOURCE_EXHAUSTED (no reason: it never reaches the service, docs/design.md §2), the shard is
  * unchanged, and the server serves the next call; a request just under the limit whose tensors lie

@@ -7,9 +7,9 @@ import dev.paramserver.proto.v1.MasterGrpc;
 import dev.paramserver.rpc.ServiceException;
 import io.grpc.stub.StreamObserver;
 import java.util.concurrent.atomic.AtomicInteger;
-import net.devh.boot.grpc.server.event.GrpcServerStartedEvent;
-import net.devh.boot.grpc.server.service.GrpcService;
 import org.springframework.context.event.EventListener;
+import org.springframework.grpc.server.lifecycle.GrpcServerStartedEvent;
+import org.springframework.grpc.server.service.GrpcService;
 
 /** A gRPC service whose handler throws a domain error, as a standby master's would. */
 @GrpcService
