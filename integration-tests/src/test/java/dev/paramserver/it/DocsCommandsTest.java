@@ -2,7 +2,6 @@ package dev.paramserver.it;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.psctl.Psctl;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -288,23 +287,6 @@ class DocsCommandsTest {
     }
     assertThat(checked).as("property names in the docs").isGreaterThan(30);
     assertThat(bad).as("properties named in the docs but not in the metadata").isEmpty();
-  }
-
-  @Test
-  void errorReasonTable_isErrorsProto() {
-    String text = new MarkdownFile(ROOT, ROOT.resolve("docs/reference/protocol.md")).text();
-    String section = text.substring(text.indexOf("## Error reasons"));
-    Set<String> documented = new TreeSet<>();
-    Matcher m = Pattern.compile("(?m)^\\| `([A-Z_]+)` \\|").matcher(section);
-    while (m.find()) {
-      documented.add(m.group(1));
-    }
-    Set<String> defined =
-        Arrays.stream(ErrorReason.values())
-            .filter(r -> r != ErrorReason.UNRECOGNIZED && r != ErrorReason.ERROR_REASON_UNSPECIFIED)
-            .map(Enum::name)
-            .collect(Collectors.toCollection(TreeSet::new));
-    assertThat(documented).as("reasons in docs/reference/protocol.md").isEqualTo(defined);
   }
 
   private static String readScripts() throws IOException {
