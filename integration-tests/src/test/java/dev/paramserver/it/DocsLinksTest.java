@@ -76,6 +76,28 @@ class DocsLinksTest {
   }
 
   @Test
+  void everyDocsPage_isLinkedFromTheIndex() {
+    MarkdownFile index = new MarkdownFile(ROOT, ROOT.resolve("docs/README.md"));
+    Set<String> linked = new java.util.TreeSet<>();
+    for (MarkdownFile.Link link : index.links()) {
+      String path = link.target().replaceFirst("#.*", "");
+      if (!path.isEmpty() && !path.contains(":")) {
+        Path p = index.path().getParent().resolve(path).normalize();
+        linked.add(ROOT.relativize(p).toString().replace('\\', '/'));
+      }
+    }
+    List<String> unlinked = new ArrayList<>();
+    for (Path p : MarkdownFile.readmeAndDocs(ROOT)) {
+      String name = ROOT.relativize(p).toString().replace('\\', '/');
+      if (name.startsWith("docs/") && !name.equals("docs/README.md") && !linked.contains(name)) {
+        unlinked.add(name);
+      }
+    }
+    assertThat(unlinked).as("pages of docs/ that the index docs/README.md does not link").isEmpty();
+    assertThat(linked).containsAll(ARRIVING_WITH_OTHER_BRANCHES);
+  }
+
+  @Test
   void arrivingPages_areStillMissingHere() {
     // once a page of the allow-list is merged, the entry must go, so that its links are checked
     for (String page : ARRIVING_WITH_OTHER_BRANCHES) {
