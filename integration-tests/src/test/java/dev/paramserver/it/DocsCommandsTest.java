@@ -113,6 +113,16 @@ class DocsCommandsTest {
       }
       checked++;
       String script = words.get(0).replaceFirst("^\\./", "");
+      if (script.contains("*")) {
+        // a glob such as scripts/*.sh names scripts in general: it must match one
+        var glob = ROOT.getFileSystem().getPathMatcher("glob:" + script);
+        try (Stream<Path> s = Files.list(ROOT.resolve("scripts"))) {
+          if (s.noneMatch(p -> glob.matches(ROOT.relativize(p)))) {
+            bad.add(where + ": no script matches " + script);
+          }
+        }
+        continue;
+      }
       Path file = ROOT.resolve(script);
       if (!Files.isRegularFile(file)) {
         bad.add(where + ": no script " + script);
