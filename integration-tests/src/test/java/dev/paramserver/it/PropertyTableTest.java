@@ -18,16 +18,18 @@ import java.util.TreeMap;
 import org.junit.jupiter.api.Test;
 
 /**
- * The README's property table is the services' configuration metadata (written by
- * spring-boot-configuration-processor from the properties' javadoc), rendered: this test fails when
- * they differ. Regenerate the table with {@code -Dparamserver.readme.update=true} (see the README's
- * "Develop it").
+ * The property table of the configuration reference ({@code docs/reference/configuration.md}) is
+ * the services' configuration metadata (written by spring-boot-configuration-processor from the
+ * properties' javadoc), rendered: this test fails when they differ. Regenerate the table with
+ * {@code -Dparamserver.docs.update=true} ({@code -Dparamserver.readme.update=true}, its former
+ * name, works too).
  */
 class PropertyTableTest {
   static final String BEGIN =
       "<!-- property table: generated from the configuration metadata by PropertyTableTest -->";
   static final String END = "<!-- end of the property table -->";
-  private static final Path README = Path.of("..", "README.md");
+  private static final Path TABLE_FILE =
+      DocsPaths.root().resolve("docs/reference/configuration.md");
 
   /** Every {@code paramserver.*} property of every service: name to its metadata. */
   static Map<String, JsonNode> metadata() throws Exception {
@@ -119,24 +121,25 @@ class PropertyTableTest {
   }
 
   @Test
-  void readmePropertyTable_isTheConfigurationMetadata() throws Exception {
+  void docsPropertyTable_isTheConfigurationMetadata() throws Exception {
     String table = render(metadata());
-    String readme = Files.readString(README, StandardCharsets.UTF_8);
-    int begin = readme.indexOf(BEGIN);
-    int end = readme.indexOf(END);
-    assertThat(begin).as("README holds the marker %s", BEGIN).isNotNegative();
-    assertThat(end).as("README holds the marker %s", END).isGreaterThan(begin);
-    if (Boolean.getBoolean("paramserver.readme.update")) {
+    String doc = Files.readString(TABLE_FILE, StandardCharsets.UTF_8);
+    int begin = doc.indexOf(BEGIN);
+    int end = doc.indexOf(END);
+    assertThat(begin).as("%s holds the marker %s", TABLE_FILE, BEGIN).isNotNegative();
+    assertThat(end).as("%s holds the marker %s", TABLE_FILE, END).isGreaterThan(begin);
+    if (Boolean.getBoolean("paramserver.docs.update")
+        || Boolean.getBoolean("paramserver.readme.update")) {
       String updated =
-          readme.substring(0, begin + BEGIN.length()) + "\n" + table + "\n" + readme.substring(end);
-      Files.writeString(README, updated, StandardCharsets.UTF_8);
+          doc.substring(0, begin + BEGIN.length()) + "\n" + table + "\n" + doc.substring(end);
+      Files.writeString(TABLE_FILE, updated, StandardCharsets.UTF_8);
       return;
     }
-    assertThat(readme.substring(begin + BEGIN.length(), end).strip())
+    assertThat(doc.substring(begin + BEGIN.length(), end).strip())
         .as(
-            "README property table; regenerate it: ./mvnw -B -pl integration-tests -am verify"
-                + " -Dtest=PropertyTableTest -Dsurefire.failIfNoSpecifiedTests=false"
-                + " -Dparamserver.readme.update=true")
+            "property table of docs/reference/configuration.md; regenerate it: ./mvnw -B -pl"
+                + " integration-tests -am verify -Dtest=PropertyTableTest"
+                + " -Dsurefire.failIfNoSpecifiedTests=false -Dparamserver.docs.update=true")
         .isEqualTo(table);
   }
 }
