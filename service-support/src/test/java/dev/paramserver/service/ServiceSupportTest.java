@@ -20,6 +20,9 @@ import io.grpc.ManagedChannel;
 import io.grpc.ManagedChannelBuilder;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
+import io.grpc.health.v1.HealthCheckRequest;
+import io.grpc.health.v1.HealthCheckResponse;
+import io.grpc.health.v1.HealthGrpc;
 import java.net.http.HttpResponse;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
@@ -196,6 +199,25 @@ class ServiceSupportTest {
                 assertThat(RpcErrors.reasonOf(e)).isEqualTo(ErrorReason.NOT_LEADER);
                 assertThat(e.getStatus().getDescription()).contains("not the leader");
               });
+    } finally {
+      channel.shutdownNow();
+    }
+  }
+
+  @Test
+  void grpcServer_answersTheStandardHealthCheck_andServerReflection() {
+    int grpcPort = context.getBean(NotLeaderMasterService.class).port();
+    ManagedChannel channel =
+        ManagedChannelBuilder.forAddress("127.0.0.1", grpcPort).usePlaintext().build();
+    try {
+      HealthCheckResponse health =
+          HealthGrpc.newBlockingStub(channel)
+              .withDeadlineAfter(5, TimeUnit.SECONDS)
+              .check(HealthCheckRequest.getDefaultInstance());
+      assertThat(health.getStatus()).isEqualTo(HealthCheckResponse.ServingStatus.SERVING);
+      assertThat(context.getBean(io.grpc.protobuf.services.HealthStatusManager.class)).isNotNull();
+      assertThat(context.getBeansOfType(io.grpc.BindableService.class).values())
+          .anyMatch(s -> s.bindService().getServiceDescriptor().getName().contains("reflection"));
     } finally {
       channel.shutdownNow();
     }
