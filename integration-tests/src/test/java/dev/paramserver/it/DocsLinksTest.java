@@ -16,14 +16,6 @@ import org.junit.jupiter.api.Test;
  * repository, and a {@code #anchor} names a heading of its Markdown file by GitHub's anchor rule.
  */
 class DocsLinksTest {
-  /**
-   * Pages linked from the index that arrive with other branches (the psctl reference and run
-   * tracking); they are not in this branch yet. Remove an entry once its page is merged: the test
-   * then checks links to it like any other.
-   */
-  static final Set<String> ARRIVING_WITH_OTHER_BRANCHES =
-      Set.of("docs/psctl.md", "docs/tracking.md");
-
   static final Path ROOT = DocsPaths.root();
 
   @Test
@@ -52,9 +44,6 @@ class DocsLinksTest {
           continue;
         }
         String name = ROOT.relativize(resolved).toString().replace('\\', '/');
-        if (ARRIVING_WITH_OTHER_BRANCHES.contains(name)) {
-          continue;
-        }
         if (!Files.exists(resolved)) {
           broken.add(where + " (no such file: " + name + ")");
           continue;
@@ -94,17 +83,6 @@ class DocsLinksTest {
       }
     }
     assertThat(unlinked).as("pages of docs/ that the index docs/README.md does not link").isEmpty();
-    assertThat(linked).containsAll(ARRIVING_WITH_OTHER_BRANCHES);
-  }
-
-  @Test
-  void arrivingPages_areStillMissingHere() {
-    // once a page of the allow-list is merged, the entry must go, so that its links are checked
-    for (String page : ARRIVING_WITH_OTHER_BRANCHES) {
-      assertThat(ROOT.resolve(page))
-          .as("%s exists now: remove it from ARRIVING_WITH_OTHER_BRANCHES", page)
-          .doesNotExist();
-    }
   }
 
   @Test
