@@ -38,7 +38,7 @@ class DashboardMetricsTest {
           "_max",
           "_bucket");
 
-  /** Provided by libraries: grpc-spring-boot-starter's server histograms, Boot's JVM metrics. */
+  /** Provided by libraries or shared interceptors: the gRPC call histograms, Boot's JVM metrics. */
   private static final Set<String> LIBRARY =
       Set.of(
           "grpc_server_call_duration_seconds_bucket",

@@ -91,7 +91,10 @@ enum ServiceRole {
     return Integer.parseInt(config().get("server.port"));
   }
 
-  /** {@code spring.grpc.server.port} of the packaged configuration; empty for the trainer (no server). */
+  /**
+   * {@code spring.grpc.server.port} of the packaged configuration; empty for the trainer (no
+   * server).
+   */
   OptionalInt grpcPort() {
     String p = config().get("spring.grpc.server.port");
     return p == null ? OptionalInt.empty() : OptionalInt.of(Integer.parseInt(p));

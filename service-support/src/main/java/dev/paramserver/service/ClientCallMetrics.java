@@ -21,13 +21,12 @@ import java.util.concurrent.TimeUnit;
  * Client-side gRPC call latency, as the timer {@code grpc.client.call.duration} (Prometheus: {@code
  * grpc_client_call_duration_seconds_bucket}) tagged {@code grpc.method} (full method name), {@code
  * grpc.status} (status code name) and {@code grpc.target} (the channel's authority): the same
- * family, tags and buckets that grpc-spring-boot-starter's client metrics and its server-side
- * {@code grpc.server.call.duration} use, so dashboards treat both sides alike. The time runs from
- * the start of the call to its close, so it includes waiting for a connection and retries.
+ * family, tags and buckets as the server side's {@link ServerCallMetrics} ({@code
+ * grpc.server.call.duration}), so dashboards treat both sides alike. The time runs from the start
+ * of the call to its close, so it includes waiting for a connection and retries.
  *
- * <p>Used for channels built with {@link dev.paramserver.rpc.Channels} (which does not go through
- * grpc-spring-boot-starter's client factory): {@link ServiceSupportAutoConfiguration} registers it
- * as a default interceptor there.
+ * <p>Used for the project's own channels ({@link dev.paramserver.rpc.ChannelFactory}): {@link
+ * ServiceSupportAutoConfiguration} registers it as a default interceptor there.
  */
 public final class ClientCallMetrics implements ClientInterceptor {
   /** Meter name. */

@@ -53,8 +53,8 @@ public final class MetricBuckets {
   private MetricBuckets() {}
 
   /**
-   * The latency bounds of grpc-java's and grpc-spring-boot-starter's call histograms (10 µs to 100
-   * s; {@code grpc_server_call_duration_seconds}); a new array each call, for {@code
+   * The latency bounds of grpc-java's call histograms, kept from the services' earlier gRPC starter
+   * (10 µs to 100 s; {@code grpc_server_call_duration_seconds}); a new array each call, for {@code
    * Timer.Builder.serviceLevelObjectives}.
    */
   public static Duration[] latency() {
