@@ -9,7 +9,6 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.paramserver.testsupport.JsonSchemaCheck;
-import java.util.Iterator;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 
@@ -53,9 +52,7 @@ class AdminClientSchemaTest {
       case "object" -> {
         ObjectNode o = NODES.objectNode();
         if (node.has("properties")) {
-          Iterator<Map.Entry<String, JsonNode>> it = node.get("properties").fields();
-          while (it.hasNext()) {
-            Map.Entry<String, JsonNode> p = it.next();
+          for (Map.Entry<String, JsonNode> p : node.get("properties").properties()) {
             o.set(p.getKey(), instance(p.getValue(), root));
           }
         } else if (node.path("additionalProperties").isObject()) {
