@@ -21,14 +21,18 @@ import dev.paramserver.testsupport.Poll;
 import dev.paramserver.testsupport.TempDirs;
 import io.grpc.ManagedChannel;
 import java.io.IOException;
+import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -82,7 +86,14 @@ class ForeignClientTest {
     Path out = dir.resolve("out");
     Path protos = Path.of("..", "common-proto", "src", "main", "proto").toAbsolutePath();
     List<String> protoc =
-        new ArrayList<>(List.of("protoc", "--python_out=" + gen, "-I", "" + protos));
+        new ArrayList<>(
+            List.of(
+                "protoc",
+                "--python_out=" + gen,
+                "-I",
+                "" + protos,
+                "-I",
+                "" + wellKnownProtos(protos.resolve("paramserver/v1"))));
     try (Stream<Path> files = Files.list(protos.resolve("paramserver/v1"))) {
       files.filter(f -> f.toString().endsWith(".proto")).sorted().forEach(f -> protoc.add("" + f));
     }
@@ -180,6 +191,35 @@ class ForeignClientTest {
     assertThat(pulled).isTrue();
     // six pushes applied, one duplicate changed nothing
     assertThat(replay.step()).isEqualTo(6);
+  }
+
+  /**
+   * The protobuf well-known types ({@code google/protobuf/*.proto}) the repository's files import,
+   * copied from protobuf-java's jar: Debian's protoc package does not carry them (they come with
+   * libprotobuf-dev), and the Python runtime has their generated modules already.
+   */
+  private static Path wellKnownProtos(Path protoDir) throws IOException {
+    Path root = Files.createDirectories(dir.resolve("well-known"));
+    Pattern wellKnown = Pattern.compile("^import \"(google/protobuf/[a-z_]+\\.proto)\";");
+    try (Stream<Path> files = Files.list(protoDir)) {
+      for (Path f : files.filter(p -> p.toString().endsWith(".proto")).toList()) {
+        for (String line : Files.readAllLines(f, StandardCharsets.UTF_8)) {
+          Matcher m = wellKnown.matcher(line.trim());
+          if (!m.matches()) {
+            continue;
+          }
+          Path target = root.resolve(m.group(1));
+          Files.createDirectories(target.getParent());
+          try (InputStream in = ForeignClientTest.class.getResourceAsStream("/" + m.group(1))) {
+            if (in == null) {
+              fail(m.group(1) + " is not on the test class path (protobuf-java carries it)");
+            }
+            Files.copy(in, target, StandardCopyOption.REPLACE_EXISTING);
+          }
+        }
+      }
+    }
+    return root;
   }
 
   /** Debian's python3 (the packages' interpreter), or the python3 on the PATH. */
