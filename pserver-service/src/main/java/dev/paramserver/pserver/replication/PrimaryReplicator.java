@@ -63,6 +63,8 @@ final class PrimaryReplicator
   private final ExecutorService copier;
   private volatile RegisteredBackup backup;
   private volatile boolean closed;
+  // Guarded by this: a watch event was applied, so start()'s first read (maybe older) is dropped
+  private boolean watched;
   // Guarded by this: the records sent and not answered yet, the pushes settling without a thread,
   // the last sequence number given, and why this pserver was deposed (null: it is the primary).
   private final TreeSet<Long> outstanding = new TreeSet<>();
@@ -109,24 +111,21 @@ final class PrimaryReplicator
         kv.watchPrefix(
             backupKey,
             e -> {
-              if (!e.keyValue().key().equals(backupKey)) {
-                return;
-              }
-              if (e.type() == KeyValueStore.WatchEvent.Type.PUT) {
-                backupAt(e.keyValue().valueAsString());
-              } else {
-                backupAt(null);
+              if (e.keyValue().key().equals(backupKey)) {
+                boolean put = e.type() == KeyValueStore.WatchEvent.Type.PUT;
+                backupAt(put ? e.keyValue().valueAsString() : null, true);
               }
             });
-    backupAt(kv.get(backupKey).map(KeyValueStore.KeyValue::valueAsString).orElse(null));
+    backupAt(kv.get(backupKey).map(KeyValueStore.KeyValue::valueAsString).orElse(null), false);
   }
 
-  /** The backup now registered at {@code address} (null: none). */
-  private void backupAt(String address) {
+  /** The backup now registered at {@code address} (null: none); the first read loses to events. */
+  private void backupAt(String address, boolean fromWatch) {
     RegisteredBackup old;
     synchronized (this) {
       old = backup;
-      if (closed || (old != null && old.address.equals(address))) {
+      watched |= fromWatch;
+      if (closed || (!fromWatch && watched) || (old != null && old.address.equals(address))) {
         return;
       }
       backup = address == null ? null : new RegisteredBackup(address, channels);
