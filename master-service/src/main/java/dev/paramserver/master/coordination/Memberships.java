@@ -4,7 +4,6 @@ import dev.paramserver.coordination.Coordinator;
 import dev.paramserver.coordination.Lease;
 import dev.paramserver.master.coordination.JoinedTrainers.Joined;
 import dev.paramserver.master.coordination.Membership.Ending;
-import dev.paramserver.proto.v1.ClusterMap;
 import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.rpc.ServiceException;
 import java.nio.charset.StandardCharsets;
@@ -86,8 +85,12 @@ final class Memberships {
                 m,
                 Ending.FAILED,
                 notJoined(id, "its etcd lease was lost (etcd unreachable for the lease TTL)")));
-    ClusterMap now = feed.subscribe(m);
-    m.accept(now);
+    try {
+      m.accept(feed.subscribe(m));
+    } catch (RuntimeException e) {
+      end(m, Ending.GONE, null); // the caller fails the stream with e
+      throw e;
+    }
     log.info(
         "trainer '{}' ({}) attends: trainers/{} = {} under lease {}",
         id,

@@ -76,6 +76,7 @@ public final class TrainerCoordination implements SmartLifecycle {
   JoinResponse join(JoinRequest req, String peerHost) {
     requireServing();
     String id = trainers.resolveId(req.getTrainerId(), req.getSession());
+    String endpoint = TrainerEndpoints.registration(req.getEndpoint(), peerHost);
     Agreed agreed;
     if (req.getParametersCount() == 0) {
       agreed = new Agreed(models.require(), false); // the job's mode and staleness too
@@ -88,7 +89,6 @@ public final class TrainerCoordination implements SmartLifecycle {
                   .setStaleness(req.getStaleness())
                   .build());
     }
-    String endpoint = req.getEndpoint().isEmpty() ? hostPort(peerHost, 0) : req.getEndpoint();
     trainers.record(id, req.getSession(), endpoint, req.getClient());
     JobModel model = agreed.model();
     return JoinResponse.newBuilder()
@@ -232,10 +232,5 @@ public final class TrainerCoordination implements SmartLifecycle {
   @Override
   public int getPhase() {
     return phase;
-  }
-
-  static String hostPort(String host, int port) {
-    String h = host == null || host.isEmpty() ? "unknown" : host;
-    return (h.indexOf(':') >= 0 && !h.startsWith("[") ? "[" + h + "]" : h) + ":" + port;
   }
 }
