@@ -57,7 +57,11 @@ final class Membership implements Consumer<ClusterMap> {
   public void accept(ClusterMap map) {
     synchronized (sink) {
       if (!ended.get()) {
-        sink.send(map);
+        try {
+          sink.send(map);
+        } catch (RuntimeException e) {
+          // the stream was cancelled meanwhile: its end is reported to the membership apart
+        }
       }
     }
   }
