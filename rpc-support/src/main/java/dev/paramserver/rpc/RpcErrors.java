@@ -25,7 +25,14 @@ public final class RpcErrors {
   /** The status code a reason is reported with. */
   public static Code codeFor(ErrorReason reason) {
     return switch (reason) {
-      case NOT_INITIALIZED, NOT_LEADER, NOT_PRIMARY, DATASET_CONFLICT, NO_DATASET ->
+      case NOT_INITIALIZED,
+          NOT_LEADER,
+          NOT_PRIMARY,
+          DATASET_CONFLICT,
+          NO_DATASET,
+          NOT_JOINED,
+          MODEL_MISMATCH,
+          NO_MODEL ->
           Code.FAILED_PRECONDITION;
       case UNKNOWN_PARAMETER, UNKNOWN_TASK -> Code.NOT_FOUND;
       case SHAPE_MISMATCH,
@@ -35,7 +42,7 @@ public final class RpcErrors {
           BAD_ARGUMENT,
           BAD_OPTIMIZER ->
           Code.INVALID_ARGUMENT;
-      case INIT_CONFLICT -> Code.ALREADY_EXISTS;
+      case INIT_CONFLICT, TRAINER_ID_TAKEN -> Code.ALREADY_EXISTS;
       case SHUTTING_DOWN -> Code.UNAVAILABLE;
       case TOO_LARGE -> Code.RESOURCE_EXHAUSTED;
       case SYNC_ABORTED -> Code.ABORTED;
