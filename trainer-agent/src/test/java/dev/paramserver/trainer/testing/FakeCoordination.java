@@ -16,9 +16,11 @@ import dev.paramserver.rpc.RpcErrors;
 import io.grpc.Server;
 import io.grpc.Status;
 import io.grpc.inprocess.InProcessServerBuilder;
+import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
 import io.grpc.protobuf.StatusProto;
 import io.grpc.stub.StreamObserver;
 import java.io.IOException;
+import java.net.InetSocketAddress;
 import java.util.Queue;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentLinkedQueue;
@@ -48,12 +50,31 @@ public final class FakeCoordination extends CoordinationGrpc.CoordinationImplBas
   /** The map sent to each new Attend stream. */
   public volatile ClusterMap map = ClusterMap.getDefaultInstance();
 
+  /** An in-process service, reached by {@link InProcessChannels} at {@link #address()}. */
   public FakeCoordination() throws IOException {
-    server = InProcessServerBuilder.forName(name).addService(this).build().start();
+    this(false);
   }
 
+  /**
+   * @param tcp listen on a free port of 127.0.0.1 (for a trainer's own channels) instead of
+   *     in-process
+   */
+  public FakeCoordination(boolean tcp) throws IOException {
+    server =
+        tcp
+            ? NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", 0))
+                .addService(this)
+                .build()
+                .start()
+            : InProcessServerBuilder.forName(name).addService(this).build().start();
+  }
+
+  /** The in-process name, or {@code 127.0.0.1:port} over TCP. */
   public String address() {
-    return name;
+    return server.getListenSockets().isEmpty()
+            || !(server.getListenSockets().get(0) instanceof InetSocketAddress a)
+        ? name
+        : "127.0.0.1:" + a.getPort();
   }
 
   @Override
