@@ -32,6 +32,7 @@ final class CoordinationClient implements AutoCloseable {
   private final Object lock = new Object();
   private String address;
   private ManagedChannel channel;
+  private volatile boolean reachable = true;
 
   CoordinationClient(
       MasterLocator masters, ChannelFactory channels, Duration rpcTimeout, Retry retry) {
@@ -39,6 +40,11 @@ final class CoordinationClient implements AutoCloseable {
     this.channels = channels;
     this.rpcTimeout = rpcTimeout;
     this.retry = retry;
+  }
+
+  /** False after a call found no leading master to answer it, until one does. */
+  boolean reachable() {
+    return reachable;
   }
 
   Duration rpcTimeout() {
@@ -68,14 +74,18 @@ final class CoordinationClient implements AutoCloseable {
       String what, Function<CoordinationGrpc.CoordinationBlockingStub, T> fn, int attempt) {
     Target target = target();
     try {
-      return Optional.of(
+      T result =
           fn.apply(
               CoordinationGrpc.newBlockingStub(target.channel())
-                  .withDeadlineAfter(rpcTimeout.toMillis(), TimeUnit.MILLISECONDS)));
+                  .withDeadlineAfter(rpcTimeout.toMillis(), TimeUnit.MILLISECONDS));
+      reachable = true;
+      return Optional.of(result);
     } catch (StatusRuntimeException e) {
       if (!retryable(e)) {
+        reachable = true; // it answered
         throw e;
       }
+      reachable = RpcErrors.reasonOf(e) == ErrorReason.NOT_JOINED;
       log.warn(
           "{} failed at master {} ({}); attempt {}", what, target.address(), describe(e), attempt);
       failed(target, e);

@@ -100,6 +100,22 @@ public final class MasterTrainerCoordination implements TrainerCoordination {
     return a != null && a.state() == AttendLoop.State.ATTENDING;
   }
 
+  /**
+   * Whether the coordination works: the last call found a leading master, and the membership, if
+   * any, is not being re-established or lost. A trainer not (or no longer) a member is healthy.
+   */
+  public boolean healthy() {
+    AttendLoop a = attend;
+    AttendLoop.State s = a == null ? null : a.state();
+    return client.reachable() && s != AttendLoop.State.REJOINING && s != AttendLoop.State.LOST;
+  }
+
+  /** The membership's state: NOT_JOINED before the first join, else the Attend loop's. */
+  public String membershipState() {
+    AttendLoop a = attend;
+    return a == null ? "NOT_JOINED" : a.state().name();
+  }
+
   /** The master called now. */
   public String currentMaster() {
     return masters.current().orElse("?");

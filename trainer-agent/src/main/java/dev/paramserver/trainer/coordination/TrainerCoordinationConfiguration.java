@@ -53,12 +53,16 @@ class TrainerCoordinationConfiguration {
           coordination.masters(), channels, comm.rpcTimeout(), comm.maxBackoff(), stop);
     }
 
-    /** Health contributor "master": UP while the trainer attends the job at the leading master. */
+    /**
+     * Health contributor "master": UP while a leading master answers and the membership (if the
+     * trainer is a member) holds; DOWN while no master leads or answers, or while it re-joins.
+     */
     @Bean
     HealthIndicator masterHealthIndicator(MasterTrainerCoordination coordination) {
       return () ->
-          (coordination.attending() ? Health.up() : Health.down())
+          (coordination.healthy() ? Health.up() : Health.down())
               .withDetail("master", coordination.currentMaster())
+              .withDetail("membership", coordination.membershipState())
               .withDetail("clusterRevision", coordination.clusterMap().getRevision())
               .build();
     }
