@@ -28,10 +28,14 @@ final class JobLocks {
     this.keys = keys;
   }
 
-  /** Takes {@code lock} for the trainer of {@code member}. */
-  AcquireLockResponse acquire(Membership member, LockName lock, int pass) {
+  /**
+   * Takes {@code lock} for the trainer of {@code member}. With {@code reinitialise},
+   * INIT_PARAMETERS is granted even when an initialisation is recorded done, with that init id in
+   * {@code done} (a pserver restarted without a checkpoint needs it again, under the same id).
+   */
+  AcquireLockResponse acquire(Membership member, LockName lock, int pass, boolean reinitialise) {
     String key = key(lock, pass);
-    if (lock == LockName.INIT_PARAMETERS) {
+    if (lock == LockName.INIT_PARAMETERS && !reinitialise) {
       Optional<KeyValue> done = kv.get(keys.initDone());
       if (done.isPresent()) {
         return done(done.get());
@@ -53,14 +57,17 @@ final class JobLocks {
         kv.put(key, bytes(id), lease);
       }
     }
+    AcquireLockResponse.Builder granted =
+        AcquireLockResponse.newBuilder().setOutcome(Outcome.GRANTED).setHolder(id);
     if (lock == LockName.INIT_PARAMETERS) {
       Optional<KeyValue> done = kv.get(keys.initDone());
-      if (done.isPresent()) {
+      if (done.isPresent() && !reinitialise) {
         release(member, lock, pass, ""); // finished while we took the lock
         return done(done.get());
       }
+      done.ifPresent(d -> granted.setDone(d.valueAsString()));
     }
-    return AcquireLockResponse.newBuilder().setOutcome(Outcome.GRANTED).setHolder(id).build();
+    return granted.build();
   }
 
   /**

@@ -137,7 +137,11 @@ public final class TrainerCoordination implements SmartLifecycle {
 
   AcquireLockResponse acquire(AcquireLockRequest req) {
     requireServing();
-    return locks.acquire(memberships.require(req.getTrainerId()), req.getLock(), req.getPass());
+    return locks.acquire(
+        memberships.require(req.getTrainerId()),
+        req.getLock(),
+        req.getPass(),
+        req.getReinitialise());
   }
 
   void release(ReleaseLockRequest req) {

@@ -143,6 +143,18 @@ class CoordinationPlacementAndLocksTest {
     AcquireLockResponse done = acquire("t2", LockName.INIT_PARAMETERS);
     assertThat(done.getOutcome()).isEqualTo(Outcome.DONE);
     assertThat(done.getDone()).isEqualTo("init-42");
+    // a pserver restarted without a checkpoint: the lock is granted again, with the job's init id
+    AcquireLockResponse again =
+        stub()
+            .acquireLock(
+                AcquireLockRequest.newBuilder()
+                    .setTrainerId("t2")
+                    .setLock(LockName.INIT_PARAMETERS)
+                    .setReinitialise(true)
+                    .build());
+    assertThat(again.getOutcome()).isEqualTo(Outcome.GRANTED);
+    assertThat(again.getDone()).isEqualTo("init-42");
+    assertThat(master.get(keys.initLock()).orElseThrow().valueAsString()).isEqualTo("t2");
   }
 
   @Test

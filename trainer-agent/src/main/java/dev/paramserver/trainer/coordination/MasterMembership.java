@@ -60,7 +60,9 @@ final class MasterMembership implements Membership, JobLocks {
 
   @Override
   public Optional<InitLock> tryInitialisation() {
-    AcquireLockResponse r = acquire(LockName.INIT_PARAMETERS, 0);
+    // the trainer asks only when it found a pserver not initialised: one restarted without a
+    // checkpoint needs the job's init id again, so the master must grant rather than say DONE
+    AcquireLockResponse r = acquire(LockName.INIT_PARAMETERS, 0, true);
     return switch (r.getOutcome()) {
       case GRANTED -> Optional.of(new MasterInitLock(blankToNull(r.getDone())));
       case DONE -> {
@@ -78,14 +80,15 @@ final class MasterMembership implements Membership, JobLocks {
 
   @Override
   public boolean claimExport() {
-    return acquire(LockName.EXPORT_MODEL, 0).getOutcome() == AcquireLockResponse.Outcome.GRANTED;
+    return acquire(LockName.EXPORT_MODEL, 0, false).getOutcome()
+        == AcquireLockResponse.Outcome.GRANTED;
   }
 
   /** GRANTED also when this trainer held it already; when the master cannot be asked, yes. */
   @Override
   public boolean claimEvaluation(int pass) {
     try {
-      AcquireLockResponse r = acquire(LockName.EVALUATE_PASS, pass);
+      AcquireLockResponse r = acquire(LockName.EVALUATE_PASS, pass, false);
       if (r.getOutcome() == AcquireLockResponse.Outcome.GRANTED
           || trainerId.equals(r.getHolder())) {
         return true;
@@ -101,9 +104,14 @@ final class MasterMembership implements Membership, JobLocks {
     }
   }
 
-  private AcquireLockResponse acquire(LockName lock, int pass) {
+  private AcquireLockResponse acquire(LockName lock, int pass, boolean reinitialise) {
     AcquireLockRequest req =
-        AcquireLockRequest.newBuilder().setTrainerId(trainerId).setLock(lock).setPass(pass).build();
+        AcquireLockRequest.newBuilder()
+            .setTrainerId(trainerId)
+            .setLock(lock)
+            .setPass(pass)
+            .setReinitialise(reinitialise)
+            .build();
     return client.call("taking lock " + lock, stub -> stub.acquireLock(req));
   }
 
