@@ -155,3 +155,12 @@ def snappy_uncompress(src):
     if len(out) != want:
         raise ValueError("snappy block decompressed to %d bytes, expected %d" % (len(out), want))
     return out
+
+
+def write_records(path, records, per_chunk=500):
+    """Writes `records` (bytes) as an uncompressed RecordIO file that the Java reader reads."""
+    with open(path, "wb") as f:
+        for i in range(0, len(records), per_chunk):
+            chunk = records[i:i + per_chunk]
+            payload = b"".join(struct.pack("<I", len(r)) + r for r in chunk)
+            f.write(HEADER.pack(MAGIC, zlib.crc32(payload), 0, len(payload), len(chunk)) + payload)

@@ -37,7 +37,7 @@ class Trainer:
         self.specs = [dense_spec(n, p.shape, block_size, optimizer_config or optimizer())
                       for n, p in self.params.items()]
         self.mode, self.staleness = mode, staleness
-        self.values = None
+        self.values, self.tasks_done, self.records_done = None, 0, 0
         self._size, self._windows, self._window = 0, [], [0, 0.0, 0, 0]
 
     def join(self, adopt=False):
@@ -115,6 +115,7 @@ class Trainer:
                 yield x, y
             self._close_window()
             self.client.task_finished(task, len(examples), self._windows)
+            self.tasks_done, self.records_done = self.tasks_done + 1, self.records_done + len(examples)
 
 
 def batches_of(examples, batch_size, features=None):
