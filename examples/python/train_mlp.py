@@ -10,7 +10,7 @@ no other trainer does. Start a job without trainers of its own:
 
 --csv FILE trains on a CSV table instead (a header; the label column, class indices 0.., named by
 --label-column; every other column a feature), written as RecordIO beside it for the master.
-Exit code: 0 the job finished, 1 it failed, 2 bad usage. The last line is
+Exit code: 0 the job finished, 1 it failed, 2 bad usage, 3 stopped by SIGTERM (tasks handed back). The last line is
     PYRESULT trainer=<id> tasks=<n> records=<n> [accuracy=<a> loss=<l>]
 """
 
@@ -20,6 +20,7 @@ import glob
 import json
 import logging
 import os
+import signal
 import sys
 
 import torch
@@ -98,6 +99,8 @@ def evaluate(module, examples):
 
 
 def main():
+    # SIGTERM: leave cleanly (the finally below hands the tasks back and ends the membership)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(3))
     ap, a = args_()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s", datefmt="%H:%M:%S")
     if not (a.master or a.cluster) or not (a.data or a.csv):
