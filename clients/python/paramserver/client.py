@@ -127,7 +127,9 @@ class Client:
         self.trainer_id = self.joined.trainer_id
         self._attend = threading.Thread(target=self._attend_loop, name="paramserver-attend", daemon=True)
         self._attend.start()
-        self._wait(lambda: self.cluster_map is not None, "the first cluster map (Attend)")
+        # the placement needs the pserver count the job wants (set once a pserver started)
+        self._wait(lambda: self.cluster_map is not None and self.cluster_map.pservers_desired > 0,
+                   "a cluster map with pservers_desired > 0 (Attend)")
         self.placement = self._coord("GetPlacement", co.GetPlacementRequest(trainer_id=self.trainer_id),
                                      "getting the placement")
         sync = self.joined.mode == SYNC
@@ -237,12 +239,12 @@ class Client:
             r = self._coord("AcquireLock", req, "taking the init lock")
             if r.outcome == co.AcquireLockResponse.DONE:
                 self._init_id = r.done
-                for ps in self._uninitialised():  # lost its state since: initialise it again
-                    self._init_one(ps, r.done)
+                for ps, s in enumerate(self._status()):  # lost its state since: initialise it again
+                    if not s.initialised:
+                        self._init_one(ps, r.done)
                 return False
             if r.outcome == co.AcquireLockResponse.GRANTED:
-                status = [self._call_ps(ps, "GetShardStatus", pb.GetShardStatusRequest(), "status of")
-                          for ps in range(self.placement.pservers)]
+                status = self._status()
                 self._init_id = next((s.init_id for s in status if s.initialised), uuid.uuid4().hex)
                 done = ""
                 try:
@@ -261,9 +263,9 @@ class Client:
                 logged = time.monotonic()
             time.sleep(0.2)
 
-    def _uninitialised(self):
-        return [ps for ps in range(self.placement.pservers)
-                if not self._call_ps(ps, "GetShardStatus", pb.GetShardStatusRequest(), "status of").initialised]
+    def _status(self):
+        return [self._call_ps(ps, "GetShardStatus", pb.GetShardStatusRequest(), "status of")
+                for ps in range(self.placement.pservers)]
 
     def _init_one(self, ps, init_id):
         j = self.joined

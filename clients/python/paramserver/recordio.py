@@ -24,17 +24,24 @@ class CorruptRecordError(ValueError):
         self.path, self.offset = path, offset
 
 
+def _header(f, path, offset, eof_ok=False):
+    f.seek(offset)
+    head = f.read(HEADER.size)
+    if not head and eof_ok:
+        return None
+    if len(head) < HEADER.size:
+        raise CorruptRecordError(path, offset, "truncated chunk header (%d bytes)" % len(head))
+    magic, crc, comp, size, count = HEADER.unpack(head)
+    if magic != MAGIC:
+        raise CorruptRecordError(path, offset, "bad magic 0x%08x (expected 0x%08x)" % (magic, MAGIC))
+    return crc, comp, size, count
+
+
 def read_chunk(path, offset, length=None):
     """The records (bytes) of the chunk whose header is at `offset` of `path`; `length` (header
     included, as the master's Chunk.length) is checked when given."""
     with open(path, "rb") as f:
-        f.seek(offset)
-        head = f.read(HEADER.size)
-        if len(head) < HEADER.size:
-            raise CorruptRecordError(path, offset, "truncated chunk header (%d bytes)" % len(head))
-        magic, crc, comp, size, count = HEADER.unpack(head)
-        if magic != MAGIC:
-            raise CorruptRecordError(path, offset, "bad magic 0x%08x (expected 0x%08x)" % (magic, MAGIC))
+        crc, comp, size, count = _header(f, path, offset)
         if length is not None and length != HEADER.size + size:
             raise CorruptRecordError(path, offset, "chunk is %d bytes, the task says %d" % (HEADER.size + size, length))
         stored = f.read(size)
@@ -72,15 +79,10 @@ def chunks(path):
     out, offset = [], 0
     with open(path, "rb") as f:
         while True:
-            f.seek(offset)
-            head = f.read(HEADER.size)
-            if not head:
+            h = _header(f, path, offset, eof_ok=True)
+            if h is None:
                 return out
-            if len(head) < HEADER.size:
-                raise CorruptRecordError(path, offset, "truncated chunk header (%d bytes)" % len(head))
-            magic, _, _, size, count = HEADER.unpack(head)
-            if magic != MAGIC:
-                raise CorruptRecordError(path, offset, "bad magic 0x%08x (expected 0x%08x)" % (magic, MAGIC))
+            _, _, size, count = h
             out.append((offset, HEADER.size + size, count))
             offset += HEADER.size + size
 
@@ -156,11 +158,3 @@ def snappy_uncompress(src):
         raise ValueError("snappy block decompressed to %d bytes, expected %d" % (len(out), want))
     return out
 
-
-def write_records(path, records, per_chunk=500):
-    """Writes `records` (bytes) as an uncompressed RecordIO file that the Java reader reads."""
-    with open(path, "wb") as f:
-        for i in range(0, len(records), per_chunk):
-            chunk = records[i:i + per_chunk]
-            payload = b"".join(struct.pack("<I", len(r)) + r for r in chunk)
-            f.write(HEADER.pack(MAGIC, zlib.crc32(payload), 0, len(payload), len(chunk)) + payload)
