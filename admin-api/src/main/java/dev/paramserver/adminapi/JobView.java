@@ -183,8 +183,10 @@ public record JobView(
   /** One trainer. */
   public record Trainer(
       @JsonPropertyDescription("its id (etcd key trainers/<id>)") String id,
-      @JsonPropertyDescription("its HTTP address") String adminAddress,
-      @JsonPropertyDescription("TRAINING, ... or UNREACHABLE") String state,
+      @JsonPropertyDescription("its HTTP address (host:0: none)") String adminAddress,
+      @JsonPropertyDescription(
+              "TRAINING, ... or UNREACHABLE; JOINED_VIA_MASTER when it joined through the master with no admin endpoint")
+          String state,
       @JsonPropertyDescription("the pass it works on (0-based; -1: unknown)") int pass,
       @JsonPropertyDescription("the task it holds (null: none)") @Nullable Long task,
       @JsonPropertyDescription("samples trained so far") long samples,

@@ -137,8 +137,26 @@ final class EtcdKeyValueStore implements KeyValueStore {
         .isSucceeded();
   }
 
-  /** Deletes the key only if it still has the given create revision. True if deleted. */
-  boolean deleteIfCreatedAt(String key, long createRevision) {
+  @Override
+  public PrefixesRead getPrefixes(List<String> prefixes) {
+    var txn = kv.txn();
+    List<Op> gets = new ArrayList<>();
+    for (String p : prefixes) {
+      gets.add(Op.get(bytes(p), GetOption.builder().isPrefix(true).build()));
+    }
+    TxnResponse r =
+        calls.await(txn.Then(gets.toArray(Op[]::new)).commit(), "get prefixes " + prefixes);
+    Map<String, List<KeyValue>> out = new java.util.LinkedHashMap<>();
+    List<GetResponse> answers = r.getGetResponses();
+    for (int i = 0; i < prefixes.size(); i++) {
+      out.put(
+          prefixes.get(i), answers.get(i).getKvs().stream().map(EtcdCalls::toKeyValue).toList());
+    }
+    return new PrefixesRead(out, r.getHeader().getRevision());
+  }
+
+  @Override
+  public boolean deleteIfCreatedAt(String key, long createRevision) {
     return calls
         .await(
             kv.txn()

@@ -10,7 +10,7 @@ public final class JobKeys {
   private final String prefix;
 
   public JobKeys(String job) {
-    if (job == null || !JOB_NAME.matcher(job).matches()) {
+    if (!isValidName(job)) {
       throw new IllegalArgumentException(
           "job name '"
               + job
@@ -19,6 +19,14 @@ public final class JobKeys {
     }
     this.job = job;
     this.prefix = "/paramserver/" + job + "/";
+  }
+
+  /**
+   * Whether {@code name} may name a job or a trainer: 1-63 letters, digits, '.', '_' or '-',
+   * starting with a letter or digit.
+   */
+  public static boolean isValidName(String name) {
+    return name != null && JOB_NAME.matcher(name).matches();
   }
 
   public String job() {
@@ -110,6 +118,26 @@ public final class JobKeys {
 
   public String trainer(String id) {
     return trainersPrefix() + id;
+  }
+
+  /**
+   * Prefix of {@code trainer_sessions/<id>}: for a trainer whose membership the leader master holds
+   * (the Coordination service), its session, under the same lease as {@code trainers/<id>}.
+   */
+  public String trainerSessionsPrefix() {
+    return prefix + "trainer_sessions/";
+  }
+
+  public String trainerSession(String id) {
+    return trainerSessionsPrefix() + id;
+  }
+
+  /**
+   * The job's model ({@code model/specs}): the parameter specs, mode and staleness the first
+   * trainer that joined through the master defined; no lease, written once.
+   */
+  public String model() {
+    return prefix + "model/specs";
   }
 
   /** The election of the one trainer that evaluates pass {@code pass} (its id, under its lease). */

@@ -40,6 +40,46 @@ public interface KeyValueStore {
   void delete(String key);
 
   /**
+   * Deletes the key only if it still has the given create revision (it was not deleted and made
+   * again meanwhile). True if deleted. The default reads, then deletes: not atomic; the etcd store
+   * does it in one transaction.
+   */
+  default boolean deleteIfCreatedAt(String key, long createRevision) {
+    Optional<KeyValue> now = get(key);
+    if (now.isEmpty() || now.get().createRevision() != createRevision) {
+      return false;
+    }
+    delete(key);
+    return true;
+  }
+
+  /**
+   * Every key under each of the prefixes, in key order, all read at one store revision. The default
+   * reads the prefixes one after the other and reports the highest modification revision seen; the
+   * etcd store reads them in one transaction and reports the store's revision.
+   */
+  default PrefixesRead getPrefixes(List<String> prefixes) {
+    Map<String, List<KeyValue>> out = new java.util.LinkedHashMap<>();
+    long revision = 0;
+    for (String p : prefixes) {
+      List<KeyValue> kvs = getPrefix(p);
+      out.put(p, kvs);
+      for (KeyValue kv : kvs) {
+        revision = Math.max(revision, kv.modRevision());
+      }
+    }
+    return new PrefixesRead(out, revision);
+  }
+
+  /** The keys under several prefixes (by prefix, in the order asked) at one store revision. */
+  record PrefixesRead(Map<String, List<KeyValue>> byPrefix, long revision) {
+    /** The keys under {@code prefix} (empty when none, or when it was not asked for). */
+    public List<KeyValue> under(String prefix) {
+      return byPrefix.getOrDefault(prefix, List.of());
+    }
+  }
+
+  /**
    * Watches every key under the prefix; the listener sees each change after this call. Closing the
    * returned handle stops the watch.
    *

@@ -42,6 +42,27 @@ class KeyValueStoreTest {
   }
 
   @Test
+  void getPrefixes_readsEveryPrefixAtTheStoresRevision_andDeleteIfCreatedAtIsFenced() {
+    kv.put(p + "ps/1", "b".getBytes(UTF_8));
+    kv.put(p + "ps/0", "a".getBytes(UTF_8));
+    kv.put(p + "ps_desired", "2".getBytes(UTF_8));
+    long last = kv.put(p + "unrelated", "x".getBytes(UTF_8));
+
+    KeyValueStore.PrefixesRead read =
+        kv.getPrefixes(List.of(p + "ps/", p + "ps_desired", p + "trainers/"));
+    assertThat(read.revision()).isEqualTo(last);
+    assertThat(read.under(p + "ps/").stream().map(KeyValueStore.KeyValue::valueAsString))
+        .containsExactly("a", "b");
+    assertThat(read.under(p + "ps_desired")).hasSize(1);
+    assertThat(read.under(p + "trainers/")).isEmpty();
+
+    long created = kv.get(p + "ps/0").orElseThrow().createRevision();
+    assertThat(kv.deleteIfCreatedAt(p + "ps/0", created + 1000)).isFalse();
+    assertThat(kv.deleteIfCreatedAt(p + "ps/0", created)).isTrue();
+    assertThat(kv.get(p + "ps/0")).isEmpty();
+  }
+
+  @Test
   void putGetAndPrefix_returnValuesInKeyOrder() {
     long rev = kv.put(p + "b", "2".getBytes(UTF_8));
     kv.put(p + "a", "1".getBytes(UTF_8));

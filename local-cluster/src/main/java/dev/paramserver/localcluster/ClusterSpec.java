@@ -34,6 +34,7 @@ public final class ClusterSpec {
   private final Duration stopTimeout;
   private final ServiceCommand command;
   private final boolean classDataSharing;
+  private final boolean trainersThroughMaster;
   private final boolean probeHttp;
 
   private ClusterSpec(Builder b) {
@@ -66,6 +67,7 @@ public final class ClusterSpec {
     this.stopTimeout = b.stopTimeout;
     this.command = b.command;
     this.classDataSharing = b.classDataSharing;
+    this.trainersThroughMaster = b.trainersThroughMaster;
     this.probeHttp = b.probeHttp;
   }
 
@@ -188,6 +190,15 @@ public final class ClusterSpec {
     return classDataSharing;
   }
 
+  /**
+   * Whether the trainers coordinate through the masters' Coordination service ({@code
+   * paramserver.trainer.coordination.mode=master}, with every master's gRPC address) and are given
+   * no etcd settings; false (default): they reach etcd themselves.
+   */
+  public boolean trainersThroughMaster() {
+    return trainersThroughMaster;
+  }
+
   /** Whether a process counts as RUNNING only once its HTTP port accepts connections. */
   public boolean probeHttp() {
     return probeHttp;
@@ -217,6 +228,7 @@ public final class ClusterSpec {
     private Duration stopTimeout = Duration.ofSeconds(20);
     private ServiceCommand command = ServiceCommand.javaServices();
     private boolean classDataSharing = ClassDataArchives.enabled();
+    private boolean trainersThroughMaster;
     private boolean probeHttp = true;
 
     private Builder(Path runDir) {
@@ -359,6 +371,12 @@ public final class ClusterSpec {
 
     public Builder stopTimeout(Duration timeout) {
       this.stopTimeout = Objects.requireNonNull(timeout);
+      return this;
+    }
+
+    /** See {@link ClusterSpec#trainersThroughMaster()}. */
+    public Builder trainersThroughMaster(boolean on) {
+      this.trainersThroughMaster = on;
       return this;
     }
 

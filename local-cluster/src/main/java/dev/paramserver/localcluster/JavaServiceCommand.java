@@ -137,7 +137,15 @@ final class JavaServiceCommand implements ServiceCommand {
       props.put("spring.grpc.server.port", Integer.toString(ctx.grpcPort()));
     }
     props.put("paramserver.job", spec.job());
-    props.put("paramserver.etcd.endpoints", ctx.etcdEndpoint());
+    boolean throughMaster =
+        ctx.role() == Role.TRAINER && spec.trainersThroughMaster() && !ctx.masters().isEmpty();
+    if (throughMaster) {
+      // no etcd settings at all: the trainer asks the masters' Coordination service instead
+      props.put("paramserver.trainer.coordination.mode", "master");
+      props.put("paramserver.trainer.coordination.masters", String.join(",", ctx.masters()));
+    } else {
+      props.put("paramserver.etcd.endpoints", ctx.etcdEndpoint());
+    }
     props.put("paramserver.admin.token", spec.adminToken());
     props.put("paramserver.advertise-host", "127.0.0.1");
     switch (ctx.role()) {

@@ -22,9 +22,27 @@ public interface ServiceCommand {
    * @param httpPort its HTTP port
    * @param grpcPort its gRPC port (0 for roles without a gRPC server)
    * @param etcdEndpoint the etcd client URL
+   * @param masters the masters' gRPC addresses ({@code 127.0.0.1:port}), for trainers coordinated
+   *     by the master ({@link ClusterSpec#trainersThroughMaster()}); empty when not known
    */
   record LaunchContext(
-      ClusterSpec spec, Role role, int index, int httpPort, int grpcPort, String etcdEndpoint) {}
+      ClusterSpec spec,
+      Role role,
+      int index,
+      int httpPort,
+      int grpcPort,
+      String etcdEndpoint,
+      List<String> masters) {
+    public LaunchContext {
+      masters = List.copyOf(masters);
+    }
+
+    /** A context without the masters' addresses. */
+    public LaunchContext(
+        ClusterSpec spec, Role role, int index, int httpPort, int grpcPort, String etcdEndpoint) {
+      this(spec, role, index, httpPort, grpcPort, etcdEndpoint, List.of());
+    }
+  }
 
   /** {@code java <jvm options> -jar <role jar> --server.port=... <role properties>}. */
   static ServiceCommand javaServices() {

@@ -209,7 +209,13 @@ final class Supervisor {
         spec.command()
             .build(
                 new ServiceCommand.LaunchContext(
-                    spec, sp.role(), sp.index(), http, grpc, etcd.endpoint()));
+                    spec,
+                    sp.role(),
+                    sp.index(),
+                    http,
+                    grpc,
+                    etcd.endpoint(),
+                    group(Role.MASTER).stream().map(m -> "127.0.0.1:" + m.grpcPort()).toList()));
     Process p;
     try {
       p = sp.launch(launcher, command, spec.runDir(), http, grpc, spec.probeHttp());

@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -63,6 +64,25 @@ class JavaServiceCommandTest {
 
     assertThat(cmd).contains("--paramserver.trainer.id=trainer-0", "--server.port=8081");
     assertThat(cmd).noneMatch(a -> a.contains("grpc.server"));
+  }
+
+  @Test
+  void trainersThroughMaster_getTheMastersAndNoEtcdSettings() throws Exception {
+    ClusterSpec spec =
+        ClusterSpec.builder(dir.resolve("run2")).job("j").trainersThroughMaster(true).build();
+    Map<String, String> trainer =
+        JavaServiceCommand.properties(
+            new ServiceCommand.LaunchContext(
+                spec, Role.TRAINER, 0, 1, 0, "http://e", List.of("127.0.0.1:1", "127.0.0.1:2")));
+    assertThat(trainer)
+        .containsEntry("paramserver.trainer.coordination.mode", "master")
+        .containsEntry("paramserver.trainer.coordination.masters", "127.0.0.1:1,127.0.0.1:2")
+        .doesNotContainKey("paramserver.etcd.endpoints");
+    Map<String, String> pserver =
+        JavaServiceCommand.properties(
+            new ServiceCommand.LaunchContext(
+                spec, Role.PSERVER, 0, 1, 2, "http://e", List.of("127.0.0.1:1")));
+    assertThat(pserver).containsEntry("paramserver.etcd.endpoints", "http://e");
   }
 
   @Test

@@ -3,6 +3,7 @@ package dev.paramserver.master;
 import dev.paramserver.coordination.Coordinator;
 import dev.paramserver.master.admin.MasterStatusSource;
 import dev.paramserver.master.console.JobConsole;
+import dev.paramserver.master.coordination.TrainerCoordination;
 import dev.paramserver.master.dataset.DatasetIndexer;
 import dev.paramserver.master.election.LeadershipHealthIndicator;
 import dev.paramserver.master.election.MasterElection;
@@ -115,8 +116,9 @@ class MasterConfiguration {
   }
 
   @Bean
-  MasterMetrics masterMetrics(MasterElection election, MasterJob job) {
-    return new MasterMetrics(election, job);
+  MasterMetrics masterMetrics(
+      MasterElection election, MasterJob job, TrainerCoordination coordination) {
+    return new MasterMetrics(election, job, coordination::coordinatedTrainers);
   }
 
   @Bean

@@ -35,7 +35,12 @@ public final class MasterContexts implements AutoCloseable {
                 "--paramserver.admin.token=" + TOKEN,
                 "--paramserver.admin.exit-jvm-on-shutdown=false",
                 "--paramserver.master.timeout-check-interval=100ms"));
-    args.addAll(List.of(extra));
+    for (String e : extra) {
+      // an extra setting replaces the default one (Spring would join the two values)
+      String key = e.contains("=") ? e.substring(0, e.indexOf('=') + 1) : e;
+      args.removeIf(a -> a.startsWith(key));
+      args.add(e);
+    }
     if (args.stream().noneMatch(a -> a.startsWith("--paramserver.master.tracking."))) {
       // no run tracking files in the default directory, unless a test asks for them
       args.add("--paramserver.master.tracking.enabled=false");

@@ -11,6 +11,8 @@ import io.grpc.Status.Code;
 import io.grpc.StatusRuntimeException;
 import io.grpc.protobuf.StatusProto;
 import java.nio.channels.ClosedChannelException;
+import java.util.Map;
+import java.util.Optional;
 
 /**
  * The one mapping from {@link ErrorReason} to gRPC status codes, and the way to read a reason back
@@ -25,7 +27,14 @@ public final class RpcErrors {
   /** The status code a reason is reported with. */
   public static Code codeFor(ErrorReason reason) {
     return switch (reason) {
-      case NOT_INITIALIZED, NOT_LEADER, NOT_PRIMARY, DATASET_CONFLICT, NO_DATASET ->
+      case NOT_INITIALIZED,
+          NOT_LEADER,
+          NOT_PRIMARY,
+          DATASET_CONFLICT,
+          NO_DATASET,
+          NOT_JOINED,
+          MODEL_MISMATCH,
+          NO_MODEL ->
           Code.FAILED_PRECONDITION;
       case UNKNOWN_PARAMETER, UNKNOWN_TASK -> Code.NOT_FOUND;
       case SHAPE_MISMATCH,
@@ -35,7 +44,7 @@ public final class RpcErrors {
           BAD_ARGUMENT,
           BAD_OPTIMIZER ->
           Code.INVALID_ARGUMENT;
-      case INIT_CONFLICT -> Code.ALREADY_EXISTS;
+      case INIT_CONFLICT, TRAINER_ID_TAKEN -> Code.ALREADY_EXISTS;
       case SHUTTING_DOWN -> Code.UNAVAILABLE;
       case TOO_LARGE -> Code.RESOURCE_EXHAUSTED;
       case SYNC_ABORTED -> Code.ABORTED;
@@ -46,39 +55,81 @@ public final class RpcErrors {
 
   /** A status exception carrying the reason as an ErrorInfo detail. */
   public static StatusRuntimeException toStatus(ErrorReason reason, String message) {
+    return toStatus(reason, message, Map.of());
+  }
+
+  /**
+   * A status exception carrying the reason, and {@code metadata} (for example {@code leader} on
+   * NOT_LEADER), as an ErrorInfo detail.
+   */
+  public static StatusRuntimeException toStatus(
+      ErrorReason reason, String message, Map<String, String> metadata) {
+    return toStatus(codeFor(reason), reason, message, metadata);
+  }
+
+  /**
+   * Like {@link #toStatus(ErrorReason, String, Map)} with another code than the reason's own: for
+   * example UNAVAILABLE with NOT_LEADER when a stream ends because the master stepped down (the
+   * client reconnects to the leader).
+   */
+  public static StatusRuntimeException toStatus(
+      Code code, ErrorReason reason, String message, Map<String, String> metadata) {
     Status status =
         Status.newBuilder()
-            .setCode(codeFor(reason).value())
+            .setCode(code.value())
             .setMessage(message == null ? reason.name() : message)
             .addDetails(
-                Any.pack(ErrorInfo.newBuilder().setReason(reason.name()).setDomain(DOMAIN).build()))
+                Any.pack(
+                    ErrorInfo.newBuilder()
+                        .setReason(reason.name())
+                        .setDomain(DOMAIN)
+                        .putAllMetadata(metadata)
+                        .build()))
             .build();
     return StatusProto.toStatusRuntimeException(status);
   }
 
   public static StatusRuntimeException toStatus(ServiceException e) {
-    return toStatus(e.reason(), e.getMessage());
+    return toStatus(e.reason(), e.getMessage(), e.metadata());
   }
 
   /** The reason a failed call carried, or ERROR_REASON_UNSPECIFIED when it carried none. */
   public static ErrorReason reasonOf(Throwable t) {
+    try {
+      return errorInfoOf(t)
+          .map(info -> ErrorReason.valueOf(info.getReason()))
+          .orElse(ErrorReason.ERROR_REASON_UNSPECIFIED);
+    } catch (IllegalArgumentException e) {
+      return ErrorReason.ERROR_REASON_UNSPECIFIED;
+    }
+  }
+
+  /**
+   * The ErrorInfo metadata a failed call carried (for example {@code leader}, the leader master's
+   * address, on NOT_LEADER); empty when it carried none.
+   */
+  public static Map<String, String> metadataOf(Throwable t) {
+    return errorInfoOf(t).map(ErrorInfo::getMetadataMap).orElse(Map.of());
+  }
+
+  private static Optional<ErrorInfo> errorInfoOf(Throwable t) {
     Status status = StatusProto.fromThrowable(t);
     if (status == null) {
-      return ErrorReason.ERROR_REASON_UNSPECIFIED;
+      return Optional.empty();
     }
     for (Any detail : status.getDetailsList()) {
       if (detail.is(ErrorInfo.class)) {
         try {
           ErrorInfo info = detail.unpack(ErrorInfo.class);
           if (DOMAIN.equals(info.getDomain())) {
-            return ErrorReason.valueOf(info.getReason());
+            return Optional.of(info);
           }
-        } catch (InvalidProtocolBufferException | IllegalArgumentException e) {
-          return ErrorReason.ERROR_REASON_UNSPECIFIED;
+        } catch (InvalidProtocolBufferException e) {
+          return Optional.empty();
         }
       }
     }
-    return ErrorReason.ERROR_REASON_UNSPECIFIED;
+    return Optional.empty();
   }
 
   /** The status code of a failed call (UNKNOWN for a non-gRPC exception). */

@@ -2,8 +2,11 @@ package dev.paramserver.rpc;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.paramserver.proto.v1.ErrorReason;
 import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
 import java.nio.channels.ClosedChannelException;
+import java.util.Map;
 import org.junit.jupiter.api.Test;
 
 /** Which failed calls are worth repeating. */
@@ -22,5 +25,28 @@ class RpcErrorsTest {
         .isFalse();
     assertThat(RpcErrors.isTransient(Status.UNAVAILABLE.asRuntimeException())).isTrue();
     assertThat(RpcErrors.isTransient(Status.INVALID_ARGUMENT.asRuntimeException())).isFalse();
+  }
+
+  @Test
+  void serviceExceptionMetadata_travelsInTheErrorInfo_withTheReasonsCode() {
+    StatusRuntimeException e =
+        RpcErrors.toStatus(
+            new ServiceException(
+                ErrorReason.NOT_LEADER, "not the leader", Map.of("leader", "10.0.0.1:50051")));
+    assertThat(e.getStatus().getCode()).isEqualTo(Status.Code.FAILED_PRECONDITION);
+    assertThat(RpcErrors.reasonOf(e)).isEqualTo(ErrorReason.NOT_LEADER);
+    assertThat(RpcErrors.metadataOf(e)).containsEntry("leader", "10.0.0.1:50051");
+    assertThat(RpcErrors.metadataOf(Status.INTERNAL.asRuntimeException())).isEmpty();
+  }
+
+  @Test
+  void coordinationReasons_haveTheirContractCodes() {
+    assertThat(RpcErrors.codeFor(ErrorReason.NOT_JOINED))
+        .isEqualTo(Status.Code.FAILED_PRECONDITION);
+    assertThat(RpcErrors.codeFor(ErrorReason.MODEL_MISMATCH))
+        .isEqualTo(Status.Code.FAILED_PRECONDITION);
+    assertThat(RpcErrors.codeFor(ErrorReason.NO_MODEL)).isEqualTo(Status.Code.FAILED_PRECONDITION);
+    assertThat(RpcErrors.codeFor(ErrorReason.TRAINER_ID_TAKEN))
+        .isEqualTo(Status.Code.ALREADY_EXISTS);
   }
 }

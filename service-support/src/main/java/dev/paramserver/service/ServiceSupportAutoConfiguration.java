@@ -30,10 +30,11 @@ import org.springframework.grpc.server.GlobalServerInterceptor;
 
 /**
  * The Spring plumbing every paramserver service shares: {@link CommonProperties}, the {@link
- * Coordinator} (etcd), the "etcd" health indicator, the token-protected admin endpoints, shared
- * metrics (common tags, etcd call latency, client-side gRPC call latency) and, when Spring Boot's
- * gRPC server is present, its global interceptors: server-side call latency ({@link
- * ServerCallMetrics}) and the {@link ErrorMappingInterceptor}.
+ * Coordinator} (etcd) and the "etcd" health indicator (unless the service declares an {@link
+ * EtcdOptOut}), the token-protected admin endpoints, shared metrics (common tags, etcd call
+ * latency, client-side gRPC call latency) and, when Spring Boot's gRPC server is present, its
+ * global interceptors: server-side call latency ({@link ServerCallMetrics}) and the {@link
+ * ErrorMappingInterceptor}.
  */
 @AutoConfiguration
 @EnableConfigurationProperties(CommonProperties.class)
@@ -58,7 +59,7 @@ public class ServiceSupportAutoConfiguration {
    * destroy method, after every SmartLifecycle bean has stopped (see {@link LifecyclePhases}).
    */
   @Bean(destroyMethod = "close")
-  @ConditionalOnMissingBean(Coordinator.class)
+  @ConditionalOnMissingBean({Coordinator.class, EtcdOptOut.class})
   public EtcdCoordinator coordinator(CommonProperties properties) throws InterruptedException {
     EtcdCoordinator coordinator = EtcdCoordinator.connect(properties.etcdSettings());
     Duration wait = properties.etcd().startupTimeout();
@@ -90,7 +91,7 @@ public class ServiceSupportAutoConfiguration {
   }
 
   @Bean
-  @ConditionalOnMissingBean(name = "etcdHealthIndicator")
+  @ConditionalOnMissingBean(name = "etcdHealthIndicator", value = EtcdOptOut.class)
   public EtcdHealthIndicator etcdHealthIndicator(
       Coordinator coordinator, CommonProperties properties) {
     return new EtcdHealthIndicator(coordinator, properties.etcd().endpoints());
@@ -99,6 +100,7 @@ public class ServiceSupportAutoConfiguration {
   /** Gauge {@code paramserver_etcd_connected}: 1 while etcd answers, else 0. */
   @Bean
   @ConditionalOnClass(MeterBinder.class)
+  @ConditionalOnMissingBean(EtcdOptOut.class)
   public MeterBinder etcdConnectedGauge(Coordinator coordinator) {
     return registry ->
         Gauge.builder("paramserver.etcd.connected", coordinator, c -> c.isConnected() ? 1.0 : 0.0)

@@ -1,5 +1,6 @@
 package dev.paramserver.tensor;
 
+import dev.paramserver.proto.v1.ParameterSpec;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -36,6 +37,26 @@ public final class BlockLayout {
       out.add(new BlockSpec(name, b, offset, (int) Math.min(blockSize, elements - offset)));
     }
     return out;
+  }
+
+  /**
+   * The blocks of a model's dense parameters, in spec order: each cut by its {@code block_size}
+   * ({@link #DEFAULT_BLOCK_SIZE} when 0, as the pservers read it). Sparse tables have no blocks.
+   * The trainers and the master place these same blocks with {@link ShardPlacement#place}.
+   */
+  public static List<BlockSpec> denseBlocks(List<ParameterSpec> specs) {
+    List<BlockSpec> out = new ArrayList<>();
+    for (ParameterSpec spec : specs) {
+      if (!spec.getSparse()) {
+        out.addAll(blocks(spec.getName(), elements(spec.getShapeList()), blockSize(spec)));
+      }
+    }
+    return out;
+  }
+
+  /** A dense spec's block size: its {@code block_size}, or {@link #DEFAULT_BLOCK_SIZE} when 0. */
+  public static int blockSize(ParameterSpec spec) {
+    return spec.getBlockSize() == 0 ? DEFAULT_BLOCK_SIZE : spec.getBlockSize();
   }
 
   private static void checkBlockSize(int blockSize) {

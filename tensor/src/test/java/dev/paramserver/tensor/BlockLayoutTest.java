@@ -3,6 +3,7 @@ package dev.paramserver.tensor;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.paramserver.proto.v1.ParameterSpec;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
@@ -34,5 +35,26 @@ class BlockLayoutTest {
     assertThatThrownBy(() -> BlockLayout.blockCount(10, 0))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("block size");
+  }
+
+  @Test
+  void denseBlocks_cutEachDenseSpecByItsBlockSize_skippingSparseTables() {
+    List<ParameterSpec> specs =
+        List.of(
+            ParameterSpec.newBuilder().setName("w").addShape(2).addShape(5).setBlockSize(4).build(),
+            ParameterSpec.newBuilder()
+                .setName("emb")
+                .addShape(0)
+                .addShape(8)
+                .setSparse(true)
+                .build(),
+            ParameterSpec.newBuilder().setName("b").addShape(3).build());
+    assertThat(BlockLayout.denseBlocks(specs))
+        .containsExactly(
+            new BlockSpec("w", 0, 0, 4),
+            new BlockSpec("w", 1, 4, 4),
+            new BlockSpec("w", 2, 8, 2),
+            new BlockSpec("b", 0, 0, 3));
+    assertThat(BlockLayout.blockSize(specs.get(2))).isEqualTo(BlockLayout.DEFAULT_BLOCK_SIZE);
   }
 }

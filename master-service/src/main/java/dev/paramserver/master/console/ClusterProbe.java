@@ -21,9 +21,11 @@ import java.util.concurrent.TimeoutException;
 
 /**
  * Looks at the job's pservers and trainers: their etcd registrations ({@code ps/<i>} holds a
- * pserver's gRPC address, {@code trainers/<id>} a trainer's HTTP address), a pserver's HTTP address
- * from its GetShardStatus (once per registration), then every {@code /admin/status} at once, each
- * bounded by the call timeout. Not thread-safe: one sampler calls it.
+ * pserver's gRPC address, {@code trainers/<id>} a trainer's HTTP address, or {@code host:0} for a
+ * trainer that joined through the master's Coordination service with no admin endpoint: it is shown
+ * as joined, not probed), a pserver's HTTP address from its GetShardStatus (once per registration),
+ * then every {@code /admin/status} at once, each bounded by the call timeout. Not thread-safe: one
+ * sampler calls it.
  */
 final class ClusterProbe implements AutoCloseable {
   private final Coordinator coordinator;
@@ -88,9 +90,18 @@ final class ClusterProbe implements AutoCloseable {
       regs.put(kv.key().substring(prefix.length()), kv.valueAsString());
     }
     Map<String, CompletableFuture<JsonNode>> calls = new LinkedHashMap<>();
-    regs.forEach((id, address) -> calls.put(id, admin(address).getAsync("/admin/status", timeout)));
+    regs.forEach(
+        (id, address) -> {
+          if (!TrainerSample.hasNoAdminEndpoint(address)) {
+            calls.put(id, admin(address).getAsync("/admin/status", timeout));
+          }
+        });
     List<TrainerSample> out = new ArrayList<>();
     for (Map.Entry<String, String> e : regs.entrySet()) {
+      if (TrainerSample.hasNoAdminEndpoint(e.getValue())) {
+        out.add(TrainerSample.coordinated(e.getKey(), e.getValue()));
+        continue;
+      }
       try {
         JsonNode s = await(calls.get(e.getKey()));
         JsonNode loss = s.path("loss");

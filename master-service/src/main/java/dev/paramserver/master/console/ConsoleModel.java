@@ -235,7 +235,7 @@ final class ConsoleModel {
     for (TrainerSample t : samples) {
       List<Double> others = new ArrayList<>();
       for (TrainerSample o : samples) {
-        if (o != t && o.reachable()) {
+        if (o != t && o.reportsStatus()) {
           others.add(trainerRates.getOrDefault(o.id(), 0.0));
         }
       }
@@ -255,7 +255,10 @@ final class ConsoleModel {
               last == 0 ? null : last,
               last == 0 ? null : round((now - last) / 1000.0),
               t.pass() < 0 ? null : Math.max(0, job.getPass() - t.pass()),
-              t.reachable() && !others.isEmpty() && median > 0 && rate < STRAGGLER_FACTOR * median,
+              t.reportsStatus()
+                  && !others.isEmpty()
+                  && median > 0
+                  && rate < STRAGGLER_FACTOR * median,
               t.error()));
     }
     return out;

@@ -8,6 +8,7 @@ import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.binder.MeterBinder;
+import java.util.function.IntSupplier;
 import java.util.function.ToDoubleFunction;
 
 /**
@@ -25,18 +26,29 @@ import java.util.function.ToDoubleFunction;
  *       queue's changes (grouped: several concurrent changes per transaction)
  *   <li>{@code paramserver_master_state_changes_total}: changes of the task queue those
  *       transactions saved
+ *   <li>{@code paramserver_master_coordinated_trainers}: trainers attending through this master
+ *       (the Coordination service holds their membership in etcd for them)
  * </ul>
  */
 public final class MasterMetrics implements MeterBinder {
   private static final long CACHE_NANOS = 500_000_000L;
   private final MasterElection election;
   private final MasterJob job;
+  private final IntSupplier coordinatedTrainers;
   private JobStatus cached;
   private long cachedAt;
 
   public MasterMetrics(MasterElection election, MasterJob job) {
+    this(election, job, () -> 0);
+  }
+
+  /**
+   * @param coordinatedTrainers the trainers attending through this master (Coordination service)
+   */
+  public MasterMetrics(MasterElection election, MasterJob job, IntSupplier coordinatedTrainers) {
     this.election = election;
     this.job = job;
+    this.coordinatedTrainers = coordinatedTrainers;
   }
 
   @Override
@@ -89,6 +101,10 @@ public final class MasterMetrics implements MeterBinder {
     FunctionCounter.builder(
             "paramserver.master.state.changes", job, MasterJob::queueChangesCommitted)
         .description("changes of the task queue saved by those transactions")
+        .register(registry);
+    Gauge.builder(
+            "paramserver.master.coordinated.trainers", coordinatedTrainers, IntSupplier::getAsInt)
+        .description("trainers whose membership this master holds (they attend through it)")
         .register(registry);
   }
 

@@ -696,14 +696,15 @@ public final class MasterJob {
       } catch (RuntimeException e) {
         log.debug("could not look up the leader's address", e);
       }
+      Optional<String> other = leader.filter(a -> !a.equals(identity) || identity.isEmpty());
       throw new ServiceException(
           ErrorReason.NOT_LEADER,
-          leader
-              .filter(a -> !a.equals(identity) || identity.isEmpty())
+          other
               .map(a -> "this master is not the leader; the leader is at " + a)
               .orElse(
                   "this master is not the leader and no leader is known yet; retry shortly or"
-                      + " find the leader through etcd (master/addr)"));
+                      + " find the leader through etcd (master/addr)"),
+          other.map(a -> Map.of("leader", a)).orElse(Map.of()));
     }
   }
 }

@@ -140,6 +140,27 @@ class ConsoleModelTest {
   }
 
   @Test
+  void aTrainerJoinedThroughTheMaster_isShownJoinedWithoutError_andIsNoStraggler() {
+    assertThat(TrainerSample.hasNoAdminEndpoint("10.0.0.7:0")).isTrue();
+    assertThat(TrainerSample.hasNoAdminEndpoint("10.0.0.7:8080")).isFalse();
+    model.update(
+        1_000,
+        running(0, 0, 0),
+        List.of(),
+        List.of(
+            trainer("a", 100, 1, 0),
+            trainer("b", 100, 1, 0),
+            TrainerSample.coordinated("py", "10.0.0.7:0")));
+    JobView.Trainer py = model.view().trainers().get(2);
+    assertThat(py.state()).isEqualTo(TrainerSample.COORDINATED);
+    assertThat(py.error()).isEmpty();
+    assertThat(py.straggler()).isFalse();
+    assertThat(model.view().trainers().get(0).straggler())
+        .as("the median is over the trainers that report their status")
+        .isFalse();
+  }
+
+  @Test
   void aTrainerWhoseCounterStopsShowsNoThroughputWhateverItReports_andBecomesAStraggler() {
     model.update(
         1_000,

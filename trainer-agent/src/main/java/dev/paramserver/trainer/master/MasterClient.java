@@ -1,7 +1,5 @@
 package dev.paramserver.trainer.master;
 
-import dev.paramserver.coordination.Coordinator;
-import dev.paramserver.coordination.KeyValueStore;
 import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.proto.v1.MasterGrpc;
 import dev.paramserver.rpc.ChannelFactory;
@@ -9,6 +7,8 @@ import dev.paramserver.rpc.Channels;
 import dev.paramserver.rpc.Retry;
 import dev.paramserver.rpc.RpcErrors;
 import dev.paramserver.rpc.StoppedException;
+import dev.paramserver.trainer.coordination.LeaderHint;
+import dev.paramserver.trainer.coordination.MasterLocator;
 import io.grpc.ManagedChannel;
 import io.grpc.StatusRuntimeException;
 import java.time.Duration;
@@ -19,52 +19,36 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Calls the leading master, found through etcd ({@code master/addr}). This is the one layer that
- * retries master calls: every master call is safe to repeat (GetTask re-dispatch is covered by task
- * timeouts; finish and fail reports carry the dispatch epoch; SetDataset and ReportEvaluation are
- * idempotent). A call retries, with bounded backoff and a log line per attempt, while the master is
- * unreachable or not the leader, and gives up only when the trainer stops.
+ * Calls the leading master, found by the trainer's {@link MasterLocator} (in etcd, {@code
+ * master/addr}; or among the configured masters). This is the one layer that retries master calls:
+ * every master call is safe to repeat (GetTask re-dispatch is covered by task timeouts; finish and
+ * fail reports carry the dispatch epoch; SetDataset and ReportEvaluation are idempotent). A call
+ * retries, with bounded backoff and a log line per attempt, while the master is unreachable or not
+ * the leader, and gives up only when the trainer stops.
  */
 public final class MasterClient implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(MasterClient.class);
 
-  private final Coordinator coordinator;
+  private final MasterLocator masters;
   private final Duration rpcTimeout;
   private final Retry retry;
   private final ChannelFactory channels;
   private final Object lock = new Object();
   private String address;
   private ManagedChannel channel;
-  private volatile String watchedAddress;
-  private final AutoCloseable watch;
 
   /**
+   * @param masters where the leading master is
    * @param rpcTimeout the deadline of each call
    * @param retry how calls are retried while the master is unavailable or not the leader
    * @param channels builds the channel to the master
    */
   public MasterClient(
-      Coordinator coordinator, Duration rpcTimeout, Retry retry, ChannelFactory channels) {
-    this.coordinator = coordinator;
+      MasterLocator masters, Duration rpcTimeout, Retry retry, ChannelFactory channels) {
+    this.masters = masters;
     this.rpcTimeout = rpcTimeout;
     this.retry = retry;
     this.channels = channels;
-    String key = coordinator.keys().masterAddr();
-    this.watch =
-        coordinator
-            .kv()
-            .watchPrefix(
-                key,
-                ev -> {
-                  if (!ev.keyValue().key().equals(key)) {
-                    return;
-                  }
-                  watchedAddress =
-                      ev.type() == KeyValueStore.WatchEvent.Type.PUT
-                          ? ev.keyValue().valueAsString()
-                          : null;
-                  log.info("master address changed to {}", watchedAddress);
-                });
   }
 
   /** The address of the master in use, if connected. */
@@ -99,7 +83,7 @@ public final class MasterClient implements AutoCloseable {
     MasterGrpc.MasterBlockingStub stub = stub();
     if (stub == null) {
       if (attempt % 10 == 1) {
-        log.info("waiting for a master to register under {}", coordinator.keys().masterAddr());
+        log.info("waiting for a master {}", masters.describe());
       }
       return Optional.empty();
     }
@@ -117,7 +101,7 @@ public final class MasterClient implements AutoCloseable {
           address().orElse("?"),
           e.getStatus().getCode() + (notLeader ? " not the leader" : ""),
           attempt);
-      invalidate();
+      invalidate(notLeader ? LeaderHint.of(e) : null);
       return Optional.empty();
     }
   }
@@ -125,20 +109,7 @@ public final class MasterClient implements AutoCloseable {
   private MasterGrpc.MasterBlockingStub stub() {
     synchronized (lock) {
       if (channel == null) {
-        String addr = watchedAddress;
-        if (addr == null) {
-          try {
-            addr =
-                coordinator
-                    .kv()
-                    .get(coordinator.keys().masterAddr())
-                    .map(KeyValueStore.KeyValue::valueAsString)
-                    .orElse(null);
-          } catch (RuntimeException e) {
-            log.warn("cannot read the master address from etcd: {}", e.getMessage());
-            return null;
-          }
-        }
+        String addr = masters.current().orElse(null);
         if (addr == null) {
           return null;
         }
@@ -150,13 +121,17 @@ public final class MasterClient implements AutoCloseable {
     }
   }
 
-  private void invalidate() {
+  private void invalidate(String leaderHint) {
     ManagedChannel old;
+    String failed;
     synchronized (lock) {
       old = channel;
+      failed = address;
       channel = null;
       address = null;
-      watchedAddress = null;
+    }
+    if (failed != null) {
+      masters.failed(failed, leaderHint);
     }
     if (old != null) {
       old.shutdownNow();
@@ -165,11 +140,6 @@ public final class MasterClient implements AutoCloseable {
 
   @Override
   public void close() {
-    try {
-      watch.close();
-    } catch (Exception e) {
-      log.debug("closing the master address watch failed", e);
-    }
     synchronized (lock) {
       Channels.close(channel);
       channel = null;

@@ -59,8 +59,9 @@ public final class ModelLayout {
               .setBlockSize(blockSize)
               .setOptimizer(optimizer)
               .build());
-      blocks.addAll(BlockLayout.blocks(def.name(), def.elements(), blockSize));
     }
+    // the master's Coordination service places the same blocks from the same specs
+    blocks.addAll(BlockLayout.denseBlocks(specs));
     placement = ShardPlacement.place(blocks, pservers);
   }
 

@@ -1,13 +1,11 @@
 package dev.paramserver.trainer.pserver;
 
-import dev.paramserver.coordination.Coordinator;
-import dev.paramserver.coordination.KeyValueStore;
 import dev.paramserver.proto.v1.ParameterServerGrpc;
 import dev.paramserver.rpc.ChannelFactory;
 import dev.paramserver.rpc.Channels;
 import dev.paramserver.rpc.Retry;
+import dev.paramserver.trainer.coordination.PserverRegistry;
 import io.grpc.ManagedChannel;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
@@ -18,13 +16,14 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The pservers of the job as registered in etcd ({@code ps_desired} and {@code ps/<idx>}), with one
- * channel each. Watches the registrations so a restarted pserver's new address is used.
+ * The pservers of the job as registered ({@code ps_desired} and {@code ps/<idx>}, read through the
+ * trainer's {@link PserverRegistry}), with one channel each. Watches the registrations so a
+ * restarted pserver's new address is used.
  */
 public final class PserverDirectory implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(PserverDirectory.class);
 
-  private final Coordinator coordinator;
+  private final PserverRegistry registry;
   private final Map<Integer, String> addresses = new ConcurrentHashMap<>();
   private final Map<Integer, ManagedChannel> channels = new HashMap<>();
   private final AutoCloseable watch;
@@ -34,46 +33,29 @@ public final class PserverDirectory implements AutoCloseable {
   private long changeCount;
   private volatile int count;
 
-  /** A directory whose channels come from {@code channelFactory}. */
-  public PserverDirectory(Coordinator coordinator, ChannelFactory channelFactory) {
-    this.coordinator = coordinator;
+  /**
+   * A directory of the pservers in {@code registry}, whose channels come from {@code
+   * channelFactory}.
+   */
+  public PserverDirectory(PserverRegistry registry, ChannelFactory channelFactory) {
+    this.registry = registry;
     this.channelFactory = channelFactory;
-    String prefix = coordinator.keys().psPrefix();
     this.watch =
-        coordinator
-            .kv()
-            .watchPrefix(
-                prefix,
-                ev -> {
-                  Integer idx = parseIndex(prefix, ev.keyValue().key());
-                  if (idx == null) {
-                    return;
-                  }
-                  if (ev.type() == KeyValueStore.WatchEvent.Type.PUT) {
-                    String addr = ev.keyValue().valueAsString();
-                    String old = addresses.put(idx, addr);
-                    if (!addr.equals(old)) {
-                      log.info("pserver {} is at {}", idx, addr);
-                      dropChannel(idx);
-                    }
-                  } else {
-                    log.warn("pserver {} deregistered (its lease ended)", idx);
-                    addresses.remove(idx);
-                    dropChannel(idx);
-                  }
-                  signalChange();
-                });
-  }
-
-  private static Integer parseIndex(String prefix, String key) {
-    if (!key.startsWith(prefix)) {
-      return null;
-    }
-    try {
-      return Integer.parseInt(key.substring(prefix.length()));
-    } catch (NumberFormatException e) {
-      return null;
-    }
+        registry.watch(
+            (idx, addr) -> {
+              if (addr != null) {
+                String old = addresses.put(idx, addr);
+                if (!addr.equals(old)) {
+                  log.info("pserver {} is at {}", idx, addr);
+                  dropChannel(idx);
+                }
+              } else {
+                log.warn("pserver {} deregistered (its lease ended)", idx);
+                addresses.remove(idx);
+                dropChannel(idx);
+              }
+              signalChange();
+            });
   }
 
   /**
@@ -160,17 +142,13 @@ public final class PserverDirectory implements AutoCloseable {
         lastLog[0] = System.currentTimeMillis();
       }
     } catch (RuntimeException e) {
-      log.warn("cannot read pserver registrations from etcd: {}", e.getMessage());
+      log.warn("cannot read pserver registrations: {}", e.getMessage());
     }
     return Optional.empty();
   }
 
   private int desired() {
-    return coordinator
-        .kv()
-        .get(coordinator.keys().psDesired())
-        .map(kv -> Integer.parseInt(new String(kv.value(), StandardCharsets.UTF_8).trim()))
-        .orElse(0);
+    return registry.desired();
   }
 
   /** Number of pservers (after {@link #awaitAll}). */
@@ -178,16 +156,9 @@ public final class PserverDirectory implements AutoCloseable {
     return count;
   }
 
-  /** Re-reads every registration from etcd. */
+  /** Re-reads every registration. */
   public void refresh() {
-    String prefix = coordinator.keys().psPrefix();
-    Map<Integer, String> fresh = new HashMap<>();
-    for (KeyValueStore.KeyValue kv : coordinator.kv().getPrefix(prefix)) {
-      Integer idx = parseIndex(prefix, kv.key());
-      if (idx != null) {
-        fresh.put(idx, kv.valueAsString());
-      }
-    }
+    Map<Integer, String> fresh = registry.addresses();
     for (Map.Entry<Integer, String> e : fresh.entrySet()) {
       if (!e.getValue().equals(addresses.put(e.getKey(), e.getValue()))) {
         dropChannel(e.getKey());
@@ -220,13 +191,11 @@ public final class PserverDirectory implements AutoCloseable {
   public void invalidate(int index) {
     dropChannel(index);
     try {
-      coordinator
-          .kv()
-          .get(coordinator.keys().ps(index))
-          .ifPresentOrElse(
-              kv -> addresses.put(index, kv.valueAsString()), () -> addresses.remove(index));
+      registry
+          .address(index)
+          .ifPresentOrElse(addr -> addresses.put(index, addr), () -> addresses.remove(index));
     } catch (RuntimeException e) {
-      log.warn("cannot re-read pserver {}'s address from etcd: {}", index, e.getMessage());
+      log.warn("cannot re-read pserver {}'s address: {}", index, e.getMessage());
     }
   }
 

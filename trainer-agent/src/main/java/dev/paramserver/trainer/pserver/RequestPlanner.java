@@ -41,7 +41,7 @@ public final class RequestPlanner {
   private final TrainingMode mode;
   private final int staleness;
   // Identifies this run of the trainer in its pushes (see ParameterServer.PushGradients).
-  private final String session = UUID.randomUUID().toString();
+  private final String session;
 
   public RequestPlanner(ModelLayout layout, String trainerId, DataType gradientType, boolean sync) {
     this(layout, trainerId, gradientType, sync ? TrainingMode.SYNC : TrainingMode.ASYNC, 0);
@@ -57,6 +57,20 @@ public final class RequestPlanner {
       DataType gradientType,
       TrainingMode mode,
       int staleness) {
+    this(layout, trainerId, UUID.randomUUID().toString(), gradientType, mode, staleness);
+  }
+
+  /**
+   * @param session identifies this run of the trainer in its pushes (the session it joined with)
+   */
+  public RequestPlanner(
+      ModelLayout layout,
+      String trainerId,
+      String session,
+      DataType gradientType,
+      TrainingMode mode,
+      int staleness) {
+    this.session = session;
     this.layout = layout;
     this.trainerId = trainerId;
     this.gradientType = gradientType;

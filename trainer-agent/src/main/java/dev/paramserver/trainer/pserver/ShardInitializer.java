@@ -1,8 +1,5 @@
 package dev.paramserver.trainer.pserver;
 
-import dev.paramserver.coordination.Coordinator;
-import dev.paramserver.coordination.KeyValueStore;
-import dev.paramserver.coordination.Lease;
 import dev.paramserver.models.Parameters;
 import dev.paramserver.proto.v1.FinishInitRequest;
 import dev.paramserver.proto.v1.GetShardStatusRequest;
@@ -11,8 +8,8 @@ import dev.paramserver.proto.v1.ParameterServerGrpc;
 import dev.paramserver.proto.v1.ShardStatus;
 import dev.paramserver.rpc.RpcErrors;
 import dev.paramserver.rpc.StoppedException;
+import dev.paramserver.trainer.coordination.JobLocks;
 import io.grpc.StatusRuntimeException;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -24,31 +21,28 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Makes sure every pserver holds its blocks. One trainer at a time initialises: the one that
- * creates {@code init_ps/lock} under its lease; if it dies midway the lock vanishes with its lease
- * and another trainer takes over. Uninitialised pservers (a fresh job, or a pserver restarted
- * without a checkpoint) get the values the initialising trainer has: the deterministic initial
- * values at the start, its latest pulled values later.
+ * Makes sure every pserver holds its blocks. One trainer at a time initialises: the one that takes
+ * the job's initialisation lock ({@code init_ps/lock}, under its membership); if it dies midway the
+ * lock ends with its membership and another trainer takes over. Uninitialised pservers (a fresh
+ * job, or a pserver restarted without a checkpoint) get the values the initialising trainer has:
+ * the deterministic initial values at the start, its latest pulled values later.
  */
 public final class ShardInitializer {
   private static final Logger log = LoggerFactory.getLogger(ShardInitializer.class);
 
-  private final Coordinator coordinator;
+  private final JobLocks locks;
   private final PserverDirectory directory;
   private final RequestPlanner planner;
-  private final Lease lease;
   private final CallPolicy calls;
 
+  /**
+   * @param locks the job's locks, taken under this trainer's membership
+   */
   public ShardInitializer(
-      Coordinator coordinator,
-      PserverDirectory directory,
-      RequestPlanner planner,
-      Lease lease,
-      CallPolicy calls) {
-    this.coordinator = coordinator;
+      JobLocks locks, PserverDirectory directory, RequestPlanner planner, CallPolicy calls) {
+    this.locks = locks;
     this.directory = directory;
     this.planner = planner;
-    this.lease = lease;
     this.calls = calls;
   }
 
@@ -90,25 +84,12 @@ public final class ShardInitializer {
 
   /** Initialises {@code missing} if this trainer takes the lock; returns whether it did. */
   private boolean initialiseUnderLock(List<Integer> missing, Parameters values) {
-    String lockKey = coordinator.keys().initLock();
-    try {
-      byte[] me = planner.trainerId().getBytes(StandardCharsets.UTF_8);
-      if (!coordinator.kv().putIfAbsent(lockKey, me, lease)) {
-        return false;
-      }
-    } catch (RuntimeException e) {
-      log.warn("cannot take the initialisation lock: {}", e.getMessage());
+    Optional<JobLocks.InitLock> held = locks.tryInitialisation();
+    if (held.isEmpty()) {
       return false;
     }
-    try {
-      initialise(missing, values);
-    } finally {
-      try {
-        coordinator.kv().delete(lockKey);
-      } catch (RuntimeException e) {
-        log.warn(
-            "cannot release the initialisation lock (it ends with our lease): {}", e.getMessage());
-      }
+    try (JobLocks.InitLock lock = held.get()) {
+      initialise(missing, values, lock);
     }
     return true;
   }
@@ -159,17 +140,11 @@ public final class ShardInitializer {
         : s.withDeadlineAfter(calls.timeout().toMillis(), TimeUnit.MILLISECONDS);
   }
 
-  private void initialise(List<Integer> pservers, Parameters values) {
+  private void initialise(List<Integer> pservers, Parameters values, JobLocks.InitLock lock) {
     if (pservers.isEmpty()) {
       return;
     }
-    String doneKey = coordinator.keys().initDone();
-    String initId =
-        coordinator
-            .kv()
-            .get(doneKey)
-            .map(KeyValueStore.KeyValue::valueAsString)
-            .orElse(UUID.randomUUID().toString());
+    String initId = lock.previousInitId().orElse(UUID.randomUUID().toString());
     for (int ps : pservers) {
       List<InitParametersRequest> requests = planner.inits(ps, values, initId);
       log.info(
@@ -183,7 +158,7 @@ public final class ShardInitializer {
         return;
       }
     }
-    coordinator.kv().put(doneKey, initId.getBytes(StandardCharsets.UTF_8));
+    lock.done(initId);
   }
 
   /** Sends one pserver its blocks; false if it is unreachable (the caller tries again later). */

@@ -1,6 +1,5 @@
 package dev.paramserver.trainer.training;
 
-import dev.paramserver.coordination.Coordinator;
 import dev.paramserver.models.Dataset;
 import dev.paramserver.models.ModelFiles;
 import dev.paramserver.models.Parameters;
@@ -10,7 +9,6 @@ import dev.paramserver.storage.Location;
 import dev.paramserver.storage.Storage;
 import dev.paramserver.trainer.config.TrainerProperties;
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -24,8 +22,8 @@ import org.springframework.stereotype.Component;
 
 /**
  * Writes the final model to {@code paramserver.trainer.model-output} and, as ONNX, to {@code
- * paramserver.trainer.onnx-output}: one trainer does, the one that creates the job's export lock
- * under its lease.
+ * paramserver.trainer.onnx-output}: one trainer does, the one that takes the job's export lock
+ * under its membership.
  */
 @Component
 public class ModelExporter {
@@ -34,11 +32,9 @@ public class ModelExporter {
   /** Sparse rows pulled per request while exporting. */
   private static final int ROWS_PER_PULL = 50_000;
 
-  private final Coordinator coordinator;
   private final TrainerProperties props;
 
-  public ModelExporter(Coordinator coordinator, TrainerProperties props) {
-    this.coordinator = coordinator;
+  public ModelExporter(TrainerProperties props) {
     this.props = props;
   }
 
@@ -53,13 +49,7 @@ public class ModelExporter {
     if (out == null && onnx == null) {
       return false;
     }
-    boolean elected =
-        coordinator
-            .kv()
-            .putIfAbsent(
-                coordinator.keys().exportLock(),
-                props.id().getBytes(StandardCharsets.UTF_8),
-                ctx.lease());
+    boolean elected = ctx.membership().locks().claimExport();
     if (!elected) {
       log.info("another trainer writes the final model");
       return false;
@@ -80,7 +70,7 @@ public class ModelExporter {
           out,
           file ->
               ModelFiles.write(
-                  file, ctx.spec(), ctx.model(), values, coordinator.keys().job(), ctx.data()));
+                  file, ctx.spec(), ctx.model(), values, ctx.membership().job(), ctx.data()));
       log.info("wrote the final model to {}", out);
     }
     if (onnx != null) {

@@ -1,37 +1,38 @@
 package dev.paramserver.trainer.training;
 
-import dev.paramserver.coordination.Coordinator;
-import dev.paramserver.coordination.Lease;
-import java.nio.charset.StandardCharsets;
-import java.time.Duration;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
+import dev.paramserver.proto.v1.ParameterSpec;
+import dev.paramserver.trainer.config.CommunicationProperties;
+import dev.paramserver.trainer.config.TrainerProperties;
+import dev.paramserver.trainer.coordination.JoinDetails;
+import dev.paramserver.trainer.coordination.Membership;
+import dev.paramserver.trainer.coordination.TrainerCoordination;
+import java.util.List;
+import java.util.UUID;
 import org.springframework.beans.factory.annotation.Value;
 import org.springframework.boot.web.server.context.WebServerApplicationContext;
 import org.springframework.context.ApplicationContext;
 import org.springframework.stereotype.Component;
 
 /**
- * Registers this trainer under {@code trainers/<id>} with its admin address ({@code
- * host:httpPort}), under a lease of its own that ends with the process.
+ * Makes this trainer a member of its job ({@code trainers/<id>}, with its admin address {@code
+ * host:httpPort}), through the trainer's {@link TrainerCoordination}: a membership that ends with
+ * the session or the process.
  */
 @Component
 public class TrainerRegistration {
-  private static final Logger log = LoggerFactory.getLogger(TrainerRegistration.class);
-
-  private final Coordinator coordinator;
+  private final TrainerCoordination coordination;
   private final ApplicationContext context;
-  private final Duration leaseTtl;
+  private final TrainerProperties props;
   private final String advertiseHost;
 
   public TrainerRegistration(
-      Coordinator coordinator,
+      TrainerCoordination coordination,
       ApplicationContext context,
-      @Value("${paramserver.etcd.lease-ttl:10s}") Duration leaseTtl,
+      TrainerProperties props,
       @Value("${paramserver.advertise-host:127.0.0.1}") String advertiseHost) {
-    this.coordinator = coordinator;
+    this.coordination = coordination;
     this.context = context;
-    this.leaseTtl = leaseTtl;
+    this.props = props;
     this.advertiseHost = advertiseHost;
   }
 
@@ -44,22 +45,20 @@ public class TrainerRegistration {
     return advertiseHost + ":" + port;
   }
 
-  /** Grants a lease and registers {@code trainerId} under it; the caller closes the lease. */
-  Lease register(String trainerId) {
-    Lease lease = coordinator.grantLease(leaseTtl);
-    try {
-      coordinator
-          .kv()
-          .put(
-              coordinator.keys().trainer(trainerId),
-              endpoint().getBytes(StandardCharsets.UTF_8),
-              lease);
-    } catch (RuntimeException e) {
-      lease.close();
-      throw e;
-    }
-    lease.onLost(
-        () -> log.error("trainer lease lost: etcd unreachable for longer than {}", leaseTtl));
-    return lease;
+  /**
+   * Joins the job with the model's {@code parameters}; the caller closes the membership.
+   *
+   * @param session identifies this run of the trainer (its pushes carry it too)
+   */
+  Membership join(String session, List<ParameterSpec> parameters) {
+    CommunicationProperties comm = props.communication();
+    return coordination.join(
+        new JoinDetails(
+            props.id(), session, endpoint(), parameters, comm.mode().wire(), comm.staleness()));
+  }
+
+  /** A new session id. */
+  static String newSession() {
+    return UUID.randomUUID().toString();
   }
 }

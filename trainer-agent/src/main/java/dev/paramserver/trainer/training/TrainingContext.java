@@ -1,6 +1,5 @@
 package dev.paramserver.trainer.training;
 
-import dev.paramserver.coordination.Lease;
 import dev.paramserver.models.Batch;
 import dev.paramserver.models.Dataset;
 import dev.paramserver.models.Model;
@@ -10,6 +9,7 @@ import dev.paramserver.models.Standardization;
 import dev.paramserver.proto.v1.DatasetInfo;
 import dev.paramserver.storage.S3Settings;
 import dev.paramserver.storage.Storage;
+import dev.paramserver.trainer.coordination.Membership;
 import dev.paramserver.trainer.pserver.ParameterClient;
 
 /**
@@ -20,7 +20,7 @@ import dev.paramserver.trainer.pserver.ParameterClient;
  * @param values this trainer's copy of the parameters (pulled from the pservers)
  * @param client the pservers' client
  * @param testSet the test examples (empty: no evaluation)
- * @param lease this trainer's etcd lease
+ * @param membership this trainer's membership of the job, under which it takes the job's locks
  * @param data the training dataset's info (label names, feature scaling), default when it has none
  * @param scaling the standardization of the dense features read from the data, or null for none
  * @param storage reads data files and objects, writes the model (local or {@code s3://})
@@ -31,7 +31,7 @@ record TrainingContext(
     Parameters values,
     ParameterClient client,
     Dataset testSet,
-    Lease lease,
+    Membership membership,
     DatasetInfo data,
     Standardization scaling,
     Storage storage) {
@@ -43,14 +43,14 @@ record TrainingContext(
       Parameters values,
       ParameterClient client,
       Dataset testSet,
-      Lease lease) {
+      Membership membership) {
     this(
         spec,
         model,
         values,
         client,
         testSet,
-        lease,
+        membership,
         DatasetInfo.getDefaultInstance(),
         null,
         Storage.create(S3Settings.defaults(), "paramserver.trainer.s3"));

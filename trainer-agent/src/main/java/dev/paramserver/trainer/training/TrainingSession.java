@@ -1,6 +1,5 @@
 package dev.paramserver.trainer.training;
 
-import dev.paramserver.coordination.Lease;
 import dev.paramserver.rpc.StoppedException;
 import dev.paramserver.trainer.StopSignal;
 import java.io.IOException;
@@ -11,17 +10,17 @@ import org.springframework.context.SmartLifecycle;
 import org.springframework.stereotype.Component;
 
 /**
- * The trainer's session, on a thread of its own: register, set up (wait for and initialise the
- * pservers), run the passes, exit. Starts once the web server listens and stops first on shutdown
- * (highest phase), so the current batch finishes and the task goes back to the master before the
- * HTTP server and the etcd connection close. Its state lives in {@link TrainingProgress}.
+ * The trainer's session, on a thread of its own: set up (build the model, join the job, wait for
+ * and initialise the pservers), run the passes, leave the job, exit. Starts once the web server
+ * listens and stops first on shutdown (highest phase), so the current batch finishes and the task
+ * goes back to the master before the HTTP server and the coordination (etcd or the master) closes.
+ * Its state lives in {@link TrainingProgress}.
  */
 @Component
 public class TrainingSession implements SmartLifecycle {
   private static final Logger log = LoggerFactory.getLogger(TrainingSession.class);
   private static final Duration STOP_TIMEOUT = Duration.ofSeconds(30);
 
-  private final TrainerRegistration registration;
   private final TrainingSetup setup;
   private final PassRunner passes;
   private final TrainingProgress progress;
@@ -30,13 +29,11 @@ public class TrainingSession implements SmartLifecycle {
   private volatile Thread thread;
 
   public TrainingSession(
-      TrainerRegistration registration,
       TrainingSetup setup,
       PassRunner passes,
       TrainingProgress progress,
       StopSignal stop,
       TrainerExit exit) {
-    this.registration = registration;
     this.setup = setup;
     this.passes = passes;
     this.progress = progress;
@@ -88,8 +85,8 @@ public class TrainingSession implements SmartLifecycle {
 
   private void runAndExit() {
     int code;
-    try (Lease lease = registration.register(setup.trainerId())) {
-      code = passes.run(setup.prepare(lease));
+    try (Session session = new Session(setup.prepare())) {
+      code = passes.run(session.context);
     } catch (StoppedException e) {
       log.info("training session stopped: {}", e.getMessage());
       progress.moveTo(TrainerState.STOPPING);
@@ -104,6 +101,14 @@ public class TrainingSession implements SmartLifecycle {
     }
     if (!stop.isRequested()) {
       exit.exit(code);
+    }
+  }
+
+  /** Closes the membership of a prepared context (leaving the job) when the session ends. */
+  private record Session(TrainingContext context) implements AutoCloseable {
+    @Override
+    public void close() {
+      context.membership().close();
     }
   }
 

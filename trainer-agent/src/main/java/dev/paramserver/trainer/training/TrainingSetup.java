@@ -1,7 +1,5 @@
 package dev.paramserver.trainer.training;
 
-import dev.paramserver.coordination.Coordinator;
-import dev.paramserver.coordination.Lease;
 import dev.paramserver.models.Dataset;
 import dev.paramserver.models.Initializers;
 import dev.paramserver.models.Model;
@@ -11,10 +9,12 @@ import dev.paramserver.models.Parameters;
 import dev.paramserver.models.Standardization;
 import dev.paramserver.proto.v1.DatasetInfo;
 import dev.paramserver.proto.v1.Example;
+import dev.paramserver.proto.v1.ParameterSpec;
 import dev.paramserver.storage.Storage;
 import dev.paramserver.trainer.StopSignal;
 import dev.paramserver.trainer.config.CommunicationProperties;
 import dev.paramserver.trainer.config.TrainerProperties;
+import dev.paramserver.trainer.coordination.Membership;
 import dev.paramserver.trainer.pserver.CallPolicy;
 import dev.paramserver.trainer.pserver.ModelLayout;
 import dev.paramserver.trainer.pserver.ParameterClient;
@@ -32,16 +32,17 @@ import org.slf4j.LoggerFactory;
 import org.springframework.stereotype.Component;
 
 /**
- * Prepares a training session: builds the model (sizes read from the data when unset), waits for
- * the pservers, wires the pserver client over the model's layout, makes sure every pserver is
- * initialised (one trainer does it) and pulls the current values.
+ * Prepares a training session: builds the model (sizes read from the data when unset), joins the
+ * job with it (the master checks it against the job's in master mode), waits for the pservers,
+ * wires the pserver client over the model's layout, makes sure every pserver is initialised (one
+ * trainer does it) and pulls the current values.
  */
 @Component
 public class TrainingSetup {
   private static final Logger log = LoggerFactory.getLogger(TrainingSetup.class);
 
   private final TrainerProperties props;
-  private final Coordinator coordinator;
+  private final TrainerRegistration registration;
   private final PserverDirectory directory;
   private final PserverTraffic traffic;
   private final TrainingProgress progress;
@@ -50,7 +51,7 @@ public class TrainingSetup {
 
   public TrainingSetup(
       TrainerProperties props,
-      Coordinator coordinator,
+      TrainerRegistration registration,
       PserverDirectory directory,
       PserverTraffic traffic,
       TrainingProgress progress,
@@ -58,18 +59,18 @@ public class TrainingSetup {
       Storage storage) {
     this.storage = storage;
     this.props = props;
-    this.coordinator = coordinator;
+    this.registration = registration;
     this.directory = directory;
     this.traffic = traffic;
     this.progress = progress;
     this.stop = stop;
   }
 
-  String trainerId() {
-    return props.id();
-  }
-
-  TrainingContext prepare(Lease lease) throws IOException {
+  /**
+   * Builds the model, joins the job with it and readies the pservers. The context holds the
+   * membership, which the caller closes; on failure it is closed here.
+   */
+  TrainingContext prepare() throws IOException {
     List<String> testGlobs = props.data().testData();
     List<Example> test =
         testGlobs.isEmpty()
@@ -108,6 +109,35 @@ public class TrainingSetup {
       log.info("warm start: initial values from {}", props.model().initFrom());
     }
 
+    CommunicationProperties comm = props.communication();
+    String session = TrainerRegistration.newSession();
+    // the pserver count does not change the specs, only the placement: one is as good as any
+    List<ParameterSpec> specs =
+        new ModelLayout(
+                model,
+                comm.blockSize(),
+                OptimizerConfigs.dense(props.optimizer()),
+                OptimizerConfigs.sparse(props.optimizer()),
+                1)
+            .specs();
+    Membership membership = registration.join(session, specs);
+    try {
+      return prepare(spec, model, values, test, data, scaling, session, membership);
+    } catch (RuntimeException | Error e) {
+      membership.close();
+      throw e;
+    }
+  }
+
+  private TrainingContext prepare(
+      ModelSpec spec,
+      Model model,
+      Parameters values,
+      List<Example> test,
+      DatasetInfo data,
+      Standardization scaling,
+      String session,
+      Membership membership) {
     progress.moveTo(TrainerState.WAITING_FOR_PSERVERS);
     CommunicationProperties comm = props.communication();
     // a registration wakes the wait at once (the directory watches them); the reads every 500 ms
@@ -125,10 +155,15 @@ public class TrainingSetup {
             pservers);
     RequestPlanner planner =
         new RequestPlanner(
-            layout, props.id(), comm.gradientWireType(), comm.mode().wire(), comm.staleness());
+            layout,
+            props.id(),
+            session,
+            comm.gradientWireType(),
+            comm.mode().wire(),
+            comm.staleness());
     CallPolicy calls = new CallPolicy(comm.rpcTimeout(), comm.maxBackoff(), stop);
     ShardInitializer initializer =
-        new ShardInitializer(coordinator, directory, planner, lease, calls);
+        new ShardInitializer(membership.locks(), directory, planner, calls);
     ParameterClient client =
         new ParameterClient(
             directory, planner, new PserverFailures(directory, initializer), calls, traffic);
@@ -137,6 +172,7 @@ public class TrainingSetup {
     initializer.ensureAll(values);
     client.pull(values);
     Dataset testSet = new Dataset(new ArrayList<>(test), spec.features());
-    return new TrainingContext(spec, model, values, client, testSet, lease, data, scaling, storage);
+    return new TrainingContext(
+        spec, model, values, client, testSet, membership, data, scaling, storage);
   }
 }

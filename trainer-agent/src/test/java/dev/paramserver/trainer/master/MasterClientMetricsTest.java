@@ -12,6 +12,7 @@ import dev.paramserver.rpc.ChannelFactory;
 import dev.paramserver.rpc.Retry;
 import dev.paramserver.service.ClientCallMetrics;
 import dev.paramserver.testsupport.EtcdExtension;
+import dev.paramserver.trainer.coordination.EtcdMasterLocator;
 import io.grpc.Server;
 import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
 import io.grpc.stub.StreamObserver;
@@ -83,7 +84,7 @@ class MasterClientMetricsTest {
   void givenInterceptors_measureEveryCall() {
     getStatus(
         new MasterClient(
-            coordinator,
+            new EtcdMasterLocator(coordinator),
             Duration.ofSeconds(5),
             Retry.upTo(Duration.ofMillis(200), () -> false),
             ChannelFactory.plaintext().withInterceptors(List.of(new ClientCallMetrics(registry)))));
@@ -94,7 +95,7 @@ class MasterClientMetricsTest {
   void aFactoryWithoutInterceptors_measuresNothing() {
     getStatus(
         new MasterClient(
-            coordinator,
+            new EtcdMasterLocator(coordinator),
             Duration.ofSeconds(5),
             Retry.upTo(Duration.ofMillis(200), () -> false),
             ChannelFactory.plaintext()));

@@ -11,6 +11,7 @@ import dev.paramserver.proto.v1.Task;
 import dev.paramserver.rpc.Retry;
 import dev.paramserver.rpc.StoppedException;
 import dev.paramserver.testsupport.EtcdExtension;
+import dev.paramserver.trainer.coordination.EtcdMasterLocator;
 import dev.paramserver.trainer.testing.FakeMaster;
 import dev.paramserver.trainer.testing.InProcessChannels;
 import java.time.Duration;
@@ -46,7 +47,7 @@ class MasterFailoverTest {
     point(first);
     client =
         new MasterClient(
-            coordinator,
+            new EtcdMasterLocator(coordinator),
             Duration.ofSeconds(5),
             new Retry(Duration.ofMillis(20), Duration.ofMillis(50), stop::get),
             new InProcessChannels());

@@ -7,6 +7,7 @@ import dev.paramserver.coordination.EtcdCoordinator;
 import dev.paramserver.coordination.EtcdSettings;
 import dev.paramserver.testsupport.EtcdExtension;
 import dev.paramserver.trainer.StopSignal;
+import dev.paramserver.trainer.coordination.EtcdPserverRegistry;
 import dev.paramserver.trainer.testing.InProcessChannels;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
@@ -29,7 +30,7 @@ class PserverDirectoryWaitTest {
   @BeforeEach
   void start() {
     coordinator = EtcdCoordinator.connect(EtcdSettings.of(etcd.endpoint(), etcd.uniqueJob()));
-    directory = new PserverDirectory(coordinator, new InProcessChannels());
+    directory = new PserverDirectory(new EtcdPserverRegistry(coordinator), new InProcessChannels());
   }
 
   @AfterEach

@@ -10,6 +10,8 @@ import dev.paramserver.models.ModelSpec;
 import dev.paramserver.proto.v1.DataType;
 import dev.paramserver.proto.v1.OptimizerConfig;
 import dev.paramserver.trainer.StopSignal;
+import dev.paramserver.trainer.coordination.EtcdMembership;
+import dev.paramserver.trainer.coordination.EtcdPserverRegistry;
 import dev.paramserver.trainer.pserver.CallPolicy;
 import dev.paramserver.trainer.pserver.ModelLayout;
 import dev.paramserver.trainer.pserver.ParameterClient;
@@ -56,7 +58,7 @@ public final class PserverCluster implements AutoCloseable {
       coordinator.kv().put(coordinator.keys().ps(i), ps.address().getBytes(UTF_8));
     }
     lease = coordinator.grantLease(Duration.ofSeconds(10));
-    directory = new PserverDirectory(coordinator, new InProcessChannels());
+    directory = new PserverDirectory(new EtcdPserverRegistry(coordinator), new InProcessChannels());
     int count = directory.awaitAll(stop.retryUpTo(Duration.ofMillis(100)));
     OptimizerConfig sgd =
         OptimizerConfig.newBuilder()
@@ -66,7 +68,9 @@ public final class PserverCluster implements AutoCloseable {
     ModelLayout layout = new ModelLayout(model, blockSize, sgd, count);
     planner = new RequestPlanner(layout, "t-test", DataType.FLOAT32, sync);
     CallPolicy calls = new CallPolicy(Duration.ofSeconds(5), Duration.ofMillis(50), stop);
-    initializer = new ShardInitializer(coordinator, directory, planner, lease, calls);
+    initializer =
+        new ShardInitializer(
+            new EtcdMembership(coordinator, lease, "t-test"), directory, planner, calls);
     client =
         new ParameterClient(
             directory, planner, new PserverFailures(directory, initializer), calls, traffic);

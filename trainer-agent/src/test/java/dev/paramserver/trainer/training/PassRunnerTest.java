@@ -16,6 +16,8 @@ import dev.paramserver.rpc.StoppedException;
 import dev.paramserver.testsupport.EtcdExtension;
 import dev.paramserver.trainer.config.AgentProperties;
 import dev.paramserver.trainer.config.TrainerProperties;
+import dev.paramserver.trainer.coordination.EtcdMasterLocator;
+import dev.paramserver.trainer.coordination.EtcdMembership;
 import dev.paramserver.trainer.master.MasterClient;
 import dev.paramserver.trainer.master.MasterReports;
 import dev.paramserver.trainer.testing.FakeMaster;
@@ -65,7 +67,7 @@ class PassRunnerTest {
     coordinator.kv().put(coordinator.keys().masterAddr(), master.address().getBytes(UTF_8));
     masterClient =
         new MasterClient(
-            coordinator,
+            new EtcdMasterLocator(coordinator),
             Duration.ofSeconds(5),
             cluster.stop.retryUpTo(Duration.ofMillis(50)),
             new InProcessChannels());
@@ -88,8 +90,8 @@ class PassRunnerTest {
     return new PassRunner(
         props,
         reports,
-        new Evaluator(reports, progress, coordinator, props),
-        new ModelExporter(coordinator, props),
+        new Evaluator(reports, progress),
+        new ModelExporter(props),
         progress,
         cluster.stop);
   }
@@ -106,7 +108,12 @@ class PassRunnerTest {
     progress.moveTo(TrainerState.WAITING_FOR_PSERVERS);
     progress.moveTo(TrainerState.INITIALISING);
     return new TrainingContext(
-        TestData.SPEC, cluster.model, values, cluster.client, testSet, lease);
+        TestData.SPEC,
+        cluster.model,
+        values,
+        cluster.client,
+        testSet,
+        new EtcdMembership(coordinator, lease, props.id()));
   }
 
   @Test
@@ -184,7 +191,7 @@ class PassRunnerTest {
     CountDownLatch release = new CountDownLatch(1);
     List<String> threads = new java.util.concurrent.CopyOnWriteArrayList<>();
     Evaluator held =
-        new Evaluator(reports, progress, coordinator, props) {
+        new Evaluator(reports, progress) {
           @Override
           void evaluate(TrainingContext c, Parameters values, int pass) {
             threads.add(Thread.currentThread().getName());
@@ -200,10 +207,17 @@ class PassRunnerTest {
           }
         };
     TrainerProperties other = withId(props, "t-other");
-    Evaluator otherEvaluator =
-        new Evaluator(new MasterReports(masterClient, "t-other"), progress, coordinator, other);
+    Evaluator otherEvaluator = new Evaluator(new MasterReports(masterClient, "t-other"), progress);
+    TrainingContext otherCtx =
+        new TrainingContext(
+            ctx.spec(),
+            ctx.model(),
+            ctx.values(),
+            ctx.client(),
+            ctx.testSet(),
+            new EtcdMembership(coordinator, lease, other.id()));
     try (PassEvaluations mine = new PassEvaluations(held, ctx, cluster.stop);
-        PassEvaluations theirs = new PassEvaluations(otherEvaluator, ctx, cluster.stop)) {
+        PassEvaluations theirs = new PassEvaluations(otherEvaluator, otherCtx, cluster.stop)) {
       // the training thread goes on while pass 0 is evaluated
       mine.passEnded(0);
       assertThat(evaluating.await(20, TimeUnit.SECONDS)).as("pass 0 evaluation started").isTrue();
@@ -220,7 +234,7 @@ class PassRunnerTest {
         .contains("t-test");
     // a restarted trainer of the same id still holds its election
     assertThat(held.elected(ctx, 0)).isTrue();
-    assertThat(otherEvaluator.elected(ctx, 0)).isFalse();
+    assertThat(otherEvaluator.elected(otherCtx, 0)).isFalse();
   }
 
   private static TrainerProperties withId(TrainerProperties p, String id) {

@@ -17,6 +17,7 @@ import dev.paramserver.proto.v1.TensorBlock;
 import dev.paramserver.tensor.TensorCodec;
 import dev.paramserver.testsupport.EtcdExtension;
 import dev.paramserver.testsupport.Poll;
+import dev.paramserver.trainer.coordination.EtcdMembership;
 import dev.paramserver.trainer.testing.FakePserver;
 import dev.paramserver.trainer.testing.PserverCluster;
 import dev.paramserver.trainer.testing.TestProperties;
@@ -121,7 +122,12 @@ class PipelinedReinitialisationTest {
     int initBlocksBefore = ps.initBlocks().size();
     TrainingContext ctx =
         new TrainingContext(
-            SPARSE, cluster.model, values, cluster.client, new Dataset(List.of(), 1), lease);
+            SPARSE,
+            cluster.model,
+            values,
+            cluster.client,
+            new Dataset(List.of(), 1),
+            new EtcdMembership(coordinator, lease, "t-test"));
     CountDownLatch push1 = ps.holdNextPush();
     CountDownLatch rowPull2 = ps.holdRowPull(2);
 

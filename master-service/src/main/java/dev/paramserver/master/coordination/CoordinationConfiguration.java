@@ -1,0 +1,54 @@
+package dev.paramserver.master.coordination;
+
+import dev.paramserver.coordination.Coordinator;
+import dev.paramserver.master.election.MasterElection;
+import dev.paramserver.service.CommonProperties;
+import dev.paramserver.service.LifecyclePhases;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+import org.springframework.context.event.ContextClosedEvent;
+import org.springframework.context.event.EventListener;
+
+/** The Coordination service's beans: the domain, and the peer address for its handlers. */
+@Configuration(proxyBeanMethods = false)
+class CoordinationConfiguration {
+  /** Stopped just before the election resigns (higher phases stop first). */
+  static final int PHASE = LifecyclePhases.ROLE + 1;
+
+  @Bean
+  TrainerCoordination trainerCoordination(
+      Coordinator coordinator, MasterElection election, CommonProperties common) {
+    LeaderCheck leader =
+        new LeaderCheck(
+            election::isLeader,
+            () -> election.leaderAddress().filter(a -> !a.equals(election.identity())));
+    return new TrainerCoordination(coordinator, leader, common.etcd().leaseTtl(), PHASE);
+  }
+
+  @Bean
+  PeerAddressInterceptor coordinationPeerAddressInterceptor() {
+    return new PeerAddressInterceptor();
+  }
+
+  @Bean
+  ShutdownListener coordinationShutdownListener(TrainerCoordination coordination) {
+    return new ShutdownListener(coordination);
+  }
+
+  /**
+   * Ends the Attend streams as soon as the master begins to close, before the gRPC server drains
+   * its calls (a stream open for good would hold the drain up to its grace period).
+   */
+  static final class ShutdownListener {
+    private final TrainerCoordination coordination;
+
+    ShutdownListener(TrainerCoordination coordination) {
+      this.coordination = coordination;
+    }
+
+    @EventListener
+    public void onClosed(ContextClosedEvent event) {
+      coordination.shutdown();
+    }
+  }
+}

@@ -1,0 +1,78 @@
+package dev.paramserver.trainer.coordination;
+
+import dev.paramserver.coordination.Coordinator;
+import dev.paramserver.coordination.KeyValueStore;
+import java.nio.charset.StandardCharsets;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Optional;
+
+/** The pservers as registered in etcd: {@code ps_desired} and {@code ps/<idx>}. */
+public final class EtcdPserverRegistry implements PserverRegistry {
+  private final Coordinator coordinator;
+  private final String prefix;
+
+  public EtcdPserverRegistry(Coordinator coordinator) {
+    this.coordinator = coordinator;
+    this.prefix = coordinator.keys().psPrefix();
+  }
+
+  @Override
+  public int desired() {
+    return coordinator
+        .kv()
+        .get(coordinator.keys().psDesired())
+        .map(kv -> Integer.parseInt(new String(kv.value(), StandardCharsets.UTF_8).trim()))
+        .orElse(0);
+  }
+
+  @Override
+  public Map<Integer, String> addresses() {
+    Map<Integer, String> out = new HashMap<>();
+    for (KeyValueStore.KeyValue kv : coordinator.kv().getPrefix(prefix)) {
+      Integer idx = parseIndex(kv.key());
+      if (idx != null) {
+        out.put(idx, kv.valueAsString());
+      }
+    }
+    return out;
+  }
+
+  @Override
+  public Optional<String> address(int index) {
+    return coordinator
+        .kv()
+        .get(coordinator.keys().ps(index))
+        .map(KeyValueStore.KeyValue::valueAsString);
+  }
+
+  @Override
+  public AutoCloseable watch(Listener listener) {
+    return coordinator
+        .kv()
+        .watchPrefix(
+            prefix,
+            ev -> {
+              Integer idx = parseIndex(ev.keyValue().key());
+              if (idx == null) {
+                return;
+              }
+              listener.changed(
+                  idx,
+                  ev.type() == KeyValueStore.WatchEvent.Type.PUT
+                      ? ev.keyValue().valueAsString()
+                      : null);
+            });
+  }
+
+  private Integer parseIndex(String key) {
+    if (!key.startsWith(prefix)) {
+      return null;
+    }
+    try {
+      return Integer.parseInt(key.substring(prefix.length()));
+    } catch (NumberFormatException e) {
+      return null;
+    }
+  }
+}
