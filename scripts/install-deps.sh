@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Installs what the tests and the local run need beyond Java 17: an etcd server (Debian's
 # etcd-server package) and, for the console's browser tests, a headless Chromium with its driver
-# (Debian's chromium and chromium-driver packages) and, for the test of a client in another
-# language (clients/python), Python's stock gRPC and protobuf with protoc (Debian's python3-grpcio,
-# python3-protobuf and protobuf-compiler). Installs only what is missing.
+# (Debian's chromium and chromium-driver packages) and, for the Python client (clients/python) and
+# its tests, Python's stock gRPC and protobuf with protoc, its gRPC plugin and the well-known
+# types, PyTorch, NumPy and pytest (Debian's python3-grpcio, python3-protobuf, protobuf-compiler,
+# protobuf-compiler-grpc, libprotobuf-dev, python3-torch, python3-numpy and python3-pytest).
+# Installs only what is missing.
 # INSTALL_BROWSER=0 skips the browser, INSTALL_PYTHON=0 the Python packages (the local run needs
 # neither).
 set -euo pipefail
@@ -24,9 +26,20 @@ if [ "${INSTALL_PYTHON:-1}" != "0" ]; then
   if ! command -v protoc >/dev/null 2>&1; then
     packages+=(protobuf-compiler)
   fi
+  if ! [ -x /usr/bin/grpc_python_plugin ]; then
+    packages+=(protobuf-compiler-grpc)
+  fi
+  if ! [ -f /usr/include/google/protobuf/struct.proto ]; then
+    packages+=(libprotobuf-dev)
+  fi
   if ! /usr/bin/python3 -c 'import grpc, google.protobuf' >/dev/null 2>&1; then
     packages+=(python3-grpcio python3-protobuf)
   fi
+  for module in torch numpy pytest; do
+    if ! /usr/bin/python3 -c "import $module" >/dev/null 2>&1; then
+      packages+=("python3-$module")
+    fi
+  done
 fi
 if [ ${#packages[@]} -eq 0 ]; then
   exit 0

@@ -107,6 +107,9 @@ public final class RunLocal {
               seconds(t0),
               cluster.etcdEndpoint(),
               cluster.clusterFile()));
+      if (spec.count(Role.TRAINER) == 0) {
+        out.println(externalTrainers(cluster, options));
+      }
       result =
           new JobFollower(JobFollower.source(cluster), out, POLL, EVAL_WAIT)
               .follow(t0, options.timeout);
@@ -174,6 +177,27 @@ public final class RunLocal {
       b.property(e.role(), e.key(), e.value());
     }
     return b.build();
+  }
+
+  /**
+   * What to tell the user of {@code --trainers 0}: the masters' gRPC addresses (the job waits for
+   * trainers of their own, which need no etcd: they join through the master) and the data.
+   */
+  static String externalTrainers(LocalCluster cluster, RunOptions o) {
+    List<String> masters =
+        cluster.processes().stream()
+            .filter(p -> p.role() == Role.MASTER && p.grpcPort() > 0)
+            .map(p -> "127.0.0.1:" + p.grpcPort())
+            .toList();
+    return "no trainers (--trainers 0): the job waits for yours; masters "
+        + String.join(",", masters)
+        + ", training data "
+        + absoluteGlob(o.trainGlob())
+        + ", test data "
+        + absoluteGlob(o.testGlob())
+        + " (for example examples/python/train_mlp.py --cluster "
+        + cluster.clusterFile()
+        + ")";
   }
 
   /** A trainer property {@code paramserver.trainer.<key>}, when its option was given. */

@@ -270,8 +270,11 @@ public final class RunOptions {
       names = "--trainers",
       paramLabel = "M",
       defaultValue = "2",
-      converter = AtLeastOne.class,
-      description = "trainer agents (default 2)")
+      converter = ZeroOrMore.class,
+      description = {
+        "trainer agents (default 2); 0: none, train with your own trainers",
+        "(e.g. examples/python/train_mlp.py) against the masters it prints"
+      })
   int trainers;
 
   @Option(
@@ -619,6 +622,22 @@ public final class RunOptions {
       }
       if (n < 1) {
         throw new TypeConversionException("must be at least 1, got " + n);
+      }
+      return n;
+    }
+  }
+
+  static final class ZeroOrMore implements ITypeConverter<Integer> {
+    @Override
+    public Integer convert(String value) {
+      int n;
+      try {
+        n = Integer.parseInt(value.trim());
+      } catch (NumberFormatException e) {
+        throw new TypeConversionException("expects a whole number, got '" + value + "'");
+      }
+      if (n < 0) {
+        throw new TypeConversionException("must be 0 or more, got " + n);
       }
       return n;
     }

@@ -101,6 +101,13 @@ class RunOptionsTest {
   }
 
   @Test
+  void parse_acceptsNoTrainers_forTrainersOfYourOwn() {
+    RunOptions o = RunOptions.parse("--train", "x", "--trainers", "0");
+    assertThat(o.trainers).isZero();
+    assertThat(RunLocal.spec(o, Map.of()).count(Role.TRAINER)).isZero();
+  }
+
+  @Test
   void duration_acceptsSecondsMinutesHoursMillisAndIso() {
     assertThat(RunOptions.duration("900")).isEqualTo(Duration.ofSeconds(900));
     assertThat(RunOptions.duration("15m")).isEqualTo(Duration.ofMinutes(15));
@@ -118,6 +125,8 @@ class RunOptionsTest {
             "no training data",
             new String[] {"--train", "x", "--pservers", "0"},
             "option '--pservers': must be at least 1, got 0",
+            new String[] {"--train", "x", "--trainers", "-1"},
+            "option '--trainers': must be 0 or more, got -1",
             new String[] {"--train", "x", "--lr", "-1"},
             "option '--lr': must be a positive number",
             new String[] {"--train", "x", "--bogus", "1"},

@@ -1,0 +1,160 @@
+"""RecordIO reader, byte-compatible with the Java recordio module (DESIGN.md section 7): chunks of a
+20-byte header (five little-endian uint32: magic 0x01020304, CRC-32 of the stored payload,
+compressor 0 none / 1 Snappy framing format / 2 gzip, stored payload size, record count) and a
+payload of (uint32 LE length, bytes) records."""
+
+import gzip
+import struct
+import zlib
+
+MAGIC = 0x01020304
+HEADER = struct.Struct("<5I")
+MAX_RECORD_BYTES = 32 << 20
+try:  # Debian's python3-snappy when present; else the decompressor below
+    import snappy as _snappy
+except ImportError:
+    _snappy = None
+
+
+class CorruptRecordError(ValueError):
+    """A RecordIO file that is not what it should be; the message names the file and offset."""
+
+    def __init__(self, path, offset, what):
+        super().__init__("%s at offset %d: %s" % (path, offset, what))
+        self.path, self.offset = path, offset
+
+
+def _header(f, path, offset, eof_ok=False):
+    f.seek(offset)
+    head = f.read(HEADER.size)
+    if not head and eof_ok:
+        return None
+    if len(head) < HEADER.size:
+        raise CorruptRecordError(path, offset, "truncated chunk header (%d bytes)" % len(head))
+    magic, crc, comp, size, count = HEADER.unpack(head)
+    if magic != MAGIC:
+        raise CorruptRecordError(path, offset, "bad magic 0x%08x (expected 0x%08x)" % (magic, MAGIC))
+    return crc, comp, size, count
+
+
+def read_chunk(path, offset, length=None):
+    """The records (bytes) of the chunk whose header is at `offset` of `path`; `length` (header
+    included, as the master's Chunk.length) is checked when given."""
+    with open(path, "rb") as f:
+        crc, comp, size, count = _header(f, path, offset)
+        if length is not None and length != HEADER.size + size:
+            raise CorruptRecordError(path, offset, "chunk is %d bytes, the task says %d" % (HEADER.size + size, length))
+        stored = f.read(size)
+    if len(stored) < size:
+        raise CorruptRecordError(path, offset, "truncated payload (%d of %d bytes)" % (len(stored), size))
+    if zlib.crc32(stored) != crc:
+        raise CorruptRecordError(path, offset, "CRC-32 mismatch (stored 0x%08x, computed 0x%08x)" % (crc, zlib.crc32(stored)))
+    try:
+        if comp == 0:
+            data = stored
+        elif comp == 1:
+            data = snappy_framed_decompress(stored)
+        elif comp == 2:
+            data = gzip.decompress(stored)
+        else:
+            raise ValueError("unknown compressor %d (expected 0 none, 1 snappy or 2 gzip)" % comp)
+    except (ValueError, IndexError, OSError, EOFError, zlib.error) as e:
+        raise CorruptRecordError(path, offset, "payload: %s" % e) from e
+    records, i, mv = [], 0, memoryview(data)
+    for _ in range(count):
+        if i + 4 > len(data):
+            raise CorruptRecordError(path, offset, "payload ends inside record %d of %d" % (len(records), count))
+        (n,) = struct.unpack_from("<I", data, i)
+        if n > MAX_RECORD_BYTES or i + 4 + n > len(data):
+            raise CorruptRecordError(path, offset, "record %d of %d overruns the payload" % (len(records), count))
+        records.append(bytes(mv[i + 4:i + 4 + n]))
+        i += 4 + n
+    if i != len(data):
+        raise CorruptRecordError(path, offset, "%d bytes after the last of %d records" % (len(data) - i, count))
+    return records
+
+
+def chunks(path):
+    """(offset, length, records) of every chunk of `path`, walking the headers."""
+    out, offset = [], 0
+    with open(path, "rb") as f:
+        while True:
+            h = _header(f, path, offset, eof_ok=True)
+            if h is None:
+                return out
+            _, _, size, count = h
+            out.append((offset, HEADER.size + size, count))
+            offset += HEADER.size + size
+
+
+def read_records(path):
+    """Every record of a RecordIO file, in order."""
+    for offset, length, _ in chunks(path):
+        yield from read_chunk(path, offset, length)
+
+
+def snappy_framed_decompress(data):
+    """Snappy framing format (stream identifier "sNaPpY", chunks 0x00 compressed / 0x01
+    uncompressed, 0x80-0xfe skippable). The per-chunk masked CRC-32C is not checked here: the
+    RecordIO header's CRC-32 already covers the stored bytes."""
+    out, i = bytearray(), 0
+    while i < len(data):
+        kind, n = data[i], int.from_bytes(data[i + 1:i + 4], "little")
+        body = data[i + 4:i + 4 + n]
+        if len(body) < n:
+            raise ValueError("truncated snappy frame")
+        if kind == 0xFF:
+            if body != b"sNaPpY":
+                raise ValueError("bad snappy stream identifier")
+        elif kind == 0x00:
+            out += _snappy.uncompress(body[4:]) if _snappy else snappy_uncompress(body[4:])
+        elif kind == 0x01:
+            out += body[4:]
+        elif kind < 0x80:
+            raise ValueError("reserved snappy frame type 0x%02x" % kind)
+        i += 4 + n
+    return bytes(out)
+
+
+def snappy_uncompress(src):
+    """Raw Snappy block decompression (pure Python)."""
+    want, i, shift = 0, 0, 0
+    while True:  # preamble: uncompressed length, varint
+        b = src[i]
+        i += 1
+        want |= (b & 0x7F) << shift
+        shift += 7
+        if b < 0x80:
+            break
+    out = bytearray()
+    while i < len(src):
+        tag = src[i]
+        i += 1
+        kind = tag & 3
+        if kind == 0:  # literal
+            n = tag >> 2
+            if n >= 60:
+                k = n - 59
+                n = int.from_bytes(src[i:i + k], "little")
+                i += k
+            out += src[i:i + n + 1]
+            i += n + 1
+            continue
+        if kind == 1:
+            length, offset = 4 + ((tag >> 2) & 7), ((tag >> 5) << 8) | src[i]
+            i += 1
+        else:
+            k = 2 if kind == 2 else 4
+            length, offset = (tag >> 2) + 1, int.from_bytes(src[i:i + k], "little")
+            i += k
+        start = len(out) - offset
+        if offset <= 0 or start < 0:
+            raise ValueError("snappy copy offset %d out of range" % offset)
+        if offset >= length:
+            out += out[start:start + length]
+        else:  # overlapping copy: the last `offset` bytes repeat
+            out += (out[start:] * (length // offset + 1))[:length]
+    if len(out) != want:
+        raise ValueError("snappy block decompressed to %d bytes, expected %d" % (len(out), want))
+    return out
+

@@ -1,0 +1,6 @@
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))  # the package from the source tree (PYTHONPATH route)
+REPO = os.path.normpath(os.path.join(HERE, "..", "..", ".."))
