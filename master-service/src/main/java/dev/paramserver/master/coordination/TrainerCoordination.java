@@ -13,6 +13,7 @@ import dev.paramserver.proto.v1.JoinRequest;
 import dev.paramserver.proto.v1.JoinResponse;
 import dev.paramserver.proto.v1.Placement;
 import dev.paramserver.proto.v1.ReleaseLockRequest;
+import dev.paramserver.proto.v1.TrainingMode;
 import dev.paramserver.rpc.ServiceException;
 import java.time.Duration;
 import java.util.concurrent.Executors;
@@ -86,7 +87,10 @@ public final class TrainerCoordination implements SmartLifecycle {
               JobModel.newBuilder()
                   .addAllParameters(req.getParametersList())
                   .setMode(req.getMode())
-                  .setStaleness(req.getStaleness())
+                  // a staleness bound means nothing outside BOUNDED_STALENESS: not part of the
+                  // model there, so a trainer's default for it never refuses another's join
+                  .setStaleness(
+                      req.getMode() == TrainingMode.BOUNDED_STALENESS ? req.getStaleness() : 0)
                   .build());
     }
     trainers.record(id, req.getSession(), endpoint, req.getClient());

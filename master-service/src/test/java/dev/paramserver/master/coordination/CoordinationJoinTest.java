@@ -69,8 +69,11 @@ class CoordinationJoinTest {
         JobModel.parseFrom(master.get(master.etcd.keys().model()).orElseThrow().value());
     assertThat(stored.getParametersList()).isEqualTo(Models.mlp());
 
-    JoinResponse second = stub().join(join("t2", Models.mlp()).build());
+    // outside BOUNDED_STALENESS a staleness bound is no part of the model (a Java trainer's
+    // default of 4 must not refuse a trainer that sends 0)
+    JoinResponse second = stub().join(join("t2", Models.mlp()).setStaleness(4).build());
     assertThat(second.getTrainerId()).isEqualTo("t2");
+    assertThat(second.getStaleness()).isZero();
     assertThat(second.getDefinedModel()).isFalse();
 
     JoinResponse taker = stub().join(join("t3", List.of()).setMode(TrainingMode.SYNC).build());

@@ -3,6 +3,7 @@ package dev.paramserver.trainer.coordination;
 import dev.paramserver.proto.v1.ClusterMap;
 import dev.paramserver.proto.v1.JoinRequest;
 import dev.paramserver.proto.v1.JoinResponse;
+import dev.paramserver.proto.v1.TrainingMode;
 import dev.paramserver.rpc.ChannelFactory;
 import dev.paramserver.rpc.Retry;
 import java.time.Duration;
@@ -60,7 +61,8 @@ public final class MasterTrainerCoordination implements TrainerCoordination {
             .setSession(details.session())
             .addAllParameters(details.parameters())
             .setMode(details.mode())
-            .setStaleness(details.staleness())
+            .setStaleness(
+                details.mode() == TrainingMode.BOUNDED_STALENESS ? details.staleness() : 0)
             .setEndpoint(details.endpoint())
             .setClient("java " + Runtime.version().feature() + " / paramserver trainer-agent")
             .build();
