@@ -164,7 +164,7 @@ class PythonTrainerKillTest {
 
   private static final int ELEMENTS = 4096;
   private static final int BLOCK = 1024;
-  private static final int STEPS = 1500;
+  private static final int STEPS = 800;
   private static final int KILLS = 3;
 
   private static double init(int i) {
@@ -225,7 +225,7 @@ class PythonTrainerKillTest {
                 .isZero();
             break;
           }
-          long target = Log.read(pushes).lastAcked() + 20 + random.nextInt(200);
+          long target = Log.read(pushes).lastAcked() + 20 + random.nextInt(150);
           Poll.until(
               Duration.ofMinutes(2),
               Duration.ofMillis(1),
