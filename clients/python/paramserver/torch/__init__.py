@@ -13,7 +13,7 @@ from ..client import ASYNC, BLOCK_SIZE, dense_spec, ma, optimizer
 from ..errors import CallOrderError, ModelMismatch
 from ..v1 import example_pb2
 
-__all__ = ["Trainer", "batches_of"]
+__all__ = ["Trainer", "batches_of", "decode"]
 
 
 class Trainer:
@@ -116,6 +116,32 @@ class Trainer:
             self._close_window()
             self.client.task_finished(task, len(examples), self._windows)
             self.tasks_done, self.records_done = self.tasks_done + 1, self.records_done + len(examples)
+
+
+def decode(records):
+    """(features [n, f] float32, labels [n] int64) of serialized Examples with dense features. Records
+    laid out as protobuf writes them (field 1 packed floats of one size, then label 4 < 128 or none
+    for 0) are sliced as bytes, with no per-float Python; others are parsed with protobuf."""
+    r0 = records[0] if records else b""
+    size, h = _varint(r0, 1) if r0[:1] == b"\x0a" else (0, 0)
+    end, n = h + size, len(records)
+    tails = [r[end:] for r in records]
+    if h and all(r[:h] == r0[:h] for r in records) and all(
+            not t or (len(t) == 2 and t[0] == 0x20 and t[1] < 0x80) for t in tails):
+        x = np.frombuffer(b"".join([r[h:end] for r in records]), "<f4").reshape(n, size // 4)
+        return x, np.array([t[1] if t else 0 for t in tails], np.int64)
+    examples = [example_pb2.Example.FromString(r) for r in records]
+    return (np.array([e.dense for e in examples], np.float32).reshape(n, -1),
+            np.array([e.label for e in examples], np.int64))
+
+
+def _varint(b, i):
+    v = shift = 0
+    while i < len(b):
+        v, i, shift = v | (b[i] & 0x7F) << shift, i + 1, shift + 7
+        if b[i - 1] < 0x80:
+            return v, i
+    return 0, 0
 
 
 def batches_of(examples, batch_size, features=None):
