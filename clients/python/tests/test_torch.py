@@ -53,6 +53,8 @@ def test_a_trainer_pulls_into_the_module_in_place_and_steps(cluster):
     MLP.loss(m(torch.randn(6, 4)), torch.tensor([0, 1, 2, 0, 1, 2])).backward()
     grad = m.hidden1.w.grad.clone()
     t.step()
+    torch.testing.assert_close(m.hidden1.w.detach(), before)  # ASYNC: one batch of lag
+    t.flush()  # (the next step() or the task's end writes them)
     assert m.hidden1.w is w  # the same Parameter, written in place
     torch.testing.assert_close(m.hidden1.w.detach(), before - grad)  # the fake applies SGD, lr 1
     t.client.close()
