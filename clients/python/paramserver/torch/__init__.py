@@ -97,17 +97,8 @@ class Trainer:
             with torch.no_grad():
                 self.client.complete(pending)
 
-    def _close_window(self):
-        r, s, b, t = self._window
-        if r:
-            self._windows.append(ma.LossWindow(records=r, loss_sum=s, batches=b, ended_ms=t))
-        self._window = [0, 0.0, 0, 0]
-
-    def batches(self, batch_size, features=None, passes=None):
-        """(features [n, f] float32, labels [n] int64) batches of the master's tasks, pass after pass
-        (at most `passes`), each task's records shuffled; a task is reported finished once its
-        batches were trained (the caller steps after each batch), with its loss windows."""
-        self._require("batches")
+    def _tasks(self, passes, features):
+        """(task, features, labels) of each task, read, decoded and shuffled."""
         tasks = self.client.tasks()
         for task in tasks:
             if passes is not None and getattr(task, "pass") >= passes:
@@ -122,7 +113,20 @@ class Trainer:
                 raise ValueError("examples have %s dense features, the model expects %d" % (x.shape[1:], features))
             order = list(range(len(y)))
             random.Random(self.seed ^ (task.id * 31 + task.epoch)).shuffle(order)
-            x, y = torch.from_numpy(x[order]), torch.from_numpy(y[order])
+            yield task, torch.from_numpy(x[order]), torch.from_numpy(y[order])
+
+    def _close_window(self):
+        r, s, b, t = self._window
+        if r:
+            self._windows.append(ma.LossWindow(records=r, loss_sum=s, batches=b, ended_ms=t))
+        self._window = [0, 0.0, 0, 0]
+
+    def batches(self, batch_size, features=None, passes=None):
+        """(features [n, f] float32, labels [n] int64) batches of the master's tasks, pass after pass
+        (at most `passes`), each task's records shuffled; a task is reported finished once its
+        batches were trained (the caller steps after each batch), with its loss windows."""
+        self._require("batches")
+        for task, x, y in self._tasks(passes, features):
             self._windows, self._window = [], [0, 0.0, 0, 0]
             for i in range(0, len(y), batch_size):
                 self._size = len(y[i:i + batch_size])
