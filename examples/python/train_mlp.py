@@ -30,7 +30,7 @@ import torch
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "clients", "python"))
 from paramserver import ParamServerError, recordio  # noqa: E402
 from paramserver.client import ASYNC, BOUNDED_STALENESS, SYNC, Client, co, optimizer  # noqa: E402
-from paramserver.torch import Trainer, batches_of  # noqa: E402
+from paramserver.torch import Trainer, decode  # noqa: E402
 from paramserver.torch.models import MLP  # noqa: E402
 from paramserver.v1 import example_pb2  # noqa: E402
 
@@ -95,13 +95,10 @@ def csv_to_recordio(path, label_column):
 
 
 def evaluate(module, examples):
-    loss, correct = 0.0, 0
+    x, y = (torch.from_numpy(a) for a in decode([e.SerializeToString() for e in examples]))
     with torch.no_grad():
-        for x, y in batches_of(examples, 4096):
-            logits = module(x)
-            loss += float(MLP.loss(logits, y)) * len(y)
-            correct += int((logits.argmax(1) == y).sum())
-    return loss / len(examples), correct / len(examples)
+        logits = module(x)
+    return float(MLP.loss(logits, y)), float((logits.argmax(1) == y).float().mean())
 
 
 def main():

@@ -2,6 +2,7 @@
 map, placement, locks) and the pservers (init, push, pull). No etcd client. Not thread-safe: one
 training thread calls it (a background thread keeps the membership alive)."""
 
+import concurrent.futures
 import logging
 import platform
 import threading
@@ -68,6 +69,7 @@ class Client:
         self.step, self.current_pass, self.loss_every_records = 0, 0, 0
         self._leader, self._channels, self._held = 0, {}, {}
         self._cond, self._closed = threading.Condition(), threading.Event()
+        self._sender = concurrent.futures.ThreadPoolExecutor(1, "paramserver-push")
         self._attend = self._call = self._stop = self._init_id = self._join_request = None
 
     # ---- plumbing ----
@@ -290,26 +292,35 @@ class Client:
                                       dtype=tensor_pb2.FLOAT32, data=data.tobytes())
 
     # ---- training ----
-    def push(self, grads, sparse=None, into=None):
+    def push(self, grads, sparse=None, into=None, wait=True):
         """Pushes the gradients as the next step: `grads` {name: flat float32 array} of every dense
-        parameter, `sparse` {table: (row ids, [n, width] gradients)}. Returns after every pserver
-        acknowledged (retrying with the same identity). With `into` ({name: flat array}), the new
-        values are written there: in ASYNC from the pushes' answers (return_values), otherwise by a
-        pull after the step (SYNC: the push returns once the step was applied by all trainers)."""
+        parameter, `sparse` {table: (row ids, [n, width] gradients)}. Returns the step after every
+        pserver acknowledged (retrying with the same identity). With `into` ({name: flat array}), the
+        new values are written there: in ASYNC from the pushes' answers (return_values), otherwise by
+        a pull after the step (SYNC: the push returns once the step was applied by all trainers).
+        wait=False returns at once (the arrays were copied) a pending push: complete(pending) waits
+        and writes; complete it before the next push (one step in flight keeps exactly-once)."""
         self._require("push", initialised=True)
         self.step += 1
         planned = self._pushes(self.step, grads, sparse, returns=into is not None and self.joined.mode == ASYNC)
-        answers = self._all(planned, "PushGradients", "pushing to")
-        if into is not None:
-            if self.joined.mode == ASYNC:
-                for (ps, req), a in zip(planned, answers):
-                    self._store(a.blocks, into)
-            else:
-                steps = {}
-                for (ps, _), a in zip(planned, answers):
-                    steps[ps] = max(steps.get(ps, 0), a.step)
-                self.pull(into, steps)
-        return self.step
+        # blocking calls on one sender thread: cheaper than grpc futures (no thread per call), in order
+        pending = (self.step, planned, [self._sender.submit(self._call_ps, ps, "PushGradients", req, "pushing to")
+                                        for ps, req in planned], into)
+        return self.complete(pending) if wait else pending
+
+    def complete(self, pending):
+        """Waits for a pending push (push(wait=False)), writes the values into its `into`; its step."""
+        step, planned, futures, into = pending
+        answers = [f.result() for f in futures]
+        if into is not None and self.joined.mode == ASYNC:
+            for a in answers:
+                self._store(a.blocks, into)
+        elif into is not None:
+            steps = {}
+            for (ps, _), a in zip(planned, answers):
+                steps[ps] = max(steps.get(ps, 0), a.step)
+            self.pull(into, steps)
+        return step
 
     def push_nothing(self):
         """Takes part in the next step without gradients (an idle trainer in SYNC or
@@ -505,6 +516,7 @@ class Client:
             self._attend.join(timeout=5)
             if self._attend.is_alive() and getattr(self, "_call", None) is not None:
                 self._call.cancel()
+        self._sender.shutdown(cancel_futures=True)
         for ch in self._channels.values():
             ch.close()
 

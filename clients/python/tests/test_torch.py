@@ -8,7 +8,7 @@ import paramserver
 from conftest import HERE
 from fakes import Cluster
 from paramserver import recordio
-from paramserver.client import Client, ma, optimizer
+from paramserver.client import SYNC, Client, ma, optimizer
 from paramserver.torch import Trainer
 from paramserver.torch.models import MLP, softmax
 
@@ -53,6 +53,8 @@ def test_a_trainer_pulls_into_the_module_in_place_and_steps(cluster):
     MLP.loss(m(torch.randn(6, 4)), torch.tensor([0, 1, 2, 0, 1, 2])).backward()
     grad = m.hidden1.w.grad.clone()
     t.step()
+    torch.testing.assert_close(m.hidden1.w.detach(), before)  # ASYNC: one batch of lag
+    t.flush()  # (the next step() or the task's end writes them)
     assert m.hidden1.w is w  # the same Parameter, written in place
     torch.testing.assert_close(m.hidden1.w.detach(), before - grad)  # the fake applies SGD, lr 1
     t.client.close()
@@ -87,3 +89,33 @@ def test_a_module_that_differs_from_the_jobs_model_is_refused_at_join(cluster):
 def test_step_before_join_says_to_join_first():
     with pytest.raises(paramserver.CallOrderError, match=r"step\(\) before join\(\): call trainer.join\(\) first"):
         Trainer(Client("127.0.0.1:1"), softmax(4, 3)).step()
+
+
+def test_in_sync_mode_a_step_writes_the_new_values_before_it_returns(cluster):
+    torch.manual_seed(0)
+    m = MLP(4, 3, hidden=(5,))
+    before = m.hidden1.w.detach().clone()
+    t = Trainer(Client(cluster.address, "py"), m, optimizer("sgd", 0.5), mode=SYNC).join()
+    MLP.loss(m(torch.randn(6, 4)), torch.tensor([0, 1, 2, 0, 1, 2])).backward()
+    grad = m.hidden1.w.grad.clone()
+    t.step()  # no lag: the push, then a pull (min_step) before it returns
+    torch.testing.assert_close(m.hidden1.w.detach(), before - grad)
+    assert t._pending is None
+    t.client.close()
+
+
+def test_pushes_sent_ahead_go_one_step_at_a_time_and_retry_with_their_identity(cluster):
+    m = softmax(4, 3)
+    t = Trainer(Client(cluster.address, "py", timeout_s=2), m).join()
+    for _, ps in cluster.pservers:
+        ps.fail_pushes = 1  # the first push is applied but its answer lost: retried as a duplicate
+    for _ in range(3):
+        MLP.loss(m(torch.randn(2, 4)), torch.tensor([0, 1])).backward()
+        t.step()
+    t.flush()
+    for _, ps in cluster.pservers:
+        steps = [r.step for r in ps.pushes]
+        assert steps == sorted(steps) and set(steps) <= {1, 2, 3}  # step s+1 after s was answered
+        assert ps.step == len(set(steps))  # the retry was not applied twice
+        assert {r.session for r in ps.pushes} <= {t.client.session}
+    t.client.close()

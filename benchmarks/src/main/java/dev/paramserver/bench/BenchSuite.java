@@ -5,6 +5,7 @@ import dev.paramserver.bench.kernels.KernelSuite;
 import dev.paramserver.bench.memory.MemorySuite;
 import dev.paramserver.bench.report.Report;
 import dev.paramserver.bench.sparse.SparseSuite;
+import dev.paramserver.bench.train.PythonSuite;
 import dev.paramserver.bench.train.StartupSuite;
 import dev.paramserver.bench.train.TrainSuite;
 import dev.paramserver.bench.wire.WalSuite;
@@ -31,7 +32,8 @@ import java.util.stream.Stream;
  * <p>Options: {@code --repo DIR} (where the services' exec jars were built, default "."), {@code
  * --out DIR} (default bench), {@code --run-dir DIR} (logs, recordings; default a temp folder),
  * {@code --only kernels,wire,wal,train,memory,sparse,startup} (startup, the start-up of a 1 + 1 job
- * on its own, runs only when named: the training section measures it too), {@code --quick} (shorter
+ * on its own, runs only when named: the training section measures it too; python, a Python trainer
+ * against PyTorch in one process, also only when named: it needs torch), {@code --quick} (shorter
  * measurements), {@code --profile} (JFR of the softmax 1 + 1 training job's pserver and trainer,
  * summarised in the report; off by default because recording slows the run it measures).
  */
@@ -57,7 +59,7 @@ public final class BenchSuite {
         default -> {
           System.err.println(
               "usage: BenchSuite [--repo DIR] [--out DIR] [--run-dir DIR]"
-                  + " [--only kernels,wire,wal,train,memory,sparse,startup] [--quick]"
+                  + " [--only kernels,wire,wal,train,memory,sparse,startup,python] [--quick]"
                   + " [--profile]");
           System.exit(2);
         }
@@ -98,6 +100,7 @@ public final class BenchSuite {
         || only.contains("wal")
         || only.contains("train")
         || only.contains("startup")
+        || only.contains("python")
         || only.contains("memory")
         || only.contains("sparse")) {
       jars = ServiceJars.copy(repo, runDir);
@@ -120,6 +123,10 @@ public final class BenchSuite {
     if (only.contains("startup")) {
       ServiceJars j = jars;
       section(runDir, "startup", () -> new StartupSuite(runDir, j, quick).run(report));
+    }
+    if (only.contains("python")) {
+      ServiceJars j = jars;
+      section(runDir, "python", () -> new PythonSuite(repo, runDir, j, quick).run(report));
     }
     if (only.contains("memory")) {
       ServiceJars j = jars;

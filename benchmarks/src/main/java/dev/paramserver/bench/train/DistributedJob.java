@@ -142,7 +142,7 @@ final class DistributedJob {
   }
 
   /** The figures of a finished job, from the passes its master reported. */
-  private static Outcome outcome(
+  static Outcome outcome(
       Workload w,
       JobStatusView end,
       long launchedMs,

@@ -32,6 +32,14 @@ final class SingleJvmJob {
     cmd.add(System.getProperty("java.class.path"));
     cmd.add(SingleJvmTrainer.class.getName());
     cmd.addAll(SingleJvmTrainer.arguments(w));
+    return run(w, cmd, "the single-JVM trainer");
+  }
+
+  /**
+   * Runs a baseline process {@code cmd} that prints {@code pass=<i> records=<n> seconds=<s>} per
+   * pass and {@code accuracy=}/{@code auc=} at the end, and returns its figures.
+   */
+  static Outcome run(Workload w, List<String> cmd, String what) throws Exception {
     long launched = System.nanoTime();
     Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
     List<Double> perPass = new ArrayList<>();
@@ -65,7 +73,7 @@ final class SingleJvmJob {
     if (!p.waitFor(10, TimeUnit.MINUTES) || p.exitValue() != 0 || perPass.isEmpty()) {
       p.destroyForcibly();
       throw new IllegalStateException(
-          "the single-JVM trainer of " + w.name() + " failed: " + String.join("\n", other));
+          what + " of " + w.name() + " failed: " + String.join("\n", other));
     }
     double whole = records / ((System.nanoTime() - launched) / 1e9);
     return new Outcome(

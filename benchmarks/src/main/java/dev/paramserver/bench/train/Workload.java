@@ -83,6 +83,27 @@ record Workload(
   }
 
   /**
+   * The demo MLP of {@code docs/how-to/python.md}: the softmax's demo data (60,000 records; 20,000
+   * with {@code quick}) through hidden layers 128 and 64 (13,066 parameters), batch 64, SGD 0.1.
+   */
+  static Workload smallMlp(Path root, boolean quick) throws IOException {
+    Path dir = root.resolve("mlp-small");
+    DemoData.Result d =
+        DemoData.generate(dir, DemoData.Options.builder().train(quick ? 20_000 : 60_000).build());
+    return new Workload(
+        "mlp_small",
+        "demo MLP 32-128-64-10 (13,066 parameters, " + d.trainRecords() + " records)",
+        new ModelSpec(
+            "mlp", (int) d.features(), d.classes(), List.of(128, 64), Mlp.Activation.RELU, 0),
+        64,
+        0.1f,
+        5,
+        dir,
+        "accuracy",
+        8);
+  }
+
+  /**
    * A dense MLP of about 5M parameters: 784 features, hidden 2560 and 1152, 10 classes, trained to
    * convergence (5 passes over class clusters 0.5 apart per feature: one JVM and 2 + 2 both reach
    * an accuracy of 1.0), so that the accuracy check compares trained models; with 3 passes over the
