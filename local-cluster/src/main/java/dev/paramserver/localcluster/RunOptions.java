@@ -611,35 +611,31 @@ public final class RunOptions {
     }
   }
 
+  /** A whole number of at least {@code min}, or the error that names the rule broken. */
+  private static int wholeNumber(String value, int min, String rule) {
+    int n;
+    try {
+      n = Integer.parseInt(value.trim());
+    } catch (NumberFormatException e) {
+      throw new TypeConversionException("expects a whole number, got '" + value + "'");
+    }
+    if (n < min) {
+      throw new TypeConversionException("must be " + rule + ", got " + n);
+    }
+    return n;
+  }
+
   static final class AtLeastOne implements ITypeConverter<Integer> {
     @Override
     public Integer convert(String value) {
-      int n;
-      try {
-        n = Integer.parseInt(value.trim());
-      } catch (NumberFormatException e) {
-        throw new TypeConversionException("expects a whole number, got '" + value + "'");
-      }
-      if (n < 1) {
-        throw new TypeConversionException("must be at least 1, got " + n);
-      }
-      return n;
+      return wholeNumber(value, 1, "at least 1");
     }
   }
 
   static final class ZeroOrMore implements ITypeConverter<Integer> {
     @Override
     public Integer convert(String value) {
-      int n;
-      try {
-        n = Integer.parseInt(value.trim());
-      } catch (NumberFormatException e) {
-        throw new TypeConversionException("expects a whole number, got '" + value + "'");
-      }
-      if (n < 0) {
-        throw new TypeConversionException("must be 0 or more, got " + n);
-      }
-      return n;
+      return wholeNumber(value, 0, "0 or more");
     }
   }
 
