@@ -78,7 +78,16 @@ class PsctlJobCommandsEndToEndTest {
       assertThat(v.path("server").path("commit").asText()).isEqualTo(BuildInfo.current().commit());
       assertThat(v.path("server").path("state").asText()).isEqualTo("LEADER");
 
+      // the console samples the job every sample-interval: its view may still be the one from
+      // before the dataset was set, so read it until it catches up (bounded)
       Result status = psctl(env, "status", "-o", "json");
+      long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+      while (status.code() == 0
+          && !"RUNNING".equals(JSON.readTree(status.out()).path("job").path("state").asText())
+          && System.nanoTime() < deadline) {
+        Thread.sleep(200);
+        status = psctl(env, "status", "-o", "json");
+      }
       assertThat(status.code()).as(status.err()).isZero();
       JsonNode view = JSON.readTree(status.out());
       assertThat(JsonSchemaCheck.of(JobViewSchema.published()).errors(view)).isEmpty();
