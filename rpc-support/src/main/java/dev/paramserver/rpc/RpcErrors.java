@@ -34,7 +34,8 @@ public final class RpcErrors {
           NO_DATASET,
           NOT_JOINED,
           MODEL_MISMATCH,
-          NO_MODEL ->
+          NO_MODEL,
+          WRONG_SHARD ->
           Code.FAILED_PRECONDITION;
       case UNKNOWN_PARAMETER, UNKNOWN_TASK -> Code.NOT_FOUND;
       case SHAPE_MISMATCH,

@@ -8,7 +8,6 @@ import dev.paramserver.proto.v1.PullParametersResponse;
 import dev.paramserver.proto.v1.PushGradientsRequest;
 import dev.paramserver.proto.v1.ShardCheckpoint;
 import dev.paramserver.proto.v1.ShardStatus;
-import dev.paramserver.proto.v1.TensorBlock;
 import dev.paramserver.proto.v1.TrainingMode;
 import dev.paramserver.proto.v1.WalRecord;
 import dev.paramserver.pserver.sparse.SparseSettings;
@@ -173,10 +172,11 @@ public final class ParameterShard {
   }
 
   /**
-   * The values of the dense blocks {@code push} carried, read as {@link #pull} reads them: after
-   * the push (in the synchronous modes, once the shard reached {@code step}).
+   * The values of the dense blocks (with {@code return_values}) and sparse rows (with {@code
+   * return_rows}) {@code push} carried, read as {@link #pull} reads them: after the push (in the
+   * synchronous modes, once the shard reached {@code step}). Empty when it asks for neither.
    */
-  public List<TensorBlock> valuesAfter(PushGradientsRequest push, long step) {
+  public PullParametersResponse valuesAfter(PushGradientsRequest push, long step) {
     return reads.valuesAfter(push, step);
   }
 

@@ -73,16 +73,27 @@ final class ShardReads {
     }
   }
 
-  List<TensorBlock> valuesAfter(PushGradientsRequest push, long step) {
+  PullParametersResponse valuesAfter(PushGradientsRequest push, long step) {
     PullParametersRequest.Builder pull =
         PullParametersRequest.newBuilder().setTrainerId(push.getTrainerId());
     if (shard.mode() != TrainingMode.ASYNC) {
       pull.setMinStep(step);
     }
-    for (TensorBlock g : push.getGradientsList()) {
-      pull.addBlocks(BlockRef.newBuilder().setName(g.getName()).setBlock(g.getBlock()));
+    if (push.getReturnValues()) {
+      for (TensorBlock g : push.getGradientsList()) {
+        pull.addBlocks(BlockRef.newBuilder().setName(g.getName()).setBlock(g.getBlock()));
+      }
     }
-    return pull(pull.build()).getBlocksList();
+    if (push.getReturnRows()) {
+      for (SparseRows g : push.getSparseGradientsList()) {
+        pull.addSparseRows(
+            SparseRowsRef.newBuilder().setName(g.getName()).addAllRowIds(g.getRowIdsList()));
+      }
+    }
+    if (pull.getBlocksCount() == 0 && pull.getSparseRowsCount() == 0) {
+      return PullParametersResponse.getDefaultInstance();
+    }
+    return pull(pull.build());
   }
 
   private static SparseRows readRows(SparseTable table, long[] ids) {

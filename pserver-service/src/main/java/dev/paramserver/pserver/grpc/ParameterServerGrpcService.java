@@ -205,11 +205,13 @@ public final class ParameterServerGrpcService
   private PushGradientsResponse response(PushGradientsRequest request, PushOutcome r) {
     PushGradientsResponse.Builder out =
         PushGradientsResponse.newBuilder().setStep(r.step()).setDuplicate(r.duplicate());
-    if (request.getReturnValues() && request.getGradientsCount() > 0) {
-      out.addAllBlocks(shard.valuesAfter(request, r.step()));
+    if ((request.getReturnValues() && request.getGradientsCount() > 0)
+        || (request.getReturnRows() && request.getSparseGradientsCount() > 0)) {
+      PullParametersResponse after = shard.valuesAfter(request, r.step());
+      out.addAllBlocks(after.getBlocksList()).addAllSparseRows(after.getSparseRowsList());
     }
     PushGradientsResponse response = out.build();
-    if (response.getBlocksCount() > 0) {
+    if (response.getBlocksCount() > 0 || response.getSparseRowsCount() > 0) {
       pulledBytes.increment(response.getSerializedSize());
       traffic.pull();
     }
