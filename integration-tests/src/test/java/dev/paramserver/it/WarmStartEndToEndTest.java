@@ -180,7 +180,6 @@ class WarmStartEndToEndTest {
             Parameters.SparseTable w = params.sparse(def.name());
             grads
                 .sparse(def.name())
-                .rows()
                 .forEach(
                     (id, g) -> {
                       float[] row = w.row(id);

@@ -14,9 +14,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.List;
-import java.util.Map;
 import java.util.Optional;
-import java.util.TreeMap;
 
 /** Writes and reads trained models ({@code paramserver.v1.ModelFile} protobuf). */
 public final class ModelFiles {
@@ -77,12 +75,11 @@ public final class ModelFiles {
       if (def.sparse()) {
         Parameters.SparseTable t = params.sparse(def.name());
         SparseTable.Builder sb = SparseTable.newBuilder().setName(def.name()).setWidth(t.width());
-        float[] all = new float[t.rows().size() * t.width()];
-        int i = 0;
-        for (Map.Entry<Long, float[]> row : new TreeMap<>(t.rows()).entrySet()) {
-          sb.addRowIds(row.getKey());
-          System.arraycopy(row.getValue(), 0, all, i * t.width(), t.width());
-          i++;
+        long[] ids = t.sortedIds();
+        float[] all = new float[ids.length * t.width()];
+        for (int i = 0; i < ids.length; i++) {
+          sb.addRowIds(ids[i]);
+          System.arraycopy(t.rowOrNull(ids[i]), 0, all, i * t.width(), t.width());
         }
         b.addSparseTables(sb.setData(TensorCodec.encode(all)));
       } else {

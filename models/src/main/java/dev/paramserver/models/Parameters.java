@@ -1,7 +1,6 @@
 package dev.paramserver.models;
 
 import java.util.Arrays;
-import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Set;
@@ -14,27 +13,82 @@ public final class Parameters {
   private final Map<String, float[]> dense = new LinkedHashMap<>();
   private final Map<String, SparseTable> sparse = new LinkedHashMap<>();
 
-  /** Rows of a sparse table, created on demand. */
+  /**
+   * Rows of a sparse table by id, created on demand: an open-addressing table of primitive ids (no
+   * boxing, no entry objects), one {@code float[width]} per row. Not thread-safe.
+   */
   public static final class SparseTable {
+    private static final long EMPTY = Long.MIN_VALUE;
     private final int width;
-    private final Map<Long, float[]> rows = new HashMap<>();
+    // slots: ids (EMPTY marks a free slot; id Long.MIN_VALUE itself is kept in minRow) and rows
+    private long[] keys;
+    private float[][] vals;
+    private int size;
+    private float[] minRow;
 
     public SparseTable(int width) {
       this.width = width;
+      this.keys = newKeys(16);
+      this.vals = new float[16][];
+    }
+
+    private static long[] newKeys(int n) {
+      long[] k = new long[n];
+      Arrays.fill(k, EMPTY);
+      return k;
     }
 
     public int width() {
       return width;
     }
 
+    /** Rows held. */
+    public int size() {
+      return size;
+    }
+
+    public boolean isEmpty() {
+      return size == 0;
+    }
+
+    private static int mix(long id) {
+      long h = id * 0x9E3779B97F4A7C15L;
+      return (int) (h ^ (h >>> 32));
+    }
+
+    private int slot(long id) {
+      int mask = keys.length - 1;
+      int i = mix(id) & mask;
+      while (true) {
+        long k = keys[i];
+        if (k == id || k == EMPTY) {
+          return i;
+        }
+        i = (i + 1) & mask;
+      }
+    }
+
     /** The row, created as zeros if absent. */
     public float[] row(long id) {
-      return rows.computeIfAbsent(id, k -> new float[width]);
+      float[] r = rowOrNull(id);
+      if (r == null) {
+        r = new float[width];
+        insert(id, r);
+      }
+      return r;
     }
 
     /** The row, or null if absent. */
     public float[] rowOrNull(long id) {
-      return rows.get(id);
+      if (id == EMPTY) {
+        return minRow;
+      }
+      int i = slot(id);
+      return keys[i] == id ? vals[i] : null;
+    }
+
+    public boolean contains(long id) {
+      return rowOrNull(id) != null;
     }
 
     public void put(long id, float[] values) {
@@ -42,11 +96,126 @@ public final class Parameters {
         throw new IllegalArgumentException(
             "row " + id + " has " + values.length + " values, the table's width is " + width);
       }
-      rows.put(id, values);
+      insert(id, values);
     }
 
-    public Map<Long, float[]> rows() {
-      return rows;
+    private void insert(long id, float[] values) {
+      if (id == EMPTY) {
+        if (minRow == null) {
+          size++;
+        }
+        minRow = values;
+        return;
+      }
+      int i = slot(id);
+      if (keys[i] != id) {
+        keys[i] = id;
+        size++;
+        if (size * 4L > keys.length * 3L) {
+          vals[i] = values;
+          grow();
+          return;
+        }
+      }
+      vals[i] = values;
+    }
+
+    private void grow() {
+      long[] oldKeys = keys;
+      float[][] oldVals = vals;
+      keys = newKeys(oldKeys.length * 2);
+      vals = new float[oldKeys.length * 2][];
+      for (int i = 0; i < oldKeys.length; i++) {
+        if (oldKeys[i] != EMPTY) {
+          int j = slot(oldKeys[i]);
+          keys[j] = oldKeys[i];
+          vals[j] = oldVals[i];
+        }
+      }
+    }
+
+    /** Removes the row; returns it, or null if absent. */
+    public float[] remove(long id) {
+      if (id == EMPTY) {
+        float[] r = minRow;
+        if (r != null) {
+          minRow = null;
+          size--;
+        }
+        return r;
+      }
+      int i = slot(id);
+      if (keys[i] != id) {
+        return null;
+      }
+      float[] r = vals[i];
+      // backward-shift deletion keeps every probe run unbroken
+      int mask = keys.length - 1;
+      int hole = i;
+      int j = (i + 1) & mask;
+      while (keys[j] != EMPTY) {
+        int home = mix(keys[j]) & mask;
+        if (((j - home) & mask) >= ((j - hole) & mask)) {
+          keys[hole] = keys[j];
+          vals[hole] = vals[j];
+          hole = j;
+        }
+        j = (j + 1) & mask;
+      }
+      keys[hole] = EMPTY;
+      vals[hole] = null;
+      size--;
+      return r;
+    }
+
+    /** The ids held, in no particular order. */
+    public long[] ids() {
+      long[] out = new long[size];
+      int n = 0;
+      if (minRow != null) {
+        out[n++] = EMPTY;
+      }
+      for (long k : keys) {
+        if (k != EMPTY) {
+          out[n++] = k;
+        }
+      }
+      return out;
+    }
+
+    /** The ids held, ascending. */
+    public long[] sortedIds() {
+      long[] out = ids();
+      Arrays.sort(out);
+      return out;
+    }
+
+    /** A row and its id. */
+    @FunctionalInterface
+    public interface RowConsumer {
+      void accept(long id, float[] row);
+    }
+
+    /** Calls {@code each} for every row, in no particular order (no row may be added meanwhile). */
+    public void forEach(RowConsumer each) {
+      if (minRow != null) {
+        each.accept(EMPTY, minRow);
+      }
+      for (int i = 0; i < keys.length; i++) {
+        if (keys[i] != EMPTY) {
+          each.accept(keys[i], vals[i]);
+        }
+      }
+    }
+
+    /** Removes every row (keeping the capacity). */
+    public void clear() {
+      if (size > 0) {
+        Arrays.fill(keys, EMPTY);
+        Arrays.fill(vals, null);
+        minRow = null;
+        size = 0;
+      }
     }
   }
 
@@ -101,7 +270,7 @@ public final class Parameters {
       Arrays.fill(v, 0f);
     }
     for (SparseTable t : sparse.values()) {
-      t.rows.clear();
+      t.clear();
     }
   }
 }

@@ -112,7 +112,6 @@ public final class SingleJvmTrainer {
           Parameters.SparseTable table = params.sparse(name);
           grads
               .sparse(name)
-              .rows()
               .forEach(
                   (id, g) -> {
                     float[] w = table.row(id);

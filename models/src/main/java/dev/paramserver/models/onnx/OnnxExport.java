@@ -19,7 +19,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.TreeMap;
 
 /**
  * Exports a trained model as an ONNX model (IR version 8, opset 13 plus ai.onnx.ml 2), with the
@@ -233,14 +232,10 @@ public final class OnnxExport {
   private record Table(long[] ids, float[] values) {}
 
   private static Table table(Parameters.SparseTable t) {
-    TreeMap<Long, float[]> rows = new TreeMap<>(t.rows());
-    long[] ids = new long[rows.size()];
-    float[] values = new float[(rows.size() + 1) * t.width()];
-    int i = 0;
-    for (Map.Entry<Long, float[]> r : rows.entrySet()) {
-      ids[i] = r.getKey();
-      System.arraycopy(r.getValue(), 0, values, i * t.width(), t.width());
-      i++;
+    long[] ids = t.sortedIds();
+    float[] values = new float[(ids.length + 1) * t.width()];
+    for (int i = 0; i < ids.length; i++) {
+      System.arraycopy(t.rowOrNull(ids[i]), 0, values, i * t.width(), t.width());
     }
     return new Table(ids, values);
   }

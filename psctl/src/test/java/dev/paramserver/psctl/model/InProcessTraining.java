@@ -16,7 +16,6 @@ import dev.paramserver.psctl.Run;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 
 /** Trains a model in one JVM with plain SGD, as a trainer would, and saves it. */
 public final class InProcessTraining {
@@ -51,14 +50,16 @@ public final class InProcessTraining {
           }
         }
         for (String name : p.sparseNames()) {
-          for (Map.Entry<Long, float[]> row : g.sparse(name).rows().entrySet()) {
-            float[] w = p.sparse(name).row(row.getKey());
-            float[] gw = row.getValue();
-            for (int i = 0; i < w.length; i++) {
-              w[i] -= lr * gw[i];
-            }
-          }
-          g.sparse(name).rows().clear();
+          Parameters.SparseTable to = p.sparse(name);
+          g.sparse(name)
+              .forEach(
+                  (id, gw) -> {
+                    float[] w = to.row(id);
+                    for (int i = 0; i < w.length; i++) {
+                      w[i] -= lr * gw[i];
+                    }
+                  });
+          g.sparse(name).clear();
         }
       }
     }

@@ -1,11 +1,13 @@
 package dev.paramserver.trainer.config;
 
 import dev.paramserver.proto.v1.DataType;
+import jakarta.validation.Valid;
 import jakarta.validation.constraints.Max;
 import jakarta.validation.constraints.Min;
 import java.time.Duration;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 import org.springframework.boot.context.properties.bind.DefaultValue;
+import org.springframework.util.unit.DataSize;
 import org.springframework.validation.annotation.Validated;
 
 /**
@@ -27,15 +29,18 @@ import org.springframework.validation.annotation.Validated;
  *     pservers (held, summed, while a push is in flight, or in flight) before the trainer waits for
  *     an answer. A push leaves as soon as the one before was answered, so other trainers' updates
  *     are usually one round trip old and at most this many batches. 0: every batch waits for its
- *     push. Default: 16 for dense models, 2 for models with sparse tables (their rows get no local
- *     step and are pulled per batch, so held gradients make them staler: a capped embedding lost
- *     about 1 point of AUC with 6)
+ *     push. Default: 16, and 2 for models with sparse tables without the row cache ({@code
+ *     sparse.cache=false}, or outside asynchronous pipelining: their rows then get no local step
+ *     and are pulled per batch, so held gradients make them staler: a capped embedding lost about 1
+ *     point of AUC with 6)
  * @param tasksPerRequest the most tasks taken from the master in one GetTask (it gives fewer near a
  *     pass's end): fewer calls and commits on the master for short tasks
  * @param rpcTimeout deadline of each call to the master or a pserver; for a streamed push
  *     (asynchronous mode, whose stream has no deadline), the longest wait for each request's answer
  *     before the stream is given up and its unanswered pushes are sent again
  * @param maxBackoff the longest wait between retries when the master or a pserver is unavailable
+ * @param sparse how a trainer keeps, fetches ahead and refreshes the rows of sparse tables ({@code
+ *     paramserver.trainer.sparse.*})
  */
 @Validated
 @ConfigurationProperties("paramserver.trainer")
@@ -49,7 +54,48 @@ public record CommunicationProperties(
     @DefaultValue("10s") Duration rpcTimeout,
     @DefaultValue("10s") Duration maxBackoff,
     @DefaultValue("async") TrainingModeSetting mode,
-    @DefaultValue("4") @Min(0) @Max(1_000_000) int staleness) {
+    @DefaultValue("4") @Min(0) @Max(1_000_000) int staleness,
+    @DefaultValue @Valid SparseRowSettings sparse) {
+
+  /**
+   * The trainer's row cache and prefetch for sparse tables. They apply in asynchronous mode with
+   * pipelining (streamed pushes); the other modes pull a batch's rows before it, as with {@code
+   * cache=false}.
+   *
+   * @param cache keep rows between batches: a batch pulls only the rows the trainer lacks or holds
+   *     too stale, and those are pulled while the batch before computes; each push's answer brings
+   *     its rows back, and the trainer's own updates are applied to its rows at once
+   *     (read-my-writes)
+   * @param staleness how many batches old a row may be: one read from its pserver during batch
+   *     {@code b - staleness} or later may be used in batch {@code b} (0: every row is read for its
+   *     batch, as without the cache; rows carried by an unanswered push are refreshed by its
+   *     answer). Other trainers' updates reach a row at most this late
+   * @param cacheSize the most memory the cached rows take (values, local optimizer state and about
+   *     64 bytes of bookkeeping a row); the rows least recently used are evicted beyond it
+   * @param prefetchSize how many bytes of rows may be pulled ahead of the batch that needs them (at
+   *     least the next batch's, at most {@code staleness} batches ahead)
+   */
+  public record SparseRowSettings(
+      @DefaultValue("true") boolean cache,
+      @DefaultValue("4") @Min(0) @Max(1_000_000) int staleness,
+      @DefaultValue("256MB") DataSize cacheSize,
+      @DefaultValue("4MB") DataSize prefetchSize) {
+    public SparseRowSettings {
+      if (cacheSize.toBytes() <= 0) {
+        throw new IllegalArgumentException(
+            "paramserver.trainer.sparse.cache-size must be positive, got " + cacheSize);
+      }
+      if (prefetchSize.isNegative()) {
+        throw new IllegalArgumentException(
+            "paramserver.trainer.sparse.prefetch-size must not be negative, got " + prefetchSize);
+      }
+    }
+
+    /** The settings when none are given. */
+    public static SparseRowSettings defaults() {
+      return new SparseRowSettings(true, 4, DataSize.ofMegabytes(256), DataSize.ofMegabytes(4));
+    }
+  }
 
   public CommunicationProperties {
     if (sync && mode == TrainingModeSetting.BOUNDED_STALENESS) {
@@ -76,7 +122,10 @@ public record CommunicationProperties(
     return gradientDtype.wireType();
   }
 
-  /** The pipeline lag for a model with ({@code sparse}) or without sparse tables. */
+  /**
+   * The pipeline lag for a model with sparse tables whose rows are pulled per batch ({@code
+   * sparse}) or for another.
+   */
   public int pipelineLag(boolean sparse) {
     return pipelineLag != null ? pipelineLag : sparse ? 2 : 16;
   }

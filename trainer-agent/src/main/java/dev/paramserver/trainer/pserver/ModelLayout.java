@@ -86,6 +86,39 @@ public final class ModelLayout {
     return ShardPlacement.ownerOfRow(table, row, placement.pservers());
   }
 
+  /**
+   * The distinct ids of {@code ids} (of table {@code table}) by the pserver that owns them: element
+   * {@code ps} holds pserver {@code ps}'s ids, ascending (empty when it owns none). Primitive
+   * throughout; {@code ids} is not changed.
+   */
+  public long[][] byOwner(String table, long[] ids) {
+    int n = placement.pservers();
+    long[] sorted = ids.clone();
+    java.util.Arrays.sort(sorted);
+    int distinct = 0;
+    for (int i = 0; i < sorted.length; i++) {
+      if (i == 0 || sorted[i] != sorted[i - 1]) {
+        sorted[distinct++] = sorted[i];
+      }
+    }
+    long salt = ShardPlacement.tableHash(table);
+    int[] owner = new int[distinct];
+    int[] count = new int[n];
+    for (int i = 0; i < distinct; i++) {
+      owner[i] = n == 1 ? 0 : ShardPlacement.ownerOfRow(salt, sorted[i], n);
+      count[owner[i]]++;
+    }
+    long[][] out = new long[n][];
+    for (int ps = 0; ps < n; ps++) {
+      out[ps] = new long[count[ps]];
+      count[ps] = 0;
+    }
+    for (int i = 0; i < distinct; i++) {
+      out[owner[i]][count[owner[i]]++] = sorted[i];
+    }
+    return out;
+  }
+
   public List<BlockSpec> blocksOf(int pserver) {
     return placement.blocksOf(pserver);
   }

@@ -17,6 +17,7 @@ import dev.paramserver.trainer.pserver.RequestPlanner.Planned;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Future;
@@ -90,12 +91,21 @@ public final class ParameterClient {
    * @throws IllegalStateException outside asynchronous mode
    */
   public StreamedPush startPush(Parameters grads, Parameters latest, Parameters into) {
+    return startPush(grads, latest, into, false);
+  }
+
+  /**
+   * As {@link #startPush(Parameters, Parameters, Parameters)}; with {@code returnRows} each sparse
+   * request asks for its rows after the push too, taken into {@code into}'s sparse tables.
+   */
+  public StreamedPush startPush(
+      Parameters grads, Parameters latest, Parameters into, boolean returnRows) {
     if (!streamsPushes()) {
       throw new IllegalStateException(
           "pushes are streamed in asynchronous mode only, not in " + planner.mode());
     }
     synchronized (pushLock) {
-      return streams.start(planner.pushes(grads, ++step, true), latest, into);
+      return streams.start(planner.pushes(grads, ++step, true, returnRows), latest, into);
     }
   }
 
@@ -109,7 +119,7 @@ public final class ParameterClient {
     return planner.layout();
   }
 
-  private ParameterServerGrpc.ParameterServerFutureStub stub(int ps) {
+  ParameterServerGrpc.ParameterServerFutureStub stub(int ps) {
     ParameterServerGrpc.ParameterServerFutureStub s = directory.stub(ps);
     return s == null
         ? null
@@ -283,15 +293,22 @@ public final class ParameterClient {
     for (Planned<PullParametersRequest> p : planner.rowPulls(ids)) {
       PullParametersResponse resp = pullWithRetry(p, params);
       for (SparseRows rows : resp.getSparseRowsList()) {
-        Parameters.SparseTable table = params.sparse(rows.getName());
-        float[] all = TensorCodec.decode(rows.getData(), rows.getDtype());
-        int width = table.width();
-        for (int i = 0; i < rows.getRowIdsCount(); i++) {
-          table.put(rows.getRowIds(i), Arrays.copyOfRange(all, i * width, (i + 1) * width));
-        }
-        traffic.pulled(rows.getData().size());
+        storeRows(rows, params);
       }
     }
+  }
+
+  /**
+   * Starts pulling rows {@code ids} (by table; repeats allowed) from every owning pserver at once,
+   * without waiting: a prefetch. {@link RowPull#await} takes the answers.
+   */
+  public RowPull startRowPull(Map<String, long[]> ids) {
+    return RowPull.start(this, planner.rowPulls(ids));
+  }
+
+  /** Counts bytes of rows pulled. */
+  void pulledRows(long bytes) {
+    traffic.pulled(bytes);
   }
 
   /** Sends a push to one pserver until it is acknowledged, with backoff (same identity). */
@@ -309,8 +326,7 @@ public final class ParameterClient {
    * Sends a pull to one pserver until it succeeds, with backoff, re-resolving the pserver after a
    * failure (pulls are safe to repeat).
    */
-  private PullParametersResponse pullWithRetry(
-      Planned<PullParametersRequest> p, Parameters latest) {
+  PullParametersResponse pullWithRetry(Planned<PullParametersRequest> p, Parameters latest) {
     return withRetry(
         p.pserver(),
         "pulling parameters",
@@ -358,6 +374,17 @@ public final class ParameterClient {
       Thread.currentThread().interrupt();
       throw new StoppedException(what);
     }
+  }
+
+  /** Puts rows pulled (or returned by a push) into {@code params}' table of the same name. */
+  void storeRows(SparseRows rows, Parameters params) {
+    Parameters.SparseTable table = params.sparse(rows.getName());
+    float[] all = TensorCodec.decode(rows.getData(), rows.getDtype());
+    int width = table.width();
+    for (int i = 0; i < rows.getRowIdsCount(); i++) {
+      table.put(rows.getRowIds(i), Arrays.copyOfRange(all, i * width, (i + 1) * width));
+    }
+    traffic.pulled(rows.getData().size());
   }
 
   void storeBlocks(List<TensorBlock> blocks, Parameters params) {

@@ -14,11 +14,10 @@ import dev.paramserver.proto.v1.TrainingMode;
 import dev.paramserver.tensor.BlockSpec;
 import dev.paramserver.tensor.TensorCodec;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.TreeMap;
-import java.util.TreeSet;
 import java.util.UUID;
 
 /**
@@ -127,7 +126,17 @@ public final class RequestPlanner {
    */
   public List<Planned<PushGradientsRequest>> pushes(
       Parameters grads, long step, boolean returnValues) {
-    Map<Integer, PushGradientsRequest.Builder> sparse = sparsePushes(grads, step);
+    return pushes(grads, step, returnValues, false);
+  }
+
+  /**
+   * As {@link #pushes(Parameters, long, boolean)}; with {@code returnRows} (asynchronous mode only)
+   * each sparse part asks for its rows' values after the push in its answer (a trainer that caches
+   * rows takes them in).
+   */
+  public List<Planned<PushGradientsRequest>> pushes(
+      Parameters grads, long step, boolean returnValues, boolean returnRows) {
+    Map<Integer, PushGradientsRequest.Builder> sparse = sparsePushes(grads, step, returnRows);
     List<Planned<PushGradientsRequest>> out = new ArrayList<>();
     for (int ps = 0; ps < layout.pservers(); ps++) {
       List<List<BlockSpec>> groups = groups(layout.blocksOf(ps));
@@ -191,38 +200,40 @@ public final class RequestPlanner {
         .build();
   }
 
-  /** The sparse-row gradients of {@code grads}, one request per owning pserver. */
-  private Map<Integer, PushGradientsRequest.Builder> sparsePushes(Parameters grads, long step) {
+  /**
+   * The sparse-row gradients of {@code grads}, one request per owning pserver; with {@code
+   * returnRows} each asks for its rows' values after the push in its answer.
+   */
+  private Map<Integer, PushGradientsRequest.Builder> sparsePushes(
+      Parameters grads, long step, boolean returnRows) {
     Map<Integer, PushGradientsRequest.Builder> reqs = new TreeMap<>();
     for (ParameterDef def : layout.sparseTables()) {
       Parameters.SparseTable table = grads.sparse(def.name());
-      int width = table.width();
-      for (Map.Entry<Integer, Set<Long>> e : byOwner(def, table.rows().keySet()).entrySet()) {
-        float[] data = new float[e.getValue().size() * width];
-        int i = 0;
-        for (long id : e.getValue()) {
-          System.arraycopy(table.rows().get(id), 0, data, i * width, width);
-          i++;
+      if (table.isEmpty()) {
+        continue;
+      }
+      long[][] owned = layout.byOwner(def.name(), table.ids());
+      for (int ps = 0; ps < owned.length; ps++) {
+        if (owned[ps].length == 0) {
+          continue;
         }
-        reqs.computeIfAbsent(e.getKey(), k -> newPush(step))
-            .addSparseGradients(
-                SparseRows.newBuilder()
-                    .setName(def.name())
-                    .addAllRowIds(e.getValue())
-                    .setDtype(gradientType)
-                    .setData(TensorCodec.encode(data, 0, data.length, gradientType)));
+        reqs.computeIfAbsent(ps, k -> newPush(step).setReturnRows(returnRows))
+            .addSparseGradients(rows(def.name(), table, owned[ps], gradientType));
       }
     }
     return reqs;
   }
 
-  /** Row ids by the pserver that owns them, each pserver's ids in ascending order. */
-  private Map<Integer, Set<Long>> byOwner(ParameterDef table, Iterable<Long> ids) {
-    Map<Integer, Set<Long>> out = new TreeMap<>();
-    for (long id : ids) {
-      out.computeIfAbsent(layout.ownerOfRow(table.name(), id), k -> new TreeSet<>()).add(id);
+  /** Rows {@code ids} of {@code table} (each present) as one message of {@code type}. */
+  static SparseRows rows(String name, Parameters.SparseTable table, long[] ids, DataType type) {
+    int width = table.width();
+    float[] data = new float[ids.length * width];
+    SparseRows.Builder out = SparseRows.newBuilder().setName(name).setDtype(type);
+    for (int i = 0; i < ids.length; i++) {
+      System.arraycopy(table.rowOrNull(ids[i]), 0, data, i * width, width);
+      out.addRowIds(ids[i]);
     }
-    return out;
+    return out.setData(TensorCodec.encode(data, 0, data.length, type)).build();
   }
 
   /** The pulls of every dense block, in request-sized groups. */
@@ -241,24 +252,54 @@ public final class RequestPlanner {
     return out;
   }
 
-  /** The pulls of the rows {@code ids} of every sparse table, one per owning pserver. */
+  /**
+   * The pulls of the rows {@code ids} of every sparse table, one per owning pserver (each id once,
+   * ascending).
+   */
   public List<Planned<PullParametersRequest>> rowPulls(long[] ids) {
     Map<Integer, PullParametersRequest.Builder> reqs = new TreeMap<>();
-    List<Long> all = new ArrayList<>(ids.length);
-    for (long id : ids) {
-      all.add(id);
-    }
     for (ParameterDef def : layout.sparseTables()) {
-      for (Map.Entry<Integer, Set<Long>> e : byOwner(def, all).entrySet()) {
-        reqs.computeIfAbsent(
-                e.getKey(), k -> PullParametersRequest.newBuilder().setTrainerId(trainerId))
-            .addSparseRows(
-                SparseRowsRef.newBuilder().setName(def.name()).addAllRowIds(e.getValue()));
+      long[][] owned = layout.byOwner(def.name(), ids);
+      for (int ps = 0; ps < owned.length; ps++) {
+        if (owned[ps].length > 0) {
+          reqs.computeIfAbsent(ps, k -> PullParametersRequest.newBuilder().setTrainerId(trainerId))
+              .addSparseRows(rowsRef(def.name(), owned[ps]));
+        }
       }
     }
     List<Planned<PullParametersRequest>> out = new ArrayList<>();
     reqs.forEach((ps, req) -> out.add(new Planned<>(ps, req.build())));
     return out;
+  }
+
+  /**
+   * The pulls of rows by table, one per owning pserver: {@code ids.get(t)} are the rows wanted of
+   * table {@code t} (distinct or not).
+   */
+  public List<Planned<PullParametersRequest>> rowPulls(Map<String, long[]> ids) {
+    Map<Integer, PullParametersRequest.Builder> reqs = new TreeMap<>();
+    ids.forEach(
+        (table, wanted) -> {
+          long[][] owned = layout.byOwner(table, wanted);
+          for (int ps = 0; ps < owned.length; ps++) {
+            if (owned[ps].length > 0) {
+              reqs.computeIfAbsent(
+                      ps, k -> PullParametersRequest.newBuilder().setTrainerId(trainerId))
+                  .addSparseRows(rowsRef(table, owned[ps]));
+            }
+          }
+        });
+    List<Planned<PullParametersRequest>> out = new ArrayList<>();
+    reqs.forEach((ps, req) -> out.add(new Planned<>(ps, req.build())));
+    return out;
+  }
+
+  private static SparseRowsRef rowsRef(String table, long[] ids) {
+    SparseRowsRef.Builder ref = SparseRowsRef.newBuilder().setName(table);
+    for (long id : ids) {
+      ref.addRowIds(id);
+    }
+    return ref.build();
   }
 
   /**
@@ -275,8 +316,8 @@ public final class RequestPlanner {
     }
     for (ParameterDef def : layout.sparseTables()) {
       Parameters.SparseTable table = values.sparse(def.name());
-      Set<Long> owned = byOwner(def, table.rows().keySet()).get(ps);
-      if (owned != null) {
+      long[] owned = layout.byOwner(def.name(), table.ids())[ps];
+      if (owned.length > 0) {
         initRows(def.name(), table, owned, initId, out);
       }
     }
@@ -290,28 +331,14 @@ public final class RequestPlanner {
   private void initRows(
       String name,
       Parameters.SparseTable table,
-      Set<Long> ids,
+      long[] ids,
       String initId,
       List<InitParametersRequest> out) {
-    int width = table.width();
     // Each row costs its floats and at most 10 bytes of varint id.
-    int perRequest = Math.max(1, MAX_REQUEST_BYTES / (4 * width + 10));
-    List<Long> all = new ArrayList<>(ids);
-    for (int from = 0; from < all.size(); from += perRequest) {
-      List<Long> chunk = all.subList(from, Math.min(all.size(), from + perRequest));
-      float[] data = new float[chunk.size() * width];
-      for (int i = 0; i < chunk.size(); i++) {
-        System.arraycopy(table.rows().get(chunk.get(i)), 0, data, i * width, width);
-      }
-      out.add(
-          newInit(initId)
-              .addSparseRows(
-                  SparseRows.newBuilder()
-                      .setName(name)
-                      .addAllRowIds(chunk)
-                      .setDtype(DataType.FLOAT32)
-                      .setData(TensorCodec.encode(data)))
-              .build());
+    int perRequest = Math.max(1, MAX_REQUEST_BYTES / (4 * table.width() + 10));
+    for (int from = 0; from < ids.length; from += perRequest) {
+      long[] chunk = Arrays.copyOfRange(ids, from, Math.min(ids.length, from + perRequest));
+      out.add(newInit(initId).addSparseRows(rows(name, table, chunk, DataType.FLOAT32)).build());
     }
   }
 

@@ -342,6 +342,9 @@ public final class StreamedPushes {
         push.missing(ParameterClient.valuesOf(new Planned<>(ps, p.request)));
       }
     }
+    for (SparseRows rows : answer.getSparseRowsList()) {
+      client.storeRows(rows, push.into());
+    }
     if (push.answered()) {
       List<Planned<PullParametersRequest>> missing = push.takeMissing();
       if (!missing.isEmpty()) {

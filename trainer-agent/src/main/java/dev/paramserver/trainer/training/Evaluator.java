@@ -45,19 +45,27 @@ public class Evaluator {
       return;
     }
     ctx.client().pull(values);
+    // rows go into tables of the evaluation's own, never the training thread's (its row cache)
+    Parameters view = new Parameters();
+    for (String name : values.denseNames()) {
+      view.putDense(name, values.dense(name));
+    }
+    for (String t : values.sparseNames()) {
+      view.putSparse(t, new Parameters.SparseTable(values.sparse(t).width()));
+    }
     Evaluation e =
         Evaluation.of(
             ctx.model(),
-            values,
+            view,
             ctx.testSet(),
             BATCH,
             b -> {
               ctx.prepare(b);
-              if (!values.sparseNames().isEmpty()) {
-                for (String t : values.sparseNames()) {
-                  values.sparse(t).rows().clear();
+              if (!view.sparseNames().isEmpty()) {
+                for (String t : view.sparseNames()) {
+                  view.sparse(t).clear();
                 }
-                ctx.client().pullRows(values, b.sparseIds());
+                ctx.client().pullRows(view, b.sparseIds());
               }
             });
     progress.evaluation(e.loss(), e.accuracy());

@@ -65,9 +65,14 @@ final class GradientSender implements AutoCloseable {
   private final boolean streamed;
   private final int maxLag;
   private final LocalSteps local;
+  // sparse rows kept between batches (streamed pushes only), or null: rows pulled per batch
+  private final RowCache cache;
   // Gradients summed while a push is in flight, heldCount batches of them (pipelining only).
   private Parameters held;
   private int heldCount;
+  // with the row cache: the rows of the gradients held as they were before their local steps (what
+  // a pserver that lost its state under their push is re-initialised with)
+  private Parameters heldRowsBefore;
   private final Deque<Sent> sent = new ArrayDeque<>();
   private final Deque<Parameters> freeGrads = new ArrayDeque<>();
   private final Deque<Parameters> freePulled = new ArrayDeque<>();
@@ -88,6 +93,21 @@ final class GradientSender implements AutoCloseable {
       StopSignal stop,
       boolean pipeline,
       int maxLag) {
+    this(client, model, values, stop, pipeline, maxLag, null);
+  }
+
+  /**
+   * @param cache the trainer's sparse rows, kept between batches, with its local steps and the
+   *     pushes' answers applied (streamed pushes only); null: rows are pulled for each batch
+   */
+  GradientSender(
+      ParameterClient client,
+      Model model,
+      Parameters values,
+      StopSignal stop,
+      boolean pipeline,
+      int maxLag,
+      RowCache cache) {
     this.client = client;
     this.model = model;
     this.values = values;
@@ -96,6 +116,11 @@ final class GradientSender implements AutoCloseable {
     this.streamed = pipeline && client.streamsPushes();
     this.maxLag = maxLag;
     this.local = pipeline ? new LocalSteps(client.layout().specs()) : null;
+    if (cache != null && !streamed) {
+      throw new IllegalArgumentException(
+          "the row cache needs streamed pushes (asynchronous mode with pipelining)");
+    }
+    this.cache = cache;
   }
 
   /**
@@ -118,11 +143,24 @@ final class GradientSender implements AutoCloseable {
       Gradients.copyDense(values, lastTaken);
     }
     local.apply(values, grads);
+    if (cache != null) {
+      if (heldRowsBefore == null) {
+        heldRowsBefore = sparseOnly();
+      }
+      cache.copyNewRows(grads, heldRowsBefore);
+      cache.localStep(grads, cache.now());
+    }
     Parameters next;
     if (heldCount == 0) {
       next = freeGrads();
       held = grads;
+      if (cache != null) {
+        cache.pin(grads, 1);
+      }
     } else {
+      if (cache != null) {
+        pinNewRows(grads);
+      }
       Gradients.add(held, grads);
       grads.clear();
       next = grads;
@@ -139,6 +177,30 @@ final class GradientSender implements AutoCloseable {
       }
     }
     return next;
+  }
+
+  /** Empty sparse tables shaped like the model's (no dense parameters). */
+  private Parameters sparseOnly() {
+    Parameters p = new Parameters();
+    for (String t : values.sparseNames()) {
+      p.putSparse(t, new Parameters.SparseTable(values.sparse(t).width()));
+    }
+    return p;
+  }
+
+  /** Pins the rows of {@code grads} that the gradients held do not carry yet. */
+  private void pinNewRows(Parameters grads) {
+    for (String t : grads.sparseNames()) {
+      Parameters.SparseTable h = held.sparse(t);
+      grads
+          .sparse(t)
+          .forEach(
+              (id, g) -> {
+                if (h.rowOrNull(id) == null) {
+                  cache.pinRow(t, id);
+                }
+              });
+    }
   }
 
   /** Batches held or in flight, not yet acknowledged. */
@@ -209,10 +271,14 @@ final class GradientSender implements AutoCloseable {
     heldCount = 0;
     Parameters base = freeBases.isEmpty() ? Parameters.zerosLike(model) : freeBases.pop();
     Gradients.copyDense(values, base);
-    Parameters latest = latestForPush();
+    if (cache != null) {
+      cache.copyRows(out, base);
+    }
+    Parameters latest = latestForPush(heldRowsBefore);
+    heldRowsBefore = null;
     Parameters pulled = freePulled.isEmpty() ? Parameters.zerosLike(model) : freePulled.pop();
     if (streamed) {
-      StreamedPush push = client.startPush(out, latest, pulled);
+      StreamedPush push = client.startPush(out, latest, pulled, cache != null);
       sent.addLast(
           new Sent(client.streams().acknowledgement(push), push, out, pulled, base, batches));
       return;
@@ -236,16 +302,18 @@ final class GradientSender implements AutoCloseable {
    * own blocks only), and written by nobody until this push was taken in: {@link #takeAnswered}
    * frees a pulled buffer only once the next push was taken. Sparse: the tables of the batch just
    * trained, which the training thread replaces for the next batch and never changes again (see
-   * {@code TaskTrainer}).
+   * {@code TaskTrainer}); with the row cache, copies of the push's rows as they were before its
+   * local steps ({@code rowsBefore}): the pservers' values and the earlier pushes' steps.
    */
-  private Parameters latestForPush() {
+  private Parameters latestForPush(Parameters rowsBefore) {
     Parameters dense = sent.isEmpty() ? lastTaken : sent.peekLast().pulled();
     Parameters latest = new Parameters();
     for (String name : dense.denseNames()) {
       latest.putDense(name, dense.dense(name));
     }
+    Parameters rows = cache != null ? rowsBefore : values;
     for (String t : values.sparseNames()) {
-      latest.putSparse(t, values.sparse(t));
+      latest.putSparse(t, rows.sparse(t));
     }
     return latest;
   }
@@ -265,6 +333,12 @@ final class GradientSender implements AutoCloseable {
         stop.await(s.future(), "waiting for a push");
       }
       Gradients.rebaseDense(values, s.pulled(), s.base());
+      if (cache != null) {
+        cache.rebase(s.pulled(), s.base(), s.grads(), cache.now());
+        for (String t : values.sparseNames()) {
+          s.pulled().sparse(t).clear();
+        }
+      }
       freeBases.push(s.base());
       s.grads().clear();
       freeGrads.push(s.grads());

@@ -1,7 +1,6 @@
 package dev.paramserver.trainer.training;
 
 import dev.paramserver.models.Parameters;
-import java.util.Map;
 
 /** Arithmetic on gradients held as {@link Parameters}: dense arrays and sparse rows. */
 final class Gradients {
@@ -14,9 +13,7 @@ final class Gradients {
     }
     for (String t : into.sparseNames()) {
       Parameters.SparseTable to = into.sparse(t);
-      for (Map.Entry<Long, float[]> row : from.sparse(t).rows().entrySet()) {
-        add(to.row(row.getKey()), row.getValue());
-      }
+      from.sparse(t).forEach((id, row) -> add(to.row(id), row));
     }
   }
 
@@ -32,9 +29,7 @@ final class Gradients {
       scale(p.dense(name), f);
     }
     for (String t : p.sparseNames()) {
-      for (float[] row : p.sparse(t).rows().values()) {
-        scale(row, f);
-      }
+      p.sparse(t).forEach((id, row) -> scale(row, f));
     }
   }
 

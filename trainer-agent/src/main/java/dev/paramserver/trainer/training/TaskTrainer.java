@@ -9,6 +9,7 @@ import dev.paramserver.proto.v1.LossWindow;
 import dev.paramserver.proto.v1.Task;
 import dev.paramserver.rpc.StoppedException;
 import dev.paramserver.trainer.StopSignal;
+import dev.paramserver.trainer.config.CommunicationProperties;
 import dev.paramserver.trainer.config.TrainerProperties;
 import java.util.Collections;
 import java.util.List;
@@ -36,6 +37,9 @@ final class TaskTrainer implements AutoCloseable {
   private final GradientSender sender;
   private final Parameters batchGrads;
   private final List<String> sparseTables;
+  // the sparse rows kept between batches and pulled ahead, or null (rows pulled per batch)
+  private final RowCache cache;
+  private final RowPrefetch prefetch;
   private Parameters grads;
   private long windowStart = System.nanoTime();
   private long windowSamples;
@@ -55,6 +59,27 @@ final class TaskTrainer implements AutoCloseable {
     this.grads = Parameters.zerosLike(model);
     this.batchGrads = accumulate > 1 ? Parameters.zerosLike(model) : null;
     this.sparseTables = List.copyOf(ctx.values().sparseNames());
+    CommunicationProperties.SparseRowSettings rows = props.communication().sparse();
+    boolean cached =
+        !sparseTables.isEmpty()
+            && rows.cache()
+            && props.communication().pipelined()
+            && ctx.client().streamsPushes();
+    if (cached) {
+      this.cache =
+          new RowCache(ctx.client().layout().specs(), rows.staleness(), rows.cacheSize().toBytes());
+      cache.install(ctx.values());
+      long rowBytes = 0;
+      for (String t : sparseTables) {
+        rowBytes += 4L * ctx.values().sparse(t).width();
+      }
+      this.prefetch =
+          new RowPrefetch(
+              cache, ctx.client(), rows.staleness(), rows.prefetchSize().toBytes(), rowBytes);
+    } else {
+      this.cache = null;
+      this.prefetch = null;
+    }
     this.sender =
         new GradientSender(
             ctx.client(),
@@ -62,7 +87,8 @@ final class TaskTrainer implements AutoCloseable {
             ctx.values(),
             stop,
             props.communication().pipelined(),
-            props.communication().pipelineLag(!ctx.values().sparseNames().isEmpty()));
+            props.communication().pipelineLag(!sparseTables.isEmpty() && !cached),
+            cache);
   }
 
   /**
@@ -90,9 +116,12 @@ final class TaskTrainer implements AutoCloseable {
     long records = 0;
     int pending = 0;
     grads.clear();
-    for (Batch batch : batches) {
+    for (int i = 0; i < batches.size(); i++) {
+      Batch batch = batches.get(i);
       ctx.prepare(batch);
-      if (!sparseTables.isEmpty()) {
+      if (prefetch != null) {
+        prefetch.ready(batches, i, values);
+      } else if (!sparseTables.isEmpty()) {
         // each batch's rows go into tables of its own: a push in flight may re-initialise a
         // pserver from the previous batch's (see GradientSender), so those are never cleared
         for (String t : sparseTables) {

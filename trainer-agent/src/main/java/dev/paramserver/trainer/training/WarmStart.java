@@ -84,7 +84,7 @@ final class WarmStart {
       if (def.sparse()) {
         // The saved rows; the rows the file lacks are created lazily by the pservers.
         Parameters.SparseTable to = random.sparse(def.name());
-        saved.parameters().sparse(def.name()).rows().forEach((id, row) -> to.put(id, row.clone()));
+        saved.parameters().sparse(def.name()).forEach((id, row) -> to.put(id, row.clone()));
       } else {
         float[] from = saved.parameters().dense(def.name());
         System.arraycopy(from, 0, random.dense(def.name()), 0, from.length);

@@ -58,6 +58,7 @@ public final class TestProperties {
             Duration.ofSeconds(5),
             Duration.ofMillis(50),
             TrainingModeSetting.ASYNC,
-            0));
+            0,
+            CommunicationProperties.SparseRowSettings.defaults()));
   }
 }

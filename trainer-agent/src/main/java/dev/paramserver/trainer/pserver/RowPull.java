@@ -1,0 +1,86 @@
+package dev.paramserver.trainer.pserver;
+
+import dev.paramserver.models.Parameters;
+import dev.paramserver.proto.v1.ParameterServerGrpc;
+import dev.paramserver.proto.v1.PullParametersRequest;
+import dev.paramserver.proto.v1.PullParametersResponse;
+import dev.paramserver.proto.v1.SparseRows;
+import dev.paramserver.rpc.StoppedException;
+import dev.paramserver.trainer.pserver.RequestPlanner.Planned;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Future;
+
+/**
+ * A pull of sparse rows under way ({@link ParameterClient#startRowPull}): one request per owning
+ * pserver, all sent at once. {@link #await} takes the answers, retrying a failed request until it
+ * succeeds as every pull is retried (pulls are safe to repeat).
+ */
+public final class RowPull {
+  private final ParameterClient client;
+  private final List<Planned<PullParametersRequest>> planned;
+  private final List<Future<PullParametersResponse>> futures;
+
+  private RowPull(
+      ParameterClient client,
+      List<Planned<PullParametersRequest>> planned,
+      List<Future<PullParametersResponse>> futures) {
+    this.client = client;
+    this.planned = planned;
+    this.futures = futures;
+  }
+
+  static RowPull start(ParameterClient client, List<Planned<PullParametersRequest>> planned) {
+    List<Future<PullParametersResponse>> futures = new ArrayList<>(planned.size());
+    for (Planned<PullParametersRequest> p : planned) {
+      ParameterServerGrpc.ParameterServerFutureStub s = client.stub(p.pserver());
+      futures.add(s == null ? null : s.pullParameters(p.request()));
+    }
+    return new RowPull(client, planned, futures);
+  }
+
+  /** True when every request was answered (or failed): {@link #await} does not wait then. */
+  public boolean isDone() {
+    for (Future<PullParametersResponse> f : futures) {
+      if (f != null && !f.isDone()) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /**
+   * The rows pulled, waiting for the answers; a request that failed is sent again (its failure
+   * acted on as any pull's) until it succeeds.
+   *
+   * @param latest the values to re-initialise a pserver that lost its state with
+   * @throws StoppedException when the trainer stops meanwhile
+   */
+  public List<SparseRows> await(Parameters latest) {
+    List<SparseRows> out = new ArrayList<>();
+    for (int i = 0; i < planned.size(); i++) {
+      PullParametersResponse resp = null;
+      Future<PullParametersResponse> f = futures.get(i);
+      if (f != null) {
+        try {
+          resp = f.get();
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          throw new StoppedException("pulling rows");
+        } catch (ExecutionException e) {
+          // retried below, where the failure is acted on
+          resp = null;
+        }
+      }
+      if (resp == null) {
+        resp = client.pullWithRetry(planned.get(i), latest);
+      }
+      for (SparseRows rows : resp.getSparseRowsList()) {
+        client.pulledRows(rows.getData().size());
+        out.add(rows);
+      }
+    }
+    return out;
+  }
+}

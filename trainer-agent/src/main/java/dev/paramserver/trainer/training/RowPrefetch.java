@@ -1,0 +1,109 @@
+package dev.paramserver.trainer.training;
+
+import dev.paramserver.models.Batch;
+import dev.paramserver.models.Parameters;
+import dev.paramserver.trainer.pserver.ParameterClient;
+import dev.paramserver.trainer.pserver.RowPull;
+import java.util.ArrayDeque;
+import java.util.Deque;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Readies each batch's sparse rows in the {@link RowCache} and pulls the rows of the batches after
+ * it while it computes. Before batch {@code i}: takes in the pulls planned for it, pulls at once
+ * what it still lacks (missing, or older than the staleness bound), then plans batches {@code i+1},
+ * {@code i+2}, ... (at most {@code staleness} ahead, while the rows they pull fit in the prefetch
+ * budget, at least one batch) and starts their pulls, to every pserver at once. Training thread
+ * only.
+ */
+final class RowPrefetch {
+  /** A pull started ahead: for batch {@code forIndex} of {@code batches}, planned in {@code at}. */
+  private record Ahead(RowPull pull, List<Batch> batches, int forIndex, int at) {}
+
+  private final RowCache cache;
+  private final ParameterClient client;
+  private final int ahead;
+  private final long budgetBytes;
+  private final long rowBytes;
+  private final Deque<Ahead> pending = new ArrayDeque<>();
+  private List<Batch> planned;
+  private int plannedUpTo = -1;
+  private int batch;
+  private long rowsAhead;
+  private long rowsWaited;
+
+  /**
+   * @param staleness the cache's staleness bound (0: nothing is pulled ahead, it would be stale)
+   * @param budgetBytes bytes of rows pulled ahead at most (one batch's at least)
+   * @param rowBytes the bytes of values of one row of every sparse table together
+   */
+  RowPrefetch(
+      RowCache cache, ParameterClient client, int staleness, long budgetBytes, long rowBytes) {
+    this.cache = cache;
+    this.client = client;
+    this.ahead = staleness;
+    this.budgetBytes = budgetBytes;
+    this.rowBytes = Math.max(1, rowBytes);
+  }
+
+  /**
+   * Readies batch {@code i} of {@code batches} (its rows are in the cache and within the staleness
+   * bound once this returns) and starts pulling rows of the batches after it.
+   *
+   * @param latest the values to re-initialise a pserver that lost its state with
+   */
+  void ready(List<Batch> batches, int i, Parameters latest) {
+    batch++;
+    cache.begin(batch);
+    if (batches != planned) {
+      planned = batches;
+      plannedUpTo = i - 1;
+    }
+    // the pulls planned for this batch or before (or for another task's batches)
+    while (!pending.isEmpty()
+        && (pending.peekFirst().batches() != batches || pending.peekFirst().forIndex() <= i)) {
+      Ahead a = pending.pollFirst();
+      cache.takePulled(a.pull().await(latest), a.at(), a.at());
+    }
+    Map<String, long[]> now = cache.wanted(batches.get(i).sparseIds(), batch, false);
+    if (!now.isEmpty()) {
+      rowsWaited += count(now);
+      cache.takePulled(client.startRowPull(now).await(latest), batch, batch);
+    }
+    plannedUpTo = Math.max(plannedUpTo, i);
+    long budget = budgetBytes;
+    for (int j = plannedUpTo + 1; j < batches.size() && j <= i + ahead; j++) {
+      Map<String, long[]> want = cache.wanted(batches.get(j).sparseIds(), batch + (j - i), true);
+      long rows = count(want);
+      if (j > i + 1 && rows * rowBytes > budget) {
+        break;
+      }
+      plannedUpTo = j;
+      if (rows > 0) {
+        budget -= rows * rowBytes;
+        rowsAhead += rows;
+        pending.addLast(new Ahead(client.startRowPull(want), batches, j, batch));
+      }
+    }
+    cache.evictIfFull(batch);
+  }
+
+  private static long count(Map<String, long[]> ids) {
+    long n = 0;
+    for (long[] a : ids.values()) {
+      n += a.length;
+    }
+    return n;
+  }
+
+  /** Rows pulled ahead of their batch so far. */
+  long rowsAhead() {
+    return rowsAhead;
+  }
+
+  /** Rows a batch had to wait for so far (not pulled ahead, or stale by then). */
+  long rowsWaited() {
+    return rowsWaited;
+  }
+}
