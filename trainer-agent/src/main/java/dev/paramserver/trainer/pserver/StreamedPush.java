@@ -2,6 +2,7 @@ package dev.paramserver.trainer.pserver;
 
 import dev.paramserver.models.Parameters;
 import dev.paramserver.proto.v1.PullParametersRequest;
+import dev.paramserver.proto.v1.SparseRows;
 import dev.paramserver.rpc.StoppedException;
 import dev.paramserver.trainer.pserver.RequestPlanner.Planned;
 import java.util.ArrayList;
@@ -19,6 +20,7 @@ public final class StreamedPush {
   private final Parameters latest;
   private final Parameters into;
   private final List<Planned<PullParametersRequest>> missing = new ArrayList<>();
+  private final List<SparseRows> rows = new ArrayList<>();
   private final CompletableFuture<Void> acknowledged = new CompletableFuture<>();
   private final AtomicInteger unacknowledged;
   private final CompletableFuture<Void> before;
@@ -86,6 +88,19 @@ public final class StreamedPush {
   /** Counts one request answered; true when it was the last. */
   boolean answered() {
     return --unanswered == 0;
+  }
+
+  /** Rows an answer returned (with {@code return_rows}), kept as they came, for their owner. */
+  void rowsAnswered(SparseRows answered) {
+    rows.add(answered);
+  }
+
+  /**
+   * The sparse rows the answers returned (pushes sent with {@code return_rows}), as they came: the
+   * trainer's row cache takes them in once the push is complete.
+   */
+  public List<SparseRows> rows() {
+    return rows;
   }
 
   /** A pull to make for the blocks of a request whose answer carried no values (older pserver). */

@@ -343,7 +343,8 @@ public final class StreamedPushes {
       }
     }
     for (SparseRows rows : answer.getSparseRowsList()) {
-      client.storeRows(rows, push.into());
+      client.pulledRows(rows.getData().size());
+      push.rowsAnswered(rows);
     }
     if (push.answered()) {
       List<Planned<PullParametersRequest>> missing = push.takeMissing();

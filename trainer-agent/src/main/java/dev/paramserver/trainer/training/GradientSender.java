@@ -121,6 +121,9 @@ final class GradientSender implements AutoCloseable {
           "the row cache needs streamed pushes (asynchronous mode with pipelining)");
     }
     this.cache = cache;
+    if (cache != null) {
+      cache.unanswered(this::carries);
+    }
   }
 
   /**
@@ -148,19 +151,13 @@ final class GradientSender implements AutoCloseable {
         heldRowsBefore = sparseOnly();
       }
       cache.copyNewRows(grads, heldRowsBefore);
-      cache.localStep(grads, cache.now());
+      cache.localStep(grads);
     }
     Parameters next;
     if (heldCount == 0) {
       next = freeGrads();
       held = grads;
-      if (cache != null) {
-        cache.pin(grads, 1);
-      }
     } else {
-      if (cache != null) {
-        pinNewRows(grads);
-      }
       Gradients.add(held, grads);
       grads.clear();
       next = grads;
@@ -188,19 +185,19 @@ final class GradientSender implements AutoCloseable {
     return p;
   }
 
-  /** Pins the rows of {@code grads} that the gradients held do not carry yet. */
-  private void pinNewRows(Parameters grads) {
-    for (String t : grads.sparseNames()) {
-      Parameters.SparseTable h = held.sparse(t);
-      grads
-          .sparse(t)
-          .forEach(
-              (id, g) -> {
-                if (h.rowOrNull(id) == null) {
-                  cache.pinRow(t, id);
-                }
-              });
+  /**
+   * Whether the gradients held or a push not yet taken in carry row {@code id} of {@code table}.
+   */
+  private boolean carries(String table, long id) {
+    if (heldCount > 0 && held.sparse(table).rowOrNull(id) != null) {
+      return true;
     }
+    for (Sent x : sent) {
+      if (x.grads().sparse(table).rowOrNull(id) != null) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /** Batches held or in flight, not yet acknowledged. */
@@ -334,10 +331,7 @@ final class GradientSender implements AutoCloseable {
       }
       Gradients.rebaseDense(values, s.pulled(), s.base());
       if (cache != null) {
-        cache.rebase(s.pulled(), s.base(), s.grads(), cache.now());
-        for (String t : values.sparseNames()) {
-          s.pulled().sparse(t).clear();
-        }
+        cache.rebase(s.streamed().rows(), s.base());
       }
       freeBases.push(s.base());
       s.grads().clear();

@@ -5,7 +5,6 @@ import dev.paramserver.optimizers.ParameterOptimizer;
 import dev.paramserver.proto.v1.ParameterSpec;
 import dev.paramserver.proto.v1.SparseRows;
 import dev.paramserver.tensor.TensorCodec;
-import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -13,11 +12,13 @@ import java.util.Map;
 
 /**
  * The sparse rows a trainer keeps between batches (asynchronous mode with pipelining), so that a
- * batch pulls only the rows it lacks. Its tables are the training thread's sparse tables: the model
- * reads them directly. Training thread only.
+ * batch pulls only the rows it lacks. Training thread only.
  *
  * <ul>
- *   <li><b>Read-my-writes.</b> Each batch's gradient is applied at once to the cached rows by the
+ *   <li><b>The batch's view.</b> The model reads small tables holding exactly the rows of the batch
+ *       under way (the cached arrays themselves, not copies), filled as the batch is readied: a
+ *       lookup there stays in the processor's cache, where one in the whole cache would not.
+ *   <li><b>Read-my-writes.</b> Each batch's gradient is applied at once to its rows by the
  *       trainer's own optimizer step ({@link #localStep}), as {@link LocalSteps} does for dense
  *       values; each push's answer carries its rows after the push, and {@link #rebase} replaces
  *       them with the pservers' values plus the local steps taken since the push left.
@@ -25,12 +26,17 @@ import java.util.Map;
  *       pserver during batch {@code b - staleness} or later; an older one is pulled again before
  *       use ({@link #wanted}), unless a push carrying it is unanswered (its answer refreshes it).
  *   <li><b>Bounded in bytes.</b> Past {@code maxBytes} the rows least recently used are evicted,
- *       never one that a batch under way or planned uses, nor one a push in flight carries.
+ *       never one that a batch under way or planned uses, nor one an unanswered push carries.
  * </ul>
  */
 final class RowCache {
-  /** Estimated bytes a cached row costs besides its values: array header, two table slots. */
+  /** Estimated bytes a cached row costs besides its values: array header, table slots. */
   static final int ROW_OVERHEAD_BYTES = 64;
+
+  /** Which rows unanswered pushes carry (held, or in flight): see {@link GradientSender}. */
+  interface Unanswered {
+    boolean carries(String table, long id);
+  }
 
   // RowMeta.READ of a row without a value whose pull was started
   private static final int PULLING = Integer.MIN_VALUE + 1;
@@ -38,17 +44,18 @@ final class RowCache {
   private final Map<String, Table> tables = new LinkedHashMap<>();
   private final int staleness;
   private final long maxBytes;
+  private Unanswered unanswered = (t, id) -> false;
   private int marks;
   private int now;
   private long bytes;
   private long evictions;
 
-  /** One cached table: the rows the model reads, what is known of them, local optimizer state. */
+  /** One cached table: its rows and what is known of them, the batch's view, optimizer state. */
   private static final class Table {
     final String name;
     final int width;
-    final Parameters.SparseTable rows;
-    final RowMeta meta = new RowMeta();
+    final RowMeta rows = new RowMeta();
+    final Parameters.SparseTable view;
     final ParameterOptimizer optimizer;
     final Parameters.SparseTable[] slots;
     final float[] scratch;
@@ -58,7 +65,7 @@ final class RowCache {
     Table(String name, int width, ParameterOptimizer optimizer) {
       this.name = name;
       this.width = width;
-      this.rows = new Parameters.SparseTable(width);
+      this.view = new Parameters.SparseTable(width);
       this.optimizer = optimizer;
       this.slots = new Parameters.SparseTable[optimizer.slots()];
       for (int i = 0; i < slots.length; i++) {
@@ -89,28 +96,29 @@ final class RowCache {
     }
   }
 
-  /**
-   * Batch {@code batch} (numbered from 1 by the caller) starts: local steps and answers count in
-   * it.
-   */
+  /** Who knows which rows unanswered pushes carry (the gradient sender). */
+  void unanswered(Unanswered u) {
+    this.unanswered = u;
+  }
+
+  /** Makes the batch's views the sparse tables of {@code values} (what the model reads). */
+  void install(Parameters values) {
+    for (Table t : tables.values()) {
+      values.putSparse(t.name, t.view);
+    }
+  }
+
+  /** Batch {@code batch} (numbered from 1 by the caller) starts: its view is emptied. */
   void begin(int batch) {
     now = batch;
+    for (Table t : tables.values()) {
+      t.view.clear();
+    }
   }
 
   /** The batch under way. */
   int now() {
     return now;
-  }
-
-  /** Makes the cache's tables the sparse tables of {@code values} (what the model reads). */
-  void install(Parameters values) {
-    for (Table t : tables.values()) {
-      values.putSparse(t.name, t.rows);
-    }
-  }
-
-  boolean isEmpty() {
-    return tables.isEmpty();
   }
 
   /** Estimated bytes held. */
@@ -134,7 +142,8 @@ final class RowCache {
   /**
    * The rows of {@code ids} that batch {@code batch} needs pulled, by table (distinct ids), and
    * marks every row of {@code ids} used by that batch: those without a row, and those read before
-   * {@code batch - staleness} that no unanswered push carries.
+   * {@code batch - staleness} that no unanswered push carries. For the batch under way ({@code
+   * ahead} false) the rows it has go into its view; those pulled go there as they are taken in.
    *
    * @param ahead planning a batch after the one under way: a row without a value whose pull was
    *     started already (for an earlier batch) is not pulled again
@@ -147,19 +156,25 @@ final class RowCache {
       long[] want = new long[ids.length];
       int n = 0;
       for (long id : ids) {
-        int s = t.meta.add(id);
-        if (t.meta.get(s, RowMeta.MARK) == mark) {
+        int s = t.rows.add(id);
+        if (t.rows.get(s, RowMeta.MARK) == mark) {
           continue; // a repeat within the batch, already decided
         }
-        t.meta.set(s, RowMeta.MARK, mark);
-        t.meta.set(s, RowMeta.USED, Math.max(batch, t.meta.get(s, RowMeta.USED)));
-        int read = t.meta.get(s, RowMeta.READ);
-        if (t.rows.rowOrNull(id) == null) {
+        t.rows.set(s, RowMeta.MARK, mark);
+        t.rows.set(s, RowMeta.USED, Math.max(batch, t.rows.get(s, RowMeta.USED)));
+        float[] row = t.rows.row(s);
+        int read = t.rows.get(s, RowMeta.READ);
+        if (row == null) {
           if (!(ahead && read == PULLING)) {
-            t.meta.set(s, RowMeta.READ, PULLING);
+            t.rows.set(s, RowMeta.READ, PULLING);
             want[n++] = id;
           }
-        } else if (read < oldest && t.meta.get(s, RowMeta.PINS) == 0) {
+          continue;
+        }
+        if (!ahead) {
+          t.view.put(id, row);
+        }
+        if (read < oldest && !unanswered.carries(t.name, id)) {
           want[n++] = id;
         }
       }
@@ -172,11 +187,11 @@ final class RowCache {
 
   /**
    * Takes pulled rows in, read during batch {@code readAt}, for a pull planned during batch {@code
-   * plannedAt}. A row a push carried or a local step changed since the pull was planned keeps its
-   * value: the pull may have been read before that push was applied, and the push's answer
-   * refreshes the row.
+   * plannedAt}; with {@code view}, puts them into the view of the batch under way. A row that an
+   * unanswered push carries, or that an answer refreshed since the pull was planned, keeps its
+   * value: the pull may have been read before that push was applied.
    */
-  void takePulled(List<SparseRows> pulled, int readAt, int plannedAt) {
+  void takePulled(List<SparseRows> pulled, int readAt, int plannedAt, boolean view) {
     for (SparseRows r : pulled) {
       Table t = tables.get(r.getName());
       if (t == null) {
@@ -185,39 +200,43 @@ final class RowCache {
       float[] all = TensorCodec.decode(r.getData(), r.getDtype());
       for (int i = 0; i < r.getRowIdsCount(); i++) {
         long id = r.getRowIds(i);
-        int s = t.meta.add(id);
-        float[] row = t.rows.rowOrNull(id);
-        if (row != null
-            && (t.meta.get(s, RowMeta.PINS) > 0 || t.meta.get(s, RowMeta.STEPPED) >= plannedAt)) {
-          continue;
-        }
+        int s = t.rows.add(id);
+        float[] row = t.rows.row(s);
         if (row == null) {
           row = new float[t.width];
-          t.rows.put(id, row);
+          t.rows.setRow(s, row);
           bytes += t.rowBytes;
+        } else if (t.rows.get(s, RowMeta.READ) >= plannedAt || unanswered.carries(t.name, id)) {
+          if (view) {
+            t.view.put(id, row);
+          }
+          continue;
         }
         System.arraycopy(all, i * t.width, row, 0, t.width);
-        t.meta.set(s, RowMeta.READ, readAt);
+        t.rows.set(s, RowMeta.READ, readAt);
+        if (view) {
+          t.view.put(id, row);
+        }
       }
     }
   }
 
   /**
-   * Applies one optimizer step of {@code grads}' rows to the cached rows (the step the pservers
-   * apply; for optimizers with state, on a local copy of it fed by this trainer's batches only), in
-   * batch {@code batch}. {@code grads} is not changed.
+   * Applies one optimizer step of {@code grads}' rows to the rows of the batch under way (the step
+   * the pservers apply; for optimizers with state, on a local copy of it fed by this trainer's
+   * batches only). {@code grads} is not changed.
    */
-  void localStep(Parameters grads, int batch) {
+  void localStep(Parameters grads) {
+    float[][] none = new float[0][];
     for (Table t : tables.values()) {
       t.steps++;
-      float[][] none = new float[0][];
       grads
           .sparse(t.name)
           .forEach(
               (id, g) -> {
-                float[] w = t.rows.rowOrNull(id);
+                float[] w = t.view.rowOrNull(id);
                 if (w == null) {
-                  return; // evicted meanwhile: the pservers' answer brings it back
+                  return;
                 }
                 System.arraycopy(g, 0, t.scratch, 0, t.width);
                 float[][] state = none;
@@ -232,32 +251,11 @@ final class RowCache {
                   }
                 }
                 t.optimizer.update(w, t.scratch, 0, state, t.steps - 1);
-                t.meta.set(t.meta.slot(id), RowMeta.STEPPED, batch);
               });
     }
   }
 
-  /** Counts a push not yet answered for every row of {@code grads} ({@code delta} 1 or -1). */
-  void pin(Parameters grads, int delta) {
-    for (Table t : tables.values()) {
-      grads
-          .sparse(t.name)
-          .forEach(
-              (id, g) -> {
-                int s = t.meta.add(id);
-                t.meta.set(s, RowMeta.PINS, t.meta.get(s, RowMeta.PINS) + delta);
-              });
-    }
-  }
-
-  /** Pins the row {@code id} of {@code table} (a row first carried by the held gradient). */
-  void pinRow(String table, long id) {
-    Table t = tables.get(table);
-    int s = t.meta.add(id);
-    t.meta.set(s, RowMeta.PINS, t.meta.get(s, RowMeta.PINS) + 1);
-  }
-
-  /** Copies the cached rows of {@code grads}' ids that {@code into} lacks into it. */
+  /** Copies the rows of the batch under way that {@code grads} has and {@code into} lacks. */
   void copyNewRows(Parameters grads, Parameters into) {
     for (Table t : tables.values()) {
       Parameters.SparseTable to = into.sparse(t.name);
@@ -265,7 +263,7 @@ final class RowCache {
           .sparse(t.name)
           .forEach(
               (id, g) -> {
-                float[] w = t.rows.rowOrNull(id);
+                float[] w = t.view.rowOrNull(id);
                 if (w != null && to.rowOrNull(id) == null) {
                   to.put(id, w.clone());
                 }
@@ -273,7 +271,10 @@ final class RowCache {
     }
   }
 
-  /** Copies the cached rows of {@code grads}' ids into {@code base}'s sparse tables (emptied). */
+  /**
+   * Copies the cached rows of {@code grads}' ids into {@code base}'s sparse tables (emptied first):
+   * what {@link #rebase} subtracts.
+   */
   void copyRows(Parameters grads, Parameters base) {
     for (Table t : tables.values()) {
       Parameters.SparseTable into = base.sparse(t.name);
@@ -282,7 +283,12 @@ final class RowCache {
           .sparse(t.name)
           .forEach(
               (id, g) -> {
-                float[] w = t.rows.rowOrNull(id);
+                // most pushes carry one batch: its rows are in the view
+                float[] w = t.view.rowOrNull(id);
+                if (w == null) {
+                  int s = t.rows.slot(id);
+                  w = s < 0 ? null : t.rows.row(s);
+                }
                 if (w != null) {
                   into.put(id, w.clone());
                 }
@@ -291,63 +297,65 @@ final class RowCache {
   }
 
   /**
-   * A push was answered with its rows after it was applied ({@code pulled}'s sparse tables): each
-   * cached row becomes the pservers' value plus the local steps taken since the push left ({@code
-   * value - base}), read during batch {@code readAt}. Then releases the push's pins on the rows of
-   * its gradient {@code sent}.
+   * A push was answered with its rows after it was applied ({@code answered}): each cached row
+   * becomes the pservers' value plus the local steps taken since the push left ({@code value -
+   * base}), read during the batch under way.
    */
-  void rebase(Parameters pulled, Parameters base, Parameters sent, int readAt) {
-    for (Table t : tables.values()) {
+  void rebase(List<SparseRows> answered, Parameters base) {
+    for (SparseRows r : answered) {
+      Table t = tables.get(r.getName());
+      if (t == null) {
+        continue;
+      }
       Parameters.SparseTable b = base.sparse(t.name);
-      pulled
-          .sparse(t.name)
-          .forEach(
-              (id, p) -> {
-                float[] v = t.rows.rowOrNull(id);
-                if (v == null) {
-                  if (t.meta.slot(id) < 0) {
-                    return; // evicted: a later use pulls it
-                  }
-                  v = new float[t.width];
-                  t.rows.put(id, v);
-                  bytes += t.rowBytes;
-                  System.arraycopy(p, 0, v, 0, t.width);
-                } else {
-                  float[] from = b.rowOrNull(id);
-                  for (int i = 0; i < t.width; i++) {
-                    v[i] = p[i] + (from == null ? 0f : v[i] - from[i]);
-                  }
-                }
-                t.meta.set(t.meta.slot(id), RowMeta.READ, readAt);
-              });
+      float[] all = TensorCodec.decode(r.getData(), r.getDtype());
+      int w = t.width;
+      for (int k = 0; k < r.getRowIdsCount(); k++) {
+        long id = r.getRowIds(k);
+        int s = t.rows.slot(id);
+        if (s < 0) {
+          continue; // evicted: a later use pulls it
+        }
+        float[] v = t.rows.row(s);
+        int at = k * w;
+        if (v == null) {
+          t.rows.setRow(s, Arrays.copyOfRange(all, at, at + w));
+          bytes += t.rowBytes;
+        } else {
+          float[] from = b.rowOrNull(id);
+          for (int i = 0; i < w; i++) {
+            v[i] = all[at + i] + (from == null ? 0f : v[i] - from[i]);
+          }
+        }
+        t.rows.set(s, RowMeta.READ, now);
+      }
     }
-    pin(sent, -1);
   }
 
   /**
    * Evicts rows last used before batch {@code before}, least recently used first, until the cache
-   * holds at most 90 % of its bytes; nothing while it is within its bound.
+   * holds at most 90 % of its bytes; nothing while it is within its bound. Rows that unanswered
+   * pushes carry stay.
    */
   void evictIfFull(int before) {
     if (bytes <= maxBytes) {
       return;
     }
     long target = maxBytes / 10 * 9;
-    List<Table> order = new ArrayList<>(tables.values());
-    for (Table t : order) {
-      if (bytes <= target) {
-        return;
-      }
-      long[] keyed = t.meta.evictable(before);
-      for (long id : keyed) {
+    for (Table t : tables.values()) {
+      for (long id : t.rows.evictable(before)) {
         if (bytes <= target) {
-          break;
+          return;
         }
-        t.meta.remove(id);
-        if (t.rows.remove(id) != null) {
+        if (unanswered.carries(t.name, id)) {
+          continue;
+        }
+        int s = t.rows.slot(id);
+        if (t.rows.row(s) != null) {
           bytes -= t.rowBytes;
           evictions++;
         }
+        t.rows.remove(id);
         for (Parameters.SparseTable slot : t.slots) {
           slot.remove(id);
         }

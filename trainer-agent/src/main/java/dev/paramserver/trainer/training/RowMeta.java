@@ -3,8 +3,9 @@ package dev.paramserver.trainer.training;
 import java.util.Arrays;
 
 /**
- * What a trainer's row cache knows of each row of one table, by id: an open-addressing table of
- * primitive ids with a few int fields per row. Training thread only. A slot number is valid until
+ * The rows a trainer's row cache holds of one table, by id, with what it knows of each: an
+ * open-addressing table of primitive ids with a row (or null: not pulled yet) and a few int fields
+ * per id, so that one probe finds all of them. Training thread only. A slot number is valid until
  * the next {@link #add} or {@link #remove}.
  */
 final class RowMeta {
@@ -14,24 +15,16 @@ final class RowMeta {
   /** The last batch that uses (or, planned ahead, will use) the row. */
   static final int USED = 1;
 
-  /** The last batch whose local step changed the row. */
-  static final int STEPPED = 2;
-
-  /**
-   * How many pushes not yet answered carry a gradient of the row (held or in flight): such a row is
-   * never evicted, and its value comes from their answers.
-   */
-  static final int PINS = 3;
-
   /** The last planning pass that looked at the row (to skip an id repeated in one batch). */
-  static final int MARK = 4;
+  static final int MARK = 2;
 
-  private static final int FIELDS = 5;
+  private static final int FIELDS = 3;
   private static final long EMPTY = Long.MIN_VALUE;
 
   private long[] keys = newKeys(64);
-  // FIELDS ints per slot; the id Long.MIN_VALUE (the empty marker) has the slot keys.length
+  // FIELDS ints and a row per slot; the id Long.MIN_VALUE (the empty marker) has slot keys.length
   private int[] fields = new int[(64 + 1) * FIELDS];
+  private float[][] rows = new float[64 + 1][];
   private boolean hasMin;
   private int size;
 
@@ -68,24 +61,28 @@ final class RowMeta {
     return keys[i] == id ? i : -1;
   }
 
-  /** The slot of {@code id}, added with every field {@code Integer.MIN_VALUE} if absent. */
+  /** The slot of {@code id}, added without a row and every field {@code Integer.MIN_VALUE}. */
   int add(long id) {
-    int s = slot(id);
-    if (s >= 0) {
-      return s;
-    }
+    int s;
     if (id == EMPTY) {
+      if (hasMin) {
+        return keys.length;
+      }
       hasMin = true;
       s = keys.length;
     } else {
+      s = probe(id);
+      if (keys[s] == id) {
+        return s;
+      }
       if ((size + 1) * 4L > keys.length * 3L) {
         grow();
+        s = probe(id);
       }
-      s = probe(id);
       keys[s] = id;
     }
     Arrays.fill(fields, s * FIELDS, s * FIELDS + FIELDS, Integer.MIN_VALUE);
-    fields[s * FIELDS + PINS] = 0;
+    rows[s] = null;
     size++;
     return s;
   }
@@ -93,24 +90,29 @@ final class RowMeta {
   private void grow() {
     long[] k = keys;
     int[] f = fields;
+    float[][] r = rows;
     keys = newKeys(k.length * 2);
     fields = new int[(keys.length + 1) * FIELDS];
+    rows = new float[keys.length + 1][];
     for (int i = 0; i < k.length; i++) {
       if (k[i] != EMPTY) {
         int j = probe(k[i]);
         keys[j] = k[i];
         System.arraycopy(f, i * FIELDS, fields, j * FIELDS, FIELDS);
+        rows[j] = r[i];
       }
     }
     System.arraycopy(f, k.length * FIELDS, fields, keys.length * FIELDS, FIELDS);
+    rows[keys.length] = r[k.length];
   }
 
-  /** Forgets {@code id}; true if it was there. */
+  /** Forgets {@code id} and its row; true if it was there. */
   boolean remove(long id) {
     if (id == EMPTY) {
       boolean had = hasMin;
       if (had) {
         hasMin = false;
+        rows[keys.length] = null;
         size--;
       }
       return had;
@@ -127,12 +129,23 @@ final class RowMeta {
       if (((j - home) & mask) >= ((j - hole) & mask)) {
         keys[hole] = keys[j];
         System.arraycopy(fields, j * FIELDS, fields, hole * FIELDS, FIELDS);
+        rows[hole] = rows[j];
         hole = j;
       }
     }
     keys[hole] = EMPTY;
+    rows[hole] = null;
     size--;
     return true;
+  }
+
+  /** The row of {@code slot}, or null when it has none (yet). */
+  float[] row(int slot) {
+    return rows[slot];
+  }
+
+  void setRow(int slot, float[] row) {
+    rows[slot] = row;
   }
 
   int get(int slot, int field) {
@@ -143,17 +156,14 @@ final class RowMeta {
     fields[slot * FIELDS + field] = value;
   }
 
-  /**
-   * The ids that may be evicted, least recently used first: unpinned and last used before batch
-   * {@code before}.
-   */
+  /** The ids last used before batch {@code before}, least recently used first. */
   long[] evictable(int before) {
     // (used, slot) packed in a long sorts by use; the min id's slot is keys.length
     long[] order = new long[size];
     int n = 0;
     for (int s = 0; s <= keys.length; s++) {
       boolean live = s < keys.length ? keys[s] != EMPTY : hasMin;
-      if (live && get(s, PINS) == 0 && get(s, USED) < before) {
+      if (live && get(s, USED) < before) {
         order[n++] = ((long) get(s, USED) << 32) | s;
       }
     }

@@ -60,10 +60,15 @@ class RowCacheTest {
     assertThat(first.get("emb")).containsExactly(5, 7);
     // a batch planned ahead does not pull again what is being pulled
     assertThat(c.wanted(new long[] {5, 9}, 2, true).get("emb")).containsExactly(9);
-    c.takePulled(List.of(rows("emb", new long[] {5, 7, 9}, 1, 1, 2, 2, 3, 3)), 1, 1);
+    c.takePulled(List.of(rows("emb", new long[] {5, 7}, 1, 1, 2, 2)), 1, 1, true);
+    c.takePulled(List.of(rows("emb", new long[] {9}, 3, 3)), 1, 1, false);
     assertThat(values.sparse("emb").rowOrNull(7)).containsExactly(2f, 2f);
+    assertThat(values.sparse("emb").rowOrNull(9)).as("not in batch 1's view").isNull();
     // read during batch 1: fine for batches 1 to 3 with staleness 2, stale for batch 4
-    assertThat(c.wanted(new long[] {5, 7}, 3, false)).isEmpty();
+    c.begin(3);
+    assertThat(c.wanted(new long[] {5, 9}, 3, false)).isEmpty();
+    assertThat(values.sparse("emb").rowOrNull(9)).containsExactly(3f, 3f);
+    c.begin(4);
     assertThat(c.wanted(new long[] {5, 7}, 4, false).get("emb")).containsExactly(5, 7);
   }
 
@@ -73,10 +78,9 @@ class RowCacheTest {
     RowCache c = cache(4, 1 << 20, values);
     c.begin(1);
     c.wanted(new long[] {5}, 1, false);
-    c.takePulled(List.of(rows("emb", new long[] {5}, 10, 10)), 1, 1);
+    c.takePulled(List.of(rows("emb", new long[] {5}, 10, 10)), 1, 1, true);
     Parameters push1 = grads(5, 2, 2);
-    c.pin(push1, 1);
-    c.localStep(push1, 1);
+    c.localStep(push1);
     // SGD lr 0.5: 10 - 0.5 * 2
     assertThat(values.sparse("emb").rowOrNull(5)).containsExactly(9f, 9f);
     Parameters base = new Parameters();
@@ -84,50 +88,50 @@ class RowCacheTest {
     c.copyRows(push1, base);
     // batch 2 steps the row again before push 1 is answered
     c.begin(2);
-    Parameters push2 = grads(5, 4, 4);
-    c.pin(push2, 1);
-    c.localStep(push2, 2);
+    c.wanted(new long[] {5}, 2, false);
+    c.localStep(grads(5, 4, 4));
     assertThat(values.sparse("emb").rowOrNull(5)).containsExactly(7f, 7f);
     // the pservers applied push 1 and another trainer's update: 10 - 1 - 3 = 6
-    Parameters answer = new Parameters();
-    answer.putSparse("emb", new Parameters.SparseTable(WIDTH));
-    answer.sparse("emb").put(5, new float[] {6, 6});
-    c.rebase(answer, base, push1, 2);
+    c.rebase(List.of(rows("emb", new long[] {5}, 6, 6)), base);
     // 6 plus batch 2's local step (-2)
     assertThat(values.sparse("emb").rowOrNull(5)).containsExactly(4f, 4f);
   }
 
   @Test
-  void takePulled_leavesARowAPushCarries() {
+  void takePulled_leavesARowAnUnansweredPushCarries() {
     Parameters values = new Parameters();
     RowCache c = cache(4, 1 << 20, values);
     c.begin(1);
     c.wanted(new long[] {5}, 1, false);
-    c.takePulled(List.of(rows("emb", new long[] {5}, 10, 10)), 1, 1);
-    c.pin(grads(5, 2, 2), 1);
-    c.takePulled(List.of(rows("emb", new long[] {5}, 99, 99)), 1, 1);
+    c.takePulled(List.of(rows("emb", new long[] {5}, 10, 10)), 1, 1, true);
+    c.unanswered((t, id) -> id == 5);
+    c.begin(2);
+    c.takePulled(List.of(rows("emb", new long[] {5}, 99, 99)), 2, 2, true);
     assertThat(values.sparse("emb").rowOrNull(5)).containsExactly(10f, 10f);
   }
 
   @Test
-  void evictIfFull_evictsLeastRecentlyUsed_neverPinnedOrPlanned() {
+  void evictIfFull_evictsLeastRecentlyUsed_neverCarriedOrPlanned() {
     Parameters values = new Parameters();
     long rowBytes = RowCache.ROW_OVERHEAD_BYTES + 4 * WIDTH;
     RowCache c = cache(100, 10 * rowBytes, values);
     for (int b = 1; b <= 12; b++) {
       c.begin(b);
       c.wanted(new long[] {b}, b, false);
-      c.takePulled(List.of(rows("emb", new long[] {b}, b, b)), b, b);
+      c.takePulled(List.of(rows("emb", new long[] {b}, b, b)), b, b, true);
     }
-    c.pin(grads(1, 1, 1), 1);
+    c.unanswered((t, id) -> id == 1);
     c.wanted(new long[] {2}, 13, true);
     c.evictIfFull(12);
     assertThat(c.bytes()).isLessThanOrEqualTo(9 * rowBytes);
-    Parameters.SparseTable t = values.sparse("emb");
-    assertThat(t.rowOrNull(1)).as("pinned").isNotNull();
-    assertThat(t.rowOrNull(2)).as("planned for batch 13").isNotNull();
-    assertThat(t.rowOrNull(12)).as("the batch under way").isNotNull();
-    assertThat(t.rowOrNull(3)).as("least recently used").isNull();
+    assertThat(values.sparse("emb").rowOrNull(12)).as("the batch under way").isNotNull();
+    c.begin(13);
+    assertThat(c.wanted(new long[] {1, 2, 12}, 13, false))
+        .as("kept: carried, planned, in use")
+        .isEmpty();
+    assertThat(c.wanted(new long[] {3}, 13, false).get("emb"))
+        .as("least recently used")
+        .containsExactly(3);
     assertThat(c.evictions()).isEqualTo(3);
   }
 }
