@@ -16,7 +16,12 @@
 # services log (JVM up, etcd connected, context refreshed, registered, initialised, first task), in
 # about 2 minutes; the training section tables the same timeline for its 1 + 1 rounds.
 #
-# Usage: scripts/bench.sh [--only kernels,wire,wal,train,memory,sparse,startup,python] [--quick] [--profile] [--run-dir DIR]
+# Training workloads alone: --workloads softmax,mlp5m,ctr runs only the named workloads in the training
+# section (default: all three, or the softmax alone with --quick), each on the setups above (--quick's
+# with --quick); for example --only train --workloads ctr --quick trains the click-through model alone.
+#
+# Usage: scripts/bench.sh [--only kernels,wire,wal,train,memory,sparse,startup,python]
+#        [--workloads softmax,mlp5m,ctr] [--quick] [--profile] [--run-dir DIR]
 # Environment: BENCH_SKIP_BUILD=1 reuses what is built; ETCD_BIN points at etcd if not on the PATH.
 # Needs Java 17 (JDK: jcmd, attach) and etcd 3.4+. Takes about 21 minutes on 2 cores (training 14:
 # 3 rounds of 1+1 and 2+2 and one 4+4 per workload; the wire 2.5, the write-ahead log 2, sparse

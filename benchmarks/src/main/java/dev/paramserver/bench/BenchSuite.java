@@ -33,9 +33,11 @@ import java.util.stream.Stream;
  * --out DIR} (default bench), {@code --run-dir DIR} (logs, recordings; default a temp folder),
  * {@code --only kernels,wire,wal,train,memory,sparse,startup} (startup, the start-up of a 1 + 1 job
  * on its own, runs only when named: the training section measures it too; python, a Python trainer
- * against PyTorch in one process, also only when named: it needs torch), {@code --quick} (shorter
- * measurements), {@code --profile} (JFR of the softmax 1 + 1 training job's pserver and trainer,
- * summarised in the report; off by default because recording slows the run it measures).
+ * against PyTorch in one process, also only when named: it needs torch), {@code --workloads
+ * softmax,mlp5m,ctr} (the training section's workloads, of {@link TrainSuite#WORKLOADS}; default
+ * all, or the softmax alone with --quick), {@code --quick} (shorter measurements), {@code
+ * --profile} (JFR of the softmax 1 + 1 training job's pserver and trainer, summarised in the
+ * report; off by default because recording slows the run it measures).
  */
 public final class BenchSuite {
   private BenchSuite() {}
@@ -48,22 +50,34 @@ public final class BenchSuite {
         new LinkedHashSet<>(List.of("kernels", "wire", "wal", "train", "memory", "sparse"));
     boolean quick = false;
     boolean profile = false;
+    Set<String> workloads = null;
     for (int i = 0; i < args.length; i++) {
       switch (args[i]) {
         case "--repo" -> repo = Path.of(args[++i]);
         case "--out" -> out = Path.of(args[++i]);
         case "--run-dir" -> runDir = Path.of(args[++i]);
         case "--only" -> only = new LinkedHashSet<>(List.of(args[++i].split(",")));
+        case "--workloads" -> workloads = new LinkedHashSet<>(List.of(args[++i].split(",")));
         case "--quick" -> quick = true;
         case "--profile" -> profile = true;
         default -> {
           System.err.println(
               "usage: BenchSuite [--repo DIR] [--out DIR] [--run-dir DIR]"
-                  + " [--only kernels,wire,wal,train,memory,sparse,startup,python] [--quick]"
-                  + " [--profile]");
+                  + " [--only kernels,wire,wal,train,memory,sparse,startup,python]"
+                  + " [--workloads "
+                  + String.join(",", TrainSuite.WORKLOADS)
+                  + "] [--quick] [--profile]");
           System.exit(2);
         }
       }
+    }
+    List<String> trainWorkloads;
+    try {
+      trainWorkloads = workloads == null ? null : TrainSuite.selected(workloads, quick);
+    } catch (IllegalArgumentException e) {
+      System.err.println(e.getMessage());
+      System.exit(2);
+      return;
     }
     run(
         repo.toAbsolutePath().normalize(),
@@ -72,12 +86,19 @@ public final class BenchSuite {
             .toAbsolutePath()
             .normalize(),
         only,
+        trainWorkloads,
         quick,
         profile);
   }
 
   static void run(
-      Path repo, Path out, Path runDir, Set<String> only, boolean quick, boolean profile)
+      Path repo,
+      Path out,
+      Path runDir,
+      Set<String> only,
+      List<String> workloads,
+      boolean quick,
+      boolean profile)
       throws Exception {
     long t0 = System.nanoTime();
     Report report = new Report();
@@ -93,6 +114,9 @@ public final class BenchSuite {
             "%.2f",
             ManagementFactory.getOperatingSystemMXBean().getSystemLoadAverage()));
     report.machine("sections", String.join(",", only) + (quick ? " (quick)" : ""));
+    if (only.contains("train")) {
+      report.machine("training workloads", String.join(",", TrainSuite.selected(workloads, quick)));
+    }
     System.out.println("run folder (logs, JFR recordings, data): " + runDir);
 
     ServiceJars jars = null;
@@ -118,7 +142,8 @@ public final class BenchSuite {
     }
     if (only.contains("train")) {
       ServiceJars j = jars;
-      section(runDir, "train", () -> new TrainSuite(runDir, j, quick, profile).run(report));
+      section(
+          runDir, "train", () -> new TrainSuite(runDir, j, quick, profile, workloads).run(report));
     }
     if (only.contains("startup")) {
       ServiceJars j = jars;

@@ -40,6 +40,26 @@ record Workload(
     String metric,
     int chunksPerTask) {
 
+  /** The names {@link #named} knows, in the order the full training section runs them. */
+  static final List<String> NAMES = List.of("softmax", "mlp5m", "ctr");
+
+  /**
+   * The workload called {@code name} (one of {@link #NAMES}), its data generated under {@code
+   * root}; {@code quick} shrinks the data of those that have a quick size.
+   *
+   * @throws IllegalArgumentException for an unknown name
+   */
+  static Workload named(String name, Path root, boolean quick) throws IOException {
+    return switch (name) {
+      case "softmax" -> softmax(root, quick);
+      case "mlp5m" -> mlp5m(root);
+      case "ctr" -> ctr(root, quick);
+      default ->
+          throw new IllegalArgumentException(
+              "unknown training workload '" + name + "': pick from " + String.join(",", NAMES));
+    };
+  }
+
   String trainGlob() {
     return dir.resolve("train-*.recordio").toString();
   }
