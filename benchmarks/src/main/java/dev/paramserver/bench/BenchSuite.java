@@ -31,13 +31,15 @@ import java.util.stream.Stream;
  *
  * <p>Options: {@code --repo DIR} (where the services' exec jars were built, default "."), {@code
  * --out DIR} (default bench), {@code --run-dir DIR} (logs, recordings; default a temp folder),
- * {@code --only kernels,wire,wal,train,memory,sparse,startup} (startup, the start-up of a 1 + 1 job
- * on its own, runs only when named: the training section measures it too; python, a Python trainer
- * against PyTorch in one process, also only when named: it needs torch), {@code --workloads
- * softmax,mlp5m,ctr} (the training section's workloads, of {@link TrainSuite#WORKLOADS}; default
- * all, or the softmax alone with --quick), {@code --quick} (shorter measurements), {@code
- * --profile} (JFR of the softmax 1 + 1 training job's pserver and trainer, summarised in the
- * report; off by default because recording slows the run it measures).
+ * {@code --only kernels,wire,wal,train,memory,sparse,startup,python} (startup, a 1 + 1 job's
+ * start-up on its own, runs only when named: the training section measures it too; python, a Python
+ * trainer against PyTorch in one process, also only when named: it needs torch), {@code --workloads
+ * softmax,mlp5m,ctr,ctr100m} (the training section's workloads, of {@link TrainSuite#WORKLOADS};
+ * default softmax, mlp5m and ctr, or the softmax alone with --quick; ctr100m, click-through over a
+ * 100M-id space with a fixed heap, one 1 + 1 job and one single JVM, runs only when named), {@code
+ * --quick} (shorter measurements), {@code --profile} (JFR of the softmax 1 + 1 training job's
+ * pserver and trainer, summarised in the report; off by default because recording slows the run it
+ * measures).
  */
 public final class BenchSuite {
   private BenchSuite() {}

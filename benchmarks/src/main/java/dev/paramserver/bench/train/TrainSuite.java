@@ -43,14 +43,19 @@ import java.util.function.ToDoubleFunction;
  * against that round's baseline. {@code --quick} runs the softmax only: 1 + 1 in the {@value
  * #ROUNDS} rounds and 2 + 2 once, right after the last round's baseline (three rounds of it would
  * take the quick run past 5 minutes: the start-up of a job is most of its time). {@code
- * --workloads} picks the workloads by name ({@link #WORKLOADS}; default: all, or the softmax alone
- * with {@code --quick}), each on the setups above ({@code --quick}'s with it). With {@code
- * --profile}, the softmax 1 + 1 job of the last round records JFR of its pserver and trainer over
- * the measured passes (which slows them: that round's figures are then not comparable).
+ * --workloads} picks the workloads by name ({@link #WORKLOADS}; default {@link #DEFAULT_WORKLOADS},
+ * or the softmax alone with {@code --quick}), each on the setups above ({@code --quick}'s with it),
+ * except {@code ctr100m}, click-through at scale, run only when named, and once ({@link
+ * SparseScaleRun}: a 1 + 1 job and a single JVM, about 6 minutes). With {@code --profile}, the
+ * softmax 1 + 1 job of the last round records JFR of its pserver and trainer over the measured
+ * passes (which slows them: that round's figures are then not comparable).
  */
 public final class TrainSuite {
   /** The workloads {@code --workloads} may name, in the order they run. */
   public static final List<String> WORKLOADS = Workload.NAMES;
+
+  /** The workloads of a full run (without {@code --workloads} or {@code --quick}). */
+  static final List<String> DEFAULT_WORKLOADS = List.of("softmax", "mlp5m", "ctr");
 
   /** Rounds of each repeated setup and its baseline. */
   static final int ROUNDS = 3;
@@ -91,7 +96,7 @@ public final class TrainSuite {
    */
   public static List<String> selected(Collection<String> names, boolean quick) {
     if (names == null) {
-      return quick ? List.of("softmax") : WORKLOADS;
+      return quick ? List.of("softmax") : DEFAULT_WORKLOADS;
     }
     for (String n : names) {
       if (!WORKLOADS.contains(n)) {
@@ -173,6 +178,10 @@ public final class TrainSuite {
     DistributedJob.Observation observed = new DistributedJob.Observation(profile);
     for (Workload w : selected) {
       System.out.printf(Locale.ROOT, "train %s: %s%n", w.name(), w.title());
+      if (w.name().equals("ctr100m")) {
+        new SparseScaleRun(jobs).run(report, w);
+        continue;
+      }
       Map<Shape, List<Paired<Outcome>>> paired = measure(w, observed);
       List<Outcome> singles = new ArrayList<>();
       paired.get(ONE).forEach(p -> singles.add(p.single()));
