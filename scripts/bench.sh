@@ -26,7 +26,14 @@
 # samples/s times the distinct ids per batch per record) and AUC against the single JVM
 # (train_ctr100m_1x1_vs_single_jvm).
 #
-# Usage: scripts/bench.sh [--only kernels,wire,wal,train,memory,sparse,startup,python]
+# AUC against staleness: --only staleness (run only when named, about 5 minutes; --quick trains 40,000
+# records instead of 60,000) runs the click-through 1+1 job once at each trainer row-cache staleness
+# bound 0, 1, 4 and 16 (paramserver.trainer.sparse.staleness, batches; 0 re-pulls every row each
+# batch) and the single JVM once, before them, and tables each job's samples/s and AUC against the
+# single JVM's (ratios staleness_ctr_1x1_s<k>_vs_single_jvm and
+# staleness_ctr_1x1_s<k>_auc_minus_single_jvm).
+#
+# Usage: scripts/bench.sh [--only kernels,wire,wal,train,memory,sparse,startup,staleness,python]
 #        [--workloads softmax,mlp5m,ctr,ctr100m] [--quick] [--profile] [--run-dir DIR]
 # Environment: BENCH_SKIP_BUILD=1 reuses what is built; ETCD_BIN points at etcd if not on the PATH.
 # Needs Java 17 (JDK: jcmd, attach) and etcd 3.4+. Takes about 21 minutes on 2 cores (training 14:

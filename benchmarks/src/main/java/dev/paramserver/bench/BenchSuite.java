@@ -6,6 +6,7 @@ import dev.paramserver.bench.memory.MemorySuite;
 import dev.paramserver.bench.report.Report;
 import dev.paramserver.bench.sparse.SparseSuite;
 import dev.paramserver.bench.train.PythonSuite;
+import dev.paramserver.bench.train.StalenessSuite;
 import dev.paramserver.bench.train.StartupSuite;
 import dev.paramserver.bench.train.TrainSuite;
 import dev.paramserver.bench.wire.WalSuite;
@@ -31,9 +32,11 @@ import java.util.stream.Stream;
  *
  * <p>Options: {@code --repo DIR} (where the services' exec jars were built, default "."), {@code
  * --out DIR} (default bench), {@code --run-dir DIR} (logs, recordings; default a temp folder),
- * {@code --only kernels,wire,wal,train,memory,sparse,startup,python} (startup, a 1 + 1 job's
- * start-up on its own, runs only when named: the training section measures it too; python, a Python
- * trainer against PyTorch in one process, also only when named: it needs torch), {@code --workloads
+ * {@code --only kernels,wire,wal,train,memory,sparse,startup,staleness,python} (startup, the
+ * start-up of a 1 + 1 job on its own, runs only when named: the training section measures it too;
+ * staleness, the click-through 1 + 1 job's samples/s and AUC at trainer row-cache staleness 0, 1, 4
+ * and 16 against one JVM ({@link StalenessSuite}), only when named; python, a Python trainer
+ * against PyTorch in one process, also only when named: it needs torch), {@code --workloads
  * softmax,mlp5m,ctr,ctr100m} (the training section's workloads, of {@link TrainSuite#WORKLOADS};
  * default softmax, mlp5m and ctr, or the softmax alone with --quick; ctr100m, click-through over a
  * 100M-id space with a fixed heap, one 1 + 1 job and one single JVM, runs only when named), {@code
@@ -65,7 +68,7 @@ public final class BenchSuite {
         default -> {
           System.err.println(
               "usage: BenchSuite [--repo DIR] [--out DIR] [--run-dir DIR]"
-                  + " [--only kernels,wire,wal,train,memory,sparse,startup,python]"
+                  + " [--only kernels,wire,wal,train,memory,sparse,startup,staleness,python]"
                   + " [--workloads "
                   + String.join(",", TrainSuite.WORKLOADS)
                   + "] [--quick] [--profile]");
@@ -126,6 +129,7 @@ public final class BenchSuite {
         || only.contains("wal")
         || only.contains("train")
         || only.contains("startup")
+        || only.contains("staleness")
         || only.contains("python")
         || only.contains("memory")
         || only.contains("sparse")) {
@@ -150,6 +154,10 @@ public final class BenchSuite {
     if (only.contains("startup")) {
       ServiceJars j = jars;
       section(runDir, "startup", () -> new StartupSuite(runDir, j, quick).run(report));
+    }
+    if (only.contains("staleness")) {
+      ServiceJars j = jars;
+      section(runDir, "staleness", () -> new StalenessSuite(runDir, j, quick).run(report));
     }
     if (only.contains("python")) {
       ServiceJars j = jars;
