@@ -16,7 +16,25 @@
 # services log (JVM up, etcd connected, context refreshed, registered, initialised, first task), in
 # about 2 minutes; the training section tables the same timeline for its 1 + 1 rounds.
 #
-# Usage: scripts/bench.sh [--only kernels,wire,wal,train,memory,sparse,startup,python] [--quick] [--profile] [--run-dir DIR]
+# Training workloads alone: --workloads softmax,mlp5m,ctr,ctr100m runs only the named workloads in the
+# training section (default: softmax,mlp5m,ctr, or the softmax alone with --quick), each on the
+# setups above (--quick's with --quick); for example --only train --workloads ctr --quick trains the
+# click-through model alone. ctr100m (run only when named, about 6 minutes) is click-through at scale:
+# a 16-wide embedding over a 100M-id space, 800,000 records (the pserver's embedding table ends at
+# about 3.3M rows), pserver and trainer with a fixed 2 GiB heap, the single JVM 4 GiB; one 1+1 job,
+# then one single JVM, reporting samples/s, embedding rows/s (rows read and updated per second:
+# samples/s times the distinct ids per batch per record) and AUC against the single JVM
+# (train_ctr100m_1x1_vs_single_jvm).
+#
+# AUC against staleness: --only staleness (run only when named, about 5 minutes; --quick trains 40,000
+# records instead of 60,000) runs the click-through 1+1 job once at each trainer row-cache staleness
+# bound 0, 1, 4 and 16 (paramserver.trainer.sparse.staleness, batches; 0 re-pulls every row each
+# batch) and the single JVM once, before them, and tables each job's samples/s and AUC against the
+# single JVM's (ratios staleness_ctr_1x1_s<k>_vs_single_jvm and
+# staleness_ctr_1x1_s<k>_auc_minus_single_jvm).
+#
+# Usage: scripts/bench.sh [--only kernels,wire,wal,train,memory,sparse,startup,staleness,python]
+#        [--workloads softmax,mlp5m,ctr,ctr100m] [--quick] [--profile] [--run-dir DIR]
 # Environment: BENCH_SKIP_BUILD=1 reuses what is built; ETCD_BIN points at etcd if not on the PATH.
 # Needs Java 17 (JDK: jcmd, attach) and etcd 3.4+. Takes about 21 minutes on 2 cores (training 14:
 # 3 rounds of 1+1 and 2+2 and one 4+4 per workload; the wire 2.5, the write-ahead log 2, sparse

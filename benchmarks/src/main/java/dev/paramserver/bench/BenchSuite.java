@@ -6,6 +6,7 @@ import dev.paramserver.bench.memory.MemorySuite;
 import dev.paramserver.bench.report.Report;
 import dev.paramserver.bench.sparse.SparseSuite;
 import dev.paramserver.bench.train.PythonSuite;
+import dev.paramserver.bench.train.StalenessSuite;
 import dev.paramserver.bench.train.StartupSuite;
 import dev.paramserver.bench.train.TrainSuite;
 import dev.paramserver.bench.wire.WalSuite;
@@ -31,11 +32,17 @@ import java.util.stream.Stream;
  *
  * <p>Options: {@code --repo DIR} (where the services' exec jars were built, default "."), {@code
  * --out DIR} (default bench), {@code --run-dir DIR} (logs, recordings; default a temp folder),
- * {@code --only kernels,wire,wal,train,memory,sparse,startup} (startup, the start-up of a 1 + 1 job
- * on its own, runs only when named: the training section measures it too; python, a Python trainer
- * against PyTorch in one process, also only when named: it needs torch), {@code --quick} (shorter
- * measurements), {@code --profile} (JFR of the softmax 1 + 1 training job's pserver and trainer,
- * summarised in the report; off by default because recording slows the run it measures).
+ * {@code --only kernels,wire,wal,train,memory,sparse,startup,staleness,python} (startup, the
+ * start-up of a 1 + 1 job on its own, runs only when named: the training section measures it too;
+ * staleness, the click-through 1 + 1 job's samples/s and AUC at trainer row-cache staleness 0, 1, 4
+ * and 16 against one JVM ({@link StalenessSuite}), only when named; python, a Python trainer
+ * against PyTorch in one process, also only when named: it needs torch), {@code --workloads
+ * softmax,mlp5m,ctr,ctr100m} (the training section's workloads, of {@link TrainSuite#WORKLOADS};
+ * default softmax, mlp5m and ctr, or the softmax alone with --quick; ctr100m, click-through over a
+ * 100M-id space with a fixed heap, one 1 + 1 job and one single JVM, runs only when named), {@code
+ * --quick} (shorter measurements), {@code --profile} (JFR of the softmax 1 + 1 training job's
+ * pserver and trainer, summarised in the report; off by default because recording slows the run it
+ * measures).
  */
 public final class BenchSuite {
   private BenchSuite() {}
@@ -48,22 +55,34 @@ public final class BenchSuite {
         new LinkedHashSet<>(List.of("kernels", "wire", "wal", "train", "memory", "sparse"));
     boolean quick = false;
     boolean profile = false;
+    Set<String> workloads = null;
     for (int i = 0; i < args.length; i++) {
       switch (args[i]) {
         case "--repo" -> repo = Path.of(args[++i]);
         case "--out" -> out = Path.of(args[++i]);
         case "--run-dir" -> runDir = Path.of(args[++i]);
         case "--only" -> only = new LinkedHashSet<>(List.of(args[++i].split(",")));
+        case "--workloads" -> workloads = new LinkedHashSet<>(List.of(args[++i].split(",")));
         case "--quick" -> quick = true;
         case "--profile" -> profile = true;
         default -> {
           System.err.println(
               "usage: BenchSuite [--repo DIR] [--out DIR] [--run-dir DIR]"
-                  + " [--only kernels,wire,wal,train,memory,sparse,startup,python] [--quick]"
-                  + " [--profile]");
+                  + " [--only kernels,wire,wal,train,memory,sparse,startup,staleness,python]"
+                  + " [--workloads "
+                  + String.join(",", TrainSuite.WORKLOADS)
+                  + "] [--quick] [--profile]");
           System.exit(2);
         }
       }
+    }
+    List<String> trainWorkloads;
+    try {
+      trainWorkloads = workloads == null ? null : TrainSuite.selected(workloads, quick);
+    } catch (IllegalArgumentException e) {
+      System.err.println(e.getMessage());
+      System.exit(2);
+      return;
     }
     run(
         repo.toAbsolutePath().normalize(),
@@ -72,12 +91,19 @@ public final class BenchSuite {
             .toAbsolutePath()
             .normalize(),
         only,
+        trainWorkloads,
         quick,
         profile);
   }
 
   static void run(
-      Path repo, Path out, Path runDir, Set<String> only, boolean quick, boolean profile)
+      Path repo,
+      Path out,
+      Path runDir,
+      Set<String> only,
+      List<String> workloads,
+      boolean quick,
+      boolean profile)
       throws Exception {
     long t0 = System.nanoTime();
     Report report = new Report();
@@ -93,6 +119,9 @@ public final class BenchSuite {
             "%.2f",
             ManagementFactory.getOperatingSystemMXBean().getSystemLoadAverage()));
     report.machine("sections", String.join(",", only) + (quick ? " (quick)" : ""));
+    if (only.contains("train")) {
+      report.machine("training workloads", String.join(",", TrainSuite.selected(workloads, quick)));
+    }
     System.out.println("run folder (logs, JFR recordings, data): " + runDir);
 
     ServiceJars jars = null;
@@ -100,6 +129,7 @@ public final class BenchSuite {
         || only.contains("wal")
         || only.contains("train")
         || only.contains("startup")
+        || only.contains("staleness")
         || only.contains("python")
         || only.contains("memory")
         || only.contains("sparse")) {
@@ -118,11 +148,16 @@ public final class BenchSuite {
     }
     if (only.contains("train")) {
       ServiceJars j = jars;
-      section(runDir, "train", () -> new TrainSuite(runDir, j, quick, profile).run(report));
+      section(
+          runDir, "train", () -> new TrainSuite(runDir, j, quick, profile, workloads).run(report));
     }
     if (only.contains("startup")) {
       ServiceJars j = jars;
       section(runDir, "startup", () -> new StartupSuite(runDir, j, quick).run(report));
+    }
+    if (only.contains("staleness")) {
+      ServiceJars j = jars;
+      section(runDir, "staleness", () -> new StalenessSuite(runDir, j, quick).run(report));
     }
     if (only.contains("python")) {
       ServiceJars j = jars;

@@ -8,12 +8,14 @@ import dev.paramserver.localcluster.ClusterSpec;
 import dev.paramserver.localcluster.JobStatusView;
 import dev.paramserver.localcluster.LocalCluster;
 import dev.paramserver.localcluster.Role;
+import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
 
 /**
  * One distributed training job of a workload on a local cluster (etcd, a master, pservers and
@@ -48,8 +50,22 @@ final class DistributedJob {
 
   /** Runs {@code w} on {@code shape}; {@code observe} (or null) collects the extras. */
   Outcome run(Workload w, Shape shape, int round, Observation observe) throws Exception {
-    Path dir =
-        runDir.resolve("train").resolve(w.name() + "-" + shape.id() + "-round" + (round + 1));
+    return run(w, shape, "round" + (round + 1), Map.of(), observe);
+  }
+
+  /**
+   * Runs {@code w} on {@code shape} in the run folder {@code <workload>-<shape>-<label>}, its
+   * trainers given {@code trainerProperties} (keys under {@code paramserver.trainer.}) besides the
+   * workload's; {@code observe} (or null) collects the extras.
+   */
+  Outcome run(
+      Workload w,
+      Shape shape,
+      String label,
+      Map<String, String> trainerProperties,
+      Observation observe)
+      throws Exception {
+    Path dir = runDir.resolve("train").resolve(w.name() + "-" + shape.id() + "-" + label);
     ClusterSpec.Builder b =
         jars.spec(dir)
             .job("bench-" + w.name())
@@ -64,9 +80,12 @@ final class DistributedJob {
             .property(Role.TRAINER, "paramserver.trainer.train-data", w.trainGlob())
             .property(Role.TRAINER, "paramserver.trainer.test-data", w.testGlob())
             .property(Role.PSERVER, "paramserver.pserver.checkpoint-interval", "0s")
+            .jvmOptions(Role.PSERVER, w.jvmOptions(Role.PSERVER))
+            .jvmOptions(Role.TRAINER, w.jvmOptions(Role.TRAINER))
             .startTimeout(Duration.ofSeconds(240));
     w.trainerProperties()
         .forEach((k, v) -> b.property(Role.TRAINER, "paramserver.trainer." + k, v));
+    trainerProperties.forEach((k, v) -> b.property(Role.TRAINER, "paramserver.trainer." + k, v));
     ClusterSpec spec = b.build();
     // the services' class-data archives are made once per build: not part of a job's time
     LocalCluster.prepareClassData(spec);
@@ -108,6 +127,8 @@ final class DistributedJob {
             cluster.process(Role.PSERVER, 0).pid(), "JFR.start", "name=bench", "settings=profile");
       }
       JobStatusView end = cluster.awaitJobEnd(Duration.ofMinutes(10));
+      Map<String, Double> tables =
+          w.spec().embeddingWidth() > 0 ? tables(cluster, shape) : Map.of();
       if (recording) {
         WireSuite.jcmd(
             cluster.process(Role.PSERVER, 0).pid(),
@@ -131,7 +152,7 @@ final class DistributedJob {
           shape.pservers() == 1 && shape.trainers() == 1
               ? StartupTimeline.read(dir.resolve("logs"), launchedMs)
               : Map.of();
-      Outcome outcome = outcome(w, end, launchedMs, firstTask, startup);
+      Outcome outcome = outcome(w, end, launchedMs, firstTask, startup).withSparse(tables);
       if (recording) {
         cluster.close(); // the trainer's recording is written as it exits
         observe.profiles.add(pserverJfr);
@@ -175,7 +196,8 @@ final class DistributedJob {
         perPass,
         firstTask.seconds(),
         firstTask.uncertaintySeconds(),
-        startup);
+        startup,
+        Map.of());
   }
 
   /** The test AUC the master reported for {@code pass} (NaN when none). */
@@ -186,6 +208,35 @@ final class DistributedJob {
       }
     }
     return Double.NaN;
+  }
+
+  /**
+   * The rows and bytes of each sparse table, summed over the job's pservers ({@code
+   * pserver_rows_<table>}, {@code pserver_bytes_<table>}), and the first pserver's heap in use
+   * ({@code pserver_heap_used_bytes}): the {@code pserver_} figures of {@link Outcome#sparse};
+   * empty when a pserver cannot be read.
+   */
+  private static Map<String, Double> tables(LocalCluster cluster, Shape shape) {
+    Map<String, Double> out = new TreeMap<>();
+    try {
+      for (int i = 0; i < shape.pservers(); i++) {
+        Map<String, Double> t = PserverTables.scrape(cluster.process(Role.PSERVER, i).httpPort());
+        for (Map.Entry<String, Double> e : t.entrySet()) {
+          if (!e.getKey().equals("heap_used_bytes")) {
+            out.merge("pserver_" + e.getKey(), e.getValue(), Double::sum);
+          } else if (i == 0) {
+            out.put("pserver_heap_used_bytes", e.getValue());
+          }
+        }
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return Map.of();
+    } catch (IOException | RuntimeException e) {
+      System.out.println("could not read the pservers' sparse tables: " + e);
+      return Map.of();
+    }
+    return out;
   }
 
   private static Map<String, ServerRpcTimes.Times> scrapeQuietly(int port) {

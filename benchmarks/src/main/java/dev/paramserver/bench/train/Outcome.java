@@ -19,6 +19,12 @@ import java.util.Map;
  *     saw one
  * @param startup seconds from launch to each start-up milestone of the 1 + 1 job's processes
  *     ({@link StartupTimeline}); empty for the single JVM and larger jobs
+ * @param sparse figures of a sparse model's tables, empty for dense ones: the single JVM's {@code
+ *     rows_per_sample} (distinct ids per batch, summed over the batches of its first pass, per
+ *     record: the embedding rows a batch reads and updates), a distributed job's {@code
+ *     pserver_rows_<table>} and {@code pserver_bytes_<table>} (rows held by each table and their
+ *     storage, summed over its pservers at the end of the job: {@link PserverTables}) and {@code
+ *     pserver_heap_used_bytes} (its first pserver's heap in use then, garbage included)
  */
 record Outcome(
     double steady,
@@ -28,4 +34,17 @@ record Outcome(
     List<Double> perPass,
     double firstTask,
     double firstTaskSlack,
-    Map<String, Double> startup) {}
+    Map<String, Double> startup,
+    Map<String, Double> sparse) {
+
+  /** A sparse figure of {@link #sparse}, NaN when absent. */
+  double sparse(String name) {
+    return sparse.getOrDefault(name, Double.NaN);
+  }
+
+  /** This outcome with {@code figures} as its {@link #sparse} figures. */
+  Outcome withSparse(Map<String, Double> figures) {
+    return new Outcome(
+        steady, wholeJob, quality, pass0, perPass, firstTask, firstTaskSlack, startup, figures);
+  }
+}

@@ -1,7 +1,5 @@
 package dev.paramserver.bench.train;
 
-import dev.paramserver.localcluster.ClusterSpec;
-import dev.paramserver.localcluster.Role;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
@@ -16,7 +14,8 @@ import java.util.regex.Pattern;
 
 /**
  * The single-JVM baseline of a workload: {@link SingleJvmTrainer} in a JVM of its own with the
- * trainer's JVM options, so that its start-up counts as a distributed job's does.
+ * trainer's JVM options ({@link Workload#singleJvmOptions}: with the workload's heap, if it sets
+ * one), so that its start-up counts as a distributed job's does.
  */
 final class SingleJvmJob {
   private static final Pattern PASS =
@@ -27,7 +26,7 @@ final class SingleJvmJob {
   static Outcome run(Workload w) throws Exception {
     List<String> cmd = new ArrayList<>();
     cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-    cmd.addAll(ClusterSpec.defaultJvmOptions(Role.TRAINER));
+    cmd.addAll(w.singleJvmOptions());
     cmd.add("-cp");
     cmd.add(System.getProperty("java.class.path"));
     cmd.add(SingleJvmTrainer.class.getName());
@@ -37,7 +36,8 @@ final class SingleJvmJob {
 
   /**
    * Runs a baseline process {@code cmd} that prints {@code pass=<i> records=<n> seconds=<s>} per
-   * pass and {@code accuracy=}/{@code auc=} at the end, and returns its figures.
+   * pass and {@code accuracy=}/{@code auc=} (and for a sparse model {@code rows_per_sample=}) at
+   * the end, and returns its figures.
    */
   static Outcome run(Workload w, List<String> cmd, String what) throws Exception {
     long launched = System.nanoTime();
@@ -62,7 +62,7 @@ final class SingleJvmJob {
             steadyRecords += n;
             steadySeconds += secs;
           }
-        } else if (line.matches("(accuracy|auc)=[-0-9.NaE]+")) {
+        } else if (line.matches("(accuracy|auc|rows_per_sample)=[-0-9.NaE]+")) {
           String[] kv = line.split("=");
           figures.put(kv[0], Double.parseDouble(kv[1]));
         } else {
@@ -76,6 +76,7 @@ final class SingleJvmJob {
           what + " of " + w.name() + " failed: " + String.join("\n", other));
     }
     double whole = records / ((System.nanoTime() - launched) / 1e9);
+    Double rowsPerSample = figures.get("rows_per_sample");
     return new Outcome(
         steadyRecords / steadySeconds,
         whole,
@@ -84,6 +85,7 @@ final class SingleJvmJob {
         perPass,
         Double.NaN,
         Double.NaN,
-        Map.of());
+        Map.of(),
+        rowsPerSample == null ? Map.of() : Map.of("rows_per_sample", rowsPerSample));
   }
 }

@@ -30,7 +30,9 @@ import java.util.SplittableRandom;
  * <p>Run by {@link TrainSuite} in a JVM of its own, so that its start-up counts as the distributed
  * job's does: {@code main} takes {@code type features classes hidden embeddingWidth batch lr passes
  * trainGlob testGlob} and prints {@code pass=<i> records=<n> seconds=<s>} per pass and {@code
- * accuracy=} and {@code auc=} at the end.
+ * accuracy=} and {@code auc=} at the end, and for a model with sparse tables {@code
+ * rows_per_sample=}: the distinct ids of each batch of the first pass, summed, per record (the
+ * embedding rows a batch reads and updates; counted in the warm-up pass, outside the steady state).
  */
 public final class SingleJvmTrainer {
   private SingleJvmTrainer() {}
@@ -92,12 +94,18 @@ public final class SingleJvmTrainer {
     }
     Dataset testSet = new Dataset(test, spec.features());
     Evaluation eval = null;
+    long batchRows = 0;
+    long pass0Records = 0;
     for (int pass = 0; pass < passes; pass++) {
       long t0 = System.nanoTime();
       List<Example> train = new ArrayList<>(Dataset.readGlobs(List.of(trainGlob)));
       Collections.shuffle(train, new Random(pass));
       long n = 0;
       for (Batch b : new Dataset(train, spec.features()).batches(batchSize)) {
+        if (pass == 0 && !rowStddev.isEmpty()) {
+          batchRows += distinct(b.sparseIds());
+          pass0Records += b.size();
+        }
         createRows(params, rowStddev, b);
         grads.clear();
         model.trainStep(params, b, grads);
@@ -131,6 +139,22 @@ public final class SingleJvmTrainer {
           (System.nanoTime() - t0) / 1e9);
     }
     System.out.printf(Locale.ROOT, "accuracy=%.6f%nauc=%.6f%n", eval.accuracy(), eval.auc());
+    if (pass0Records > 0) {
+      System.out.printf(Locale.ROOT, "rows_per_sample=%.6f%n", (double) batchRows / pass0Records);
+    }
+  }
+
+  /** How many distinct values {@code ids} holds. */
+  static int distinct(long[] ids) {
+    long[] sorted = ids.clone();
+    Arrays.sort(sorted);
+    int n = 0;
+    for (int i = 0; i < sorted.length; i++) {
+      if (i == 0 || sorted[i] != sorted[i - 1]) {
+        n++;
+      }
+    }
+    return n;
   }
 
   /** Gives every id of the batch without a row the row a pserver would create for it. */

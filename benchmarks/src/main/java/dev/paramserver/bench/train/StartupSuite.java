@@ -108,6 +108,7 @@ public final class StartupSuite {
         1,
         w.dir(),
         w.metric(),
-        w.chunksPerTask());
+        w.chunksPerTask(),
+        w.heapMiB());
   }
 }

@@ -10,6 +10,7 @@ import dev.paramserver.bench.train.Rounds.Shape;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collection;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -41,11 +42,21 @@ import java.util.function.ToDoubleFunction;
  * every figure reported is the median of the rounds; 4 + 4 runs once, at the end of the last round,
  * against that round's baseline. {@code --quick} runs the softmax only: 1 + 1 in the {@value
  * #ROUNDS} rounds and 2 + 2 once, right after the last round's baseline (three rounds of it would
- * take the quick run past 5 minutes: the start-up of a job is most of its time). With {@code
- * --profile}, the softmax 1 + 1 job of the last round records JFR of its pserver and trainer over
- * the measured passes (which slows them: that round's figures are then not comparable).
+ * take the quick run past 5 minutes: the start-up of a job is most of its time). {@code
+ * --workloads} picks the workloads by name ({@link #WORKLOADS}; default {@link #DEFAULT_WORKLOADS},
+ * or the softmax alone with {@code --quick}), each on the setups above ({@code --quick}'s with it),
+ * except {@code ctr100m}, click-through at scale, run only when named, and once ({@link
+ * SparseScaleRun}: a 1 + 1 job and a single JVM, about 6 minutes). With {@code --profile}, the
+ * softmax 1 + 1 job of the last round records JFR of its pserver and trainer over the measured
+ * passes (which slows them: that round's figures are then not comparable).
  */
 public final class TrainSuite {
+  /** The workloads {@code --workloads} may name, in the order they run. */
+  public static final List<String> WORKLOADS = Workload.NAMES;
+
+  /** The workloads of a full run (without {@code --workloads} or {@code --quick}). */
+  static final List<String> DEFAULT_WORKLOADS = List.of("softmax", "mlp5m", "ctr");
+
   /** Rounds of each repeated setup and its baseline. */
   static final int ROUNDS = 3;
 
@@ -60,14 +71,40 @@ public final class TrainSuite {
   // the setups run in every round (1 + 1 first), and those run once, in the last
   private final List<Shape> repeated;
   private final List<Shape> once;
+  private final List<String> workloads;
 
-  public TrainSuite(Path runDir, ServiceJars jars, boolean quick, boolean profile) {
+  /**
+   * @param workloads the names of the workloads to run (of {@link #WORKLOADS}, run in that order),
+   *     or null for the default: all, or the softmax alone when {@code quick}
+   */
+  public TrainSuite(
+      Path runDir, ServiceJars jars, boolean quick, boolean profile, Collection<String> workloads) {
     this.runDir = runDir;
     this.quick = quick;
     this.profile = profile;
     this.jobs = new DistributedJob(runDir, jars);
     this.repeated = quick ? List.of(ONE) : List.of(ONE, TWO);
     this.once = quick ? List.of(TWO) : List.of(FOUR);
+    this.workloads = selected(workloads, quick);
+  }
+
+  /**
+   * The names {@code --workloads} selected, in the order of {@link #WORKLOADS}; null selects the
+   * default.
+   *
+   * @throws IllegalArgumentException naming an unknown workload
+   */
+  public static List<String> selected(Collection<String> names, boolean quick) {
+    if (names == null) {
+      return quick ? List.of("softmax") : DEFAULT_WORKLOADS;
+    }
+    for (String n : names) {
+      if (!WORKLOADS.contains(n)) {
+        throw new IllegalArgumentException(
+            "unknown training workload '" + n + "': pick from " + String.join(",", WORKLOADS));
+      }
+    }
+    return WORKLOADS.stream().filter(names::contains).toList();
   }
 
   /** The first pass of the steady state: the passes before it are the warm-up. */
@@ -92,11 +129,10 @@ public final class TrainSuite {
 
   public void run(Report report) throws Exception {
     Path data = runDir.resolve("train").resolve("data");
-    List<Workload> workloads =
-        quick
-            ? List.of(Workload.softmax(data, true))
-            : List.of(
-                Workload.softmax(data, false), Workload.mlp5m(data), Workload.ctr(data, false));
+    List<Workload> selected = new ArrayList<>();
+    for (String name : workloads) {
+      selected.add(Workload.named(name, data, quick));
+    }
     Report.Table t =
         report.table(
             "Training",
@@ -140,8 +176,12 @@ public final class TrainSuite {
             "final accuracy or AUC");
     Map<String, Object> json = new LinkedHashMap<>();
     DistributedJob.Observation observed = new DistributedJob.Observation(profile);
-    for (Workload w : workloads) {
+    for (Workload w : selected) {
       System.out.printf(Locale.ROOT, "train %s: %s%n", w.name(), w.title());
+      if (w.name().equals("ctr100m")) {
+        new SparseScaleRun(jobs).run(report, w);
+        continue;
+      }
       Map<Shape, List<Paired<Outcome>>> paired = measure(w, observed);
       List<Outcome> singles = new ArrayList<>();
       paired.get(ONE).forEach(p -> singles.add(p.single()));
@@ -177,7 +217,9 @@ public final class TrainSuite {
       }
     }
     report.extra("training", json);
-    reportObservation(report, observed);
+    if (workloads.contains("softmax")) {
+      reportObservation(report, observed);
+    }
   }
 
   /**

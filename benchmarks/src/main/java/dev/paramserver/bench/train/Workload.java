@@ -1,10 +1,13 @@
 package dev.paramserver.bench.train;
 
+import dev.paramserver.localcluster.ClusterSpec;
+import dev.paramserver.localcluster.Role;
 import dev.paramserver.models.Mlp;
 import dev.paramserver.models.ModelSpec;
 import dev.paramserver.models.demo.DemoData;
 import java.io.IOException;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -28,6 +31,10 @@ import java.util.stream.Collectors;
  *     gradients) are small next to its training; the softmax's 1 + 1 job trained its passes 1.5-2
  *     times as fast with 8 chunks of 500 records a task as with 1. Set as chunks rather than
  *     through the master's {@code task-records}, which keeps 32 tasks a pass (3 chunks on the demo)
+ * @param heapMiB the fixed heap ({@code -Xms} = {@code -Xmx}) of each pserver and trainer in MiB,
+ *     so that a large table's figures come from a known heap; the single JVM, which holds the table
+ *     and trains, gets twice it (the pserver's and the trainer's together). 0 keeps the roles'
+ *     defaults ({@link ClusterSpec#defaultJvmOptions})
  */
 record Workload(
     String name,
@@ -38,7 +45,35 @@ record Workload(
     int passes,
     Path dir,
     String metric,
-    int chunksPerTask) {
+    int chunksPerTask,
+    int heapMiB) {
+
+  /** The names {@link #named} knows, in the order the training section runs them. */
+  static final List<String> NAMES = List.of("softmax", "mlp5m", "ctr", "ctr100m");
+
+  /**
+   * The workload called {@code name} (one of {@link #NAMES}), its data generated under {@code
+   * root}; {@code quick} shrinks the data of those that have a quick size.
+   *
+   * @throws IllegalArgumentException for an unknown name
+   */
+  static Workload named(String name, Path root, boolean quick) throws IOException {
+    return switch (name) {
+      case "softmax" -> softmax(root, quick);
+      case "mlp5m" -> mlp5m(root);
+      case "ctr" -> ctr(root, quick);
+      case "ctr100m" -> ctr100m(root);
+      default ->
+          throw new IllegalArgumentException(
+              "unknown training workload '" + name + "': pick from " + String.join(",", NAMES));
+    };
+  }
+
+  /** Training records of {@link #ctr100m}. */
+  static final int CTR100M_RECORDS = 800_000;
+
+  /** The fixed heap of {@link #ctr100m}'s pserver and trainer, MiB (the single JVM: twice it). */
+  static final int CTR100M_HEAP_MIB = 2048;
 
   String trainGlob() {
     return dir.resolve("train-*.recordio").toString();
@@ -46,6 +81,33 @@ record Workload(
 
   String testGlob() {
     return dir.resolve("test-*.recordio").toString();
+  }
+
+  /**
+   * The JVM options of this workload's {@code role} processes: the role's defaults, with the heap
+   * fixed at {@link #heapMiB} for pservers and trainers when the workload sets one.
+   */
+  List<String> jvmOptions(Role role) {
+    return withHeap(ClusterSpec.defaultJvmOptions(role), role == Role.MASTER ? 0 : heapMiB);
+  }
+
+  /**
+   * The JVM options of the single JVM: the trainer's defaults, with the heap fixed at twice {@link
+   * #heapMiB} (it holds the table and trains) when the workload sets one.
+   */
+  List<String> singleJvmOptions() {
+    return withHeap(ClusterSpec.defaultJvmOptions(Role.TRAINER), 2 * heapMiB);
+  }
+
+  /** {@code defaults} with {@code -Xms} and {@code -Xmx} set to {@code mib}, unless it is 0. */
+  private static List<String> withHeap(List<String> defaults, int mib) {
+    List<String> options = new ArrayList<>(defaults);
+    if (mib > 0) {
+      options.removeIf(o -> o.startsWith("-Xms") || o.startsWith("-Xmx"));
+      options.add("-Xms" + mib + "m");
+      options.add("-Xmx" + mib + "m");
+    }
+    return options;
   }
 
   /** The trainer properties (without the data) that select this model and optimizer. */
@@ -79,7 +141,8 @@ record Workload(
         5,
         dir,
         "accuracy",
-        8);
+        8,
+        0);
   }
 
   /**
@@ -100,7 +163,8 @@ record Workload(
         5,
         dir,
         "accuracy",
-        8);
+        8,
+        0);
   }
 
   /**
@@ -135,7 +199,8 @@ record Workload(
         5,
         dir,
         "accuracy",
-        1);
+        1,
+        0);
   }
 
   /** Click-through: sparse-lr with an 8-wide embedding over Zipf ids from a 10M-id space. */
@@ -156,6 +221,35 @@ record Workload(
         3,
         dir,
         "auc",
-        4);
+        4,
+        0);
+  }
+
+  /**
+   * Click-through at scale: the {@link #ctr} model with a 16-wide embedding over a 100M-id space,
+   * {@value #CTR100M_RECORDS} records, so that the pserver's table ends with about 3.3M rows (the
+   * ids the records and the test set touch; a Zipf law over 100M ids puts most draws on a head of
+   * popular ids), and 2 passes (the first fills the table: the warm-up; the second is the steady
+   * state). Pservers and trainers run with a fixed heap of {@value #CTR100M_HEAP_MIB} MiB, the
+   * single JVM with twice it.
+   */
+  static Workload ctr100m(Path root) throws IOException {
+    Path dir = root.resolve("ctr100m");
+    new CtrData(100_000_000L).write(dir, CTR100M_RECORDS, 10_000, 4);
+    return new Workload(
+        "ctr100m",
+        "click-through sparse-lr, embedding 16, "
+            + CtrData.FIELDS
+            + " Zipf fields over 100M ids ("
+            + CTR100M_RECORDS
+            + " records)",
+        new ModelSpec("sparse-lr", 0, 2, List.of(), Mlp.Activation.RELU, 16),
+        256,
+        0.05f,
+        2,
+        dir,
+        "auc",
+        4,
+        CTR100M_HEAP_MIB);
   }
 }
