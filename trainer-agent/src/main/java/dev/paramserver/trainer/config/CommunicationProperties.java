@@ -29,10 +29,10 @@ import org.springframework.validation.annotation.Validated;
  *     pservers (held, summed, while a push is in flight, or in flight) before the trainer waits for
  *     an answer. A push leaves as soon as the one before was answered, so other trainers' updates
  *     are usually one round trip old and at most this many batches. 0: every batch waits for its
- *     push. Default: 16, and 2 for models with sparse tables without the row cache ({@code
- *     sparse.cache=false}, or outside asynchronous pipelining: their rows then get no local step
- *     and are pulled per batch, so held gradients make them staler: a capped embedding lost about 1
- *     point of AUC with 6)
+ *     push. Default: 16 for dense models, 2 for models with sparse tables (held gradients make
+ *     other trainers' updates of a row staler, and with optimizers with state the trainer's local
+ *     step of a row, whose state it keeps only while the row is cached, drifts from the pservers':
+ *     a capped Adagrad embedding lost about 1 point of AUC with 6, more with 16)
  * @param tasksPerRequest the most tasks taken from the master in one GetTask (it gives fewer near a
  *     pass's end): fewer calls and commits on the master for short tasks
  * @param rpcTimeout deadline of each call to the master or a pserver; for a streamed push
@@ -122,10 +122,7 @@ public record CommunicationProperties(
     return gradientDtype.wireType();
   }
 
-  /**
-   * The pipeline lag for a model with sparse tables whose rows are pulled per batch ({@code
-   * sparse}) or for another.
-   */
+  /** The pipeline lag for a model with ({@code sparse}) or without sparse tables. */
   public int pipelineLag(boolean sparse) {
     return pipelineLag != null ? pipelineLag : sparse ? 2 : 16;
   }

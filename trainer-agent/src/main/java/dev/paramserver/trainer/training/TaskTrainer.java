@@ -87,7 +87,7 @@ final class TaskTrainer implements AutoCloseable {
             ctx.values(),
             stop,
             props.communication().pipelined(),
-            props.communication().pipelineLag(!sparseTables.isEmpty() && !cached),
+            props.communication().pipelineLag(!sparseTables.isEmpty()),
             cache);
   }
 
