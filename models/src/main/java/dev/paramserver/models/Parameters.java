@@ -111,7 +111,7 @@ public final class Parameters {
       if (keys[i] != id) {
         keys[i] = id;
         size++;
-        if (size * 4L > keys.length * 3L) {
+        if (size * 2L > keys.length) {
           vals[i] = values;
           grow();
           return;

@@ -13,9 +13,9 @@ import java.util.Map;
  * AUC against staleness ({@code --only staleness}, run only when named): the click-through 1 + 1
  * job of the training section ({@link Workload#ctr}) once at each trainer row-cache staleness bound
  * of {@link #STALENESS} ({@code paramserver.trainer.sparse.staleness}, in batches; 0 pulls every
- * row each batch), and the single JVM once, before them, on the same data: each job's samples/s and
- * AUC against the single JVM's. A trainer without a row cache ignores the property, and every row
- * then reads as staleness 0.
+ * row each batch), after the single JVM and the same job with the cache off ({@code
+ * sparse.cache=false}: rows pulled before each batch, the trainer as it was before the cache), on
+ * the same data: each job's samples/s and AUC against the single JVM's.
  */
 public final class StalenessSuite {
   /** The staleness bounds run, in batches. */
@@ -65,6 +65,31 @@ public final class StalenessSuite {
         "single JVM, no RPC", "-", single.steady(), 1.0, single.wholeJob(), single.quality(), 0.0);
     Map<String, Object> json = new LinkedHashMap<>();
     json.put("single", single);
+    // the cache off first: the trainer as it was before the cache (rows pulled before each batch)
+    Outcome off = jobs.run(w, ONE, "cache-off", Map.of("sparse.cache", "false"), null);
+    double offSteady = off.steady() / single.steady();
+    System.out.printf(
+        Locale.ROOT,
+        "cache off: steady %.0f samples/s (%.3f of the single JVM's), whole job %.0f, auc %.4f%n",
+        off.steady(),
+        offSteady,
+        off.wholeJob(),
+        off.quality());
+    t.row(
+        ONE + ", cache off",
+        "-",
+        off.steady(),
+        offSteady,
+        off.wholeJob(),
+        off.quality(),
+        off.quality() - single.quality());
+    report.ratio(
+        "staleness_ctr_1x1_cache_off_vs_single_jvm",
+        offSteady,
+        null,
+        "ctr 1 + 1 with paramserver.trainer.sparse.cache=false (rows pulled before each batch)"
+            + " against the single JVM (one run each)");
+    json.put("cacheOff", off);
     for (int s : STALENESS) {
       Outcome o = jobs.run(w, ONE, "staleness" + s, Map.of(PROPERTY, Integer.toString(s)), null);
       double steady = o.steady() / single.steady();
@@ -79,7 +104,14 @@ public final class StalenessSuite {
           o.wholeJob(),
           o.quality(),
           single.quality());
-      t.row(ONE.toString(), (long) s, o.steady(), steady, o.wholeJob(), o.quality(), aucDelta);
+      t.row(
+          ONE.toString(),
+          Integer.toString(s),
+          o.steady(),
+          steady,
+          o.wholeJob(),
+          o.quality(),
+          aucDelta);
       String baseline =
           "ctr 1 + 1 at staleness "
               + s

@@ -75,7 +75,7 @@ final class RowMeta {
       if (keys[s] == id) {
         return s;
       }
-      if ((size + 1) * 4L > keys.length * 3L) {
+      if ((size + 1) * 2L > keys.length) {
         grow();
         s = probe(id);
       }
