@@ -85,9 +85,22 @@ public final class ShardPlacement {
 
   /** The pserver that owns a row of a sparse table. */
   public static int ownerOfRow(String table, long row, int pservers) {
-    long h = row * 0x9E3779B97F4A7C15L ^ hash(table);
+    return ownerOfRow(tableHash(table), row, pservers);
+  }
+
+  /**
+   * {@link #ownerOfRow(String, long, int)} with the table's {@link #tableHash} computed once: for
+   * callers that route many rows of one table.
+   */
+  public static int ownerOfRow(long tableHash, long row, int pservers) {
+    long h = row * 0x9E3779B97F4A7C15L ^ tableHash;
     h ^= h >>> 31;
     return (int) Math.floorMod(h, (long) pservers);
+  }
+
+  /** The table's part of the row routing: CRC-32 of its UTF-8 name (0..2^32-1). */
+  public static long tableHash(String table) {
+    return hash(table);
   }
 
   private static long hash(String s) {

@@ -25,7 +25,7 @@ final class ShardReads {
     if (shard.mode() != TrainingMode.ASYNC
         && shard.initialised()
         && request.getMinStep() > shard.step()) {
-      shard.pushPath().requireSync().awaitStep(request.getMinStep());
+      shard.pushes.requireSync().awaitStep(request.getMinStep());
     }
     shard.structure().readLock().lock();
     try {
@@ -47,13 +47,14 @@ final class ShardReads {
       }
       List<SparseTable> sparseTables = new ArrayList<>();
       List<long[]> sparseIds = new ArrayList<>();
+      RowOwnership owned = shard.gate().rowOwnership();
       for (SparseRowsRef ref : request.getSparseRowsList()) {
         SparseTable table = shard.tables().get(ref.getName());
         if (table == null) {
           throw ValidatedPush.unknownTable(ref.getName(), shard.parameters());
         }
         sparseTables.add(table);
-        sparseIds.add(ValidatedPush.checkRowIds(table, ref.getRowIdsList()));
+        sparseIds.add(ValidatedPush.checkRowIds(table, ValidatedPush.rowIds(ref), owned));
       }
       for (DenseBlock b : wanted) {
         out.addBlocks(
