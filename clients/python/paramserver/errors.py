@@ -7,7 +7,9 @@ import grpc
 
 class ParamServerError(Exception):
     """A paramserver error: .reason (ErrorReason name or None), .code (grpc.StatusCode or None),
-    .metadata (the ErrorInfo's metadata, e.g. {"leader": "host:port"})."""
+    .metadata (the ErrorInfo's metadata, e.g. {"leader": "host:port"} on NotLeader; on WrongShard
+    "owner", "row", "table", "pservers" and "index": the pserver that owns the first wrongly routed
+    row, the row, its table, the N the pserver routes with and its own index)."""
 
     def __init__(self, message, reason=None, code=None, metadata=None):
         super().__init__(message)
@@ -22,7 +24,7 @@ _REASONS = ["NOT_INITIALIZED", "UNKNOWN_PARAMETER", "SHAPE_MISMATCH", "UNSUPPORT
             "NON_FINITE_GRADIENT", "INIT_CONFLICT", "NOT_LEADER", "DATASET_CONFLICT", "NO_DATASET",
             "DATASET_UNREADABLE", "UNKNOWN_TASK", "BAD_ARGUMENT", "SHUTTING_DOWN", "TOO_LARGE",
             "BAD_OPTIMIZER", "SYNC_ABORTED", "NOT_PRIMARY", "PUSH_WINDOW_EXCEEDED", "NOT_JOINED",
-            "MODEL_MISMATCH", "TRAINER_ID_TAKEN", "NO_MODEL"]
+            "MODEL_MISMATCH", "TRAINER_ID_TAKEN", "NO_MODEL", "WRONG_SHARD"]
 # one class per reason, named in CamelCase: NOT_LEADER -> NotLeader (NOT_INITIALIZED -> NotInitialized)
 BY_REASON = {r: type("".join(w.capitalize() for w in r.split("_")), (ParamServerError,), {})
              for r in _REASONS}

@@ -8,6 +8,7 @@ from concurrent import futures
 import grpc
 import numpy as np
 
+from paramserver import routing
 from paramserver.client import co, co_grpc, ma, ma_grpc, pb, pb_grpc, tensor_pb2
 
 
@@ -32,8 +33,9 @@ def refuse(context, code, message, reason, metadata=None):
 
 
 class Pserver(pb_grpc.ParameterServerServicer):
-    def __init__(self, index):
+    def __init__(self, index, pservers=1):
         self.index, self.values, self.initialised, self.init_id, self.step = index, {}, False, "", 0
+        self.pservers = pservers
         self.applied, self.pushes, self.pulls, self.fail_pushes, self.lock = set(), [], [], 0, threading.Lock()
 
     def InitParameters(self, req, context):
@@ -51,10 +53,23 @@ class Pserver(pb_grpc.ParameterServerServicer):
     def GetShardStatus(self, req, context):
         return pb.ShardStatus(index=self.index, initialised=self.initialised, init_id=self.init_id if self.initialised else "")
 
+    def _check_owned(self, context, tables):
+        """Refuses rows of another pserver as the Java pserver does (WRONG_SHARD, nothing applied)."""
+        for t in tables:
+            for row in t.row_ids:
+                owner = routing.owner_of_row(t.name, row, self.pservers)
+                if owner != self.index:
+                    refuse(context, grpc.StatusCode.FAILED_PRECONDITION,
+                           "sparse table '%s' row %d belongs to pserver %d of %d, not to this pserver (%d)"
+                           % (t.name, row, owner, self.pservers, self.index), "WRONG_SHARD",
+                           {"owner": str(owner), "row": str(row), "table": t.name,
+                            "pservers": str(self.pservers), "index": str(self.index)})
+
     def PushGradients(self, req, context):
         with self.lock:
             if not self.initialised:
                 refuse(context, grpc.StatusCode.FAILED_PRECONDITION, "not initialised", "NOT_INITIALIZED")
+            self._check_owned(context, req.sparse_gradients)
             self.pushes.append(req)
             identity = (req.trainer_id, req.session, req.step, req.part)
             duplicate = identity in self.applied
@@ -77,6 +92,7 @@ class Pserver(pb_grpc.ParameterServerServicer):
         self.pulls.append(req)
         if not self.initialised:
             refuse(context, grpc.StatusCode.FAILED_PRECONDITION, "not initialised", "NOT_INITIALIZED")
+        self._check_owned(context, req.sparse_rows)
         rows = [pb.SparseRows(name=r.name, row_ids=r.row_ids, dtype=tensor_pb2.FLOAT32,
                               data=np.array([[float(i)] * 2 for i in r.row_ids], "<f4").tobytes())
                 for r in req.sparse_rows]
@@ -187,7 +203,7 @@ class Cluster:
     def __init__(self, n=2, **kw):
         self.pservers, self.servers = [], []
         for i in range(n):
-            ps = Pserver(i)
+            ps = Pserver(i, n)
             server, addr = serve(ps)
             self.servers.append(server)
             self.pservers.append((addr, ps))

@@ -127,6 +127,18 @@ def test_pull_rows_routes_ids_and_returns_them_in_order(cluster):
     c.close()
 
 
+def test_a_wrongly_routed_pull_raises_wrong_shard_naming_the_rows_owner(cluster, monkeypatch):
+    c, _ = joined(cluster)
+    row = next(r for r in range(100) if paramserver.routing.owner_of_row("emb", r, 2) == 1)
+    # a client that sends every row to pserver 0
+    monkeypatch.setattr(paramserver.routing, "rows_by_owner", lambda table, ids, n: {0: ids})
+    with pytest.raises(paramserver.WrongShard) as e:
+        c.pull_rows("emb", [row])
+    assert e.value.reason == "WRONG_SHARD" and e.value.code.name == "FAILED_PRECONDITION"
+    assert e.value.metadata == {"owner": "1", "row": str(row), "table": "emb", "pservers": "2", "index": "0"}
+    c.close()
+
+
 def test_tasks_are_yielded_until_the_job_finishes_and_abandoned_ones_handed_back(cluster):
     c, _ = joined(cluster)
     it = c.tasks()

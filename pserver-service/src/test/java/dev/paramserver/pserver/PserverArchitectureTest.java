@@ -46,6 +46,8 @@ class PserverArchitectureTest {
         .orShould()
         .callMethod(ParameterShard.class, "setIndex", int.class)
         .orShould()
+        .callMethod(ParameterShard.class, "setPservers", int.class)
+        .orShould()
         .callMethod(ParameterShard.class, "attachReplica", Replica.class)
         .orShould()
         .callMethod(ParameterShard.class, "beginDraining")

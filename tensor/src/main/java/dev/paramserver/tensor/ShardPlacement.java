@@ -89,8 +89,8 @@ public final class ShardPlacement {
   }
 
   /**
-   * {@link #ownerOfRow(String, long, int)} with the table's hash computed once ({@link
-   * #tableHash}): for routing many rows of one table.
+   * {@link #ownerOfRow(String, long, int)} with the table's {@link #tableHash} computed once: for
+   * callers that route many rows of one table.
    */
   public static int ownerOfRow(long tableHash, long row, int pservers) {
     long h = row * 0x9E3779B97F4A7C15L ^ tableHash;
@@ -98,7 +98,7 @@ public final class ShardPlacement {
     return (int) Math.floorMod(h, (long) pservers);
   }
 
-  /** The table's part of the row routing: CRC-32 of its UTF-8 name. */
+  /** The table's part of the row routing: CRC-32 of its UTF-8 name (0..2^32-1). */
   public static long tableHash(String table) {
     return hash(table);
   }

@@ -48,6 +48,15 @@ public final class ShardLifecycle {
     return backupOf;
   }
 
+  /**
+   * The job's number of pservers ({@code ps_desired}) as the registration read or wrote it: a
+   * trainer's push or pull of sparse rows the served index does not own under it is refused
+   * (WRONG_SHARD). Without it (a pserver not registered through etcd) rows are not checked.
+   */
+  public synchronized void routeRowsAmong(int pservers) {
+    shard.setPservers(pservers);
+  }
+
   private void move(ShardRole next, String why) {
     if (!role.canMoveTo(next)) {
       throw new IllegalRoleMoveException(role, next, why);

@@ -4,13 +4,18 @@ import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.rpc.ServiceException;
 
 /**
- * Whether the shard answers calls, and the index it carries (for messages and checkpoints). The
- * role lifecycle sets both through {@link ParameterShard}; the shard only reads them.
+ * Whether the shard answers calls, the index it carries (for messages and checkpoints) and the
+ * sparse rows it takes under that index ({@link RowOwnership}). The role lifecycle sets them
+ * through {@link ParameterShard}; the shard only reads them.
  */
 final class CallGate {
   private volatile String held;
   private volatile boolean draining;
   private volatile int index = -1;
+  // The job's number of pservers (0: unknown); with index it gives rowOwnership. Both are written
+  // under this gate's monitor, rowOwnership read without it.
+  private int pservers;
+  private volatile RowOwnership rowOwnership = RowOwnership.UNCHECKED;
 
   void hold(String why) {
     this.held = why;
@@ -24,8 +29,18 @@ final class CallGate {
     draining = true;
   }
 
-  void setIndex(int index) {
+  synchronized void setIndex(int index) {
     this.index = index;
+    rowOwnership = RowOwnership.of(index, pservers);
+  }
+
+  synchronized void setPservers(int pservers) {
+    this.pservers = pservers;
+    rowOwnership = RowOwnership.of(index, pservers);
+  }
+
+  RowOwnership rowOwnership() {
+    return rowOwnership;
   }
 
   int index() {

@@ -31,8 +31,8 @@ import java.util.function.LongSupplier;
  * <p>A passive store: the push path ({@link PushPath}), the pull path ({@link ShardReads}), init
  * ({@link ShardInit}) and snapshots ({@link ShardSnapshots}) are its parts. Which index it carries
  * and whether it answers calls is decided by the role lifecycle ({@code ShardLifecycle}), the only
- * caller of {@link #holdCalls}, {@link #releaseCalls}, {@link #setIndex}, {@link #attachReplica}
- * and {@link #beginDraining} in the service.
+ * caller of {@link #holdCalls}, {@link #releaseCalls}, {@link #setIndex}, {@link #setPservers},
+ * {@link #attachReplica} and {@link #beginDraining} in the service.
  *
  * <p>Before {@link #finishInit} every push and pull fails with NOT_INITIALIZED.
  */
@@ -56,7 +56,6 @@ public final class ParameterShard {
   private volatile boolean initialised;
   // When the shard last became initialised (epoch ms), -1 while it is not.
   private volatile long initialisedAtMs = -1;
-  private volatile long checkpointStep;
   private final ShardEvents events = new ShardEvents();
 
   private final CallGate gate = new CallGate();
@@ -265,6 +264,11 @@ public final class ParameterShard {
     gate.setIndex(index);
   }
 
+  /** Sets the job's number of pservers (0: unknown), see {@link RowOwnership}. Lifecycle only. */
+  public void setPservers(int pservers) {
+    gate.setPservers(pservers);
+  }
+
   /** The index the shard carries, or -1. */
   public int index() {
     return gate.index();
@@ -272,15 +276,7 @@ public final class ParameterShard {
 
   /** Records the step of a checkpoint written or loaded. */
   public void recordCheckpoint(long atStep) {
-    this.checkpointStep = atStep;
-  }
-
-  long checkpointStep() {
-    return checkpointStep;
-  }
-
-  PushPath pushPath() {
-    return pushes;
+    description.recordCheckpoint(atStep);
   }
 
   /** Connects the synchronous modes to the trainers' membership (their barrier). */

@@ -157,7 +157,8 @@ final class PushPath {
               shard.parameters(),
               shard.blocks(),
               shard.tables(),
-              rejectNonFinite);
+              rejectNonFinite,
+              shard.gate().rowOwnership());
       if (async) {
         return outcome(applyOneLocked(push, true));
       }
@@ -351,7 +352,14 @@ final class PushPath {
       }
       List<ValidatedPush> pushes = new ArrayList<>();
       for (PushGradientsRequest r : record.getPushesList()) {
-        pushes.add(ValidatedPush.of(r, shard.parameters(), shard.blocks(), shard.tables(), false));
+        pushes.add(
+            ValidatedPush.of(
+                r,
+                shard.parameters(),
+                shard.blocks(),
+                shard.tables(),
+                false,
+                RowOwnership.UNCHECKED));
       }
       if (pushes.size() == 1) {
         return applyOneLocked(pushes.get(0), false) >= 0;

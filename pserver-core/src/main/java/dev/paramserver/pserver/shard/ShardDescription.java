@@ -12,9 +12,15 @@ import java.util.TreeMap;
 /** Describes a {@link ParameterShard} (status, sparse tables, optimizers) under its read lock. */
 final class ShardDescription {
   private final ParameterShard shard;
+  private volatile long checkpointStep;
 
   ShardDescription(ParameterShard shard) {
     this.shard = shard;
+  }
+
+  /** Records the step of a checkpoint written or loaded, for {@link #status}. */
+  void recordCheckpoint(long atStep) {
+    checkpointStep = atStep;
   }
 
   ShardStatus status() {
@@ -30,7 +36,7 @@ final class ShardDescription {
               .setParameters(shard.parameters().size())
               .setBlocks(shard.blocks().size())
               .setParameterBytes(bytes())
-              .setCheckpointStep(shard.checkpointStep())
+              .setCheckpointStep(checkpointStep)
               .setMode(shard.mode());
       shard.blocks().values().stream()
           .sorted(ParameterShard.BLOCK_ORDER)

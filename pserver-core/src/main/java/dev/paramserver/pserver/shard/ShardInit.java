@@ -379,7 +379,7 @@ final class ShardInit {
     } finally {
       shard.structure().writeLock().unlock();
     }
-    SyncAggregator sync = shard.pushPath().sync();
+    SyncAggregator sync = shard.pushes.sync();
     if (sync != null) {
       sync.reset();
     }

@@ -1,5 +1,6 @@
 package dev.paramserver.pserver.shard;
 
+import com.google.protobuf.UnsafeByteOperations;
 import dev.paramserver.proto.v1.BlockRef;
 import dev.paramserver.proto.v1.DataType;
 import dev.paramserver.proto.v1.PullParametersRequest;
@@ -9,7 +10,9 @@ import dev.paramserver.proto.v1.SparseRows;
 import dev.paramserver.proto.v1.SparseRowsRef;
 import dev.paramserver.proto.v1.TensorBlock;
 import dev.paramserver.proto.v1.TrainingMode;
-import dev.paramserver.tensor.TensorCodec;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.FloatBuffer;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -25,7 +28,7 @@ final class ShardReads {
     if (shard.mode() != TrainingMode.ASYNC
         && shard.initialised()
         && request.getMinStep() > shard.step()) {
-      shard.pushPath().requireSync().awaitStep(request.getMinStep());
+      shard.pushes.requireSync().awaitStep(request.getMinStep());
     }
     shard.structure().readLock().lock();
     try {
@@ -46,14 +49,17 @@ final class ShardReads {
         }
       }
       List<SparseTable> sparseTables = new ArrayList<>();
+      List<SparseRowsRef> sparseRefs = new ArrayList<>();
       List<long[]> sparseIds = new ArrayList<>();
+      RowOwnership owned = shard.gate().rowOwnership();
       for (SparseRowsRef ref : request.getSparseRowsList()) {
         SparseTable table = shard.tables().get(ref.getName());
         if (table == null) {
           throw ValidatedPush.unknownTable(ref.getName(), shard.parameters());
         }
         sparseTables.add(table);
-        sparseIds.add(ValidatedPush.checkRowIds(table, ref.getRowIdsList()));
+        sparseRefs.add(ref);
+        sparseIds.add(ValidatedPush.checkRowIds(table, ValidatedPush.rowIds(ref), owned));
       }
       for (DenseBlock b : wanted) {
         out.addBlocks(
@@ -65,7 +71,8 @@ final class ShardReads {
                 .setData(b.encode()));
       }
       for (int t = 0; t < sparseTables.size(); t++) {
-        out.addSparseRows(readRows(sparseTables.get(t), sparseIds.get(t)));
+        out.addSparseRows(
+            readRows(sparseTables.get(t), sparseIds.get(t), sparseRefs.get(t).getRowIdsList()));
       }
       return out.setStep(at).build();
     } finally {
@@ -96,15 +103,32 @@ final class ShardReads {
     return pull(pull.build());
   }
 
-  private static SparseRows readRows(SparseTable table, long[] ids) {
+  /**
+   * The rows {@code ids} (as {@code idList}, the request's list) in the request's order: each
+   * distinct id is read once, straight into the answer's little-endian bytes, and a repeated id's
+   * bytes are copied from its first occurrence; the ids are the request's list, copied whole.
+   */
+  private static SparseRows readRows(SparseTable table, long[] ids, List<Long> idList) {
     int width = table.width();
-    float[] data = new float[ids.length * width];
-    SparseRows.Builder rows =
-        SparseRows.newBuilder().setName(table.name()).setDtype(DataType.FLOAT32);
+    int rowBytes = width * Float.BYTES;
+    byte[] bytes = new byte[ids.length * rowBytes];
+    FloatBuffer out = ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN).asFloatBuffer();
+    float[] row = new float[width];
+    int[] first = FirstOccurrences.of(ids);
     for (int i = 0; i < ids.length; i++) {
-      table.read(ids[i], data, i * width);
-      rows.addRowIds(ids[i]);
+      int f = first[i];
+      if (f < i) {
+        System.arraycopy(bytes, f * rowBytes, bytes, i * rowBytes, rowBytes);
+      } else {
+        table.read(ids[i], row, 0);
+        out.put(i * width, row, 0, width);
+      }
     }
-    return rows.setData(TensorCodec.encode(data)).build();
+    return SparseRows.newBuilder()
+        .setName(table.name())
+        .setDtype(DataType.FLOAT32)
+        .addAllRowIds(idList)
+        .setData(UnsafeByteOperations.unsafeWrap(bytes))
+        .build();
   }
 }

@@ -97,7 +97,7 @@ final class ShardSnapshots {
             .setStep(shard.step())
             .setWalSegment(walSegment)
             .setFormatVersion(FORMAT_VERSION)
-            .addAllApplied(shard.pushPath().applied().toProto())
+            .addAllApplied(shard.pushes.applied().toProto())
             .setInitId(shard.initialised() ? shard.pendingInitId() : "")
             .setCreatedMs(System.currentTimeMillis());
     shard.parameters().values().stream()
@@ -239,8 +239,8 @@ final class ShardSnapshots {
             ? extra.getField(STALENESS_FIELD).getVarintList().get(0).intValue()
             : 0;
     shard.setDefinition(header.getInitId(), mode == null ? TrainingMode.ASYNC : mode, staleness);
-    shard.pushPath().step().set(header.getStep());
-    shard.pushPath().applied().restore(header.getAppliedList(), header.getFormatVersion());
+    shard.pushes.step().set(header.getStep());
+    shard.pushes.applied().restore(header.getAppliedList(), header.getFormatVersion());
     shard.setInitialised(!header.getInitId().isEmpty());
   }
 

@@ -3,6 +3,7 @@ package dev.paramserver.pserver.shard;
 import dev.paramserver.pserver.sparse.SparseRowStore;
 import dev.paramserver.pserver.sparse.SparseSettings;
 import dev.paramserver.pserver.sparse.TableSettings;
+import dev.paramserver.tensor.ShardPlacement;
 import java.util.Arrays;
 import java.util.SplittableRandom;
 import java.util.function.LongSupplier;
@@ -17,9 +18,12 @@ import java.util.function.LongSupplier;
 final class SparseTable {
   final Parameter parameter;
   final SparseRowStore store;
+  // The table's part of the row routing (CRC-32 of its name), computed once for RowOwnership.
+  final long routingHash;
 
   SparseTable(Parameter parameter, SparseSettings settings, LongSupplier clock) {
     this.parameter = parameter;
+    this.routingHash = ShardPlacement.tableHash(parameter.name());
     float[][] oneSlot = parameter.optimizer.newSlots(1);
     float[] slotInit = new float[oneSlot.length];
     for (int s = 0; s < oneSlot.length; s++) {

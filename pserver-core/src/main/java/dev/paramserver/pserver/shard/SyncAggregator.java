@@ -76,7 +76,7 @@ public final class SyncAggregator {
     }
     synchronized (this) {
       checkNotAborted();
-      if (shard.pushPath().alreadyApplied(push.request)) {
+      if (shard.pushes.alreadyApplied(push.request)) {
         return -1;
       }
       openIfNeeded();
@@ -235,7 +235,7 @@ public final class SyncAggregator {
         continue;
       }
       List<ValidatedPush> all = contributions.values().stream().map(c -> c.push).toList();
-      long reached = shard.pushPath().applySummed(all);
+      long reached = shard.pushes.applySummed(all);
       for (Contribution c : contributions.values()) {
         c.appliedAt = reached;
       }
@@ -302,7 +302,7 @@ public final class SyncAggregator {
         mine = pushes.getOrDefault(trainerId, slowest(Long.MAX_VALUE));
       }
     }
-    long step = shard.pushPath().applyOne(push);
+    long step = shard.pushes.applyOne(push);
     if (step < 0) {
       return step;
     }

@@ -5,6 +5,7 @@ import dev.paramserver.proto.v1.DataType;
 import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.proto.v1.PushGradientsRequest;
 import dev.paramserver.proto.v1.SparseRows;
+import dev.paramserver.proto.v1.SparseRowsRef;
 import dev.paramserver.proto.v1.TensorBlock;
 import dev.paramserver.rpc.ServiceException;
 import dev.paramserver.tensor.TensorCodec;
@@ -37,13 +38,19 @@ final class ValidatedPush {
 
   record SparseGradient(SparseTable table, long[] rowIds, float[] gradient) {}
 
-  /** Checks the whole request; throws the first problem found, having changed nothing. */
+  /**
+   * Checks the whole request; throws the first problem found, having changed nothing.
+   *
+   * @param owned the rows a trainer may push here ({@link RowOwnership#UNCHECKED} for records the
+   *     shard replays: they were checked when first pushed)
+   */
   static ValidatedPush of(
       PushGradientsRequest request,
       Map<String, Parameter> parameters,
       Map<String, DenseBlock> blocks,
       Map<String, SparseTable> tables,
-      boolean rejectNonFinite) {
+      boolean rejectNonFinite,
+      RowOwnership owned) {
     List<DenseGradient> dense = new ArrayList<>(request.getGradientsCount());
     for (TensorBlock g : request.getGradientsList()) {
       DenseBlock block = blocks.get(DenseBlock.key(g.getName(), g.getBlock()));
@@ -63,7 +70,7 @@ final class ValidatedPush {
       if (table == null) {
         throw unknownTable(rows.getName(), parameters);
       }
-      long[] ids = checkRowIds(table, rows.getRowIdsList());
+      long[] ids = checkRowIds(table, rowIds(rows), owned);
       String what =
           "sparse table '"
               + rows.getName()
@@ -111,11 +118,34 @@ final class ValidatedPush {
     return new ServiceException(ErrorReason.UNKNOWN_PARAMETER, "sparse table '" + name + "'" + why);
   }
 
-  static long[] checkRowIds(SparseTable table, List<Long> ids) {
+  /** The row ids of {@code rows}, read as primitives (not through the boxing list view). */
+  static long[] rowIds(SparseRows rows) {
+    long[] ids = new long[rows.getRowIdsCount()];
+    for (int i = 0; i < ids.length; i++) {
+      ids[i] = rows.getRowIds(i);
+    }
+    return ids;
+  }
+
+  /** The row ids of {@code ref}, read as primitives. */
+  static long[] rowIds(SparseRowsRef ref) {
+    long[] ids = new long[ref.getRowIdsCount()];
+    for (int i = 0; i < ids.length; i++) {
+      ids[i] = ref.getRowIds(i);
+    }
+    return ids;
+  }
+
+  /**
+   * Checks that every id is in the table's range and a row this pserver owns ({@code owned});
+   * throws for the first one that is not.
+   *
+   * @return {@code ids}
+   */
+  static long[] checkRowIds(SparseTable table, long[] ids, RowOwnership owned) {
     long rows = table.parameter.rows;
-    long[] out = new long[ids.size()];
-    for (int i = 0; i < out.length; i++) {
-      long id = ids.get(i);
+    for (int i = 0; i < ids.length; i++) {
+      long id = ids[i];
       if (id < 0 || (rows > 0 && id >= rows)) {
         throw new ServiceException(
             ErrorReason.BAD_ARGUMENT,
@@ -127,9 +157,9 @@ final class ValidatedPush {
                 + (rows > 0 ? rows : "2^63")
                 + ")");
       }
-      out[i] = id;
+      owned.check(table, id);
     }
-    return out;
+    return ids;
   }
 
   private static float[] decode(String what, DataType dtype, ByteString data, int expected) {

@@ -162,7 +162,9 @@ public final class SparseRowStore {
     s.lock.readLock().lock();
     try {
       int slot = s.index.get(id);
-      if (slot >= 0 && !settings.policy().expired(s.slab.meta(slot), clock.getAsLong())) {
+      // only a policy whose rows expire reads the row's metadata and the clock (two loads a row)
+      EvictionPolicy p = settings.policy();
+      if (slot >= 0 && (!p.expires() || !p.expired(s.slab.meta(slot), clock.getAsLong()))) {
         System.arraycopy(s.slab.floatChunk(slot), s.slab.offset(slot), out, offset, width);
         return;
       }

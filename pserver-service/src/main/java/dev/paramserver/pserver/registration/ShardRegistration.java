@@ -129,6 +129,8 @@ public final class ShardRegistration
     Lease granted = null;
     try {
       int desired = ensureDesired();
+      // the N sparse rows are routed among: checked against the index claimed below
+      lifecycle.routeRowsAmong(desired);
       granted = coordinator.grantLease(leaseTtl);
       int preferred = index >= 0 ? index : backupOf >= 0 ? backupOf : properties.index();
       if (replication.enabled()) {
