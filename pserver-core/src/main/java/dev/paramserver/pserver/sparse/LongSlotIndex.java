@@ -4,10 +4,12 @@ import java.util.Arrays;
 
 /**
  * An open-addressing (linear probing) map from a {@code long} id to an {@code int} slot, with no
- * object per entry. The ids themselves live beside the rows (see {@link RowSlab}), so the index
- * holds only one {@code int} per bucket and reads an entry's id through {@link Keys}: 4 bytes per
- * bucket at a load factor of at most 3/4. Deletion shifts the following entries back (no
- * tombstones), so lookups never slow down after many evictions.
+ * object per entry. The ids themselves live beside the rows (see {@link RowSlab}): a bucket holds
+ * the slot and the high half of the id's hash (8 bytes per bucket at a load factor of at most 3/4),
+ * and a probe reads the id through {@link Keys} only when that half matches, so a probe step that
+ * misses costs no load outside the bucket array (the lookups were most of a pserver's time, each
+ * step a cache miss into the rows). Deletion shifts the following entries back (no tombstones), so
+ * lookups never slow down after many evictions.
  *
  * <p>Not thread-safe: the owner serialises writers against readers.
  */
@@ -17,11 +19,13 @@ final class LongSlotIndex {
     long key(int slot);
   }
 
-  private static final int EMPTY = -1;
+  // a bucket holds the high 32 bits of its id's hash (a tag) and the slot: a probe reads an id
+  // from the rows only when the tags match, so a miss costs no load beyond the bucket array
+  private static final long EMPTY = -1L;
   private static final int MIN_CAPACITY = 16;
 
   private final Keys keys;
-  private int[] buckets;
+  private long[] buckets;
   private int mask;
   private int size;
 
@@ -31,10 +35,14 @@ final class LongSlotIndex {
     this.mask = MIN_CAPACITY - 1;
   }
 
-  private static int[] newBuckets(int capacity) {
-    int[] b = new int[capacity];
+  private static long[] newBuckets(int capacity) {
+    long[] b = new long[capacity];
     Arrays.fill(b, EMPTY);
     return b;
+  }
+
+  private static long entry(long hash, int slot) {
+    return (hash & 0xFFFFFFFF00000000L) | (slot & 0xFFFFFFFFL);
   }
 
   /** A well-mixed hash of an id (the finaliser of MurmurHash3), so sequential ids spread out. */
@@ -52,22 +60,29 @@ final class LongSlotIndex {
     return size;
   }
 
-  /** Buckets allocated (for the memory figures). */
+  /** Bytes of the bucket array (for the memory figures). */
+  long bytes() {
+    return (long) Long.BYTES * buckets.length;
+  }
+
+  /** Buckets allocated. */
   int capacity() {
     return buckets.length;
   }
 
   /** The slot of {@code id}, or -1. */
   int get(long id) {
-    int[] b = buckets;
+    long[] b = buckets;
     int m = mask;
-    for (int i = (int) mix(id) & m; ; i = (i + 1) & m) {
-      int slot = b[i];
-      if (slot == EMPTY) {
+    long h = mix(id);
+    int tag = (int) (h >>> 32);
+    for (int i = (int) h & m; ; i = (i + 1) & m) {
+      long e = b[i];
+      if (e == EMPTY) {
         return -1;
       }
-      if (keys.key(slot) == id) {
-        return slot;
+      if ((int) (e >>> 32) == tag && keys.key((int) e) == id) {
+        return (int) e;
       }
     }
   }
@@ -78,17 +93,19 @@ final class LongSlotIndex {
       grow();
     }
     int m = mask;
-    int i = (int) mix(id) & m;
+    long h = mix(id);
+    int i = (int) h & m;
     while (buckets[i] != EMPTY) {
       i = (i + 1) & m;
     }
-    buckets[i] = slot;
+    buckets[i] = entry(h, slot);
     size++;
   }
 
   /** Points {@code id}, which is present, to {@code slot} (its row moved there). */
   void move(long id, int slot) {
-    buckets[bucketOf(id)] = slot;
+    int i = bucketOf(id);
+    buckets[i] = entry(buckets[i], slot);
   }
 
   /** Removes {@code id}, which is present. */
@@ -98,7 +115,7 @@ final class LongSlotIndex {
     // Backward-shift deletion: move every later entry of the probe run whose home bucket is not
     // between the hole and its position into the hole.
     for (int i = (hole + 1) & m; buckets[i] != EMPTY; i = (i + 1) & m) {
-      int home = (int) mix(keys.key(buckets[i])) & m;
+      int home = (int) mix(keys.key((int) buckets[i])) & m;
       if (((i - home) & m) >= ((i - hole) & m)) {
         buckets[hole] = buckets[i];
         hole = i;
@@ -117,31 +134,34 @@ final class LongSlotIndex {
 
   private int bucketOf(long id) {
     int m = mask;
-    for (int i = (int) mix(id) & m; ; i = (i + 1) & m) {
-      int slot = buckets[i];
-      if (slot == EMPTY) {
+    long h = mix(id);
+    int tag = (int) (h >>> 32);
+    for (int i = (int) h & m; ; i = (i + 1) & m) {
+      long e = buckets[i];
+      if (e == EMPTY) {
         throw new IllegalStateException("id " + id + " is not in the index");
       }
-      if (keys.key(slot) == id) {
+      if ((int) (e >>> 32) == tag && keys.key((int) e) == id) {
         return i;
       }
     }
   }
 
   private void grow() {
-    int[] old = buckets;
+    long[] old = buckets;
     if (old.length >= 1 << 30) {
       throw new IllegalStateException("index is full at " + size + " entries");
     }
-    int[] b = newBuckets(old.length * 2);
+    long[] b = newBuckets(old.length * 2);
     int m = b.length - 1;
-    for (int slot : old) {
-      if (slot != EMPTY) {
-        int i = (int) mix(keys.key(slot)) & m;
+    for (long e : old) {
+      if (e != EMPTY) {
+        // the tag is the hash's high half: the low half (the home bucket) comes from the id
+        int i = (int) mix(keys.key((int) e)) & m;
         while (b[i] != EMPTY) {
           i = (i + 1) & m;
         }
-        b[i] = slot;
+        b[i] = e;
       }
     }
     buckets = b;

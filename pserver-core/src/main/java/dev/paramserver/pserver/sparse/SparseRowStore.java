@@ -129,7 +129,7 @@ public final class SparseRowStore {
     for (Stripe s : stripes) {
       s.lock.readLock().lock();
       try {
-        n += s.slab.allocatedBytes() + 4L * s.index.capacity();
+        n += s.slab.allocatedBytes() + s.index.bytes();
         n += s.sketch == null ? 0 : s.sketch.bytes();
       } finally {
         s.lock.readLock().unlock();
