@@ -108,7 +108,7 @@ public final class SparseSuite {
     report.ratio(
         "sparse_pull_rows_vs_in_jvm",
         wire.get("pull_rows_per_s_w8") / jvm.get("pull_rows_per_s_w8"),
-        Target.atLeast(0.25),
+        Target.atLeast(0.5),
         "rows/s pulled from a pserver process over gRPC vs from the shard in one JVM (width 8)");
     Map<String, Object> extra = new LinkedHashMap<>();
     jvm.forEach((k, v) -> extra.put("jvm." + k, v));
