@@ -179,6 +179,21 @@ final class TaskTrainer implements AutoCloseable {
     sender.close();
   }
 
+  /** The row cache's state for the progress line, or nothing without a cache. */
+  private String cacheState() {
+    if (cache == null) {
+      return "";
+    }
+    return String.format(
+        Locale.ROOT,
+        "; row cache %d rows (%d MB, %d evicted), %d rows pulled ahead, %d waited for",
+        cache.rows(),
+        cache.bytes() >> 20,
+        cache.evictions(),
+        prefetch.rowsAhead(),
+        prefetch.rowsWaited());
+  }
+
   private void note(Task task, int size, double loss) {
     progress.batch(size, loss);
     windowSamples += size;
@@ -190,12 +205,13 @@ final class TaskTrainer implements AutoCloseable {
       log.info(
           String.format(
               Locale.ROOT,
-              "pass %d task %d: %d batches, %.0f samples/s, loss %.4f",
+              "pass %d task %d: %d batches, %.0f samples/s, loss %.4f%s",
               task.getPass(),
               task.getId(),
               progress.batches(),
               progress.samplesPerSecond(),
-              windowLoss / windowBatches));
+              windowLoss / windowBatches,
+              cacheState()));
       windowStart = System.nanoTime();
       windowSamples = 0;
       windowLoss = 0;
