@@ -230,8 +230,10 @@ phase_done prometheus
 # ---- 5. a stopped job ends ----
 # A second job on the same etcd: stopped through the leading master's admin endpoint (what psctl
 # stop calls) once it runs; its trainers exit 3, are restarted at most 3 times (on-failure:3) and
-# stay exited.
+# stay exited. It gets many passes: a pass of the demo data takes about a second, and the stop
+# (polled every few seconds) must find the job running, not ended.
 export PARAMSERVER_JOB=smoke-stop
+export PARAMSERVER_PASSES=500
 say "docker-compose up -d trainer-1 trainer-2 (job $PARAMSERVER_JOB), then stop the job"
 compose up -d --no-build trainer-1 trainer-2 >"$WORK/up-stop.log" 2>&1 &
 UP_PID=$!
