@@ -40,16 +40,6 @@ public final class RowPull {
     return new RowPull(client, planned, futures);
   }
 
-  /** True when every request was answered (or failed): {@link #await} does not wait then. */
-  public boolean isDone() {
-    for (Future<PullParametersResponse> f : futures) {
-      if (f != null && !f.isDone()) {
-        return false;
-      }
-    }
-    return true;
-  }
-
   /**
    * The rows pulled, waiting for the answers; a request that failed is sent again (its failure
    * acted on as any pull's) until it succeeds.
