@@ -138,6 +138,27 @@ final class EtcdKeyValueStore implements KeyValueStore {
   }
 
   @Override
+  public boolean commitIfRevisions(
+      Map<String, Long> modRevisions, Map<String, byte[]> puts, List<String> deletes) {
+    List<Op> ops = new ArrayList<>();
+    puts.forEach((k, v) -> ops.add(Op.put(bytes(k), bytes(v), PutOption.DEFAULT)));
+    deletes.forEach(k -> ops.add(Op.delete(bytes(k), DeleteOption.DEFAULT)));
+    List<Cmp> cmps = new ArrayList<>();
+    modRevisions.forEach(
+        (k, rev) -> cmps.add(new Cmp(bytes(k), Cmp.Op.EQUAL, CmpTarget.modRevision(rev))));
+    return calls
+        .await(
+            kv.txn().If(cmps.toArray(Cmp[]::new)).Then(ops.toArray(Op[]::new)).commit(),
+            "commit of "
+                + puts.size()
+                + " puts and "
+                + deletes.size()
+                + " deletes fenced on the revisions of "
+                + modRevisions.keySet())
+        .isSucceeded();
+  }
+
+  @Override
   public PrefixesRead getPrefixes(List<String> prefixes) {
     var txn = kv.txn();
     List<Op> gets = new ArrayList<>();

@@ -149,4 +149,17 @@ public final class JobKeys {
   public String exportLock() {
     return prefix + "export/lock";
   }
+
+  /**
+   * The job's elastic placement ({@code placement}): a {@code PlacementMap}, written only by a
+   * transaction fenced on its revision. Absent: the initial map of {@code ps_desired} pservers.
+   */
+  public String placement() {
+    return prefix + "placement";
+  }
+
+  /** The slot move in progress ({@code placement_move}): a {@code SlotMove}, or absent. */
+  public String placementMove() {
+    return prefix + "placement_move";
+  }
 }

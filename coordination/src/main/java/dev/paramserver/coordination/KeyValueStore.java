@@ -37,6 +37,16 @@ public interface KeyValueStore {
   boolean commitIfHeld(
       String fenceKey, long fenceCreateRevision, Map<String, byte[]> puts, List<String> deletes);
 
+  /**
+   * Applies the puts and deletes atomically, only if every key of {@code modRevisions} still has
+   * that modification revision (0: the key does not exist). True if applied.
+   */
+  default boolean commitIfRevisions(
+      Map<String, Long> modRevisions, Map<String, byte[]> puts, List<String> deletes) {
+    throw new UnsupportedOperationException(
+        getClass().getSimpleName() + " does not do revision-fenced transactions");
+  }
+
   void delete(String key);
 
   /**

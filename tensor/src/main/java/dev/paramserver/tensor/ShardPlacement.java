@@ -7,6 +7,7 @@ import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.ToIntFunction;
 import java.util.zip.CRC32;
 
 /**
@@ -54,10 +55,37 @@ public final class ShardPlacement {
       p.bytes[best] += b.bytes();
       p.byServer.get(best).add(b);
     }
-    for (List<BlockSpec> l : p.byServer) {
+    p.sortEach();
+    return p;
+  }
+
+  /**
+   * The placement that gives each block to {@code owner.applyAsInt(block)} (an elastic map's), in
+   * the same shape as {@link #place}'s.
+   */
+  public static ShardPlacement assigned(
+      List<BlockSpec> blocks, int pservers, ToIntFunction<BlockSpec> owner) {
+    ShardPlacement p = new ShardPlacement(pservers);
+    for (BlockSpec b : blocks) {
+      int o = owner.applyAsInt(b);
+      if (o < 0 || o >= pservers) {
+        throw new IllegalArgumentException(
+            "block " + b.id() + " placed on pserver " + o + " of " + pservers);
+      }
+      if (p.owners.putIfAbsent(b.id(), o) != null) {
+        throw new IllegalArgumentException("block " + b.id() + " is listed twice");
+      }
+      p.bytes[o] += b.bytes();
+      p.byServer.get(o).add(b);
+    }
+    p.sortEach();
+    return p;
+  }
+
+  private void sortEach() {
+    for (List<BlockSpec> l : byServer) {
       l.sort(Comparator.comparing(BlockSpec::name).thenComparingInt(BlockSpec::block));
     }
-    return p;
   }
 
   public int pservers() {
