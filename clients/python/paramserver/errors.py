@@ -24,7 +24,7 @@ _REASONS = ["NOT_INITIALIZED", "UNKNOWN_PARAMETER", "SHAPE_MISMATCH", "UNSUPPORT
             "NON_FINITE_GRADIENT", "INIT_CONFLICT", "NOT_LEADER", "DATASET_CONFLICT", "NO_DATASET",
             "DATASET_UNREADABLE", "UNKNOWN_TASK", "BAD_ARGUMENT", "SHUTTING_DOWN", "TOO_LARGE",
             "BAD_OPTIMIZER", "SYNC_ABORTED", "NOT_PRIMARY", "PUSH_WINDOW_EXCEEDED", "NOT_JOINED",
-            "MODEL_MISMATCH", "TRAINER_ID_TAKEN", "NO_MODEL", "WRONG_SHARD"]
+            "MODEL_MISMATCH", "TRAINER_ID_TAKEN", "NO_MODEL", "WRONG_SHARD", "MOVED"]
 # one class per reason, named in CamelCase: NOT_LEADER -> NotLeader (NOT_INITIALIZED -> NotInitialized)
 BY_REASON = {r: type("".join(w.capitalize() for w in r.split("_")), (ParamServerError,), {})
              for r in _REASONS}

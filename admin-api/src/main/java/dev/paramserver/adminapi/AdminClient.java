@@ -103,6 +103,19 @@ public final class AdminClient {
     return call("POST", "/admin/job/stop");
   }
 
+  /**
+   * {@code POST /admin/job/scale?pservers=N}: the live job is scaled to {@code pservers} pservers
+   * (the moves run in the background; see {@link #scaling}).
+   */
+  public JsonNode scale(int pservers) throws IOException, InterruptedException {
+    return call("POST", "/admin/job/scale?pservers=" + pservers);
+  }
+
+  /** {@code GET /admin/job/scaling}: the placement, the move under way and the last moves. */
+  public JsonNode scaling() throws IOException, InterruptedException {
+    return call("GET", "/admin/job/scaling");
+  }
+
   /** {@code POST /admin/shutdown}: the service answers 202 at once and shuts down gracefully. */
   public void shutdown() throws IOException, InterruptedException {
     call("POST", "/admin/shutdown");

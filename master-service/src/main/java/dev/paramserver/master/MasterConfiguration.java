@@ -8,6 +8,8 @@ import dev.paramserver.master.dataset.DatasetIndexer;
 import dev.paramserver.master.election.LeadershipHealthIndicator;
 import dev.paramserver.master.election.MasterElection;
 import dev.paramserver.master.metrics.MasterMetrics;
+import dev.paramserver.master.placement.PlacementCoordinator;
+import dev.paramserver.master.placement.ScalingProperties;
 import dev.paramserver.master.state.EtcdJobStore;
 import dev.paramserver.master.task.MasterJob;
 import dev.paramserver.master.task.TimeoutChecker;
@@ -18,7 +20,9 @@ import dev.paramserver.service.AdminAddress;
 import dev.paramserver.service.CommonProperties;
 import dev.paramserver.service.LifecyclePhases;
 import dev.paramserver.storage.Storage;
+import io.micrometer.core.instrument.MeterRegistry;
 import java.time.Clock;
+import java.time.Duration;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.context.event.EventListener;
@@ -92,6 +96,22 @@ class MasterConfiguration {
             coordinator, job, store, common.advertiseHost(), common.etcd().leaseTtl(), ROLE_PHASE);
     election.setAdvertisePort(props.advertisePort());
     return election;
+  }
+
+  /** Scales the live job ({@code psctl scale}): works only while this master leads. */
+  @Bean(destroyMethod = "close")
+  PlacementCoordinator placementCoordinator(
+      Coordinator coordinator,
+      MasterElection election,
+      ChannelFactory channels,
+      CommonProperties common,
+      ScalingProperties scaling,
+      MeterRegistry registry) {
+    PlacementCoordinator p =
+        new PlacementCoordinator(coordinator, election, channels, scaling, common.admin().token());
+    p.bindTo(registry);
+    p.start(Duration.ofSeconds(5));
+    return p;
   }
 
   @Bean

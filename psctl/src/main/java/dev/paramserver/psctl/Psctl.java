@@ -6,6 +6,7 @@ import dev.paramserver.psctl.convert.ConvertCommand;
 import dev.paramserver.psctl.demo.DemoDataCommand;
 import dev.paramserver.psctl.inspect.InspectCommand;
 import dev.paramserver.psctl.job.CheckpointCommand;
+import dev.paramserver.psctl.job.ScaleCommand;
 import dev.paramserver.psctl.job.StatusCommand;
 import dev.paramserver.psctl.job.StopCommand;
 import dev.paramserver.psctl.job.VersionCommand;
@@ -60,6 +61,7 @@ import picocli.CommandLine.UnmatchedArgumentException;
       WatchCommand.class,
       CheckpointCommand.class,
       StopCommand.class,
+      ScaleCommand.class,
       VersionCommand.class,
       CompletionCommand.class,
       CommandLine.HelpCommand.class,

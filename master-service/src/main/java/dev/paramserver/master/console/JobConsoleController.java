@@ -1,6 +1,7 @@
 package dev.paramserver.master.console;
 
 import dev.paramserver.adminapi.JobViewSchema;
+import dev.paramserver.master.placement.PlacementCoordinator;
 import dev.paramserver.proto.v1.GetStatusRequest;
 import dev.paramserver.proto.v1.MasterGrpc;
 import dev.paramserver.rpc.ChannelFactory;
@@ -16,12 +17,14 @@ import org.springframework.http.ResponseEntity;
 import org.springframework.web.bind.annotation.GetMapping;
 import org.springframework.web.bind.annotation.PostMapping;
 import org.springframework.web.bind.annotation.RequestMapping;
+import org.springframework.web.bind.annotation.RequestParam;
 import org.springframework.web.bind.annotation.RestController;
 
 /**
  * {@code GET /admin/job} (the whole job, see docs/console.md; its JSON Schema at {@code GET
  * /admin/job/schema}), {@code POST /admin/job/checkpoint} (every pserver checkpoints now) and
- * {@code POST /admin/job/stop} (checkpoint, then end the job). Token-protected like every {@code
+ * {@code POST /admin/job/stop} (checkpoint, then end the job), {@code POST /admin/job/scale} and
+ * {@code GET /admin/job/scaling} (a live job's pserver count). Token-protected like every {@code
  * /admin} endpoint. A standby answers 409 naming the leader (its gRPC address and, when the leader
  * answers, its HTTP address).
  */
@@ -30,10 +33,41 @@ import org.springframework.web.bind.annotation.RestController;
 final class JobConsoleController {
   private final JobConsole console;
   private final ChannelFactory channels;
+  private final PlacementCoordinator placement;
 
-  JobConsoleController(JobConsole console, ChannelFactory channels) {
+  JobConsoleController(
+      JobConsole console, ChannelFactory channels, PlacementCoordinator placement) {
     this.console = console;
     this.channels = channels;
+    this.placement = placement;
+  }
+
+  /**
+   * Scales the live job to {@code pservers} pservers (docs/explanation/elastic.md): answers at once
+   * with the scaling's state; the moves run in the background ({@code GET /admin/job/scaling}). 400
+   * when the count is not positive, 409 when the job cannot be scaled now, naming why.
+   */
+  @PostMapping("/scale")
+  ResponseEntity<Map<String, Object>> scale(@RequestParam("pservers") int pservers) {
+    if (!console.isLeader()) {
+      return notLeader();
+    }
+    try {
+      return ResponseEntity.ok(placement.scale(pservers));
+    } catch (IllegalArgumentException e) {
+      return ResponseEntity.badRequest().body(Map.of("error", e.getMessage()));
+    } catch (IllegalStateException e) {
+      return ResponseEntity.status(HttpStatus.CONFLICT).body(Map.of("error", e.getMessage()));
+    }
+  }
+
+  /** The placement: epoch, pserver count asked for and committed, the move under way, the last. */
+  @GetMapping("/scaling")
+  ResponseEntity<Map<String, Object>> scaling() {
+    if (!console.isLeader()) {
+      return notLeader();
+    }
+    return ResponseEntity.ok(placement.view());
   }
 
   @GetMapping

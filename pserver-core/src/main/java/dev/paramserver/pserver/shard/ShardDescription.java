@@ -40,7 +40,11 @@ final class ShardDescription {
               .setMode(shard.mode());
       shard.blocks().values().stream()
           .sorted(ParameterShard.BLOCK_ORDER)
-          .forEach(b -> s.addBlockRefs(BlockRef.newBuilder().setName(b.name()).setBlock(b.block)));
+          .forEach(
+              b -> {
+                s.addBlockRefs(BlockRef.newBuilder().setName(b.name()).setBlock(b.block));
+                s.addBlockBytes(4L * b.values.length);
+              });
       return s.build();
     } finally {
       shard.structure().readLock().unlock();

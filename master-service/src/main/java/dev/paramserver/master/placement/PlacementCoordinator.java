@@ -1,0 +1,584 @@
+package dev.paramserver.master.placement;
+
+import dev.paramserver.adminapi.AdminClient;
+import dev.paramserver.coordination.Coordinator;
+import dev.paramserver.coordination.KeyValueStore;
+import dev.paramserver.coordination.PlacementStore;
+import dev.paramserver.master.election.MasterElection;
+import dev.paramserver.proto.v1.GetShardStatusRequest;
+import dev.paramserver.proto.v1.MoveOutResponse;
+import dev.paramserver.proto.v1.ParameterServerGrpc;
+import dev.paramserver.proto.v1.ReplicaRole;
+import dev.paramserver.proto.v1.ShardStatus;
+import dev.paramserver.proto.v1.SlotMove;
+import dev.paramserver.proto.v1.SlotMovesGrpc;
+import dev.paramserver.proto.v1.TrainingMode;
+import dev.paramserver.rpc.ChannelFactory;
+import dev.paramserver.tensor.BlockSpec;
+import dev.paramserver.tensor.SlotMap;
+import io.grpc.ManagedChannel;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Timer;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Deque;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The leader master's side of elastic placement (docs/explanation/elastic.md): {@link #scale} sets
+ * the job's pserver count ({@code ps_desired}); a single worker thread then makes the committed
+ * placement match it, one move at a time: begin the move in etcd, ask the slots' owner to move them
+ * ({@code MoveOut}), commit, or roll back on any failure and plan again. After a shrink's last move
+ * it asks each emptied pserver to shut down (it deregisters and exits 0) and forgets its checkpoint
+ * key. A move left in etcd by a master that died is rolled back by the next leader.
+ */
+public final class PlacementCoordinator implements AutoCloseable {
+  private static final Logger log = LoggerFactory.getLogger(PlacementCoordinator.class);
+  private static final int HISTORY = 64;
+
+  private final Coordinator coordinator;
+  private final PlacementStore store;
+  private final MasterElection election;
+  private final ChannelFactory channels;
+  private final ScalingProperties settings;
+  private final String adminToken;
+  private final ExecutorService worker = daemon("placement-coordinator");
+  private final ScheduledExecutorService ticker =
+      Executors.newSingleThreadScheduledExecutor(
+          r -> {
+            Thread t = new Thread(r, "placement-ticker");
+            t.setDaemon(true);
+            return t;
+          });
+  // guarded by this
+  private final Deque<Map<String, Object>> history = new ArrayDeque<>();
+  private String phase = "idle";
+  private SlotMove current;
+  private String lastError;
+  private boolean queued;
+  private volatile boolean closed;
+  private Counter slotsMoved;
+  private Counter bytesMoved;
+  private Counter committed;
+  private Counter rolledBack;
+  private Timer stall;
+
+  public PlacementCoordinator(
+      Coordinator coordinator,
+      MasterElection election,
+      ChannelFactory channels,
+      ScalingProperties settings,
+      String adminToken) {
+    this.coordinator = coordinator;
+    this.store = new PlacementStore(coordinator);
+    this.election = election;
+    this.channels = channels;
+    this.settings = settings;
+    this.adminToken = adminToken;
+  }
+
+  private static ExecutorService daemon(String name) {
+    return Executors.newSingleThreadExecutor(
+        r -> {
+          Thread t = new Thread(r, name);
+          t.setDaemon(true);
+          return t;
+        });
+  }
+
+  /**
+   * Looks every {@code interval} whether the leader has placement work (a move left unfinished, or
+   * a count to reach), so a new leader finishes what its predecessor began.
+   */
+  public void start(Duration interval) {
+    ticker.scheduleWithFixedDelay(
+        () -> {
+          if (election.isLeader()) {
+            wake();
+          }
+        },
+        interval.toMillis(),
+        interval.toMillis(),
+        TimeUnit.MILLISECONDS);
+  }
+
+  /** Registers the coordinator's metrics. */
+  public void bindTo(MeterRegistry registry) {
+    slotsMoved =
+        Counter.builder("paramserver.master.scaling.slots.moved")
+            .description("Row slots moved between pservers by committed moves")
+            .register(registry);
+    bytesMoved =
+        Counter.builder("paramserver.master.scaling.bytes.moved")
+            .description("Bytes (copies and records) sent by committed moves")
+            .baseUnit("bytes")
+            .register(registry);
+    committed =
+        Counter.builder("paramserver.master.scaling.moves")
+            .tag("result", "committed")
+            .description("Slot moves, by how they ended")
+            .register(registry);
+    rolledBack =
+        Counter.builder("paramserver.master.scaling.moves")
+            .tag("result", "rolled_back")
+            .description("Slot moves, by how they ended")
+            .register(registry);
+    stall =
+        Timer.builder("paramserver.master.scaling.stall")
+            .description(
+                "Per move: from the old owner refusing the slots to the new owner holding them")
+            .publishPercentiles(0.5, 0.99)
+            .register(registry);
+  }
+
+  /**
+   * Asks for {@code pservers} pservers. Validates the job (initialised, asynchronous, no replicas),
+   * writes {@code ps_desired} (with the initial map, the first time, in the same transaction) and
+   * starts the moves in the background.
+   *
+   * @throws IllegalArgumentException when {@code pservers} is not positive
+   * @throws IllegalStateException when this master is not the leader or the job cannot be scaled,
+   *     naming why
+   */
+  public Map<String, Object> scale(int pservers) {
+    if (pservers <= 0) {
+      throw new IllegalArgumentException("--pservers must be at least 1, got " + pservers);
+    }
+    if (!election.isLeader()) {
+      throw new IllegalStateException("this master is not the leader");
+    }
+    if (!coordinator.kv().getPrefix(coordinator.keys().psBackupPrefix()).isEmpty()) {
+      throw new IllegalStateException(
+          "the job runs with replicas (ps_backup/ keys exist): scaling a job with replicas is not"
+              + " supported yet");
+    }
+    PlacementStore.Read read = store.read();
+    Optional<KeyValueStore.KeyValue> desiredKv =
+        coordinator.kv().get(coordinator.keys().psDesired());
+    int desired =
+        desiredKv
+            .map(kv -> Integer.parseInt(kv.valueAsString().trim()))
+            .orElseThrow(
+                () ->
+                    new IllegalStateException(
+                        "the job has no pservers yet (ps_desired is not set)"));
+    int now = read.map().map(m -> (int) m.getPservers()).orElse(desired);
+    byte[] value = Integer.toString(pservers).getBytes(StandardCharsets.UTF_8);
+    boolean written;
+    if (read.map().isEmpty()) {
+      if (pservers == desired) {
+        return view();
+      }
+      SlotMap initial = initialMap(desired);
+      Map<String, Long> fence = new LinkedHashMap<>();
+      fence.put(coordinator.keys().placement(), 0L);
+      fence.put(coordinator.keys().psDesired(), desiredKv.get().modRevision());
+      written =
+          coordinator
+              .kv()
+              .commitIfRevisions(
+                  fence,
+                  Map.of(
+                      coordinator.keys().placement(),
+                      initial.toProto().toByteArray(),
+                      coordinator.keys().psDesired(),
+                      value),
+                  List.of());
+    } else {
+      checkServers(now);
+      written =
+          coordinator
+              .kv()
+              .compareAndSwap(coordinator.keys().psDesired(), desiredKv.get().modRevision(), value);
+    }
+    if (!written) {
+      throw new IllegalStateException(
+          "the placement or ps_desired changed while scaling was asked for: ask again");
+    }
+    log.info("scaling the job from {} to {} pservers", now, pservers);
+    wake();
+    return view();
+  }
+
+  /** Starts (or resumes) the worker: at leadership, and after {@link #scale}. */
+  public synchronized void wake() {
+    if (queued || closed) {
+      return;
+    }
+    queued = true;
+    worker.execute(this::reconcileLoop);
+  }
+
+  /** What the console and {@code psctl scale} show: the map, the move under way, the last moves. */
+  public synchronized Map<String, Object> view() {
+    Map<String, Object> v = new LinkedHashMap<>();
+    PlacementStore.Read read;
+    try {
+      read = store.read();
+      v.put("epoch", read.epoch());
+      v.put("pservers", read.map().map(m -> (Object) m.getPservers()).orElse(null));
+      v.put(
+          "desired",
+          coordinator
+              .kv()
+              .get(coordinator.keys().psDesired())
+              .map(kv -> (Object) Integer.parseInt(kv.valueAsString().trim()))
+              .orElse(null));
+    } catch (RuntimeException e) {
+      v.put("error", "etcd: " + e.getMessage());
+    }
+    v.put("phase", phase);
+    v.put("move", current == null ? null : describe(current));
+    v.put("lastError", lastError);
+    v.put("moves", new ArrayList<>(history));
+    return v;
+  }
+
+  private void reconcileLoop() {
+    synchronized (this) {
+      queued = false;
+    }
+    try {
+      while (!closed && election.isLeader()) {
+        if (!reconcileOnce()) {
+          break;
+        }
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    } catch (RuntimeException e) {
+      log.warn("placement: {}", e.getMessage(), e);
+      setPhase("failed", e.getMessage());
+    }
+  }
+
+  /** One step towards ps_desired: false when there is nothing left to do. */
+  private boolean reconcileOnce() throws InterruptedException {
+    PlacementStore.Read read = store.read();
+    if (read.move().isPresent()) {
+      SlotMove left = read.move().get();
+      log.warn(
+          "placement: rolling back move {} (epoch {}) left unfinished",
+          left.getId(),
+          left.getEpoch());
+      store.abort(read);
+      return true;
+    }
+    if (read.map().isEmpty()) {
+      setPhase("idle", null);
+      return false; // never scaled: the initial map of ps_desired is in force
+    }
+    int desired = desired();
+    SlotMap cur = SlotMap.fromProto(read.map().get());
+    SlotMap target = cur.resized(desired);
+    List<SlotMove> moves = cur.movesTo(target, settings.slotsPerMove());
+    if (moves.isEmpty()) {
+      finishShrink(desired);
+      setPhase("idle", null);
+      return false;
+    }
+    for (int i = 0; i < desired; i++) {
+      awaitRegistered(i);
+    }
+    checkServers(desired);
+    for (SlotMove planned : moves) {
+      if (closed || !election.isLeader()) {
+        return false;
+      }
+      PlacementStore.Read seen = store.read();
+      SlotMap now = SlotMap.fromProto(seen.map().orElseThrow());
+      SlotMove move =
+          planned.toBuilder()
+              .setEpoch(now.epoch() + 1)
+              .setId("e" + (now.epoch() + 1) + "-" + planned.getFrom() + "to" + planned.getTo())
+              .build();
+      if (!moveOne(seen, now, move)) {
+        Thread.sleep(settings.retryDelay().toMillis());
+        return true; // plan again from what is committed
+      }
+    }
+    return true;
+  }
+
+  /** Begins, runs and commits one move, or rolls it back: true when committed. */
+  private boolean moveOne(PlacementStore.Read seen, SlotMap now, SlotMove move) {
+    if (!store.begin(seen, move)) {
+      return false;
+    }
+    synchronized (this) {
+      current = move;
+      phase = "moving";
+    }
+    long start = System.nanoTime();
+    Map<String, Object> record = describe(move);
+    try {
+      MoveOutResponse answer = moveOut(move);
+      PlacementStore.Read moving = store.read();
+      if (!moving.move().equals(Optional.of(move))
+          || !store.commit(moving, now.with(move).toProto())) {
+        throw new IllegalStateException(
+            "the move was rolled back in etcd before its commit (by the old owner's timeout?)");
+      }
+      long ms = (System.nanoTime() - start) / 1_000_000;
+      record.put("result", "committed");
+      record.put("bytes", answer.getBytes());
+      record.put("records", answer.getRecords());
+      record.put("rows", answer.getRows());
+      record.put("copyMs", answer.getCopyMs());
+      record.put("stallMs", answer.getStallMs());
+      record.put("durationMs", ms);
+      log.info(
+          "placement: move {} committed: {} slots, {} blocks, {} rows, {} bytes, copy {} ms,"
+              + " stall {} ms, {} ms in all",
+          move.getId(),
+          move.getSlotsCount(),
+          move.getBlocksCount(),
+          answer.getRows(),
+          answer.getBytes(),
+          answer.getCopyMs(),
+          answer.getStallMs(),
+          ms);
+      if (slotsMoved != null) {
+        slotsMoved.increment(move.getSlotsCount());
+        bytesMoved.increment(answer.getBytes());
+        committed.increment();
+        stall.record(Duration.ofMillis(answer.getStallMs()));
+      }
+      remember(record, null);
+      return true;
+    } catch (RuntimeException e) {
+      String why = e.getMessage();
+      log.warn("placement: move {} failed, rolling it back: {}", move.getId(), why);
+      PlacementStore.Read after = store.read();
+      if (after.move().equals(Optional.of(move))) {
+        store.abort(after);
+      }
+      record.put("result", "rolled back: " + why);
+      if (rolledBack != null) {
+        rolledBack.increment();
+      }
+      remember(record, why);
+      return false;
+    }
+  }
+
+  private MoveOutResponse moveOut(SlotMove move) {
+    String address = address(move.getFrom());
+    ManagedChannel channel = channels.forAddress(address);
+    try {
+      return SlotMovesGrpc.newBlockingStub(channel)
+          .withDeadlineAfter(settings.moveTimeout().toMillis(), TimeUnit.MILLISECONDS)
+          .moveOut(move);
+    } finally {
+      channel.shutdownNow();
+    }
+  }
+
+  private synchronized void remember(Map<String, Object> record, String error) {
+    history.addLast(record);
+    while (history.size() > HISTORY) {
+      history.removeFirst();
+    }
+    current = null;
+    lastError = error;
+  }
+
+  private synchronized void setPhase(String p, String error) {
+    phase = p;
+    if (error != null) {
+      lastError = error;
+    }
+  }
+
+  private int desired() {
+    return coordinator
+        .kv()
+        .get(coordinator.keys().psDesired())
+        .map(kv -> Integer.parseInt(kv.valueAsString().trim()))
+        .orElseThrow(() -> new IllegalStateException("ps_desired is not set"));
+  }
+
+  private String address(int index) {
+    return coordinator
+        .kv()
+        .get(coordinator.keys().ps(index))
+        .map(KeyValueStore.KeyValue::valueAsString)
+        .orElseThrow(() -> new IllegalStateException("pserver " + index + " is not registered"));
+  }
+
+  private void awaitRegistered(int index) throws InterruptedException {
+    long deadline = System.nanoTime() + settings.registrationTimeout().toNanos();
+    boolean said = false;
+    while (coordinator.kv().get(coordinator.keys().ps(index)).isEmpty()) {
+      if (!said) {
+        setPhase("waiting for pserver " + index + " to register", null);
+        log.info("placement: waiting for pserver {} to register", index);
+        said = true;
+      }
+      if (System.nanoTime() > deadline || closed || !election.isLeader()) {
+        throw new IllegalStateException(
+            "pserver "
+                + index
+                + " did not register within "
+                + settings.registrationTimeout()
+                + ": start it (compose --scale, the StatefulSet's replicas, or a pserver process)");
+      }
+      Thread.sleep(500);
+    }
+  }
+
+  private ShardStatus status(int index) {
+    ManagedChannel channel = channels.forAddress(address(index));
+    try {
+      return ParameterServerGrpc.newBlockingStub(channel)
+          .withDeadlineAfter(10, TimeUnit.SECONDS)
+          .getShardStatus(GetShardStatusRequest.getDefaultInstance());
+    } finally {
+      channel.shutdownNow();
+    }
+  }
+
+  /** Refuses to scale a job that is not asynchronous or runs replicas. */
+  private void checkServers(int n) {
+    for (int i = 0; i < n; i++) {
+      if (coordinator.kv().get(coordinator.keys().ps(i)).isEmpty()) {
+        continue; // a new index, not registered yet: nothing to check
+      }
+      ShardStatus s = status(i);
+      if (s.getReplicaRole() != ReplicaRole.REPLICA_NONE) {
+        throw new IllegalStateException(
+            "pserver " + i + " runs with a replica: scaling with replicas is not supported yet");
+      }
+      if (s.getInitialised() && s.getMode() != TrainingMode.ASYNC) {
+        throw new IllegalStateException(
+            "the job trains in "
+                + s.getMode()
+                + " mode: only asynchronous jobs can be scaled live (yet)");
+      }
+    }
+  }
+
+  /**
+   * The initial map of the job's {@code n} pservers, with the dense blocks where they are: every
+   * pserver must be registered and initialised (the blocks are known only then).
+   */
+  private SlotMap initialMap(int n) {
+    List<BlockSpec> dense = new ArrayList<>();
+    Map<String, Integer> owners = new LinkedHashMap<>();
+    for (int i = 0; i < n; i++) {
+      if (coordinator.kv().get(coordinator.keys().ps(i)).isEmpty()) {
+        throw new IllegalStateException(
+            "pserver " + i + " of " + n + " is not registered: scale once every pserver runs");
+      }
+      ShardStatus s = status(i);
+      if (!s.getInitialised()) {
+        throw new IllegalStateException(
+            "pserver "
+                + i
+                + " is not initialised yet: scale once training has started (the parameters"
+                + " are placed then)");
+      }
+      if (s.getReplicaRole() != ReplicaRole.REPLICA_NONE) {
+        throw new IllegalStateException(
+            "pserver " + i + " runs with a replica: scaling with replicas is not supported yet");
+      }
+      if (s.getMode() != TrainingMode.ASYNC) {
+        throw new IllegalStateException(
+            "the job trains in "
+                + s.getMode()
+                + " mode: only asynchronous jobs can be scaled live");
+      }
+      for (int b = 0; b < s.getBlockRefsCount(); b++) {
+        var ref = s.getBlockRefs(b);
+        long bytes = b < s.getBlockBytesCount() ? s.getBlockBytes(b) : 0;
+        dense.add(new BlockSpec(ref.getName(), ref.getBlock(), 0, (int) (bytes / 4)));
+        owners.put(ref.getName() + "#" + ref.getBlock(), i);
+      }
+    }
+    SlotMap initial = SlotMap.initial(dense, n);
+    for (BlockSpec b : dense) {
+      int where = owners.get(b.id());
+      if (initial.ownerOfBlock(b.name(), b.block()) != where) {
+        throw new IllegalStateException(
+            "block "
+                + b.id()
+                + " is on pserver "
+                + where
+                + ", not where the placement rule puts it: the job's blocks are not placed by the"
+                + " rule the trainers use");
+      }
+    }
+    return initial;
+  }
+
+  /** After a shrink: shuts down the registered pservers at or above {@code n}. */
+  private void finishShrink(int n) throws InterruptedException {
+    String prefix = coordinator.keys().psPrefix();
+    for (KeyValueStore.KeyValue kv : coordinator.kv().getPrefix(prefix)) {
+      int index;
+      try {
+        index = Integer.parseInt(kv.key().substring(prefix.length()));
+      } catch (NumberFormatException e) {
+        continue;
+      }
+      if (index < n) {
+        continue;
+      }
+      setPhase("draining pserver " + index, null);
+      String adminAddress = status(index).getAdminAddress();
+      if (adminAddress.isEmpty()) {
+        throw new IllegalStateException(
+            "pserver " + index + " has no admin address: stop it yourself, it owns nothing now");
+      }
+      log.info("placement: pserver {} owns nothing now: asking it to shut down", index);
+      try {
+        AdminClient.create(
+                "pserver " + index, baseUrl(adminAddress), adminToken, Duration.ofSeconds(30))
+            .shutdown();
+      } catch (java.io.IOException e) {
+        throw new IllegalStateException(
+            "pserver " + index + " did not take the shutdown: " + e.getMessage(), e);
+      }
+      long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(2);
+      while (coordinator.kv().get(kv.key()).isPresent() && System.nanoTime() < deadline) {
+        Thread.sleep(200);
+      }
+      coordinator.kv().delete(coordinator.keys().checkpoint(index));
+      log.info("placement: pserver {} is gone", index);
+    }
+  }
+
+  private static String baseUrl(String adminAddress) {
+    return adminAddress.startsWith("http") ? adminAddress : "http://" + adminAddress;
+  }
+
+  private static Map<String, Object> describe(SlotMove move) {
+    Map<String, Object> m = new LinkedHashMap<>();
+    m.put("id", move.getId());
+    m.put("epoch", move.getEpoch());
+    m.put("from", move.getFrom());
+    m.put("to", move.getTo());
+    m.put("slots", move.getSlotsCount());
+    m.put("blocks", move.getBlocksCount());
+    return m;
+  }
+
+  @Override
+  public void close() {
+    closed = true;
+    ticker.shutdownNow();
+    worker.shutdownNow();
+  }
+}

@@ -1,0 +1,34 @@
+package dev.paramserver.master.placement;
+
+import jakarta.validation.constraints.Max;
+import jakarta.validation.constraints.Min;
+import jakarta.validation.constraints.NotNull;
+import java.time.Duration;
+import org.springframework.boot.context.properties.ConfigurationProperties;
+import org.springframework.boot.context.properties.bind.DefaultValue;
+import org.springframework.validation.annotation.Validated;
+
+/**
+ * How the leader master scales a live job ({@code psctl scale}, docs/explanation/elastic.md).
+ *
+ * @param slotsPerMove the most row slots one move carries (default 512 of at least 16384): the
+ *     smaller, the shorter each move's stall, the more moves
+ * @param moveTimeout the longest one move (copy, records, hand-over) may take before it is rolled
+ *     back (default 2m)
+ * @param registrationTimeout how long a grow waits for the new pservers to register (default 10m)
+ * @param retryDelay the pause after a failed move before it is planned again (default 2s)
+ */
+@Validated
+@ConfigurationProperties("paramserver.master.scaling")
+public record ScalingProperties(
+    @DefaultValue("512") @Min(1) @Max(1 << 20) int slotsPerMove,
+    @DefaultValue("2m") @NotNull Duration moveTimeout,
+    @DefaultValue("10m") @NotNull Duration registrationTimeout,
+    @DefaultValue("2s") @NotNull Duration retryDelay) {
+
+  /** The defaults, for tests. */
+  public static ScalingProperties defaults() {
+    return new ScalingProperties(
+        512, Duration.ofMinutes(2), Duration.ofMinutes(10), Duration.ofSeconds(2));
+  }
+}
