@@ -258,6 +258,18 @@ final class Supervisor {
       writeClusterFile();
       return;
     }
+    if (sp.role() == Role.PSERVER && code == 0) {
+      // a pserver exits 0 only when asked to (an emptied pserver after psctl scale, an admin
+      // shutdown): restarting it would bring back an index the job no longer has
+      sp.state(ProcessState.STOPPED);
+      emit(
+          ClusterEvent.Type.STOPPED,
+          sp.name(),
+          p.pid(),
+          who + " exited with code 0 (drained: scaled away or shut down); not restarted");
+      writeClusterFile();
+      return;
+    }
     String refused = code != 0 ? StartupFailure.reasonIn(sp.info().log()) : null;
     if (refused != null) {
       // a bad setting stays bad: restarting cannot help
