@@ -111,6 +111,14 @@ public final class AdminClient {
     return call("POST", "/admin/job/scale?pservers=" + pservers);
   }
 
+  /**
+   * {@code POST /admin/job/scale?pservers=N&grow-only=true}: the job gets {@code pservers} pservers
+   * if it has fewer (a new pserver of a scaled-up StatefulSet asks this).
+   */
+  public JsonNode growTo(int pservers) throws IOException, InterruptedException {
+    return call("POST", "/admin/job/scale?pservers=" + pservers + "&grow-only=true");
+  }
+
   /** {@code GET /admin/job/scaling}: the placement, the move under way and the last moves. */
   public JsonNode scaling() throws IOException, InterruptedException {
     return call("GET", "/admin/job/scaling");

@@ -44,16 +44,19 @@ final class JobConsoleController {
 
   /**
    * Scales the live job to {@code pservers} pservers (docs/explanation/elastic.md): answers at once
-   * with the scaling's state; the moves run in the background ({@code GET /admin/job/scaling}). 400
+   * with the scaling's state; the moves run in the background ({@code GET /admin/job/scaling}).
+   * {@code grow-only=true} (a new pserver of a scaled-up StatefulSet) never lowers the count. 400
    * when the count is not positive, 409 when the job cannot be scaled now, naming why.
    */
   @PostMapping("/scale")
-  ResponseEntity<Map<String, Object>> scale(@RequestParam("pservers") int pservers) {
+  ResponseEntity<Map<String, Object>> scale(
+      @RequestParam("pservers") int pservers,
+      @RequestParam(name = "grow-only", defaultValue = "false") boolean growOnly) {
     if (!console.isLeader()) {
       return notLeader();
     }
     try {
-      return ResponseEntity.ok(placement.scale(pservers));
+      return ResponseEntity.ok(growOnly ? placement.growTo(pservers) : placement.scale(pservers));
     } catch (IllegalArgumentException e) {
       return ResponseEntity.badRequest().body(Map.of("error", e.getMessage()));
     } catch (IllegalStateException e) {

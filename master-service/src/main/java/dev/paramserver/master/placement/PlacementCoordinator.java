@@ -152,7 +152,7 @@ public final class PlacementCoordinator implements AutoCloseable {
    * @throws IllegalStateException when this master is not the leader or the job cannot be scaled,
    *     naming why
    */
-  public Map<String, Object> scale(int pservers) {
+  public synchronized Map<String, Object> scale(int pservers) {
     if (pservers <= 0) {
       throw new IllegalArgumentException("--pservers must be at least 1, got " + pservers);
     }
@@ -210,6 +210,15 @@ public final class PlacementCoordinator implements AutoCloseable {
     log.info("scaling the job from {} to {} pservers", now, pservers);
     wake();
     return view();
+  }
+
+  /**
+   * {@link #scale} to {@code pservers} only when the job asks for fewer: what a new pserver of a
+   * scaled-up StatefulSet asks for, so two that start at once never undo each other.
+   */
+  public synchronized Map<String, Object> growTo(int pservers) {
+    int desired = desired();
+    return pservers > desired ? scale(pservers) : view();
   }
 
   /** Starts (or resumes) the worker: at leadership, and after {@link #scale}. */
