@@ -239,7 +239,9 @@
     if (!s) return;
     const m = s.move;
     const moves = s.moves || [];
-    const never = s.epoch === 0 && !m && moves.length === 0 && s.phase === 'idle' && !s.lastError;
+    // a scaling just asked for writes the first map at epoch 0: shown once the counts differ
+    const never = s.epoch === 0 && !m && moves.length === 0 && s.phase === 'idle' && !s.lastError
+      && (s.pservers === null || s.pservers === s.desired);
     $('scaling-never').hidden = !never;
     $('scaling-details').hidden = never;
     if (never) {
