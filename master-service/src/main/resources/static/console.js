@@ -1,6 +1,7 @@
 // The paramserver console: polls /admin/job once a second with the admin token kept in this tab's
 // sessionStorage, and draws the job, its curves (uPlot, served from the master's jar), the
-// pservers, the trainers and the events. No page reloads, nothing fetched from elsewhere.
+// pservers, the scaling (placement epoch and slot moves), the trainers and the events. No page
+// reloads, nothing fetched from elsewhere.
 //
 // The view follows the JSON Schema at /admin/job/schema (admin-api's job-view.schema.json): a
 // type in {braces} below is that schema's root (JobView) or one of its $defs, and every variable
@@ -131,6 +132,7 @@
     for (const [name, draw] of [
       ['charts', () => renderCharts(v)],
       ['pservers', () => renderPservers(v.pservers || [])],
+      ['scaling', () => renderScaling(v.scaling)],
       ['trainers', () => renderTrainers(v.trainers || [])],
       ['events', () => renderEvents(v.events || [])]]) {
       try { draw(); } catch (e) { errors.push(name + ': ' + e); }
@@ -220,6 +222,55 @@
       age.dataset.seconds = p.checkpointAgeSeconds === null ? '' : p.checkpointAgeSeconds;
       cell(tr, p.replica || '–');
       flags(cell(tr, '', 'flags'), f);
+      body.appendChild(tr);
+    }
+  }
+
+  /** @param {Move} m */
+  function moveText(m) {
+    return 'pserver ' + m.from + ' → ' + m.to;
+  }
+
+  // The placement: hidden when the master does not send it; one line while the job was never
+  // scaled; else the epoch, the pserver counts, the phase, the move under way and the last moves.
+  /** @param {Scaling} s */
+  function renderScaling(s) {
+    $('scaling').hidden = !s;
+    if (!s) return;
+    const m = s.move;
+    const moves = s.moves || [];
+    // a scaling just asked for writes the first map at epoch 0: shown once the counts differ
+    const never = s.epoch === 0 && !m && moves.length === 0 && s.phase === 'idle' && !s.lastError
+      && (s.pservers === null || s.pservers === s.desired);
+    $('scaling-never').hidden = !never;
+    $('scaling-details').hidden = never;
+    if (never) {
+      $('scaling-never').textContent = 'placement epoch 0, never scaled'
+        + (s.desired ? ' (' + s.desired + ' pserver' + (s.desired === 1 ? '' : 's') + ')' : '');
+      return;
+    }
+    $('scaling-epoch').textContent = fmt(s.epoch);
+    $('scaling-pservers').textContent = fmt(s.pservers === null ? s.desired : s.pservers) + ' / ' + fmt(s.desired);
+    $('scaling-phase').textContent = s.phase;
+    $('scaling-move').textContent = m
+      ? m.id + ': ' + moveText(m) + ' · ' + m.slots + ' slots · ' + m.blocks + ' blocks'
+      : '–';
+    $('scaling-error').textContent = s.lastError ? 'last error: ' + s.lastError : '';
+    const body = document.querySelector('#moves tbody');
+    body.replaceChildren();
+    for (const q of moves.slice().reverse()) {
+      const tr = document.createElement('tr');
+      tr.dataset.id = q.id;
+      const committed = q.result === 'committed';
+      tr.className = committed ? '' : 'down';
+      cell(tr, q.id);
+      cell(tr, moveText(q));
+      cell(tr, fmt(q.slots));
+      cell(tr, fmt(q.blocks));
+      cell(tr, q.bytes === null ? '–' : bytes(q.bytes));
+      cell(tr, fmt(q.copyMs));
+      cell(tr, fmt(q.stallMs));
+      cell(tr, q.result || '–', committed ? '' : 'error').title = q.durationMs === null ? '' : q.durationMs + ' ms in all';
       body.appendChild(tr);
     }
   }

@@ -43,11 +43,29 @@ public record JobView(
     @JsonInclude(JsonInclude.Include.NON_NULL) @JsonPropertyDescription("every registered trainer")
         List<Trainer> trainers,
     @JsonPropertyDescription("the last paramserver.master.console.events events, oldest first")
-        List<Event> events) {
+        List<Event> events,
+    @JsonInclude(JsonInclude.Include.NON_NULL)
+        @JsonPropertyDescription(
+            "the job's pserver count and its elastic placement (docs/explanation/elastic.md):"
+                + " the committed epoch, the move under way and the last moves")
+        Scaling scaling) {
 
   /** The view before the first sample: only the events. */
   public static JobView unsampled(List<Event> events) {
-    return new JobView(null, true, null, null, null, null, null, events);
+    return new JobView(null, true, null, null, null, null, null, events, null);
+  }
+
+  /** A view without {@code scaling} (a master that does not sample the placement). */
+  public JobView(
+      Long time,
+      boolean leader,
+      Job job,
+      List<Pass> passes,
+      Series series,
+      List<Pserver> pservers,
+      List<Trainer> trainers,
+      List<Event> events) {
+    this(time, leader, job, passes, series, pservers, trainers, events, null);
   }
 
   public JobView {
@@ -58,7 +76,7 @@ public record JobView(
 
   /** This view with {@code events} instead of its own. */
   public JobView withEvents(List<Event> events) {
-    return new JobView(time, leader, job, passes, series, pservers, trainers, events);
+    return new JobView(time, leader, job, passes, series, pservers, trainers, events, scaling);
   }
 
   /** Whether the master has sampled the job yet (before that, only the events are there). */
@@ -214,4 +232,58 @@ public record JobView(
                   + " trainer-left, task-failed, task-timeout, checkpoint, job-stopped")
           String kind,
       @JsonPropertyDescription("a sentence for a person") String message) {}
+
+  /** The job's pserver count and its elastic placement. */
+  public record Scaling(
+      @JsonPropertyDescription(
+              "the committed placement epoch (0: never scaled, no placement map written yet)")
+          long epoch,
+      @JsonPropertyDescription(
+              "pservers of the committed placement (null: no placement map yet, the job runs on"
+                  + " its first desired count)")
+          @Nullable
+          Integer pservers,
+      @JsonPropertyDescription("the pserver count asked for (etcd ps_desired; null: not set yet)")
+          @Nullable
+          Integer desired,
+      @JsonPropertyDescription(
+              "idle, moving, waiting for pserver N to register, draining pserver N, or failed")
+          String phase,
+      @JsonPropertyDescription("the move under way (null: none)") @Nullable Move move,
+      @JsonPropertyDescription(
+              "why the last move was rolled back or the scaling failed (null: it did not)")
+          @Nullable
+          String lastError,
+      @JsonPropertyDescription("the last committed or rolled-back moves (at most 20), oldest first")
+          List<Move> moves) {}
+
+  /** One move of slots and dense blocks from a pserver to another. */
+  public record Move(
+      @JsonPropertyDescription("its id (in the logs too)") String id,
+      @JsonPropertyDescription("the placement epoch it commits") long epoch,
+      @JsonPropertyDescription("the pserver giving the slots") int from,
+      @JsonPropertyDescription("the pserver taking them") int to,
+      @JsonPropertyDescription("row slots moved") int slots,
+      @JsonPropertyDescription("dense blocks moved") int blocks,
+      @JsonPropertyDescription("committed, or rolled back: why (null while under way)") @Nullable
+          String result,
+      @JsonPropertyDescription("bytes sent, the copy and the records (null unless committed)")
+          @Nullable
+          Long bytes,
+      @JsonPropertyDescription("update records sent after the copy (null unless committed)")
+          @Nullable
+          Long records,
+      @JsonPropertyDescription("rows moved (null unless committed)") @Nullable Long rows,
+      @JsonPropertyDescription(
+              "from the cut to the new owner holding the copy (null unless committed)")
+          @Nullable
+          Long copyMs,
+      @JsonPropertyDescription(
+              "from the old owner refusing the slots to the new owner holding every record: the"
+                  + " longest a push of them waited (null unless committed)")
+          @Nullable
+          Long stallMs,
+      @JsonPropertyDescription("the whole move, as the master timed it (null unless committed)")
+          @Nullable
+          Long durationMs) {}
 }

@@ -116,7 +116,31 @@ class JobViewSchemaTest {
                 null,
                 false,
                 "refused")),
-        List.of(new JobView.Event(1_764_569_940_000L, "leader", "master 127.0.0.1:9091 leads")));
+        List.of(new JobView.Event(1_764_569_940_000L, "leader", "master 127.0.0.1:9091 leads")),
+        new JobView.Scaling(
+            3,
+            2,
+            3,
+            "moving",
+            new JobView.Move("m-4", 4, 0, 2, 64, 1, null, null, null, null, null, null, null),
+            "pserver 1 did not answer",
+            List.of(
+                new JobView.Move(
+                    "m-2", 3, 0, 1, 128, 2, "committed", 1_048_576L, 12L, 4096L, 80L, 6L, 95L),
+                new JobView.Move(
+                    "m-3",
+                    4,
+                    1,
+                    2,
+                    64,
+                    0,
+                    "rolled back: pserver 1 did not answer",
+                    null,
+                    null,
+                    null,
+                    null,
+                    null,
+                    null))));
   }
 
   @Test
@@ -189,6 +213,14 @@ class JobViewSchemaTest {
     ObjectNode nullLoss = JSON.valueToTree(sample());
     ((ArrayNode) nullLoss.path("series").path("trainLoss")).setNull(1);
     assertThat(schema.errors(nullLoss)).isEmpty();
+
+    ObjectNode noStall = JSON.valueToTree(sample());
+    ((ObjectNode) noStall.path("scaling").path("moves").get(0)).remove("stallMs");
+    assertThat(schema.errors(noStall)).singleElement().asString().contains("stallMs");
+
+    ObjectNode noScaling = JSON.valueToTree(sample());
+    noScaling.remove("scaling"); // a master that does not sample the placement: left out
+    assertThat(schema.errors(noScaling)).isEmpty();
 
     ObjectNode noEvents = JSON.valueToTree(sample());
     noEvents.remove("events");

@@ -38,10 +38,10 @@ import picocli.CommandLine;
 /**
  * The master's web console in a real headless Chromium (Debian's chromium and chromium-driver,
  * driven by Selenium with the packaged driver: nothing is downloaded), during a job on real
- * processes (one cluster for the class): log in, see the job progress and the curves fill, see a
- * killed pserver flagged and its restart in the events, press "checkpoint" and see the checkpoint
- * ages reset; {@code psctl status}, {@code watch} and {@code stop} against the same job.
- * Screenshots go to {@code target/console-screenshots/}.
+ * processes (one cluster for the class): log in, see the job progress and the curves fill, the
+ * Scaling panel say the job was never scaled, see a killed pserver flagged and its restart in the
+ * events, press "checkpoint" and see the checkpoint ages reset; {@code psctl status}, {@code watch}
+ * and {@code stop} against the same job. Screenshots go to {@code target/console-screenshots/}.
  */
 class ConsoleBrowserTest {
   private static final Path SHOTS = Paths.get("target", "console-screenshots");
@@ -273,6 +273,16 @@ class ConsoleBrowserTest {
     assertThat(text("job-pass")).matches("\\d+ of 200");
     assertThat(text("job-tasks")).contains("done");
     assertThat(text("job-rate")).isNotEqualTo("–");
+    // the Scaling panel: a job never scaled is one line (placement epoch 0, the pservers it has),
+    // without the epoch, the phase and the table of moves
+    waitUpTo(Duration.ofSeconds(30))
+        .until(
+            d ->
+                d.findElement(By.id("scaling")).isDisplayed()
+                    && text("scaling-never").startsWith("placement epoch 0, never scaled"));
+    assertThat(text("scaling-never")).isEqualTo("placement epoch 0, never scaled (2 pservers)");
+    assertThat(browser.findElement(By.id("scaling-details")).isDisplayed()).isFalse();
+    assertThat(browser.findElements(By.cssSelector("#moves tbody tr"))).isEmpty();
     screenshot("console-running");
 
     // psctl against the same job: through etcd, and a watch of two lines
@@ -288,6 +298,7 @@ class ConsoleBrowserTest {
             "--token",
             cluster.adminToken());
     assertThat(status).contains("RUNNING  pass").contains("pservers:").contains("trainers:");
+    assertThat(status).as("no scaling line for a job never scaled").doesNotContain("scaling:");
     String watch =
         psctl(
             "watch",

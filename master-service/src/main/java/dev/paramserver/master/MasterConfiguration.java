@@ -23,6 +23,7 @@ import dev.paramserver.storage.Storage;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.time.Clock;
 import java.time.Duration;
+import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.context.event.EventListener;
@@ -70,7 +71,8 @@ class MasterConfiguration {
       ChannelFactory channels,
       CommonProperties common,
       MasterProperties props,
-      TrackingFiles tracking) {
+      TrackingFiles tracking,
+      ObjectProvider<PlacementCoordinator> placement) {
     return JobConsole.create(
         job,
         election,
@@ -81,7 +83,8 @@ class MasterConfiguration {
         tracking,
         props.tracking().lossEveryRecords(),
         common.advertiseHost(),
-        ROLE_PHASE);
+        ROLE_PHASE,
+        placement.getIfAvailable());
   }
 
   @Bean

@@ -56,9 +56,22 @@ final class ConsoleModel {
     this.events = events;
   }
 
-  /** Takes one sample (taken at {@code nowMs}) and rebuilds the view. */
-  synchronized void update(
+  /** Takes one sample (taken at {@code nowMs}) and rebuilds the view, without a scaling. */
+  void update(
       long nowMs, JobStatus job, List<PserverSample> pservers, List<TrainerSample> trainers) {
+    update(nowMs, job, pservers, trainers, null);
+  }
+
+  /**
+   * Takes one sample (taken at {@code nowMs}) and rebuilds the view; {@code scaling} is the
+   * placement as it is now (null: not known, the view leaves it out).
+   */
+  synchronized void update(
+      long nowMs,
+      JobStatus job,
+      List<PserverSample> pservers,
+      List<TrainerSample> trainers,
+      JobView.Scaling scaling) {
     double dt = lastTimeMs == 0 ? 0 : (nowMs - lastTimeMs) / 1000.0;
     jobEvents(nowMs, job);
     long records = job.getPassesList().stream().mapToLong(PassStatus::getRecords).sum();
@@ -90,7 +103,8 @@ final class ConsoleModel {
             series(),
             ps,
             tr,
-            List.of());
+            List.of(),
+            scaling);
     lastJob = job;
     lastTimeMs = nowMs;
   }

@@ -6,6 +6,7 @@ import dev.paramserver.adminapi.JobView;
 import dev.paramserver.coordination.Coordinator;
 import dev.paramserver.master.MasterProperties;
 import dev.paramserver.master.election.MasterElection;
+import dev.paramserver.master.placement.PlacementCoordinator;
 import dev.paramserver.master.task.MasterJob;
 import dev.paramserver.master.tracking.LossSeries;
 import dev.paramserver.master.tracking.RunTracker;
@@ -51,6 +52,8 @@ public final class JobConsole implements SmartLifecycle {
   private final int phase;
   private final RunTracker tracker;
   private final LossSeries loss;
+  private final PlacementCoordinator placement;
+  private JobView.Scaling scaling;
   private volatile Map<Integer, String> pserverAdmin = Map.of();
   private volatile boolean leading;
   private String lastFailure = "";
@@ -66,7 +69,9 @@ public final class JobConsole implements SmartLifecycle {
       Clock clock,
       int phase,
       RunTracker tracker,
-      LossSeries loss) {
+      LossSeries loss,
+      PlacementCoordinator placement) {
+    this.placement = placement;
     this.tracker = tracker;
     this.loss = loss;
     this.job = job;
@@ -87,7 +92,8 @@ public final class JobConsole implements SmartLifecycle {
    * The console of {@code job}, sampling with {@code settings}; it reaches the pservers and the
    * trainers through etcd, gRPC (for a pserver's HTTP address) and their admin endpoints with
    * {@code adminToken}; it tracks the run into {@code tracking}, with a point of training loss
-   * about every {@code lossEveryRecords} records.
+   * about every {@code lossEveryRecords} records; the view's {@code scaling} is {@code placement}'s
+   * (null: the view has none).
    */
   public static JobConsole create(
       MasterJob job,
@@ -99,7 +105,8 @@ public final class JobConsole implements SmartLifecycle {
       TrackingFiles tracking,
       long lossEveryRecords,
       String host,
-      int phase) {
+      int phase,
+      PlacementCoordinator placement) {
     AdminClient admin =
         AdminClient.create("the service", "http://127.0.0.1", adminToken, settings.callTimeout());
     ClusterProbe probe = new ClusterProbe(coordinator, channels, admin, settings.callTimeout());
@@ -113,7 +120,8 @@ public final class JobConsole implements SmartLifecycle {
         Clock.systemUTC(),
         phase,
         new RunTracker(tracking.metricsFile(), tracking.tensorboardDir(), host),
-        new LossSeries(lossEveryRecords));
+        new LossSeries(lossEveryRecords),
+        placement);
   }
 
   /** The job as {@code GET /admin/job} shows it (docs/console.md). */
@@ -146,7 +154,7 @@ public final class JobConsole implements SmartLifecycle {
       pserverAdmin = admin;
       // the job's status after the slow calls, so it is never older than what they found
       long now = clock.millis();
-      model.update(now, job.statusIfServing().orElse(status.get()), pservers, trainers);
+      model.update(now, job.statusIfServing().orElse(status.get()), pservers, trainers, scaling());
       JobView view = model.view();
       tracker.onLoss(loss.drain(), now);
       tracker.onView(view, pservers.stream().mapToLong(PserverSample::step).sum(), now);
@@ -161,6 +169,15 @@ public final class JobConsole implements SmartLifecycle {
         log.warn("the console could not sample the job: {}", what, e);
       }
     }
+  }
+
+  /** The placement as the coordinator has it now (null without a coordinator). */
+  private JobView.Scaling scaling() {
+    if (placement == null) {
+      return null;
+    }
+    scaling = ScalingSample.of(placement.view(), scaling);
+    return scaling;
   }
 
   /**

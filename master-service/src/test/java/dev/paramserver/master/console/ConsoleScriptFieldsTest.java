@@ -83,7 +83,10 @@ class ConsoleScriptFieldsTest {
             "Pserver.sparseRows",
             "Trainer.lagSeconds",
             "Event.message",
-            "Series.trainLoss");
+            "Series.trainLoss",
+            "JobView.scaling",
+            "Scaling.moves",
+            "Move.stallMs");
   }
 
   @Test

@@ -105,6 +105,12 @@ class JobConsoleEndpointTest {
     assertThat(pserver.path("state").asText()).isEqualTo("UNREACHABLE");
     assertThat(pserver.path("down").asBoolean()).isTrue();
     assertThat(view.path("events").toString()).contains("leads the job");
+    // the placement coordinator's view: never scaled, no ps_desired written in this job
+    JsonNode scaling = view.path("scaling");
+    assertThat(scaling.path("epoch").asLong()).as(view.toString()).isZero();
+    assertThat(scaling.path("phase").asText()).isEqualTo("idle");
+    assertThat(scaling.path("move").isNull()).isTrue();
+    assertThat(scaling.path("moves").isArray()).isTrue();
 
     // admin-api's client, as psctl uses it: sent to the standby, it follows it to the leader,
     // reads the view into the records and the leader's build from /admin/status

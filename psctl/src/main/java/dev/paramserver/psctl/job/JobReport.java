@@ -31,6 +31,10 @@ final class JobReport {
         .append(" (http ")
         .append(text(j.adminAddress(), "?"))
         .append(")\n");
+    String scaling = scaling(v.scaling());
+    if (scaling != null) {
+      b.append(scaling).append('\n');
+    }
     if (!list(v.passes()).isEmpty()) {
       b.append("\npasses:\n");
       for (JobView.Pass p : v.passes()) {
@@ -96,6 +100,64 @@ final class JobReport {
             .append("  ")
             .append(e.message())
             .append('\n');
+      }
+    }
+    return b.toString();
+  }
+
+  /**
+   * One line about the job's scaling (docs/explanation/elastic.md): the placement epoch, the
+   * pservers committed and asked for, the phase, the move under way and the last move; null when
+   * there is nothing to say (a master that does not send it, or a job never scaled and idle: epoch
+   * 0, no move, and no map yet or one of the count asked for).
+   */
+  static String scaling(JobView.Scaling s) {
+    if (s == null
+        || (s.epoch() == 0
+            && s.move() == null
+            && "idle".equals(text(s.phase(), "idle"))
+            && (s.pservers() == null || s.pservers().equals(s.desired())))) {
+      return null;
+    }
+    StringBuilder b = new StringBuilder();
+    b.append(
+        String.format(
+            Locale.ROOT,
+            "scaling: placement epoch %d, pservers %s of %s, %s",
+            s.epoch(),
+            value(s.pservers() != null ? s.pservers() : s.desired(), "?"),
+            value(s.desired(), "?"),
+            text(s.phase(), "?")));
+    if ("failed".equals(s.phase()) && !text(s.lastError()).isEmpty()) {
+      b.append(" (").append(s.lastError()).append(')');
+    }
+    JobView.Move m = s.move();
+    if (m != null) {
+      b.append(
+          String.format(
+              Locale.ROOT,
+              "; move %s under way: pserver %d -> %d, %d slots, %d blocks",
+              m.id(),
+              m.from(),
+              m.to(),
+              m.slots(),
+              m.blocks()));
+    }
+    List<JobView.Move> moves = list(s.moves());
+    if (!moves.isEmpty()) {
+      JobView.Move last = moves.get(moves.size() - 1);
+      b.append("; last move ").append(last.id()).append(' ').append(text(last.result(), "?"));
+      if ("committed".equals(last.result())) {
+        b.append(
+            String.format(
+                Locale.ROOT,
+                ": pserver %d -> %d, %s, copy %s ms, stall %s ms, %s ms in all",
+                last.from(),
+                last.to(),
+                last.bytes() != null ? bytes(last.bytes()) : "-",
+                value(last.copyMs(), "-"),
+                value(last.stallMs(), "-"),
+                value(last.durationMs(), "-")));
       }
     }
     return b.toString();
@@ -204,6 +266,10 @@ final class JobReport {
 
   private static String text(String s, String fallback) {
     return s == null ? fallback : s;
+  }
+
+  private static String value(Object o, String fallback) {
+    return o == null ? fallback : o.toString();
   }
 
   static String num(Double n, int digits) {

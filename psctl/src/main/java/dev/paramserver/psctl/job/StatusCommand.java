@@ -8,12 +8,14 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
-/** {@code psctl status}: the job's state, passes, pservers, trainers and latest events. */
+/**
+ * {@code psctl status}: the job's state, its scaling, passes, pservers, trainers and latest events.
+ */
 @Command(
     name = "status",
     description =
-        "Show a running job: state, pass, tasks, ETA, curves per pass, pservers, trainers and the"
-            + " latest events (the master's /admin/job). -o json prints the view as admin-api's"
+        "Show a running job: state, pass, tasks, ETA, its scaling (once scaled), curves per"
+            + " pass, pservers, trainers and the latest events (the master's /admin/job). -o json prints the view as admin-api's"
             + " published schema (GET /admin/job/schema) describes it.")
 public final class StatusCommand extends JobCommand {
   @Option(

@@ -7,6 +7,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
 import dev.paramserver.adminapi.BuildInfo;
+import dev.paramserver.adminapi.JobView;
 import dev.paramserver.adminapi.JobViewSchema;
 import dev.paramserver.psctl.ExitCodes;
 import dev.paramserver.psctl.Run;
@@ -141,6 +142,96 @@ class JobCommandsTest {
     Run r = Run.psctl("status", "--master", url(leader), "--token", TOKEN);
     assertThat(r.code()).as(r.err()).isZero();
     assertThat(r.out()).contains("RUNNING  pass 2 of 3").contains("checkpoint none [HOT]");
+  }
+
+  /** The recorded answer with a {@code scaling} object (the recorded one is a master's without). */
+  private void withScaling(String scaling) {
+    jobJson = jobJson.replace("\"events\":[", "\"scaling\":" + scaling + ",\n \"events\":[");
+  }
+
+  @Test
+  void status_showsTheScaling_aMoveUnderWayAndTheLastCommittedMove() throws IOException {
+    withScaling(
+        "{\"epoch\":2,\"pservers\":2,\"desired\":3,\"phase\":\"moving\","
+            + "\"move\":{\"id\":\"m-3\",\"epoch\":3,\"from\":0,\"to\":2,\"slots\":128,"
+            + "\"blocks\":2,\"result\":null,\"bytes\":null,\"records\":null,\"rows\":null,"
+            + "\"copyMs\":null,\"stallMs\":null,\"durationMs\":null},\"lastError\":null,"
+            + "\"moves\":[{\"id\":\"m-2\",\"epoch\":2,\"from\":1,\"to\":2,\"slots\":64,"
+            + "\"blocks\":0,\"result\":\"rolled back: pserver 2 did not answer\",\"bytes\":null,"
+            + "\"records\":null,\"rows\":null,\"copyMs\":null,\"stallMs\":null,"
+            + "\"durationMs\":null},"
+            + "{\"id\":\"m-1\",\"epoch\":2,\"from\":0,\"to\":2,\"slots\":128,\"blocks\":2,"
+            + "\"result\":\"committed\",\"bytes\":1048576,\"records\":12,\"rows\":4096,"
+            + "\"copyMs\":80,\"stallMs\":6,\"durationMs\":95}]}");
+    assertThat(
+            JsonSchemaCheck.of(JobViewSchema.published())
+                .errors(new ObjectMapper().readTree(jobJson)))
+        .isEmpty();
+    Run r = Run.psctl("status", "--master", url(leader), "--token", TOKEN);
+    assertThat(r.code()).as(r.err()).isZero();
+    assertThat(r.out())
+        .contains(
+            "scaling: placement epoch 2, pservers 2 of 3, moving; move m-3 under way: pserver 0 ->"
+                + " 2, 128 slots, 2 blocks; last move m-1 committed: pserver 0 -> 2, 1.0 MiB,"
+                + " copy 80 ms, stall 6 ms, 95 ms in all\n");
+    // the line comes after the master's, before the passes
+    assertThat(r.out().indexOf("scaling:")).isGreaterThan(r.out().indexOf("master 127.0.0.1:9091"));
+    assertThat(r.out().indexOf("scaling:")).isLessThan(r.out().indexOf("passes:"));
+  }
+
+  @Test
+  void status_saysNothingOfScaling_forAJobNeverScaled_orAMasterThatDoesNotSendIt() {
+    Run older = Run.psctl("status", "--master", url(leader), "--token", TOKEN);
+    assertThat(older.code()).as(older.err()).isZero();
+    assertThat(older.out()).doesNotContain("scaling");
+    withScaling(
+        "{\"epoch\":0,\"pservers\":null,\"desired\":2,\"phase\":\"idle\",\"move\":null,"
+            + "\"lastError\":null,\"moves\":[]}");
+    Run never = Run.psctl("status", "--master", url(leader), "--token", TOKEN);
+    assertThat(never.code()).as(never.err()).isZero();
+    assertThat(never.out()).doesNotContain("scaling");
+  }
+
+  @Test
+  void theScalingLine_namesAFailure_andAMoveRolledBack() {
+    JobView.Scaling failed =
+        new JobView.Scaling(
+            4,
+            3,
+            2,
+            "failed",
+            null,
+            "pserver 2 did not drain",
+            List.of(
+                new JobView.Move(
+                    "m-9",
+                    5,
+                    2,
+                    0,
+                    64,
+                    1,
+                    "rolled back: timed out",
+                    null,
+                    null,
+                    null,
+                    null,
+                    null,
+                    null)));
+    assertThat(JobReport.scaling(failed))
+        .isEqualTo(
+            "scaling: placement epoch 4, pservers 3 of 2, failed (pserver 2 did not drain);"
+                + " last move m-9 rolled back: timed out");
+    assertThat(
+            JobReport.scaling(
+                new JobView.Scaling(
+                    0, null, 2, "waiting for pserver 2 to register", null, null, List.of())))
+        .isEqualTo(
+            "scaling: placement epoch 0, pservers 2 of 2, waiting for pserver 2 to register");
+    // asked for, the first map just written (epoch 0), no move yet
+    assertThat(JobReport.scaling(new JobView.Scaling(0, 2, 3, "idle", null, null, List.of())))
+        .isEqualTo("scaling: placement epoch 0, pservers 2 of 3, idle");
+    assertThat(JobReport.scaling(new JobView.Scaling(0, 2, 2, "idle", null, null, List.of())))
+        .isNull();
   }
 
   @Test

@@ -1,0 +1,177 @@
+package dev.paramserver.master.console;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.paramserver.adminapi.JobView;
+import dev.paramserver.adminapi.JobViewSchema;
+import dev.paramserver.proto.v1.JobState;
+import dev.paramserver.testsupport.JsonSchemaCheck;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The {@code scaling} of {@code /admin/job} from a placement coordinator's view as {@code
+ * PlacementCoordinator.view()} builds it (the same keys and Java types): the move under way, the
+ * committed and rolled-back moves with their bytes, copy, stall and duration, as the master writes
+ * them and the published schema accepts.
+ */
+class ScalingSampleTest {
+
+  private static Map<String, Object> move(String id, long epoch, int from, int to) {
+    Map<String, Object> m = new LinkedHashMap<>();
+    m.put("id", id);
+    m.put("epoch", epoch);
+    m.put("from", from);
+    m.put("to", to);
+    m.put("slots", 128);
+    m.put("blocks", 2);
+    return m;
+  }
+
+  private static Map<String, Object> committed(String id, long epoch, int from, int to) {
+    Map<String, Object> m = move(id, epoch, from, to);
+    m.put("result", "committed");
+    m.put("bytes", 1_048_576L);
+    m.put("records", 12L);
+    m.put("rows", 4096L);
+    m.put("copyMs", 80L);
+    m.put("stallMs", 6L);
+    m.put("durationMs", 95L);
+    return m;
+  }
+
+  /** A grow from 2 to 3 pservers: one move committed, one rolled back, one under way. */
+  static Map<String, Object> growing() {
+    Map<String, Object> rolledBack = move("m-2", 3, 1, 2);
+    rolledBack.put("result", "rolled back: pserver 2 did not answer");
+    Map<String, Object> v = new LinkedHashMap<>();
+    v.put("epoch", 2L);
+    v.put("pservers", 2);
+    v.put("desired", 3);
+    v.put("phase", "moving");
+    v.put("move", move("m-3", 3, 0, 2));
+    v.put("lastError", "pserver 2 did not answer");
+    v.put("moves", new ArrayList<>(List.of(committed("m-1", 2, 0, 2), rolledBack)));
+    return v;
+  }
+
+  @Test
+  void aCommittedMove_aRolledBackOne_andTheMoveUnderWay_areInTheView() throws Exception {
+    JobView.Scaling s = ScalingSample.of(growing(), null);
+    assertThat(s.epoch()).isEqualTo(2);
+    assertThat(s.pservers()).isEqualTo(2);
+    assertThat(s.desired()).isEqualTo(3);
+    assertThat(s.phase()).isEqualTo("moving");
+    assertThat(s.lastError()).isEqualTo("pserver 2 did not answer");
+    assertThat(s.move())
+        .isEqualTo(
+            new JobView.Move("m-3", 3, 0, 2, 128, 2, null, null, null, null, null, null, null));
+    assertThat(s.moves())
+        .containsExactly(
+            new JobView.Move(
+                "m-1", 2, 0, 2, 128, 2, "committed", 1_048_576L, 12L, 4096L, 80L, 6L, 95L),
+            new JobView.Move(
+                "m-2",
+                3,
+                1,
+                2,
+                128,
+                2,
+                "rolled back: pserver 2 did not answer",
+                null,
+                null,
+                null,
+                null,
+                null,
+                null));
+
+    // as the master writes /admin/job: the fields are there, and the schema accepts them
+    ConsoleModel model = new ConsoleModel(10, new JobEvents(10));
+    model.update(
+        1_000_000,
+        ConsoleViewGoldenTest.job(JobState.RUNNING, 0, 2, 200),
+        List.of(ConsoleViewGoldenTest.pserver(0, 11, 100, "SERVING")),
+        List.of(),
+        s);
+    JsonNode json =
+        ConsoleViewGoldenTest.CLIENT_JSON.readTree(
+            ConsoleViewGoldenTest.SPRING_JSON.writeValueAsString(model.view()));
+    JsonNode scaling = json.path("scaling");
+    assertThat(scaling.path("epoch").asLong()).isEqualTo(2);
+    assertThat(scaling.path("pservers").asInt()).isEqualTo(2);
+    assertThat(scaling.path("desired").asInt()).isEqualTo(3);
+    assertThat(scaling.path("phase").asText()).isEqualTo("moving");
+    assertThat(scaling.path("move").path("id").asText()).isEqualTo("m-3");
+    assertThat(scaling.path("move").path("from").asInt()).isZero();
+    assertThat(scaling.path("move").path("to").asInt()).isEqualTo(2);
+    assertThat(scaling.path("move").path("slots").asInt()).isEqualTo(128);
+    assertThat(scaling.path("move").path("result").isNull()).isTrue();
+    JsonNode done = scaling.path("moves").get(0);
+    assertThat(done.path("result").asText()).isEqualTo("committed");
+    assertThat(done.path("bytes").asLong()).isEqualTo(1_048_576L);
+    assertThat(done.path("copyMs").asLong()).isEqualTo(80);
+    assertThat(done.path("stallMs").asLong()).isEqualTo(6);
+    assertThat(done.path("durationMs").asLong()).isEqualTo(95);
+    assertThat(scaling.path("moves").get(1).path("result").asText()).startsWith("rolled back");
+    assertThat(scaling.path("moves").get(1).path("stallMs").isNull()).isTrue();
+    assertThat(JsonSchemaCheck.of(JobViewSchema.published()).errors(json))
+        .as(json.toString())
+        .isEmpty();
+    // and psctl's records read it back
+    assertThat(ConsoleViewGoldenTest.CLIENT_JSON.treeToValue(json, JobView.class).scaling().moves())
+        .hasSize(2);
+  }
+
+  @Test
+  void aJobNeverScaled_isEpochZeroIdle_withoutAPlacementMap() throws Exception {
+    Map<String, Object> v = new LinkedHashMap<>();
+    v.put("epoch", 0L);
+    v.put("pservers", null);
+    v.put("desired", 2);
+    v.put("phase", "idle");
+    v.put("move", null);
+    v.put("lastError", null);
+    v.put("moves", List.of());
+    JobView.Scaling s = ScalingSample.of(v, null);
+    assertThat(s).isEqualTo(new JobView.Scaling(0, null, 2, "idle", null, null, List.of()));
+    JsonNode json = ConsoleViewGoldenTest.CLIENT_JSON.valueToTree(s);
+    assertThat(json.has("pservers")).isTrue();
+    assertThat(json.path("pservers").isNull()).isTrue();
+    assertThat(json.path("move").isNull()).isTrue();
+  }
+
+  @Test
+  void onlyTheLastMovesAreKept() {
+    Map<String, Object> v = growing();
+    List<Map<String, Object>> many = new ArrayList<>();
+    for (int i = 0; i < 30; i++) {
+      many.add(committed("m-" + i, i + 1, 0, 1));
+    }
+    v.put("moves", many);
+    List<JobView.Move> moves = ScalingSample.of(v, null).moves();
+    assertThat(moves).hasSize(ScalingSample.MOVES);
+    assertThat(moves.get(0).id()).isEqualTo("m-10");
+    assertThat(moves.get(moves.size() - 1).id()).isEqualTo("m-29");
+  }
+
+  @Test
+  void etcdUnreadable_keepsThePlacementLastSeen_andSaysWhy() {
+    JobView.Scaling before = ScalingSample.of(growing(), null);
+    Map<String, Object> v = new LinkedHashMap<>();
+    v.put("error", "etcd: deadline exceeded");
+    v.put("phase", "idle");
+    v.put("move", null);
+    v.put("lastError", null);
+    v.put("moves", List.of(committed("m-1", 2, 0, 2)));
+    JobView.Scaling s = ScalingSample.of(v, before);
+    assertThat(s.epoch()).isEqualTo(2);
+    assertThat(s.pservers()).isEqualTo(2);
+    assertThat(s.desired()).isEqualTo(3);
+    assertThat(s.lastError()).isEqualTo("etcd: deadline exceeded");
+    assertThat(s.moves()).hasSize(1);
+  }
+}
