@@ -25,7 +25,7 @@ public final class LeaderMaster implements JobScaler {
   private final ChannelFactory channels;
   private final String token;
   private final Duration timeout;
-  private AdminClient client; // guarded by this
+  private AdminClient client; // guarded by this; null: look the leader up
 
   public LeaderMaster(
       Coordinator coordinator, ChannelFactory channels, String token, Duration timeout) {
@@ -54,23 +54,19 @@ public final class LeaderMaster implements JobScaler {
     T on(AdminClient client) throws IOException, InterruptedException;
   }
 
-  private <T> T call(Call<T> call) throws IOException, InterruptedException {
-    AdminClient c;
-    synchronized (this) {
-      if (client == null) {
-        client = AdminClient.create("the leader master", adminUrl(), token, timeout);
-      }
-      c = client;
+  /**
+   * One call at a time: an {@link AdminClient} remembers the leader a standby named, so it belongs
+   * to one thread at a time (the growth thread and a preStop hook may both call).
+   */
+  private synchronized <T> T call(Call<T> call) throws IOException, InterruptedException {
+    if (client == null) {
+      client = AdminClient.create("the leader master", adminUrl(), token, timeout);
     }
     try {
-      return call.on(c);
+      return call.on(client);
     } catch (AdminException e) {
       if (e.kind() == AdminException.Kind.UNREACHABLE) {
-        synchronized (this) {
-          if (client == c) {
-            client = null; // find the leader again next time
-          }
-        }
+        client = null; // find the leader again next time
       }
       throw e;
     }

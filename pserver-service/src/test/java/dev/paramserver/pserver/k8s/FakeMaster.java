@@ -35,6 +35,8 @@ final class FakeMaster implements AutoCloseable {
   /** false: a scale leaves the placement's count as it is (moves that never finish). */
   volatile boolean placementFollows = true;
 
+  private final java.util.concurrent.atomic.AtomicBoolean closed =
+      new java.util.concurrent.atomic.AtomicBoolean();
   private final Coordinator coordinator;
   private final HttpServer http;
   private final Server grpc;
@@ -132,6 +134,9 @@ final class FakeMaster implements AutoCloseable {
 
   @Override
   public void close() {
+    if (closed.getAndSet(true)) {
+      return;
+    }
     http.stop(0);
     grpc.shutdownNow();
   }

@@ -1,7 +1,9 @@
 package dev.paramserver.pserver.k8s;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.paramserver.adminapi.AdminException;
 import dev.paramserver.coordination.EtcdCoordinator;
 import dev.paramserver.coordination.EtcdSettings;
 import dev.paramserver.rpc.ChannelFactory;
@@ -116,5 +118,25 @@ class JobGrowthTest {
                 .growJob())
         .isFalse();
     assertThat(master.desired()).isEqualTo(1);
+  }
+
+  @Test
+  void aNewLeader_isFoundAgainAfterTheOldOneStoppedAnswering() throws Exception {
+    master.lead().setDesired(2);
+    assertThat(leader.scaling().get("desired").asInt()).isEqualTo(2);
+    master.close();
+    try (FakeMaster next = new FakeMaster(coordinator)) {
+      next.lead();
+      assertThatThrownBy(leader::scaling)
+          .isInstanceOf(AdminException.class)
+          .hasMessageContaining("the leader master at")
+          .satisfies(
+              e ->
+                  assertThat(((AdminException) e).kind())
+                      .isEqualTo(AdminException.Kind.UNREACHABLE));
+      assertThat(leader.scaling().get("desired").asInt()).isEqualTo(2);
+      leader.growTo(3);
+      assertThat(next.calls).contains("POST /admin/job/scale?pservers=3&grow-only=true");
+    }
   }
 }
