@@ -85,7 +85,11 @@ public final class PreStopHook {
     }
     try {
       Outcome o = decide();
-      log.info("preStop: {}: {}", o.action(), o.message());
+      if (o.action().equals("error") || o.action().equals("timeout")) {
+        log.warn("preStop: {}: {}", o.action(), o.message());
+      } else {
+        log.info("preStop: {}: {}", o.action(), o.message());
+      }
       mine.complete(o);
       return o;
     } catch (RuntimeException | InterruptedException e) {
