@@ -1,9 +1,9 @@
 // Validates rendered Kubernetes manifests (multi-document YAML, e.g. `helm template` output)
 // against the Kubernetes schemas of the npm package kubernetes-models (plus the Prometheus
 // Operator's CRDs from @kubernetes-models/prometheus-operator), and checks what those schemas do
-// not: that workload selectors match their pod labels, that named probe/Service ports exist, that
-// volume mounts name a volume, and that referenced ConfigMaps and Secrets are rendered or listed
-// as external.
+// not: that workload selectors match their pod labels, that named probe/hook/Service ports exist,
+// that volume mounts name a volume, that RoleBindings name a rendered Role, and that referenced
+// ConfigMaps and Secrets are rendered or listed as external.
 //
 // JobSets (jobset.x-k8s.io/v1alpha2) and Kubeflow Trainer ClusterTrainingRuntimes
 // (trainer.kubeflow.org/v1alpha1, whose template is a JobSet spec) are checked against the JobSet
@@ -136,6 +136,12 @@ function semanticProblems(objects) {
           problems.push(`${where}: container ${c.name} ${probe} uses port "${port}", not declared`);
         }
       }
+      for (const hook of ["postStart", "preStop"]) {
+        const port = c.lifecycle?.[hook]?.httpGet?.port ?? c.lifecycle?.[hook]?.tcpSocket?.port;
+        if (typeof port === "string" && !portNames.has(port)) {
+          problems.push(`${where}: container ${c.name} ${hook} hook uses port "${port}", not declared`);
+        }
+      }
       for (const e of c.env ?? []) {
         const ref = e.valueFrom?.secretKeyRef?.name;
         if (ref && !secrets.has(ref)) problems.push(`${where}: env ${e.name} reads Secret ${ref}, not rendered`);
@@ -156,6 +162,9 @@ function semanticProblems(objects) {
           if (!declared) problems.push(`${where}: targetPort "${port.targetPort}" not declared by ${t.where}`);
         }
       }
+    }
+    if (o.kind === "RoleBinding" && o.roleRef?.kind === "Role" && !names("Role").has(o.roleRef.name)) {
+      problems.push(`${where}: roleRef names Role ${o.roleRef.name}, which is not rendered`);
     }
     if (o.kind === "StatefulSet" && !names("Service").has(o.spec?.serviceName)) {
       problems.push(`${where}: serviceName ${o.spec?.serviceName} is not a rendered Service`);

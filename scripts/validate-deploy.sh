@@ -2,8 +2,9 @@
 # Offline validation of the deployment files (no Docker engine, no cluster needed):
 #   1. docker-compose.yml with `docker-compose config -q` (installs Debian's docker-compose if missing)
 #   2. deploy/prometheus.yml, the Grafana provisioning files and dashboard parse
-#   3. helm/paramserver: `helm lint --strict` and `helm template` with the default values and with
-#      helm/paramserver/ci/external-values.yaml (external etcd, ServiceMonitor on, ...)
+#   3. helm/paramserver: `helm lint --strict` and `helm template` with the default values, with
+#      helm/paramserver/ci/external-values.yaml (external etcd, ServiceMonitor on, ...) and with
+#      pserver.elastic.enabled=true (the StatefulSet scales the job: preStop hook, token, Role)
 #   4. every rendered object validated against the Kubernetes schemas (npm kubernetes-models 5.1.0,
 #      Prometheus Operator CRDs) plus cross-object checks (deploy/validate-k8s.mjs)
 #   5. deploy/jobset: the JobSet manifest and the Kubeflow Trainer ClusterTrainingRuntime against the
@@ -90,21 +91,30 @@ export HELM_CACHE_HOME="$WORK/helm-home/cache" HELM_CONFIG_HOME="$WORK/helm-home
 echo "using $("$HELM" version --short)"
 
 EXTERNAL_VALUES="$CHART/ci/external-values.yaml"
-step "helm lint --strict (default values, ci/external-values.yaml)"
+ELASTIC=(--set pserver.elastic.enabled=true)
+step "helm lint --strict (default values, ci/external-values.yaml, pserver.elastic.enabled=true)"
 "$HELM" lint --strict "$CHART" || die "helm lint (default values)"
 "$HELM" lint --strict "$CHART" -f "$EXTERNAL_VALUES" || die "helm lint (ci/external-values.yaml)"
+"$HELM" lint --strict "$CHART" "${ELASTIC[@]}" || die "helm lint (pserver.elastic.enabled=true)"
 
 step "helm template"
 "$HELM" template ps "$CHART" --namespace paramserver >"$WORK/default.yaml" || die "helm template (default values)"
 "$HELM" template ps "$CHART" --namespace paramserver -f "$EXTERNAL_VALUES" >"$WORK/external.yaml" \
   || die "helm template (ci/external-values.yaml)"
+"$HELM" template ps "$CHART" --namespace paramserver "${ELASTIC[@]}" >"$WORK/elastic.yaml" \
+  || die "helm template (pserver.elastic.enabled=true)"
 kinds() { grep -E '^kind: ' "$1" | sort | uniq -c | awk '{printf "%s %s, ", $1, $3}'; }
 echo "default values: $(kinds "$WORK/default.yaml")"
 echo "external values: $(kinds "$WORK/external.yaml")"
+echo "elastic pservers: $(kinds "$WORK/elastic.yaml")"
 grep -q '^kind: ServiceMonitor' "$WORK/default.yaml" && die "default values must not render a ServiceMonitor"
 grep -q '^kind: ServiceMonitor' "$WORK/external.yaml" || die "serviceMonitor.enabled must render a ServiceMonitor"
 grep -q 'name: ps-paramserver-etcd$' "$WORK/default.yaml" || die "default values must render the bundled etcd"
 grep -q 'name: ps-paramserver-etcd$' "$WORK/external.yaml" && die "external etcd must not render the bundled etcd"
+grep -q '/k8s/pre-stop' "$WORK/default.yaml" && die "default values must not render the pservers' preStop hook"
+grep -q 'name: ps-paramserver-pserver-elastic$' "$WORK/default.yaml" && die "default values must not render the elastic Role"
+grep -q 'path: /k8s/pre-stop$' "$WORK/elastic.yaml" || die "pserver.elastic.enabled must render the preStop hook"
+grep -q 'name: ps-paramserver-pserver-elastic$' "$WORK/elastic.yaml" || die "pserver.elastic.enabled must render the Role"
 
 # ---- 4. Kubernetes schemas -------------------------------------------------------------------
 step "Kubernetes schemas (kubernetes-models) and cross-object checks"
@@ -113,6 +123,8 @@ step "Kubernetes schemas (kubernetes-models) and cross-object checks"
   --external-secret paramserver-etcd --external-secret paramserver-s3 --external-secret paramserver-tls \
   --external-secret paramserver-trainer-settings "$WORK/external.yaml") \
   || die "rendered objects (ci/external-values.yaml) are invalid"
+(cd "$NODE_DIR" && node validate-k8s.mjs "$WORK/elastic.yaml") \
+  || die "rendered objects (pserver.elastic.enabled=true) are invalid"
 
 # ---- 5. JobSet and Kubeflow Trainer runtime ------------------------------------------------
 step "deploy/jobset (JobSet schema, Kubernetes schemas of its Jobs, cross-object checks)"
@@ -138,4 +150,4 @@ else
   echo "SKIPPED: promtool is not installed (apt-get install -y prometheus)"
 fi
 
-printf '\nvalidate-deploy: OK (compose, monitoring files, Helm lint/template with 2 value sets, Kubernetes schemas, JobSet, alert rules)\n'
+printf '\nvalidate-deploy: OK (compose, monitoring files, Helm lint/template with 3 value sets, Kubernetes schemas, JobSet, alert rules)\n'

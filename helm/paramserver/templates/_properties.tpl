@@ -85,6 +85,13 @@ spring.grpc.server.port={{ .Values.pserver.grpcPort }}
 paramserver.pserver.desired={{ .Values.pserver.replicas }}
 paramserver.pserver.checkpoint-dir={{ .Values.pserver.checkpointDir }}
 paramserver.pserver.checkpoint-interval={{ .Values.pserver.checkpointInterval }}
+{{- if .Values.pserver.elastic.enabled }}
+# elastic (docs/deploy.md, "Scaling pservers on Kubernetes"): the StatefulSet's replicas are the
+# job's pservers; the preStop hook waits for the moves, leaving the drain its own grace period
+paramserver.pserver.kubernetes.grow-job=true
+paramserver.pserver.kubernetes.stateful-set={{ include "paramserver.fullname" . }}-pserver
+paramserver.pserver.kubernetes.pre-stop-timeout={{ include "paramserver.pserverPreStopSeconds" . }}s
+{{- end }}
 {{- range $k, $v := .Values.pserver.extraProperties }}
 paramserver.pserver.{{ $k }}={{ $v }}
 {{- end }}
@@ -138,4 +145,29 @@ bounds of CommonProperties.Etcd (@DurationMin/@DurationMax), a trainer mode that
 {{- if and .Values.trainer.sync (eq (toString .Values.trainer.mode) "bounded-staleness") }}
 {{- fail "trainer.sync=true contradicts trainer.mode=bounded-staleness: set only trainer.mode" }}
 {{- end }}
+{{- end }}
+
+{{/*
+Seconds the elastic pservers' preStop hook may wait for the moves: the elastic grace period minus
+the pserver's own (left for the drain and the final checkpoint after SIGTERM).
+*/}}
+{{- define "paramserver.pserverPreStopSeconds" -}}
+{{- $wait := sub (int .Values.pserver.elastic.terminationGracePeriodSeconds) (int .Values.pserver.terminationGracePeriodSeconds) }}
+{{- if le (int $wait) 0 }}
+{{- fail (printf "pserver.elastic.terminationGracePeriodSeconds (%d) must exceed pserver.terminationGracePeriodSeconds (%d): the difference is the preStop hook's wait for the moves" (int .Values.pserver.elastic.terminationGracePeriodSeconds) (int .Values.pserver.terminationGracePeriodSeconds)) }}
+{{- end }}
+{{- $wait }}
+{{- end }}
+
+{{/*
+What the pserver pods' checksum/config hashes: their properties, without the pserver count when
+elastic (a change of pserver.replicas scales the running job; restarting every pserver for it
+would only disturb the job, and the count in etcd wins over the file anyway).
+*/}}
+{{- define "paramserver.pserverPropertiesChecksum" -}}
+{{- $p := include "paramserver.pserverProperties" . }}
+{{- if .Values.pserver.elastic.enabled }}
+{{- $p = regexReplaceAll "(?m)^paramserver[.]pserver[.]desired=.*$" $p "" }}
+{{- end }}
+{{- $p | sha256sum }}
 {{- end }}

@@ -2,6 +2,7 @@ package dev.paramserver.deploy;
 
 import dev.paramserver.master.MasterProperties;
 import dev.paramserver.pserver.PserverProperties;
+import dev.paramserver.pserver.k8s.KubernetesProperties;
 import dev.paramserver.service.CommonProperties;
 import dev.paramserver.trainer.config.AgentProperties;
 import dev.paramserver.trainer.config.CommunicationProperties;
@@ -31,7 +32,9 @@ enum ServiceRole {
   PSERVER(
       "pserver-service",
       "pserver-service/src/main/resources/application.yml",
-      PserverProperties.class),
+      PserverProperties.class,
+      // an elastic StatefulSet's pservers (pserver.elastic.enabled)
+      KubernetesProperties.class),
   TRAINER(
       "trainer-agent",
       "trainer-agent/src/main/resources/application.properties",

@@ -1,0 +1,163 @@
+package dev.paramserver.pserver.k8s;
+
+import dev.paramserver.coordination.Coordinator;
+import dev.paramserver.coordination.KeyValueStore;
+import dev.paramserver.rpc.Retry;
+import dev.paramserver.rpc.StoppedException;
+import java.time.Duration;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.OptionalInt;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.context.ApplicationListener;
+import org.springframework.grpc.server.lifecycle.GrpcServerStartedEvent;
+
+/**
+ * Scaling a StatefulSet up scales the job up ({@code paramserver.pserver.kubernetes.grow-job}): a
+ * pserver whose configured index K (its pod ordinal) is at or above the job's {@code ps_desired}
+ * asks the leader master to grow the job to K+1 pservers ({@code grow-only}: never lowers the
+ * count, so pods starting together never undo each other), and retries with backoff until {@code
+ * ps_desired} is above K or {@code grow-timeout} passed. It runs on its own thread once the gRPC
+ * server listens, beside the registration, which claims K on its next attempt once {@code
+ * ps_desired} allows it (the master then moves slots and blocks to it).
+ */
+public final class JobGrowth implements ApplicationListener<GrpcServerStartedEvent>, AutoCloseable {
+  private static final Logger log = LoggerFactory.getLogger(JobGrowth.class);
+
+  private final Coordinator coordinator;
+  private final JobScaler master;
+  private final int index;
+  private final Duration timeout;
+  private final Duration maxBackoff;
+  private volatile boolean closed;
+  private volatile Thread thread;
+
+  /**
+   * @param index this pserver's configured index (-1: none, nothing is done)
+   * @param timeout how long to keep asking
+   * @param maxBackoff the longest wait between two attempts
+   */
+  public JobGrowth(
+      Coordinator coordinator, JobScaler master, int index, Duration timeout, Duration maxBackoff) {
+    this.coordinator = coordinator;
+    this.master = master;
+    this.index = index;
+    this.timeout = timeout;
+    this.maxBackoff = maxBackoff;
+  }
+
+  @Override
+  public synchronized void onApplicationEvent(GrpcServerStartedEvent event) {
+    if (index < 0 || thread != null || closed) {
+      return;
+    }
+    Thread t = new Thread(this::growJob, "pserver-grow-job");
+    t.setDaemon(true);
+    thread = t;
+    t.start();
+  }
+
+  /**
+   * Asks until {@code ps_desired} is above this pserver's index: true then, false when it gave up
+   * (timeout, or closed).
+   */
+  public boolean growJob() {
+    if (index < 0) {
+      return true;
+    }
+    long deadline = System.nanoTime() + timeout.toNanos();
+    String key = coordinator.keys().psDesired();
+    String[] lastError = {null};
+    boolean[] asked = {false};
+    Retry retry =
+        new Retry(
+            Duration.ofMillis(Math.min(200, maxBackoff.toMillis())),
+            maxBackoff,
+            () -> closed || System.nanoTime() > deadline);
+    try {
+      int desired =
+          retry.until(
+              "growing the job to " + (index + 1) + " pservers",
+              attempt -> {
+                OptionalInt d;
+                try {
+                  d = desired(key);
+                } catch (RuntimeException e) {
+                  warnOnce(lastError, "cannot read " + key + " from etcd: " + e.getMessage());
+                  return Optional.empty();
+                }
+                if (d.isEmpty()) {
+                  return Optional.empty(); // the first pserver's registration writes it
+                }
+                if (d.getAsInt() > index) {
+                  return Optional.of(d.getAsInt());
+                }
+                if (!asked[0]) {
+                  log.info(
+                      "pserver index {} is not below {} = {}: asking the leader master to grow the"
+                          + " job to {} pservers",
+                      index,
+                      key,
+                      d.getAsInt(),
+                      index + 1);
+                  asked[0] = true;
+                }
+                try {
+                  master.growTo(index + 1);
+                } catch (java.io.IOException e) {
+                  warnOnce(
+                      lastError,
+                      "growing the job to " + (index + 1) + " pservers failed: " + e.getMessage());
+                }
+                return Optional.empty(); // read ps_desired again
+              });
+      if (asked[0]) {
+        log.info("the job has {} pservers now: pserver index {} is one of them", desired, index);
+      }
+      return true;
+    } catch (StoppedException e) {
+      if (!closed) {
+        log.error(
+            "gave up growing the job to {} pservers after {} (last error: {}); this pserver keeps"
+                + " waiting for index {} to be part of the job: scale the job with psctl scale",
+            index + 1,
+            timeout,
+            lastError[0],
+            index);
+      }
+      return false;
+    }
+  }
+
+  private OptionalInt desired(String key) {
+    Optional<KeyValueStore.KeyValue> kv = coordinator.kv().get(key);
+    if (kv.isEmpty()) {
+      return OptionalInt.empty();
+    }
+    try {
+      return OptionalInt.of(Integer.parseInt(kv.get().valueAsString().trim()));
+    } catch (NumberFormatException e) {
+      throw new IllegalStateException(key + " holds '" + kv.get().valueAsString() + "'", e);
+    }
+  }
+
+  /** Logs a failure at WARN when it differs from the last one, else at DEBUG. */
+  private static void warnOnce(String[] last, String message) {
+    if (Objects.equals(last[0], message)) {
+      log.debug("{}", message);
+    } else {
+      log.warn("{} (retrying)", message);
+      last[0] = message;
+    }
+  }
+
+  @Override
+  public void close() {
+    closed = true;
+    Thread t = thread;
+    if (t != null) {
+      t.interrupt();
+    }
+  }
+}
