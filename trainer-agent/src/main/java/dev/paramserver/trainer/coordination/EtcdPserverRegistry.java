@@ -2,19 +2,36 @@ package dev.paramserver.trainer.coordination;
 
 import dev.paramserver.coordination.Coordinator;
 import dev.paramserver.coordination.KeyValueStore;
+import dev.paramserver.coordination.PlacementStore;
 import java.nio.charset.StandardCharsets;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Optional;
+import java.util.function.Consumer;
 
-/** The pservers as registered in etcd: {@code ps_desired} and {@code ps/<idx>}. */
+/**
+ * The pservers as registered in etcd: {@code ps_desired} and {@code ps/<idx>}, and the elastic
+ * placement ({@code placement}, {@code placement_move}).
+ */
 public final class EtcdPserverRegistry implements PserverRegistry {
   private final Coordinator coordinator;
   private final String prefix;
+  private final PlacementStore placement;
 
   public EtcdPserverRegistry(Coordinator coordinator) {
     this.coordinator = coordinator;
     this.prefix = coordinator.keys().psPrefix();
+    this.placement = new PlacementStore(coordinator);
+  }
+
+  @Override
+  public PlacementStore.Read placement() {
+    return placement.read();
+  }
+
+  @Override
+  public AutoCloseable watchPlacement(Consumer<PlacementStore.Read> listener) {
+    return placement.watch(listener);
   }
 
   @Override
