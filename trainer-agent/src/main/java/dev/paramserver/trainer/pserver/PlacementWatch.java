@@ -53,6 +53,9 @@ final class PlacementWatch implements AutoCloseable {
     }
     latest = read;
     apply(read);
+    synchronized (this) {
+      notifyAll();
+    }
   }
 
   private void apply(PlacementStore.Read read) {
@@ -104,7 +107,12 @@ final class PlacementWatch implements AutoCloseable {
       if (left <= 0) {
         return false;
       }
-      l.awaitEpoch(moved.epoch(), Math.min(left, LOOK_AGAIN_MS));
+      // woken by the next placement change the watch sees
+      synchronized (this) {
+        if (latest == now) {
+          wait(Math.min(left, LOOK_AGAIN_MS));
+        }
+      }
     }
   }
 
