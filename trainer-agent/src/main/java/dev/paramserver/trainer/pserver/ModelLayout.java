@@ -103,10 +103,13 @@ public final class ModelLayout {
     Routing fresh = new Routing(next, blocks);
     while (true) {
       Routing cur = routing.get();
-      if (next.epoch() <= cur.epoch() || next.slots() != cur.map().slots()) {
-        if (next.slots() != cur.map().slots()) {
-          log.error("ignoring {}: the job routes by {} slots", next, cur.map().slots());
-        }
+      if (next.epoch() <= cur.epoch()) {
+        return false;
+      }
+      // the slot count is the job's from its start: only the initial guess (epoch 0, of the
+      // pserver count the trainer found) may differ, as when it starts while the job is scaled
+      if (cur.epoch() > 0 && next.slots() != cur.map().slots()) {
+        log.error("ignoring {}: the job routes by {} slots", next, cur.map().slots());
         return false;
       }
       if (routing.compareAndSet(cur, fresh)) {

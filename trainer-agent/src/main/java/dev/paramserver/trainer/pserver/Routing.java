@@ -14,10 +14,12 @@ import java.util.List;
 public final class Routing {
   private final SlotMap map;
   private final ShardPlacement placement;
+  private final int[] slotCounts;
 
   Routing(SlotMap map, List<BlockSpec> blocks) {
     this.map = map;
     this.placement = map.placement(blocks);
+    this.slotCounts = map.slotCounts();
   }
 
   public SlotMap map() {
@@ -58,8 +60,7 @@ public final class Routing {
     if (!blocksOf(ps).isEmpty()) {
       return true;
     }
-    int[] slots = map.slotCounts();
-    return ps < slots.length && slots[ps] > 0;
+    return ps < slotCounts.length && slotCounts[ps] > 0;
   }
 
   /**

@@ -405,7 +405,14 @@ public final class StreamedPushes {
     }
     Optional<Moved> moved = Moved.of(ps, cause);
     if (moved.isPresent()) {
-      resend(lane, moved.get());
+      try {
+        resend(lane, moved.get());
+      } catch (StoppedException e) {
+        throw e;
+      } catch (RuntimeException e) {
+        fatal = e;
+        throw e;
+      }
       return;
     }
     PserverFailures.Kind kind;
@@ -435,10 +442,11 @@ public final class StreamedPushes {
    * the lane writes the rest again on a new stream.
    */
   private void resend(PushLane lane, Moved moved) {
-    Part refused = lane.removeHead();
+    // settled first: a trainer stopping meanwhile finds the request still in its lane (dropped)
     client.settle(moved, backoff(lane));
     List<Planned<PushGradientsRequest>> pieces =
-        Resplit.push(new Planned<>(lane.pserver(), refused.request), client.layout().routing());
+        Resplit.push(new Planned<>(lane.pserver(), lane.head().request), client.layout().routing());
+    Part refused = lane.removeHead();
     log.info(
         "{}: resending step {} part {} as {} pieces",
         moved,

@@ -95,6 +95,23 @@ class ModelLayoutTest {
   }
 
   @Test
+  void aTrainerStartingWhileTheJobIsScaled_takesTheCommittedMapOfTheJobsSlotCount() {
+    Model model =
+        ModelFactory.create(new ModelSpec("sparse-lr", 50, 2, List.of(), Mlp.Activation.RELU, 4));
+    // the job started with 2 pservers and grew to 3; a trainer starting now finds 3
+    ModelLayout layout = new ModelLayout(model, 8, SGD, 3);
+    SlotMap committed = SlotMap.initial(layout.blocks(), 2).resized(3);
+    assertThat(committed.slots()).isNotEqualTo(SlotMap.slotsFor(3));
+
+    assertThat(layout.update(committed)).isTrue();
+    assertThat(layout.routing().map().slots()).isEqualTo(committed.slots());
+    long salt = ShardPlacement.tableHash("emb");
+    for (long row = 0; row < 2000; row += 3) {
+      assertThat(layout.ownerOfRow("emb", row)).isEqualTo(committed.ownerOfRow(salt, row));
+    }
+  }
+
+  @Test
   void update_refusesAMapOfAnotherModel() {
     ModelLayout layout =
         new ModelLayout(new Mlp("mlp", 64, 5, List.of(32), Mlp.Activation.TANH), 100, SGD, 2);
