@@ -358,6 +358,19 @@ public final class ParameterClient {
     return pullWithRetry(p, latest, calls.backoff());
   }
 
+  /**
+   * The answer to a pull whose first attempt failed with {@code failure}: one refused with MOVED is
+   * re-split at once (sending it to the same pserver again would be refused again), any other is
+   * retried.
+   */
+  PullParametersResponse pullAfter(
+      Planned<PullParametersRequest> p, Throwable failure, Parameters latest) {
+    Optional<Moved> moved = Moved.of(p.pserver(), failure);
+    return moved.isPresent()
+        ? pullResent(p, moved.get(), latest, calls.backoff())
+        : pullWithRetry(p, latest);
+  }
+
   private PullParametersResponse pullWithRetry(
       Planned<PullParametersRequest> p, Parameters latest, Backoff movedBackoff) {
     try {

@@ -237,6 +237,9 @@ class ElasticRoutingTest {
         .satisfies(
             r -> {
               assertThat(r.getOrigin()).isEqualTo(from + 1);
+              assertThat(r.getAcknowledgedThrough())
+                  .as("the origin's acknowledgements")
+                  .isEqualTo(refused.getAcknowledgedThrough());
               assertThat(r.getSession()).isEqualTo(refused.getSession());
               assertThat(r.getStep()).isEqualTo(refused.getStep());
               assertThat(r.getPart()).isEqualTo(refused.getPart());
@@ -288,5 +291,26 @@ class ElasticRoutingTest {
     assertThat(added.pulls()).isEqualTo(1);
     assertThat(pulled.sparse(emb).contains(moving)).isTrue();
     assertThat(pulled.sparse(emb).contains(staying)).isTrue();
+  }
+
+  @Test
+  void aPrefetchRefusedWithMoved_isReSplitAtOnce_notSentToTheOldOwnerAgain() {
+    added.installedByMove(cluster.planner.layout().specs());
+    SlotMove move = moveOfTheRow(1);
+    begin(move);
+    cluster.get(from).refuseMoved(k -> k.equals(emb + "#" + moving), 2, 1);
+    CompletableFuture<Void> committed = commitLater(move, 200);
+
+    List<SparseRows> rows =
+        cluster
+            .client
+            .startRowPull(java.util.Map.of(emb, new long[] {moving, staying}))
+            .await(values);
+
+    committed.join();
+    assertThat(cluster.get(from).refusedMoved()).isEqualTo(1);
+    assertThat(added.pulls()).isEqualTo(1);
+    assertThat(rows.stream().flatMap(r -> r.getRowIdsList().stream()))
+        .containsExactlyInAnyOrder(moving, staying);
   }
 }
