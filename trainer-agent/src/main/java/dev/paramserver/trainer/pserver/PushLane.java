@@ -72,6 +72,8 @@ final class PushLane {
   // the step through which every push first sent to a pserver index was acknowledged
   private final IntToLongFunction acknowledgedThrough;
   private final List<Part> unanswered = new ArrayList<>();
+  // how many of unanswered are pieces of other servers' pushes (resent after MOVED)
+  private int pieces;
   // how many of unanswered (from the first) were written on the current call
   private int written;
   private ClientCallStreamObserver<PushGradientsRequest> call;
@@ -108,11 +110,38 @@ final class PushLane {
   /** Queues a request to write (after those queued before it). */
   void add(Part part) {
     unanswered.add(part);
+    if (part.request.getOrigin() != 0) {
+      pieces++;
+    }
   }
 
-  /** The requests not answered, oldest first (read only). */
-  List<Part> parts() {
-    return unanswered;
+  private Part removeFirst() {
+    Part p = unanswered.remove(0);
+    if (p.request.getOrigin() != 0) {
+      pieces--;
+    }
+    return p;
+  }
+
+  /**
+   * The step of the oldest request not answered that was first sent to {@code origin}, or
+   * MAX_VALUE: this lane's own requests are in step order, pieces of other servers' pushes (rare,
+   * counted) are looked through only when the lane holds some.
+   */
+  long oldestStepOf(int origin) {
+    long oldest = Long.MAX_VALUE;
+    if (origin == ps && pieces == 0) {
+      return unanswered.isEmpty() ? oldest : unanswered.get(0).request.getStep();
+    }
+    if (origin != ps && pieces == 0) {
+      return oldest;
+    }
+    for (Part p : unanswered) {
+      if (originOf(p) == origin) {
+        oldest = Math.min(oldest, p.request.getStep());
+      }
+    }
+    return oldest;
   }
 
   /** The pserver a request was first sent to: its origin, or this lane's for its own. */
@@ -129,7 +158,7 @@ final class PushLane {
     if (failure == null) {
       throw new IllegalStateException("pserver " + ps + "'s lane takes a request out only failed");
     }
-    return unanswered.remove(0);
+    return removeFirst();
   }
 
   /** The oldest request not answered, or null. */
@@ -277,7 +306,7 @@ final class PushLane {
     }
     written--;
     unaryCall = null;
-    return unanswered.remove(0);
+    return removeFirst();
   }
 
   /** True when {@code event} ends the current call (a failure to act on). */
@@ -381,6 +410,7 @@ final class PushLane {
     written = 0;
     failure = null;
     unanswered.clear();
+    pieces = 0;
     return lost;
   }
 

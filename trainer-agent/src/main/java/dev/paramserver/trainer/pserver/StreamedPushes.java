@@ -95,11 +95,7 @@ public final class StreamedPushes {
   private long acknowledgedThrough(int origin) {
     long oldest = Long.MAX_VALUE;
     for (PushLane lane : lanes.values()) {
-      for (Part p : lane.parts()) {
-        if (lane.originOf(p) == origin) {
-          oldest = Math.min(oldest, p.request.getStep());
-        }
-      }
+      oldest = Math.min(oldest, lane.oldestStepOf(origin));
     }
     return oldest == Long.MAX_VALUE ? 0 : oldest - 1;
   }
