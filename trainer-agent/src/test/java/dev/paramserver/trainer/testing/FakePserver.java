@@ -430,7 +430,13 @@ public final class FakePserver extends ParameterServerGrpc.ParameterServerImplBa
       out.onError(RpcErrors.toStatus(ErrorReason.SYNC_ABORTED, "fake step withdrawn"));
       return;
     }
-    if (req.getStep() != 0 && seen.contains(identity(req))) {
+    // duplicates first: a push applied before its keys moved is still answered as one
+    Throwable refused = seen.contains(identity(req)) ? null : movedAnswer(keysOf(req));
+    if (refused != null) {
+      out.onError(refused);
+      return;
+    }
+    if (req.getStep() != 0 && !seen.add(identity(req))) {
       out.onNext(
           withValues(req, PushGradientsResponse.newBuilder().setStep(req.getStep()))
               .setDuplicate(true)
@@ -438,12 +444,6 @@ public final class FakePserver extends ParameterServerGrpc.ParameterServerImplBa
       out.onCompleted();
       return;
     }
-    Throwable refused = movedAnswer(keysOf(req));
-    if (refused != null) {
-      out.onError(refused);
-      return;
-    }
-    seen.add(identity(req));
     applications.computeIfAbsent(identity(req), k -> new AtomicInteger()).incrementAndGet();
     for (TensorBlock g : req.getGradientsList()) {
       String key = g.getName() + "#" + g.getBlock();
