@@ -394,6 +394,7 @@ public final class ParameterClient {
    */
   private PushGradientsResponse pushResent(
       Planned<PushGradientsRequest> p, Moved moved, Parameters latest, Backoff backoff) {
+    traffic.movedRequest();
     settle(moved, backoff);
     List<Planned<PushGradientsRequest>> pieces = Resplit.push(p, layout().routing());
     log.info(
@@ -412,6 +413,7 @@ public final class ParameterClient {
   /** A pull refused with {@code moved}: as {@link #pushResent}. */
   private PullParametersResponse pullResent(
       Planned<PullParametersRequest> p, Moved moved, Parameters latest, Backoff backoff) {
+    traffic.movedRequest();
     settle(moved, backoff);
     List<PullParametersResponse> answers = new ArrayList<>();
     for (Planned<PullParametersRequest> piece : Resplit.pull(p, layout().routing())) {

@@ -438,6 +438,7 @@ public final class StreamedPushes {
    * the lane writes the rest again on a new stream.
    */
   private void resend(PushLane lane, Moved moved) {
+    traffic.movedRequest();
     // settled first: a trainer stopping meanwhile finds the request still in its lane (dropped)
     client.settle(moved, backoff(lane));
     List<Planned<PushGradientsRequest>> pieces =

@@ -193,6 +193,7 @@ class ElasticRoutingTest {
     assertThat(push.acknowledged()).isCompleted();
     assertThat(waitedMs).as("the resend waited for the commit").isGreaterThanOrEqualTo(250);
     assertThat(cluster.get(from).refusedMoved()).as("refused once: no resend before").isEqualTo(1);
+    assertThat(cluster.traffic.movedRequests()).isEqualTo(1);
     assertResentInPieces();
   }
 
