@@ -1,10 +1,13 @@
 package dev.paramserver.master.coordination;
 
+import com.google.protobuf.InvalidProtocolBufferException;
 import dev.paramserver.coordination.JobKeys;
 import dev.paramserver.coordination.KeyValueStore;
 import dev.paramserver.coordination.KeyValueStore.KeyValue;
 import dev.paramserver.proto.v1.ClusterMap;
+import dev.paramserver.proto.v1.PlacementMap;
 import dev.paramserver.proto.v1.PserverEntry;
+import dev.paramserver.proto.v1.SlotMove;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -20,11 +23,12 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The job's cluster map ({@code ps/}, {@code ps_backup/}, {@code ps_desired}, {@code trainers/})
- * for every Attend stream: one etcd watch per prefix, shared by all subscribers and opened with the
- * first. A burst of changes is read once, {@link #COALESCE_MS} after its first event, in one
- * transaction; subscribers hear a map only when its content changed. The map is also re-read every
- * {@link #REFRESH_MS} in case a watch event was lost (etcd compacted it away).
+ * The job's cluster map ({@code ps/}, {@code ps_backup/}, {@code ps_desired}, {@code trainers/},
+ * and the elastic placement: {@code placement} and {@code placement_move}) for every Attend stream:
+ * one etcd watch per prefix, shared by all subscribers and opened with the first. A burst of
+ * changes is read once, {@link #COALESCE_MS} after its first event, in one transaction; subscribers
+ * hear a map only when its content changed. The map is also re-read every {@link #REFRESH_MS} in
+ * case a watch event was lost (etcd compacted it away).
  */
 final class ClusterMapFeed implements AutoCloseable {
   static final long COALESCE_MS = 50;
@@ -46,7 +50,12 @@ final class ClusterMapFeed implements AutoCloseable {
     this.keys = keys;
     this.executor = executor;
     this.prefixes =
-        List.of(keys.psPrefix(), keys.psBackupPrefix(), keys.psDesired(), keys.trainersPrefix());
+        List.of(
+            keys.psPrefix(),
+            keys.psBackupPrefix(),
+            keys.psDesired(),
+            keys.trainersPrefix(),
+            keys.placement());
     executor.scheduleWithFixedDelay(
         this::refreshQuietly, REFRESH_MS, REFRESH_MS, TimeUnit.MILLISECONDS);
   }
@@ -148,6 +157,18 @@ final class ClusterMapFeed implements AutoCloseable {
             .addAllPservers(pservers);
     for (KeyValue t : r.under(keys.trainersPrefix())) {
       map.addTrainers(t.key().substring(keys.trainersPrefix().length()));
+    }
+    // the prefix holds both keys of the placement: the committed map and the move in progress
+    for (KeyValue p : r.under(keys.placement())) {
+      try {
+        if (p.key().equals(keys.placement())) {
+          map.setPlacement(PlacementMap.parseFrom(p.value()));
+        } else if (p.key().equals(keys.placementMove())) {
+          map.setPlacementMove(SlotMove.parseFrom(p.value()));
+        }
+      } catch (InvalidProtocolBufferException e) {
+        log.warn("{} does not hold a placement record: {}", p.key(), e.getMessage());
+      }
     }
     return map.build();
   }

@@ -2,10 +2,13 @@ package dev.paramserver.master.coordination;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.paramserver.coordination.PlacementStore;
 import dev.paramserver.proto.v1.ClusterMap;
 import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.proto.v1.JoinRequest;
+import dev.paramserver.proto.v1.PlacementMap;
 import dev.paramserver.proto.v1.PserverEntry;
+import dev.paramserver.proto.v1.SlotMove;
 import dev.paramserver.rpc.RpcErrors;
 import dev.paramserver.testsupport.EtcdExtension;
 import dev.paramserver.testsupport.Poll;
@@ -132,6 +135,34 @@ class CoordinationAttendTest {
     master.etcd.kv().delete(keys.ps(1));
     ClusterMap gone = a.until(m -> m.getPserversCount() == 0, Duration.ofSeconds(10));
     assertThat(gone.getRevision()).isGreaterThan(withPs.getRevision());
+  }
+
+  @Test
+  void attend_clusterMap_carriesTheCommittedPlacement_andTheMoveInProgress() throws Exception {
+    PlacementStore store = new PlacementStore(master.etcd.kv(), master.etcd.keys());
+    CoordinationMaster.Attendance a = master.attend(leader, "t1", "s1");
+    heart.scheduleAtFixedRate(a::beat, 0, 600, TimeUnit.MILLISECONDS);
+    ClusterMap first = a.next(Duration.ofSeconds(10));
+    assertThat(first.hasPlacement()).as("none written: the initial map routes").isFalse();
+
+    SlotMove move =
+        SlotMove.newBuilder().setEpoch(1).setFrom(0).setTo(1).addSlots(3).setId("m1").build();
+    assertThat(store.begin(store.read(), move)).isTrue();
+    ClusterMap moving = a.until(ClusterMap::hasPlacementMove, Duration.ofSeconds(10));
+    assertThat(moving.getPlacementMove()).isEqualTo(move);
+
+    PlacementMap committed =
+        PlacementMap.newBuilder()
+            .setEpoch(1)
+            .setPservers(2)
+            .setSlots(2)
+            .addSlotOwners(0)
+            .addSlotOwners(1)
+            .build();
+    assertThat(store.commit(store.read(), committed)).isTrue();
+    ClusterMap after =
+        a.until(m -> m.hasPlacement() && !m.hasPlacementMove(), Duration.ofSeconds(10));
+    assertThat(after.getPlacement()).isEqualTo(committed);
   }
 
   @Test

@@ -1,5 +1,6 @@
 package dev.paramserver.trainer.coordination;
 
+import dev.paramserver.coordination.PlacementStore;
 import dev.paramserver.proto.v1.ClusterMap;
 import dev.paramserver.proto.v1.PserverEntry;
 import java.util.HashMap;
@@ -9,15 +10,19 @@ import java.util.Optional;
 import java.util.SortedSet;
 import java.util.TreeSet;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.function.Consumer;
 
 /**
  * The pservers as the master's cluster maps tell them (the Attend stream's answers): the latest map
  * wins, and each map's differences from the one before reach the listeners as registration changes.
  * A map older than the latest (a lower etcd revision, from a master that lags after a failover) is
- * ignored.
+ * ignored. The maps carry the job's elastic placement too: every map whose placement differs from
+ * the one before reaches the placement listeners.
  */
 final class ClusterMapRegistry implements PserverRegistry {
   private final List<Listener> listeners = new CopyOnWriteArrayList<>();
+  private final List<Consumer<PlacementStore.Read>> placementListeners =
+      new CopyOnWriteArrayList<>();
   private ClusterMap latest = ClusterMap.getDefaultInstance();
   private boolean seen;
 
@@ -29,13 +34,22 @@ final class ClusterMapRegistry implements PserverRegistry {
   boolean apply(ClusterMap map) {
     Map<Integer, PserverEntry> before;
     Map<Integer, PserverEntry> after = byIndex(map);
+    boolean placementChanged;
     synchronized (this) {
       if (seen && map.getRevision() < latest.getRevision()) {
         return false;
       }
       before = byIndex(latest);
+      placementChanged =
+          !seen
+              || !map.getPlacement().equals(latest.getPlacement())
+              || !map.getPlacementMove().equals(latest.getPlacementMove());
       latest = map;
       seen = true;
+    }
+    if (placementChanged) {
+      PlacementStore.Read read = placementOf(map);
+      placementListeners.forEach(l -> l.accept(read));
     }
     for (int index : union(before, after)) {
       PserverEntry was = before.get(index);
@@ -76,6 +90,26 @@ final class ClusterMapRegistry implements PserverRegistry {
   @Override
   public Optional<String> address(int index) {
     return Optional.ofNullable(byIndex(latest()).get(index)).map(PserverEntry::getAddress);
+  }
+
+  @Override
+  public PlacementStore.Read placement() {
+    return placementOf(latest());
+  }
+
+  @Override
+  public AutoCloseable watchPlacement(Consumer<PlacementStore.Read> listener) {
+    placementListeners.add(listener);
+    return () -> placementListeners.remove(listener);
+  }
+
+  /** The placement a map carries, as an etcd read would give it (no revisions: never written). */
+  private static PlacementStore.Read placementOf(ClusterMap map) {
+    return new PlacementStore.Read(
+        map.hasPlacement() ? Optional.of(map.getPlacement()) : Optional.empty(),
+        0,
+        map.hasPlacementMove() ? Optional.of(map.getPlacementMove()) : Optional.empty(),
+        0);
   }
 
   @Override

@@ -2,19 +2,79 @@ package dev.paramserver.trainer.coordination;
 
 import dev.paramserver.coordination.Coordinator;
 import dev.paramserver.coordination.KeyValueStore;
+import dev.paramserver.coordination.PlacementStore;
 import java.nio.charset.StandardCharsets;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Consumer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
-/** The pservers as registered in etcd: {@code ps_desired} and {@code ps/<idx>}. */
+/**
+ * The pservers as registered in etcd: {@code ps_desired} and {@code ps/<idx>}, and the elastic
+ * placement ({@code placement}, {@code placement_move}).
+ */
 public final class EtcdPserverRegistry implements PserverRegistry {
+  private static final Logger log = LoggerFactory.getLogger(EtcdPserverRegistry.class);
+
   private final Coordinator coordinator;
   private final String prefix;
+  private final PlacementStore placement;
 
   public EtcdPserverRegistry(Coordinator coordinator) {
     this.coordinator = coordinator;
     this.prefix = coordinator.keys().psPrefix();
+    this.placement = new PlacementStore(coordinator);
+  }
+
+  @Override
+  public PlacementStore.Read placement() {
+    return placement.read();
+  }
+
+  /**
+   * Reads the placement afresh on each change, on a thread of its own: etcd's watch thread must
+   * never wait for an etcd call. Changes coming in a burst are read once.
+   */
+  @Override
+  public AutoCloseable watchPlacement(Consumer<PlacementStore.Read> listener) {
+    ExecutorService reader =
+        Executors.newSingleThreadExecutor(
+            r -> {
+              Thread t = new Thread(r, "placement-watch");
+              t.setDaemon(true);
+              return t;
+            });
+    AtomicBoolean queued = new AtomicBoolean();
+    AutoCloseable watch =
+        coordinator
+            .kv()
+            .watchPrefix(
+                coordinator.keys().placement(),
+                event -> {
+                  if (queued.compareAndSet(false, true)) {
+                    reader.execute(
+                        () -> {
+                          queued.set(false);
+                          try {
+                            listener.accept(placement.read());
+                          } catch (RuntimeException e) {
+                            log.warn("cannot read the job's placement: {}", e.getMessage());
+                          }
+                        });
+                  }
+                });
+    return () -> {
+      try {
+        watch.close();
+      } finally {
+        reader.shutdownNow();
+      }
+    };
   }
 
   @Override

@@ -1,7 +1,9 @@
 package dev.paramserver.trainer.coordination;
 
+import dev.paramserver.coordination.PlacementStore;
 import java.util.Map;
 import java.util.Optional;
+import java.util.function.Consumer;
 
 /**
  * The job's pservers as registered: how many the job wants ({@code ps_desired}) and the gRPC
@@ -24,6 +26,26 @@ public interface PserverRegistry {
    * closing the handle stops it.
    */
   AutoCloseable watch(Listener listener);
+
+  /**
+   * The job's elastic placement as read now: the committed map (absent: the initial map of {@link
+   * #desired}) and the move in progress. A registry that does not know it says neither.
+   */
+  default PlacementStore.Read placement() {
+    return NO_PLACEMENT;
+  }
+
+  /**
+   * Tells {@code listener} of every change of the placement from now on, with a fresh {@link
+   * #placement} read. The listener must be quick; closing the handle stops it.
+   */
+  default AutoCloseable watchPlacement(Consumer<PlacementStore.Read> listener) {
+    return () -> {};
+  }
+
+  /** Neither a committed map nor a move. */
+  PlacementStore.Read NO_PLACEMENT =
+      new PlacementStore.Read(Optional.empty(), 0, Optional.empty(), 0);
 
   /** A registration change. */
   @FunctionalInterface

@@ -11,6 +11,7 @@ import dev.paramserver.proto.v1.PushGradientsResponse;
 import dev.paramserver.proto.v1.SparseRows;
 import dev.paramserver.proto.v1.TensorBlock;
 import dev.paramserver.proto.v1.TrainingMode;
+import dev.paramserver.rpc.Backoff;
 import dev.paramserver.rpc.StoppedException;
 import dev.paramserver.tensor.TensorCodec;
 import dev.paramserver.trainer.pserver.RequestPlanner.Planned;
@@ -41,6 +42,11 @@ import org.slf4j.LoggerFactory;
  * which step every earlier one was acknowledged; a failed stream's unanswered requests are written
  * again in order on a new one ({@link StreamedPushes}). Failures are acted on by {@link
  * PserverFailures}.
+ *
+ * <p>A request refused with MOVED (elastic placement: nothing of it was applied) is re-split by the
+ * placement the answer names, once the trainer routes by it, and each piece is sent to its owner
+ * with the same identity and {@code origin} set ({@link Resplit}); the pieces' answers are taken in
+ * as the refused request's would have been.
  */
 public final class ParameterClient {
   private static final Logger log = LoggerFactory.getLogger(ParameterClient.class);
@@ -220,7 +226,12 @@ public final class ParameterClient {
           try {
             resp = await(futures.get(i), "pushing gradients");
           } catch (ExecutionException e) {
-            failures.handle(p.pserver(), e.getCause(), latest, "push to", "retrying the push");
+            Optional<Moved> moved = Moved.of(p.pserver(), e.getCause());
+            if (moved.isPresent()) {
+              resp = pushResent(p, moved.get(), latest, calls.backoff());
+            } else {
+              failures.handle(p.pserver(), e.getCause(), latest, "push to", "retrying the push");
+            }
           }
         }
         if (resp == null) {
@@ -274,8 +285,13 @@ public final class ParameterClient {
         try {
           resp = await(futures.get(i), "pulling parameters");
         } catch (ExecutionException e) {
-          streams.pollIfWriter();
-          failures.handle(p.pserver(), e.getCause(), latest, "pull from", "retrying");
+          Optional<Moved> moved = Moved.of(p.pserver(), e.getCause());
+          if (moved.isPresent()) {
+            resp = pullResent(p, moved.get(), latest, calls.backoff());
+          } else {
+            streams.pollIfWriter();
+            failures.handle(p.pserver(), e.getCause(), latest, "pull from", "retrying");
+          }
         }
       }
       storeBlocks((resp != null ? resp : pullWithRetry(p, latest)).getBlocksList(), params);
@@ -311,29 +327,136 @@ public final class ParameterClient {
     traffic.pulled(bytes);
   }
 
-  /** Sends a push to one pserver until it is acknowledged, with backoff (same identity). */
+  /**
+   * Sends a push to one pserver until it is acknowledged, with backoff (same identity); a push
+   * refused with MOVED is re-split and its pieces sent until acknowledged ({@link #pushResent}).
+   */
   private PushGradientsResponse pushWithRetry(Planned<PushGradientsRequest> p, Parameters latest) {
-    return withRetry(
-        p.pserver(),
-        "pushing gradients",
-        "push to",
-        "retrying the push",
-        s -> s.pushGradients(p.request()),
-        latest);
+    return pushWithRetry(p, latest, calls.backoff());
+  }
+
+  private PushGradientsResponse pushWithRetry(
+      Planned<PushGradientsRequest> p, Parameters latest, Backoff movedBackoff) {
+    try {
+      return withRetry(
+          p.pserver(),
+          "pushing gradients",
+          "push to",
+          "retrying the push",
+          s -> s.pushGradients(p.request()),
+          latest);
+    } catch (RefusedMoved r) {
+      return pushResent(p, r.moved, latest, movedBackoff);
+    }
   }
 
   /**
    * Sends a pull to one pserver until it succeeds, with backoff, re-resolving the pserver after a
-   * failure (pulls are safe to repeat).
+   * failure (pulls are safe to repeat); a pull refused with MOVED is re-split and sent again.
    */
   PullParametersResponse pullWithRetry(Planned<PullParametersRequest> p, Parameters latest) {
-    return withRetry(
-        p.pserver(),
-        "pulling parameters",
-        "pull from",
-        "retrying",
-        s -> s.pullParameters(p.request()),
-        latest);
+    return pullWithRetry(p, latest, calls.backoff());
+  }
+
+  /**
+   * The answer to a pull whose first attempt failed with {@code failure}: one refused with MOVED is
+   * re-split at once (sending it to the same pserver again would be refused again), any other is
+   * retried.
+   */
+  PullParametersResponse pullAfter(
+      Planned<PullParametersRequest> p, Throwable failure, Parameters latest) {
+    Optional<Moved> moved = Moved.of(p.pserver(), failure);
+    return moved.isPresent()
+        ? pullResent(p, moved.get(), latest, calls.backoff())
+        : pullWithRetry(p, latest);
+  }
+
+  private PullParametersResponse pullWithRetry(
+      Planned<PullParametersRequest> p, Parameters latest, Backoff movedBackoff) {
+    try {
+      return withRetry(
+          p.pserver(),
+          "pulling parameters",
+          "pull from",
+          "retrying",
+          s -> s.pullParameters(p.request()),
+          latest);
+    } catch (RefusedMoved r) {
+      return pullResent(p, r.moved, latest, movedBackoff);
+    }
+  }
+
+  /**
+   * A push refused with {@code moved}: waits until the trainer routes by the epoch named (or the
+   * move was rolled back), re-splits it by the routing then and sends each piece until it is
+   * acknowledged; the answer is the pieces' together. {@code backoff} paces a request refused again
+   * and again (its pieces share it), so a placement that does not settle is never spun on.
+   */
+  private PushGradientsResponse pushResent(
+      Planned<PushGradientsRequest> p, Moved moved, Parameters latest, Backoff backoff) {
+    traffic.movedRequest();
+    settle(moved, backoff);
+    List<Planned<PushGradientsRequest>> pieces = Resplit.push(p, layout().routing());
+    log.info(
+        "{}: resending step {} part {} as {} pieces",
+        moved,
+        p.request().getStep(),
+        p.request().getPart(),
+        pieces.size());
+    List<PushGradientsResponse> answers = new ArrayList<>(pieces.size());
+    for (Planned<PushGradientsRequest> piece : pieces) {
+      answers.add(pushWithRetry(piece, latest, backoff));
+    }
+    return Resplit.mergePush(answers);
+  }
+
+  /** A pull refused with {@code moved}: as {@link #pushResent}. */
+  private PullParametersResponse pullResent(
+      Planned<PullParametersRequest> p, Moved moved, Parameters latest, Backoff backoff) {
+    traffic.movedRequest();
+    settle(moved, backoff);
+    List<PullParametersResponse> answers = new ArrayList<>();
+    for (Planned<PullParametersRequest> piece : Resplit.pull(p, layout().routing())) {
+      answers.add(pullWithRetry(piece, latest, backoff));
+    }
+    return Resplit.mergePull(answers);
+  }
+
+  /**
+   * Waits, bounded by the call timeout, until a request refused with {@code moved} may be re-split;
+   * the second and later refusals of one request first wait {@code backoff}'s next pause.
+   */
+  void settle(Moved moved, Backoff backoff) {
+    try {
+      if (backoff.attempts() > 0) {
+        if (calls.stopping().getAsBoolean()) {
+          throw new StoppedException("resending a request refused with MOVED");
+        }
+        backoff.pause();
+      } else {
+        backoff.nextDelayMs();
+      }
+      if (!directory.awaitSettled(moved, calls.timeout().toMillis())) {
+        log.warn(
+            "{}, but the trainer saw no such epoch within {} ms: resending by {}",
+            moved,
+            calls.timeout().toMillis(),
+            layout().routing());
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new StoppedException("waiting for placement epoch " + moved.epoch());
+    }
+  }
+
+  /** Ends a retry loop whose call was refused with MOVED: the caller re-splits the request. */
+  private static final class RefusedMoved extends RuntimeException {
+    final Moved moved;
+
+    RefusedMoved(Moved moved) {
+      super(moved.toString(), null, false, false);
+      this.moved = moved;
+    }
   }
 
   /** Runs {@code call} on pserver {@code ps} until it succeeds, acting on each failure. */
@@ -358,6 +481,10 @@ public final class ParameterClient {
               try {
                 return Optional.of(await(call.apply(s), what));
               } catch (ExecutionException e) {
+                Optional<Moved> moved = Moved.of(ps, e.getCause());
+                if (moved.isPresent()) {
+                  throw new RefusedMoved(moved.get());
+                }
                 // a push stream that failed on the same pserver is acted on first
                 streams.pollIfWriter();
                 failures.handle(ps, e.getCause(), latest, callName, action);

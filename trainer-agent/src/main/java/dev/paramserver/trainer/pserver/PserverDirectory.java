@@ -1,6 +1,8 @@
 package dev.paramserver.trainer.pserver;
 
+import dev.paramserver.coordination.PlacementStore;
 import dev.paramserver.proto.v1.ParameterServerGrpc;
+import dev.paramserver.proto.v1.PlacementMap;
 import dev.paramserver.rpc.ChannelFactory;
 import dev.paramserver.rpc.Channels;
 import dev.paramserver.rpc.Retry;
@@ -10,6 +12,8 @@ import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
+import java.util.TreeSet;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
@@ -18,7 +22,9 @@ import org.slf4j.LoggerFactory;
 /**
  * The pservers of the job as registered ({@code ps_desired} and {@code ps/<idx>}, read through the
  * trainer's {@link PserverRegistry}), with one channel each. Watches the registrations so a
- * restarted pserver's new address is used.
+ * restarted pserver's new address is used, and an index that registers later (a job growing) is
+ * found; and watches the job's elastic placement ({@link PlacementWatch}), which decides how many
+ * indexes there are.
  */
 public final class PserverDirectory implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(PserverDirectory.class);
@@ -32,6 +38,7 @@ public final class PserverDirectory implements AutoCloseable {
   private final Object changes = new Object();
   private long changeCount;
   private volatile int count;
+  private final PlacementWatch placement;
 
   /**
    * A directory of the pservers in {@code registry}, whose channels come from {@code
@@ -56,18 +63,39 @@ public final class PserverDirectory implements AutoCloseable {
               }
               signalChange();
             });
+    this.placement = new PlacementWatch(registry);
   }
 
   /**
-   * Waits until {@code ps_desired} is set and that many pservers are registered. A registration the
-   * watch sees ends the wait at once (a pserver writes {@code ps_desired} before it registers), so
-   * a trainer that starts first is not held up to a poll interval after the last pserver
-   * registered; without one it looks again after {@code lookAgain}, in case an event was missed.
+   * Routes {@code layout} by the job's committed placement map from now on, replacing its routing
+   * whenever a newer epoch is committed.
+   */
+  public void follow(ModelLayout layout) {
+    placement.follow(layout);
+  }
+
+  /**
+   * Waits (at most {@code maxMs}) until a request refused with {@code moved} may be re-split (see
+   * {@link PlacementWatch#awaitSettled}).
+   *
+   * @return false when the time ran out first
+   */
+  boolean awaitSettled(Moved moved, long maxMs) throws InterruptedException {
+    return placement.awaitSettled(moved, maxMs);
+  }
+
+  /**
+   * Waits until {@code ps_desired} is set and that many pservers are registered; once the job has a
+   * committed placement map, until every index that owns something in it is registered (an index
+   * the map leaves empty, one being added or drained, is not waited for). A registration the watch
+   * sees ends the wait at once (a pserver writes {@code ps_desired} before it registers), so a
+   * trainer that starts first is not held up to a poll interval after the last pserver registered;
+   * without one it looks again after {@code lookAgain}, in case an event was missed.
    *
    * @param lookAgain the longest wait between two reads of the registrations
    * @param retry the pause between attempts on top of that, kept short (it gives up when the
    *     trainer stops)
-   * @return the number of pservers
+   * @return the number of pservers (the map's count)
    */
   public int awaitAll(Duration lookAgain, Retry retry) {
     long[] lastLog = {0};
@@ -121,15 +149,17 @@ public final class PserverDirectory implements AutoCloseable {
   /** One look at {@code ps_desired} and the registrations: the count once all are there. */
   private Optional<Integer> lookForAll(long[] lastLog) {
     try {
-      int desired = desired();
+      PlacementStore.Read read = registry.placement();
+      int desired = read.map().map(PlacementMap::getPservers).orElseGet(this::desired);
+      Set<Integer> needed = owners(read.map(), desired);
       refresh();
       int registered = 0;
-      for (int i = 0; i < desired; i++) {
+      for (int i : needed) {
         if (addresses.containsKey(i)) {
           registered++;
         }
       }
-      if (desired > 0 && registered == desired) {
+      if (desired > 0 && registered == needed.size()) {
         count = desired;
         log.info("found {} pservers: {}", desired, addresses);
         return Optional.of(desired);
@@ -138,7 +168,7 @@ public final class PserverDirectory implements AutoCloseable {
         log.info(
             "waiting for pservers: {} of {} registered",
             registered,
-            desired == 0 ? "(ps_desired not set yet)" : desired);
+            desired == 0 ? "(ps_desired not set yet)" : needed.size());
         lastLog[0] = System.currentTimeMillis();
       }
     } catch (RuntimeException e) {
@@ -147,11 +177,27 @@ public final class PserverDirectory implements AutoCloseable {
     return Optional.empty();
   }
 
+  /** The indexes that own a slot or block in {@code map}; without one, 0 .. desired-1. */
+  static Set<Integer> owners(Optional<PlacementMap> map, int desired) {
+    Set<Integer> out = new TreeSet<>();
+    if (map.isEmpty()) {
+      for (int i = 0; i < desired; i++) {
+        out.add(i);
+      }
+      return out;
+    }
+    for (int o : map.get().getSlotOwnersList()) {
+      out.add(o);
+    }
+    map.get().getDenseOwnersList().forEach(b -> out.add(b.getOwner()));
+    return out;
+  }
+
   private int desired() {
     return registry.desired();
   }
 
-  /** Number of pservers (after {@link #awaitAll}). */
+  /** Number of pservers when {@link #awaitAll} returned (the routing's count may change since). */
   public int count() {
     return count;
   }
@@ -211,6 +257,7 @@ public final class PserverDirectory implements AutoCloseable {
 
   @Override
   public void close() {
+    placement.close();
     try {
       watch.close();
     } catch (Exception e) {

@@ -18,6 +18,7 @@ public final class PserverTraffic {
   private final AtomicLong bytesPulled = new AtomicLong();
   private final AtomicLong droppedPushes = new AtomicLong();
   private final AtomicLong duplicatePushes = new AtomicLong();
+  private final AtomicLong movedRequests = new AtomicLong();
   private final Map<Integer, AtomicLong> acknowledged = new ConcurrentHashMap<>();
   private volatile IntConsumer newPserverListener = ps -> {};
   private volatile LongConsumer roundTripListener = nanos -> {};
@@ -40,6 +41,14 @@ public final class PserverTraffic {
    */
   public long duplicatePushes() {
     return duplicatePushes.get();
+  }
+
+  /**
+   * Pushes and pulls a pserver refused with MOVED (elastic placement), each re-split by the new map
+   * and resent in pieces.
+   */
+  public long movedRequests() {
+    return movedRequests.get();
   }
 
   /**
@@ -89,6 +98,10 @@ public final class PserverTraffic {
       }
     }
     n.incrementAndGet();
+  }
+
+  void movedRequest() {
+    movedRequests.incrementAndGet();
   }
 
   void duplicatePush() {

@@ -17,6 +17,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Consumer;
+import java.util.function.IntToLongFunction;
 
 /**
  * The pushes of one trainer to one pserver, on one {@code StreamPushes} call at a time: the
@@ -68,7 +69,11 @@ final class PushLane {
   private final PserverDirectory directory;
   private final BlockingQueue<Event> events;
   private final long timeoutMs;
+  // the step through which every push first sent to a pserver index was acknowledged
+  private final IntToLongFunction acknowledgedThrough;
   private final List<Part> unanswered = new ArrayList<>();
+  // how many of unanswered are pieces of other servers' pushes (resent after MOVED)
+  private int pieces;
   // how many of unanswered (from the first) were written on the current call
   private int written;
   private ClientCallStreamObserver<PushGradientsRequest> call;
@@ -81,8 +86,18 @@ final class PushLane {
   private Throwable failure;
   private long retryAtNanos;
 
-  PushLane(int ps, PserverDirectory directory, BlockingQueue<Event> events, long timeoutMs) {
+  /**
+   * @param acknowledgedThrough for a pserver index, the step through which every push first sent to
+   *     it was acknowledged (over every lane: pieces of its pushes resent after MOVED count)
+   */
+  PushLane(
+      int ps,
+      PserverDirectory directory,
+      BlockingQueue<Event> events,
+      long timeoutMs,
+      IntToLongFunction acknowledgedThrough) {
     this.ps = ps;
+    this.acknowledgedThrough = acknowledgedThrough;
     this.directory = directory;
     this.events = events;
     this.timeoutMs = timeoutMs;
@@ -95,6 +110,55 @@ final class PushLane {
   /** Queues a request to write (after those queued before it). */
   void add(Part part) {
     unanswered.add(part);
+    if (part.request.getOrigin() != 0) {
+      pieces++;
+    }
+  }
+
+  private Part removeFirst() {
+    Part p = unanswered.remove(0);
+    if (p.request.getOrigin() != 0) {
+      pieces--;
+    }
+    return p;
+  }
+
+  /**
+   * The step of the oldest request not answered that was first sent to {@code origin}, or
+   * MAX_VALUE: this lane's own requests are in step order, pieces of other servers' pushes (rare,
+   * counted) are looked through only when the lane holds some.
+   */
+  long oldestStepOf(int origin) {
+    long oldest = Long.MAX_VALUE;
+    if (origin == ps && pieces == 0) {
+      return unanswered.isEmpty() ? oldest : unanswered.get(0).request.getStep();
+    }
+    if (origin != ps && pieces == 0) {
+      return oldest;
+    }
+    for (Part p : unanswered) {
+      if (originOf(p) == origin) {
+        oldest = Math.min(oldest, p.request.getStep());
+      }
+    }
+    return oldest;
+  }
+
+  /** The pserver a request was first sent to: its origin, or this lane's for its own. */
+  int originOf(Part p) {
+    int origin = p.request.getOrigin();
+    return origin != 0 ? origin - 1 : ps;
+  }
+
+  /**
+   * Takes the oldest request out of a failed lane: it was refused (MOVED) and goes elsewhere in
+   * pieces.
+   */
+  Part removeHead() {
+    if (failure == null) {
+      throw new IllegalStateException("pserver " + ps + "'s lane takes a request out only failed");
+    }
+    return removeFirst();
   }
 
   /** The oldest request not answered, or null. */
@@ -157,16 +221,18 @@ final class PushLane {
         onFirstWrite.accept(p);
       }
       observer.written.add(p);
-      call.onNext(withWatermark(p.request));
+      call.onNext(withWatermark(p));
     }
   }
 
   /**
    * The request as written now: every step below the oldest request not answered was acknowledged
-   * by this pserver (the requests are answered in order), so the pserver may treat them as done.
+   * by the server it was first sent to (the requests are answered in order), so the pserver may
+   * treat them as done. A piece resent after MOVED carries its origin server's.
    */
-  private PushGradientsRequest withWatermark(PushGradientsRequest req) {
-    long through = unanswered.get(0).request.getStep() - 1;
+  private PushGradientsRequest withWatermark(Part p) {
+    PushGradientsRequest req = p.request;
+    long through = acknowledgedThrough.applyAsLong(originOf(p));
     return req.hasAcknowledgedThrough() && req.getAcknowledgedThrough() == through
         ? req
         : req.toBuilder().setAcknowledgedThrough(through).build();
@@ -202,8 +268,7 @@ final class PushLane {
       onFirstWrite.accept(p);
     }
     ListenableFuture<PushGradientsResponse> f =
-        stub.withDeadlineAfter(timeoutMs, TimeUnit.MILLISECONDS)
-            .pushGradients(withWatermark(p.request));
+        stub.withDeadlineAfter(timeoutMs, TimeUnit.MILLISECONDS).pushGradients(withWatermark(p));
     unaryCall = f;
     f.addListener(
         () -> {
@@ -241,7 +306,7 @@ final class PushLane {
     }
     written--;
     unaryCall = null;
-    return unanswered.remove(0);
+    return removeFirst();
   }
 
   /** True when {@code event} ends the current call (a failure to act on). */
@@ -345,6 +410,7 @@ final class PushLane {
     written = 0;
     failure = null;
     unanswered.clear();
+    pieces = 0;
     return lost;
   }
 

@@ -136,10 +136,15 @@ public final class RequestPlanner {
    */
   public List<Planned<PushGradientsRequest>> pushes(
       Parameters grads, long step, boolean returnValues, boolean returnRows) {
-    Map<Integer, PushGradientsRequest.Builder> sparse = sparsePushes(grads, step, returnRows);
+    Routing routing = layout.routing();
+    Map<Integer, PushGradientsRequest.Builder> sparse =
+        sparsePushes(routing, grads, step, returnRows);
     List<Planned<PushGradientsRequest>> out = new ArrayList<>();
-    for (int ps = 0; ps < layout.pservers(); ps++) {
-      List<List<BlockSpec>> groups = groups(layout.blocksOf(ps));
+    for (int ps = 0; ps < routing.pservers(); ps++) {
+      if (sync && !routing.ownsAnything(ps)) {
+        continue;
+      }
+      List<List<BlockSpec>> groups = groups(routing.blocksOf(ps));
       PushGradientsRequest.Builder rows = sparse.get(ps);
       if (sync) {
         PushGradientsRequest.Builder one = newPush(step);
@@ -168,9 +173,12 @@ public final class RequestPlanner {
    * (the pservers bound each trainer's pushes by the slowest live trainer's).
    */
   public List<Planned<PushGradientsRequest>> emptyPushes(long step) {
+    Routing routing = layout.routing();
     List<Planned<PushGradientsRequest>> out = new ArrayList<>();
-    for (int ps = 0; ps < layout.pservers(); ps++) {
-      out.add(new Planned<>(ps, newPush(step).build()));
+    for (int ps = 0; ps < routing.pservers(); ps++) {
+      if (routing.ownsAnything(ps)) {
+        out.add(new Planned<>(ps, newPush(step).build()));
+      }
     }
     return out;
   }
@@ -205,14 +213,14 @@ public final class RequestPlanner {
    * returnRows} each asks for its rows' values after the push in its answer.
    */
   private Map<Integer, PushGradientsRequest.Builder> sparsePushes(
-      Parameters grads, long step, boolean returnRows) {
+      Routing routing, Parameters grads, long step, boolean returnRows) {
     Map<Integer, PushGradientsRequest.Builder> reqs = new TreeMap<>();
     for (ParameterDef def : layout.sparseTables()) {
       Parameters.SparseTable table = grads.sparse(def.name());
       if (table.isEmpty()) {
         continue;
       }
-      long[][] owned = layout.byOwner(def.name(), table.ids());
+      long[][] owned = routing.byOwner(def.name(), table.ids());
       for (int ps = 0; ps < owned.length; ps++) {
         if (owned[ps].length == 0) {
           continue;
@@ -238,9 +246,10 @@ public final class RequestPlanner {
 
   /** The pulls of every dense block, in request-sized groups. */
   public List<Planned<PullParametersRequest>> pulls() {
+    Routing routing = layout.routing();
     List<Planned<PullParametersRequest>> out = new ArrayList<>();
-    for (int ps = 0; ps < layout.pservers(); ps++) {
-      for (List<BlockSpec> group : groups(layout.blocksOf(ps))) {
+    for (int ps = 0; ps < routing.pservers(); ps++) {
+      for (List<BlockSpec> group : groups(routing.blocksOf(ps))) {
         PullParametersRequest.Builder req = PullParametersRequest.newBuilder();
         req.setTrainerId(trainerId);
         for (BlockSpec b : group) {
@@ -257,9 +266,10 @@ public final class RequestPlanner {
    * ascending).
    */
   public List<Planned<PullParametersRequest>> rowPulls(long[] ids) {
+    Routing routing = layout.routing();
     Map<Integer, PullParametersRequest.Builder> reqs = new TreeMap<>();
     for (ParameterDef def : layout.sparseTables()) {
-      long[][] owned = layout.byOwner(def.name(), ids);
+      long[][] owned = routing.byOwner(def.name(), ids);
       for (int ps = 0; ps < owned.length; ps++) {
         if (owned[ps].length > 0) {
           reqs.computeIfAbsent(ps, k -> PullParametersRequest.newBuilder().setTrainerId(trainerId))
@@ -277,10 +287,11 @@ public final class RequestPlanner {
    * table {@code t} (distinct or not).
    */
   public List<Planned<PullParametersRequest>> rowPulls(Map<String, long[]> ids) {
+    Routing routing = layout.routing();
     Map<Integer, PullParametersRequest.Builder> reqs = new TreeMap<>();
     ids.forEach(
         (table, wanted) -> {
-          long[][] owned = layout.byOwner(table, wanted);
+          long[][] owned = routing.byOwner(table, wanted);
           for (int ps = 0; ps < owned.length; ps++) {
             if (owned[ps].length > 0) {
               reqs.computeIfAbsent(
@@ -308,15 +319,22 @@ public final class RequestPlanner {
    * a table without rows sends none), cut into requests of at most {@link #MAX_REQUEST_BYTES}.
    */
   public List<InitParametersRequest> inits(int ps, Parameters values, String initId) {
+    return inits(layout.routing(), ps, values, initId);
+  }
+
+  /** As {@link #inits(int, Parameters, String)}, by {@code routing}. */
+  public List<InitParametersRequest> inits(
+      Routing routing, int ps, Parameters values, String initId) {
     List<InitParametersRequest> out = new ArrayList<>();
-    for (List<BlockSpec> group : groups(layout.blocksOf(ps))) {
+    for (List<BlockSpec> group : groups(routing.blocksOf(ps))) {
       InitParametersRequest.Builder req = newInit(initId);
       group.forEach(b -> req.addBlocks(block(b, values, DataType.FLOAT32)));
       out.add(req.build());
     }
     for (ParameterDef def : layout.sparseTables()) {
       Parameters.SparseTable table = values.sparse(def.name());
-      long[] owned = layout.byOwner(def.name(), table.ids())[ps];
+      long[][] byOwner = routing.byOwner(def.name(), table.ids());
+      long[] owned = ps < byOwner.length ? byOwner[ps] : new long[0];
       if (owned.length > 0) {
         initRows(def.name(), table, owned, initId, out);
       }

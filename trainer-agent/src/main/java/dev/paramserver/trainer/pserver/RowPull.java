@@ -51,6 +51,7 @@ public final class RowPull {
     List<SparseRows> out = new ArrayList<>();
     for (int i = 0; i < planned.size(); i++) {
       PullParametersResponse resp = null;
+      Throwable failure = null;
       Future<PullParametersResponse> f = futures.get(i);
       if (f != null) {
         try {
@@ -59,12 +60,15 @@ public final class RowPull {
           Thread.currentThread().interrupt();
           throw new StoppedException("pulling rows");
         } catch (ExecutionException e) {
-          // retried below, where the failure is acted on
-          resp = null;
+          // retried below, where the failure is acted on (MOVED: re-split)
+          failure = e.getCause();
         }
       }
       if (resp == null) {
-        resp = client.pullWithRetry(planned.get(i), latest);
+        resp =
+            failure != null
+                ? client.pullAfter(planned.get(i), failure, latest)
+                : client.pullWithRetry(planned.get(i), latest);
       }
       for (SparseRows rows : resp.getSparseRowsList()) {
         client.pulledRows(rows.getData().size());

@@ -46,17 +46,33 @@ public final class ShardInitializer {
     this.calls = calls;
   }
 
-  /** Blocks until every pserver is initialised, initialising them if this trainer wins the lock. */
+  /**
+   * Blocks until every pserver is initialised, initialising them if this trainer wins the lock. A
+   * pserver that owns nothing in the current placement map (new, filled by moves, or drained) is
+   * left alone: trainers never initialise it.
+   */
   public void ensureAll(Parameters values) {
+    Routing routing = planner.layout().routing();
     List<Integer> all = new ArrayList<>();
-    for (int i = 0; i < planner.layout().pservers(); i++) {
-      all.add(i);
+    for (int i = 0; i < routing.pservers(); i++) {
+      if (routing.ownsAnything(i)) {
+        all.add(i);
+      }
     }
     ensure(all, values);
   }
 
-  /** Re-initialises one pserver that lost its state (if no other trainer did it meanwhile). */
+  /**
+   * Re-initialises one pserver that lost its state (if no other trainer did it meanwhile); not one
+   * that owns nothing in the current placement map (a pserver added to a scaled job answers
+   * NOT_INITIALIZED until moves fill it).
+   */
   public void reinitialise(int ps, Parameters values) {
+    if (!planner.layout().routing().ownsAnything(ps)) {
+      log.info(
+          "pserver {} owns nothing in {}: not initialising it", ps, planner.layout().routing());
+      return;
+    }
     ensure(List.of(ps), values);
   }
 
@@ -145,16 +161,22 @@ public final class ShardInitializer {
       return;
     }
     String initId = lock.previousInitId().orElse(UUID.randomUUID().toString());
+    // one map for every pserver of this round: blocks and rows are each sent to one owner
+    Routing routing = planner.layout().routing();
     for (int ps : pservers) {
-      List<InitParametersRequest> requests = planner.inits(ps, values, initId);
+      if (!routing.ownsAnything(ps)) {
+        continue;
+      }
+      List<InitParametersRequest> requests = planner.inits(routing, ps, values, initId);
       log.info(
-          "initialising pserver {} ({}) with {} blocks, {} bytes, init {}",
+          "initialising pserver {} ({}) with {} blocks, {} bytes, init {}, {}",
           ps,
           directory.address(ps),
-          planner.layout().blocksOf(ps).size(),
-          planner.layout().placement().bytesOf(ps),
-          initId);
-      if (!initialiseOne(ps, requests, initId)) {
+          routing.blocksOf(ps).size(),
+          routing.placement().bytesOf(ps),
+          initId,
+          routing);
+      if (!initialiseOne(ps, requests, routing.blocksOf(ps).size(), initId)) {
         return;
       }
     }
@@ -162,7 +184,8 @@ public final class ShardInitializer {
   }
 
   /** Sends one pserver its blocks; false if it is unreachable (the caller tries again later). */
-  private boolean initialiseOne(int ps, List<InitParametersRequest> requests, String initId) {
+  private boolean initialiseOne(
+      int ps, List<InitParametersRequest> requests, int blocks, String initId) {
     try {
       ParameterServerGrpc.ParameterServerFutureStub stub = directory.stub(ps);
       if (stub == null) {
@@ -177,7 +200,7 @@ public final class ShardInitializer {
               FinishInitRequest.newBuilder()
                   .setTrainerId(planner.trainerId())
                   .setInitId(initId)
-                  .setExpectedBlocks(planner.layout().blocksOf(ps).size())
+                  .setExpectedBlocks(blocks)
                   .build())
           .get();
       return true;

@@ -85,6 +85,15 @@ public final class StreamedPush {
     return into;
   }
 
+  /**
+   * One request refused with MOVED goes as {@code pieces} requests instead: each is answered and
+   * acknowledged on its own, and the refused one counts as both once all its pieces do.
+   */
+  void split(int pieces) {
+    unanswered += pieces - 1;
+    unacknowledged.addAndGet(pieces - 1);
+  }
+
   /** Counts one request answered; true when it was the last. */
   boolean answered() {
     return --unanswered == 0;

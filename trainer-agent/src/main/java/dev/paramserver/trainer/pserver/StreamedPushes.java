@@ -17,6 +17,7 @@ import java.util.HashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletableFuture;
@@ -80,7 +81,23 @@ public final class StreamedPushes {
 
   private PushLane lane(int ps) {
     return lanes.computeIfAbsent(
-        ps, k -> new PushLane(k, directory, events, calls.timeout().toMillis()));
+        ps,
+        k ->
+            new PushLane(
+                k, directory, events, calls.timeout().toMillis(), this::acknowledgedThrough));
+  }
+
+  /**
+   * The step through which every push first sent to pserver {@code origin} was acknowledged: one
+   * below the oldest not acknowledged, its own or a piece of one resent elsewhere after MOVED.
+   * Called while a lane writes (under this object's monitor), with the request written unanswered.
+   */
+  private long acknowledgedThrough(int origin) {
+    long oldest = Long.MAX_VALUE;
+    for (PushLane lane : lanes.values()) {
+      oldest = Math.min(oldest, lane.oldestStepOf(origin));
+    }
+    return oldest == Long.MAX_VALUE ? 0 : oldest - 1;
   }
 
   /**
@@ -140,7 +157,8 @@ public final class StreamedPushes {
       handle(e);
     }
     long now = System.nanoTime();
-    for (PushLane lane : lanes.values()) {
+    // a copy: acting on a failure may add the lane of a pserver not pushed to before
+    for (PushLane lane : List.copyOf(lanes.values())) {
       if (lane.checkDeadline(now)) {
         handling = true;
         try {
@@ -381,6 +399,18 @@ public final class StreamedPushes {
       }
       throw new StoppedException("pushing gradients to pserver " + ps);
     }
+    Optional<Moved> moved = Moved.of(ps, cause);
+    if (moved.isPresent()) {
+      try {
+        resend(lane, moved.get());
+      } catch (StoppedException e) {
+        throw e;
+      } catch (RuntimeException e) {
+        fatal = e;
+        throw e;
+      }
+      return;
+    }
     PserverFailures.Kind kind;
     try {
       kind =
@@ -399,6 +429,37 @@ public final class StreamedPushes {
             ? TimeUnit.MILLISECONDS.toNanos(backoff(lane).nextDelayMs())
             : 0;
     lane.retryAt(System.nanoTime() + delayNanos);
+  }
+
+  /**
+   * The oldest request of a lane was refused with MOVED (the stream ended there; nothing of it was
+   * applied): once the trainer routes by the epoch named (a bounded wait), it goes to the owners as
+   * pieces ({@link Resplit}), each queued on its owner's lane and counted as a request of its push;
+   * the lane writes the rest again on a new stream.
+   */
+  private void resend(PushLane lane, Moved moved) {
+    traffic.movedRequest();
+    // settled first: a trainer stopping meanwhile finds the request still in its lane (dropped)
+    client.settle(moved, backoff(lane));
+    List<Planned<PushGradientsRequest>> pieces =
+        Resplit.push(new Planned<>(lane.pserver(), lane.head().request), client.layout().routing());
+    Part refused = lane.removeHead();
+    log.info(
+        "{}: resending step {} part {} as {} pieces",
+        moved,
+        refused.request.getStep(),
+        refused.request.getPart(),
+        pieces.size());
+    refused.push.split(pieces.size());
+    for (Planned<PushGradientsRequest> piece : pieces) {
+      Part part = new Part(refused.push, piece.request());
+      part.counted = true;
+      lane(piece.pserver()).add(part);
+    }
+    lane.retryAt(System.nanoTime());
+    for (Planned<PushGradientsRequest> piece : pieces) {
+      lane(piece.pserver()).pump(this::counted);
+    }
   }
 
   private Backoff backoff(PushLane lane) {

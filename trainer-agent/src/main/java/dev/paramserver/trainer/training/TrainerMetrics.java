@@ -17,8 +17,8 @@ import org.springframework.stereotype.Component;
  * paramserver_trainer_pass}, {@code paramserver_trainer_eval_loss}, {@code
  * paramserver_trainer_eval_accuracy}, {@code paramserver_trainer_bytes_pushed_total}, {@code
  * paramserver_trainer_bytes_pulled_total}, {@code paramserver_trainer_dropped_pushes_total}, {@code
- * paramserver_trainer_duplicate_pushes_total}, {@code
- * paramserver_trainer_pushes_acknowledged_total{pserver}}, {@code
+ * paramserver_trainer_duplicate_pushes_total}, {@code paramserver_trainer_moved_requests_total},
+ * {@code paramserver_trainer_pushes_acknowledged_total{pserver}}, {@code
  * paramserver_trainer_push_round_trip_seconds} (a timer).
  */
 @Component
@@ -73,6 +73,11 @@ public final class TrainerMetrics {
         "Retried pushes a pserver had applied already and acknowledged without applying again",
         traffic,
         t -> t.duplicatePushes());
+    counter(
+        "paramserver.trainer.moved.requests",
+        "Pushes and pulls a pserver refused with MOVED, resent by the new placement in pieces",
+        traffic,
+        t -> t.movedRequests());
     // built once: recorded for every streamed push request
     Timer roundTrip =
         Timer.builder("paramserver.trainer.push.round.trip")

@@ -153,6 +153,8 @@ public class TrainingSetup {
             OptimizerConfigs.dense(props.optimizer()),
             OptimizerConfigs.sparse(props.optimizer()),
             pservers);
+    // routes by the job's committed placement map, and each newer one, from now on
+    directory.follow(layout);
     RequestPlanner planner =
         new RequestPlanner(
             layout,

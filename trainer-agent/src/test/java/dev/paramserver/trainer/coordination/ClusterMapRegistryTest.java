@@ -2,9 +2,15 @@ package dev.paramserver.trainer.coordination;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.paramserver.models.Mlp;
 import dev.paramserver.proto.v1.ClusterMap;
+import dev.paramserver.proto.v1.OptimizerConfig;
+import dev.paramserver.proto.v1.PlacementMap;
 import dev.paramserver.proto.v1.PserverEntry;
+import dev.paramserver.proto.v1.SlotMove;
 import dev.paramserver.rpc.Retry;
+import dev.paramserver.tensor.SlotMap;
+import dev.paramserver.trainer.pserver.ModelLayout;
 import dev.paramserver.trainer.pserver.PserverDirectory;
 import dev.paramserver.trainer.testing.InProcessChannels;
 import java.time.Duration;
@@ -74,6 +80,35 @@ class ClusterMapRegistryTest {
       // woken by the change, not by the 30 s look-again
       assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(5));
       assertThat(directory.address(1)).isEqualTo("b:2");
+    }
+  }
+
+  @Test
+  void thePlacementAMapCarries_routesAFollowingLayout_andChangesReachTheWatchers() {
+    ModelLayout layout =
+        new ModelLayout(
+            new Mlp("mlp", 64, 5, List.of(32), Mlp.Activation.TANH),
+            100,
+            OptimizerConfig.newBuilder().setKind(OptimizerConfig.Kind.SGD).build(),
+            2);
+    PlacementMap grown = SlotMap.initial(layout.blocks(), 2).resized(3).toProto();
+    SlotMove move = SlotMove.newBuilder().setEpoch(2).setFrom(0).setTo(2).addSlots(5).build();
+    ClusterMapRegistry registry = new ClusterMapRegistry();
+    List<Long> moves = new ArrayList<>();
+    registry.watchPlacement(r -> moves.add(r.move().map(SlotMove::getEpoch).orElse(0L)));
+    try (PserverDirectory directory = new PserverDirectory(registry, new InProcessChannels())) {
+      directory.follow(layout);
+      registry.apply(map(1, 2, ps(0, "a:1", 1), ps(1, "b:2", 2)));
+      assertThat(layout.routing().epoch()).as("no map written: the initial one").isZero();
+
+      registry.apply(map(2, 3).toBuilder().setPlacement(grown).setPlacementMove(move).build());
+      assertThat(layout.routing().epoch()).isEqualTo(1);
+      assertThat(layout.pservers()).isEqualTo(3);
+      assertThat(registry.placement().move()).contains(move);
+
+      registry.apply(map(3, 3).toBuilder().setPlacement(grown).build()); // the move rolled back
+      assertThat(registry.placement().move()).isEmpty();
+      assertThat(moves).containsExactly(0L, 2L, 0L);
     }
   }
 }

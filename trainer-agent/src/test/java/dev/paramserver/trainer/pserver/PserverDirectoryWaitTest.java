@@ -5,11 +5,15 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.paramserver.coordination.EtcdCoordinator;
 import dev.paramserver.coordination.EtcdSettings;
+import dev.paramserver.coordination.PlacementStore;
+import dev.paramserver.proto.v1.PlacementMap;
+import dev.paramserver.proto.v1.SlotMove;
 import dev.paramserver.testsupport.EtcdExtension;
 import dev.paramserver.trainer.StopSignal;
 import dev.paramserver.trainer.coordination.EtcdPserverRegistry;
 import dev.paramserver.trainer.testing.InProcessChannels;
 import java.time.Duration;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
@@ -57,5 +61,36 @@ class PserverDirectoryWaitTest {
 
     assertThat(found.get(10, TimeUnit.SECONDS)).isEqualTo(1);
     assertThat(directory.address(0)).isEqualTo("127.0.0.1:1");
+  }
+
+  @Test
+  void awaitAll_withACommittedMap_waitsForTheIndexesOwningSomething_only() throws Exception {
+    coordinator.kv().put(coordinator.keys().psDesired(), "3".getBytes(UTF_8));
+    // a map of 3 indexes where 1 owns nothing (being drained, or not filled yet)
+    PlacementMap map =
+        PlacementMap.newBuilder()
+            .setEpoch(4)
+            .setPservers(3)
+            .setSlots(4)
+            .addAllSlotOwners(List.of(0, 2, 0, 2))
+            .build();
+    PlacementStore store = new PlacementStore(coordinator);
+    SlotMove move = SlotMove.newBuilder().setEpoch(4).setFrom(1).setTo(2).build();
+    assertThat(store.begin(store.read(), move)).isTrue();
+    assertThat(store.commit(store.read(), map)).isTrue();
+    coordinator.kv().put(coordinator.keys().ps(0), "127.0.0.1:1".getBytes(UTF_8));
+
+    CompletableFuture<Integer> found =
+        CompletableFuture.supplyAsync(
+            () ->
+                directory.awaitAll(
+                    Duration.ofSeconds(30),
+                    stop.retry(Duration.ofMillis(5), Duration.ofMillis(5))));
+    Thread.sleep(300);
+    assertThat(found).as("index 2 owns slots and is not registered").isNotDone();
+
+    coordinator.kv().put(coordinator.keys().ps(2), "127.0.0.1:3".getBytes(UTF_8));
+    assertThat(found.get(10, TimeUnit.SECONDS)).as("the map's count").isEqualTo(3);
+    assertThat(directory.address(1)).isNull();
   }
 }

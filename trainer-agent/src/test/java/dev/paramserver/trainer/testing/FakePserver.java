@@ -39,6 +39,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Predicate;
 
 /**
  * A pserver for in-process tests: holds dense blocks and sparse rows, applies plain SGD ({@code
@@ -90,6 +91,11 @@ public final class FakePserver extends ParameterServerGrpc.ParameterServerImplBa
   private volatile boolean stopReading;
   private volatile Runnable resumeReading = () -> {};
   private volatile CountDownLatch pushArrived;
+  // elastic placement: keys ("name#block", "table#row") refused with MOVED to (owner, epoch)
+  private volatile Predicate<String> moved = k -> false;
+  private volatile int movedOwner;
+  private volatile long movedEpoch;
+  private final AtomicInteger refusedMoved = new AtomicInteger();
   private volatile CountDownLatch releasePush;
   private final Server server;
 
@@ -199,6 +205,70 @@ public final class FakePserver extends ParameterServerGrpc.ParameterServerImplBa
     ignoreReturnValues = true;
   }
 
+  /**
+   * Refuses from now every push and pull that touches a key {@code moving} accepts ({@code
+   * name#block} or {@code table#row}) with MOVED naming {@code owner} and {@code epoch}, after the
+   * duplicate check, applying nothing of it (as an old owner once it froze a move's slots).
+   */
+  public void refuseMoved(Predicate<String> moving, int owner, long epoch) {
+    movedOwner = owner;
+    movedEpoch = epoch;
+    moved = moving;
+  }
+
+  /** Serves every key again (the move was rolled back). */
+  public void serveAll() {
+    moved = k -> false;
+  }
+
+  /** Requests refused with MOVED. */
+  public int refusedMoved() {
+    return refusedMoved.get();
+  }
+
+  /**
+   * Takes the job's parameter specs without values, as a pserver added to a scaled job does when
+   * the first move fills it: it serves the rows it is given from then on.
+   */
+  public void installedByMove(List<ParameterSpec> specs) {
+    for (ParameterSpec spec : specs) {
+      if (spec.getSparse()) {
+        widths.put(spec.getName(), (int) spec.getShape(spec.getShapeCount() - 1));
+      }
+    }
+    initialised = true;
+  }
+
+  /** The MOVED answer for a request touching {@code keys}, or null when none moved. */
+  private Throwable movedAnswer(List<String> keys) {
+    Predicate<String> m = moved;
+    for (String key : keys) {
+      if (m.test(key)) {
+        refusedMoved.incrementAndGet();
+        return RpcErrors.toStatus(
+            ErrorReason.MOVED,
+            "fake pserver: " + key + " moved to pserver " + movedOwner,
+            Map.of(
+                "owner",
+                Integer.toString(movedOwner),
+                "epoch",
+                Long.toString(movedEpoch),
+                "slot",
+                "0"));
+      }
+    }
+    return null;
+  }
+
+  private static List<String> keysOf(PushGradientsRequest req) {
+    List<String> keys = new ArrayList<>();
+    req.getGradientsList().forEach(g -> keys.add(g.getName() + "#" + g.getBlock()));
+    for (SparseRows r : req.getSparseGradientsList()) {
+      r.getRowIdsList().forEach(id -> keys.add(r.getName() + "#" + id));
+    }
+    return keys;
+  }
+
   /** Answers StreamPushes with UNIMPLEMENTED, as a pserver older than it. */
   public void refuseStreams() {
     refuseStreams = true;
@@ -234,8 +304,11 @@ public final class FakePserver extends ParameterServerGrpc.ParameterServerImplBa
     return out;
   }
 
+  /** A push's identity; a piece resent after MOVED adds its origin ({@code @origin}). */
   private static String identity(PushGradientsRequest req) {
-    return req.getTrainerId() + "/" + req.getSession() + "/" + req.getStep() + "/" + req.getPart();
+    String id =
+        req.getTrainerId() + "/" + req.getSession() + "/" + req.getStep() + "/" + req.getPart();
+    return req.getOrigin() == 0 ? id : id + "@" + req.getOrigin();
   }
 
   public boolean initialised() {
@@ -355,6 +428,12 @@ public final class FakePserver extends ParameterServerGrpc.ParameterServerImplBa
     }
     if (withdrawnPushes.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
       out.onError(RpcErrors.toStatus(ErrorReason.SYNC_ABORTED, "fake step withdrawn"));
+      return;
+    }
+    // duplicates first: a push applied before its keys moved is still answered as one
+    Throwable refused = seen.contains(identity(req)) ? null : movedAnswer(keysOf(req));
+    if (refused != null) {
+      out.onError(refused);
       return;
     }
     if (req.getStep() != 0 && !seen.add(identity(req))) {
@@ -522,6 +601,16 @@ public final class FakePserver extends ParameterServerGrpc.ParameterServerImplBa
       await(releaseRowPull, "row pull");
     }
     if (failed(out) || notInitialised(out)) {
+      return;
+    }
+    List<String> keys = new ArrayList<>();
+    req.getBlocksList().forEach(b -> keys.add(b.getName() + "#" + b.getBlock()));
+    for (SparseRowsRef r : req.getSparseRowsList()) {
+      r.getRowIdsList().forEach(id -> keys.add(r.getName() + "#" + id));
+    }
+    Throwable refused = movedAnswer(keys);
+    if (refused != null) {
+      out.onError(refused);
       return;
     }
     PullParametersResponse.Builder resp = PullParametersResponse.newBuilder();

@@ -66,6 +66,8 @@ public final class PserverCluster implements AutoCloseable {
             .setLearningRate(LEARNING_RATE)
             .build();
     ModelLayout layout = new ModelLayout(model, blockSize, sgd, count);
+    // as a training session: routes by the job's committed placement map from now on
+    directory.follow(layout);
     planner = new RequestPlanner(layout, "t-test", DataType.FLOAT32, sync);
     CallPolicy calls = new CallPolicy(Duration.ofSeconds(5), Duration.ofMillis(50), stop);
     initializer =
