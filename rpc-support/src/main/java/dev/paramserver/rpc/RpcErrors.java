@@ -35,7 +35,8 @@ public final class RpcErrors {
           NOT_JOINED,
           MODEL_MISMATCH,
           NO_MODEL,
-          WRONG_SHARD ->
+          WRONG_SHARD,
+          MOVED ->
           Code.FAILED_PRECONDITION;
       case UNKNOWN_PARAMETER, UNKNOWN_TASK -> Code.NOT_FOUND;
       case SHAPE_MISMATCH,

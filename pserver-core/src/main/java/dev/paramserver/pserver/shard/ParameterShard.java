@@ -115,7 +115,7 @@ public final class ParameterShard {
    * nothing.
    */
   public PushOutcome pushOutcome(PushGradientsRequest request) {
-    return pushes.pushOutcome(request);
+    return ShardMoves.placed(gate, () -> pushes.pushOutcome(request));
   }
 
   /**
@@ -167,7 +167,7 @@ public final class ParameterShard {
    * synchronous modes waits (blocking) until the shard reached {@code min_step}.
    */
   public PullParametersResponse pull(PullParametersRequest request) {
-    return reads.pull(request);
+    return ShardMoves.placed(gate, () -> reads.pull(request));
   }
 
   /**
@@ -176,7 +176,7 @@ public final class ParameterShard {
    * synchronous modes, once the shard reached {@code step}). Empty when it asks for neither.
    */
   public PullParametersResponse valuesAfter(PushGradientsRequest push, long step) {
-    return reads.valuesAfter(push, step);
+    return ShardMoves.placed(gate, () -> reads.valuesAfter(push, step));
   }
 
   /**

@@ -34,6 +34,7 @@ final class PushPath {
   private final AtomicLong step = new AtomicLong();
   private volatile PushLog pushLog = PushLog.NONE;
   private volatile Replica replica;
+  private volatile RecordTap tap;
   // Held while a logged push is logged, handed to the backup and applied (see logAndApply).
   private final Object order = new Object();
   private volatile SyncAggregator sync;
@@ -95,6 +96,10 @@ final class PushPath {
 
   void attachReplica(Replica replica) {
     this.replica = replica;
+  }
+
+  void attachTap(RecordTap tap) {
+    this.tap = tap;
   }
 
   PushOutcome pushOutcome(PushGradientsRequest request) {
@@ -229,7 +234,8 @@ final class PushPath {
    */
   private long logAndApply(ValidatedPush push, List<PushGradientsRequest> requests, boolean log) {
     Replica r = replica;
-    if (!log || (!pushLog.enabled() && r == null)) {
+    RecordTap t = tap;
+    if (!log || (!pushLog.enabled() && r == null && t == null)) {
       Gradients.apply(push);
       return step.incrementAndGet();
     }
@@ -259,6 +265,9 @@ final class PushPath {
         // the backup's call may send the record after this push was answered and its received
         // buffers released: it gets a copy
         r.append(withRemovals(unaliased(record), removals.recorded()));
+      }
+      if (t != null) {
+        t.append(record);
       }
       reached = step.incrementAndGet();
     }
