@@ -351,6 +351,42 @@ final class PushPath {
     return new ServiceException(ErrorReason.SHUTTING_DOWN, why);
   }
 
+  /**
+   * The new owner of moving slots applies a record their old owner forwarded (already filtered to
+   * them): not checked for ownership, and neither checked nor recorded as a push this server
+   * applied. The old owner applied it exactly once and forwards it once; the trainer never resends
+   * it here (a lost answer is resent to the old owner, which answers it as a duplicate). Recording
+   * it would be wrong: pieces of one refused push resent to two pservers share one identity, and a
+   * record forwarded from one to the other would be taken for a duplicate of the other's piece.
+   *
+   * @return false when the record was skipped (of another initialisation, or empty)
+   */
+  boolean replayForwarded(WalRecord record) {
+    shard.structure().readLock().lock();
+    try {
+      if (!shard.initialised()
+          || !record.getInitId().equals(shard.pendingInitId())
+          || record.getPushesCount() == 0) {
+        return false;
+      }
+      for (PushGradientsRequest r : record.getPushesList()) {
+        logAndApply(
+            ValidatedPush.of(
+                r,
+                shard.parameters(),
+                shard.blocks(),
+                shard.tables(),
+                false,
+                RowOwnership.UNCHECKED),
+            List.of(r),
+            false);
+      }
+      return true;
+    } finally {
+      shard.structure().readLock().unlock();
+    }
+  }
+
   boolean replay(WalRecord record) {
     shard.structure().readLock().lock();
     try {

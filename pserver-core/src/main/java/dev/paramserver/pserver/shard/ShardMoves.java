@@ -74,6 +74,11 @@ public final class ShardMoves {
     return SlotTransfer.filter(record, m, fromIndex);
   }
 
+  /** Applies a record a move's old owner forwarded (see {@link PushPath#replayForwarded}). */
+  public boolean applyForwarded(WalRecord record) {
+    return shard.pushes.replayForwarded(record);
+  }
+
   /** Returns once every push that passed its checks before this call was applied. */
   public void awaitApplies() {
     shard.structure().writeLock().lock();

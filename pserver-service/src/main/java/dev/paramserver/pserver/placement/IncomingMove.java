@@ -10,7 +10,6 @@ import dev.paramserver.proto.v1.SlotMovesGrpc;
 import dev.paramserver.pserver.role.ShardPersistence;
 import dev.paramserver.pserver.shard.MoveCounts;
 import dev.paramserver.pserver.shard.MovingSlots;
-import dev.paramserver.pserver.shard.ParameterShard;
 import dev.paramserver.pserver.shard.ShardMoves;
 import dev.paramserver.rpc.ErrorMappingInterceptor;
 import io.grpc.stub.StreamObserver;
@@ -30,7 +29,6 @@ import org.springframework.beans.factory.ObjectProvider;
 final class IncomingMove implements StreamObserver<MoveInChunk> {
   private static final Logger log = LoggerFactory.getLogger(IncomingMove.class);
 
-  private final ParameterShard shard;
   private final ShardMoves moves;
   private final PlacementFollower follower;
   private final MoveMetrics metrics;
@@ -45,14 +43,12 @@ final class IncomingMove implements StreamObserver<MoveInChunk> {
   private boolean done;
 
   IncomingMove(
-      ParameterShard shard,
       ShardMoves moves,
       PlacementFollower follower,
       MoveMetrics metrics,
       ObjectProvider<ShardPersistence> persistence,
       Executor blocking,
       StreamObserver<MoveInResponse> out) {
-    this.shard = shard;
     this.moves = moves;
     this.follower = follower;
     this.metrics = metrics;
@@ -79,7 +75,7 @@ final class IncomingMove implements StreamObserver<MoveInChunk> {
       }
       if (chunk.hasRecord()) {
         install();
-        shard.replay(chunk.getRecord());
+        moves.applyForwarded(chunk.getRecord());
         records++;
       }
       if (chunk.getCaughtUp()) {

@@ -167,6 +167,6 @@ public final class SlotMovesGrpcService extends SlotMovesGrpc.SlotMovesImplBase 
 
   @Override
   public StreamObserver<MoveInChunk> moveIn(StreamObserver<MoveInResponse> out) {
-    return new IncomingMove(shard, moves, follower, metrics, persistence, blocking, out);
+    return new IncomingMove(moves, follower, metrics, persistence, blocking, out);
   }
 }
