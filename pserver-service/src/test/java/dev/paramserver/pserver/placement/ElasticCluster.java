@@ -158,6 +158,13 @@ final class ElasticCluster implements AutoCloseable {
 
   /** Initialises pservers 0..n-1 with the blocks the initial map of n gives each. */
   void initialise(int n) {
+    for (int i = 0; i < n; i++) {
+      initialise(i, n, INIT);
+    }
+  }
+
+  /** Initialises pserver {@code i} as {@code initId}, with the blocks the map of n gives it. */
+  void initialise(int i, int n, String initId) {
     ParameterSpec w = dense(DENSE, BLOCK * BLOCKS, BLOCK, sgd(1));
     ParameterSpec emb =
         ParameterSpec.newBuilder()
@@ -169,7 +176,7 @@ final class ElasticCluster implements AutoCloseable {
             .setOptimizer(sgd(1))
             .build();
     SlotMap initial = SlotMap.initial(blockSpecs(), n);
-    for (int i = 0; i < n; i++) {
+    {
       List<TensorBlock> mine = new ArrayList<>();
       for (int b = 0; b < BLOCKS; b++) {
         if (initial.ownerOfBlock(DENSE, b) == i) {
@@ -181,14 +188,14 @@ final class ElasticCluster implements AutoCloseable {
           Duration.ofSeconds(30),
           () -> {
             try {
-              ps(index).initParameters(init(INIT, List.of(w, emb), mine));
+              ps(index).initParameters(init(initId, List.of(w, emb), mine));
               return true;
             } catch (StatusRuntimeException e) {
               return false;
             }
           },
           "InitParameters accepted by pserver " + i);
-      ps(i).finishInit(finish(INIT, mine.size()));
+      ps(i).finishInit(finish(initId, mine.size()));
     }
   }
 

@@ -11,6 +11,7 @@ import static org.assertj.core.api.Assertions.catchThrowableOfType;
 import dev.paramserver.coordination.PlacementStore;
 import dev.paramserver.proto.v1.DataType;
 import dev.paramserver.proto.v1.ErrorReason;
+import dev.paramserver.proto.v1.GetShardStatusRequest;
 import dev.paramserver.proto.v1.MoveOutResponse;
 import dev.paramserver.proto.v1.PushGradientsRequest;
 import dev.paramserver.proto.v1.SlotMove;
@@ -21,12 +22,16 @@ import dev.paramserver.tensor.SlotMap;
 import dev.paramserver.tensor.TensorCodec;
 import dev.paramserver.testsupport.EtcdExtension;
 import dev.paramserver.testsupport.Poll;
+import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -150,6 +155,136 @@ class ElasticMoveTest {
             "pserver " + i + " serving epoch " + shrunk.epoch());
       }
       assertValues(c, shrunk, sums);
+    }
+  }
+
+  @Test
+  @Timeout(180)
+  void newOwnerClosedDuringAMove_theMoveIsRolledBack_andTheOldOwnerServesWithNothingLost()
+      throws Exception {
+    try (ElasticCluster c = new ElasticCluster(etcd)) {
+      c.start(0, 2);
+      c.start(1, 2);
+      c.initialise(2);
+      c.setDesired(3);
+      c.start(2, 3);
+      PlacementPusher.Sums sums = new PlacementPusher.Sums();
+      PlacementPusher pusher = new PlacementPusher(c, "t0", ROWS, 2, 13, sums);
+      Thread thread = new Thread(pusher, "pusher");
+      thread.setDaemon(true);
+      thread.start();
+      Poll.until(Duration.ofSeconds(20), () -> pusher.steps.get() >= 20, "pushes before the move");
+
+      SlotMap start = c.committed(2);
+      PlacementStore.Read read = c.store.read();
+      SlotMove move =
+          start.movesTo(start.resized(3), 512).get(0).toBuilder()
+              .setEpoch(1)
+              .setId("killed-0")
+              .build();
+      assertThat(c.store.begin(read, move)).isTrue();
+      PlacementFollower b = c.context(2).getBean(PlacementFollower.class);
+      CompletableFuture<MoveOutResponse> out =
+          CompletableFuture.supplyAsync(() -> c.moves(move.getFrom()).moveOut(move));
+      // the new owner is closed while it takes the move in: the move fails (the old owner rolls
+      // it back), or the new owner finished it while closing and no commit comes (the old owner
+      // rolls it back itself after move-timeout)
+      Poll.until(
+          Duration.ofSeconds(20),
+          () -> b.incoming() != null || out.isDone(),
+          "pserver 2 taking the move in");
+      c.stop(2);
+      Throwable failed = null;
+      try {
+        out.get(60, TimeUnit.SECONDS);
+      } catch (ExecutionException e) {
+        failed = e.getCause();
+      }
+      if (failed != null) {
+        assertThat(Status.fromThrowable(failed).getCode())
+            .isIn(Status.Code.UNAVAILABLE, Status.Code.FAILED_PRECONDITION);
+      }
+      // the old owner rolled it back (or, when the copy had not reached it, the coordinator does)
+      Poll.until(
+          Duration.ofSeconds(30),
+          () -> {
+            PlacementStore.Read r = c.store.read();
+            if (r.move().isPresent() && out.isCompletedExceptionally()) {
+              c.store.abort(r);
+            }
+            return c.store.read().move().isEmpty();
+          },
+          "move rolled back");
+      assertThat(c.store.read().epoch()).isZero();
+      Poll.until(
+          Duration.ofSeconds(10),
+          () ->
+              c.ps(0)
+                  .getShardStatus(GetShardStatusRequest.getDefaultInstance())
+                  .getMoveInProgress()
+                  .isEmpty(),
+          "pserver 0 serving its slots again");
+      int steps = pusher.steps.get();
+      Poll.until(Duration.ofSeconds(20), () -> pusher.steps.get() >= steps + 20, "pushes after");
+      pusher.stop();
+      thread.join(30_000);
+      if (pusher.failure.get() != null) {
+        throw new AssertionError("pusher failed", pusher.failure.get());
+      }
+      assertValues(c, c.committed(2), sums);
+    }
+  }
+
+  @Test
+  @Timeout(120)
+  void newOwnerRefusingTheMove_theOldOwnerRollsItBackItself_andServesWithNothingLost()
+      throws Exception {
+    try (ElasticCluster c = new ElasticCluster(etcd)) {
+      c.start(0, 2);
+      c.start(1, 2);
+      c.initialise(2);
+      c.setDesired(3);
+      c.start(2, 3);
+      // pserver 2 holds another initialisation: it refuses the copy once it has it all
+      c.initialise(2, 3, "another-init");
+      PlacementPusher.Sums sums = new PlacementPusher.Sums();
+      PlacementPusher pusher = new PlacementPusher(c, "t0", ROWS, 2, 17, sums);
+      Thread thread = new Thread(pusher, "pusher");
+      thread.setDaemon(true);
+      thread.start();
+      Poll.until(Duration.ofSeconds(20), () -> pusher.steps.get() >= 20, "pushes before the move");
+
+      SlotMap start = c.committed(2);
+      SlotMove move =
+          start.movesTo(start.resized(3), 512).get(0).toBuilder()
+              .setEpoch(1)
+              .setId("refused-0")
+              .build();
+      assertThat(c.store.begin(c.store.read(), move)).isTrue();
+      StatusRuntimeException failed =
+          catchThrowableOfType(
+              StatusRuntimeException.class, () -> c.moves(move.getFrom()).moveOut(move));
+      assertThat(failed.getStatus().getCode()).isEqualTo(Status.Code.UNAVAILABLE);
+      assertThat(failed.getStatus().getDescription()).contains("refused-0", "rolled back");
+      // rolled back by the old owner itself (a fenced delete), before it answered
+      assertThat(c.store.read().move()).isEmpty();
+      assertThat(c.store.read().epoch()).isZero();
+      Poll.until(
+          Duration.ofSeconds(10),
+          () ->
+              c.ps(0)
+                  .getShardStatus(GetShardStatusRequest.getDefaultInstance())
+                  .getMoveInProgress()
+                  .isEmpty(),
+          "pserver 0 serving its slots again");
+      int steps = pusher.steps.get();
+      Poll.until(Duration.ofSeconds(20), () -> pusher.steps.get() >= steps + 20, "pushes after");
+      pusher.stop();
+      thread.join(30_000);
+      if (pusher.failure.get() != null) {
+        throw new AssertionError("pusher failed", pusher.failure.get());
+      }
+      assertValues(c, c.committed(2), sums);
     }
   }
 
