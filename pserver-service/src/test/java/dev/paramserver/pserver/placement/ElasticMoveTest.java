@@ -288,6 +288,63 @@ class ElasticMoveTest {
     }
   }
 
+  @Test
+  @Timeout(120)
+  void restartedOldOwner_readsTheCommittedMap_andServesAccordingly() throws Exception {
+    try (ElasticCluster c = new ElasticCluster(etcd)) {
+      c.start(0, 2);
+      c.start(1, 2);
+      c.initialise(2);
+      c.setDesired(3);
+      c.start(2, 3);
+      PlacementPusher.Sums sums = new PlacementPusher.Sums();
+      PlacementPusher pusher = new PlacementPusher(c, "t0", ROWS, 2, 19, sums);
+      Thread thread = new Thread(pusher, "pusher");
+      thread.setDaemon(true);
+      thread.start();
+      Poll.until(Duration.ofSeconds(20), () -> pusher.steps.get() >= 20, "pushes before the move");
+      SlotMap start = c.committed(2);
+      SlotMove move =
+          start.movesTo(start.resized(3), 512).get(0).toBuilder()
+              .setEpoch(1)
+              .setId("restart-0")
+              .build();
+      assertThat(move.getBlocksCount()).isOne();
+      assertThat(c.store.begin(c.store.read(), move)).isTrue();
+      c.moves(0).moveOut(move);
+      SlotMap moved = start.with(move);
+      assertThat(c.store.commit(c.store.read(), moved.toProto())).isTrue();
+      int steps = pusher.steps.get();
+      Poll.until(Duration.ofSeconds(20), () -> pusher.steps.get() >= steps + 20, "pushes after");
+      pusher.stop();
+      thread.join(30_000);
+      if (pusher.failure.get() != null) {
+        throw new AssertionError("pusher failed", pusher.failure.get());
+      }
+
+      c.stop(0);
+      c.start(0, 2);
+      assertThat(c.epochServed(0)).isEqualTo(1);
+      long row = rowOwnedBy(moved, 2, start, 0);
+      StatusRuntimeException refused =
+          catchThrowableOfType(
+              StatusRuntimeException.class, () -> c.ps(0).pushGradients(probe(row)));
+      assertThat(RpcErrors.reasonOf(refused)).isEqualTo(ErrorReason.MOVED);
+      assertThat(RpcErrors.metadataOf(refused))
+          .containsEntry("owner", "2")
+          .containsEntry("epoch", "1");
+      String block = move.getBlocks(0).getName() + "#" + move.getBlocks(0).getBlock();
+      StatusRuntimeException blockRefused =
+          catchThrowableOfType(
+              StatusRuntimeException.class, () -> c.pullBlock(0, move.getBlocks(0).getBlock()));
+      assertThat(RpcErrors.reasonOf(blockRefused)).isEqualTo(ErrorReason.MOVED);
+      assertThat(RpcErrors.metadataOf(blockRefused))
+          .containsEntry("owner", "2")
+          .containsEntry("block", block);
+      assertValues(c, moved, sums);
+    }
+  }
+
   /** Every block and row, pulled from its owner, equals its initial value minus the sums. */
   static void assertValues(ElasticCluster c, SlotMap map, PlacementPusher.Sums sums) {
     for (int b = 0; b < BLOCKS; b++) {
