@@ -15,6 +15,7 @@ import dev.paramserver.rpc.ErrorMappingInterceptor;
 import io.grpc.stub.StreamObserver;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -41,6 +42,9 @@ final class IncomingMove implements StreamObserver<MoveInChunk> {
   private long bytes;
   private long records;
   private boolean done;
+  // the chunks' handling, in order (see onNext); guarded by order, never held while handling
+  private final Object order = new Object();
+  private CompletableFuture<Void> tail = CompletableFuture.completedFuture(null);
 
   IncomingMove(
       ShardMoves moves,
@@ -57,8 +61,19 @@ final class IncomingMove implements StreamObserver<MoveInChunk> {
     this.out = out;
   }
 
+  /**
+   * Handles the chunks in order on the blocking executor, one after the other: taking the move
+   * reads etcd and installing the copy takes the shard's write lock, neither of which may hold a
+   * transport thread.
+   */
   @Override
   public void onNext(MoveInChunk chunk) {
+    synchronized (order) {
+      tail = tail.thenRunAsync(() -> handle(chunk), blocking);
+    }
+  }
+
+  private synchronized void handle(MoveInChunk chunk) {
     if (done) {
       return;
     }
@@ -81,7 +96,7 @@ final class IncomingMove implements StreamObserver<MoveInChunk> {
       if (chunk.getCaughtUp()) {
         install();
         done = true;
-        blocking.execute(this::finish);
+        finish();
       }
     } catch (IOException e) {
       fail(new UncheckedIOException(e));
@@ -154,6 +169,12 @@ final class IncomingMove implements StreamObserver<MoveInChunk> {
 
   @Override
   public void onError(Throwable t) {
+    synchronized (order) {
+      tail = tail.thenRunAsync(() -> failed(t), blocking);
+    }
+  }
+
+  private synchronized void failed(Throwable t) {
     if (!done && moving != null) {
       log.warn(
           "{}: the old owner's stream failed ({}): dropping what was staged", moving, t.toString());
@@ -164,8 +185,17 @@ final class IncomingMove implements StreamObserver<MoveInChunk> {
 
   @Override
   public void onCompleted() {
-    if (!done) {
-      fail(SlotMovesGrpcService.refused("MoveIn ended before caught_up"));
+    synchronized (order) {
+      tail =
+          tail.thenRunAsync(
+              () -> {
+                synchronized (this) {
+                  if (!done) {
+                    fail(SlotMovesGrpcService.refused("MoveIn ended before caught_up"));
+                  }
+                }
+              },
+              blocking);
     }
   }
 }
