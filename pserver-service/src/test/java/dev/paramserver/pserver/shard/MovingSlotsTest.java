@@ -95,6 +95,26 @@ class MovingSlotsTest {
   }
 
   @Test
+  void aRestartedOldOwner_dropsTheRowsItsLogReplayedOfSlotsThatMovedAway() {
+    ParameterShard old = shard(MOVE.getFrom());
+    ShardMoves moves = new ShardMoves(old);
+    long hash = ShardPlacement.tableHash(TABLE);
+    long kept = ROW + 1;
+    while (INITIAL.ownerOfRow(hash, kept) != MOVE.getFrom() || INITIAL.slotOf(hash, kept) == SLOT) {
+      kept++;
+    }
+    // as a restart replays them: records are not checked for ownership
+    old.push(push(ROW));
+    old.push(push(kept));
+    assertThat(old.sparseTable(TABLE).orElseThrow().rows()).isEqualTo(2);
+
+    MoveCounts dropped = moves.dropUnowned(INITIAL.with(MOVE), MOVE.getFrom());
+    assertThat(dropped.rows()).isOne();
+    assertThat(old.sparseTable(TABLE).orElseThrow().rows()).isOne();
+    assertThat(old.sparseTable(TABLE).orElseThrow().evictions()).isZero();
+  }
+
+  @Test
   @Timeout(10)
   void theNewOwner_holdsARequestForAnIncomingSlot_untilTheCommit() throws Exception {
     ParameterShard next = shard(MOVE.getTo());
