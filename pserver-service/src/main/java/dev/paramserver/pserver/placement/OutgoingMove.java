@@ -14,6 +14,8 @@ import dev.paramserver.rpc.Channels;
 import io.grpc.ManagedChannel;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
+import io.grpc.stub.ClientCallStreamObserver;
+import io.grpc.stub.ClientResponseObserver;
 import io.grpc.stub.StreamObserver;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
@@ -47,6 +49,8 @@ final class OutgoingMove {
   private final ConcurrentLinkedQueue<WalRecord> records = new ConcurrentLinkedQueue<>();
   private long bytes;
   private long sent;
+  // notified when the MoveIn stream takes more data, or ends
+  private final Object ready = new Object();
 
   OutgoingMove(
       ShardMoves shard,
@@ -63,6 +67,31 @@ final class OutgoingMove {
     this.address = address;
   }
 
+  /**
+   * Sends {@code chunk} once the stream takes more (gRPC's flow control: the copy is not queued in
+   * memory faster than the new owner reads it), failing when it takes nothing for {@code timeout}
+   * or the new owner already answered (an error).
+   */
+  private void send(StreamObserver<MoveInChunk> to, CompletableFuture<?> answer, MoveInChunk chunk)
+      throws InterruptedException, ExecutionException {
+    ClientCallStreamObserver<MoveInChunk> call = (ClientCallStreamObserver<MoveInChunk>) to;
+    long deadline = System.nanoTime() + timeout.toNanos();
+    synchronized (ready) {
+      while (!call.isReady() && !answer.isDone()) {
+        long left = deadline - System.nanoTime();
+        if (left <= 0) {
+          throw new IllegalStateException(
+              "pserver " + moving.to() + " took no data for " + timeout + " (MoveIn)");
+        }
+        TimeUnit.NANOSECONDS.timedWait(ready, Math.min(left, TimeUnit.MILLISECONDS.toNanos(100)));
+      }
+    }
+    if (answer.isCompletedExceptionally()) {
+      answer.get(); // throws the new owner's error
+    }
+    to.onNext(chunk);
+  }
+
   MoveOutResponse run() {
     int index = moving.from();
     ManagedChannel channel = Channels.forAddress(address);
@@ -71,7 +100,17 @@ final class OutgoingMove {
         SlotMovesGrpc.newStub(channel)
             .withDeadlineAfter(Math.max(60_000, timeout.toMillis() * 6), TimeUnit.MILLISECONDS)
             .moveIn(
-                new StreamObserver<>() {
+                new ClientResponseObserver<MoveInChunk, MoveInResponse>() {
+                  @Override
+                  public void beforeStart(ClientCallStreamObserver<MoveInChunk> stream) {
+                    stream.setOnReadyHandler(
+                        () -> {
+                          synchronized (ready) {
+                            ready.notifyAll();
+                          }
+                        });
+                  }
+
                   @Override
                   public void onNext(MoveInResponse value) {
                     answer.complete(value);
@@ -80,6 +119,9 @@ final class OutgoingMove {
                   @Override
                   public void onError(Throwable t) {
                     answer.completeExceptionally(t);
+                    synchronized (ready) {
+                      ready.notifyAll();
+                    }
                   }
 
                   @Override
@@ -90,7 +132,7 @@ final class OutgoingMove {
                 });
     boolean frozen = false;
     try {
-      to.onNext(MoveInChunk.newBuilder().setMove(moving.move()).build());
+      send(to, answer, MoveInChunk.newBuilder().setMove(moving.move()).build());
       ByteArrayOutputStream copy = new ByteArrayOutputStream();
       long cut = System.nanoTime();
       MoveCounts counts =
@@ -108,11 +150,13 @@ final class OutgoingMove {
       byte[] bytesOfCopy = copy.toByteArray();
       for (int at = 0; at < bytesOfCopy.length; at += CHUNK_BYTES) {
         int n = Math.min(CHUNK_BYTES, bytesOfCopy.length - at);
-        to.onNext(
+        send(
+            to,
+            answer,
             MoveInChunk.newBuilder().setCopy(ByteString.copyFrom(bytesOfCopy, at, n)).build());
       }
       bytes += bytesOfCopy.length;
-      sendRecords(to);
+      sendRecords(to, answer);
       long copyMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - cut);
       long freezeAt = System.nanoTime();
       follower.freeze(moving);
@@ -121,8 +165,8 @@ final class OutgoingMove {
       // queued) once this returns; later ones are refused
       shard.awaitApplies();
       shard.attachTap(null);
-      sendRecords(to);
-      to.onNext(MoveInChunk.newBuilder().setCaughtUp(true).build());
+      sendRecords(to, answer);
+      send(to, answer, MoveInChunk.newBuilder().setCaughtUp(true).build());
       to.onCompleted();
       MoveInResponse in = answer.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
       long stallMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - freezeAt);
@@ -178,9 +222,10 @@ final class OutgoingMove {
     }
   }
 
-  private void sendRecords(StreamObserver<MoveInChunk> to) {
+  private void sendRecords(StreamObserver<MoveInChunk> to, CompletableFuture<?> answer)
+      throws InterruptedException, ExecutionException {
     for (WalRecord r = records.poll(); r != null; r = records.poll()) {
-      to.onNext(MoveInChunk.newBuilder().setRecord(r).build());
+      send(to, answer, MoveInChunk.newBuilder().setRecord(r).build());
       bytes += r.getSerializedSize();
       sent++;
     }
