@@ -136,9 +136,12 @@ public final class ParameterShard {
     return pushes.replayReplicated(record);
   }
 
-  /** True when a push may wait (a synchronous mode, or a log that fsyncs before answering). */
+  /** True when a push may wait (synchronous mode, fsyncing log, backup, a slot move coming in). */
   public boolean pushMayBlock() {
-    return mode != TrainingMode.ASYNC || pushes.pushLog().blocks() || pushes.replica() != null;
+    return mode != TrainingMode.ASYNC
+        || pushes.pushLog().blocks()
+        || pushes.replica() != null
+        || gate.rowOwnership().awaitsMove();
   }
 
   /** Sends each record logged from now on to {@code replica} (null: none). Lifecycle only. */

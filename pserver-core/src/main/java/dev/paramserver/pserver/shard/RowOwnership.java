@@ -72,6 +72,11 @@ public final class RowOwnership {
     return map == null ? 0 : map.pservers();
   }
 
+  /** True while a move into this pserver is in progress: a request for its slots waits. */
+  boolean awaitsMove() {
+    return incoming != null;
+  }
+
   /** The committed placement epoch checked against (0 also when unchecked). */
   public long epoch() {
     return map == null ? 0 : map.epoch();

@@ -41,6 +41,15 @@ public final class ShardMoves {
     return shard.gate().rowOwnership();
   }
 
+  /**
+   * True while a slot move into this pserver is in progress: a trainer's request for its slots
+   * waits for the commit (up to {@link #PLACEMENT_WAIT_NANOS}), so it must not run on a transport
+   * thread.
+   */
+  public boolean awaitsMove() {
+    return shard.gate().rowOwnership().awaitsMove();
+  }
+
   /** Hands every record applied from now on to {@code tap} (null: none). */
   public void attachTap(RecordTap tap) {
     shard.pushes.attachTap(tap);
