@@ -3,6 +3,7 @@ package dev.paramserver.pserver;
 import dev.paramserver.coordination.Coordinator;
 import dev.paramserver.pserver.role.ShardLifecycle;
 import dev.paramserver.pserver.shard.ParameterShard;
+import dev.paramserver.pserver.shard.ShardMoves;
 import dev.paramserver.pserver.shard.SyncAggregator;
 import dev.paramserver.pserver.sparse.EvictionPolicy;
 import dev.paramserver.pserver.sparse.SparseBudget;
@@ -42,6 +43,12 @@ public class PserverConfiguration {
   @Bean
   ParameterShard parameterShard(PserverProperties properties) {
     return new ParameterShard(properties.rejectNonFinite(), sparseSettings(properties.sparse()));
+  }
+
+  /** The shard's side of elastic placement (slot moves), used by the placement package. */
+  @Bean
+  ShardMoves shardMoves(ParameterShard shard) {
+    return new ShardMoves(shard);
   }
 
   /**

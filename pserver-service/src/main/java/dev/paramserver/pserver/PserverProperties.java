@@ -63,6 +63,11 @@ import org.springframework.validation.annotation.Validated;
  *     as views of the buffers gRPC received them in, instead of copying their bytes (default true);
  *     false uses gRPC's stock protobuf parser. Metrics {@code paramserver.pserver.zero.copy.parses}
  *     and {@code paramserver.pserver.zero.copy.fallbacks} count the two
+ * @param moveTimeout elastic placement (docs/explanation/elastic.md): how long the old owner of
+ *     moving slots waits, after the new owner holds them, for the coordinator to commit the move
+ *     (or roll it back) before it rolls the move back itself (a fenced delete of {@code
+ *     placement_move}) and serves the slots again: a coordinator that died mid-move must not leave
+ *     the slots refused for ever
  */
 @Validated
 @ConfigurationProperties("paramserver.pserver")
@@ -81,7 +86,8 @@ public record PserverProperties(
     @DefaultValue("1") @Min(1) @Max(2) int replicas,
     @DefaultValue("10s") @NotNull Duration replicationTimeout,
     @DefaultValue("0") @Min(0) @Max(65535) int advertisePort,
-    @DefaultValue("true") boolean zeroCopy) {
+    @DefaultValue("true") boolean zeroCopy,
+    @DefaultValue("10s") @NotNull Duration moveTimeout) {
 
   /** Whether the shards' checkpoints are cut independently or at one job-wide step. */
   public enum CheckpointConsistency {

@@ -14,13 +14,19 @@ import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
- * Per trainer run (trainer id, session): which pushes a shard applied, as a window. Every step up
- * to {@code complete} counts as applied; for each step above it, the parts applied. Decides whether
- * a push is a duplicate (see {@code ParameterServer.PushGradients}). {@code complete} advances with
- * the pushes recorded: to a windowed push's {@code acknowledged_through} (the trainer holds the
- * answers of every step up to it, so none of them is sent again but as a duplicate), or, for a push
- * without it (one step at a time), to the step below it. A push is checked and recorded while its
- * run's {@link Run} monitor is held, so two copies of one push in flight at once apply once.
+ * Per trainer run (trainer id, session, origin): which pushes a shard applied, as a window. Every
+ * step up to {@code complete} counts as applied; for each step above it, the parts applied. Decides
+ * whether a push is a duplicate (see {@code ParameterServer.PushGradients}). {@code complete}
+ * advances with the pushes recorded: to a windowed push's {@code acknowledged_through} (the trainer
+ * holds the answers of every step up to it, so none of them is sent again but as a duplicate), or,
+ * for a push without it (one step at a time), to the step below it. A push is checked and recorded
+ * while its run's {@link Run} monitor is held, so two copies of one push in flight at once apply
+ * once.
+ *
+ * <p>{@code origin} (elastic placement) is the pserver a push was first sent to, as its index + 1
+ * (0: this one): a piece another pserver refused with MOVED and the trainer resent here has the
+ * step and part numbers of that server's part, so it is kept apart from this server's own part of
+ * the same step.
  */
 final class AppliedSteps {
   /** The most steps above a windowed push's {@code acknowledged_through} a shard keeps track of. */
@@ -32,13 +38,15 @@ final class AppliedSteps {
   static final class Run {
     final String trainerId;
     final String session;
+    final int origin;
     private long complete;
     // steps are uint64: ordered unsigned
     private final TreeMap<Long, BitSet> open = new TreeMap<>(Long::compareUnsigned);
 
-    private Run(String trainerId, String session) {
+    private Run(String trainerId, String session, int origin) {
       this.trainerId = trainerId;
       this.session = session;
+      this.origin = origin;
     }
 
     /** True if push (step, part) of this run was applied already. */
@@ -68,6 +76,7 @@ final class AppliedSteps {
           AppliedPushes.newBuilder()
               .setTrainerId(trainerId)
               .setSession(session)
+              .setOrigin(origin)
               .setCompleteThrough(complete);
       for (Map.Entry<Long, BitSet> e : open.entrySet()) {
         AppliedStep.Builder s = AppliedStep.newBuilder().setStep(e.getKey());
@@ -128,14 +137,14 @@ final class AppliedSteps {
   /** The record of the request's run (created empty). */
   Run run(PushGradientsRequest request) {
     return runs.computeIfAbsent(
-        key(request.getTrainerId(), request.getSession()),
-        k -> new Run(request.getTrainerId(), request.getSession()));
+        key(request.getTrainerId(), request.getSession(), request.getOrigin()),
+        k -> new Run(request.getTrainerId(), request.getSession(), request.getOrigin()));
   }
 
   /** True if {@code request} (identified) was applied already; records nothing. */
   boolean applied(PushGradientsRequest request) {
     // a lookup, not run(): a push refused after this check must leave no record of its run
-    Run r = runs.get(key(request.getTrainerId(), request.getSession()));
+    Run r = runs.get(key(request.getTrainerId(), request.getSession(), request.getOrigin()));
     if (r == null) {
       return false;
     }
@@ -155,8 +164,8 @@ final class AppliedSteps {
     }
   }
 
-  private static String key(String trainerId, String session) {
-    return trainerId + '\u0000' + session;
+  private static String key(String trainerId, String session, int origin) {
+    return trainerId + '\u0000' + session + '\u0000' + Integer.toUnsignedString(origin);
   }
 
   /** The records as checkpoint entries (format 3), sorted by trainer and session. */
@@ -168,7 +177,9 @@ final class AppliedSteps {
       }
     }
     out.sort(
-        Comparator.comparing(AppliedPushes::getTrainerId).thenComparing(AppliedPushes::getSession));
+        Comparator.comparing(AppliedPushes::getTrainerId)
+            .thenComparing(AppliedPushes::getSession)
+            .thenComparingInt(AppliedPushes::getOrigin));
     return out;
   }
 
@@ -181,7 +192,7 @@ final class AppliedSteps {
   void restore(List<AppliedPushes> entries, int formatVersion) {
     runs.clear();
     for (AppliedPushes e : entries) {
-      Run r = new Run(e.getTrainerId(), e.getSession());
+      Run r = new Run(e.getTrainerId(), e.getSession(), e.getOrigin());
       if (formatVersion >= 3) {
         r.complete = e.getCompleteThrough();
         for (AppliedStep s : e.getOpenStepsList()) {
@@ -195,7 +206,7 @@ final class AppliedSteps {
         e.getPartsList().forEach(parts::set);
         r.open.put(e.getStep(), parts);
       }
-      runs.put(key(e.getTrainerId(), e.getSession()), r);
+      runs.put(key(e.getTrainerId(), e.getSession(), e.getOrigin()), r);
     }
   }
 

@@ -2,6 +2,7 @@ package dev.paramserver.pserver.shard;
 
 import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.rpc.ServiceException;
+import dev.paramserver.tensor.SlotMap;
 
 /**
  * Whether the shard answers calls, the index it carries (for messages and checkpoints) and the
@@ -15,6 +16,11 @@ final class CallGate {
   // The job's number of pservers (0: unknown); with index it gives rowOwnership. Both are written
   // under this gate's monitor, rowOwnership read without it.
   private int pservers;
+  // The committed placement (null: the initial map of pservers) and the move this pserver takes
+  // part in (elastic placement); written under this gate's monitor.
+  private SlotMap placement;
+  private MovingSlots outgoing;
+  private MovingSlots incoming;
   private volatile RowOwnership rowOwnership = RowOwnership.UNCHECKED;
 
   void hold(String why) {
@@ -31,12 +37,54 @@ final class CallGate {
 
   synchronized void setIndex(int index) {
     this.index = index;
-    rowOwnership = RowOwnership.of(index, pservers);
+    update();
   }
 
   synchronized void setPservers(int pservers) {
     this.pservers = pservers;
-    rowOwnership = RowOwnership.of(index, pservers);
+    update();
+  }
+
+  /** Sets the placement and the move in progress (see {@link RowOwnership}) at once. */
+  synchronized void setPlacement(SlotMap map, MovingSlots outgoing, MovingSlots incoming) {
+    this.placement = map;
+    this.outgoing = outgoing;
+    this.incoming = incoming;
+    update();
+  }
+
+  synchronized MovingSlots outgoing() {
+    return outgoing;
+  }
+
+  synchronized MovingSlots incoming() {
+    return incoming;
+  }
+
+  private void update() {
+    rowOwnership =
+        placement != null
+            ? RowOwnership.of(index, placement, outgoing, incoming)
+            : RowOwnership.of(index, pservers);
+    notifyAll();
+  }
+
+  /**
+   * Waits until the placement or the move in progress changes, or {@code deadlineNanos} ({@link
+   * System#nanoTime}) passes.
+   *
+   * @return false when the deadline passed first
+   */
+  synchronized boolean awaitPlacementChange(RowOwnership seen, long deadlineNanos)
+      throws InterruptedException {
+    while (rowOwnership == seen) {
+      long left = deadlineNanos - System.nanoTime();
+      if (left <= 0) {
+        return false;
+      }
+      java.util.concurrent.TimeUnit.NANOSECONDS.timedWait(this, left);
+    }
+    return true;
   }
 
   RowOwnership rowOwnership() {

@@ -115,7 +115,7 @@ public final class ParameterShard {
    * nothing.
    */
   public PushOutcome pushOutcome(PushGradientsRequest request) {
-    return pushes.pushOutcome(request);
+    return ShardMoves.placed(gate, () -> pushes.pushOutcome(request));
   }
 
   /**
@@ -136,9 +136,12 @@ public final class ParameterShard {
     return pushes.replayReplicated(record);
   }
 
-  /** True when a push may wait (a synchronous mode, or a log that fsyncs before answering). */
+  /** True when a push may wait (synchronous mode, fsyncing log, backup, a slot move coming in). */
   public boolean pushMayBlock() {
-    return mode != TrainingMode.ASYNC || pushes.pushLog().blocks() || pushes.replica() != null;
+    return mode != TrainingMode.ASYNC
+        || pushes.pushLog().blocks()
+        || pushes.replica() != null
+        || gate.rowOwnership().awaitsMove();
   }
 
   /** Sends each record logged from now on to {@code replica} (null: none). Lifecycle only. */
@@ -167,7 +170,7 @@ public final class ParameterShard {
    * synchronous modes waits (blocking) until the shard reached {@code min_step}.
    */
   public PullParametersResponse pull(PullParametersRequest request) {
-    return reads.pull(request);
+    return ShardMoves.placed(gate, () -> reads.pull(request));
   }
 
   /**
@@ -176,7 +179,7 @@ public final class ParameterShard {
    * synchronous modes, once the shard reached {@code step}). Empty when it asks for neither.
    */
   public PullParametersResponse valuesAfter(PushGradientsRequest push, long step) {
-    return reads.valuesAfter(push, step);
+    return ShardMoves.placed(gate, () -> reads.valuesAfter(push, step));
   }
 
   /**

@@ -34,6 +34,7 @@ final class PushPath {
   private final AtomicLong step = new AtomicLong();
   private volatile PushLog pushLog = PushLog.NONE;
   private volatile Replica replica;
+  private volatile RecordTap tap;
   // Held while a logged push is logged, handed to the backup and applied (see logAndApply).
   private final Object order = new Object();
   private volatile SyncAggregator sync;
@@ -95,6 +96,10 @@ final class PushPath {
 
   void attachReplica(Replica replica) {
     this.replica = replica;
+  }
+
+  void attachTap(RecordTap tap) {
+    this.tap = tap;
   }
 
   PushOutcome pushOutcome(PushGradientsRequest request) {
@@ -229,7 +234,8 @@ final class PushPath {
    */
   private long logAndApply(ValidatedPush push, List<PushGradientsRequest> requests, boolean log) {
     Replica r = replica;
-    if (!log || (!pushLog.enabled() && r == null)) {
+    RecordTap t = tap;
+    if (!log || (!pushLog.enabled() && r == null && t == null)) {
       Gradients.apply(push);
       return step.incrementAndGet();
     }
@@ -259,6 +265,9 @@ final class PushPath {
         // the backup's call may send the record after this push was answered and its received
         // buffers released: it gets a copy
         r.append(withRemovals(unaliased(record), removals.recorded()));
+      }
+      if (t != null) {
+        t.append(record);
       }
       reached = step.incrementAndGet();
     }
@@ -340,6 +349,42 @@ final class PushPath {
     shard.gate().hold(why);
     PushPath.log.error(why, e);
     return new ServiceException(ErrorReason.SHUTTING_DOWN, why);
+  }
+
+  /**
+   * The new owner of moving slots applies a record their old owner forwarded (already filtered to
+   * them): not checked for ownership, and neither checked nor recorded as a push this server
+   * applied. The old owner applied it exactly once and forwards it once; the trainer never resends
+   * it here (a lost answer is resent to the old owner, which answers it as a duplicate). Recording
+   * it would be wrong: pieces of one refused push resent to two pservers share one identity, and a
+   * record forwarded from one to the other would be taken for a duplicate of the other's piece.
+   *
+   * @return false when the record was skipped (of another initialisation, or empty)
+   */
+  boolean replayForwarded(WalRecord record) {
+    shard.structure().readLock().lock();
+    try {
+      if (!shard.initialised()
+          || !record.getInitId().equals(shard.pendingInitId())
+          || record.getPushesCount() == 0) {
+        return false;
+      }
+      for (PushGradientsRequest r : record.getPushesList()) {
+        logAndApply(
+            ValidatedPush.of(
+                r,
+                shard.parameters(),
+                shard.blocks(),
+                shard.tables(),
+                false,
+                RowOwnership.UNCHECKED),
+            List.of(r),
+            false);
+      }
+      return true;
+    } finally {
+      shard.structure().readLock().unlock();
+    }
   }
 
   boolean replay(WalRecord record) {

@@ -37,7 +37,9 @@ final class ShardDescription {
               .setBlocks(shard.blocks().size())
               .setParameterBytes(bytes())
               .setCheckpointStep(checkpointStep)
-              .setMode(shard.mode());
+              .setMode(shard.mode())
+              .setPlacementEpoch(shard.gate().rowOwnership().epoch())
+              .setMoveInProgress(ShardMoves.describe(shard.gate()));
       shard.blocks().values().stream()
           .sorted(ParameterShard.BLOCK_ORDER)
           .forEach(

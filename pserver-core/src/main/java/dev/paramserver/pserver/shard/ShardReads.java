@@ -36,11 +36,17 @@ final class ShardReads {
       PullParametersResponse.Builder out = PullParametersResponse.newBuilder();
       long at = shard.step();
       List<DenseBlock> wanted = new ArrayList<>();
+      RowOwnership owned = shard.gate().rowOwnership();
       if (request.getBlocksCount() == 0 && request.getSparseRowsCount() == 0) {
-        wanted.addAll(shard.blocks().values());
+        for (DenseBlock b : shard.blocks().values()) {
+          if (owned.serves(b.name(), b.block)) {
+            wanted.add(b);
+          }
+        }
         wanted.sort(ParameterShard.BLOCK_ORDER);
       } else {
         for (BlockRef ref : request.getBlocksList()) {
+          owned.checkBlock(ref.getName(), ref.getBlock());
           DenseBlock b = shard.blocks().get(DenseBlock.key(ref.getName(), ref.getBlock()));
           if (b == null) {
             throw ValidatedPush.unknownBlock(ref.getName(), ref.getBlock(), shard.parameters());
@@ -51,7 +57,6 @@ final class ShardReads {
       List<SparseTable> sparseTables = new ArrayList<>();
       List<SparseRowsRef> sparseRefs = new ArrayList<>();
       List<long[]> sparseIds = new ArrayList<>();
-      RowOwnership owned = shard.gate().rowOwnership();
       for (SparseRowsRef ref : request.getSparseRowsList()) {
         SparseTable table = shard.tables().get(ref.getName());
         if (table == null) {

@@ -79,7 +79,7 @@ public final class ShardRestore {
     }
   }
 
-  private static void addRows(SparseTable t, SparseTableCheckpoint tc) {
+  static void addRows(SparseTable t, SparseTableCheckpoint tc) {
     if (tc.getWidth() != t.width()) {
       throw corrupt(
           "sparse table " + tc.getName() + " has width " + tc.getWidth() + ", not " + t.width());

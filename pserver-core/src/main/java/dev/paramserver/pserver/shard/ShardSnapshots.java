@@ -33,7 +33,7 @@ final class ShardSnapshots {
 
   private ShardSnapshots() {}
 
-  private static UnknownFieldSet modeFields(TrainingMode mode, int staleness) {
+  static UnknownFieldSet modeFields(TrainingMode mode, int staleness) {
     return UnknownFieldSet.newBuilder()
         .addField(
             MODE_FIELD, UnknownFieldSet.Field.newBuilder().addVarint(mode.getNumber()).build())
@@ -163,7 +163,7 @@ final class ShardSnapshots {
     return b.build();
   }
 
-  private static SparseTableCheckpoint chunkOf(SparseTable t, SparseRowStore.Chunk c) {
+  static SparseTableCheckpoint chunkOf(SparseTable t, SparseRowStore.Chunk c) {
     SparseTableCheckpoint.Builder out =
         SparseTableCheckpoint.newBuilder().setName(t.name()).setWidth(t.width());
     for (int i = 0; i < c.rows(); i++) {
@@ -211,37 +211,50 @@ final class ShardSnapshots {
         throw ShardRestore.corrupt(
             "block " + bc.getName() + "#" + bc.getBlock() + " has no definition");
       }
-      float[] values =
-          ShardRestore.floats(bc.getValues(), p.blockLength(bc.getBlock()), bc.getName());
-      DenseBlock b = new DenseBlock(p, bc.getBlock(), values);
-      if (bc.getSlotsCount() != b.slots.length) {
-        throw ShardRestore.corrupt(
-            "block " + bc.getName() + "#" + bc.getBlock() + " has wrong slot count");
-      }
-      for (int s = 0; s < b.slots.length; s++) {
-        System.arraycopy(
-            ShardRestore.floats(bc.getSlots(s), values.length, bc.getName()),
-            0,
-            b.slots[s],
-            0,
-            values.length);
-      }
-      b.updates = bc.getUpdates();
-      shard.blocks().put(DenseBlock.key(bc.getName(), bc.getBlock()), b);
+      shard.blocks().put(DenseBlock.key(bc.getName(), bc.getBlock()), block(p, bc));
     }
+    shard.setDefinition(header.getInitId(), modeOf(header), stalenessOf(header));
+    shard.pushes.step().set(header.getStep());
+    shard.pushes.applied().restore(header.getAppliedList(), header.getFormatVersion());
+    shard.setInitialised(!header.getInitId().isEmpty());
+  }
+
+  /** The dense block a checkpoint entry describes, of parameter {@code p}. */
+  static DenseBlock block(Parameter p, BlockCheckpoint bc) {
+    float[] values =
+        ShardRestore.floats(bc.getValues(), p.blockLength(bc.getBlock()), bc.getName());
+    DenseBlock b = new DenseBlock(p, bc.getBlock(), values);
+    if (bc.getSlotsCount() != b.slots.length) {
+      throw ShardRestore.corrupt(
+          "block " + bc.getName() + "#" + bc.getBlock() + " has wrong slot count");
+    }
+    for (int s = 0; s < b.slots.length; s++) {
+      System.arraycopy(
+          ShardRestore.floats(bc.getSlots(s), values.length, bc.getName()),
+          0,
+          b.slots[s],
+          0,
+          values.length);
+    }
+    b.updates = bc.getUpdates();
+    return b;
+  }
+
+  /** The training mode a checkpoint records (fields 8 and 9 kept as unknown fields). */
+  static TrainingMode modeOf(ShardCheckpoint header) {
     UnknownFieldSet extra = header.getUnknownFields();
     TrainingMode mode =
         extra.hasField(MODE_FIELD)
             ? TrainingMode.forNumber(extra.getField(MODE_FIELD).getVarintList().get(0).intValue())
             : TrainingMode.ASYNC;
-    int staleness =
-        extra.hasField(STALENESS_FIELD)
-            ? extra.getField(STALENESS_FIELD).getVarintList().get(0).intValue()
-            : 0;
-    shard.setDefinition(header.getInitId(), mode == null ? TrainingMode.ASYNC : mode, staleness);
-    shard.pushes.step().set(header.getStep());
-    shard.pushes.applied().restore(header.getAppliedList(), header.getFormatVersion());
-    shard.setInitialised(!header.getInitId().isEmpty());
+    return mode == null ? TrainingMode.ASYNC : mode;
+  }
+
+  static int stalenessOf(ShardCheckpoint header) {
+    UnknownFieldSet extra = header.getUnknownFields();
+    return extra.hasField(STALENESS_FIELD)
+        ? extra.getField(STALENESS_FIELD).getVarintList().get(0).intValue()
+        : 0;
   }
 
   /** A snapshot under the read lock. */

@@ -41,8 +41,8 @@ final class ValidatedPush {
   /**
    * Checks the whole request; throws the first problem found, having changed nothing.
    *
-   * @param owned the rows a trainer may push here ({@link RowOwnership#UNCHECKED} for records the
-   *     shard replays: they were checked when first pushed)
+   * @param owned the rows and blocks a trainer may push here ({@link RowOwnership#UNCHECKED} for
+   *     records the shard replays: they were checked when first pushed)
    */
   static ValidatedPush of(
       PushGradientsRequest request,
@@ -53,6 +53,7 @@ final class ValidatedPush {
       RowOwnership owned) {
     List<DenseGradient> dense = new ArrayList<>(request.getGradientsCount());
     for (TensorBlock g : request.getGradientsList()) {
+      owned.checkBlock(g.getName(), g.getBlock());
       DenseBlock block = blocks.get(DenseBlock.key(g.getName(), g.getBlock()));
       if (block == null) {
         throw unknownBlock(g.getName(), g.getBlock(), parameters);

@@ -333,9 +333,7 @@ public final class SparseRowStore {
     }
   }
 
-  /**
-   * The admission sketch of every stripe, or null without admission (see {@link TableSketch#of}).
-   */
+  /** The admission sketch of every stripe, or null without admission ({@link TableSketch#of}). */
   public TableSketch sketch() {
     return TableSketch.of(stripes);
   }
@@ -347,6 +345,11 @@ public final class SparseRowStore {
    */
   public boolean restoreSketch(List<byte[]> counters, List<Long> increments) {
     return TableSketch.restore(stripes, counters, increments);
+  }
+
+  /** Drops the rows {@code drop} accepts (slots moved away; not evictions); returns how many. */
+  public long removeIf(java.util.function.LongPredicate drop) {
+    return MovedRows.remove(stripes, drop, this::remove, evictions);
   }
 
   /** Drops every row and gives their bytes back to the shared budget. */

@@ -77,6 +77,9 @@ public final class PserverStatusSource implements AdminStatusSource {
     d.put("parameters", s.getParameters());
     d.put("blocks", s.getBlocks());
     d.put("bytes", s.getParameterBytes());
+    // elastic placement: the committed epoch routed by, and the slot move in progress ("" if none)
+    d.put("placementEpoch", s.getPlacementEpoch());
+    d.put("moveInProgress", s.getMoveInProgress());
     List<Map<String, Object>> tables = new ArrayList<>();
     for (SparseTableStats t : shard.sparseTables()) {
       Map<String, Object> m = new LinkedHashMap<>();

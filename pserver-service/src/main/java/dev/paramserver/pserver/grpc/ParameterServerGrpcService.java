@@ -17,6 +17,7 @@ import dev.paramserver.pserver.role.ShardLifecycle;
 import dev.paramserver.pserver.shard.AsyncPushes;
 import dev.paramserver.pserver.shard.ParameterShard;
 import dev.paramserver.pserver.shard.PushOutcome;
+import dev.paramserver.pserver.shard.ShardMoves;
 import dev.paramserver.pserver.shard.ShardTraffic;
 import dev.paramserver.rpc.ErrorMappingInterceptor;
 import dev.paramserver.rpc.Offload;
@@ -55,6 +56,8 @@ import org.springframework.grpc.server.service.GrpcService;
 public final class ParameterServerGrpcService
     implements ParameterServerGrpc.AsyncService, BindableService {
   private final ParameterShard shard;
+  // a pull of slots moving here waits for the move's commit: off the transport thread
+  private final ShardMoves moves;
   private final ShardLifecycle lifecycle;
   private final Executor blockingExecutor;
   private final Counter pushedBytes;
@@ -110,6 +113,7 @@ public final class ParameterServerGrpcService
         new ZeroCopyMarshaller<>(
             InitParametersRequest.getDefaultInstance(), parses(registry, "InitParametersRequest"));
     this.shard = shard;
+    this.moves = new ShardMoves(shard);
     this.lifecycle = lifecycle;
     this.traffic = traffic;
     this.adminAddress = adminAddress;
@@ -292,7 +296,8 @@ public final class ParameterServerGrpcService
   @Override
   public void pullParameters(
       PullParametersRequest request, StreamObserver<PullParametersResponse> out) {
-    if (shard.mode() == TrainingMode.ASYNC || request.getMinStep() <= shard.step()) {
+    if ((shard.mode() == TrainingMode.ASYNC || request.getMinStep() <= shard.step())
+        && !moves.awaitsMove()) {
       reply(out, countedPull(request));
     } else {
       offload("PullParameters", out, () -> countedPull(request));

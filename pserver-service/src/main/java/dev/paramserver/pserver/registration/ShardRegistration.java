@@ -5,6 +5,7 @@ import dev.paramserver.coordination.Coordinator;
 import dev.paramserver.coordination.KeyValueStore;
 import dev.paramserver.coordination.Lease;
 import dev.paramserver.pserver.PserverProperties;
+import dev.paramserver.pserver.placement.PlacementFollower;
 import dev.paramserver.pserver.replication.Replication;
 import dev.paramserver.pserver.role.ShardLifecycle;
 import dev.paramserver.pserver.role.ShardPersistence;
@@ -52,6 +53,7 @@ public final class ShardRegistration
   private final PserverProperties properties;
   private final ObjectProvider<ShardPersistence> persistence;
   private final Replication replication;
+  private final PlacementFollower placement;
   private final String advertiseHost;
   private final int advertisePort;
   private final Duration leaseTtl;
@@ -78,6 +80,7 @@ public final class ShardRegistration
       PserverProperties properties,
       ObjectProvider<ShardPersistence> persistence,
       Replication replication,
+      PlacementFollower placement,
       @Value("${paramserver.advertise-host:127.0.0.1}") String advertiseHost,
       @Value("${paramserver.etcd.lease-ttl:10s}") Duration leaseTtl) {
     this.coordinator = coordinator;
@@ -86,6 +89,7 @@ public final class ShardRegistration
     this.properties = properties;
     this.persistence = persistence;
     this.replication = replication;
+    this.placement = placement;
     this.advertiseHost = advertiseHost;
     this.advertisePort = properties.advertisePort();
     this.leaseTtl = leaseTtl;
@@ -156,6 +160,8 @@ public final class ShardRegistration
       lease = granted;
       granted.onLost(this::onLeaseLost);
       onClaimed(claimed);
+      // the slots and blocks the committed placement gives the index (docs/explanation/elastic.md)
+      placement.follow(claimed, desired);
       lifecycle.serve();
       if (moveTo(RegistrationState.REGISTERED)) {
         log.info("registered as pserver {} ({}) under lease {}", claimed, address, granted.id());
@@ -197,6 +203,7 @@ public final class ShardRegistration
         replication.stop();
         backupOf = -1;
         onClaimed(i);
+        placement.follow(i, desired);
         replication.becomePrimary(i, granted);
         if (moveTo(RegistrationState.REGISTERED)) {
           log.info(

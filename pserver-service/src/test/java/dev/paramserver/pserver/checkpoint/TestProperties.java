@@ -60,6 +60,7 @@ public final class TestProperties {
         replicas,
         replicationTimeout,
         0,
-        true);
+        true,
+        Duration.ofSeconds(10));
   }
 }

@@ -1,0 +1,130 @@
+package dev.paramserver.pserver.shard;
+
+import dev.paramserver.proto.v1.ShardCheckpoint;
+import dev.paramserver.proto.v1.WalRecord;
+import dev.paramserver.tensor.SlotMap;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
+
+/**
+ * The shard's side of elastic placement (docs/explanation/elastic.md), for the pserver's placement
+ * follower and slot-move service, its only callers: which slots and blocks the shard serves, the
+ * copy and records of a move, and dropping what moved away.
+ */
+public final class ShardMoves {
+  /**
+   * The longest a trainer's request for a slot moving here waits for the move's commit: the old
+   * owner answers MoveOut only once this pserver holds the slots, and the coordinator commits right
+   * after, so the wait is normally a few milliseconds.
+   */
+  static final long PLACEMENT_WAIT_NANOS = TimeUnit.SECONDS.toNanos(5);
+
+  private final ParameterShard shard;
+
+  public ShardMoves(ParameterShard shard) {
+    this.shard = shard;
+  }
+
+  /**
+   * Serves the rows and blocks {@code map} gives the shard's index, with a move out of ({@code
+   * outgoing}: its slots are refused with MOVED) or into ({@code incoming}: requests for its slots
+   * wait for the commit) this pserver in progress; null for none.
+   */
+  public void setPlacement(SlotMap map, MovingSlots outgoing, MovingSlots incoming) {
+    shard.gate().setPlacement(map, outgoing, incoming);
+  }
+
+  /** What trainers' requests are checked against. */
+  public RowOwnership rowOwnership() {
+    return shard.gate().rowOwnership();
+  }
+
+  /**
+   * True while a slot move into this pserver is in progress: a trainer's request for its slots
+   * waits for the commit (up to {@link #PLACEMENT_WAIT_NANOS}), so it must not run on a transport
+   * thread.
+   */
+  public boolean awaitsMove() {
+    return shard.gate().rowOwnership().awaitsMove();
+  }
+
+  /** Hands every record applied from now on to {@code tap} (null: none). */
+  public void attachTap(RecordTap tap) {
+    shard.pushes.attachTap(tap);
+  }
+
+  /**
+   * Writes a copy of the moving slots' rows and blocks, with the shard's description, under the
+   * write lock, running {@code atCut} before releasing it (see {@link SlotTransfer#writeCopy}).
+   */
+  public MoveCounts writeCopy(MovingSlots m, OutputStream out, Runnable atCut) throws IOException {
+    return SlotTransfer.writeCopy(shard, m, out, atCut);
+  }
+
+  /** Installs a move's copy on the new owner (see {@link SlotTransfer#install}). */
+  public MoveCounts install(ShardCheckpoint copy, MovingSlots m) {
+    return SlotTransfer.install(shard, copy, m);
+  }
+
+  /** Drops the rows and blocks of a move (moved away, or a move here rolled back). */
+  public MoveCounts drop(MovingSlots m) {
+    return SlotTransfer.drop(shard, m);
+  }
+
+  /** Drops the rows and blocks {@code map} gives another index than {@code index}. */
+  public MoveCounts dropUnowned(SlotMap map, int index) {
+    return SlotTransfer.dropUnowned(shard, map, index);
+  }
+
+  /** The part of {@code record} a move forwards, or null (see {@link SlotTransfer#filter}). */
+  public static WalRecord forwarded(WalRecord record, MovingSlots m, int fromIndex) {
+    return SlotTransfer.filter(record, m, fromIndex);
+  }
+
+  /** Applies a record a move's old owner forwarded (see {@link PushPath#replayForwarded}). */
+  public boolean applyForwarded(WalRecord record) {
+    return shard.pushes.replayForwarded(record);
+  }
+
+  /** Returns once every push that passed its checks before this call was applied. */
+  public void awaitApplies() {
+    shard.structure().writeLock().lock();
+    shard.structure().writeLock().unlock();
+  }
+
+  /**
+   * Runs a trainer's call; when it names a slot or block moving here whose move is not committed
+   * yet, waits (at most {@link #PLACEMENT_WAIT_NANOS}) for the placement to change and runs it
+   * again, else answers MOVED naming the committed owner.
+   */
+  static <T> T placed(CallGate gate, Supplier<T> call) {
+    long deadline = System.nanoTime() + PLACEMENT_WAIT_NANOS;
+    while (true) {
+      RowOwnership seen = gate.rowOwnership();
+      try {
+        return call.get();
+      } catch (PlacementPendingException e) {
+        try {
+          if (!gate.awaitPlacementChange(seen, deadline)) {
+            throw e.fallback();
+          }
+        } catch (InterruptedException ie) {
+          Thread.currentThread().interrupt();
+          throw e.fallback();
+        }
+      }
+    }
+  }
+
+  /** The move in progress for the status: "out id -> to @epoch", "in id <- from @epoch" or "". */
+  static String describe(CallGate gate) {
+    MovingSlots out = gate.outgoing();
+    MovingSlots in = gate.incoming();
+    if (out != null) {
+      return "out " + out.id() + " -> " + out.to() + " @" + out.epoch();
+    }
+    return in == null ? "" : "in " + in.id() + " <- " + in.from() + " @" + in.epoch();
+  }
+}

@@ -1,0 +1,201 @@
+package dev.paramserver.pserver.placement;
+
+import com.google.protobuf.ByteString;
+import dev.paramserver.coordination.PlacementStore;
+import dev.paramserver.proto.v1.MoveInChunk;
+import dev.paramserver.proto.v1.MoveInResponse;
+import dev.paramserver.proto.v1.ShardCheckpoint;
+import dev.paramserver.proto.v1.SlotMove;
+import dev.paramserver.proto.v1.SlotMovesGrpc;
+import dev.paramserver.pserver.role.ShardPersistence;
+import dev.paramserver.pserver.shard.MoveCounts;
+import dev.paramserver.pserver.shard.MovingSlots;
+import dev.paramserver.pserver.shard.ShardMoves;
+import dev.paramserver.rpc.ErrorMappingInterceptor;
+import io.grpc.stub.StreamObserver;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.beans.factory.ObjectProvider;
+
+/**
+ * One MoveIn on the new owner: takes the move (its slots now wait for the commit here), the copy,
+ * then the records, applied in order by the replay path; at {@code caught_up} makes everything
+ * durable (a checkpoint: the copy and the replayed records are not in this pserver's write-ahead
+ * log) and answers. A stream that fails before that drops what it staged.
+ */
+final class IncomingMove implements StreamObserver<MoveInChunk> {
+  private static final Logger log = LoggerFactory.getLogger(IncomingMove.class);
+
+  private final ShardMoves moves;
+  private final PlacementFollower follower;
+  private final MoveMetrics metrics;
+  private final ObjectProvider<ShardPersistence> persistence;
+  private final Executor blocking;
+  private final StreamObserver<MoveInResponse> out;
+  private final ByteString.Output copy = ByteString.newOutput();
+  private MovingSlots moving;
+  private MoveCounts installed;
+  private long bytes;
+  private long records;
+  private boolean done;
+  // the chunks' handling, in order (see onNext); guarded by order, never held while handling
+  private final Object order = new Object();
+  private CompletableFuture<Void> tail = CompletableFuture.completedFuture(null);
+
+  IncomingMove(
+      ShardMoves moves,
+      PlacementFollower follower,
+      MoveMetrics metrics,
+      ObjectProvider<ShardPersistence> persistence,
+      Executor blocking,
+      StreamObserver<MoveInResponse> out) {
+    this.moves = moves;
+    this.follower = follower;
+    this.metrics = metrics;
+    this.persistence = persistence;
+    this.blocking = blocking;
+    this.out = out;
+  }
+
+  /**
+   * Handles the chunks in order on the blocking executor, one after the other: taking the move
+   * reads etcd and installing the copy takes the shard's write lock, neither of which may hold a
+   * transport thread.
+   */
+  @Override
+  public void onNext(MoveInChunk chunk) {
+    synchronized (order) {
+      tail = tail.thenRunAsync(() -> handle(chunk), blocking);
+    }
+  }
+
+  private synchronized void handle(MoveInChunk chunk) {
+    if (done) {
+      return;
+    }
+    try {
+      bytes += chunk.getSerializedSize();
+      if (chunk.hasMove()) {
+        begin(chunk.getMove());
+      }
+      if (moving == null) {
+        throw SlotMovesGrpcService.refused("MoveIn must name its move in its first chunk");
+      }
+      if (!chunk.getCopy().isEmpty()) {
+        chunk.getCopy().writeTo(copy);
+      }
+      if (chunk.hasRecord()) {
+        install();
+        moves.applyForwarded(chunk.getRecord());
+        records++;
+      }
+      if (chunk.getCaughtUp()) {
+        install();
+        done = true;
+        finish();
+      }
+    } catch (IOException e) {
+      fail(new UncheckedIOException(e));
+    } catch (RuntimeException e) {
+      fail(e);
+    }
+  }
+
+  private void begin(SlotMove move) {
+    int index = follower.index();
+    if (index != move.getTo()) {
+      throw SlotMovesGrpcService.refused(
+          "move " + move.getId() + " moves slots to pserver " + move.getTo() + ", not " + index);
+    }
+    PlacementStore.Read read = follower.refresh();
+    if (read.move().isEmpty() || !read.move().get().equals(move)) {
+      throw SlotMovesGrpcService.refused(
+          "move " + move.getId() + " is not the move in progress in etcd");
+    }
+    MovingSlots m = new MovingSlots(move);
+    if (!follower.expect(m)) {
+      throw SlotMovesGrpcService.refused(
+          "pserver " + index + " is still taking in " + follower.incoming());
+    }
+    moving = m;
+  }
+
+  private void install() throws IOException {
+    if (installed == null) {
+      ShardCheckpoint c = ShardCheckpoint.parseFrom(copy.toByteString());
+      installed = moves.install(c, moving);
+    }
+  }
+
+  private void finish() {
+    try {
+      ShardPersistence p = persistence.getIfAvailable();
+      if (p != null) {
+        p.checkpoint();
+      }
+      metrics.bytes("in", bytes);
+      log.info(
+          "{}: holds {} rows, {} blocks and {} records ({} bytes), durably; serving them once"
+              + " committed",
+          moving,
+          installed.rows(),
+          installed.blocks(),
+          records,
+          bytes);
+      out.onNext(
+          MoveInResponse.newBuilder()
+              .setRows(installed.rows())
+              .setBlocks(installed.blocks())
+              .build());
+      out.onCompleted();
+    } catch (RuntimeException e) {
+      follower.incomingFailed(moving);
+      out.onError(ErrorMappingInterceptor.map(SlotMovesGrpc.SERVICE_NAME + "/MoveIn", e));
+    }
+  }
+
+  private void fail(RuntimeException e) {
+    done = true;
+    if (moving != null) {
+      follower.incomingFailed(moving);
+    }
+    log.warn("MoveIn of {} failed: {}", moving, e.toString());
+    out.onError(ErrorMappingInterceptor.map(SlotMovesGrpc.SERVICE_NAME + "/MoveIn", e));
+  }
+
+  @Override
+  public void onError(Throwable t) {
+    synchronized (order) {
+      tail = tail.thenRunAsync(() -> failed(t), blocking);
+    }
+  }
+
+  private synchronized void failed(Throwable t) {
+    if (!done && moving != null) {
+      log.warn(
+          "{}: the old owner's stream failed ({}): dropping what was staged", moving, t.toString());
+      follower.incomingFailed(moving);
+    }
+    done = true;
+  }
+
+  @Override
+  public void onCompleted() {
+    synchronized (order) {
+      tail =
+          tail.thenRunAsync(
+              () -> {
+                synchronized (this) {
+                  if (!done) {
+                    fail(SlotMovesGrpcService.refused("MoveIn ended before caught_up"));
+                  }
+                }
+              },
+              blocking);
+    }
+  }
+}

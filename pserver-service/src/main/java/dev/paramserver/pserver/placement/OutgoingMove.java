@@ -1,0 +1,233 @@
+package dev.paramserver.pserver.placement;
+
+import com.google.protobuf.ByteString;
+import dev.paramserver.proto.v1.MoveInChunk;
+import dev.paramserver.proto.v1.MoveInResponse;
+import dev.paramserver.proto.v1.MoveOutResponse;
+import dev.paramserver.proto.v1.SlotMove;
+import dev.paramserver.proto.v1.SlotMovesGrpc;
+import dev.paramserver.proto.v1.WalRecord;
+import dev.paramserver.pserver.shard.MoveCounts;
+import dev.paramserver.pserver.shard.MovingSlots;
+import dev.paramserver.pserver.shard.ShardMoves;
+import dev.paramserver.rpc.Channels;
+import io.grpc.ManagedChannel;
+import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
+import io.grpc.stub.ClientCallStreamObserver;
+import io.grpc.stub.ClientResponseObserver;
+import io.grpc.stub.StreamObserver;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One MoveOut on the old owner: cuts the copy of the moving slots and blocks under the shard's
+ * write lock, streams it to the new owner's MoveIn, then every record applied after the cut that
+ * touches them (filtered to them, in the log's order); freezes them (MOVED), waits for the pushes
+ * being applied, sends their records and {@code caught_up}, and answers once the new owner holds
+ * everything durably. Any failure after the freeze rolls the move back (fenced) so that the slots
+ * are served here again; after the answer, {@code move-timeout} without a commit does the same.
+ */
+final class OutgoingMove {
+  private static final Logger log = LoggerFactory.getLogger(OutgoingMove.class);
+  private static final int CHUNK_BYTES = 1 << 20;
+
+  private final ShardMoves shard;
+  private final PlacementFollower follower;
+  private final MoveMetrics metrics;
+  private final Duration timeout;
+  private final MovingSlots moving;
+  private final String address;
+  private final ConcurrentLinkedQueue<WalRecord> records = new ConcurrentLinkedQueue<>();
+  private long bytes;
+  private long sent;
+  // notified when the MoveIn stream takes more data, or ends
+  private final Object ready = new Object();
+
+  OutgoingMove(
+      ShardMoves shard,
+      PlacementFollower follower,
+      MoveMetrics metrics,
+      Duration timeout,
+      SlotMove move,
+      String address) {
+    this.shard = shard;
+    this.follower = follower;
+    this.metrics = metrics;
+    this.timeout = timeout;
+    this.moving = new MovingSlots(move);
+    this.address = address;
+  }
+
+  /**
+   * Sends {@code chunk} once the stream takes more (gRPC's flow control: the copy is not queued in
+   * memory faster than the new owner reads it), failing when it takes nothing for {@code timeout}
+   * or the new owner already answered (an error).
+   */
+  private void send(StreamObserver<MoveInChunk> to, CompletableFuture<?> answer, MoveInChunk chunk)
+      throws InterruptedException, ExecutionException {
+    ClientCallStreamObserver<MoveInChunk> call = (ClientCallStreamObserver<MoveInChunk>) to;
+    long deadline = System.nanoTime() + timeout.toNanos();
+    synchronized (ready) {
+      while (!call.isReady() && !answer.isDone()) {
+        long left = deadline - System.nanoTime();
+        if (left <= 0) {
+          throw new IllegalStateException(
+              "pserver " + moving.to() + " took no data for " + timeout + " (MoveIn)");
+        }
+        TimeUnit.NANOSECONDS.timedWait(ready, Math.min(left, TimeUnit.MILLISECONDS.toNanos(100)));
+      }
+    }
+    if (answer.isCompletedExceptionally()) {
+      answer.get(); // throws the new owner's error
+    }
+    to.onNext(chunk);
+  }
+
+  MoveOutResponse run() {
+    int index = moving.from();
+    ManagedChannel channel = Channels.forAddress(address);
+    CompletableFuture<MoveInResponse> answer = new CompletableFuture<>();
+    StreamObserver<MoveInChunk> to =
+        SlotMovesGrpc.newStub(channel)
+            .withDeadlineAfter(Math.max(60_000, timeout.toMillis() * 6), TimeUnit.MILLISECONDS)
+            .moveIn(
+                new ClientResponseObserver<MoveInChunk, MoveInResponse>() {
+                  @Override
+                  public void beforeStart(ClientCallStreamObserver<MoveInChunk> stream) {
+                    stream.setOnReadyHandler(
+                        () -> {
+                          synchronized (ready) {
+                            ready.notifyAll();
+                          }
+                        });
+                  }
+
+                  @Override
+                  public void onNext(MoveInResponse value) {
+                    answer.complete(value);
+                  }
+
+                  @Override
+                  public void onError(Throwable t) {
+                    answer.completeExceptionally(t);
+                    synchronized (ready) {
+                      ready.notifyAll();
+                    }
+                  }
+
+                  @Override
+                  public void onCompleted() {
+                    answer.completeExceptionally(
+                        new IllegalStateException("MoveIn ended without an answer"));
+                  }
+                });
+    boolean frozen = false;
+    try {
+      send(to, answer, MoveInChunk.newBuilder().setMove(moving.move()).build());
+      ByteArrayOutputStream copy = new ByteArrayOutputStream();
+      long cut = System.nanoTime();
+      MoveCounts counts =
+          shard.writeCopy(
+              moving,
+              copy,
+              () ->
+                  shard.attachTap(
+                      record -> {
+                        WalRecord kept = ShardMoves.forwarded(record, moving, index);
+                        if (kept != null) {
+                          records.add(kept);
+                        }
+                      }));
+      byte[] bytesOfCopy = copy.toByteArray();
+      for (int at = 0; at < bytesOfCopy.length; at += CHUNK_BYTES) {
+        int n = Math.min(CHUNK_BYTES, bytesOfCopy.length - at);
+        send(
+            to,
+            answer,
+            MoveInChunk.newBuilder().setCopy(ByteString.copyFrom(bytesOfCopy, at, n)).build());
+      }
+      bytes += bytesOfCopy.length;
+      sendRecords(to, answer);
+      long copyMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - cut);
+      long freezeAt = System.nanoTime();
+      follower.freeze(moving);
+      frozen = true;
+      // every push that passed its ownership check before the freeze is applied (and its record
+      // queued) once this returns; later ones are refused
+      shard.awaitApplies();
+      shard.attachTap(null);
+      sendRecords(to, answer);
+      send(to, answer, MoveInChunk.newBuilder().setCaughtUp(true).build());
+      to.onCompleted();
+      MoveInResponse in = answer.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
+      long stallMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - freezeAt);
+      metrics.bytes("out", bytes);
+      metrics.stalled(stallMs);
+      follower.rollBackAfter(moving, timeout);
+      log.info(
+          "{}: sent {} rows, {} blocks, {} records ({} bytes) to pserver {}; copy {} ms, stall {}"
+              + " ms; the new owner holds {} rows",
+          moving,
+          counts.rows(),
+          counts.blocks(),
+          sent,
+          bytes,
+          moving.to(),
+          copyMs,
+          stallMs,
+          in.getRows());
+      return MoveOutResponse.newBuilder()
+          .setBytes(bytes)
+          .setRecords(sent)
+          .setRows(counts.rows())
+          .setBlocks(counts.blocks())
+          .setCopyMs(copyMs)
+          .setStallMs(stallMs)
+          .build();
+    } catch (IOException | ExecutionException | TimeoutException | RuntimeException e) {
+      shard.attachTap(null);
+      Throwable cause = e instanceof ExecutionException && e.getCause() != null ? e.getCause() : e;
+      to.onError(Status.CANCELLED.withDescription("move failed").asRuntimeException());
+      String why = "MoveIn to pserver " + moving.to() + " failed: " + cause;
+      if (frozen) {
+        follower.rollBack(moving, why);
+      }
+      if (cause instanceof StatusRuntimeException sre
+          && sre.getStatus().getCode() == Status.Code.FAILED_PRECONDITION) {
+        throw SlotMovesGrpcService.refused(
+            moving + ": the new owner refused it: " + sre.getStatus().getDescription());
+      }
+      throw Status.UNAVAILABLE
+          .withDescription(moving + " failed and was rolled back: " + why)
+          .asRuntimeException();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      shard.attachTap(null);
+      to.onError(Status.CANCELLED.withDescription("move interrupted").asRuntimeException());
+      if (frozen) {
+        follower.rollBack(moving, "interrupted");
+      }
+      throw Status.UNAVAILABLE.withDescription("pserver is stopping").asRuntimeException();
+    } finally {
+      Channels.close(channel);
+    }
+  }
+
+  private void sendRecords(StreamObserver<MoveInChunk> to, CompletableFuture<?> answer)
+      throws InterruptedException, ExecutionException {
+    for (WalRecord r = records.poll(); r != null; r = records.poll()) {
+      send(to, answer, MoveInChunk.newBuilder().setRecord(r).build());
+      bytes += r.getSerializedSize();
+      sent++;
+    }
+  }
+}

@@ -1,0 +1,272 @@
+package dev.paramserver.pserver.placement;
+
+import dev.paramserver.coordination.Coordinator;
+import dev.paramserver.coordination.PlacementStore;
+import dev.paramserver.pserver.shard.MoveCounts;
+import dev.paramserver.pserver.shard.MovingSlots;
+import dev.paramserver.pserver.shard.ShardMoves;
+import dev.paramserver.tensor.SlotMap;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.stereotype.Component;
+
+/**
+ * The one owner of this pserver's view of the job's elastic placement
+ * (docs/explanation/elastic.md): follows the committed map in etcd ({@link PlacementStore}: one
+ * read when an index is claimed, then its watch) and the move this pserver takes part in, and gives
+ * both to the shard, which checks trainers' requests against them. When the map reaches a move's
+ * epoch the move is committed: the new owner serves the slots and the old owner drops them; when
+ * the move disappears without the epoch advancing it was rolled back: the old owner serves them
+ * again and the new owner drops what it staged.
+ *
+ * <p>Every change is made under this object's monitor, from a fresh read of etcd, so the watch
+ * thread and the move services never apply an older read over a newer one.
+ */
+@Component
+public final class PlacementFollower implements AutoCloseable {
+  private static final Logger log = LoggerFactory.getLogger(PlacementFollower.class);
+
+  private final ShardMoves shard;
+  private final PlacementStore store;
+  private final MoveMetrics metrics;
+  private final ScheduledExecutorService timer =
+      Executors.newSingleThreadScheduledExecutor(
+          r -> {
+            Thread t = new Thread(r, "pserver-move-timeout");
+            t.setDaemon(true);
+            return t;
+          });
+
+  // Guarded by this.
+  private int index = -1;
+  private int desired;
+  private SlotMap map;
+  private MovingSlots outgoing;
+  private MovingSlots incoming;
+  private AutoCloseable watch;
+  private boolean closed;
+
+  public PlacementFollower(Coordinator coordinator, ShardMoves shard, MoveMetrics metrics) {
+    this.shard = shard;
+    this.store = new PlacementStore(coordinator);
+    this.metrics = metrics;
+  }
+
+  /**
+   * This pserver serves {@code index} of a job of {@code desired} pservers (its state loaded):
+   * reads the committed map, drops what the loaded state holds of slots and blocks that moved away
+   * (a restart after a move), and follows the map from now on.
+   */
+  public void follow(int index, int desired) {
+    synchronized (this) {
+      if (closed) {
+        return;
+      }
+      this.index = index;
+      this.desired = desired;
+      this.outgoing = null;
+      this.incoming = null;
+      this.map = null;
+      PlacementStore.Read read = refresh();
+      if (read.epoch() > 0) {
+        MoveCounts dropped = shard.dropUnowned(map, index);
+        if (dropped.rows() > 0 || dropped.blocks() > 0) {
+          log.info(
+              "pserver {} at placement epoch {}: dropped {} rows and {} blocks it no longer owns",
+              index,
+              read.epoch(),
+              dropped.rows(),
+              dropped.blocks());
+        }
+      }
+      if (watch == null) {
+        watch = store.watch(r -> onWatch());
+      }
+    }
+  }
+
+  private void onWatch() {
+    try {
+      refresh();
+    } catch (RuntimeException e) {
+      log.warn("placement change not applied (the next change or move retries): {}", e.toString());
+    }
+  }
+
+  /** Reads etcd and applies what it says; returns the read. */
+  public synchronized PlacementStore.Read refresh() {
+    PlacementStore.Read read = store.read();
+    apply(read);
+    return read;
+  }
+
+  private void apply(PlacementStore.Read read) {
+    if (index < 0) {
+      return;
+    }
+    SlotMap next = read.slotMap(SlotMap.initial(List.of(), Math.max(desired, 1)));
+    if (map != null && next.epoch() < map.epoch()) {
+      return;
+    }
+    map = next;
+    MovingSlots out = outgoing;
+    if (out != null && (map.epoch() >= out.epoch() || !inProgress(read, out))) {
+      outgoing = null;
+      if (map.epoch() >= out.epoch()) {
+        publish();
+        MoveCounts dropped = shard.drop(out);
+        metrics.committed(out, "out");
+        log.info(
+            "{} committed: serving its slots at pserver {}; dropped {} rows and {} blocks",
+            out,
+            out.to(),
+            dropped.rows(),
+            dropped.blocks());
+      } else {
+        log.warn("{} rolled back: pserver {} serves its slots again", out, index);
+      }
+    }
+    MovingSlots in = incoming;
+    if (in != null && (map.epoch() >= in.epoch() || !inProgress(read, in))) {
+      incoming = null;
+      if (map.epoch() >= in.epoch()) {
+        metrics.committed(in, "in");
+        log.info("{} committed: pserver {} serves its slots", in, index);
+      } else {
+        publish();
+        MoveCounts dropped = shard.drop(in);
+        log.warn(
+            "{} rolled back: dropped the {} rows and {} blocks staged here",
+            in,
+            dropped.rows(),
+            dropped.blocks());
+      }
+    }
+    publish();
+  }
+
+  private static boolean inProgress(PlacementStore.Read read, MovingSlots m) {
+    return read.move().isPresent()
+        && read.move().get().getEpoch() == m.epoch()
+        && read.move().get().getId().equals(m.id());
+  }
+
+  private void publish() {
+    shard.setPlacement(map, outgoing, incoming);
+  }
+
+  /** The committed map this pserver follows (null before it serves an index). */
+  public synchronized SlotMap map() {
+    return map;
+  }
+
+  public synchronized int index() {
+    return index;
+  }
+
+  public synchronized MovingSlots outgoing() {
+    return outgoing;
+  }
+
+  public synchronized MovingSlots incoming() {
+    return incoming;
+  }
+
+  /**
+   * Freezes the moving slots and blocks on the old owner: trainers' requests for them are refused
+   * with MOVED naming the new owner and the move's epoch from now on.
+   */
+  public synchronized void freeze(MovingSlots m) {
+    outgoing = m;
+    publish();
+  }
+
+  /**
+   * The new owner expects {@code m}: trainers' requests for its slots wait for the commit.
+   *
+   * @return false when another move into this pserver is still in progress
+   */
+  public synchronized boolean expect(MovingSlots m) {
+    if (incoming != null && incoming.epoch() != m.epoch()) {
+      return false;
+    }
+    incoming = m;
+    publish();
+    return true;
+  }
+
+  /** The new owner's MoveIn failed: what it staged of {@code m} is dropped. */
+  public synchronized void incomingFailed(MovingSlots m) {
+    if (incoming != null && incoming.id().equals(m.id()) && incoming.epoch() == m.epoch()) {
+      incoming = null;
+      publish();
+      shard.drop(m);
+    }
+  }
+
+  /**
+   * The old owner rolls {@code m} back itself (its MoveIn failed, or no commit came in time): a
+   * fenced delete of the move in etcd, then the slots are served again once the read shows it gone.
+   * A move committed meanwhile is committed (the slots are dropped instead).
+   */
+  public synchronized void rollBack(MovingSlots m, String why) {
+    for (int attempt = 0; attempt < 5 && outgoing == m; attempt++) {
+      PlacementStore.Read read = refresh();
+      if (outgoing != m) {
+        return;
+      }
+      if (!inProgress(read, m)) {
+        // the move in etcd is another one: this one is over without a commit
+        outgoing = null;
+        publish();
+        return;
+      }
+      if (store.abort(read)) {
+        log.warn("rolled {} back: {}", m, why);
+        metrics.rolledBack();
+      }
+    }
+    if (outgoing == m) {
+      refresh();
+    }
+  }
+
+  /** Rolls {@code m} back unless it is committed or rolled back within {@code timeout}. */
+  public void rollBackAfter(MovingSlots m, Duration timeout) {
+    timer.schedule(
+        () -> {
+          try {
+            if (outgoing() == m) {
+              rollBack(m, "no commit within paramserver.pserver.move-timeout (" + timeout + ")");
+            }
+          } catch (RuntimeException e) {
+            log.warn("rolling {} back failed: {}", m, e.toString());
+          }
+        },
+        timeout.toMillis(),
+        TimeUnit.MILLISECONDS);
+  }
+
+  @Override
+  public void close() {
+    AutoCloseable w;
+    synchronized (this) {
+      closed = true;
+      w = watch;
+      watch = null;
+    }
+    timer.shutdownNow();
+    if (w != null) {
+      try {
+        w.close();
+      } catch (Exception e) {
+        log.debug("closing the placement watch: {}", e.toString());
+      }
+    }
+  }
+}

@@ -1,0 +1,172 @@
+package dev.paramserver.pserver.placement;
+
+import dev.paramserver.coordination.Coordinator;
+import dev.paramserver.coordination.KeyValueStore;
+import dev.paramserver.coordination.PlacementStore;
+import dev.paramserver.proto.v1.MoveInChunk;
+import dev.paramserver.proto.v1.MoveInResponse;
+import dev.paramserver.proto.v1.MoveOutResponse;
+import dev.paramserver.proto.v1.SlotMove;
+import dev.paramserver.proto.v1.SlotMovesGrpc;
+import dev.paramserver.proto.v1.TrainingMode;
+import dev.paramserver.pserver.PserverProperties;
+import dev.paramserver.pserver.role.ShardPersistence;
+import dev.paramserver.pserver.shard.ParameterShard;
+import dev.paramserver.pserver.shard.ShardMoves;
+import dev.paramserver.rpc.Offload;
+import dev.paramserver.tensor.SlotMap;
+import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
+import io.grpc.stub.StreamObserver;
+import java.util.concurrent.Executor;
+import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.beans.factory.annotation.Qualifier;
+import org.springframework.grpc.server.service.GrpcService;
+
+/**
+ * The SlotMoves service (docs/explanation/elastic.md): {@code MoveOut} from the coordinator to a
+ * slot's old owner ({@link OutgoingMove}) and {@code MoveIn} from the old owner to the new one
+ * ({@link IncomingMove}). Both run off the transport threads where they wait.
+ */
+@GrpcService
+public final class SlotMovesGrpcService extends SlotMovesGrpc.SlotMovesImplBase {
+  private final ParameterShard shard;
+  private final ShardMoves moves;
+  private final PlacementFollower follower;
+  private final Coordinator coordinator;
+  private final PserverProperties properties;
+  private final MoveMetrics metrics;
+  private final ObjectProvider<ShardPersistence> persistence;
+  private final Executor blocking;
+
+  public SlotMovesGrpcService(
+      ParameterShard shard,
+      ShardMoves moves,
+      PlacementFollower follower,
+      Coordinator coordinator,
+      PserverProperties properties,
+      MoveMetrics metrics,
+      ObjectProvider<ShardPersistence> persistence,
+      @Qualifier("pserverBlockingExecutor") Executor blocking) {
+    this.shard = shard;
+    this.moves = moves;
+    this.follower = follower;
+    this.coordinator = coordinator;
+    this.properties = properties;
+    this.metrics = metrics;
+    this.persistence = persistence;
+    this.blocking = blocking;
+  }
+
+  @Override
+  public void moveOut(SlotMove move, StreamObserver<MoveOutResponse> out) {
+    Offload.run(
+        blocking,
+        SlotMovesGrpc.SERVICE_NAME + "/MoveOut",
+        out,
+        () -> {
+          String address = checkMoveOut(move);
+          return new OutgoingMove(moves, follower, metrics, properties.moveTimeout(), move, address)
+              .run();
+        });
+  }
+
+  /**
+   * Refuses (FAILED_PRECONDITION) a move this pserver cannot make now; returns the new owner's
+   * address.
+   */
+  private String checkMoveOut(SlotMove move) {
+    if (properties.replicas() > 1) {
+      throw refused(
+          "moving slots of a job with replicas="
+              + properties.replicas()
+              + " is not supported yet (docs/explanation/elastic.md)");
+    }
+    if (shard.mode() != TrainingMode.ASYNC) {
+      throw refused(
+          "moving slots of a job in training mode "
+              + shard.mode()
+              + " is not supported yet: only ASYNC jobs can be scaled");
+    }
+    int index = follower.index();
+    if (index != move.getFrom()) {
+      throw refused(
+          "move "
+              + move.getId()
+              + " moves slots out of pserver "
+              + move.getFrom()
+              + ", but this is pserver "
+              + index);
+    }
+    if (move.getTo() == move.getFrom()) {
+      throw refused("move " + move.getId() + " moves slots from pserver " + index + " to itself");
+    }
+    PlacementStore.Read read = follower.refresh();
+    if (read.move().isEmpty() || !read.move().get().equals(move)) {
+      throw refused(
+          "move "
+              + move.getId()
+              + " (epoch "
+              + move.getEpoch()
+              + ") is not the move in progress in etcd ("
+              + read.move().map(m -> m.getId() + " epoch " + m.getEpoch()).orElse("none")
+              + "): begin it with PlacementStore.begin first");
+    }
+    if (follower.outgoing() != null) {
+      throw refused(
+          "pserver " + index + " is still moving " + follower.outgoing() + ": one move at a time");
+    }
+    SlotMap map = follower.map();
+    if (map.epoch() + 1 != move.getEpoch()) {
+      throw refused(
+          "move "
+              + move.getId()
+              + " commits epoch "
+              + move.getEpoch()
+              + " but the committed placement is at epoch "
+              + map.epoch());
+    }
+    if (move.getSlotCount() != map.slots()) {
+      throw refused(
+          "move "
+              + move.getId()
+              + " is of a placement of "
+              + move.getSlotCount()
+              + " slots, the job's has "
+              + map.slots());
+    }
+    for (int s : move.getSlotsList()) {
+      if (s < 0 || s >= map.slots() || map.ownerOfSlot(s) != index) {
+        throw refused(
+            "move "
+                + move.getId()
+                + " names slot "
+                + s
+                + ", which pserver "
+                + index
+                + " does not own at epoch "
+                + map.epoch());
+      }
+    }
+    KeyValueStore kv = coordinator.kv();
+    return kv.get(coordinator.keys().ps(move.getTo()))
+        .map(KeyValueStore.KeyValue::valueAsString)
+        .orElseThrow(
+            () ->
+                refused(
+                    "pserver "
+                        + move.getTo()
+                        + " (the move's new owner) is not registered in etcd ("
+                        + coordinator.keys().ps(move.getTo())
+                        + ")"));
+  }
+
+  static StatusRuntimeException refused(String why) {
+    return Status.FAILED_PRECONDITION.withDescription(why).asRuntimeException();
+  }
+
+  @Override
+  public StreamObserver<MoveInChunk> moveIn(StreamObserver<MoveInResponse> out) {
+    return new IncomingMove(moves, follower, metrics, persistence, blocking, out);
+  }
+}

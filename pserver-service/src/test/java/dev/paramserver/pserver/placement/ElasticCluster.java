@@ -1,0 +1,246 @@
+package dev.paramserver.pserver.placement;
+
+import static dev.paramserver.pserver.shard.Requests.dense;
+import static dev.paramserver.pserver.shard.Requests.finish;
+import static dev.paramserver.pserver.shard.Requests.init;
+import static dev.paramserver.pserver.shard.Requests.sgd;
+
+import dev.paramserver.coordination.EtcdCoordinator;
+import dev.paramserver.coordination.EtcdSettings;
+import dev.paramserver.coordination.PlacementStore;
+import dev.paramserver.proto.v1.BlockRef;
+import dev.paramserver.proto.v1.DataType;
+import dev.paramserver.proto.v1.GetShardStatusRequest;
+import dev.paramserver.proto.v1.ParameterServerGrpc;
+import dev.paramserver.proto.v1.ParameterSpec;
+import dev.paramserver.proto.v1.PullParametersRequest;
+import dev.paramserver.proto.v1.PullParametersResponse;
+import dev.paramserver.proto.v1.SlotMovesGrpc;
+import dev.paramserver.proto.v1.SparseRowsRef;
+import dev.paramserver.proto.v1.TensorBlock;
+import dev.paramserver.pserver.PserverApplication;
+import dev.paramserver.pserver.registration.ShardRegistration;
+import dev.paramserver.pserver.shard.Requests;
+import dev.paramserver.rpc.Channels;
+import dev.paramserver.tensor.BlockSpec;
+import dev.paramserver.tensor.SlotMap;
+import dev.paramserver.tensor.TensorCodec;
+import dev.paramserver.testsupport.EtcdExtension;
+import dev.paramserver.testsupport.Poll;
+import dev.paramserver.testsupport.TempDirs;
+import io.grpc.ManagedChannel;
+import io.grpc.StatusRuntimeException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import org.springframework.boot.builder.SpringApplicationBuilder;
+import org.springframework.context.ConfigurableApplicationContext;
+
+/**
+ * Pservers of one job on 127.0.0.1, each a real Spring context registered through a real etcd, with
+ * raw gRPC stubs to them, the model of the elastic tests (one dense parameter of {@value #BLOCKS}
+ * blocks, one sparse table, SGD with learning rate 1) and the job's placement in etcd.
+ */
+final class ElasticCluster implements AutoCloseable {
+  static final String DENSE = "w";
+  static final String TABLE = "emb";
+  static final int WIDTH = 4;
+  static final int BLOCK = 16;
+  static final int BLOCKS = 6;
+  static final String INIT = "elastic-1";
+
+  final EtcdCoordinator coordinator;
+  final PlacementStore store;
+  final String job;
+  private final EtcdExtension etcd;
+  private final Path checkpoints;
+  private final Map<Integer, ConfigurableApplicationContext> contexts = new HashMap<>();
+  private final Map<Integer, ManagedChannel> channels = new ConcurrentHashMap<>();
+
+  ElasticCluster(EtcdExtension etcd) {
+    this.etcd = etcd;
+    this.job = etcd.uniqueJob();
+    this.checkpoints = TempDirs.create("elastic-ckpt");
+    this.coordinator = EtcdCoordinator.connect(EtcdSettings.of(etcd.endpoint(), job));
+    this.store = new PlacementStore(coordinator);
+  }
+
+  static List<BlockSpec> blockSpecs() {
+    List<BlockSpec> out = new ArrayList<>();
+    for (int b = 0; b < BLOCKS; b++) {
+      out.add(new BlockSpec(DENSE, b, (long) b * BLOCK, BLOCK));
+    }
+    return out;
+  }
+
+  static float[] initialBlock(int block) {
+    float[] v = new float[BLOCK];
+    for (int i = 0; i < BLOCK; i++) {
+      v[i] = block * 100 + i;
+    }
+    return v;
+  }
+
+  /** Starts pserver {@code index} (its own checkpoint directory) and waits for its claim. */
+  void start(int index, int desired) {
+    Path dir = checkpoints.resolve("ps" + index);
+    ConfigurableApplicationContext ctx =
+        new SpringApplicationBuilder(PserverApplication.class)
+            .run(
+                "--server.port=0",
+                "--server.address=127.0.0.1",
+                "--spring.grpc.server.port=0",
+                "--spring.grpc.server.address=127.0.0.1",
+                "--paramserver.etcd.endpoints=" + etcd.endpoint(),
+                "--paramserver.job=" + job,
+                "--paramserver.admin.token=tok",
+                "--paramserver.pserver.checkpoint-dir=" + dir,
+                "--paramserver.pserver.checkpoint-interval=0s",
+                "--paramserver.pserver.move-timeout=10s",
+                "--paramserver.pserver.desired=" + desired,
+                "--paramserver.pserver.index=" + index);
+    contexts.put(index, ctx);
+    ShardRegistration registration = ctx.getBean(ShardRegistration.class);
+    Poll.until(
+        Duration.ofSeconds(30),
+        () -> registration.index() == index,
+        "pserver " + index + " claimed in etcd");
+    ManagedChannel old = channels.remove(index);
+    if (old != null) {
+      Channels.close(old);
+    }
+  }
+
+  ConfigurableApplicationContext context(int index) {
+    return contexts.get(index);
+  }
+
+  /** Closes pserver {@code index}'s context (its registration ends). */
+  void stop(int index) {
+    ConfigurableApplicationContext ctx = contexts.remove(index);
+    if (ctx != null) {
+      ctx.close();
+    }
+    ManagedChannel c = channels.remove(index);
+    if (c != null) {
+      Channels.close(c);
+    }
+  }
+
+  void setDesired(int n) {
+    coordinator
+        .kv()
+        .put(coordinator.keys().psDesired(), Integer.toString(n).getBytes(StandardCharsets.UTF_8));
+  }
+
+  ManagedChannel channel(int index) {
+    return channels.computeIfAbsent(
+        index,
+        i ->
+            Channels.forAddress(
+                coordinator.kv().get(coordinator.keys().ps(i)).orElseThrow().valueAsString()));
+  }
+
+  ParameterServerGrpc.ParameterServerBlockingStub ps(int index) {
+    return ParameterServerGrpc.newBlockingStub(channel(index))
+        .withDeadlineAfter(20, TimeUnit.SECONDS);
+  }
+
+  SlotMovesGrpc.SlotMovesBlockingStub moves(int index) {
+    return SlotMovesGrpc.newBlockingStub(channel(index)).withDeadlineAfter(60, TimeUnit.SECONDS);
+  }
+
+  /** Initialises pservers 0..n-1 with the blocks the initial map of n gives each. */
+  void initialise(int n) {
+    for (int i = 0; i < n; i++) {
+      initialise(i, n, INIT);
+    }
+  }
+
+  /** Initialises pserver {@code i} as {@code initId}, with the blocks the map of n gives it. */
+  void initialise(int i, int n, String initId) {
+    ParameterSpec w = dense(DENSE, BLOCK * BLOCKS, BLOCK, sgd(1));
+    ParameterSpec emb =
+        ParameterSpec.newBuilder()
+            .setName(TABLE)
+            .addShape(0)
+            .addShape(WIDTH)
+            .setDtype(DataType.FLOAT32)
+            .setSparse(true)
+            .setOptimizer(sgd(1))
+            .build();
+    SlotMap initial = SlotMap.initial(blockSpecs(), n);
+    {
+      List<TensorBlock> mine = new ArrayList<>();
+      for (int b = 0; b < BLOCKS; b++) {
+        if (initial.ownerOfBlock(DENSE, b) == i) {
+          mine.add(Requests.block(DENSE, b, BLOCK, initialBlock(b)));
+        }
+      }
+      int index = i;
+      Poll.until(
+          Duration.ofSeconds(30),
+          () -> {
+            try {
+              ps(index).initParameters(init(initId, List.of(w, emb), mine));
+              return true;
+            } catch (StatusRuntimeException e) {
+              return false;
+            }
+          },
+          "InitParameters accepted by pserver " + i);
+      ps(i).finishInit(finish(initId, mine.size()));
+    }
+  }
+
+  /** The committed map (the initial map of {@code n0} while none was committed). */
+  SlotMap committed(int n0) {
+    return store.read().slotMap(SlotMap.initial(blockSpecs(), n0));
+  }
+
+  long epochServed(int index) {
+    return ps(index).getShardStatus(GetShardStatusRequest.getDefaultInstance()).getPlacementEpoch();
+  }
+
+  /** Dense block {@code b}'s values, pulled from pserver {@code index}. */
+  float[] pullBlock(int index, int b) {
+    PullParametersResponse r =
+        ps(index)
+            .pullParameters(
+                PullParametersRequest.newBuilder()
+                    .addBlocks(BlockRef.newBuilder().setName(DENSE).setBlock(b))
+                    .build());
+    return TensorCodec.decode(r.getBlocks(0).getData());
+  }
+
+  /** The rows {@code ids} (width floats each), pulled from pserver {@code index}. */
+  float[] pullRows(int index, List<Long> ids) {
+    PullParametersResponse r =
+        ps(index)
+            .pullParameters(
+                PullParametersRequest.newBuilder()
+                    .addSparseRows(SparseRowsRef.newBuilder().setName(TABLE).addAllRowIds(ids))
+                    .build());
+    return TensorCodec.decode(r.getSparseRows(0).getData());
+  }
+
+  @Override
+  public void close() {
+    for (int i : List.copyOf(contexts.keySet())) {
+      try {
+        stop(i);
+      } catch (RuntimeException e) {
+        // closing the others matters more
+      }
+    }
+    channels.values().forEach(Channels::close);
+    coordinator.close();
+    TempDirs.deleteRecursively(checkpoints);
+  }
+}
