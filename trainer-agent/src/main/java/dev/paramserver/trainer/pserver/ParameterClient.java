@@ -57,6 +57,7 @@ public final class ParameterClient {
   private final CallPolicy calls;
   private final PserverTraffic traffic;
   private final Object pushLock = new Object();
+  private final ResentParts resentParts = new ResentParts();
   private final StreamedPushes streams;
   // The last step pushed, guarded by pushLock: every push call is the next step.
   private long step;
@@ -392,11 +393,17 @@ public final class ParameterClient {
    * acknowledged; the answer is the pieces' together. {@code backoff} paces a request refused again
    * and again (its pieces share it), so a placement that does not settle is never spun on.
    */
+  /** A part number for a piece of a refused push of {@code step} ({@link ResentParts}). */
+  int resentPart(long step) {
+    return resentParts.next(step);
+  }
+
   private PushGradientsResponse pushResent(
       Planned<PushGradientsRequest> p, Moved moved, Parameters latest, Backoff backoff) {
     traffic.movedRequest();
     settle(moved, backoff);
-    List<Planned<PushGradientsRequest>> pieces = Resplit.push(p, layout().routing());
+    List<Planned<PushGradientsRequest>> pieces =
+        Resplit.push(p, layout().routing(), resentParts::next);
     log.info(
         "{}: resending step {} part {} as {} pieces",
         moved,

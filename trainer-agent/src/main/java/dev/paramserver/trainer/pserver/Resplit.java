@@ -14,24 +14,29 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.function.LongToIntFunction;
 
 /**
  * Cuts a request a pserver refused with MOVED (nothing of it applied) into pieces, one per owner
  * under a newer {@link Routing}, and puts the pieces' answers back together as the refused
  * request's answer would have been (docs/explanation/elastic.md, "Trainers").
  *
- * <p>A push piece keeps the refused push's trainer id, session, step, part, flags and {@code
- * acknowledged_through} (which refers to the origin server), and names the server the push was
- * first sent to in {@code origin} (its index + 1; a piece of a piece keeps the first origin), so a
- * pserver never takes it for a duplicate of its own part of the same step. Rows are cut by their
- * encoded bytes: no value is decoded or rounded again.
+ * <p>A push piece keeps the refused push's trainer id, session, step, flags and {@code
+ * acknowledged_through} (which refers to the origin server), names the server the push was first
+ * sent to in {@code origin} (its index + 1; a piece of a piece keeps the first origin), so a
+ * pserver never takes it for a duplicate of its own part of the same step, and gets a part number
+ * of its own ({@link ResentParts}): two pieces of one step may reach one server. Rows are cut by
+ * their encoded bytes: no value is decoded or rounded again.
  */
 public final class Resplit {
   private Resplit() {}
 
-  /** The pieces of {@code refused}, by owner (ascending) under {@code routing}. */
+  /**
+   * The pieces of {@code refused}, by owner (ascending) under {@code routing}, each with a part
+   * number of its own from {@code parts} (for the refused request's step).
+   */
   public static List<Planned<PushGradientsRequest>> push(
-      Planned<PushGradientsRequest> refused, Routing routing) {
+      Planned<PushGradientsRequest> refused, Routing routing, LongToIntFunction parts) {
     PushGradientsRequest req = refused.request();
     Map<Integer, PushGradientsRequest.Builder> pieces = new TreeMap<>();
     int origin = req.getOrigin() != 0 ? req.getOrigin() : refused.pserver() + 1;
@@ -48,10 +53,14 @@ public final class Resplit {
                   pieces.computeIfAbsent(owner, k -> template.clone()).addSparseGradients(part));
     }
     List<Planned<PushGradientsRequest>> out = new ArrayList<>();
-    pieces.forEach((owner, piece) -> out.add(new Planned<>(owner, piece.build())));
+    pieces.forEach(
+        (owner, piece) ->
+            out.add(new Planned<>(owner, piece.setPart(parts.applyAsInt(req.getStep())).build())));
     if (out.isEmpty()) {
       // a push without gradients (a keep-pace push): it still goes, as one piece
-      out.add(new Planned<>(refused.pserver(), template.build()));
+      out.add(
+          new Planned<>(
+              refused.pserver(), template.setPart(parts.applyAsInt(req.getStep())).build()));
     }
     return out;
   }

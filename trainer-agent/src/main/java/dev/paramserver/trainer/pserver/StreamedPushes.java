@@ -442,7 +442,10 @@ public final class StreamedPushes {
     // settled first: a trainer stopping meanwhile finds the request still in its lane (dropped)
     client.settle(moved, backoff(lane));
     List<Planned<PushGradientsRequest>> pieces =
-        Resplit.push(new Planned<>(lane.pserver(), lane.head().request), client.layout().routing());
+        Resplit.push(
+            new Planned<>(lane.pserver(), lane.head().request),
+            client.layout().routing(),
+            client::resentPart);
     Part refused = lane.removeHead();
     log.info(
         "{}: resending step {} part {} as {} pieces",

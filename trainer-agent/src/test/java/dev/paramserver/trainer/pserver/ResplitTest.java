@@ -35,6 +35,8 @@ import org.junit.jupiter.api.Test;
  * its origin.
  */
 class ResplitTest {
+  private final ResentParts resent = new ResentParts();
+
   private static final OptimizerConfig SGD =
       OptimizerConfig.newBuilder().setKind(OptimizerConfig.Kind.SGD).setLearningRate(0.1f).build();
 
@@ -95,7 +97,8 @@ class ResplitTest {
       PushGradientsRequest refused =
           planned.request().toBuilder().setAcknowledgedThrough(8).build();
       List<Planned<PushGradientsRequest>> pieces =
-          Resplit.push(new Planned<>(planned.pserver(), refused), grown);
+          Resplit.push(new Planned<>(planned.pserver(), refused), grown, resent::next);
+      Set<Integer> partsGiven = new HashSet<>();
 
       List<TensorBlock> blocks = new ArrayList<>();
       List<SparseRows> rows = new ArrayList<>();
@@ -105,7 +108,8 @@ class ResplitTest {
         assertThat(r.getTrainerId()).isEqualTo("t1");
         assertThat(r.getSession()).isEqualTo("session-1");
         assertThat(r.getStep()).isEqualTo(9);
-        assertThat(r.getPart()).isEqualTo(refused.getPart());
+        assertThat(r.getPart()).as("a part of its own").isGreaterThanOrEqualTo(ResentParts.FIRST);
+        assertThat(partsGiven.add(r.getPart())).as("parts distinct within the step").isTrue();
         assertThat(r.getReturnValues()).isEqualTo(refused.getReturnValues());
         assertThat(r.getReturnRows()).isEqualTo(refused.getReturnRows());
         assertThat(r.getAcknowledgedThrough()).as("the origin's watermark").isEqualTo(8);
@@ -145,14 +149,17 @@ class ResplitTest {
             .filter(p -> p.request().getSparseGradientsCount() > 0 && p.pserver() == 1)
             .findFirst()
             .orElseThrow();
-    List<Planned<PushGradientsRequest>> pieces = Resplit.push(rows, grown);
+    List<Planned<PushGradientsRequest>> pieces = Resplit.push(rows, grown, resent::next);
     Planned<PushGradientsRequest> toNew =
         pieces.stream().filter(p -> p.pserver() == 2).findFirst().orElseThrow();
     // refused again by 2 (say it moved on): split by a map of 4 pservers
     Routing four = new Routing(grown.map().resized(4), layout.blocks());
-    for (Planned<PushGradientsRequest> again : Resplit.push(toNew, four)) {
+    Set<Integer> given = new HashSet<>();
+    pieces.forEach(p -> given.add(p.request().getPart()));
+    for (Planned<PushGradientsRequest> again : Resplit.push(toNew, four, resent::next)) {
       assertThat(again.request().getOrigin()).isEqualTo(2);
-      assertThat(again.request().getPart()).isEqualTo(rows.request().getPart());
+      // a piece of a piece may reach a server a piece of the same step reached: never the same part
+      assertThat(given.add(again.request().getPart())).isTrue();
     }
   }
 
@@ -209,7 +216,7 @@ class ResplitTest {
             PushGradientsRequest.newBuilder()
                 .addGradients(TensorBlock.newBuilder().setName("nope").setBlock(3))
                 .build());
-    assertThatThrownBy(() -> Resplit.push(refused, grown))
+    assertThatThrownBy(() -> Resplit.push(refused, grown, resent::next))
         .isInstanceOf(IllegalStateException.class)
         .hasMessageContaining("nope#3");
   }
