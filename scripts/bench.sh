@@ -33,7 +33,13 @@
 # single JVM's (ratios staleness_ctr_1x1_s<k>_vs_single_jvm and
 # staleness_ctr_1x1_s<k>_auc_minus_single_jvm).
 #
-# Usage: scripts/bench.sh [--only kernels,wire,wal,train,memory,sparse,startup,staleness,python]
+# Live scaling: --only scaling (run only when named, about 4 minutes; --quick one round instead of
+# two) scales the click-through job (2 pservers, 2 trainers, 30 passes) from 2 to 3 to 2 pservers
+# through the leader master's scale endpoint while it trains, and tables every committed move
+# (slots, rows, bytes, copy, stall, time); ratios scaling_move_stall_p99_ms (target <= 200) and
+# scaling_grow_rows_moved_vs_share (rows a grow moved against the new pserver's share, <= 1.1).
+#
+# Usage: scripts/bench.sh [--only kernels,wire,wal,train,memory,sparse,startup,staleness,scaling,python]
 #        [--workloads softmax,mlp5m,ctr,ctr100m] [--quick] [--profile] [--run-dir DIR]
 # Environment: BENCH_SKIP_BUILD=1 reuses what is built; ETCD_BIN points at etcd if not on the PATH.
 # Needs Java 17 (JDK: jcmd, attach) and etcd 3.4+. Takes about 21 minutes on 2 cores (training 14:

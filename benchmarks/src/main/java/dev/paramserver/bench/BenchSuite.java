@@ -6,6 +6,7 @@ import dev.paramserver.bench.memory.MemorySuite;
 import dev.paramserver.bench.report.Report;
 import dev.paramserver.bench.sparse.SparseSuite;
 import dev.paramserver.bench.train.PythonSuite;
+import dev.paramserver.bench.train.ScalingSuite;
 import dev.paramserver.bench.train.StalenessSuite;
 import dev.paramserver.bench.train.StartupSuite;
 import dev.paramserver.bench.train.TrainSuite;
@@ -130,6 +131,7 @@ public final class BenchSuite {
         || only.contains("train")
         || only.contains("startup")
         || only.contains("staleness")
+        || only.contains("scaling")
         || only.contains("python")
         || only.contains("memory")
         || only.contains("sparse")) {
@@ -158,6 +160,10 @@ public final class BenchSuite {
     if (only.contains("staleness")) {
       ServiceJars j = jars;
       section(runDir, "staleness", () -> new StalenessSuite(runDir, j, quick).run(report));
+    }
+    if (only.contains("scaling")) {
+      ServiceJars j = jars;
+      section(runDir, "scaling", () -> new ScalingSuite(runDir, j, quick).run(report));
     }
     if (only.contains("python")) {
       ServiceJars j = jars;
