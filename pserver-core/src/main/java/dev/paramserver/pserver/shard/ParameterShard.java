@@ -120,11 +120,16 @@ public final class ParameterShard {
 
   /**
    * Applies one record of the write-ahead log again (restart, or a backup following its primary),
-   * without logging it: a push applied already (by the checkpoint) is skipped.
+   * without logging it: a push applied already (by the checkpoint) is skipped. A slot move's
+   * moved-in record ({@code moved_in}) installs the move's copy again and applies its forwarded
+   * pushes (see {@link ShardMoves#logMovedIn}).
    *
    * @return false when the record was skipped (duplicate, or of another initialisation)
    */
   public boolean replay(WalRecord record) {
+    if (!record.getMovedInMove().isEmpty()) {
+      return SlotTransfer.replayMovedIn(this, record);
+    }
     return pushes.replay(record);
   }
 

@@ -387,6 +387,39 @@ final class PushPath {
     }
   }
 
+  /**
+   * Appends a move's moved-in record ({@code WalRecord.moved_in}) to the log, in the log's order
+   * (under the read lock, so on one side of a checkpoint's cut), and waits until it is as durable
+   * as the log's sync setting promises. Neither applied (the move applied the copy and records
+   * already) nor handed to a backup or tap.
+   *
+   * @return false when there is no log (nothing written)
+   */
+  boolean logMovedIn(WalRecord record) {
+    if (!pushLog.enabled()) {
+      return false;
+    }
+    PushLog.Written written;
+    shard.structure().readLock().lock();
+    try {
+      synchronized (order) {
+        try {
+          written = pushLog.write(record);
+        } catch (UncheckedIOException e) {
+          throw logFailed(e);
+        }
+      }
+    } finally {
+      shard.structure().readLock().unlock();
+    }
+    try {
+      written.awaitDurable();
+    } catch (UncheckedIOException e) {
+      throw logFailed(e);
+    }
+    return true;
+  }
+
   boolean replay(WalRecord record) {
     shard.structure().readLock().lock();
     try {

@@ -1,10 +1,12 @@
 package dev.paramserver.pserver.shard;
 
+import com.google.protobuf.ByteString;
 import dev.paramserver.proto.v1.ShardCheckpoint;
 import dev.paramserver.proto.v1.WalRecord;
 import dev.paramserver.tensor.SlotMap;
 import java.io.IOException;
 import java.io.OutputStream;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
 
@@ -66,6 +68,35 @@ public final class ShardMoves {
   /** Installs a move's copy on the new owner (see {@link SlotTransfer#install}). */
   public MoveCounts install(ShardCheckpoint copy, MovingSlots m) {
     return SlotTransfer.install(shard, copy, m);
+  }
+
+  /**
+   * Makes what move {@code m} brought durable through the write-ahead log: appends one record
+   * holding its copy ({@code copy}, the ShardCheckpoint bytes installed) and the pushes of the
+   * records forwarded after it, in the order they were applied; a restart replays it (see {@link
+   * ParameterShard#replay}). Returns once the record is as durable as the log's sync setting
+   * promises.
+   *
+   * @return false when the shard has no log (nothing written: a checkpoint must do)
+   */
+  public boolean logMovedIn(MovingSlots m, ByteString copy, List<WalRecord> forwarded) {
+    WalRecord.Builder b =
+        WalRecord.newBuilder().setMovedIn(copy).setMovedInMove(m.move().toByteString());
+    for (WalRecord r : forwarded) {
+      b.addAllPushes(r.getPushesList());
+      b.setInitId(r.getInitId());
+    }
+    return shard.pushes.logMovedIn(b.build());
+  }
+
+  /** Whether the shard holds an initialisation (else a move's copy brings one). */
+  public boolean initialised() {
+    return shard.initialised();
+  }
+
+  /** Whether the shard has a write-ahead log. */
+  public boolean logged() {
+    return shard.pushes.pushLog().enabled();
   }
 
   /** Drops the rows and blocks of a move (moved away, or a move here rolled back). */

@@ -2,11 +2,13 @@ package dev.paramserver.pserver.shard;
 
 import com.google.protobuf.ByteString;
 import com.google.protobuf.CodedOutputStream;
+import com.google.protobuf.InvalidProtocolBufferException;
 import dev.paramserver.proto.v1.BlockCheckpoint;
 import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.proto.v1.ParameterSpec;
 import dev.paramserver.proto.v1.PushGradientsRequest;
 import dev.paramserver.proto.v1.ShardCheckpoint;
+import dev.paramserver.proto.v1.SlotMove;
 import dev.paramserver.proto.v1.SparseRows;
 import dev.paramserver.proto.v1.SparseTableCheckpoint;
 import dev.paramserver.proto.v1.TensorBlock;
@@ -137,6 +139,30 @@ final class SlotTransfer {
       scores[j] = c.scores()[i];
     }
     return new SparseRowStore.Chunk(ids, values, slots, updates, scores, n);
+  }
+
+  /**
+   * Replays a move's moved-in record (see {@link ShardMoves#logMovedIn}): installs its copy as the
+   * move did, then applies its forwarded pushes in order, as forwarded ones.
+   *
+   * @return false when skipped (the shard holds another initialisation)
+   */
+  static boolean replayMovedIn(ParameterShard shard, WalRecord record) {
+    ShardCheckpoint copy;
+    SlotMove move;
+    try {
+      copy = ShardCheckpoint.parseFrom(record.getMovedIn());
+      move = SlotMove.parseFrom(record.getMovedInMove());
+    } catch (InvalidProtocolBufferException e) {
+      throw ShardRestore.corrupt("a moved-in log record does not parse: " + e.getMessage());
+    }
+    if (shard.initialised() && !copy.getInitId().equals(shard.pendingInitId())) {
+      return false;
+    }
+    install(shard, copy, new MovingSlots(move));
+    shard.pushes.replayForwarded(
+        record.toBuilder().clearMovedIn().clearMovedInMove().setInitId(copy.getInitId()).build());
+    return true;
   }
 
   /**

@@ -7,6 +7,7 @@ import dev.paramserver.proto.v1.MoveInResponse;
 import dev.paramserver.proto.v1.ShardCheckpoint;
 import dev.paramserver.proto.v1.SlotMove;
 import dev.paramserver.proto.v1.SlotMovesGrpc;
+import dev.paramserver.proto.v1.WalRecord;
 import dev.paramserver.pserver.role.ShardPersistence;
 import dev.paramserver.pserver.shard.MoveCounts;
 import dev.paramserver.pserver.shard.MovingSlots;
@@ -15,17 +16,22 @@ import dev.paramserver.rpc.ErrorMappingInterceptor;
 import io.grpc.stub.StreamObserver;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
+import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.beans.factory.ObjectProvider;
 
 /**
- * One MoveIn on the new owner: takes the move (its slots now wait for the commit here), the copy,
- * then the records, applied in order by the replay path; at {@code caught_up} makes everything
- * durable (a checkpoint: the copy and the replayed records are not in this pserver's write-ahead
- * log) and answers. A stream that fails before that drops what it staged.
+ * One MoveIn on the new owner: takes the move (its slots now wait for the commit here), the copy
+ * (installed once whole, at {@code copy_done}), then the records, applied in order by the replay
+ * path; at {@code caught_up} makes everything durable and answers. Durable means one record of this
+ * pserver's write-ahead log holding the copy and the forwarded records (a restart replays it:
+ * {@code WalRecord.moved_in}), written and synced as pushes are; without a log, a checkpoint. A
+ * stream that fails before that drops what it staged.
  */
 final class IncomingMove implements StreamObserver<MoveInChunk> {
   private static final Logger log = LoggerFactory.getLogger(IncomingMove.class);
@@ -37,6 +43,8 @@ final class IncomingMove implements StreamObserver<MoveInChunk> {
   private final Executor blocking;
   private final StreamObserver<MoveInResponse> out;
   private final ByteString.Output copy = ByteString.newOutput();
+  private ByteString copyBytes;
+  private final List<WalRecord> forwarded = new ArrayList<>();
   private MovingSlots moving;
   private MoveCounts installed;
   private long bytes;
@@ -88,9 +96,14 @@ final class IncomingMove implements StreamObserver<MoveInChunk> {
       if (!chunk.getCopy().isEmpty()) {
         chunk.getCopy().writeTo(copy);
       }
+      if (chunk.getCopyDone()) {
+        install();
+      }
       if (chunk.hasRecord()) {
         install();
-        moves.applyForwarded(chunk.getRecord());
+        if (moves.applyForwarded(chunk.getRecord())) {
+          forwarded.add(chunk.getRecord());
+        }
         records++;
       }
       if (chunk.getCaughtUp()) {
@@ -126,26 +139,45 @@ final class IncomingMove implements StreamObserver<MoveInChunk> {
 
   private void install() throws IOException {
     if (installed == null) {
-      ShardCheckpoint c = ShardCheckpoint.parseFrom(copy.toByteString());
+      copyBytes = copy.toByteString();
+      ShardCheckpoint c = ShardCheckpoint.parseFrom(copyBytes);
+      boolean fresh = !moves.initialised();
       installed = moves.install(c, moving);
+      if (fresh && moves.logged()) {
+        // The copy initialised this shard: its log has no checkpoint to be replayed onto (a
+        // restart without one starts afresh and discards the log), so the first one is written now,
+        // before the records; it holds the copy and nothing else. Later moves in need none.
+        ShardPersistence p = persistence.getIfAvailable();
+        if (p != null) {
+          p.checkpoint();
+        }
+      }
     }
   }
 
   private void finish() {
     try {
-      ShardPersistence p = persistence.getIfAvailable();
-      if (p != null) {
-        p.checkpoint();
+      long started = System.nanoTime();
+      String how = "in its write-ahead log";
+      if (!moves.logMovedIn(moving, copyBytes, forwarded)) {
+        how = "in a checkpoint (no write-ahead log)";
+        ShardPersistence p = persistence.getIfAvailable();
+        if (p != null) {
+          p.checkpoint();
+        }
       }
+      long durableMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started);
       metrics.bytes("in", bytes);
       log.info(
-          "{}: holds {} rows, {} blocks and {} records ({} bytes), durably; serving them once"
-              + " committed",
+          "{}: holds {} rows, {} blocks and {} records ({} bytes), durably {} ({} ms); serving"
+              + " them once committed",
           moving,
           installed.rows(),
           installed.blocks(),
           records,
-          bytes);
+          bytes,
+          how,
+          durableMs);
       out.onNext(
           MoveInResponse.newBuilder()
               .setRows(installed.rows())

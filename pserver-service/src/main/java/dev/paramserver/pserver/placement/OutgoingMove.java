@@ -156,6 +156,7 @@ final class OutgoingMove {
             MoveInChunk.newBuilder().setCopy(ByteString.copyFrom(bytesOfCopy, at, n)).build());
       }
       bytes += bytesOfCopy.length;
+      send(to, answer, MoveInChunk.newBuilder().setCopyDone(true).build());
       sendRecords(to, answer);
       long copyMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - cut);
       long freezeAt = System.nanoTime();

@@ -117,6 +117,11 @@ final class ElasticCluster implements AutoCloseable {
     }
   }
 
+  /** Pserver {@code index}'s checkpoint directory (its write-ahead log is in it too). */
+  Path dir(int index) {
+    return checkpoints.resolve("ps" + index);
+  }
+
   ConfigurableApplicationContext context(int index) {
     return contexts.get(index);
   }

@@ -16,14 +16,20 @@ import dev.paramserver.proto.v1.MoveOutResponse;
 import dev.paramserver.proto.v1.PushGradientsRequest;
 import dev.paramserver.proto.v1.SlotMove;
 import dev.paramserver.proto.v1.SparseRows;
+import dev.paramserver.pserver.shard.ParameterShard;
 import dev.paramserver.rpc.RpcErrors;
 import dev.paramserver.tensor.ShardPlacement;
 import dev.paramserver.tensor.SlotMap;
 import dev.paramserver.tensor.TensorCodec;
 import dev.paramserver.testsupport.EtcdExtension;
 import dev.paramserver.testsupport.Poll;
+import dev.paramserver.testsupport.TempDirs;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -32,6 +38,7 @@ import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -342,6 +349,84 @@ class ElasticMoveTest {
           .containsEntry("owner", "2")
           .containsEntry("block", block);
       assertValues(c, moved, sums);
+    }
+  }
+
+  /**
+   * The new owner makes what it took in durable through its write-ahead log before it answers
+   * MoveIn, not through a checkpoint: closed right after the moves were committed (its disk as a
+   * crash leaves it: the files as they were, without the final checkpoint of a graceful stop) and
+   * restarted, it holds the moved rows and blocks bit for bit by replaying its log.
+   */
+  @Test
+  @Timeout(180)
+  void newOwnerCrashedAfterMoveIn_restartsFromItsLog_withTheMovedRowsExactly() throws Exception {
+    try (ElasticCluster c = new ElasticCluster(etcd)) {
+      c.start(0, 2);
+      c.start(1, 2);
+      c.initialise(2);
+      c.setDesired(3);
+      c.start(2, 3);
+      PlacementPusher.Sums sums = new PlacementPusher.Sums();
+      PlacementPusher pusher = new PlacementPusher(c, "t0", ROWS, 2, 23, sums);
+      Thread thread = new Thread(pusher, "pusher");
+      thread.setDaemon(true);
+      thread.start();
+      Poll.until(Duration.ofSeconds(20), () -> pusher.steps.get() >= 20, "pushes before moves");
+      SlotMap start = c.committed(2);
+      List<MoveOutResponse> answers = new ArrayList<>();
+      SlotMap grown = moveAll(c, start, start.resized(3), "crash", answers);
+      for (int k = 0; k < answers.size(); k++) {
+        MoveOutResponse a = answers.get(k);
+        System.out.printf(
+            "move crash-%d: stall_ms=%d copy_ms=%d bytes=%d records=%d rows=%d blocks=%d%n",
+            k,
+            a.getStallMs(),
+            a.getCopyMs(),
+            a.getBytes(),
+            a.getRecords(),
+            a.getRows(),
+            a.getBlocks());
+      }
+      int steps = pusher.steps.get();
+      Poll.until(Duration.ofSeconds(20), () -> pusher.steps.get() >= steps + 10, "pushes after");
+      pusher.stop();
+      thread.join(30_000);
+      if (pusher.failure.get() != null) {
+        throw new AssertionError("pusher failed", pusher.failure.get());
+      }
+
+      // pserver 2's files as a crash now leaves them (a graceful stop would write a checkpoint:
+      // without an index it writes none)
+      Path crashed = Files.createTempDirectory("elastic-crashed");
+      try {
+        copyTree(c.dir(2), crashed);
+        c.context(2).getBean(ParameterShard.class).setIndex(-1);
+        c.stop(2);
+        TempDirs.deleteRecursively(c.dir(2));
+        copyTree(crashed, c.dir(2));
+      } finally {
+        TempDirs.deleteRecursively(crashed);
+      }
+      c.start(2, 3);
+      Poll.until(
+          Duration.ofSeconds(10),
+          () -> c.epochServed(2) == grown.epoch(),
+          "pserver 2 serving epoch " + grown.epoch());
+      assertValues(c, grown, sums);
+    }
+  }
+
+  private static void copyTree(Path from, Path to) throws IOException {
+    try (Stream<Path> paths = Files.walk(from)) {
+      for (Path p : paths.toList()) {
+        Path target = to.resolve(from.relativize(p).toString());
+        if (Files.isDirectory(p)) {
+          Files.createDirectories(target);
+        } else {
+          Files.copy(p, target, StandardCopyOption.REPLACE_EXISTING);
+        }
+      }
     }
   }
 

@@ -6,16 +6,23 @@ import static dev.paramserver.pserver.shard.Requests.sgd;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.catchThrowableOfType;
 
+import com.google.protobuf.ByteString;
 import dev.paramserver.proto.v1.DataType;
 import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.proto.v1.ParameterSpec;
+import dev.paramserver.proto.v1.PullParametersRequest;
 import dev.paramserver.proto.v1.PushGradientsRequest;
+import dev.paramserver.proto.v1.ShardCheckpoint;
 import dev.paramserver.proto.v1.SlotMove;
 import dev.paramserver.proto.v1.SparseRows;
+import dev.paramserver.proto.v1.SparseRowsRef;
+import dev.paramserver.proto.v1.WalRecord;
 import dev.paramserver.rpc.ServiceException;
 import dev.paramserver.tensor.ShardPlacement;
 import dev.paramserver.tensor.SlotMap;
 import dev.paramserver.tensor.TensorCodec;
+import java.io.ByteArrayOutputStream;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
@@ -128,5 +135,72 @@ class MovingSlotsTest {
 
     moves.setPlacement(INITIAL.with(MOVE), null, null);
     assertThat(pushed.get(5, TimeUnit.SECONDS)).isEqualTo(1);
+  }
+
+  /**
+   * The new owner makes a move durable with one log record (the copy and the forwarded pushes), not
+   * a checkpoint; replaying it rebuilds the moved rows exactly, on a fresh shard and on one that
+   * holds them already (a checkpoint cut before the record: the copy replaces the rows).
+   */
+  @Test
+  void theNewOwner_logsTheMoveInOneRecord_whoseReplayRebuildsTheMovedRowsExactly()
+      throws Exception {
+    ParameterShard old = shard(MOVE.getFrom());
+    old.push(push(ROW));
+    old.push(push(ROW));
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    MovingSlots m = new MovingSlots(MOVE);
+    new ShardMoves(old).writeCopy(m, out, () -> {});
+    ByteString copy = ByteString.copyFrom(out.toByteArray());
+    WalRecord forwarded = WalRecord.newBuilder().addPushes(push(ROW)).setInitId("s").build();
+
+    List<WalRecord> logged = new ArrayList<>();
+    ParameterShard next = new ParameterShard(true);
+    next.setIndex(MOVE.getTo());
+    next.attachLog(
+        new PushLog() {
+          @Override
+          public void append(WalRecord record) {
+            logged.add(record);
+          }
+
+          @Override
+          public long cut() {
+            return 0;
+          }
+
+          @Override
+          public boolean enabled() {
+            return true;
+          }
+        });
+    ShardMoves moves = new ShardMoves(next);
+    moves.install(ShardCheckpoint.parseFrom(copy), m);
+    assertThat(moves.applyForwarded(forwarded)).isTrue();
+    assertThat(moves.applyForwarded(forwarded)).isTrue();
+    assertThat(moves.logMovedIn(m, copy, List.of(forwarded, forwarded))).isTrue();
+    assertThat(logged).hasSize(1);
+    assertThat(row(next)).containsExactly(-4f, -4f);
+
+    ParameterShard restarted = new ParameterShard(true);
+    restarted.setIndex(MOVE.getTo());
+    assertThat(restarted.replay(logged.get(0))).isTrue();
+    assertThat(row(restarted)).containsExactly(-4f, -4f);
+    assertThat(next.replay(logged.get(0))).isTrue();
+    assertThat(row(next)).containsExactly(-4f, -4f);
+
+    ParameterShard unlogged = new ParameterShard(true);
+    assertThat(new ShardMoves(unlogged).logMovedIn(m, copy, List.of())).isFalse();
+  }
+
+  private static float[] row(ParameterShard shard) {
+    return TensorCodec.decode(
+        shard
+            .pull(
+                PullParametersRequest.newBuilder()
+                    .addSparseRows(SparseRowsRef.newBuilder().setName(TABLE).addRowIds(ROW))
+                    .build())
+            .getSparseRows(0)
+            .getData());
   }
 }
