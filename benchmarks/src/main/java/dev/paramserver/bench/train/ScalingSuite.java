@@ -9,6 +9,10 @@ import dev.paramserver.localcluster.ClusterSpec;
 import dev.paramserver.localcluster.JobStatusView;
 import dev.paramserver.localcluster.LocalCluster;
 import dev.paramserver.localcluster.Role;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -16,6 +20,8 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 /**
  * Live scaling ({@code --only scaling}, run only when named): the click-through job ({@link
@@ -61,10 +67,11 @@ public final class ScalingSuite {
             "move ms");
     List<Double> stalls = new ArrayList<>();
     List<Double> rowShares = new ArrayList<>();
+    List<Double> waits = new ArrayList<>();
     List<Object> json = new ArrayList<>();
     int rounds = quick ? 1 : ROUNDS;
     for (int round = 1; round <= rounds; round++) {
-      Map<String, Object> r = round(w, round, t, stalls);
+      Map<String, Object> r = round(w, round, t, stalls, waits);
       rowShares.add((Double) r.get("rowsMovedVsShare"));
       json.add(r);
     }
@@ -94,6 +101,17 @@ public final class ScalingSuite {
             + Report.fmt(max)
             + " ms)";
     report.ratio("scaling_move_stall_p99_ms", p99, Report.Target.atMost(200), baseline);
+    waits.sort(Double::compare);
+    double wait = waits.isEmpty() ? Double.NaN : waits.get(waits.size() - 1);
+    System.out.printf(
+        Locale.ROOT, "scaling: trainers' moved-request wait p99, worst scaling: %.0f ms%n", wait);
+    report.ratio(
+        "scaling_trainer_moved_wait_p99_ms",
+        wait,
+        Report.Target.atMost(200),
+        "the trainers' paramserver_trainer_moved_wait_seconds p99 (a request refused with MOVED"
+            + " waiting for the epoch: stall, commit, the trainer seeing it), the worst trainer of"
+            + " the worst scaling");
     report.ratio(
         "scaling_grow_rows_moved_vs_share",
         share,
@@ -102,7 +120,8 @@ public final class ScalingSuite {
     report.extra("scaling", json);
   }
 
-  private Map<String, Object> round(Workload w, int round, Report.Table t, List<Double> stalls)
+  private Map<String, Object> round(
+      Workload w, int round, Report.Table t, List<Double> stalls, List<Double> waits)
       throws Exception {
     Path dir = runDir.resolve("scaling").resolve("round" + round);
     ClusterSpec.Builder b =
@@ -142,7 +161,11 @@ public final class ScalingSuite {
       for (JsonNode m : grow) {
         grownRows += m.path("rows").asLong();
       }
+      double growWait = movedWaitMs(cluster);
       List<JsonNode> shrink = scale(admin, 2);
+      double shrinkWait = movedWaitMs(cluster);
+      waits.add(growWait);
+      waits.add(shrinkWait);
       JobStatusView now = cluster.jobStatus().orElseThrow();
       if (now.isFinished() || now.isFailed()) {
         throw new IllegalStateException(
@@ -174,6 +197,8 @@ public final class ScalingSuite {
       out.put("rowsBefore", before);
       out.put("rowsMovedByGrow", grownRows);
       out.put("rowsMovedVsShare", share);
+      out.put("trainerMovedWaitP99MsGrow", growWait);
+      out.put("trainerMovedWaitP99MsShrink", shrinkWait);
       out.put("moves", concat(grow, shrink).stream().map(JsonNode::toString).toList());
       cluster.awaitJobEnd(Duration.ofMinutes(10));
     } finally {
@@ -181,6 +206,39 @@ public final class ScalingSuite {
     }
     return out;
   }
+
+  /**
+   * The worst p99 over the trainers of {@code paramserver_trainer_moved_wait_seconds}, ms (NaN when
+   * none was refused with MOVED).
+   */
+  private static double movedWaitMs(LocalCluster cluster) throws Exception {
+    double worst = Double.NaN;
+    HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+    for (int i = 0; i < 2; i++) {
+      String body =
+          http.send(
+                  HttpRequest.newBuilder(
+                          URI.create(
+                              "http://127.0.0.1:"
+                                  + cluster.process(Role.TRAINER, i).httpPort()
+                                  + "/actuator/prometheus"))
+                      .timeout(Duration.ofSeconds(10))
+                      .build(),
+                  HttpResponse.BodyHandlers.ofString())
+              .body();
+      Matcher m = P99.matcher(body);
+      if (m.find()) {
+        double ms = Double.parseDouble(m.group(1)) * 1000;
+        worst = Double.isNaN(worst) ? ms : Math.max(worst, ms);
+      }
+    }
+    return worst;
+  }
+
+  private static final Pattern P99 =
+      Pattern.compile(
+          "(?m)^paramserver_trainer_moved_wait_seconds\\{[^}]*quantile=\"0\\.99\"[^}]*\\}"
+              + " ([0-9.eE+-]+)$");
 
   /** Rows the first {@code n} pservers hold, from their admin status. */
   private static long rows(LocalCluster cluster, AdminClient admin, int n) throws Exception {

@@ -434,6 +434,7 @@ public final class ParameterClient {
    * the second and later refusals of one request first wait {@code backoff}'s next pause.
    */
   void settle(Moved moved, Backoff backoff) {
+    long start = System.nanoTime();
     try {
       if (backoff.attempts() > 0) {
         if (calls.stopping().getAsBoolean()) {
@@ -453,6 +454,8 @@ public final class ParameterClient {
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw new StoppedException("waiting for placement epoch " + moved.epoch());
+    } finally {
+      traffic.movedWait(System.nanoTime() - start);
     }
   }
 

@@ -22,6 +22,7 @@ public final class PserverTraffic {
   private final Map<Integer, AtomicLong> acknowledged = new ConcurrentHashMap<>();
   private volatile IntConsumer newPserverListener = ps -> {};
   private volatile LongConsumer roundTripListener = nanos -> {};
+  private volatile LongConsumer movedWaitListener = nanos -> {};
 
   public long bytesPushed() {
     return bytesPushed.get();
@@ -102,6 +103,19 @@ public final class PserverTraffic {
 
   void movedRequest() {
     movedRequests.incrementAndGet();
+  }
+
+  /**
+   * Calls {@code listener} with the nanoseconds each request refused with MOVED waited before its
+   * pieces could be sent: until the trainer routed by the epoch the answer named (the move's stall,
+   * its commit in etcd and the trainer seeing it), or the bounded wait ended.
+   */
+  public void onMovedWait(LongConsumer listener) {
+    movedWaitListener = listener;
+  }
+
+  void movedWait(long nanos) {
+    movedWaitListener.accept(nanos);
   }
 
   void duplicatePush() {

@@ -19,7 +19,8 @@ import org.springframework.stereotype.Component;
  * paramserver_trainer_bytes_pulled_total}, {@code paramserver_trainer_dropped_pushes_total}, {@code
  * paramserver_trainer_duplicate_pushes_total}, {@code paramserver_trainer_moved_requests_total},
  * {@code paramserver_trainer_pushes_acknowledged_total{pserver}}, {@code
- * paramserver_trainer_push_round_trip_seconds} (a timer).
+ * paramserver_trainer_push_round_trip_seconds} and {@code paramserver_trainer_moved_wait_seconds}
+ * (timers).
  */
 @Component
 public final class TrainerMetrics {
@@ -86,6 +87,14 @@ public final class TrainerMetrics {
                     + " thread taking its answer in")
             .register(registry);
     traffic.onPushRoundTrip(nanos -> roundTrip.record(nanos, TimeUnit.NANOSECONDS));
+    Timer movedWait =
+        Timer.builder("paramserver.trainer.moved.wait")
+            .description(
+                "Time a push or pull refused with MOVED waited for the placement epoch it named"
+                    + " (a slot move's stall, its commit and the trainer seeing it)")
+            .publishPercentiles(0.5, 0.99)
+            .register(registry);
+    traffic.onMovedWait(nanos -> movedWait.record(nanos, TimeUnit.NANOSECONDS));
     traffic.onNewPserver(
         ps ->
             FunctionCounter.builder(
