@@ -25,7 +25,7 @@ import picocli.CommandLine;
  * fixed 2 pservers, with every task of every pass done; the emptied pserver exits 0.
  */
 class ElasticScalingEndToEndTest {
-  private static final int PASSES = 40;
+  private static final int PASSES = 100;
 
   @TempDir Path dir;
 
@@ -48,6 +48,8 @@ class ElasticScalingEndToEndTest {
             .pservers(2)
             .trainers(2)
             .property(Role.MASTER, "paramserver.master.passes", Integer.toString(PASSES))
+            // fewer, larger moves: the scaling takes seconds, the job a minute or more
+            .property(Role.MASTER, "paramserver.master.scaling.slots-per-move", "2048")
             .property(
                 Role.TRAINER,
                 "paramserver.trainer.train-data",
@@ -66,7 +68,7 @@ class ElasticScalingEndToEndTest {
                 || s.isFinished()
                     && s.passes().size() == PASSES
                     && s.passes().get(PASSES - 1).evalReports() >= 1,
-        Duration.ofMinutes(6));
+        Duration.ofMinutes(8));
   }
 
   @Test
