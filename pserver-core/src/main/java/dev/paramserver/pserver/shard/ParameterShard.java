@@ -120,16 +120,12 @@ public final class ParameterShard {
 
   /**
    * Applies one record of the write-ahead log again (restart, or a backup following its primary),
-   * without logging it: a push applied already (by the checkpoint) is skipped. A slot move's
-   * moved-in record ({@code moved_in}) installs the move's copy again and applies its forwarded
-   * pushes (see {@link ShardMoves#logMovedIn}).
+   * without logging it: a push applied already (by the checkpoint) is skipped; a slot move's
+   * moved-in record installs its copy again ({@link ShardMoves#logMovedIn}).
    *
    * @return false when the record was skipped (duplicate, or of another initialisation)
    */
   public boolean replay(WalRecord record) {
-    if (!record.getMovedInMove().isEmpty()) {
-      return SlotTransfer.replayMovedIn(this, record);
-    }
     return pushes.replay(record);
   }
 

@@ -421,6 +421,10 @@ final class PushPath {
   }
 
   boolean replay(WalRecord record) {
+    if (!record.getMovedInMove().isEmpty()) {
+      // a slot move's moved-in record: installs under the write lock, so before the read lock
+      return SlotTransfer.replayMovedIn(shard, record);
+    }
     shard.structure().readLock().lock();
     try {
       if (!shard.initialised()
