@@ -211,15 +211,6 @@ public final class SlotMap {
     return c;
   }
 
-  /** Dense bytes owned by each pserver. */
-  public long[] denseBytes() {
-    long[] c = new long[pservers];
-    for (BlockOwner b : blocks.values()) {
-      c[b.getOwner()] += b.getBytes();
-    }
-    return c;
-  }
-
   /**
    * The next map (epoch + 1) for {@code n} pservers. Growing gives the new indexes slots from the
    * pservers holding the most, until each holds {@code slots / n} (within one), and dense blocks
