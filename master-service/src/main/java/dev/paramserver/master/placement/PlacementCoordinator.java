@@ -465,17 +465,19 @@ public final class PlacementCoordinator implements AutoCloseable {
       if (coordinator.kv().get(coordinator.keys().ps(i)).isEmpty()) {
         continue; // a new index, not registered yet: nothing to check
       }
-      ShardStatus s = status(i);
-      if (s.getReplicaRole() != ReplicaRole.REPLICA_NONE) {
-        throw new IllegalStateException(
-            "pserver " + i + " runs with a replica: scaling with replicas is not supported yet");
-      }
-      if (s.getInitialised() && s.getMode() != TrainingMode.ASYNC) {
-        throw new IllegalStateException(
-            "the job trains in "
-                + s.getMode()
-                + " mode: only asynchronous jobs can be scaled live (yet)");
-      }
+      refuseUnscalable(i, status(i));
+    }
+  }
+
+  /** Refuses a pserver that runs a replica, or an initialised one not in asynchronous mode. */
+  private static void refuseUnscalable(int index, ShardStatus s) {
+    if (s.getReplicaRole() != ReplicaRole.REPLICA_NONE) {
+      throw new IllegalStateException(
+          "pserver " + index + " runs with a replica: scaling with replicas is not supported yet");
+    }
+    if (s.getInitialised() && s.getMode() != TrainingMode.ASYNC) {
+      throw new IllegalStateException(
+          "the job trains in " + s.getMode() + " mode: only asynchronous jobs can be scaled live");
     }
   }
 
@@ -499,16 +501,7 @@ public final class PlacementCoordinator implements AutoCloseable {
                 + " is not initialised yet: scale once training has started (the parameters"
                 + " are placed then)");
       }
-      if (s.getReplicaRole() != ReplicaRole.REPLICA_NONE) {
-        throw new IllegalStateException(
-            "pserver " + i + " runs with a replica: scaling with replicas is not supported yet");
-      }
-      if (s.getMode() != TrainingMode.ASYNC) {
-        throw new IllegalStateException(
-            "the job trains in "
-                + s.getMode()
-                + " mode: only asynchronous jobs can be scaled live");
-      }
+      refuseUnscalable(i, s);
       for (int b = 0; b < s.getBlockRefsCount(); b++) {
         var ref = s.getBlockRefs(b);
         long bytes = b < s.getBlockBytesCount() ? s.getBlockBytes(b) : 0;
