@@ -59,6 +59,7 @@ import java.util.function.IntSupplier;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.api.io.CleanupMode;
 import org.junit.jupiter.api.io.TempDir;
 import picocli.CommandLine;
 
@@ -83,7 +84,8 @@ class ElasticExactlyOnceTest {
   private static final String TOKEN = "elastic-test-token";
   private static final String INIT = "elastic-init";
 
-  @TempDir Path dir;
+  @TempDir(cleanup = CleanupMode.ON_SUCCESS)
+  Path dir;
 
   private String job;
   private ServiceRun master;

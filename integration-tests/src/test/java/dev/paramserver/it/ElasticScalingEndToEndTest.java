@@ -50,6 +50,9 @@ class ElasticScalingEndToEndTest {
             .property(Role.MASTER, "paramserver.master.passes", Integer.toString(PASSES))
             // fewer, larger moves: the scaling takes seconds, the job a minute or more
             .property(Role.MASTER, "paramserver.master.scaling.slots-per-move", "2048")
+            // a short drain, so the job still trains once pserver 2 is gone (ElasticExactlyOnceTest
+            // drains for the default)
+            .property(Role.MASTER, "paramserver.master.scaling.drain-time", "2s")
             .property(
                 Role.TRAINER,
                 "paramserver.trainer.train-data",

@@ -29,10 +29,12 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.TreeMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.Collectors;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -525,36 +527,54 @@ public final class PlacementCoordinator implements AutoCloseable {
     return initial;
   }
 
-  /** After a shrink: shuts down the registered pservers at or above {@code n}. */
+  /**
+   * After a shrink: shuts down the registered pservers at or above {@code n}, once they have
+   * drained ({@link ScalingProperties#drainTime}): a trainer may still send one a request planned
+   * by a map older than the last commit, or resend a push whose answer it lost; the pserver answers
+   * MOVED (nothing applied) or that it is a duplicate. Once it is gone, such a request goes by the
+   * committed map (docs/explanation/elastic.md).
+   */
   private void finishShrink(int n) throws InterruptedException {
     String prefix = coordinator.keys().psPrefix();
+    Map<Integer, String> emptied = new TreeMap<>();
     for (KeyValueStore.KeyValue kv : coordinator.kv().getPrefix(prefix)) {
-      int index;
       try {
-        index = Integer.parseInt(kv.key().substring(prefix.length()));
+        int index = Integer.parseInt(kv.key().substring(prefix.length()));
+        if (index >= n) {
+          emptied.put(index, kv.key());
+        }
       } catch (NumberFormatException e) {
-        continue;
+        // not a pserver registration
       }
-      if (index < n) {
-        continue;
-      }
-      setPhase("draining pserver " + index, null);
+    }
+    if (emptied.isEmpty()) {
+      return;
+    }
+    String names = emptied.keySet().stream().map(String::valueOf).collect(Collectors.joining(", "));
+    setPhase("draining pserver " + names, null);
+    log.info(
+        "placement: pserver {} owns nothing now: it answers MOVED for {}, then it is shut down",
+        names,
+        settings.drainTime());
+    Thread.sleep(settings.drainTime().toMillis());
+    for (Map.Entry<Integer, String> e : emptied.entrySet()) {
+      int index = e.getKey();
       String adminAddress = status(index).getAdminAddress();
       if (adminAddress.isEmpty()) {
         throw new IllegalStateException(
             "pserver " + index + " has no admin address: stop it yourself, it owns nothing now");
       }
-      log.info("placement: pserver {} owns nothing now: asking it to shut down", index);
+      log.info("placement: asking pserver {} to shut down", index);
       try {
         AdminClient.create(
                 "pserver " + index, baseUrl(adminAddress), adminToken, Duration.ofSeconds(30))
             .shutdown();
-      } catch (java.io.IOException e) {
+      } catch (java.io.IOException ex) {
         throw new IllegalStateException(
-            "pserver " + index + " did not take the shutdown: " + e.getMessage(), e);
+            "pserver " + index + " did not take the shutdown: " + ex.getMessage(), ex);
       }
       long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(2);
-      while (coordinator.kv().get(kv.key()).isPresent() && System.nanoTime() < deadline) {
+      while (coordinator.kv().get(e.getValue()).isPresent() && System.nanoTime() < deadline) {
         Thread.sleep(200);
       }
       coordinator.kv().delete(coordinator.keys().checkpoint(index));

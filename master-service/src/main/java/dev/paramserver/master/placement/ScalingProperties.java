@@ -17,6 +17,9 @@ import org.springframework.validation.annotation.Validated;
  *     back (default 2m)
  * @param registrationTimeout how long a grow waits for the new pservers to register (default 10m)
  * @param retryDelay the pause after a failed move before it is planned again (default 2s)
+ * @param drainTime after a shrink, how long an emptied pserver keeps answering (MOVED to a request
+ *     planned by an older map, a duplicate to a push it applied whose answer was lost) before it is
+ *     asked to shut down (default 15s: longer than a trainer's call timeout and first retry)
  */
 @Validated
 @ConfigurationProperties("paramserver.master.scaling")
@@ -24,11 +27,16 @@ public record ScalingProperties(
     @DefaultValue("512") @Min(1) @Max(1 << 20) int slotsPerMove,
     @DefaultValue("2m") @NotNull Duration moveTimeout,
     @DefaultValue("10m") @NotNull Duration registrationTimeout,
-    @DefaultValue("2s") @NotNull Duration retryDelay) {
+    @DefaultValue("2s") @NotNull Duration retryDelay,
+    @DefaultValue("15s") @NotNull Duration drainTime) {
 
   /** The defaults, for tests. */
   public static ScalingProperties defaults() {
     return new ScalingProperties(
-        512, Duration.ofMinutes(2), Duration.ofMinutes(10), Duration.ofSeconds(2));
+        512,
+        Duration.ofMinutes(2),
+        Duration.ofMinutes(10),
+        Duration.ofSeconds(2),
+        Duration.ofSeconds(15));
   }
 }

@@ -484,6 +484,11 @@ public final class ParameterClient {
             attempt -> {
               ParameterServerGrpc.ParameterServerFutureStub s = stub(ps);
               if (s == null) {
+                Optional<Moved> gone =
+                    directory.emptiedAndGone(ps).flatMap(failure -> Moved.of(ps, failure));
+                if (gone.isPresent()) {
+                  throw new RefusedMoved(gone.get());
+                }
                 log.warn("pserver {} is not registered; waiting (attempt {})", ps, attempt);
                 directory.invalidate(ps);
                 return Optional.empty();

@@ -1,11 +1,13 @@
 package dev.paramserver.trainer.pserver;
 
 import dev.paramserver.coordination.PlacementStore;
+import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.proto.v1.ParameterServerGrpc;
 import dev.paramserver.proto.v1.PlacementMap;
 import dev.paramserver.rpc.ChannelFactory;
 import dev.paramserver.rpc.Channels;
 import dev.paramserver.rpc.Retry;
+import dev.paramserver.rpc.RpcErrors;
 import dev.paramserver.trainer.coordination.PserverRegistry;
 import io.grpc.ManagedChannel;
 import java.time.Duration;
@@ -195,6 +197,28 @@ public final class PserverDirectory implements AutoCloseable {
 
   private int desired() {
     return registry.desired();
+  }
+
+  /**
+   * For pserver {@code index} that is not registered: a MOVED answer in its name when the committed
+   * placement gives it nothing (a shrink emptied it, drained it and shut it down), so a request
+   * planned by an older map is re-split by the committed one rather than waiting for a pserver that
+   * will not come back; empty while the index owns something (it is restarting: wait for it).
+   */
+  Optional<Throwable> emptiedAndGone(int index) {
+    PlacementStore.Read read = placement.latest();
+    if (read.map().isEmpty() || owners(read.map(), 0).contains(index)) {
+      return Optional.empty();
+    }
+    return Optional.of(
+        RpcErrors.toStatus(
+            ErrorReason.MOVED,
+            "pserver "
+                + index
+                + " is gone and owns nothing at placement epoch "
+                + read.epoch()
+                + ": the request goes by that placement",
+            Map.of("epoch", Long.toString(read.epoch()))));
   }
 
   /** Number of pservers when {@link #awaitAll} returned (the routing's count may change since). */

@@ -288,13 +288,18 @@ final class PushLane {
   /**
    * The pserver has no address (its registration ended): fails the lane as a failed call does, by
    * an event, so that the failure is acted on (the address read again, after a backoff) and the
-   * requests are written again once it is registered.
+   * requests are written again once it is registered; or, when the committed placement gives it
+   * nothing (emptied by a shrink), with MOVED, so they are re-split by that placement.
    */
   private void unregistered() {
     Throwable cause =
-        Status.UNAVAILABLE
-            .withDescription("pserver " + ps + " is not registered")
-            .asRuntimeException();
+        directory
+            .emptiedAndGone(ps)
+            .orElseGet(
+                () ->
+                    Status.UNAVAILABLE
+                        .withDescription("pserver " + ps + " is not registered")
+                        .asRuntimeException());
     fail(cause);
     events.add(new Event(this, generation, null, cause, Event.Kind.ERROR));
   }

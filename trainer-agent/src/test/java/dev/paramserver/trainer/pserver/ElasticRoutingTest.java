@@ -270,6 +270,69 @@ class ElasticRoutingTest {
         .toList();
   }
 
+  /**
+   * Index 2 owns the moving row's slot (epoch 1), then is gone (deregistered) while a push planned
+   * by epoch 1 is sent to it; once epoch 2 gives the slot back to {@code from} and index 2 nothing
+   * (a shrink emptied it), the push goes by epoch 2, as a piece resent after MOVED would.
+   */
+  private void pushToAnEmptiedPserverGone(boolean streamed) throws Exception {
+    added.installedByMove(cluster.planner.layout().specs());
+    SlotMove there = moveOfTheRow(1);
+    begin(there);
+    commit(initial.with(there).toProto());
+    assertThat(cluster.planner.layout().awaitEpoch(1, 10_000)).isTrue();
+    coordinator.kv().delete(coordinator.keys().ps(2));
+    added.close();
+    SlotMove back =
+        SlotMove.newBuilder()
+            .setEpoch(2)
+            .setFrom(2)
+            .setTo(from)
+            .addSlots(slotOf(moving))
+            .setSlotCount(initial.slots())
+            .setId("back-2")
+            .build();
+    begin(back);
+    PlacementMap emptied = initial.with(there).with(back).toProto();
+    assertThat(PserverDirectory.owners(java.util.Optional.of(emptied), 0)).doesNotContain(2);
+    CompletableFuture<Void> committed =
+        CompletableFuture.runAsync(
+            () -> commit(emptied), CompletableFuture.delayedExecutor(300, TimeUnit.MILLISECONDS));
+
+    if (streamed) {
+      StreamedPush push =
+          cluster.client.startPush(
+              rowGradients(moving, staying), values, Parameters.zerosLike(cluster.model), false);
+      cluster.client.streams().await(push);
+      assertThat(push.acknowledged()).isCompleted();
+    } else {
+      cluster.client.push(rowGradients(moving, staying), values);
+    }
+
+    committed.join();
+    FakePserver old = cluster.get(from);
+    assertThat(old.lastPushes(old.pushes()))
+        .as("the moving row, planned for the gone index 2, reaches its owner at epoch 2")
+        .anySatisfy(
+            r -> {
+              assertThat(carries(r, emb, moving)).isTrue();
+              assertThat(r.getOrigin()).isEqualTo(3);
+              assertThat(r.getPart()).isGreaterThanOrEqualTo(ResentParts.FIRST);
+            });
+    assertThat(cluster.planner.layout().routing().epoch()).isEqualTo(2);
+    assertThat(cluster.traffic.droppedPushes()).isZero();
+  }
+
+  @Test
+  void aUnaryPushForAnEmptiedPserverGone_goesByTheCommittedMap() throws Exception {
+    pushToAnEmptiedPserverGone(false);
+  }
+
+  @Test
+  void aStreamedPushForAnEmptiedPserverGone_goesByTheCommittedMap() throws Exception {
+    pushToAnEmptiedPserverGone(true);
+  }
+
   @Test
   void aPushRefusedForAMoveRolledBack_goesBackToItsServer() {
     SlotMove move = moveOfTheRow(1);
