@@ -247,7 +247,7 @@ public record JobView(
           @Nullable
           Integer desired,
       @JsonPropertyDescription(
-              "idle, moving, waiting for pserver N to register, draining pserver N, or failed")
+              "idle, moving, waiting for pserver N to register, waiting for the pservers to answer, draining pserver N, or failed")
           String phase,
       @JsonPropertyDescription("the move under way (null: none)") @Nullable Move move,
       @JsonPropertyDescription(

@@ -180,6 +180,12 @@ class ElasticExactlyOnceTest {
     }
     String grown = grow.get(5, TimeUnit.MINUTES);
     assertThat(grown).contains("done: 3 pservers");
+    SlotMap three = currentMap();
+    for (int count : three.slotCounts()) {
+      assertThat(count)
+          .as("slots of each pserver once grown (a rolled-back move is made again): %s", grown)
+          .isGreaterThanOrEqualTo(three.slots() / 3);
+    }
     Thread.sleep(1000);
 
     CompletableFuture<String> shrink =

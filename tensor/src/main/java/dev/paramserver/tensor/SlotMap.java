@@ -215,7 +215,10 @@ public final class SlotMap {
    * The next map (epoch + 1) for {@code n} pservers. Growing gives the new indexes slots from the
    * pservers holding the most, until each holds {@code slots / n} (within one), and dense blocks
    * (largest first) while the new index stays at or under its share of the dense bytes. Shrinking
-   * gives the removed indexes' slots and blocks to those holding the fewest. Nothing else moves.
+   * gives the removed indexes' slots and blocks to those holding the fewest. Nothing else moves. An
+   * index holding fewer than {@code slots / n} slots is treated as new: a grow whose moves were cut
+   * short (one rolled back after the first committed, the count already {@code n}) is finished by
+   * resizing to {@code n} again; a balanced map resized to its own count does not change.
    */
   public SlotMap resized(int n) {
     if (n <= 0) {
@@ -238,10 +241,15 @@ public final class SlotMap {
         count[owners[s]]++;
       }
     }
-    // new indexes take slots from the one holding the most (its highest slots first)
+    // new indexes, and any holding fewer than its share (a grow cut short by a failed move), take
+    // slots from the one holding the most (its highest slots first)
     int base = owners.length / n;
-    for (int to = pservers; to < n; to++) {
-      while (count[to] < base) {
+    boolean[] receiver = new boolean[n];
+    for (int to = 0; to < n; to++) {
+      receiver[to] = to >= pservers || count[to] < base;
+    }
+    for (int to = 0; to < n; to++) {
+      while (receiver[to] && count[to] < base) {
         int from = most(count, n);
         for (int s = owners.length - 1; s >= 0; s--) {
           if (owners[s] == from) {
@@ -273,11 +281,14 @@ public final class SlotMap {
       }
     }
     long share = total / n;
-    for (int to = pservers; to < n; to++) {
+    for (int to = 0; to < n; to++) {
+      if (!receiver[to]) {
+        continue;
+      }
       for (BlockOwner b : bySize) {
         BlockOwner cur = next.get(b.getName() + "#" + b.getBlock());
         int from = cur.getOwner();
-        if (from >= pservers || bytes[to] + b.getBytes() > share) {
+        if (from >= n || receiver[from] || bytes[to] + b.getBytes() > share) {
           continue;
         }
         // take it only from a pserver above its share, and never leave it below

@@ -132,6 +132,49 @@ class SlotMapTest {
   }
 
   @Test
+  void aGrowCutShortAfterItsFirstMove_isFinishedByResizingToTheSameCountAgain() {
+    Random random = new Random(11);
+    List<BlockSpec> dense = blocks(20, random);
+    SlotMap start = SlotMap.initial(dense, 2);
+    SlotMap target = start.resized(3);
+    List<SlotMove> moves = start.movesTo(target, 2048);
+    assertThat(moves.size()).isGreaterThan(1);
+    // the first move committed, the second rolled back: the map already counts 3 pservers
+    SlotMap partial = start.with(moves.get(0).toBuilder().setEpoch(1).build());
+    assertThat(partial.pservers()).isEqualTo(3);
+    SlotMap finished = partial.resized(3);
+    assertThat(partial.movesTo(finished, 2048)).as("the rest of the grow").isNotEmpty();
+    int[] counts = finished.slotCounts();
+    int base = start.slots() / 3;
+    for (int c : counts) {
+      assertThat(c).isBetween(base, base + 1);
+    }
+    assertThat(finished.slotCounts()).isEqualTo(target.slotCounts());
+    long[] bytes = new long[3];
+    for (BlockSpec b : dense) {
+      bytes[finished.ownerOfBlock(b.name(), b.block())] += 4L * b.length();
+    }
+    assertThat(bytes[2]).as("the new index got dense blocks").isPositive();
+    // nothing moved between the two old indexes
+    for (int s = 0; s < start.slots(); s++) {
+      if (finished.ownerOfSlot(s) != 2) {
+        assertThat(finished.ownerOfSlot(s)).isEqualTo(start.ownerOfSlot(s));
+      }
+    }
+    for (BlockSpec b : dense) {
+      int now = finished.ownerOfBlock(b.name(), b.block());
+      if (now != 2) {
+        assertThat(now).isEqualTo(start.ownerOfBlock(b.name(), b.block()));
+      }
+    }
+    // a balanced map resized to its own count does not change
+    assertThat(finished.movesTo(finished.resized(3), 2048)).isEmpty();
+    assertThat(target.movesTo(target.resized(3), 2048)).isEmpty();
+    SlotMap two = target.resized(2);
+    assertThat(two.movesTo(two.resized(2), 2048)).isEmpty();
+  }
+
+  @Test
   void aBadMapIsRefusedNamingTheProblem() {
     SlotMap map = SlotMap.initial(List.of(), 2);
     var bad = map.toProto().toBuilder().setSlotOwners(5, 9).build();

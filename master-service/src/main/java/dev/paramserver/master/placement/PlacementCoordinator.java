@@ -14,9 +14,11 @@ import dev.paramserver.proto.v1.SlotMove;
 import dev.paramserver.proto.v1.SlotMovesGrpc;
 import dev.paramserver.proto.v1.TrainingMode;
 import dev.paramserver.rpc.ChannelFactory;
+import dev.paramserver.rpc.RpcErrors;
 import dev.paramserver.tensor.BlockSpec;
 import dev.paramserver.tensor.SlotMap;
 import io.grpc.ManagedChannel;
+import io.grpc.StatusRuntimeException;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
@@ -303,7 +305,18 @@ public final class PlacementCoordinator implements AutoCloseable {
     for (int i = 0; i < desired; i++) {
       awaitRegistered(i);
     }
-    checkServers(desired);
+    try {
+      checkServers(desired);
+    } catch (StatusRuntimeException e) {
+      if (!RpcErrors.isTransient(e)) {
+        throw e;
+      }
+      // a pserver killed and restarting: its registration may outlive it by its lease
+      log.info("placement: a pserver did not answer ({}): planning again", e.getMessage());
+      setPhase("waiting for the pservers to answer", e.getMessage());
+      Thread.sleep(settings.retryDelay().toMillis());
+      return true;
+    }
     for (SlotMove planned : moves) {
       if (closed || !election.isLeader()) {
         return false;
