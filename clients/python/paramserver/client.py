@@ -12,13 +12,13 @@ import uuid
 import grpc
 import numpy as np
 
-from . import errors, gen, routing
+from . import elastic, errors, gen, routing
 from .errors import CallOrderError, ParamServerError
 
 gen.ensure()
 from .v1 import coordination_pb2 as co, coordination_pb2_grpc as co_grpc  # noqa: E402
 from .v1 import master_pb2 as ma, master_pb2_grpc as ma_grpc  # noqa: E402
-from .v1 import optimizer_pb2, pserver_pb2 as pb, pserver_pb2_grpc as pb_grpc, tensor_pb2  # noqa: E402
+from .v1 import optimizer_pb2, placement_pb2, pserver_pb2 as pb, pserver_pb2_grpc as pb_grpc, tensor_pb2  # noqa: E402,F401
 
 log = logging.getLogger("paramserver")
 ASYNC, SYNC, BOUNDED_STALENESS = pb.ASYNC, pb.SYNC, pb.BOUNDED_STALENESS
@@ -26,6 +26,7 @@ OPTIONS = [("grpc.max_send_message_length", 64 << 20), ("grpc.max_receive_messag
 TRANSIENT = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
 WAIT_HOLD_MS = 1000  # as the Java trainer's PassRunner
 BLOCK_SIZE = 262144  # elements per block, the Java trainer's default (1 MiB)
+LOOK_AGAIN_S = 0.5  # waiting for a placement epoch, the cluster map is looked at again this often
 
 
 def optimizer(kind="sgd", learning_rate=0.1, momentum=0.0, weight_decay=0.0, beta1=0.9, beta2=0.999,
@@ -57,6 +58,12 @@ class Client:
 
     masters: "host:port" or a list of them (leader and standbys); on NOT_LEADER or UNAVAILABLE the
     client tries the ErrorInfo's "leader" address, else the next one, for up to failover_s seconds.
+
+    Elastic jobs (docs/explanation/elastic.md): requests are routed by the job's committed placement
+    map (ClusterMap.placement, from the Attend stream; without one, the initial map of the pserver
+    count, which is the fixed rule). A request a pserver refuses with MOVED (nothing of it applied)
+    waits, at most timeout_s, until the map reaches the epoch named or that move is rolled back, is
+    re-split by the map and each piece resent with the same identity, `origin` and a part of its own.
     """
 
     def __init__(self, masters, trainer_id="", timeout_s=10.0, failover_s=60.0, retry_s=300.0):
@@ -71,6 +78,8 @@ class Client:
         self._cond, self._closed = threading.Condition(), threading.Event()
         self._sender = concurrent.futures.ThreadPoolExecutor(1, "paramserver-push")
         self._attend = self._call = self._stop = self._init_id = self._join_request = None
+        self._map, self._plans, self._parts = None, {}, elastic.ResentParts()
+        self.moved_requests = 0  # requests refused with MOVED and resent (re-split)
 
     # ---- plumbing ----
     def _channel(self, address):
@@ -134,14 +143,81 @@ class Client:
                    "a cluster map with pservers_desired > 0 (Attend)")
         self.placement = self._coord("GetPlacement", co.GetPlacementRequest(trainer_id=self.trainer_id),
                                      "getting the placement")
-        sync = self.joined.mode == SYNC
-        self._push_plan = routing.plan(self.placement.blocks, self.placement.pservers, sync=sync)
-        self._pull_plan = routing.plan(self.placement.blocks, self.placement.pservers)
+        with self._cond:
+            self._map = routing.SlotMap.initial(self.placement.blocks, self.placement.pservers)
         self._widths = {t.name: t.width for t in self.placement.sparse_tables}
-        log.info("joined job %s as %s: %d parameters, %d pservers, mode %s", self.joined.job,
+        log.info("joined job %s as %s: %d parameters, %d pservers, mode %s, %r", self.joined.job,
                  self.trainer_id, len(self.joined.parameters), self.placement.pservers,
-                 pb.TrainingMode.Name(self.joined.mode))
+                 pb.TrainingMode.Name(self.joined.mode), self._routing())
         return self.joined
+
+    # ---- elastic placement ----
+    def _routing(self):
+        """The SlotMap requests are planned by: the newest committed map the cluster map carried,
+        else the initial map of the Placement's pserver count. One request uses one map throughout."""
+        with self._cond:
+            m = self.cluster_map
+            if (self._map is not None and m is not None and m.HasField("placement")
+                    and m.placement.epoch > self._map.epoch):
+                try:
+                    self._map = routing.SlotMap.from_proto(m.placement)
+                    log.info("routing by placement epoch %d: %r", self._map.epoch, self._map)
+                except ValueError as e:
+                    log.error("cannot route by placement epoch %d: %s", m.placement.epoch, e)
+            return self._map
+
+    def _plan(self, sync=False):
+        """{pserver: [group, ...]} of the dense blocks under the current map (cached per epoch)."""
+        m = self._routing()
+        key = (m.epoch, sync)
+        if key not in self._plans:
+            self._plans = {k: v for k, v in self._plans.items() if k[0] == m.epoch}
+            self._plans[key] = routing.plan(self.placement.blocks, m.pservers, sync=sync, slot_map=m)
+        return self._plans[key]
+
+    def _settle(self, moved, refusals):
+        """Waits, at most timeout_s, until the request `moved` refused may be re-split: the map
+        routes by the epoch it names, or that move was rolled back (none of that epoch in progress
+        and the committed epoch below it). The second and later refusals of one request first wait
+        a growing backoff, so a placement that does not settle is never spun on."""
+        if refusals:
+            time.sleep(min(0.05 * 2 ** refusals, 2.0))
+        epoch = _number(moved.metadata.get("epoch"), 0)
+        deadline = time.monotonic() + self.timeout_s
+        with self._cond:
+            while True:
+                if self._routing().epoch >= epoch:
+                    return True
+                m = self.cluster_map
+                committed = m.placement.epoch if m is not None and m.HasField("placement") else 0
+                moving = m is not None and m.HasField("placement_move") and m.placement_move.epoch == epoch
+                if committed < epoch and not moving:
+                    log.info("%s, but that move was rolled back: routing by epoch %d", moved, self._map.epoch)
+                    return True
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    log.warning("%s, but no placement epoch %d came within %.1f s: resending by %r",
+                                moved, epoch, self.timeout_s, self._map)
+                    return False
+                self._cond.wait(min(left, LOOK_AGAIN_S))
+
+    def _send(self, ps, method, request, what, first=None, refusals=0):
+        """_call_ps; a push or pull refused with MOVED is re-split by the map and its pieces sent
+        (each until it is answered, again so if refused again); the answer is the pieces' together."""
+        try:
+            return self._call_ps(ps, method, request, what, first)
+        except errors.Moved as moved:
+            if method not in ("PushGradients", "PullParameters"):
+                raise
+            self.moved_requests += 1
+            self._settle(moved, refusals)
+            m = self._routing()
+            push = method == "PushGradients"
+            pieces = (elastic.split_push(ps, request, m, self._parts.next) if push
+                      else elastic.split_pull(request, m))
+            log.info("%s: resending it as %d piece(s) by placement epoch %d", moved, len(pieces), m.epoch)
+            answers = [self._send(p, method, piece, what, refusals=refusals + 1) for p, piece in pieces]
+            return elastic.merge(answers, pb.PushGradientsResponse if push else pb.PullParametersResponse, push)
 
     def _heartbeats(self, stop):
         yield co.AttendRequest(trainer_id=self.trainer_id, session=self.session)
@@ -183,11 +259,24 @@ class Client:
 
     # ---- pservers ----
     def _pserver(self, ps):
+        """The stub of pserver `ps` once it is registered. One that is not and owns nothing in the
+        committed map (emptied by a shrink, then shut down) is taken as having answered MOVED at the
+        committed epoch: the request goes to the owners the map names."""
         def address():
             m = self.cluster_map
             return next((p.address for p in m.pservers if p.index == ps and p.address), None) if m else None
-        self._wait(lambda: address() is not None, "pserver %d to register" % ps)
-        return pb_grpc.ParameterServerStub(self._channel(address()))
+
+        def emptied():
+            r = self._routing()
+            return r is not None and r.epoch > 0 and not r.owns_anything(ps)
+        self._wait(lambda: address() is not None or emptied(), "pserver %d to register" % ps)
+        with self._cond:
+            a = address()
+            if a is None:
+                epoch = self._routing().epoch
+                raise errors.Moved("pserver %d is not registered and owns nothing at placement epoch %d"
+                                   % (ps, epoch), "MOVED", None, {"owner": "-1", "epoch": str(epoch)})
+        return pb_grpc.ParameterServerStub(self._channel(a))
 
     def _call_ps(self, ps, method, request, what, first=None):
         """Calls pserver `ps` until it answers, retrying transient failures with the same request
@@ -220,9 +309,9 @@ class Client:
         for ps, req in planned:
             try:
                 futures.append(getattr(self._pserver(ps), method).future(req, timeout=self.timeout_s))
-            except grpc.RpcError:
+            except (grpc.RpcError, errors.Moved):
                 futures.append(None)
-        return [self._call_ps(ps, method, req, what, first=f) for (ps, req), f in zip(planned, futures)]
+        return [self._send(ps, method, req, what, first=f) for (ps, req), f in zip(planned, futures)]
 
     # ---- initialisation ----
     def init_parameters(self, values, timeout_s=None):
@@ -241,16 +330,16 @@ class Client:
             r = self._coord("AcquireLock", req, "taking the init lock")
             if r.outcome == co.AcquireLockResponse.DONE:
                 self._init_id = r.done
-                for ps, s in enumerate(self._status()):  # lost its state since: initialise it again
+                for ps, s in self._status():  # lost its state since: initialise it again
                     if not s.initialised:
                         self._init_one(ps, r.done)
                 return False
             if r.outcome == co.AcquireLockResponse.GRANTED:
                 status = self._status()
-                self._init_id = next((s.init_id for s in status if s.initialised), uuid.uuid4().hex)
+                self._init_id = next((s.init_id for _, s in status if s.initialised), uuid.uuid4().hex)
                 done = ""
                 try:
-                    for ps, s in enumerate(status):
+                    for ps, s in status:
                         if not s.initialised:
                             self._init_one(ps, self._init_id)
                     done = self._init_id
@@ -266,18 +355,21 @@ class Client:
             time.sleep(0.2)
 
     def _status(self):
-        return [self._call_ps(ps, "GetShardStatus", pb.GetShardStatusRequest(), "status of")
-                for ps in range(self.placement.pservers)]
+        """[(index, ShardStatus)] of the pservers that own something in the map (a new pserver,
+        filled by moves, or an emptied one is never initialised)."""
+        return [(ps, self._call_ps(ps, "GetShardStatus", pb.GetShardStatusRequest(), "status of"))
+                for ps in self._routing().owning()]
 
     def _init_one(self, ps, init_id):
         j = self.joined
-        groups = self._pull_plan[ps] or [[]]
+        plan = self._plan()
+        groups = plan.get(ps) or [[]]
         for group in groups:
             req = pb.InitParametersRequest(
                 trainer_id=self.trainer_id, parameters=j.parameters, init_id=init_id, mode=j.mode,
                 staleness=j.staleness, blocks=[self._block(b, self.values) for b in group])
             self._call_ps(ps, "InitParameters", req, "initialising")
-        count = sum(len(g) for g in self._pull_plan[ps])
+        count = sum(len(g) for g in plan.get(ps, []))
         self._call_ps(ps, "FinishInit", pb.FinishInitRequest(
             trainer_id=self.trainer_id, init_id=init_id, expected_blocks=count), "finishing init of")
         log.info("initialised pserver %d with %d blocks (init %s)", ps, count, init_id)
@@ -304,7 +396,7 @@ class Client:
         self.step += 1
         planned = self._pushes(self.step, grads, sparse, returns=into is not None and self.joined.mode == ASYNC)
         # blocking calls on one sender thread: cheaper than grpc futures (no thread per call), in order
-        pending = (self.step, planned, [self._sender.submit(self._call_ps, ps, "PushGradients", req, "pushing to")
+        pending = (self.step, planned, [self._sender.submit(self._send, ps, "PushGradients", req, "pushing to")
                                         for ps, req in planned], into)
         return self.complete(pending) if wait else pending
 
@@ -327,16 +419,18 @@ class Client:
         BOUNDED_STALENESS mode keeps pace, or it would hold the others back)."""
         self._require("push_nothing", initialised=True)
         self.step += 1
-        self._all([(ps, self._new_push(self.step)) for ps in range(self.placement.pservers)],
+        self._all([(ps, self._new_push(self.step)) for ps in self._routing().owning()],
                   "PushGradients", "pushing to")
 
     def _new_push(self, step, part=0):
         return pb.PushGradientsRequest(trainer_id=self.trainer_id, session=self.session, step=step, part=part)
 
     def _pushes(self, step, grads, sparse, returns):
-        rows = self._rows(sparse or {})
+        slot_map = self._routing()  # one map for the whole step
+        plan = self._plan(sync=self.joined.mode == SYNC)
+        rows = self._rows(sparse or {}, slot_map)
         out = []
-        for ps, groups in self._push_plan.items():
+        for ps, groups in plan.items():
             for part, group in enumerate(groups):
                 req = self._new_push(step, part)
                 req.gradients.extend(self._block(b, grads) for b in group)
@@ -350,16 +444,16 @@ class Client:
                 out.append((ps, req))
         return out
 
-    def _rows(self, sparse):
-        """{pserver: [SparseRows]}: each table's rows by owner (routing.md), duplicates summed."""
-        out, n = {}, self.placement.pservers
+    def _rows(self, sparse, slot_map):
+        """{pserver: [SparseRows]}: each table's rows by owner under `slot_map`, duplicates summed."""
+        out = {}
         for table, (ids, g) in sparse.items():
             if table not in self._widths:
                 raise ValueError("%r is not a sparse table of the job (%s)" % (table, sorted(self._widths)))
             ids, inverse = np.unique(np.asarray(ids, dtype=np.int64), return_inverse=True)
             summed = np.zeros((len(ids), self._widths[table]), dtype="<f4")
             np.add.at(summed, inverse, np.asarray(g, dtype=np.float32).reshape(len(inverse), -1))
-            owners = np.array([routing.owner_of_row(table, int(r), n) for r in ids], dtype=np.int64)
+            owners = np.array([slot_map.owner_of_row(table, int(r)) for r in ids], dtype=np.int64)
             for ps in np.unique(owners):
                 mask = owners == ps
                 out.setdefault(int(ps), []).append(pb.SparseRows(
@@ -374,7 +468,7 @@ class Client:
         planned = [(ps, pb.PullParametersRequest(
             trainer_id=self.trainer_id, min_step=(min_steps or {}).get(ps, 0),
             blocks=[tensor_pb2.BlockRef(name=b.name, block=b.block) for b in group]))
-            for ps, groups in self._pull_plan.items() for group in groups]
+            for ps, groups in self._plan().items() for group in groups]
         for a in self._all(planned, "PullParameters", "pulling from"):
             self._store(a.blocks, into)
 
@@ -382,7 +476,7 @@ class Client:
         """The rows `ids` of sparse table `table`, as a [len(ids), width] float32 array."""
         self._require("pull_rows", initialised=True)
         ids = np.asarray(ids, dtype=np.int64)
-        by = routing.rows_by_owner(table, ids.tolist(), self.placement.pservers)
+        by = self._routing().rows_by_owner(table, ids.tolist())
         planned = [(ps, pb.PullParametersRequest(trainer_id=self.trainer_id, sparse_rows=[
             pb.SparseRowsRef(name=table, row_ids=r)])) for ps, r in by.items()]
         found = {}
@@ -525,3 +619,10 @@ class Client:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _number(text, absent):
+    try:
+        return int(text)
+    except (TypeError, ValueError):
+        return absent

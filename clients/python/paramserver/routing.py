@@ -1,5 +1,6 @@
 """What a client must compute itself (docs/reference/routing.md): the owner of a sparse row, and how
-a step's data is cut into requests per pserver."""
+a step's data is cut into requests per pserver; and the elastic placement (docs/explanation/elastic.md):
+rows map to slots, slots and dense blocks to pservers under a placement epoch (SlotMap)."""
 
 import zlib
 
@@ -16,13 +17,21 @@ def owner_of_row(table, row, pservers):
     floorMod(h as signed 64-bit, pservers). Equal to Java's ShardPlacement.ownerOfRow."""
     if pservers <= 0:
         raise ValueError("need at least one pserver, got %d" % pservers)
+    return _mix(table_hash(table), row) % pservers  # Python's % with a positive divisor is floorMod
+
+
+def table_hash(table):
+    """The table's part of the row routing: CRC-32 of its UTF-8 name (Java's ShardPlacement.tableHash)."""
+    return zlib.crc32(table.encode("utf-8"))
+
+
+def _mix(table_crc, row):
+    """h = (row * 0x9E3779B97F4A7C15 mod 2^64) XOR crc; h ^= h >>> 31; as a signed 64-bit integer."""
     if not -(1 << 63) <= row < (1 << 63):
         raise ValueError("row id %d is not a signed 64-bit integer" % row)
-    h = ((row * GOLDEN) & MASK64) ^ zlib.crc32(table.encode("utf-8"))
+    h = ((row * GOLDEN) & MASK64) ^ table_crc
     h ^= h >> 31
-    if h >= 1 << 63:
-        h -= 1 << 64
-    return h % pservers  # Python's % with a positive divisor is floorMod
+    return h - (1 << 64) if h >= 1 << 63 else h
 
 
 def rows_by_owner(table, ids, pservers):
@@ -49,13 +58,126 @@ def groups(blocks, max_bytes=MAX_REQUEST_BYTES, element_bytes=4):
     return out
 
 
-def plan(placement_blocks, pservers, sync=False, max_bytes=MAX_REQUEST_BYTES):
+def plan(placement_blocks, pservers, sync=False, max_bytes=MAX_REQUEST_BYTES, slot_map=None):
     """{pserver: [group, ...]}: the dense blocks of a Placement, per owning pserver in (name, block)
     order, cut into request-sized groups; in SYNC mode one group per pserver (possibly empty: the
-    barrier counts exactly one push per trainer and pserver)."""
-    by_ps = {ps: [] for ps in range(pservers)}
+    barrier counts exactly one push per trainer and pserver). With `slot_map` (a SlotMap) the blocks
+    go to the owners it names, and a pserver that owns nothing in it gets nothing, not even in SYNC
+    mode (Java's RequestPlanner)."""
+    if slot_map is None:
+        by_ps = {ps: [] for ps in range(pservers)}
+        owner = lambda b: b.pserver  # noqa: E731
+    else:
+        by_ps = {ps: [] for ps in range(slot_map.pservers) if slot_map.owns_anything(ps)}
+        owner = slot_map.block_owner
     for b in sorted(placement_blocks, key=lambda b: (b.name, b.block)):
-        by_ps[b.pserver].append(b)
+        by_ps[owner(b)].append(b)
     if sync:
         return {ps: [blocks] for ps, blocks in by_ps.items()}
     return {ps: groups(blocks, max_bytes) for ps, blocks in by_ps.items()}
+
+
+# ---- elastic placement (docs/explanation/elastic.md) ----
+MIN_SLOTS = 16384  # the fewest row slots a map has; the real count is a multiple of N0
+
+
+def slots_for(pservers):
+    """The slot count of a job that starts with `pservers`: N0 * ceil(16384 / N0) (Java's
+    SlotMap.slotsFor)."""
+    if pservers <= 0:
+        raise ValueError("need at least one pserver, got %d" % pservers)
+    return pservers * ((MIN_SLOTS + pservers - 1) // pservers)
+
+
+def slot_of(table, row, slots):
+    """The slot of row `row` of sparse table `table`: floorMod(mix(table, row), slots), mix as in
+    owner_of_row (Java's SlotMap.slotOf)."""
+    return _mix(table_hash(table), row) % slots
+
+
+class SlotMap:
+    """Where rows and dense blocks live under one placement epoch, as Java's SlotMap: row -> slot by
+    the routing hash, slot -> owner, and an owner per dense block. Immutable: a request is planned
+    against one map from start to end."""
+
+    def __init__(self, epoch, pservers, slot_owners, block_owners):
+        self.epoch, self.pservers = int(epoch), int(pservers)
+        self.slot_owners = list(slot_owners)
+        self.block_owners = dict(block_owners)  # (name, block) -> owner
+        counts = [0] * self.pservers
+        for o in self.slot_owners:
+            counts[o] += 1
+        for o in self.block_owners.values():
+            counts[o] += 1
+        self._owning = {ps for ps, c in enumerate(counts) if c}
+
+    @property
+    def slots(self):
+        return len(self.slot_owners)
+
+    @classmethod
+    def initial(cls, placement_blocks, pservers):
+        """The initial map (epoch 0) of `pservers`: slot s on s mod pservers (so rows go where
+        owner_of_row(table, row, pservers) says) and the dense blocks where the master's Placement
+        puts them (the size-balanced rule, Java's SlotMap.initial)."""
+        slots = slots_for(pservers)
+        return cls(0, pservers, [s % pservers for s in range(slots)],
+                   {(b.name, b.block): b.pserver for b in placement_blocks})
+
+    @classmethod
+    def from_proto(cls, m):
+        """The map of a paramserver.v1.PlacementMap; ValueError when it is inconsistent (as Java's
+        SlotMap.fromProto: no pservers, a slot count that does not match, an owner out of range)."""
+        n = m.pservers
+        if n <= 0:
+            raise ValueError("placement epoch %d has no pservers" % m.epoch)
+        if m.slots <= 0 or len(m.slot_owners) != m.slots:
+            raise ValueError("placement epoch %d lists %d slot owners for %d slots"
+                             % (m.epoch, len(m.slot_owners), m.slots))
+        for s, o in enumerate(m.slot_owners):
+            if o >= n:
+                raise ValueError("placement epoch %d gives slot %d to pserver %d of %d" % (m.epoch, s, o, n))
+        blocks = {}
+        for b in m.dense_owners:
+            if b.owner >= n:
+                raise ValueError("placement epoch %d gives block %s#%d to pserver %d of %d"
+                                 % (m.epoch, b.name, b.block, b.owner, n))
+            blocks[(b.name, b.block)] = b.owner
+        return cls(m.epoch, n, m.slot_owners, blocks)
+
+    def slot_of(self, table, row):
+        return slot_of(table, row, len(self.slot_owners))
+
+    def owner_of_row(self, table, row):
+        return self.slot_owners[self.slot_of(table, row)]
+
+    def owner_of_block(self, name, block):
+        """The owner of dense block name#block, or -1 when the map does not place it."""
+        return self.block_owners.get((name, block), -1)
+
+    def block_owner(self, b):
+        """The owner of a block (an object with .name and .block); ValueError when not placed."""
+        o = self.owner_of_block(b.name, b.block)
+        if o < 0:
+            raise ValueError("placement epoch %d does not place block %s#%d" % (self.epoch, b.name, b.block))
+        return o
+
+    def owns_anything(self, ps):
+        """Whether pserver `ps` owns a slot or a block: a new pserver (being filled by moves) or an
+        emptied one owns nothing and is never initialised nor pushed to."""
+        return ps in self._owning
+
+    def owning(self):
+        """The indexes that own something, ascending."""
+        return sorted(self._owning)
+
+    def rows_by_owner(self, table, ids):
+        """{pserver: ascending distinct ids it owns}."""
+        crc, slots, out = table_hash(table), len(self.slot_owners), {}
+        for r in sorted(set(int(i) for i in ids)):
+            out.setdefault(self.slot_owners[_mix(crc, r) % slots], []).append(r)
+        return out
+
+    def __repr__(self):
+        return "SlotMap(epoch %d, %d pservers, %d slots, %d blocks)" % (
+            self.epoch, self.pservers, len(self.slot_owners), len(self.block_owners))

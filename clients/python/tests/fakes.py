@@ -33,9 +33,15 @@ def refuse(context, code, message, reason, metadata=None):
 
 
 class Pserver(pb_grpc.ParameterServerServicer):
+    """Applies pushes once per (trainer, session, origin, step, part), SGD with learning rate 1 on
+    blocks and on rows (which start at 0). With `slot_map` (a routing.SlotMap) set, it refuses a push
+    or pull naming a row or block the map gives another pserver with MOVED at the map's epoch,
+    after the duplicate check (as the Java pserver), nothing of it applied."""
+
     def __init__(self, index, pservers=1):
         self.index, self.values, self.initialised, self.init_id, self.step = index, {}, False, "", 0
-        self.pservers = pservers
+        self.pservers, self.slot_map, self.rows = pservers, None, {}
+        self.fail_if = lambda req: True  # which pushes fail_pushes applies to
         self.applied, self.pushes, self.pulls, self.fail_pushes, self.lock = set(), [], [], 0, threading.Lock()
 
     def InitParameters(self, req, context):
@@ -53,8 +59,21 @@ class Pserver(pb_grpc.ParameterServerServicer):
     def GetShardStatus(self, req, context):
         return pb.ShardStatus(index=self.index, initialised=self.initialised, init_id=self.init_id if self.initialised else "")
 
+    def _check_moved(self, context, blocks, tables):
+        m = self.slot_map
+        if m is None:
+            return
+        owners = [m.owner_of_block(b.name, b.block) for b in blocks]
+        owners += [m.owner_of_row(t.name, r) for t in tables for r in t.row_ids]
+        other = next((o for o in owners if o != self.index), None)
+        if other is not None:
+            refuse(context, grpc.StatusCode.FAILED_PRECONDITION, "moved to pserver %d" % other, "MOVED",
+                   {"owner": str(other), "epoch": str(m.epoch)})
+
     def _check_owned(self, context, tables):
         """Refuses rows of another pserver as the Java pserver does (WRONG_SHARD, nothing applied)."""
+        if self.slot_map is not None:
+            return
         for t in tables:
             for row in t.row_ids:
                 owner = routing.owner_of_row(t.name, row, self.pservers)
@@ -69,16 +88,21 @@ class Pserver(pb_grpc.ParameterServerServicer):
         with self.lock:
             if not self.initialised:
                 refuse(context, grpc.StatusCode.FAILED_PRECONDITION, "not initialised", "NOT_INITIALIZED")
-            self._check_owned(context, req.sparse_gradients)
             self.pushes.append(req)
-            identity = (req.trainer_id, req.session, req.step, req.part)
+            identity = (req.trainer_id, req.session, req.origin, req.step, req.part)
             duplicate = identity in self.applied
             if not duplicate:
+                self._check_owned(context, req.sparse_gradients)
+                self._check_moved(context, req.gradients, req.sparse_gradients)
                 self.applied.add(identity)
                 self.step += 1
                 for g in req.gradients:  # SGD, learning rate 1
                     self.values[(g.name, g.block)] -= np.frombuffer(g.data, "<f4")
-            if self.fail_pushes > 0:  # applied, but the answer is lost
+                for t in req.sparse_gradients:
+                    data = np.frombuffer(t.data, "<f4").reshape(len(t.row_ids), -1)
+                    for r, g in zip(t.row_ids, data):
+                        self.rows[(t.name, r)] = self.rows.get((t.name, r), np.zeros(len(g), "<f4")) - g
+            if self.fail_pushes > 0 and self.fail_if(req):  # applied, but the answer is lost
                 self.fail_pushes -= 1
                 context.abort(grpc.StatusCode.UNAVAILABLE, "connection reset")
             blocks = [self._block(g.name, g.block, g.offset) for g in req.gradients] if req.return_values else []
@@ -93,8 +117,10 @@ class Pserver(pb_grpc.ParameterServerServicer):
         if not self.initialised:
             refuse(context, grpc.StatusCode.FAILED_PRECONDITION, "not initialised", "NOT_INITIALIZED")
         self._check_owned(context, req.sparse_rows)
-        rows = [pb.SparseRows(name=r.name, row_ids=r.row_ids, dtype=tensor_pb2.FLOAT32,
-                              data=np.array([[float(i)] * 2 for i in r.row_ids], "<f4").tobytes())
+        self._check_moved(context, req.blocks, req.sparse_rows)
+        # a row never pushed reads as [id, id]
+        rows = [pb.SparseRows(name=r.name, row_ids=r.row_ids, dtype=tensor_pb2.FLOAT32, data=np.array(
+                    [self.rows.get((r.name, i), [float(i)] * 2) for i in r.row_ids], "<f4").tobytes())
                 for r in req.sparse_rows]
         return pb.PullParametersResponse(step=self.step, sparse_rows=rows, blocks=[
             self._block(b.name, b.block, self.offsets[(b.name, b.block)]) for b in req.blocks])
@@ -106,6 +132,28 @@ class Master(ma_grpc.MasterServicer, co_grpc.CoordinationServicer):
         self.joins, self.heartbeats, self.lock_holder, self.done, self.finished = [], 0, None, "", []
         self.todo = [ma.Task(id=i, epoch=1) for i in range(tasks)]
         self.attending = threading.Event()
+        # what the cluster map says: the committed placement, the move in progress, the registered
+        # indexes (None: all); publish() sends a new map on every Attend stream
+        self.placement = self.move = self.registered = None
+        self.revision, self.changed = 1, threading.Condition()
+
+    def publish(self, **kw):
+        """Sets placement (a PlacementMap or None), move (a SlotMove or None) and/or registered."""
+        with self.changed:
+            for k, v in kw.items():
+                setattr(self, k, v)
+            self.revision += 1
+            self.changed.notify_all()
+
+    def cluster_map(self, trainer_id):
+        m = co.ClusterMap(revision=self.revision, pservers_desired=len(self.pservers), pservers=[
+            co.PserverEntry(index=i, address=a) for i, (a, _) in enumerate(self.pservers)
+            if self.registered is None or i in self.registered], trainers=[trainer_id])
+        if self.placement is not None:
+            m.placement.CopyFrom(self.placement)
+        if self.move is not None:
+            m.placement_move.CopyFrom(self.move)
+        return m
 
     def Join(self, req, context):
         self.joins.append(req)
@@ -121,10 +169,26 @@ class Master(ma_grpc.MasterServicer, co_grpc.CoordinationServicer):
         first = next(request_iterator)
         assert first.trainer_id and first.session
         self.attending.set()
-        yield co.ClusterMap(revision=1, pservers_desired=len(self.pservers), pservers=[
-            co.PserverEntry(index=i, address=a) for i, (a, _) in enumerate(self.pservers)], trainers=[first.trainer_id])
-        for _ in request_iterator:
-            self.heartbeats += 1
+        done = threading.Event()
+
+        def heartbeats():
+            try:
+                for _ in request_iterator:
+                    self.heartbeats += 1
+            except grpc.RpcError:  # the stream was cancelled
+                pass
+            done.set()
+            with self.changed:
+                self.changed.notify_all()
+        threading.Thread(target=heartbeats, daemon=True).start()
+        sent = None
+        while not done.is_set() and context.is_active():
+            with self.changed:
+                if sent == self.revision:
+                    self.changed.wait(0.2)
+                    continue
+                sent, m = self.revision, self.cluster_map(first.trainer_id)
+            yield m
         self.attending.clear()
 
     def GetPlacement(self, req, context):
