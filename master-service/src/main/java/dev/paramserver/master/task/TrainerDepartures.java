@@ -6,6 +6,7 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -17,9 +18,13 @@ import org.slf4j.LoggerFactory;
  * that will not report them, and the k-th task of its last lease would otherwise wait k task
  * timeouts.
  *
- * <p>Only what is seen changing counts: a trainer that never registered (a client that does not use
- * etcd) keeps its tasks until their deadlines. The master acts only while it serves; the changes
- * are applied on a thread of this class, since the watch's own thread must not call etcd.
+ * <p>While this master does not serve (it lost its lease, or another master leads) what the watch
+ * sees is not acted on; so each time it starts serving, before it answers, it reads the
+ * registrations afresh and takes back at once the tasks of every holder not registered then (a
+ * trainer that died, or that has not yet registered again after losing its own lease: its late
+ * reports are refused as stale and its tasks trained again). A watch broken by an outage resumes
+ * from its last revision; one that cannot be opened is opened again every second. The changes are
+ * applied on a thread of this class, since the watch's own thread must not call etcd.
  */
 public final class TrainerDepartures extends ExecutorLifecycle {
   private static final Logger log = LoggerFactory.getLogger(TrainerDepartures.class);
@@ -35,18 +40,94 @@ public final class TrainerDepartures extends ExecutorLifecycle {
     this.job = job;
     this.kv = kv;
     this.prefix = trainersPrefix;
+    job.onServing(this::reconcile);
   }
 
   @Override
   void onStart(ScheduledExecutorService executor) {
+    openWatch(executor);
+  }
+
+  private void openWatch(ScheduledExecutorService executor) {
     try {
-      watch = kv.watchPrefix(prefix, this::onEvent);
+      AutoCloseable w = kv.watchPrefix(prefix, this::onEvent);
+      synchronized (this) {
+        if (executor() != executor) {
+          closeQuietly(w); // stopped meanwhile
+          return;
+        }
+        watch = w;
+      }
       for (KeyValueStore.KeyValue registered : kv.getPrefix(prefix)) {
         leases.putIfAbsent(registered.key().substring(prefix.length()), registered.leaseId());
       }
     } catch (RuntimeException e) {
-      // etcd is not reachable yet: departures are then noticed by the task timeouts alone
-      log.warn("cannot watch the trainer registrations: {}", e.toString());
+      // etcd is not reachable yet: try again; meanwhile the task timeouts still apply
+      log.warn("cannot watch the trainer registrations, retrying in 1 s: {}", e.toString());
+      try {
+        executor.schedule(
+            () -> {
+              synchronized (this) {
+                if (watch != null || executor() != executor) {
+                  return;
+                }
+              }
+              openWatch(executor);
+            },
+            1,
+            TimeUnit.SECONDS);
+      } catch (RejectedExecutionException stopping) {
+        // stopped meanwhile
+      }
+    }
+  }
+
+  /**
+   * Rebuilds who is registered from a fresh read of {@code trainers/} and takes back the tasks of
+   * every holder not registered; runs when this master starts serving, before it answers. If etcd
+   * cannot be read, tries again every second while serving.
+   */
+  void reconcile() {
+    Map<String, Long> registered = new java.util.HashMap<>();
+    try {
+      for (KeyValueStore.KeyValue k : kv.getPrefix(prefix)) {
+        String trainer = k.key().substring(prefix.length());
+        if (!trainer.isEmpty()) {
+          registered.put(trainer, k.leaseId());
+        }
+      }
+    } catch (RuntimeException e) {
+      log.warn("cannot read the trainer registrations, retrying in 1 s: {}", e.toString());
+      ScheduledExecutorService worker = executor();
+      if (worker != null && job.isServing()) {
+        try {
+          worker.schedule(this::reconcile, 1, TimeUnit.SECONDS);
+        } catch (RejectedExecutionException stopping) {
+          // stopped meanwhile
+        }
+      }
+      return;
+    }
+    leases.keySet().retainAll(registered.keySet());
+    leases.putAll(registered);
+    for (String holder : job.holders()) {
+      if (!registered.containsKey(holder)) {
+        release(
+            holder,
+            "is not registered in etcd (trainers/"
+                + holder
+                + ") as this master starts"
+                + " leading");
+      }
+    }
+  }
+
+  private void release(String trainer, String why) {
+    try {
+      job.trainerGone(trainer, why);
+    } catch (RuntimeException ex) {
+      // a refused write made the master step down; the deadlines still apply
+      log.warn("taking back the tasks of trainer '{}' failed: {}", trainer, ex.getMessage());
     }
   }
 
@@ -71,16 +152,7 @@ public final class TrainerDepartures extends ExecutorLifecycle {
       return;
     }
     try {
-      worker.execute(
-          () -> {
-            try {
-              job.trainerGone(trainer, why);
-            } catch (RuntimeException ex) {
-              // a refused write made the master step down; the deadlines still apply
-              log.warn(
-                  "taking back the tasks of trainer '{}' failed: {}", trainer, ex.getMessage());
-            }
-          });
+      worker.execute(() -> release(trainer, why));
     } catch (RejectedExecutionException stopping) {
       // stopped meanwhile: the master no longer serves
     }
@@ -89,12 +161,16 @@ public final class TrainerDepartures extends ExecutorLifecycle {
   @Override
   void onStop() {
     if (watch != null) {
-      try {
-        watch.close();
-      } catch (Exception e) {
-        log.debug("closing the trainer watch failed", e);
-      }
+      closeQuietly(watch);
       watch = null;
+    }
+  }
+
+  private static void closeQuietly(AutoCloseable w) {
+    try {
+      w.close();
+    } catch (Exception e) {
+      log.debug("closing the trainer watch failed", e);
     }
   }
 }
