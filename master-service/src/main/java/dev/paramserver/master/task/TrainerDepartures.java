@@ -3,6 +3,7 @@ package dev.paramserver.master.task;
 import dev.paramserver.coordination.KeyValueStore;
 import dev.paramserver.coordination.KeyValueStore.WatchEvent;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
@@ -20,11 +21,13 @@ import org.slf4j.LoggerFactory;
  *
  * <p>While this master does not serve (it lost its lease, or another master leads) what the watch
  * sees is not acted on; so each time it starts serving, before it answers, it reads the
- * registrations afresh and takes back at once the tasks of every holder not registered then (a
- * trainer that died, or that has not yet registered again after losing its own lease: its late
- * reports are refused as stale and its tasks trained again). A watch broken by an outage resumes
- * from its last revision; one that cannot be opened is opened again every second. The changes are
- * applied on a thread of this class, since the watch's own thread must not call etcd.
+ * registrations afresh and takes back at once the tasks of every holder that this process saw
+ * registered and that is not registered then (a trainer that died, or that has not yet registered
+ * again after losing its own lease: its late reports are refused as stale and its tasks trained
+ * again). A holder never seen registered (a client that does not use etcd) keeps its tasks until
+ * their deadlines. A watch broken by an outage resumes from its last revision (rebuilt from a fresh
+ * read if that revision was compacted); one that cannot be opened is opened again every second. The
+ * changes are applied on a thread of this class, since the watch's own thread must not call etcd.
  */
 public final class TrainerDepartures extends ExecutorLifecycle {
   private static final Logger log = LoggerFactory.getLogger(TrainerDepartures.class);
@@ -33,6 +36,8 @@ public final class TrainerDepartures extends ExecutorLifecycle {
   private final String prefix;
   // the lease each trainer was last seen registered under
   private final Map<String, Long> leases = new ConcurrentHashMap<>();
+  // every trainer this process saw registered: only those can be known to have departed
+  private final Set<String> everRegistered = ConcurrentHashMap.newKeySet();
   private AutoCloseable watch;
 
   public TrainerDepartures(MasterJob job, KeyValueStore kv, String trainersPrefix, int phase) {
@@ -50,7 +55,7 @@ public final class TrainerDepartures extends ExecutorLifecycle {
 
   private void openWatch(ScheduledExecutorService executor) {
     try {
-      AutoCloseable w = kv.watchPrefix(prefix, this::onEvent);
+      AutoCloseable w = kv.watchPrefix(prefix, this::onEvent, this::reconcileLater);
       synchronized (this) {
         if (executor() != executor) {
           closeQuietly(w); // stopped meanwhile
@@ -59,7 +64,9 @@ public final class TrainerDepartures extends ExecutorLifecycle {
         watch = w;
       }
       for (KeyValueStore.KeyValue registered : kv.getPrefix(prefix)) {
-        leases.putIfAbsent(registered.key().substring(prefix.length()), registered.leaseId());
+        String trainer = registered.key().substring(prefix.length());
+        leases.putIfAbsent(trainer, registered.leaseId());
+        everRegistered.add(trainer);
       }
     } catch (RuntimeException e) {
       // etcd is not reachable yet: try again; meanwhile the task timeouts still apply
@@ -82,10 +89,24 @@ public final class TrainerDepartures extends ExecutorLifecycle {
     }
   }
 
+  /** The watch lost events (compacted away): rebuild from a fresh read, off the watch's thread. */
+  private void reconcileLater() {
+    ScheduledExecutorService worker = executor();
+    if (worker == null || !job.isServing()) {
+      return; // the next start of service reads afresh anyway
+    }
+    try {
+      worker.execute(this::reconcile);
+    } catch (RejectedExecutionException stopping) {
+      // stopped meanwhile
+    }
+  }
+
   /**
    * Rebuilds who is registered from a fresh read of {@code trainers/} and takes back the tasks of
-   * every holder not registered; runs when this master starts serving, before it answers. If etcd
-   * cannot be read, tries again every second while serving.
+   * every holder seen registered before and not registered now; runs when this master starts
+   * serving, before it answers, and when the watch lost events. If etcd cannot be read, tries again
+   * every second while serving.
    */
   void reconcile() {
     Map<String, Long> registered = new java.util.HashMap<>();
@@ -110,8 +131,9 @@ public final class TrainerDepartures extends ExecutorLifecycle {
     }
     leases.keySet().retainAll(registered.keySet());
     leases.putAll(registered);
+    everRegistered.addAll(registered.keySet());
     for (String holder : job.holders()) {
-      if (!registered.containsKey(holder)) {
+      if (!registered.containsKey(holder) && everRegistered.contains(holder)) {
         release(
             holder,
             "is not registered in etcd (trainers/"
@@ -141,6 +163,7 @@ public final class TrainerDepartures extends ExecutorLifecycle {
       leases.remove(trainer);
       why = "is gone (its etcd registration ended)";
     } else {
+      everRegistered.add(trainer);
       Long before = leases.put(trainer, e.keyValue().leaseId());
       if (before == null || before == e.keyValue().leaseId()) {
         return;
