@@ -25,6 +25,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 import java.util.function.Function;
@@ -56,6 +58,7 @@ public final class MasterJob {
   private volatile Supplier<Optional<String>> leaderAddress = Optional::empty;
   private volatile Supplier<String> adminAddress = () -> "";
   private volatile Runnable onFenceLost = () -> {};
+  private final List<Runnable> servingListeners = new CopyOnWriteArrayList<>();
   private volatile long lastSnapshotBytes;
   private volatile JobEventListener events = (kind, message) -> {};
   private volatile long lossEveryRecords;
@@ -117,6 +120,23 @@ public final class MasterJob {
     this.lossEveryRecords = everyRecords;
   }
 
+  /**
+   * Runs {@code listener} each time this master starts serving, once the job is loaded and before
+   * the election publishes its address (on the election's thread): for what must be rebuilt from
+   * etcd before the job goes on, such as which trainers are gone.
+   */
+  public void onServing(Runnable listener) {
+    servingListeners.add(listener);
+  }
+
+  /** The trainers holding a pending task now (empty when not serving). */
+  public Set<String> holders() {
+    synchronized (lock) {
+      TaskQueue q = commits.tip();
+      return serving && q != null ? q.holders() : Set.of();
+    }
+  }
+
   /** Called (once per loss) when a fenced save was refused: the election steps down. */
   public void setOnFenceLost(Runnable onFenceLost) {
     this.onFenceLost = onFenceLost;
@@ -158,6 +178,13 @@ public final class MasterJob {
             queue.status().getPassesList().stream().mapToLong(PassStatus::getRecords).sum());
       }
       serving = true;
+    }
+    for (Runnable listener : servingListeners) {
+      try {
+        listener.run();
+      } catch (RuntimeException e) {
+        log.warn("a listener of this master's start of service failed", e);
+      }
     }
   }
 

@@ -196,6 +196,17 @@ public final class TaskQueue {
     return Math.max(1, left / (2 * Math.max(1, trainers)));
   }
 
+  /** The trainers that hold a pending task. */
+  public Set<String> holders() {
+    Set<String> held = new java.util.TreeSet<>();
+    for (int id = 0; id < tasks && held.size() < pending; id++) {
+      if (states[id] == PENDING && holders[id] != null) {
+        held.add(holders[id]);
+      }
+    }
+    return held;
+  }
+
   /** True if {@code trainer} holds a pending task. */
   public boolean holds(String trainer) {
     if (pending == 0) {
