@@ -2,11 +2,14 @@ package dev.paramserver.bench.train;
 
 import dev.paramserver.bench.BenchSuite;
 import dev.paramserver.bench.cluster.ServiceJars;
+import dev.paramserver.bench.cpu.CpuSampler;
+import dev.paramserver.bench.cpu.CpuWindow;
 import dev.paramserver.bench.train.Rounds.Shape;
 import dev.paramserver.bench.wire.WireSuite;
 import dev.paramserver.localcluster.ClusterSpec;
 import dev.paramserver.localcluster.JobStatusView;
 import dev.paramserver.localcluster.LocalCluster;
+import dev.paramserver.localcluster.ProcessInfo;
 import dev.paramserver.localcluster.Role;
 import java.io.IOException;
 import java.nio.file.Path;
@@ -23,6 +26,9 @@ import java.util.TreeMap;
  * its first task was handed out ({@link FirstTaskWatch}).
  */
 final class DistributedJob {
+  /** The trainer's training thread, as it names it. */
+  static final String TRAINER_THREAD = "trainer-loop";
+
   private final Path runDir;
   private final ServiceJars jars;
 
@@ -105,8 +111,11 @@ final class DistributedJob {
     long launchedMs = System.currentTimeMillis();
     long launchedNanos = System.nanoTime();
     try (LocalCluster cluster = new LocalCluster(spec);
-        FirstTaskWatch firstTask = FirstTaskWatch.start(cluster, launchedNanos)) {
+        FirstTaskWatch firstTask = FirstTaskWatch.start(cluster, launchedNanos);
+        CpuSampler sampler = CpuSampler.start();
+        WarmupWatch warmup = WarmupWatch.start(cluster, sampler)) {
       cluster.start();
+      watch(sampler, cluster);
       TrainerPushTimes pushTimes =
           observe == null
               ? null
@@ -127,6 +136,7 @@ final class DistributedJob {
             cluster.process(Role.PSERVER, 0).pid(), "JFR.start", "name=bench", "settings=profile");
       }
       JobStatusView end = cluster.awaitJobEnd(Duration.ofMinutes(10));
+      sampler.sampleNow();
       Map<String, Double> tables =
           w.spec().embeddingWidth() > 0 ? tables(cluster, shape) : Map.of();
       if (recording) {
@@ -152,7 +162,11 @@ final class DistributedJob {
           shape.pservers() == 1 && shape.trainers() == 1
               ? StartupTimeline.read(dir.resolve("logs"), launchedMs)
               : Map.of();
-      Outcome outcome = outcome(w, end, launchedMs, firstTask, startup).withSparse(tables);
+      warmup.close();
+      Yardstick.Window window = Yardstick.of(end, warmup.mark(), launchedMs, launchedNanos);
+      Map<String, Double> measured = windowFigures(window, sampler);
+      Outcome outcome =
+          outcome(w, end, launchedMs, firstTask, startup, window, measured).withSparse(tables);
       if (recording) {
         cluster.close(); // the trainer's recording is written as it exits
         observe.profiles.add(pserverJfr);
@@ -168,11 +182,11 @@ final class DistributedJob {
       JobStatusView end,
       long launchedMs,
       FirstTaskWatch firstTask,
-      Map<String, Double> startup) {
+      Map<String, Double> startup,
+      Yardstick.Window window,
+      Map<String, Double> measured) {
     List<Double> perPass = new ArrayList<>();
     long records = 0;
-    long steadyRecords = 0;
-    long steadyMillis = 0;
     long lastEnd = launchedMs;
     double quality = Double.NaN;
     for (JobStatusView.PassView p : end.passes()) {
@@ -183,13 +197,9 @@ final class DistributedJob {
       if (p.evalReports() > 0) {
         quality = w.metric().equals("auc") ? evalAuc(end, p.pass()) : p.evalAccuracy();
       }
-      if (p.pass() >= TrainSuite.firstSteadyPass(w.passes())) {
-        steadyRecords += p.records();
-        steadyMillis += ms;
-      }
     }
     return new Outcome(
-        steadyRecords * 1000.0 / Math.max(1, steadyMillis),
+        window.rate(),
         records * 1000.0 / Math.max(1, lastEnd - launchedMs),
         quality,
         perPass.isEmpty() ? Double.NaN : perPass.get(0),
@@ -197,7 +207,30 @@ final class DistributedJob {
         firstTask.seconds(),
         firstTask.uncertaintySeconds(),
         startup,
-        Map.of());
+        Map.of(),
+        Yardstick.passDurationRate(end, w.passes()),
+        measured);
+  }
+
+  /** The job's processes (and etcd, and this JVM: the supervisor) for {@code sampler}. */
+  private static void watch(CpuSampler sampler, LocalCluster cluster) {
+    for (ProcessInfo p : cluster.processes()) {
+      sampler.watch(p.role().id(), p.pid(), p.role() == Role.TRAINER ? TRAINER_THREAD : null);
+    }
+    sampler.watch("etcd", cluster.etcdPid(), null);
+    sampler.watch(CpuWindow.SUPERVISOR, ProcessHandle.current().pid(), null);
+  }
+
+  /** The window's own figures and the CPU the sampled processes spent in it. */
+  static Map<String, Double> windowFigures(Yardstick.Window window, CpuSampler sampler) {
+    Map<String, Double> f = new LinkedHashMap<>();
+    f.put("window_seconds", window.seconds());
+    f.put("window_records", (double) window.records());
+    f.put("window_ahead_records", (double) window.aheadRecords());
+    if (window.records() > 0) {
+      f.putAll(sampler.window(window.t0Nanos(), window.t1Nanos(), window.records()).figures());
+    }
+    return f;
   }
 
   /** The test AUC the master reported for {@code pass} (NaN when none). */
