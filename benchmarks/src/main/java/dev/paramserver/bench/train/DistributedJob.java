@@ -11,6 +11,7 @@ import dev.paramserver.localcluster.JobStatusView;
 import dev.paramserver.localcluster.LocalCluster;
 import dev.paramserver.localcluster.ProcessInfo;
 import dev.paramserver.localcluster.Role;
+import dev.paramserver.testsupport.DelayLine;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -71,6 +72,26 @@ final class DistributedJob {
       Map<String, String> trainerProperties,
       Observation observe)
       throws Exception {
+    return run(w, shape, label, trainerProperties, observe, null);
+  }
+
+  /**
+   * {@link #run(Workload, Shape, String, Map, Observation)} with the trainers' (and the master's)
+   * traffic to the pserver through {@code line} (null: direct): the pserver advertises the line's
+   * port, and the line forwards to the pserver's gRPC port. One pserver only.
+   */
+  Outcome run(
+      Workload w,
+      Shape shape,
+      String label,
+      Map<String, String> trainerProperties,
+      Observation observe,
+      DelayLine line)
+      throws Exception {
+    if (line != null && shape.pservers() != 1) {
+      throw new IllegalArgumentException(
+          "a delay line routes one pserver, not " + shape.pservers());
+    }
     Path dir = runDir.resolve("train").resolve(w.name() + "-" + shape.id() + "-" + label);
     ClusterSpec.Builder b =
         jars.spec(dir)
@@ -92,18 +113,22 @@ final class DistributedJob {
     w.trainerProperties()
         .forEach((k, v) -> b.property(Role.TRAINER, "paramserver.trainer." + k, v));
     trainerProperties.forEach((k, v) -> b.property(Role.TRAINER, "paramserver.trainer." + k, v));
+    if (line != null) {
+      b.property(Role.PSERVER, "paramserver.pserver.advertise-port", Integer.toString(line.port()));
+    }
     ClusterSpec spec = b.build();
     // the services' class-data archives are made once per build: not part of a job's time
     LocalCluster.prepareClassData(spec);
     try {
-      return run(w, shape, spec, dir, observe);
+      return run(w, shape, spec, dir, observe, line);
     } finally {
       // a 5M-parameter job logs gigabytes of pushes; a section runs many jobs
       BenchSuite.dropCheckpoints(dir);
     }
   }
 
-  private Outcome run(Workload w, Shape shape, ClusterSpec spec, Path dir, Observation observe)
+  private Outcome run(
+      Workload w, Shape shape, ClusterSpec spec, Path dir, Observation observe, DelayLine line)
       throws Exception {
     boolean recording = observe != null && observe.record;
     Path trainerJfr = dir.resolve("trainer.jfr");
@@ -114,6 +139,9 @@ final class DistributedJob {
         FirstTaskWatch firstTask = FirstTaskWatch.start(cluster, launchedNanos);
         CpuSampler sampler = CpuSampler.start();
         WarmupWatch warmup = WarmupWatch.start(cluster, sampler)) {
+      if (line != null) {
+        line.target(() -> cluster.process(Role.PSERVER, 0).grpcPort());
+      }
       cluster.start();
       watch(sampler, cluster);
       TrainerPushTimes pushTimes =
