@@ -20,6 +20,8 @@ public final class CpuSampler implements AutoCloseable {
 
   private final Path procRoot;
   private final List<ProcessTrack> tracks = new CopyOnWriteArrayList<>();
+  // the whole machine's busy CPU-ns (/proc/stat), every sample
+  private final List<ProcessTrack.Sample> machine = new ArrayList<>();
   private final Thread thread;
 
   private CpuSampler(Path procRoot) {
@@ -59,6 +61,35 @@ public final class CpuSampler implements AutoCloseable {
     for (ProcessTrack t : tracks) {
       t.sample(now);
     }
+    double busy = machineBusyNs(procRoot);
+    if (!Double.isNaN(busy)) {
+      synchronized (machine) {
+        machine.add(new ProcessTrack.Sample(now, new double[] {busy}));
+      }
+    }
+  }
+
+  /**
+   * The CPU-ns every CPU of the machine spent busy (all but idle and I/O wait), from the first line
+   * of {@code /proc/stat}; NaN when unreadable.
+   */
+  static double machineBusyNs(Path procRoot) {
+    try (var lines = Files.lines(procRoot.resolve("stat"))) {
+      String first = lines.findFirst().orElse("");
+      String[] f = first.trim().split("\\s+");
+      if (f.length < 6 || !f[0].equals("cpu")) {
+        return Double.NaN;
+      }
+      double busy = 0;
+      for (int i = 1; i < Math.min(f.length, 9); i++) {
+        if (i != 4 && i != 5) { // idle, iowait
+          busy += Long.parseLong(f[i]);
+        }
+      }
+      return busy * (1e9 / ProcessTrack.TICKS_PER_SECOND);
+    } catch (java.io.IOException | RuntimeException e) {
+      return Double.NaN;
+    }
   }
 
   private void loop() {
@@ -90,7 +121,15 @@ public final class CpuSampler implements AutoCloseable {
       }
       spent.add(new CpuWindow.Spent(t.role, t.pid, d));
     }
-    return new CpuWindow((t1Nanos - t0Nanos) / 1e9, records, spent);
+    double machineBusy = Double.NaN;
+    synchronized (machine) {
+      double[] a = ProcessTrack.interpolate(machine, t0Nanos);
+      double[] b = ProcessTrack.interpolate(machine, t1Nanos);
+      if (a != null && b != null) {
+        machineBusy = b[0] - a[0];
+      }
+    }
+    return new CpuWindow((t1Nanos - t0Nanos) / 1e9, records, spent, machineBusy);
   }
 
   @Override

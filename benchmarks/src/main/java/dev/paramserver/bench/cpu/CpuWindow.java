@@ -14,8 +14,9 @@ import java.util.TreeSet;
  * @param seconds the window's wall time
  * @param records the samples trained in it
  * @param spent what each process spent ({@link ProcessTrack}'s counters, end minus start)
+ * @param machineBusyNs the CPU-ns the whole machine spent busy in the window (NaN: unknown)
  */
-public record CpuWindow(double seconds, long records, List<Spent> spent) {
+public record CpuWindow(double seconds, long records, List<Spent> spent, double machineBusyNs) {
   /** The role of the benchmark's own JVM (it supervises the job): reported, not in {@code all}. */
   public static final String SUPERVISOR = "supervisor";
 
@@ -40,7 +41,7 @@ public record CpuWindow(double seconds, long records, List<Spent> spent) {
 
   /** An empty window (nothing sampled). */
   public static CpuWindow empty() {
-    return new CpuWindow(Double.NaN, 0, List.of());
+    return new CpuWindow(Double.NaN, 0, List.of(), Double.NaN);
   }
 
   public boolean isEmpty() {
@@ -68,7 +69,10 @@ public record CpuWindow(double seconds, long records, List<Spent> spent) {
    *   <li>{@code pserver_read_bytes_per_sample} and {@code pserver_written_bytes_per_sample}: bytes
    *       the pservers read and wrote through system calls per sample (their sockets, and the
    *       write-ahead log when it is on); {@code pserver_cpu_skew}: the busiest pserver's CPU over
-   *       the mean.
+   *       the mean;
+   *   <li>{@code machine_cores_busy}: cores the whole machine kept busy ({@code /proc/stat}), and
+   *       {@code other_cores_busy}: those of processes outside the job and the supervisor (other
+   *       users of a shared machine).
    * </ul>
    *
    * Empty when nothing was sampled.
@@ -114,6 +118,12 @@ public record CpuWindow(double seconds, long records, List<Spent> spent) {
       double max = pservers.stream().mapToDouble(Spent::cpuNs).max().orElse(0);
       double mean = cpuNs(pservers) / pservers.size();
       f.put("pserver_cpu_skew", mean > 0 ? max / mean : Double.NaN);
+    }
+    if (!Double.isNaN(machineBusyNs)) {
+      double machine = machineBusyNs / 1e9 / seconds;
+      double ours = cpuNs(spent) / 1e9 / seconds;
+      f.put("machine_cores_busy", machine);
+      f.put("other_cores_busy", Math.max(0, machine - ours));
     }
     return f;
   }

@@ -210,7 +210,7 @@ final class CostReport {
                 "%s: the capacity model from the 1 + 1 job's costs (trainer %.1f, pserver %.1f,"
                     + " training thread %.1f, master %.2f CPU-us/sample without the JIT; %.0f bytes"
                     + " per sample; pserver skew %.2f; lag %d; %s), eta %.2f: N trainers and M"
-                    + " pservers on %d-core nodes with 10 GbE, and this machine's %d cores",
+                    + " pservers on %d-core nodes with 10 GbE, and this machine's %d cores less what other processes kept busy",
                 w.title(),
                 model.cTrainer() * 1e6,
                 model.cPserver() * 1e6,
@@ -269,7 +269,10 @@ final class CostReport {
           if (shape.pservers() > 2) {
             return;
           }
-          CapacityModel.Prediction p = model.predictHere(shape.trainers(), shape.pservers(), cores);
+          // the cores left to the job: this machine's, less what other processes kept busy
+          double other = TrainSuite.median(runs, r -> r.job().window("other_cores_busy"));
+          double left = Double.isNaN(other) ? cores : Math.max(0.1, cores - other);
+          CapacityModel.Prediction p = model.predictHere(shape.trainers(), shape.pservers(), left);
           double measured = TrainSuite.median(runs, r -> r.job().steady());
           double error = CapacityModel.error(p.samplesPerSecond(), measured);
           report.ratio(
@@ -278,7 +281,9 @@ final class CostReport {
               w.name().equals("ctr") && shape.pservers() == 1 ? Target.atMost(0.25) : null,
               "|predicted - measured| / measured on this machine ("
                   + cores
-                  + " cores): predicted "
+                  + " cores, "
+                  + Report.fmt(left)
+                  + " of them left to the job by other processes): predicted "
                   + Report.fmt(p.samplesPerSecond())
                   + " samples/s (bound "
                   + p.bound()

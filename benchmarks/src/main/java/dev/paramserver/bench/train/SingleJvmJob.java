@@ -19,8 +19,11 @@ import java.util.regex.Pattern;
  * one), so that its start-up counts as a distributed job's does.
  */
 final class SingleJvmJob {
-  /** The one JVM's training thread. */
-  static final String TRAIN_THREAD = "main";
+  /**
+   * The one JVM's training thread, Java's {@code main}: the launcher starts it before the JVM names
+   * threads, so the kernel knows it by the process's name (as it does the idle primordial thread).
+   */
+  static final String TRAIN_THREAD = "java";
 
   private static final Pattern PASS =
       Pattern.compile("pass=([0-9]+) records=([0-9]+) seconds=([0-9.E-]+)");
@@ -93,6 +96,7 @@ final class SingleJvmJob {
     try (sampler) {
       window.put("window_seconds", windowSeconds);
       window.put("window_records", (double) windowRecords);
+      window.put("window_ahead_records", 0.0);
       if (windowRecords > 0) {
         window.putAll(sampler.window(t0, t1, windowRecords).figures());
       }

@@ -38,7 +38,8 @@ class CpuWindowTest {
                 spent("trainer", 1.0e9, 0, 0.2e9, 0.8e9, 0.4e9),
                 spent("pserver", 0.6e9, 5e6, 0, 0, 0),
                 spent("etcd", 0.1e9, 0, 0, 0, 0),
-                spent(CpuWindow.SUPERVISOR, 0.3e9, 0, 0, 0, 0)));
+                spent(CpuWindow.SUPERVISOR, 0.3e9, 0, 0, 0, 0)),
+            4.0e9);
 
     Map<String, Double> f = w.figures();
 
@@ -56,11 +57,15 @@ class CpuWindowTest {
     assertThat(f.get("train_thread_us_per_slice")).isCloseTo(8000, within(1e-9));
     assertThat(f.get("pserver_read_bytes_per_sample")).isCloseTo(500, within(1e-9));
     assertThat(f.get("pserver_cpu_skew")).isCloseTo(1, within(1e-9));
+    // the machine kept 2 cores busy; the sampled processes 1.0 of them
+    assertThat(f.get("machine_cores_busy")).isCloseTo(2.0, within(1e-9));
+    assertThat(f.get("other_cores_busy")).isCloseTo(1.0, within(1e-9));
   }
 
   @Test
   void figures_areEmptyForAWindowWithoutSamplesOrRecords() {
     assertThat(CpuWindow.empty().figures()).isEmpty();
-    assertThat(new CpuWindow(1, 0, List.of(spent("trainer", 1, 0, 0, 0, 0))).figures()).isEmpty();
+    assertThat(new CpuWindow(1, 0, List.of(spent("trainer", 1, 0, 0, 0, 0)), 1).figures())
+        .isEmpty();
   }
 }
