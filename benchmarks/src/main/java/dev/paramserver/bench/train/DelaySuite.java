@@ -83,6 +83,9 @@ public final class DelaySuite {
                   Map.of(),
                   null,
                   line);
+          // what crossed the line: the trainer's traffic took it
+          System.out.printf(
+              Locale.ROOT, "  the delay line forwarded %.1f MB%n", line.forwarded() / 1e6);
         }
         row(t, link, ms, o, direct);
         blocked.add(o.window("train_thread_blocked_share"));
