@@ -39,7 +39,21 @@
 # (slots, rows, bytes, copy, stall, time); ratios scaling_move_stall_p99_ms (target <= 200) and
 # scaling_grow_rows_moved_vs_share (rows a grow moved against the new pserver's share, <= 1.1).
 #
-# Usage: scripts/bench.sh [--only kernels,wire,wal,train,memory,sparse,startup,staleness,scaling,python]
+# Training rates are by wall time: the records of the tasks finished from the end of an unmeasured
+# warm-up pass to the last task over the time between them (the old sum of overlapping pass
+# durations stays one release as train_<model>_<p>x<t>_vs_single_jvm_pass_duration_rate). Every job
+# and single JVM is sampled from /proc per thread: CPU per sample per role (ratio
+# cpu_us_per_sample_<model>_<p>x<t>_vs_single_jvm), cores busy, the training thread's run-queue and
+# blocked shares, the JIT's share; a capacity model fed with the 1+1 job's costs predicts N trainers
+# and M pservers on 4-core nodes with 10 GbE (capacity_<model>_<N>x<M>_vs_single_jvm) and is checked
+# against this machine's 1+1 and 2+2 jobs (capacity_model_error_<model>_1x1).
+#
+# A network that costs something: --only delay (run only when named, about 4 minutes; 3 with
+# --quick) runs the click-through 1+1 job directly and through a user-space delay line (DelayLine)
+# of 0.1, 0.5 and 2 ms one way at 10 Gbit/s (and 1 Gbit/s without --quick), tabling the training
+# thread's blocked share (ratios delay_ctr_1x1_blocked_share_d<d>ms and _spread).
+#
+# Usage: scripts/bench.sh [--only kernels,wire,wal,train,memory,sparse,startup,staleness,scaling,delay,python]
 #        [--workloads softmax,mlp5m,ctr,ctr100m] [--quick] [--profile] [--run-dir DIR]
 # Environment: BENCH_SKIP_BUILD=1 reuses what is built; ETCD_BIN points at etcd if not on the PATH.
 # Needs Java 17 (JDK: jcmd, attach) and etcd 3.4+. Takes about 21 minutes on 2 cores (training 14:

@@ -5,6 +5,7 @@ import dev.paramserver.bench.kernels.KernelSuite;
 import dev.paramserver.bench.memory.MemorySuite;
 import dev.paramserver.bench.report.Report;
 import dev.paramserver.bench.sparse.SparseSuite;
+import dev.paramserver.bench.train.DelaySuite;
 import dev.paramserver.bench.train.PythonSuite;
 import dev.paramserver.bench.train.ScalingSuite;
 import dev.paramserver.bench.train.StalenessSuite;
@@ -33,17 +34,18 @@ import java.util.stream.Stream;
  *
  * <p>Options: {@code --repo DIR} (where the services' exec jars were built, default "."), {@code
  * --out DIR} (default bench), {@code --run-dir DIR} (logs, recordings; default a temp folder),
- * {@code --only kernels,wire,wal,train,memory,sparse,startup,staleness,python} (startup, the
- * start-up of a 1 + 1 job on its own, runs only when named: the training section measures it too;
- * staleness, the click-through 1 + 1 job's samples/s and AUC at trainer row-cache staleness 0, 1, 4
- * and 16 against one JVM ({@link StalenessSuite}), only when named; python, a Python trainer
- * against PyTorch in one process, also only when named: it needs torch), {@code --workloads
- * softmax,mlp5m,ctr,ctr100m} (the training section's workloads, of {@link TrainSuite#WORKLOADS};
- * default softmax, mlp5m and ctr, or the softmax alone with --quick; ctr100m, click-through over a
- * 100M-id space with a fixed heap, one 1 + 1 job and one single JVM, runs only when named), {@code
- * --quick} (shorter measurements), {@code --profile} (JFR of the softmax 1 + 1 training job's
- * pserver and trainer, summarised in the report; off by default because recording slows the run it
- * measures).
+ * {@code --only kernels,wire,wal,train,memory,sparse,startup,staleness,scaling,delay,python}
+ * (startup, the start-up of a 1 + 1 job on its own, runs only when named: the training section
+ * measures it too; staleness, the click-through 1 + 1 job's samples/s and AUC at trainer row-cache
+ * staleness 0, 1, 4 and 16 against one JVM ({@link StalenessSuite}), only when named; delay, the
+ * click-through 1 + 1 job through a user-space delay line of 0.1, 0.5 and 2 ms one way ({@link
+ * DelaySuite}), only when named; python, a Python trainer against PyTorch in one process, also only
+ * when named: it needs torch), {@code --workloads softmax,mlp5m,ctr,ctr100m} (the training
+ * section's workloads, of {@link TrainSuite#WORKLOADS}; default softmax, mlp5m and ctr, or the
+ * softmax alone with --quick; ctr100m, click-through over a 100M-id space with a fixed heap, one 1
+ * + 1 job and one single JVM, runs only when named), {@code --quick} (shorter measurements), {@code
+ * --profile} (JFR of the softmax 1 + 1 training job's pserver and trainer, summarised in the
+ * report; off by default because recording slows the run it measures).
  */
 public final class BenchSuite {
   private BenchSuite() {}
@@ -69,7 +71,8 @@ public final class BenchSuite {
         default -> {
           System.err.println(
               "usage: BenchSuite [--repo DIR] [--out DIR] [--run-dir DIR]"
-                  + " [--only kernels,wire,wal,train,memory,sparse,startup,staleness,python]"
+                  + " [--only"
+                  + " kernels,wire,wal,train,memory,sparse,startup,staleness,scaling,delay,python]"
                   + " [--workloads "
                   + String.join(",", TrainSuite.WORKLOADS)
                   + "] [--quick] [--profile]");
@@ -133,6 +136,7 @@ public final class BenchSuite {
         || only.contains("staleness")
         || only.contains("scaling")
         || only.contains("python")
+        || only.contains("delay")
         || only.contains("memory")
         || only.contains("sparse")) {
       jars = ServiceJars.copy(repo, runDir);
@@ -164,6 +168,10 @@ public final class BenchSuite {
     if (only.contains("scaling")) {
       ServiceJars j = jars;
       section(runDir, "scaling", () -> new ScalingSuite(runDir, j, quick).run(report));
+    }
+    if (only.contains("delay")) {
+      ServiceJars j = jars;
+      section(runDir, "delay", () -> new DelaySuite(runDir, j, quick).run(report));
     }
     if (only.contains("python")) {
       ServiceJars j = jars;

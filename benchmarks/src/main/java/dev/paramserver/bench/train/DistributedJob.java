@@ -2,12 +2,16 @@ package dev.paramserver.bench.train;
 
 import dev.paramserver.bench.BenchSuite;
 import dev.paramserver.bench.cluster.ServiceJars;
+import dev.paramserver.bench.cpu.CpuSampler;
+import dev.paramserver.bench.cpu.CpuWindow;
 import dev.paramserver.bench.train.Rounds.Shape;
 import dev.paramserver.bench.wire.WireSuite;
 import dev.paramserver.localcluster.ClusterSpec;
 import dev.paramserver.localcluster.JobStatusView;
 import dev.paramserver.localcluster.LocalCluster;
+import dev.paramserver.localcluster.ProcessInfo;
 import dev.paramserver.localcluster.Role;
+import dev.paramserver.testsupport.DelayLine;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -23,6 +27,9 @@ import java.util.TreeMap;
  * its first task was handed out ({@link FirstTaskWatch}).
  */
 final class DistributedJob {
+  /** The trainer's training thread, as it names it. */
+  static final String TRAINER_THREAD = "trainer-loop";
+
   private final Path runDir;
   private final ServiceJars jars;
 
@@ -65,6 +72,26 @@ final class DistributedJob {
       Map<String, String> trainerProperties,
       Observation observe)
       throws Exception {
+    return run(w, shape, label, trainerProperties, observe, null);
+  }
+
+  /**
+   * {@link #run(Workload, Shape, String, Map, Observation)} with the trainers' (and the master's)
+   * traffic to the pserver through {@code line} (null: direct): the pserver advertises the line's
+   * port, and the line forwards to the pserver's gRPC port. One pserver only.
+   */
+  Outcome run(
+      Workload w,
+      Shape shape,
+      String label,
+      Map<String, String> trainerProperties,
+      Observation observe,
+      DelayLine line)
+      throws Exception {
+    if (line != null && shape.pservers() != 1) {
+      throw new IllegalArgumentException(
+          "a delay line routes one pserver, not " + shape.pservers());
+    }
     Path dir = runDir.resolve("train").resolve(w.name() + "-" + shape.id() + "-" + label);
     ClusterSpec.Builder b =
         jars.spec(dir)
@@ -86,18 +113,22 @@ final class DistributedJob {
     w.trainerProperties()
         .forEach((k, v) -> b.property(Role.TRAINER, "paramserver.trainer." + k, v));
     trainerProperties.forEach((k, v) -> b.property(Role.TRAINER, "paramserver.trainer." + k, v));
+    if (line != null) {
+      b.property(Role.PSERVER, "paramserver.pserver.advertise-port", Integer.toString(line.port()));
+    }
     ClusterSpec spec = b.build();
     // the services' class-data archives are made once per build: not part of a job's time
     LocalCluster.prepareClassData(spec);
     try {
-      return run(w, shape, spec, dir, observe);
+      return run(w, shape, spec, dir, observe, line);
     } finally {
       // a 5M-parameter job logs gigabytes of pushes; a section runs many jobs
       BenchSuite.dropCheckpoints(dir);
     }
   }
 
-  private Outcome run(Workload w, Shape shape, ClusterSpec spec, Path dir, Observation observe)
+  private Outcome run(
+      Workload w, Shape shape, ClusterSpec spec, Path dir, Observation observe, DelayLine line)
       throws Exception {
     boolean recording = observe != null && observe.record;
     Path trainerJfr = dir.resolve("trainer.jfr");
@@ -105,8 +136,14 @@ final class DistributedJob {
     long launchedMs = System.currentTimeMillis();
     long launchedNanos = System.nanoTime();
     try (LocalCluster cluster = new LocalCluster(spec);
-        FirstTaskWatch firstTask = FirstTaskWatch.start(cluster, launchedNanos)) {
+        FirstTaskWatch firstTask = FirstTaskWatch.start(cluster, launchedNanos);
+        CpuSampler sampler = CpuSampler.start();
+        WarmupWatch warmup = WarmupWatch.start(cluster, sampler)) {
+      if (line != null) {
+        line.target(() -> cluster.process(Role.PSERVER, 0).grpcPort());
+      }
       cluster.start();
+      watch(sampler, cluster);
       TrainerPushTimes pushTimes =
           observe == null
               ? null
@@ -127,6 +164,7 @@ final class DistributedJob {
             cluster.process(Role.PSERVER, 0).pid(), "JFR.start", "name=bench", "settings=profile");
       }
       JobStatusView end = cluster.awaitJobEnd(Duration.ofMinutes(10));
+      sampler.sampleNow();
       Map<String, Double> tables =
           w.spec().embeddingWidth() > 0 ? tables(cluster, shape) : Map.of();
       if (recording) {
@@ -152,7 +190,11 @@ final class DistributedJob {
           shape.pservers() == 1 && shape.trainers() == 1
               ? StartupTimeline.read(dir.resolve("logs"), launchedMs)
               : Map.of();
-      Outcome outcome = outcome(w, end, launchedMs, firstTask, startup).withSparse(tables);
+      warmup.close();
+      Yardstick.Window window = Yardstick.of(end, warmup.mark(), launchedMs, launchedNanos);
+      Map<String, Double> measured = windowFigures(window, sampler);
+      Outcome outcome =
+          outcome(w, end, launchedMs, firstTask, startup, window, measured).withSparse(tables);
       if (recording) {
         cluster.close(); // the trainer's recording is written as it exits
         observe.profiles.add(pserverJfr);
@@ -168,11 +210,11 @@ final class DistributedJob {
       JobStatusView end,
       long launchedMs,
       FirstTaskWatch firstTask,
-      Map<String, Double> startup) {
+      Map<String, Double> startup,
+      Yardstick.Window window,
+      Map<String, Double> measured) {
     List<Double> perPass = new ArrayList<>();
     long records = 0;
-    long steadyRecords = 0;
-    long steadyMillis = 0;
     long lastEnd = launchedMs;
     double quality = Double.NaN;
     for (JobStatusView.PassView p : end.passes()) {
@@ -183,13 +225,9 @@ final class DistributedJob {
       if (p.evalReports() > 0) {
         quality = w.metric().equals("auc") ? evalAuc(end, p.pass()) : p.evalAccuracy();
       }
-      if (p.pass() >= TrainSuite.firstSteadyPass(w.passes())) {
-        steadyRecords += p.records();
-        steadyMillis += ms;
-      }
     }
     return new Outcome(
-        steadyRecords * 1000.0 / Math.max(1, steadyMillis),
+        window.rate(),
         records * 1000.0 / Math.max(1, lastEnd - launchedMs),
         quality,
         perPass.isEmpty() ? Double.NaN : perPass.get(0),
@@ -197,7 +235,30 @@ final class DistributedJob {
         firstTask.seconds(),
         firstTask.uncertaintySeconds(),
         startup,
-        Map.of());
+        Map.of(),
+        Yardstick.passDurationRate(end, w.passes()),
+        measured);
+  }
+
+  /** The job's processes (and etcd, and this JVM: the supervisor) for {@code sampler}. */
+  private static void watch(CpuSampler sampler, LocalCluster cluster) {
+    for (ProcessInfo p : cluster.processes()) {
+      sampler.watch(p.role().id(), p.pid(), p.role() == Role.TRAINER ? TRAINER_THREAD : null);
+    }
+    sampler.watch("etcd", cluster.etcdPid(), null);
+    sampler.watch(CpuWindow.SUPERVISOR, ProcessHandle.current().pid(), null);
+  }
+
+  /** The window's own figures and the CPU the sampled processes spent in it. */
+  static Map<String, Double> windowFigures(Yardstick.Window window, CpuSampler sampler) {
+    Map<String, Double> f = new LinkedHashMap<>();
+    f.put("window_seconds", window.seconds());
+    f.put("window_records", (double) window.records());
+    f.put("window_ahead_records", (double) window.aheadRecords());
+    if (window.records() > 0) {
+      f.putAll(sampler.window(window.t0Nanos(), window.t1Nanos(), window.records()).figures());
+    }
+    return f;
   }
 
   /** The test AUC the master reported for {@code pass} (NaN when none). */

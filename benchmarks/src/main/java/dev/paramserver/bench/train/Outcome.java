@@ -6,8 +6,9 @@ import java.util.Map;
 /**
  * What one training run measured.
  *
- * @param steady samples per second over the second half of the passes ({@link
- *     TrainSuite#firstSteadyPass})
+ * @param steady samples per second of the measured window: the records of the tasks finished from
+ *     the end of the warm-up pass (pass 0) to the end of the last pass over the wall time between
+ *     them ({@link Yardstick}; one JVM: its passes after the first over their time)
  * @param wholeJob all records of all passes per second from launch to the end of the last pass
  * @param quality the final accuracy or AUC ({@link Workload#metric()})
  * @param pass0 samples per second of the first pass
@@ -25,6 +26,11 @@ import java.util.Map;
  *     pserver_rows_<table>} and {@code pserver_bytes_<table>} (rows held by each table and their
  *     storage, summed over its pservers at the end of the job: {@link PserverTables}) and {@code
  *     pserver_heap_used_bytes} (its first pserver's heap in use then, garbage included)
+ * @param passDurationRate the old steady figure, kept one release: records of the second half of
+ *     the passes over the sum of their durations (which overlap in a distributed job)
+ * @param window the measured window ({@code window_seconds}, {@code window_records}, {@code
+ *     window_ahead_records}: records of later passes done before it began) and the CPU spent in it
+ *     ({@link dev.paramserver.bench.cpu.CpuWindow#figures}); empty when not measured
  */
 record Outcome(
     double steady,
@@ -35,7 +41,9 @@ record Outcome(
     double firstTask,
     double firstTaskSlack,
     Map<String, Double> startup,
-    Map<String, Double> sparse) {
+    Map<String, Double> sparse,
+    double passDurationRate,
+    Map<String, Double> window) {
 
   /** A sparse figure of {@link #sparse}, NaN when absent. */
   double sparse(String name) {
@@ -45,6 +53,21 @@ record Outcome(
   /** This outcome with {@code figures} as its {@link #sparse} figures. */
   Outcome withSparse(Map<String, Double> figures) {
     return new Outcome(
-        steady, wholeJob, quality, pass0, perPass, firstTask, firstTaskSlack, startup, figures);
+        steady,
+        wholeJob,
+        quality,
+        pass0,
+        perPass,
+        firstTask,
+        firstTaskSlack,
+        startup,
+        figures,
+        passDurationRate,
+        window);
+  }
+
+  /** A figure of {@link #window}, NaN when absent. */
+  double window(String name) {
+    return window.getOrDefault(name, Double.NaN);
   }
 }

@@ -223,8 +223,10 @@ public final class PythonSuite {
             .build();
     LocalCluster.prepareClassData(spec);
     long launchedMs = System.currentTimeMillis();
+    long launchedNanos = System.nanoTime();
     try (LocalCluster cluster = new LocalCluster(spec);
-        FirstTaskWatch firstTask = FirstTaskWatch.start(cluster, System.nanoTime())) {
+        FirstTaskWatch firstTask = FirstTaskWatch.start(cluster, launchedNanos);
+        WarmupWatch warmup = WarmupWatch.start(cluster, null)) {
       cluster.start();
       List<String> cmd =
           new ArrayList<>(
@@ -261,7 +263,22 @@ public final class PythonSuite {
                   (long) tm.calls(),
                   tm.seconds(),
                   tm.calls() == 0 ? Double.NaN : 1000 * tm.seconds() / tm.calls()));
-      return DistributedJob.outcome(w, end, launchedMs, firstTask, Map.of());
+      warmup.close();
+      Yardstick.Window window = Yardstick.of(end, warmup.mark(), launchedMs, launchedNanos);
+      return DistributedJob.outcome(
+          w,
+          end,
+          launchedMs,
+          firstTask,
+          Map.of(),
+          window,
+          Map.of(
+              "window_seconds",
+              window.seconds(),
+              "window_records",
+              (double) window.records(),
+              "window_ahead_records",
+              (double) window.aheadRecords()));
     } finally {
       BenchSuite.dropCheckpoints(dir);
     }

@@ -1,5 +1,6 @@
 package dev.paramserver.bench.train;
 
+import dev.paramserver.bench.cpu.CpuSampler;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
@@ -18,6 +19,12 @@ import java.util.regex.Pattern;
  * one), so that its start-up counts as a distributed job's does.
  */
 final class SingleJvmJob {
+  /**
+   * The one JVM's training thread, Java's {@code main}: the launcher starts it before the JVM names
+   * threads, so the kernel knows it by the process's name (as it does the idle primordial thread).
+   */
+  static final String TRAIN_THREAD = "java";
+
   private static final Pattern PASS =
       Pattern.compile("pass=([0-9]+) records=([0-9]+) seconds=([0-9.E-]+)");
 
@@ -45,7 +52,13 @@ final class SingleJvmJob {
     List<Double> perPass = new ArrayList<>();
     long steadyRecords = 0;
     double steadySeconds = 0;
+    long windowRecords = 0;
+    double windowSeconds = 0;
+    long t0 = 0;
+    long t1 = 0;
     long records = 0;
+    CpuSampler sampler = CpuSampler.start();
+    sampler.watch("single", p.pid(), TRAIN_THREAD);
     Map<String, Double> figures = new LinkedHashMap<>();
     List<String> other = new ArrayList<>();
     try (BufferedReader r =
@@ -56,8 +69,17 @@ final class SingleJvmJob {
           int pass = Integer.parseInt(m.group(1));
           long n = Long.parseLong(m.group(2));
           double secs = Double.parseDouble(m.group(3));
+          long now = System.nanoTime();
           perPass.add(n / secs);
           records += n;
+          if (pass == 0) {
+            sampler.sampleNow();
+            t0 = now;
+          } else {
+            windowRecords += n;
+            windowSeconds += secs;
+            t1 = now;
+          }
           if (pass >= TrainSuite.firstSteadyPass(w.passes())) {
             steadyRecords += n;
             steadySeconds += secs;
@@ -70,6 +92,15 @@ final class SingleJvmJob {
         }
       }
     }
+    Map<String, Double> window = new LinkedHashMap<>();
+    try (sampler) {
+      window.put("window_seconds", windowSeconds);
+      window.put("window_records", (double) windowRecords);
+      window.put("window_ahead_records", 0.0);
+      if (windowRecords > 0) {
+        window.putAll(sampler.window(t0, t1, windowRecords).figures());
+      }
+    }
     if (!p.waitFor(10, TimeUnit.MINUTES) || p.exitValue() != 0 || perPass.isEmpty()) {
       p.destroyForcibly();
       throw new IllegalStateException(
@@ -78,7 +109,7 @@ final class SingleJvmJob {
     double whole = records / ((System.nanoTime() - launched) / 1e9);
     Double rowsPerSample = figures.get("rows_per_sample");
     return new Outcome(
-        steadyRecords / steadySeconds,
+        windowRecords > 0 ? windowRecords / windowSeconds : Double.NaN,
         whole,
         figures.getOrDefault(w.metric(), Double.NaN),
         perPass.get(0),
@@ -86,6 +117,8 @@ final class SingleJvmJob {
         Double.NaN,
         Double.NaN,
         Map.of(),
-        rowsPerSample == null ? Map.of() : Map.of("rows_per_sample", rowsPerSample));
+        rowsPerSample == null ? Map.of() : Map.of("rows_per_sample", rowsPerSample),
+        steadyRecords / steadySeconds,
+        window);
   }
 }
