@@ -1,6 +1,7 @@
 package dev.paramserver.bench;
 
 import dev.paramserver.bench.cluster.ServiceJars;
+import dev.paramserver.bench.component.ComponentSuite;
 import dev.paramserver.bench.kernels.KernelSuite;
 import dev.paramserver.bench.memory.MemorySuite;
 import dev.paramserver.bench.report.Report;
@@ -33,17 +34,18 @@ import java.util.stream.Stream;
  *
  * <p>Options: {@code --repo DIR} (where the services' exec jars were built, default "."), {@code
  * --out DIR} (default bench), {@code --run-dir DIR} (logs, recordings; default a temp folder),
- * {@code --only kernels,wire,wal,train,memory,sparse,startup,staleness,python} (startup, the
- * start-up of a 1 + 1 job on its own, runs only when named: the training section measures it too;
- * staleness, the click-through 1 + 1 job's samples/s and AUC at trainer row-cache staleness 0, 1, 4
- * and 16 against one JVM ({@link StalenessSuite}), only when named; python, a Python trainer
- * against PyTorch in one process, also only when named: it needs torch), {@code --workloads
- * softmax,mlp5m,ctr,ctr100m} (the training section's workloads, of {@link TrainSuite#WORKLOADS};
- * default softmax, mlp5m and ctr, or the softmax alone with --quick; ctr100m, click-through over a
- * 100M-id space with a fixed heap, one 1 + 1 job and one single JVM, runs only when named), {@code
- * --quick} (shorter measurements), {@code --profile} (JFR of the softmax 1 + 1 training job's
- * pserver and trainer, summarised in the report; off by default because recording slows the run it
- * measures).
+ * {@code --only kernels,component,wire,wal,train,memory,sparse,startup,staleness,python}
+ * (component: the pserver's push path and the trainer's training thread in one JVM each, against
+ * one JVM's work on the same batches, {@link ComponentSuite}; startup, the start-up of a 1 + 1 job
+ * on its own, runs only when named: the training section measures it too; staleness, the
+ * click-through 1 + 1 job's samples/s and AUC at trainer row-cache staleness 0, 1, 4 and 16 against
+ * one JVM ({@link StalenessSuite}), only when named; python, a Python trainer against PyTorch in
+ * one process, also only when named: it needs torch), {@code --workloads softmax,mlp5m,ctr,ctr100m}
+ * (the training section's workloads, of {@link TrainSuite#WORKLOADS}; default softmax, mlp5m and
+ * ctr, or the softmax alone with --quick; ctr100m, click-through over a 100M-id space with a fixed
+ * heap, one 1 + 1 job and one single JVM, runs only when named), {@code --quick} (shorter
+ * measurements), {@code --profile} (JFR of the softmax 1 + 1 training job's pserver and trainer,
+ * summarised in the report; off by default because recording slows the run it measures).
  */
 public final class BenchSuite {
   private BenchSuite() {}
@@ -53,7 +55,8 @@ public final class BenchSuite {
     Path out = Path.of("bench");
     Path runDir = null;
     Set<String> only =
-        new LinkedHashSet<>(List.of("kernels", "wire", "wal", "train", "memory", "sparse"));
+        new LinkedHashSet<>(
+            List.of("kernels", "component", "wire", "wal", "train", "memory", "sparse"));
     boolean quick = false;
     boolean profile = false;
     Set<String> workloads = null;
@@ -69,7 +72,7 @@ public final class BenchSuite {
         default -> {
           System.err.println(
               "usage: BenchSuite [--repo DIR] [--out DIR] [--run-dir DIR]"
-                  + " [--only kernels,wire,wal,train,memory,sparse,startup,staleness,python]"
+                  + " [--only kernels,component,wire,wal,train,memory,sparse,startup,staleness,scaling,python]"
                   + " [--workloads "
                   + String.join(",", TrainSuite.WORKLOADS)
                   + "] [--quick] [--profile]");
@@ -139,6 +142,9 @@ public final class BenchSuite {
     }
     if (only.contains("kernels")) {
       section(runDir, "kernels", () -> new KernelSuite(quick).run(report));
+    }
+    if (only.contains("component")) {
+      section(runDir, "component", () -> new ComponentSuite(runDir, quick).run(report));
     }
     if (only.contains("wire")) {
       ServiceJars j = jars;
