@@ -225,6 +225,8 @@ public final class SparseRowStore {
     final float[] values = new float[width];
     final float[][] slots = new float[slotInit.length][width];
     int applied;
+    // keeps the loads that touch rows ahead of their update from being optimised away
+    int sink;
 
     Apply(long[] ids, RowUpdate update, byte[] after, boolean evicts, Removals trace) {
       this.ids = ids;
@@ -250,7 +252,7 @@ public final class SparseRowStore {
         Stripe s = stripes[stripeOf(h)];
         s.lock.writeLock().lock();
         try {
-          row(s, id, h, i);
+          row(s, id, h, i, s.index.get(id, h));
         } finally {
           s.lock.writeLock().unlock();
         }
@@ -275,10 +277,12 @@ public final class SparseRowStore {
         start[st + 1] += start[st];
       }
       int[] order = new int[n];
+      int[] found = new int[n];
       int[] next = Arrays.copyOf(start, stripeCount);
       for (int i = 0; i < n; i++) {
         order[next[stripeOfRow[i]]++] = i;
       }
+      int touched = 0;
       for (int st = 0; st < stripeCount; st++) {
         if (start[st] == start[st + 1]) {
           continue;
@@ -286,19 +290,36 @@ public final class SparseRowStore {
         Stripe s = stripes[st];
         s.lock.writeLock().lock();
         try {
+          // Probe the run's rows first, then update them: the probes are independent of each
+          // other, so their cache misses overlap instead of queueing behind each row's update.
+          // The slots stay valid meanwhile (this path never removes a row).
           for (int k = start[st]; k < start[st + 1]; k++) {
             int i = order[k];
-            row(s, ids[i], hashes[i], i);
+            int slot = s.index.get(ids[i], hashes[i]);
+            found[k] = slot;
+            if (slot >= 0) {
+              // and touch the row, so that its values are on their way too
+              touched += Float.floatToRawIntBits(s.slab.floatChunk(slot)[s.slab.offset(slot)]);
+            }
+          }
+          for (int k = start[st]; k < start[st + 1]; k++) {
+            int i = order[k];
+            row(s, ids[i], hashes[i], i, found[k]);
           }
         } finally {
           s.lock.writeLock().unlock();
         }
       }
+      sink = touched;
     }
 
-    /** Updates row {@code i} (id {@code id}, hash {@code h}); the caller holds its stripe. */
-    private void row(Stripe s, long id, long h, int i) {
-      int slot = s.index.get(id, h);
+    /**
+     * Updates row {@code i} (id {@code id}, hash {@code h}) found at {@code slot} by a probe since
+     * which nothing was removed (-1: absent then; looked up again, an earlier row of the call may
+     * have added it); the caller holds its stripe.
+     */
+    private void row(Stripe s, long id, long h, int i, int found) {
+      int slot = found >= 0 ? found : s.index.get(id, h);
       if (follow) {
         if (slot >= 0 && trace.at(SparseRowStore.this, call, i, Removals.EXPIRED).contains(id)) {
           remove(s, slot);
