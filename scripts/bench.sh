@@ -11,6 +11,15 @@
 # next to it). Prints every round's figures, a Markdown table and one "ratio <name>=<value>" line
 # per ratio (the medians); writes bench/results.md and bench/results.json.
 #
+# Component capacity (section component, in the default set, about 1 minute): the pserver's push
+# path (click-through pushes, encoded beforehand, through the zero-copy marshaller and the streaming
+# service into the shard and back to encoded answers, one thread, log off and on) against one JVM's
+# table and optimizer on the same ids (pserver_push_row_ns_vs_kernel,
+# pserver_sparse_alloc_bytes_per_pushed_byte), and the trainer's training thread (the real task
+# trainer, row cache and streamed pushes against a real pserver service over an in-process channel)
+# against one JVM's whole step on the same batches (trainer_thread_us_per_batch_vs_single_jvm_step);
+# thread CPU time, medians of interleaved rounds.
+#
 # Start-up alone: --only startup (run only when named) launches the softmax 1 + 1 job for one pass 3
 # times (5 without --quick) and reports startup_first_task_1x1_s with a timeline of the milestones the
 # services log (JVM up, etcd connected, context refreshed, registered, initialised, first task), in
@@ -53,7 +62,7 @@
 # of 0.1, 0.5 and 2 ms one way at 10 Gbit/s (and 1 Gbit/s without --quick), tabling the training
 # thread's blocked share (ratios delay_ctr_1x1_blocked_share_d<d>ms and _spread).
 #
-# Usage: scripts/bench.sh [--only kernels,wire,wal,train,memory,sparse,startup,staleness,scaling,delay,python]
+# Usage: scripts/bench.sh [--only kernels,component,wire,wal,train,memory,sparse,startup,staleness,scaling,delay,python]
 #        [--workloads softmax,mlp5m,ctr,ctr100m] [--quick] [--profile] [--run-dir DIR]
 # Environment: BENCH_SKIP_BUILD=1 reuses what is built; ETCD_BIN points at etcd if not on the PATH.
 # Needs Java 17 (JDK: jcmd, attach) and etcd 3.4+. Takes about 21 minutes on 2 cores (training 14:

@@ -1,6 +1,7 @@
 package dev.paramserver.bench;
 
 import dev.paramserver.bench.cluster.ServiceJars;
+import dev.paramserver.bench.component.ComponentSuite;
 import dev.paramserver.bench.kernels.KernelSuite;
 import dev.paramserver.bench.memory.MemorySuite;
 import dev.paramserver.bench.report.Report;
@@ -34,8 +35,9 @@ import java.util.stream.Stream;
  *
  * <p>Options: {@code --repo DIR} (where the services' exec jars were built, default "."), {@code
  * --out DIR} (default bench), {@code --run-dir DIR} (logs, recordings; default a temp folder),
- * {@code --only kernels,wire,wal,train,memory,sparse,startup,staleness,scaling,delay,python}
- * (startup, the start-up of a 1 + 1 job on its own, runs only when named: the training section
+ * {@code --only kernels,component,wire,wal,train,memory,sparse,startup,staleness,scaling,delay,python}
+ * (component: the pserver's push path and the trainer's training thread in one JVM each, against
+ * one JVM's work on the same batches, {@link ComponentSuite}; startup, the start-up of a 1 + 1 job on its own, runs only when named: the training section
  * measures it too; staleness, the click-through 1 + 1 job's samples/s and AUC at trainer row-cache
  * staleness 0, 1, 4 and 16 against one JVM ({@link StalenessSuite}), only when named; delay, the
  * click-through 1 + 1 job through a user-space delay line of 0.1, 0.5 and 2 ms one way ({@link
@@ -55,7 +57,8 @@ public final class BenchSuite {
     Path out = Path.of("bench");
     Path runDir = null;
     Set<String> only =
-        new LinkedHashSet<>(List.of("kernels", "wire", "wal", "train", "memory", "sparse"));
+        new LinkedHashSet<>(
+            List.of("kernels", "component", "wire", "wal", "train", "memory", "sparse"));
     boolean quick = false;
     boolean profile = false;
     Set<String> workloads = null;
@@ -72,7 +75,7 @@ public final class BenchSuite {
           System.err.println(
               "usage: BenchSuite [--repo DIR] [--out DIR] [--run-dir DIR]"
                   + " [--only"
-                  + " kernels,wire,wal,train,memory,sparse,startup,staleness,scaling,delay,python]"
+                  + " kernels,component,wire,wal,train,memory,sparse,startup,staleness,scaling,delay,python]"
                   + " [--workloads "
                   + String.join(",", TrainSuite.WORKLOADS)
                   + "] [--quick] [--profile]");
@@ -143,6 +146,9 @@ public final class BenchSuite {
     }
     if (only.contains("kernels")) {
       section(runDir, "kernels", () -> new KernelSuite(quick).run(report));
+    }
+    if (only.contains("component")) {
+      section(runDir, "component", () -> new ComponentSuite(runDir, quick).run(report));
     }
     if (only.contains("wire")) {
       ServiceJars j = jars;

@@ -17,15 +17,15 @@ import java.util.SplittableRandom;
  * once or never, as in real click logs. Labels come from a hidden logistic model whose weight of
  * each id is a hash of it (no table of 10M weights).
  */
-final class CtrData {
-  static final int FIELDS = 16;
+public final class CtrData {
+  public static final int FIELDS = 16;
   static final double ZIPF_S = 1.05;
 
   private final long valuesPerField;
   private final double[] cdf;
   private final double total;
 
-  CtrData(long ids) {
+  public CtrData(long ids) {
     valuesPerField = ids / FIELDS;
     // The CDF over the first 2^20 ranks; ranks beyond are drawn uniformly from the tail, which
     // carries the remaining mass of a Zipf law (close enough for a benchmark, and O(1) memory).
@@ -63,6 +63,26 @@ final class CtrData {
       w.abort();
       throw e;
     }
+  }
+
+  /**
+   * The ids of one record ({@value #FIELDS}, one per field), drawn as {@link #write} draws them,
+   * into {@code out} from {@code at}.
+   */
+  public void ids(SplittableRandom r, long[] out, int at) {
+    for (int f = 0; f < FIELDS; f++) {
+      out[at + f] = (long) f * valuesPerField + rank(r);
+    }
+  }
+
+  /** {@code n} records drawn as {@link #write} draws them, from seed {@code seed}. */
+  public List<Example> examples(int n, long seed) {
+    SplittableRandom r = new SplittableRandom(seed);
+    List<Example> out = new java.util.ArrayList<>(n);
+    for (int i = 0; i < n; i++) {
+      out.add(next(r));
+    }
+    return out;
   }
 
   private Example next(SplittableRandom r) {

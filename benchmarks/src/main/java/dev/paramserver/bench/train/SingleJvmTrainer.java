@@ -86,12 +86,7 @@ public final class SingleJvmTrainer {
     Model model = ModelFactory.create(spec);
     Parameters params = Initializers.initial(model, 42);
     Parameters grads = Parameters.zerosLike(model);
-    Map<String, Float> rowStddev = new java.util.HashMap<>();
-    for (ParameterDef d : model.parameters()) {
-      if (d.sparse()) {
-        rowStddev.put(d.name(), d.init() instanceof ParameterDef.Normal n ? n.stddev() : 0f);
-      }
-    }
+    Map<String, Float> rowStddev = rowStddev(model);
     Dataset testSet = new Dataset(test, spec.features());
     Evaluation eval = null;
     long batchRows = 0;
@@ -106,28 +101,7 @@ public final class SingleJvmTrainer {
           batchRows += distinct(b.sparseIds());
           pass0Records += b.size();
         }
-        createRows(params, rowStddev, b);
-        grads.clear();
-        model.trainStep(params, b, grads);
-        for (String name : params.denseNames()) {
-          float[] w = params.dense(name);
-          float[] g = grads.dense(name);
-          for (int i = 0; i < w.length; i++) {
-            w[i] -= lr * g[i];
-          }
-        }
-        for (String name : params.sparseNames()) {
-          Parameters.SparseTable table = params.sparse(name);
-          grads
-              .sparse(name)
-              .forEach(
-                  (id, g) -> {
-                    float[] w = table.row(id);
-                    for (int i = 0; i < w.length; i++) {
-                      w[i] -= lr * g[i];
-                    }
-                  });
-        }
+        step(model, params, grads, rowStddev, b, lr);
         n += b.size();
       }
       eval = Evaluation.of(model, params, testSet, 1024, b -> createRows(params, rowStddev, b));
@@ -141,6 +115,52 @@ public final class SingleJvmTrainer {
     System.out.printf(Locale.ROOT, "accuracy=%.6f%nauc=%.6f%n", eval.accuracy(), eval.auc());
     if (pass0Records > 0) {
       System.out.printf(Locale.ROOT, "rows_per_sample=%.6f%n", (double) batchRows / pass0Records);
+    }
+  }
+
+  /** The initial standard deviation of the rows of each sparse table of {@code model}. */
+  public static Map<String, Float> rowStddev(Model model) {
+    Map<String, Float> rowStddev = new java.util.HashMap<>();
+    for (ParameterDef d : model.parameters()) {
+      if (d.sparse()) {
+        rowStddev.put(d.name(), d.init() instanceof ParameterDef.Normal n ? n.stddev() : 0f);
+      }
+    }
+    return rowStddev;
+  }
+
+  /**
+   * One JVM's whole step on batch {@code b}: the rows it lacks created, forward and backward into
+   * {@code grads} (cleared first), plain SGD on every dense parameter and every row it touched.
+   */
+  public static void step(
+      Model model,
+      Parameters params,
+      Parameters grads,
+      Map<String, Float> rowStddev,
+      Batch b,
+      float lr) {
+    createRows(params, rowStddev, b);
+    grads.clear();
+    model.trainStep(params, b, grads);
+    for (String name : params.denseNames()) {
+      float[] w = params.dense(name);
+      float[] g = grads.dense(name);
+      for (int i = 0; i < w.length; i++) {
+        w[i] -= lr * g[i];
+      }
+    }
+    for (String name : params.sparseNames()) {
+      Parameters.SparseTable table = params.sparse(name);
+      grads
+          .sparse(name)
+          .forEach(
+              (id, g) -> {
+                float[] w = table.row(id);
+                for (int i = 0; i < w.length; i++) {
+                  w[i] -= lr * g[i];
+                }
+              });
     }
   }
 

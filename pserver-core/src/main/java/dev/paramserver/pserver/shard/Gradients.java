@@ -16,7 +16,7 @@ final class Gradients {
       g.block().apply(g.gradient());
     }
     for (ValidatedPush.SparseGradient g : push.sparse) {
-      g.table().apply(g.rowIds(), g.gradient());
+      g.table().apply(g.rowIds(), g.gradient(), g.after());
     }
   }
 
@@ -56,7 +56,7 @@ final class Gradients {
             System.arraycopy(e.getValue(), 0, data, i * width, width);
             i++;
           }
-          sparseSums.add(new ValidatedPush.SparseGradient(t, ids, data));
+          sparseSums.add(new ValidatedPush.SparseGradient(t, ids, data, null));
         });
     return new ValidatedPush(denseSums, sparseSums);
   }

@@ -180,7 +180,15 @@ public final class ParameterShard {
    * synchronous modes, once the shard reached {@code step}). Empty when it asks for neither.
    */
   public PullParametersResponse valuesAfter(PushGradientsRequest push, long step) {
-    return ShardMoves.placed(gate, () -> reads.valuesAfter(push, step));
+    return valuesAfter(push, step, true);
+  }
+
+  /**
+   * {@link #valuesAfter(PushGradientsRequest, long)}; without {@code rows}, the dense blocks only
+   * (the push's rows came with its {@link PushOutcome#rows}).
+   */
+  public PullParametersResponse valuesAfter(PushGradientsRequest push, long step, boolean rows) {
+    return ShardMoves.placed(gate, () -> reads.valuesAfter(push, step, rows));
   }
 
   /**

@@ -156,6 +156,7 @@ final class PushPath {
       // A synchronous step may be summed, logged and applied after this call returned: its
       // gradients and request must not be views of the received buffers, released by then.
       boolean async = shard.mode() == TrainingMode.ASYNC;
+      // asynchronous: a push that asks for its rows gets them read as they are updated
       push =
           ValidatedPush.of(
               async ? request : unaliased(request),
@@ -163,9 +164,13 @@ final class PushPath {
               shard.blocks(),
               shard.tables(),
               rejectNonFinite,
-              shard.gate().rowOwnership());
+              shard.gate().rowOwnership(),
+              async && request.getReturnRows() && request.getSparseGradientsCount() > 0);
       if (async) {
-        return outcome(applyOneLocked(push, true));
+        long reached = applyOneLocked(push, true);
+        return reached < 0 || !request.getReturnRows() || request.getSparseGradientsCount() == 0
+            ? outcome(reached)
+            : new PushOutcome(reached, false, push.answeredRows());
       }
     } finally {
       shard.structure().readLock().unlock();

@@ -86,6 +86,11 @@ final class ShardReads {
   }
 
   PullParametersResponse valuesAfter(PushGradientsRequest push, long step) {
+    return valuesAfter(push, step, true);
+  }
+
+  /** {@link #valuesAfter}; without {@code rows}, the dense blocks only. */
+  PullParametersResponse valuesAfter(PushGradientsRequest push, long step, boolean rows) {
     PullParametersRequest.Builder pull =
         PullParametersRequest.newBuilder().setTrainerId(push.getTrainerId());
     if (shard.mode() != TrainingMode.ASYNC) {
@@ -96,7 +101,7 @@ final class ShardReads {
         pull.addBlocks(BlockRef.newBuilder().setName(g.getName()).setBlock(g.getBlock()));
       }
     }
-    if (push.getReturnRows()) {
+    if (rows && push.getReturnRows()) {
       for (SparseRows g : push.getSparseGradientsList()) {
         pull.addSparseRows(
             SparseRowsRef.newBuilder().setName(g.getName()).addAllRowIds(g.getRowIdsList()));

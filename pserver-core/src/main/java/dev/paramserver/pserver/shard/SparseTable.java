@@ -57,12 +57,23 @@ final class SparseTable {
    * gradients of rows refused admission are dropped.
    */
   void apply(long[] ids, float[] gradient) {
+    apply(ids, gradient, null);
+  }
+
+  /**
+   * {@link #apply(long[], float[])}, writing into {@code after} (when not null) each row's values
+   * right after its update, float32 little-endian in the order of {@code ids}: the rows the push
+   * answers with, read in the same probe (see {@link SparseRowStore#update(long[],
+   * SparseRowStore.RowUpdate, byte[])}).
+   */
+  void apply(long[] ids, float[] gradient, byte[] after) {
     int width = parameter.width;
     var optimizer = parameter.optimizer;
     store.update(
         ids,
         (i, values, slots, updatesBefore) ->
-            optimizer.update(values, gradient, i * width, slots, updatesBefore));
+            optimizer.update(values, gradient, i * width, slots, updatesBefore),
+        after);
   }
 
   /**

@@ -1,6 +1,7 @@
 package dev.paramserver.pserver.shard;
 
 import com.google.protobuf.ByteString;
+import com.google.protobuf.UnsafeByteOperations;
 import dev.paramserver.proto.v1.DataType;
 import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.proto.v1.PushGradientsRequest;
@@ -36,7 +37,12 @@ final class ValidatedPush {
 
   record DenseGradient(DenseBlock block, float[] gradient) {}
 
-  record SparseGradient(SparseTable table, long[] rowIds, float[] gradient) {}
+  /**
+   * The gradient of some rows of a table; {@code after}, when not null, receives the rows' values
+   * after they were applied (float32 little-endian, in the order of {@code rowIds}): the answer of
+   * a push that asks for its rows.
+   */
+  record SparseGradient(SparseTable table, long[] rowIds, float[] gradient, byte[] after) {}
 
   /**
    * Checks the whole request; throws the first problem found, having changed nothing.
@@ -51,6 +57,21 @@ final class ValidatedPush {
       Map<String, SparseTable> tables,
       boolean rejectNonFinite,
       RowOwnership owned) {
+    return of(request, parameters, blocks, tables, rejectNonFinite, owned, false);
+  }
+
+  /**
+   * {@link #of}; with {@code answerRows} each sparse gradient gets a buffer for its rows' values
+   * after the push ({@link SparseGradient#after}), filled as it is applied.
+   */
+  static ValidatedPush of(
+      PushGradientsRequest request,
+      Map<String, Parameter> parameters,
+      Map<String, DenseBlock> blocks,
+      Map<String, SparseTable> tables,
+      boolean rejectNonFinite,
+      RowOwnership owned,
+      boolean answerRows) {
     List<DenseGradient> dense = new ArrayList<>(request.getGradientsCount());
     for (TensorBlock g : request.getGradientsList()) {
       owned.checkBlock(g.getName(), g.getBlock());
@@ -84,9 +105,34 @@ final class ValidatedPush {
       if (rejectNonFinite) {
         checkFinite("gradient of " + what, values);
       }
-      sparse.add(new SparseGradient(table, ids, values));
+      sparse.add(
+          new SparseGradient(
+              table,
+              ids,
+              values,
+              answerRows ? new byte[ids.length * table.width() * Float.BYTES] : null));
     }
     return new ValidatedPush(dense, sparse, request);
+  }
+
+  /**
+   * The answer rows of a push validated with {@code answerRows} and applied: per sparse gradient,
+   * in the request's order, the table's name, the request's row ids and their values after the
+   * push.
+   */
+  List<SparseRows> answeredRows() {
+    List<SparseRows> out = new ArrayList<>(sparse.size());
+    for (int k = 0; k < sparse.size(); k++) {
+      SparseRows g = request.getSparseGradients(k);
+      out.add(
+          SparseRows.newBuilder()
+              .setName(g.getName())
+              .setDtype(DataType.FLOAT32)
+              .addAllRowIds(g.getRowIdsList())
+              .setData(UnsafeByteOperations.unsafeWrap(sparse.get(k).after()))
+              .build());
+    }
+    return out;
   }
 
   static ServiceException unknownBlock(String name, int block, Map<String, Parameter> parameters) {

@@ -72,9 +72,13 @@ final class LongSlotIndex {
 
   /** The slot of {@code id}, or -1. */
   int get(long id) {
+    return get(id, mix(id));
+  }
+
+  /** The slot of {@code id}, whose {@link #mix} is {@code h}, or -1. */
+  int get(long id, long h) {
     long[] b = buckets;
     int m = mask;
-    long h = mix(id);
     int tag = (int) (h >>> 32);
     for (int i = (int) h & m; ; i = (i + 1) & m) {
       long e = b[i];

@@ -209,9 +209,15 @@ public final class ParameterServerGrpcService
   private PushGradientsResponse response(PushGradientsRequest request, PushOutcome r) {
     PushGradientsResponse.Builder out =
         PushGradientsResponse.newBuilder().setStep(r.step()).setDuplicate(r.duplicate());
-    if ((request.getReturnValues() && request.getGradientsCount() > 0)
-        || (request.getReturnRows() && request.getSparseGradientsCount() > 0)) {
-      PullParametersResponse after = shard.valuesAfter(request, r.step());
+    boolean blocks = request.getReturnValues() && request.getGradientsCount() > 0;
+    boolean rows = request.getReturnRows() && request.getSparseGradientsCount() > 0;
+    if (rows && r.rows() != null) {
+      // read as they were updated, in the push's own probe of each row
+      out.addAllSparseRows(r.rows());
+      rows = false;
+    }
+    if (blocks || rows) {
+      PullParametersResponse after = shard.valuesAfter(request, r.step(), rows);
       out.addAllBlocks(after.getBlocksList()).addAllSparseRows(after.getSparseRowsList());
     }
     PushGradientsResponse response = out.build();
