@@ -232,6 +232,57 @@ public final class WriteAheadLog implements PushLog, AutoCloseable {
     }
   }
 
+  /** The directory of the segments. */
+  public Path dir() {
+    return dir;
+  }
+
+  /**
+   * Moves the segments of shard {@code index} and its {@link LogEpoch} into {@code
+   * superseded-ps-<index>/} of this directory (replacing what an earlier call put there) instead of
+   * deleting them: a pserver that becomes a backup keeps its last log for an operator, whose forced
+   * takeover may have left records there that the new primary lacks.
+   *
+   * @return the directory they went to, or null when there was nothing to keep
+   */
+  public synchronized Path setAside(int index) {
+    List<Long> segs = segments(index);
+    Path epoch = LogEpoch.file(dir, index);
+    if (segs.isEmpty() && !Files.exists(epoch)) {
+      return null;
+    }
+    if (this.index == index) {
+      closeChannel();
+    }
+    Path aside = dir.resolve("superseded-ps-" + index);
+    try {
+      if (Files.isDirectory(aside)) {
+        try (Stream<Path> old = Files.list(aside)) {
+          for (Path f : old.toList()) {
+            Files.deleteIfExists(f);
+          }
+        }
+      }
+      Files.createDirectories(aside);
+      for (long seg : segs) {
+        Path f = file(index, seg);
+        Files.move(f, aside.resolve(f.getFileName()));
+      }
+      if (Files.exists(epoch)) {
+        Files.move(epoch, aside.resolve(epoch.getFileName()));
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException(
+          "cannot set the write-ahead log of shard " + index + " aside in " + aside, e);
+    }
+    log.info(
+        "write-ahead log of shard {} ({} segments) kept in {}: this pserver is a backup now",
+        index,
+        segs.size(),
+        aside);
+    return aside;
+  }
+
   /** The segment being appended to (0 before {@link #open}). */
   public synchronized long segment() {
     return channel == null ? 0 : segment;

@@ -3,6 +3,7 @@ package dev.paramserver.pserver.replication;
 import dev.paramserver.coordination.Coordinator;
 import dev.paramserver.coordination.KeyValueStore;
 import dev.paramserver.coordination.Lease;
+import dev.paramserver.coordination.ShardSyncRecord;
 import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.pserver.PserverProperties;
 import dev.paramserver.pserver.role.ShardLifecycle;
@@ -47,6 +48,7 @@ public final class Replication implements AutoCloseable {
   private final ChannelFactory channels;
   private final AtomicLong unreplicated = new AtomicLong();
   private final AtomicLong takeovers = new AtomicLong();
+  private final AtomicLong takeoversRefused = new AtomicLong();
   private final ExecutorService worker =
       Executors.newSingleThreadExecutor(
           r -> {
@@ -82,6 +84,12 @@ public final class Replication implements AutoCloseable {
         .register(registry);
     FunctionCounter.builder("paramserver.pserver.replication.takeovers", takeovers, AtomicLong::get)
         .description("Shards this pserver took over as a backup whose primary ended")
+        .register(registry);
+    FunctionCounter.builder(
+            "paramserver.pserver.replication.takeovers.refused", takeoversRefused, AtomicLong::get)
+        .description(
+            "Takeovers this backup did not make because etcd did not record it in sync with the"
+                + " primary that ended (the shard waits for that primary's log)")
         .register(registry);
     Gauge.builder(
             "paramserver.pserver.replication.backup.synced", this, r -> r.backupSynced() ? 1 : 0)
@@ -145,6 +153,16 @@ public final class Replication implements AutoCloseable {
                 () ->
                     new ServiceException(
                         ErrorReason.NOT_PRIMARY, key + " is not held under this pserver's lease"));
+    // Before it serves: etcd records this epoch with no backup in sync, so that a backup of an
+    // earlier epoch's record cannot take over on its word, and this pserver's log is the one the
+    // shard waits for if it ends (a restart finds its epoch there).
+    InSyncRecorder inSync =
+        new InSyncRecorder(kv, key, coordinator.keys().psSync(index), mine.createRevision(), index);
+    inSync.start();
+    ShardPersistence persisted = persistence.getIfAvailable();
+    if (persisted != null) {
+      persisted.logEpoch(index, mine.createRevision());
+    }
     PrimaryReplicator p =
         new PrimaryReplicator(
             shard,
@@ -154,6 +172,7 @@ public final class Replication implements AutoCloseable {
             properties.replicationTimeout(),
             new OwnershipCheck(
                 kv, key, mine.createRevision(), lease, properties.replicationTimeout()),
+            inSync,
             scratch(),
             this::deposed,
             unreplicated);
@@ -182,6 +201,31 @@ public final class Replication implements AutoCloseable {
   }
 
   /**
+   * True when this pserver's log is that of the last primary of shard {@code index} (the epoch it
+   * recorded equals the one of the shard's in-sync record): after a crash the shard waits for this
+   * log unless its backup was in sync, so this pserver claims the shard back even though a backup
+   * is registered (see docs/explanation/replicas.md).
+   */
+  public boolean holdsLatestLog(int index) {
+    ShardPersistence p = persistence.getIfAvailable();
+    if (p == null) {
+      return false;
+    }
+    long logged = p.loggedEpoch(index);
+    if (logged <= 0) {
+      return false;
+    }
+    try {
+      return ShardSyncRecord.read(coordinator.kv(), coordinator.keys(), index)
+          .map(r -> r.epoch() == logged)
+          .orElse(false);
+    } catch (RuntimeException e) {
+      log.warn("reading the in-sync record of shard {} failed: {}", index, e.toString());
+      return false;
+    }
+  }
+
+  /**
    * This pserver is now the backup of shard {@code index}: it holds its calls, drops its state and
    * waits for the primary's copy. When the primary's registration ends it claims {@code ps/<index>}
    * with {@code address} under {@code lease} and calls {@code promoted}.
@@ -202,6 +246,7 @@ public final class Replication implements AutoCloseable {
             index,
             coordinator.kv(),
             coordinator.keys().ps(index),
+            coordinator.keys().psSync(index),
             properties.replicationTimeout(),
             gone -> {
               try {
@@ -232,6 +277,10 @@ public final class Replication implements AutoCloseable {
   /** True while {@code b} is the current backup and replication is open. */
   synchronized boolean current(BackupReplica b) {
     return backup == b && !closed;
+  }
+
+  void takeoverRefused() {
+    takeoversRefused.incrementAndGet();
   }
 
   void tookOver(long startNanos) {
