@@ -21,23 +21,40 @@ public final class ForcedTakeover {
    * What a forced takeover of a shard would do, read from etcd.
    *
    * @param index the shard
-   * @param backup the address of the backup that would take over
+   * @param backup the address of the backup that would take over, empty when none is registered
+   *     (then the next pserver to register claims the shard from its checkpoint)
    * @param record the shard's in-sync record, empty when none
    * @param syncModRevision the record's modification revision (0: none)
    */
   public record Plan(
       int index, String backup, Optional<ShardSyncRecord> record, long syncModRevision) {
 
+    /** Who would serve the shard, in words. */
+    private String taker() {
+      return backup.isEmpty()
+          ? "a pserver registering (no backup is registered), from the shard's last checkpoint,"
+          : "the backup at " + backup;
+    }
+
     /** What may be lost, in words, for the operator. */
     public String risk() {
       if (record.isEmpty()) {
         return "shard "
             + index
-            + " has no in-sync record (no primary of this version served it): its backup at "
-            + backup
+            + " has no in-sync record (no primary of this version served it): "
+            + taker()
             + " takes it over by itself; forcing changes nothing";
       }
       ShardSyncRecord r = record.get();
+      if (r.clean()) {
+        return "shard "
+            + index
+            + ": its primary (epoch "
+            + r.epoch()
+            + ") stopped cleanly, its last checkpoint holds everything: "
+            + taker()
+            + " takes it over by itself; forcing loses nothing";
+      }
       if (r.inSync()) {
         return "shard "
             + index
@@ -45,8 +62,8 @@ public final class ForcedTakeover {
             + r.backup()
             + " in sync with the primary of epoch "
             + r.epoch()
-            + "; the backup at "
-            + backup
+            + "; "
+            + taker()
             + (r.backup().equals(backup)
                 ? " should take over by itself (forcing it loses nothing etcd knows of)"
                 : " is another one: the pushes that primary acknowledged since "
@@ -59,8 +76,8 @@ public final class ForcedTakeover {
           + r.epoch()
           + " since "
           + Instant.ofEpochMilli(r.changedAtMs())
-          + ". Forcing the backup at "
-          + backup
+          + ". Forcing "
+          + taker()
           + " to take over LOSES every push that primary acknowledged without its backup since"
           + " then (counted by its paramserver_pserver_replication_unreplicated_total). Restarting"
           + " that primary with its disk instead loses nothing: the shard waits for its log.";
@@ -71,7 +88,7 @@ public final class ForcedTakeover {
    * Reads what a forced takeover of shard {@code index} would do.
    *
    * @throws IllegalStateException naming the problem when there is nothing to force: a primary
-   *     holds the shard, or no backup is registered
+   *     holds the shard
    */
   public static Plan plan(KeyValueStore kv, JobKeys keys, int index) {
     Optional<KeyValueStore.KeyValue> primary = kv.get(keys.ps(index));
@@ -84,14 +101,10 @@ public final class ForcedTakeover {
               + "): there is nothing to take over");
     }
     Optional<KeyValueStore.KeyValue> backup = kv.get(keys.psBackup(index));
-    if (backup.isEmpty()) {
-      throw new IllegalStateException(
-          "shard " + index + " has no backup registered: there is no one to take it over");
-    }
     Optional<KeyValueStore.KeyValue> sync = kv.get(keys.psSync(index));
     return new Plan(
         index,
-        backup.get().valueAsString(),
+        backup.map(KeyValueStore.KeyValue::valueAsString).orElse(""),
         sync.map(k -> ShardSyncRecord.decode(k.value())),
         sync.map(KeyValueStore.KeyValue::modRevision).orElse(0L));
   }

@@ -21,11 +21,19 @@ import java.util.Optional;
  * @param inSync whether {@code backup} holds every update the primary acknowledged
  * @param backup the gRPC address of the backup in sync, empty when none
  * @param changedAtMs wall-clock time of the write (milliseconds since the epoch)
+ * @param clean the primary stopped cleanly: its last checkpoint holds every update it acknowledged,
+ *     so any pserver may serve the shard from it
  * @param forcedBy who forced a takeover of this epoch (empty: none forced)
  * @param forcedAtMs when it was forced (0: not forced)
  */
 public record ShardSyncRecord(
-    long epoch, boolean inSync, String backup, long changedAtMs, String forcedBy, long forcedAtMs) {
+    long epoch,
+    boolean inSync,
+    String backup,
+    long changedAtMs,
+    boolean clean,
+    String forcedBy,
+    long forcedAtMs) {
 
   public ShardSyncRecord {
     backup = backup == null ? "" : backup;
@@ -34,17 +42,38 @@ public record ShardSyncRecord(
 
   /** The record of a new primary, or one whose backup fell behind: out of sync. */
   public static ShardSyncRecord outOfSync(long epoch, long nowMs) {
-    return new ShardSyncRecord(epoch, false, "", nowMs, "", 0);
+    return new ShardSyncRecord(epoch, false, "", nowMs, false, "", 0);
   }
 
   /** The record of a primary whose backup at {@code backup} holds every acknowledged update. */
   public static ShardSyncRecord inSync(long epoch, String backup, long nowMs) {
-    return new ShardSyncRecord(epoch, true, backup, nowMs, "", 0);
+    return new ShardSyncRecord(epoch, true, backup, nowMs, false, "", 0);
   }
 
   /** This record with a takeover forced by {@code who} at {@code nowMs}. */
   public ShardSyncRecord forced(String who, long nowMs) {
-    return new ShardSyncRecord(epoch, inSync, backup, changedAtMs, who, nowMs);
+    return new ShardSyncRecord(epoch, inSync, backup, changedAtMs, clean, who, nowMs);
+  }
+
+  /** This record of a primary that stopped cleanly (its last checkpoint holds everything). */
+  public ShardSyncRecord stoppedCleanly(long nowMs) {
+    return new ShardSyncRecord(epoch, inSync, backup, nowMs, true, forcedBy, forcedAtMs);
+  }
+
+  /**
+   * Whether the backup at {@code address}, which followed the primary of {@code primaryEpoch},
+   * holds every update that primary acknowledged as far as etcd knows (it may serve its own copy).
+   */
+  public boolean namesInSync(long primaryEpoch, String address) {
+    return epoch == primaryEpoch && inSync && backup.equals(address);
+  }
+
+  /**
+   * Whether a pserver that does not hold the last primary's log may serve the shard from its
+   * checkpoint: the primary stopped cleanly, or an operator forced it.
+   */
+  public boolean admitsCheckpoint() {
+    return clean || isForced();
   }
 
   /** True when an operator forced a takeover of this epoch. */
@@ -57,10 +86,7 @@ public record ShardSyncRecord(
    * take the shard over: named in sync for that epoch, or a takeover of that epoch forced.
    */
   public boolean admitsTakeover(long primaryEpoch, String address) {
-    if (epoch != primaryEpoch) {
-      return false;
-    }
-    return isForced() || (inSync && backup.equals(address));
+    return admitsCheckpoint() || namesInSync(primaryEpoch, address);
   }
 
   public byte[] encode() {
@@ -69,6 +95,9 @@ public record ShardSyncRecord(
     m.put("in_sync", Boolean.toString(inSync));
     m.put("backup", backup);
     m.put("changed_at_ms", Long.toString(changedAtMs));
+    if (clean) {
+      m.put("clean", "true");
+    }
     if (isForced()) {
       m.put("forced_by", forcedBy);
       m.put("forced_at_ms", Long.toString(forcedAtMs));
@@ -101,6 +130,7 @@ public record ShardSyncRecord(
           Boolean.parseBoolean(required(m, "in_sync")),
           m.getOrDefault("backup", ""),
           Long.parseLong(m.getOrDefault("changed_at_ms", "0")),
+          Boolean.parseBoolean(m.getOrDefault("clean", "false")),
           m.getOrDefault("forced_by", ""),
           Long.parseLong(m.getOrDefault("forced_at_ms", "0")));
     } catch (NumberFormatException e) {

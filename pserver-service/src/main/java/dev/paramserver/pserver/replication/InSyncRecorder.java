@@ -32,6 +32,7 @@ final class InSyncRecorder {
   private final int index;
   // Guarded by this: what the record says now (as far as this primary wrote it).
   private boolean recordedInSync;
+  private String recordedBackup = "";
 
   InSyncRecorder(KeyValueStore kv, String primaryKey, String syncKey, long epoch, int index) {
     this.kv = kv;
@@ -65,6 +66,7 @@ final class InSyncRecorder {
     }
     write(ShardSyncRecord.inSync(epoch, backup, System.currentTimeMillis()));
     recordedInSync = true;
+    recordedBackup = backup;
     log.info("pserver {}: etcd records backup {} in sync (epoch {})", index, backup, epoch);
     return true;
   }
@@ -87,6 +89,24 @@ final class InSyncRecorder {
         index,
         epoch,
         why);
+  }
+
+  /**
+   * Records that this primary stopped cleanly: its last checkpoint holds every update it
+   * acknowledged, so the shard need not wait for its log. Best effort (a failure leaves the shard
+   * waiting for this log, which the restart finds).
+   */
+  synchronized void recordCleanStop() {
+    ShardSyncRecord base =
+        recordedInSync
+            ? ShardSyncRecord.inSync(epoch, recordedBackup, System.currentTimeMillis())
+            : ShardSyncRecord.outOfSync(epoch, System.currentTimeMillis());
+    try {
+      write(base.stoppedCleanly(System.currentTimeMillis()));
+      log.info("pserver {}: etcd records that it stopped cleanly (epoch {})", index, epoch);
+    } catch (OwnershipException e) {
+      log.warn("pserver {}: could not record its clean stop: {}", index, e.getMessage());
+    }
   }
 
   /** What this primary last wrote (for status and tests). */

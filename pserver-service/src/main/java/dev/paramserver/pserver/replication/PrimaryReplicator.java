@@ -412,6 +412,11 @@ final class PrimaryReplicator
     copier.execute(this::copyLoop);
   }
 
+  /** The primary stops cleanly, its last checkpoint holding every update: etcd records it. */
+  void recordCleanStop() {
+    inSync.recordCleanStop();
+  }
+
   /** True when a backup is registered and holds every update (for status and tests). */
   boolean backupSynced() {
     RegisteredBackup b = backup;

@@ -16,6 +16,7 @@ import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.nio.file.Path;
+import java.util.Optional;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
@@ -206,6 +207,42 @@ public final class Replication implements AutoCloseable {
    * log unless its backup was in sync, so this pserver claims the shard back even though a backup
    * is registered (see docs/explanation/replicas.md).
    */
+  /**
+   * Whether this pserver may claim the vacant {@code ps/<index>} as a primary: it holds the log of
+   * the shard's last primary, or no backup is registered and nothing may be lost by serving the
+   * shard from its checkpoint (no in-sync record yet, the last primary stopped cleanly, or an
+   * operator forced it). A shard whose last primary ended while answering pushes alone waits for
+   * that primary's log.
+   *
+   * @param backupRegistered whether {@code ps_backup/<index>} exists (then the backup takes over)
+   */
+  public boolean mayClaim(int index, boolean backupRegistered) {
+    if (holdsLatestLog(index)) {
+      return true;
+    }
+    if (backupRegistered) {
+      return false;
+    }
+    try {
+      Optional<ShardSyncRecord> r =
+          ShardSyncRecord.read(coordinator.kv(), coordinator.keys(), index);
+      if (r.isPresent() && !r.get().admitsCheckpoint()) {
+        log.info(
+            "shard {} waits for the log of its last primary (epoch {}, {}): not claimed; 'psctl job"
+                + " force-takeover --shard {}' serves it from its checkpoint",
+            index,
+            r.get().epoch(),
+            r.get().inSync() ? "its backup in sync" : "answering without its backup",
+            index);
+        return false;
+      }
+      return true;
+    } catch (RuntimeException e) {
+      log.warn("reading the in-sync record of shard {} failed: {}", index, e.toString());
+      return false;
+    }
+  }
+
   public boolean holdsLatestLog(int index) {
     ShardPersistence p = persistence.getIfAvailable();
     if (p == null) {
@@ -327,10 +364,22 @@ public final class Replication implements AutoCloseable {
     lifecycle.replicationStopped();
   }
 
+  /**
+   * Shutdown (after the final checkpoint): a primary whose checkpoint holds every update it applied
+   * records a clean stop in etcd, so that the shard need not wait for its log.
+   */
   @Override
   public void close() {
+    PrimaryReplicator p;
     synchronized (this) {
       closed = true;
+      p = primary;
+    }
+    if (p != null) {
+      var status = lifecycle.status();
+      if (status.getInitialised() && status.getCheckpointStep() == status.getStep()) {
+        p.recordCleanStop();
+      }
     }
     stop();
     worker.shutdownNow();

@@ -90,14 +90,16 @@ final class Takeover {
       return;
     }
     boolean forced = record.map(ShardSyncRecord::isForced).orElse(false);
-    if (!forced && !admitted(b, record)) {
+    if (!admitted(b, record)) {
       return;
     }
+    // the copy this backup holds is served only if etcd does not know of a push it lacks
+    boolean ownCopy = record.isEmpty() || forced || record.get().namesInSync(b.epoch(), address);
     if (!lifecycle.beginTakeover(index)) {
       return;
     }
-    boolean synced = b.beginTakeover();
-    if (!synced && !forced && record.isPresent()) {
+    boolean synced = b.beginTakeover() && ownCopy;
+    if (!synced && !record.map(ShardSyncRecord::admitsCheckpoint).orElse(true)) {
       log.warn(
           "backup of shard {}: etcd records it in sync but it lost a record since: the shard waits"
               + " for its primary's log",

@@ -161,15 +161,15 @@ final class InProcessPserver implements AutoCloseable {
   }
 
   /**
-   * Registers as ShardRegistration does with replicas: the primary of shard 0 when it has no
-   * backup, or when this pserver holds the log of its last primary; else its backup.
+   * Registers as ShardRegistration does with replicas: the primary of shard 0 when {@link
+   * Replication#mayClaim} lets it; else its backup.
    *
    * @return true when it became the primary
    */
   boolean registerAsRegistrationDoes() {
     lease = coordinator.grantLease(Duration.ofSeconds(30));
     KeyValueStore kv = coordinator.kv();
-    if ((kv.get(coordinator.keys().psBackup(INDEX)).isEmpty() || replication.holdsLatestLog(INDEX))
+    if (replication.mayClaim(INDEX, kv.get(coordinator.keys().psBackup(INDEX)).isPresent())
         && kv.putIfAbsent(coordinator.keys().ps(INDEX), address(), lease)) {
       if (lifecycle.claimed(INDEX)) {
         checkpoints.load(INDEX);

@@ -116,6 +116,67 @@ class InSyncSetTakeoverTest {
   }
 
   @Test
+  void backupPausedPastItsLease_doesNotClaimTheShardFromTheCheckpoint_whenItResumes()
+      throws Exception {
+    InMemoryCoordinator etcd = new InMemoryCoordinator();
+    FaultyNetwork network = FaultyNetwork.reliable();
+    FaultyNetwork reliable = FaultyNetwork.reliable();
+    FaultyNetwork restartedNetwork = FaultyNetwork.reliable();
+    try (etcd;
+        network;
+        reliable;
+        restartedNetwork;
+        InProcessPserver a = new InProcessPserver("ps-a", etcd, network, TIMEOUT);
+        InProcessPserver b = new InProcessPserver("ps-b", etcd, reliable, TIMEOUT)) {
+      a.registerAsPrimary();
+      Trainers.initialise(a.shard);
+      a.checkpoints.checkpointNow();
+      b.registerAsRegistrationDoes();
+      Poll.until(
+          Duration.ofSeconds(10),
+          Duration.ofMillis(5),
+          () -> a.replication.backupSynced() && b.lifecycle.role() == ShardRole.BACKUP_SYNCED,
+          "ps-b synced");
+      List<PushGradientsRequest> acknowledged = new ArrayList<>();
+      for (int step = 1; step <= REPLICATED + ALONE; step++) {
+        if (step == REPLICATED + 1) {
+          // the backup is paused past its lease: etcd ends it, ps_backup/0 vanishes
+          b.leaseExpiresWhilePaused();
+          Poll.until(
+              Duration.ofSeconds(10),
+              Duration.ofMillis(5),
+              () -> !a.replication.backupSynced(),
+              "ps-a saw its backup go");
+        }
+        PushGradientsRequest push = Trainers.push(SEED, 0, step);
+        assertThat(a.shard.pushOutcome(push).duplicate()).isFalse();
+        acknowledged.add(push);
+      }
+      a.crash();
+      // the backup resumes: its lease is lost, it registers again; the shard has neither a
+      // primary nor a backup, but its last primary answered alone: it is not claimed
+      assertThat(b.registerAsRegistrationDoes())
+          .as("the resumed backup claimed the shard from its checkpoint")
+          .isFalse();
+      assertThat(b.promoted()).isFalse();
+
+      try (InProcessPserver a2 = a.restartOnSameDisk("ps-a2", restartedNetwork, TIMEOUT)) {
+        assertThat(a2.registerAsRegistrationDoes()).isTrue();
+        for (PushGradientsRequest push : acknowledged) {
+          assertThat(a2.shard.pushOutcome(push).duplicate())
+              .as("step %d, acknowledged before the kill, again", push.getStep())
+              .isTrue();
+        }
+        Poll.until(
+            Duration.ofSeconds(10),
+            Duration.ofMillis(5),
+            () -> a2.replication.backupSynced() && b.shard.step() == a2.shard.step(),
+            "ps-b synced with the restarted primary");
+      }
+    }
+  }
+
+  @Test
   void forcedTakeover_servesTheBackupsState_andTheRestartedPrimaryKeepsItsLogAside()
       throws Exception {
     InMemoryCoordinator etcd = new InMemoryCoordinator();
