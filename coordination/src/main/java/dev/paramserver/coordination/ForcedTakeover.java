@@ -8,7 +8,7 @@ import java.util.Optional;
 
 /**
  * An operator's forced takeover of a replicated shard whose primary ended while etcd recorded its
- * backup out of sync ({@code psctl job force-takeover}): by default such a shard waits for its old
+ * backup out of sync ({@code psctl force-takeover}): by default such a shard waits for its old
  * primary to restart with its log; forced, the backup takes it over with what it holds, and the
  * pushes the old primary answered without it are lost. The force is written into the shard's
  * in-sync record (so the backup sees it) and under {@code audit/force-takeover/<index>/<ms>} (who,

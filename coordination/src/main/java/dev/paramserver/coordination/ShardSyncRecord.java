@@ -12,7 +12,7 @@ import java.util.Optional;
  * backup's address. The primary writes it, fenced on its own {@code ps/<index>}: "in sync" once a
  * copy is installed, "out of sync" before it answers any push without its backup. A backup takes
  * the shard over only if the record names it in sync for the epoch of the primary that ended, or if
- * an operator forced the takeover ({@code psctl job force-takeover}: {@code forcedBy}, {@code
+ * an operator forced the takeover ({@code psctl force-takeover}: {@code forcedBy}, {@code
  * forcedAtMs}).
  *
  * <p>Stored as {@code key=value} lines, so that it reads well in {@code etcdctl get}.

@@ -228,7 +228,7 @@ public final class Replication implements AutoCloseable {
           ShardSyncRecord.read(coordinator.kv(), coordinator.keys(), index);
       if (r.isPresent() && !r.get().admitsCheckpoint()) {
         log.info(
-            "shard {} waits for the log of its last primary (epoch {}, {}): not claimed; 'psctl job"
+            "shard {} waits for the log of its last primary (epoch {}, {}): not claimed; 'psctl"
                 + " force-takeover --shard {}' serves it from its checkpoint",
             index,
             r.get().epoch(),

@@ -27,8 +27,8 @@ import org.springframework.beans.factory.ObjectProvider;
  *
  * <p>It takes over only when etcd's in-sync record ({@link ShardSyncRecord}) names it in sync with
  * the primary that ended (and it still holds every record of it), or when an operator forced the
- * takeover ({@code psctl job force-takeover}). Otherwise the primary answered pushes without it:
- * the shard waits for that primary to restart with its log (it claims the shard back, see {@link
+ * takeover ({@code psctl force-takeover}). Otherwise the primary answered pushes without it: the
+ * shard waits for that primary to restart with its log (it claims the shard back, see {@link
  * Replication#holdsLatestLog}), as Kafka never elects a replica outside the in-sync set unless told
  * to.
  *
@@ -169,12 +169,14 @@ final class Takeover {
     log.warn(
         "backup of shard {}: etcd does not record it in sync with the primary that ended (primary"
             + " epoch {}, followed {}, {}): the shard waits for that primary to restart with its"
-            + " log; 'psctl job force-takeover --shard {}' makes this backup take over and loses"
+            + " log; 'psctl force-takeover --shard {}' makes this backup take over and loses"
             + " what the primary answered alone",
         b.index(),
         r.epoch(),
         b.epoch(),
-        r.inSync() ? "in sync: " + r.backup() : "out of sync since " + r.changedAtMs() + " ms",
+        r.inSync()
+            ? "in sync: " + r.backup()
+            : "out of sync since " + java.time.Instant.ofEpochMilli(r.changedAtMs()),
         b.index());
     return false;
   }
