@@ -41,6 +41,13 @@ public interface ShardPersistence {
    */
   default void logEpoch(int index, long epoch) {}
 
+  /**
+   * Sets what is told, once, that the log failed (a write or an fsync): the caller stops
+   * acknowledging and gives the shard up. Called on the thread that met the failure, possibly under
+   * the shard's locks: it must not block.
+   */
+  default void onStorageFailure(java.util.function.Consumer<String> listener) {}
+
   /** The epoch {@link #logEpoch} recorded for {@code index}, 0 when none (or no log). */
   default long loggedEpoch(int index) {
     return 0;

@@ -258,6 +258,13 @@ public final class CheckpointService implements ShardPersistence, SmartLifecycle
   }
 
   @Override
+  public void onStorageFailure(java.util.function.Consumer<String> listener) {
+    if (wal != null) {
+      wal.onFailure(listener);
+    }
+  }
+
+  @Override
   public long loggedEpoch(int index) {
     return wal == null ? 0 : LogEpoch.read(wal.dir(), index);
   }

@@ -63,6 +63,8 @@ public final class Replication implements AutoCloseable {
   private boolean closed;
   private volatile long lastTakeoverMs = -1;
   private volatile Runnable onRoleLost = () -> {};
+  // Why this pserver's log failed (a write or an fsync), or null: it serves no shard any more.
+  private volatile String storageFailure;
 
   public Replication(
       Coordinator coordinator,
@@ -163,6 +165,7 @@ public final class Replication implements AutoCloseable {
     ShardPersistence persisted = persistence.getIfAvailable();
     if (persisted != null) {
       persisted.logEpoch(index, mine.createRevision());
+      persisted.onStorageFailure(this::storageFailed);
     }
     PrimaryReplicator p =
         new PrimaryReplicator(
@@ -195,6 +198,23 @@ public final class Replication implements AutoCloseable {
     log.info("pserver {} is the primary of its shard (epoch {})", index, mine.createRevision());
   }
 
+  /**
+   * This pserver's log failed (a write or an fsync, see {@code WriteAheadLog}): nothing more is
+   * acknowledged (the log refuses every write from now on), and a primary gives its shard up
+   * through the lifecycle (DEPOSED: the registration revokes its lease, so its backup, in sync,
+   * takes over); it claims no shard as a primary again until restarted. Does not block (runs on the
+   * failing thread).
+   */
+  void storageFailed(String why) {
+    storageFailure = why;
+    String message = "this pserver's write-ahead log failed (" + why + "): it gives its shard up";
+    try {
+      worker.execute(() -> deposed(message));
+    } catch (RejectedExecutionException e) {
+      log.debug("replication is closed: {}", message);
+    }
+  }
+
   private void deposed(String why) {
     if (lifecycle.deposed(why)) {
       roleLost();
@@ -217,6 +237,10 @@ public final class Replication implements AutoCloseable {
    * @param backupRegistered whether {@code ps_backup/<index>} exists (then the backup takes over)
    */
   public boolean mayClaim(int index, boolean backupRegistered) {
+    if (storageFailure != null) {
+      log.warn("shard {} not claimed: this pserver's log failed ({})", index, storageFailure);
+      return false;
+    }
     if (holdsLatestLog(index)) {
       return true;
     }
@@ -272,7 +296,11 @@ public final class Replication implements AutoCloseable {
     lifecycle.backup(index);
     ShardPersistence p = persistence.getIfAvailable();
     if (p != null) {
-      p.discardLog(index);
+      try {
+        p.discardLog(index);
+      } catch (RuntimeException e) {
+        log.warn("setting the old log of shard {} aside failed: {}", index, e.toString());
+      }
     }
     Takeover takeover =
         new Takeover(coordinator, lifecycle, persistence, this, address, lease, promoted, shard);

@@ -184,6 +184,19 @@ final class InProcessPserver implements AutoCloseable {
     return false;
   }
 
+  /**
+   * As the registration does when the replication reports the role lost (deposed, a failed log):
+   * this pserver's lease is revoked, so its keys vanish.
+   */
+  void revokeLeaseWhenRoleLost() {
+    replication.onRoleLost(
+        () -> {
+          if (lease != null) {
+            lease.revoke();
+          }
+        });
+  }
+
   /** Takeovers this backup refused because etcd did not record it in sync (the metric). */
   long takeoversRefused() {
     var counter =
