@@ -6,6 +6,7 @@ import dev.paramserver.psctl.convert.ConvertCommand;
 import dev.paramserver.psctl.demo.DemoDataCommand;
 import dev.paramserver.psctl.inspect.InspectCommand;
 import dev.paramserver.psctl.job.CheckpointCommand;
+import dev.paramserver.psctl.job.ForceTakeoverCommand;
 import dev.paramserver.psctl.job.ScaleCommand;
 import dev.paramserver.psctl.job.StatusCommand;
 import dev.paramserver.psctl.job.StopCommand;
@@ -62,6 +63,7 @@ import picocli.CommandLine.UnmatchedArgumentException;
       CheckpointCommand.class,
       StopCommand.class,
       ScaleCommand.class,
+      ForceTakeoverCommand.class,
       VersionCommand.class,
       CompletionCommand.class,
       CommandLine.HelpCommand.class,

@@ -5,6 +5,7 @@ import dev.paramserver.proto.v1.CheckpointMeta;
 import dev.paramserver.pserver.PserverProperties;
 import dev.paramserver.pserver.role.ShardPersistence;
 import dev.paramserver.pserver.shard.ParameterShard;
+import dev.paramserver.pserver.wal.LogEpoch;
 import dev.paramserver.pserver.wal.WriteAheadLog;
 import dev.paramserver.service.LifecyclePhases;
 import dev.paramserver.storage.S3Settings;
@@ -243,8 +244,35 @@ public final class CheckpointService implements ShardPersistence, SmartLifecycle
   }
 
   @Override
+  public void logEpoch(int index, long epoch) {
+    if (wal != null) {
+      try {
+        LogEpoch.write(wal.dir(), index, epoch);
+      } catch (java.io.UncheckedIOException e) {
+        log.warn(
+            "cannot record the epoch of the log of shard {} (a restart will not claim it back): {}",
+            index,
+            e.getMessage());
+      }
+    }
+  }
+
+  @Override
+  public void onStorageFailure(java.util.function.Consumer<String> listener) {
+    if (wal != null) {
+      wal.onFailure(listener);
+    }
+  }
+
+  @Override
+  public long loggedEpoch(int index) {
+    return wal == null ? 0 : LogEpoch.read(wal.dir(), index);
+  }
+
+  @Override
   public synchronized void discardLog(int index) {
     if (wal != null) {
+      wal.setAside(index);
       wal.open(index, 0, record -> false);
       lastCut = 0;
     }

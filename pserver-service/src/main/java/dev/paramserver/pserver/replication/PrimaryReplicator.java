@@ -45,7 +45,10 @@ import org.slf4j.LoggerFactory;
  * sent (records are sent with the copy's generation, the backup applies them after the copy); in
  * sync. A failed send drops the backup back to "needs a copy". A backup that answers neither within
  * the replication timeout is given up on for that push: it is answered anyway (and counted), but
- * only once etcd confirmed that this pserver still owns the shard ({@link OwnershipCheck}).
+ * only once etcd confirmed that this pserver still owns the shard ({@link OwnershipCheck}) and
+ * recorded the backup out of sync ({@link InSyncRecorder}), so that the backup does not take the
+ * shard over without this primary's log. A copy installed is recorded in sync before the pushes
+ * that wait for it are answered.
  */
 final class PrimaryReplicator
     implements Replica, AutoCloseable, SettleWaiters.Replicator<RegisteredBackup> {
@@ -57,6 +60,7 @@ final class PrimaryReplicator
   private final long epoch;
   private final Duration timeout;
   private final OwnershipCheck owner;
+  private final InSyncRecorder inSync;
   private final Path scratch;
   private final Consumer<String> onDeposed;
   private final AtomicLong unreplicated;
@@ -77,6 +81,7 @@ final class PrimaryReplicator
    * @param channels makes the channel to the backup (the service's TLS and interceptors)
    * @param epoch the create revision of this primary's {@code ps/<index>} key
    * @param owner confirms this primary's ownership before a push is answered without the backup
+   * @param inSync writes the shard's in-sync record in etcd
    * @param scratch directory for the copy being sent
    * @param onDeposed called (once, with why) when a backup reports that this pserver is no longer
    *     primary
@@ -89,6 +94,7 @@ final class PrimaryReplicator
       long epoch,
       Duration timeout,
       OwnershipCheck owner,
+      InSyncRecorder inSync,
       Path scratch,
       Consumer<String> onDeposed,
       AtomicLong unreplicated) {
@@ -98,6 +104,7 @@ final class PrimaryReplicator
     this.epoch = epoch;
     this.timeout = timeout;
     this.owner = owner;
+    this.inSync = inSync;
     this.scratch = scratch;
     this.onDeposed = onDeposed;
     this.unreplicated = unreplicated;
@@ -365,6 +372,11 @@ final class PrimaryReplicator
     if (alone) {
       try {
         owner.confirm();
+        if (late) {
+          behind(b);
+        }
+        inSync.recordOutOfSync(
+            late ? "it did not hold a push within " + timeout : "no backup holds the push");
       } catch (OwnershipCheck.OwnershipException e) {
         if (e.verdict() == OwnershipCheck.Verdict.NOT_OWNER) {
           deposed(e.getMessage());
@@ -381,6 +393,28 @@ final class PrimaryReplicator
           b == null ? "(none)" : b.address,
           timeout);
     }
+  }
+
+  /**
+   * A push is answered without {@code b}, which may lack it (its record late or lost): {@code b}
+   * needs a new copy, cut after that push, before it can be recorded in sync again.
+   */
+  private void behind(RegisteredBackup b) {
+    synchronized (this) {
+      if (b == null || backup != b || b.phase == Phase.NEEDS_COPY) {
+        return;
+      }
+      b.phase = Phase.NEEDS_COPY;
+    }
+    releaseWaiters();
+    log.warn(
+        "pserver {}: backup {} may lack a push answered without it: new copy", index, b.address);
+    copier.execute(this::copyLoop);
+  }
+
+  /** The primary stops cleanly, its last checkpoint holding every update: etcd records it. */
+  void recordCleanStop() {
+    inSync.recordCleanStop();
   }
 
   /** True when a backup is registered and holds every update (for status and tests). */
@@ -408,6 +442,16 @@ final class PrimaryReplicator
             try {
               copy(b);
               return Optional.of(true);
+            } catch (OwnershipCheck.OwnershipException e) {
+              if (e.verdict() == OwnershipCheck.Verdict.NOT_OWNER) {
+                deposed(e.getMessage());
+                return Optional.of(false);
+              }
+              log.warn(
+                  "pserver {}: copy to backup {} installed but not recorded in sync, retrying: {}",
+                  index,
+                  b.address,
+                  e.getMessage());
             } catch (StatusRuntimeException e) {
               if (RpcErrors.reasonOf(e) == ErrorReason.NOT_PRIMARY
                   && refusedByBackup(e.getMessage())) {
@@ -443,6 +487,15 @@ final class PrimaryReplicator
     }
   }
 
+  /** True while {@code b} is the backup and copy {@code generation} is the one it is sent. */
+  private synchronized boolean copying(RegisteredBackup b, long generation) {
+    return !closed
+        && deposedWhy == null
+        && backup == b
+        && b.generation == generation
+        && b.phase == Phase.COPYING;
+  }
+
   private synchronized boolean needsCopy(RegisteredBackup b) {
     return b != null && b == backup && b.phase == Phase.NEEDS_COPY;
   }
@@ -464,8 +517,11 @@ final class PrimaryReplicator
                 return b.generation;
               }
             });
+    // etcd records the backup in sync before any push is answered with its acknowledgement only;
+    // a push answered without it meanwhile made it need a new copy, and then nothing is recorded
+    boolean recorded = inSync.recordInSync(b.address, () -> copying(b, sent.generation()));
     synchronized (this) {
-      if (backup == b && b.generation == sent.generation() && b.phase == Phase.COPYING) {
+      if (recorded && copying(b, sent.generation())) {
         b.phase = Phase.SYNCED;
         notifyAll();
       }
