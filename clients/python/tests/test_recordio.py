@@ -6,7 +6,7 @@ import pytest
 
 from conftest import HERE
 from paramserver import recordio
-from paramserver.client import pb  # noqa: F401  (generates the stubs)
+from paramserver.client import pb  # noqa: F401
 from paramserver.v1 import example_pb2
 
 FIX = os.path.join(HERE, "fixtures")
