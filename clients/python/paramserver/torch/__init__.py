@@ -7,7 +7,7 @@ from __future__ import annotations
 import random
 import time
 from dataclasses import dataclass
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, TypeVar
 
 import numpy as np
 
@@ -21,8 +21,10 @@ from .. import recordio
 from .._stubs import example_pb2, optimizer_pb2
 from ..client import ASYNC, BLOCK_SIZE, Client, FloatArray, PendingPush, dense_spec, ma, optimizer
 from ..errors import CallOrderError, ModelMismatch
+from .embedding import Embedding, EmbeddingBag, RowCache, SparseModule
 
-__all__ = ["Trainer", "decode"]
+T = TypeVar("T")
+__all__ = ["Trainer", "decode", "decode_sparse", "Embedding", "EmbeddingBag", "lookahead"]
 
 
 @dataclass
@@ -47,15 +49,28 @@ class Trainer:
 
     def __init__(self, client: Client, module: torch.nn.Module,
                  optimizer_config: Optional[optimizer_pb2.OptimizerConfig] = None, block_size: int = BLOCK_SIZE,
-                 mode: int = ASYNC, staleness: int = 0, seed: int = 0) -> None:
+                 mode: int = ASYNC, staleness: int = 0, seed: int = 0, row_staleness: int = 0,
+                 max_cached_rows: int = 1 << 20) -> None:
         self.client, self.module, self.seed = client, module, seed
+        # sparse tables (Embedding, EmbeddingBag): named after the module unless given a name
+        self.sparse: List[SparseModule] = []
+        for name, m in module.named_modules():
+            if isinstance(m, SparseModule):
+                m.table = m.table or name or "embedding"
+                self.sparse.append(m)
+        tables = [m.table for m in self.sparse]
+        if len(set(tables)) != len(tables):
+            raise ValueError("two sparse modules name one table: %s (pass table= to tell them apart)" % tables)
+        self.row_staleness, self.max_cached_rows = row_staleness, max_cached_rows
+        self.rows: Optional[RowCache] = None
+        self._in_flight: Dict[str, "set[int]"] = {}
         self.params = dict(module.named_parameters())
         for name, p in self.params.items():
             if p.dtype != torch.float32 or p.device.type != "cpu" or not p.is_contiguous():
                 raise ValueError("parameter %r must be a contiguous float32 CPU tensor, is %s on %s"
                                  % (name, p.dtype, p.device))
         self.specs = [dense_spec(n, p.shape, block_size, optimizer_config or optimizer())
-                      for n, p in self.params.items()]
+                      for n, p in self.params.items()] + [m.spec() for m in self.sparse]
         self.mode, self.staleness = mode, staleness
         self.values: Optional[Dict[str, FloatArray]] = None
         self.tasks_done, self.records_done = 0, 0
@@ -81,7 +96,14 @@ class Trainer:
         self.values = values
         self.client.init_parameters(values)
         self.client.pull(values)
+        self.rows = RowCache(self.client, self, self.row_staleness, self.max_cached_rows)
+        for m in self.sparse:
+            m.attach(self.rows)
         return self
+
+    def in_flight(self, table: str) -> "set[int]":
+        """The rows of `table` the unanswered push carries (read-my-writes waits for it)."""
+        return self._in_flight.get(table, set())
 
     def _require(self, method: str) -> Dict[str, FloatArray]:
         if self.values is None:
@@ -103,8 +125,18 @@ class Trainer:
         values = self._require("step")
         grads = {n: (p.grad.detach().reshape(-1).numpy() if p.grad is not None else np.zeros(p.numel(), np.float32))
                  for n, p in self.params.items()}
+        sparse: Dict[str, Tuple[np.ndarray, np.ndarray]] = {}
+        for m in self.sparse:
+            g = m.gradients()
+            if g is not None and m.table is not None:
+                sparse[m.table] = g
         self.flush()  # the previous step is acknowledged before this one is sent (exactly-once)
-        self._pending = self.client.push_async(grads, into=values)  # copies the gradients
+        self._pending = self.client.push_async(grads, sparse=sparse, into=values)  # copies the gradients
+        if self.rows is not None:
+            for table, (ids, _) in sparse.items():
+                self.rows.written(table, ids)
+            self._in_flight = {table: set(ids.tolist()) for table, (ids, _) in sparse.items()}
+            self.rows.next_batch()
         if self.mode != ASYNC:
             self.flush()
         if loss is not None and self.client.loss_every_records:
@@ -122,8 +154,10 @@ class Trainer:
         if pending is not None:
             with torch.no_grad():
                 self.client.complete(pending)
+        self._in_flight = {}
 
-    def _tasks(self, passes: Optional[int], features: Optional[int]) -> Iterator[Tuple[ma.Task, torch.Tensor, torch.Tensor]]:
+    def _tasks(self, passes: Optional[int], features: Optional[int],
+               sparse: bool = False) -> Iterator[Tuple[ma.Task, torch.Tensor, torch.Tensor]]:
         """(task, features, labels) of each task, read, decoded and shuffled."""
         tasks = self.client.tasks()
         for task in tasks:
@@ -131,12 +165,13 @@ class Trainer:
                 tasks.close()  # hands the task back
                 return
             try:
-                x, y = decode([r for c in task.chunks for r in recordio.read_chunk(c.path, c.offset, c.length)])
+                records = [r for c in task.chunks for r in recordio.read_chunk(c.path, c.offset, c.length)]
+                x, y = decode_sparse(records) if sparse else decode(records)
             except (OSError, recordio.CorruptRecordError) as e:
                 self.client.task_failed(task, "cannot read task %d: %s" % (task.id, e))
                 continue
             if features is not None and x.shape[1:] != (features,):
-                raise ValueError("examples have %s dense features, the model expects %d" % (x.shape[1:], features))
+                raise ValueError("examples have %s features, the model expects %d" % (x.shape[1:], features))
             order = list(range(len(y)))
             random.Random(self.seed ^ (task.id * 31 + task.epoch)).shuffle(order)
             yield task, torch.from_numpy(x[order]), torch.from_numpy(y[order])
@@ -148,13 +183,14 @@ class Trainer:
                                                ended_ms=w.ended_ms))
         self._window = _Window()
 
-    def batches(self, batch_size: int, features: Optional[int] = None,
-                passes: Optional[int] = None) -> Iterator[Tuple[torch.Tensor, torch.Tensor]]:
+    def batches(self, batch_size: int, features: Optional[int] = None, passes: Optional[int] = None,
+                sparse: bool = False) -> Iterator[Tuple[torch.Tensor, torch.Tensor]]:
         """(features [n, f] float32, labels [n] int64) batches of the master's tasks, pass after pass
         (at most `passes`), each task's records shuffled; a task is reported finished once its
-        batches were trained (the caller steps after each batch), with its loss windows."""
+        batches were trained (the caller steps after each batch), with its loss windows. sparse:
+        (sparse ids [n, f] int64, labels) of examples with f sparse ids each (decode_sparse)."""
         self._require("batches")
-        for task, x, y in self._tasks(passes, features):
+        for task, x, y in self._tasks(passes, features, sparse):
             self._windows, self._window = [], _Window()
             for i in range(0, len(y), batch_size):
                 self._size = len(y[i:i + batch_size])
@@ -163,6 +199,34 @@ class Trainer:
             self._close_window()
             self.client.task_finished(task, len(y), self._windows)
             self.tasks_done, self.records_done = self.tasks_done + 1, self.records_done + len(y)
+
+
+def decode_sparse(records: Sequence[bytes]) -> Tuple["np.ndarray[Any, np.dtype[np.int64]]",
+                                                    "np.ndarray[Tuple[int], np.dtype[np.int64]]"]:
+    """(sparse ids [n, f] int64, labels [n] int64) of serialized Examples with f sparse ids each (as
+    the click-through data: one id per field; their values must be absent or 1)."""
+    examples = [example_pb2.Example.FromString(r) for r in records]
+    counts = {len(e.sparse_ids) for e in examples}
+    if len(counts) > 1:
+        raise ValueError("examples have %s sparse ids: decode_sparse needs the same count in each" % sorted(counts))
+    if any(v != 1.0 for e in examples for v in e.sparse_values):
+        raise ValueError("examples have sparse values other than 1: decode_sparse reads ids only")
+    return (np.array([list(e.sparse_ids) for e in examples], np.int64).reshape(len(examples), -1),
+            np.array([e.label for e in examples], np.int64))
+
+
+def lookahead(batches: Iterable[T]) -> Iterator[Tuple[T, Optional[T]]]:
+    """(batch, the next batch or None): to prefetch the next batch's rows (SparseModule.prefetch)
+    while this one trains."""
+    it = iter(batches)
+    try:
+        current = next(it)
+    except StopIteration:
+        return
+    for nxt in it:
+        yield current, nxt
+        current = nxt
+    yield current, None
 
 
 def decode(records: Sequence[bytes]) -> Tuple[FloatArray, "np.ndarray[Tuple[int], np.dtype[np.int64]]"]:
