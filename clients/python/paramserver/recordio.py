@@ -168,3 +168,58 @@ def snappy_uncompress(src: bytes) -> bytes:
         raise ValueError("snappy block decompressed to %d bytes, expected %d" % (len(out), want))
     return bytes(out)
 
+
+
+NONE, GZIP = 0, 2  # compressors the writer offers (Snappy is read, not written: no pure-Python encoder)
+
+
+class Writer:
+    """Writes a RecordIO file the Java reader and the master read: chunks of `records_per_chunk`
+    records, each compressed with NONE or GZIP, the header's CRC-32 over the stored payload.
+
+        with recordio.Writer("train-00000.recordio") as w:
+            for example in examples:
+                w.write(example.SerializeToString())
+    """
+
+    def __init__(self, path: str, compressor: int = NONE, records_per_chunk: int = 1000) -> None:
+        if compressor not in (NONE, GZIP):
+            raise ValueError("compressor must be recordio.NONE or recordio.GZIP, got %r" % compressor)
+        if records_per_chunk <= 0:
+            raise ValueError("records_per_chunk must be positive, got %d" % records_per_chunk)
+        self.path, self.compressor, self.records_per_chunk = path, compressor, records_per_chunk
+        self.records = self.chunks = 0
+        self._pending: List[bytes] = []
+        self._file: Optional[IO[bytes]] = open(path, "wb")
+
+    def write(self, record: bytes) -> None:
+        if self._file is None:
+            raise ValueError("%s: write() after close()" % self.path)
+        if len(record) > MAX_RECORD_BYTES:
+            raise ValueError("%s: a record of %d bytes is over the %d-byte limit" % (self.path, len(record), MAX_RECORD_BYTES))
+        self._pending.append(bytes(record))
+        if len(self._pending) >= self.records_per_chunk:
+            self._flush()
+
+    def _flush(self) -> None:
+        if not self._pending or self._file is None:
+            return
+        payload = b"".join(struct.pack("<I", len(r)) + r for r in self._pending)
+        stored = gzip.compress(payload) if self.compressor == GZIP else payload
+        self._file.write(HEADER.pack(MAGIC, zlib.crc32(stored), self.compressor, len(stored), len(self._pending)))
+        self._file.write(stored)
+        self.records += len(self._pending)
+        self.chunks += 1
+        self._pending = []
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._flush()
+            self._file.close()
+            self._file = None
+
+    def __enter__(self) -> "Writer":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -184,16 +184,21 @@ class Trainer:
         self._window = _Window()
 
     def batches(self, batch_size: int, features: Optional[int] = None, passes: Optional[int] = None,
-                sparse: bool = False) -> Iterator[Tuple[torch.Tensor, torch.Tensor]]:
+                sparse: bool = False, prefetch: bool = False) -> Iterator[Tuple[torch.Tensor, torch.Tensor]]:
         """(features [n, f] float32, labels [n] int64) batches of the master's tasks, pass after pass
         (at most `passes`), each task's records shuffled; a task is reported finished once its
         batches were trained (the caller steps after each batch), with its loss windows. sparse:
-        (sparse ids [n, f] int64, labels) of examples with f sparse ids each (decode_sparse)."""
+        (sparse ids [n, f] int64, labels) of examples with f sparse ids each (decode_sparse);
+        prefetch (with sparse): every sparse module starts reading the next batch's rows while this
+        one trains (for models whose tables all look up the whole batch of ids)."""
         self._require("batches")
         for task, x, y in self._tasks(passes, features, sparse):
             self._windows, self._window = [], _Window()
             for i in range(0, len(y), batch_size):
                 self._size = len(y[i:i + batch_size])
+                if sparse and prefetch and i + batch_size < len(y):
+                    for m in self.sparse:
+                        m.prefetch(x[i + batch_size:i + 2 * batch_size])
                 yield x[i:i + batch_size], y[i:i + batch_size]
             self.flush()
             self._close_window()

@@ -68,8 +68,15 @@ class RowCache:
         """A new batch starts: rows older than the staleness bound no longer serve."""
         self.batch += 1
 
+    def _settle(self) -> None:
+        for f in self._prefetching:
+            f.result()
+        self._prefetching = []
+
     def written(self, table: str, ids: IdArray) -> None:
-        """A push carrying these rows was sent: their cached values are dropped."""
+        """A push carrying these rows was sent: their cached values are dropped (after the
+        prefetches under way, which may have read them before the push, are in)."""
+        self._settle()
         with self._lock:
             for i in ids.tolist():
                 self._rows.pop((table, i), None)
@@ -109,9 +116,7 @@ class RowCache:
 
     def rows(self, table: str, ids: IdArray) -> FloatArray:
         """The values of the distinct rows `ids` ([len(ids), width]), read-my-writes."""
-        for f in self._prefetching:
-            f.result()
-        self._prefetching = []
+        self._settle()
         if self.writes.in_flight(table).intersection(ids.tolist()):
             self.writes.flush()  # read-my-writes: the push carrying them is acknowledged first
         with self._lock:

@@ -39,7 +39,14 @@ class PythonClientUnitTest {
     PythonProcesses.assumeUsable(python, tmp, true);
     List<String> command = new ArrayList<>();
     command.addAll(
-        List.of(python.executable().toString(), "-m", "pytest", "tests", "-q", "-p", "no:cacheprovider"));
+        List.of(
+            python.executable().toString(),
+            "-m",
+            "pytest",
+            "tests",
+            "-q",
+            "-p",
+            "no:cacheprovider"));
     command.add("--junitxml=" + tmp.resolve("pytest.xml"));
     Path log = tmp.resolve("pytest.log");
     ProcessBuilder pb =
@@ -57,7 +64,9 @@ class PythonClientUnitTest {
       p.destroyForcibly();
       throw new AssertionError("pytest did not finish in 5 minutes:\n" + tail(log));
     }
-    assertThat(p.exitValue()).as("pytest clients/python/tests (%s):\n%s", python, tail(log)).isZero();
+    assertThat(p.exitValue())
+        .as("pytest clients/python/tests (%s):\n%s", python, tail(log))
+        .isZero();
     assertThat(Files.readString(log, StandardCharsets.UTF_8)).containsPattern("\\d+ passed");
   }
 
