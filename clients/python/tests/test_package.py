@@ -180,3 +180,38 @@ def test_python_m_build_makes_an_sdist_and_from_it_a_wheel_with_generated_stubs(
     low = re.search(r">=([\d.]+)", bounds["protobuf"]).group(1)
     assert tuple(map(int, low.split("."))) <= tuple(map(int, google.protobuf.__version__.split(".")[:3]))
     assert ">=" in bounds["grpcio"] and "<2" in bounds["grpcio"]
+
+
+def test_admin_sends_the_token_and_says_when_it_is_refused(monkeypatch):
+    import http.server
+    import json
+    import threading
+
+    from paramserver.admin import Admin
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            ok = self.headers.get("Authorization") == "Bearer s3cret" and self.path == "/admin/job"
+            body = json.dumps({"state": "RUNNING"} if ok else {"error": "bad token"}).encode()
+            self.send_response(200 if ok else 401)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = "http://127.0.0.1:%d" % server.server_port
+    try:
+        assert Admin(url, "s3cret").job() == {"state": "RUNNING"}
+        monkeypatch.setenv("PARAMSERVER_ADMIN_TOKEN", "s3cret")
+        assert Admin(url).job()["state"] == "RUNNING"
+        with pytest.raises(paramserver.ParamServerError, match="401, the admin token was refused"):
+            Admin(url, "wrong").job()
+        monkeypatch.delenv("PARAMSERVER_ADMIN_TOKEN")
+        with pytest.raises(ValueError, match="PARAMSERVER_ADMIN_TOKEN"):
+            Admin(url)
+    finally:
+        server.shutdown()

@@ -23,6 +23,7 @@ import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Comparator;
 import java.util.List;
 import java.util.Set;
 import java.util.TreeSet;
@@ -164,6 +165,7 @@ final class PythonProcesses {
       return wheelSite;
     }
     Path dir = Files.createTempDirectory("paramserver-wheel-");
+    Runtime.getRuntime().addShutdownHook(new Thread(() -> deleteTree(dir)));
     Path log = dir.resolve("build.log");
     Path dist = dir.resolve("dist");
     Path site = dir.resolve("site");
@@ -198,6 +200,14 @@ final class PythonProcesses {
         wheel.toString());
     wheelSite = site;
     return site;
+  }
+
+  private static void deleteTree(Path dir) {
+    try (var paths = Files.walk(dir)) {
+      paths.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+    } catch (IOException e) {
+      // a temporary directory: left for the system to clean
+    }
   }
 
   private static void run(Path log, String... command) throws Exception {
@@ -237,11 +247,9 @@ final class PythonProcesses {
             .redirectErrorStream(true)
             .redirectOutput(log.toFile());
     if (python.pip()) {
-      if (wheelSite == null) {
-        throw new IllegalStateException(
-            "assumeUsable(" + python + ", ...) first: it builds the wheel");
+      if (wheelSite != null) { // null: assumeUsable's module check, before the wheel is built
+        pb.environment().put("PYTHONPATH", wheelSite.toString());
       }
-      pb.environment().put("PYTHONPATH", wheelSite.toString());
     } else {
       pb.environment().put("PYTHONPATH", CLIENT.toString());
     }
