@@ -8,7 +8,8 @@
 #   scripts/python-venv.sh          # prints the venv's python
 #
 # Where: $PARAMSERVER_PY_VENV, default ~/.cache/paramserver/py-venv (integration-tests' Python tests
-# look there too; see docs/how-to/python.md). Cost, measured on a fresh machine: about 4 minutes and
+# look there too, and wait for a venv being made: $VENV.building names the pid making it; see
+# docs/how-to/python.md). scripts/test.sh makes it in the background while Maven builds. Cost, measured on a fresh machine: about 4 minutes and
 # 5.5 GB, nearly all of it PyTorch's CUDA wheels (PyPI's Linux torch depends on them; it cannot be
 # imported without them).
 set -euo pipefail
@@ -32,6 +33,10 @@ fi
 start=$(date +%s)
 echo "python-venv.sh: making $VENV with PyPI's newest ${PACKAGES[*]}..." >&2
 rm -f "$STAMP"
+# while it is made, $VENV.building holds this script's pid (the Java tests wait for it to end)
+mkdir -p "$(dirname "$VENV")"
+echo $$ > "$VENV.building"
+trap 'rm -f "$VENV.building"' EXIT
 "$PYTHON" -m venv "$VENV"
 PIP_PROGRESS_BAR=off "$VENV/bin/python" -m pip install -q --upgrade pip >&2
 PIP_PROGRESS_BAR=off "$VENV/bin/python" -m pip install -q --upgrade "${PACKAGES[@]}" >&2

@@ -9,6 +9,7 @@ import dev.paramserver.coordination.EtcdCoordinator;
 import dev.paramserver.coordination.KeyValueStore;
 import dev.paramserver.localcluster.LocalCluster;
 import dev.paramserver.localcluster.Role;
+import dev.paramserver.testsupport.Poll;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.URI;
@@ -107,6 +108,9 @@ final class PythonProcesses {
    * processes started together do not); the venv's, the wheel built and installed once.
    */
   static void assumeUsable(Python python, Path tmp, boolean torch) throws Exception {
+    if (python.pip()) {
+      awaitVenv(python);
+    }
     if (python.pip() && !Files.isExecutable(python.executable())) {
       String why =
           python.executable()
@@ -142,6 +146,9 @@ final class PythonProcesses {
                 + " os.path.exists(p))]))");
     assertThat(p.waitFor(60, TimeUnit.SECONDS)).as("python3 module check").isTrue();
     String missing = Files.readString(check, StandardCharsets.UTF_8).strip();
+    if (python.pip() && "true".equals(System.getenv("CI"))) {
+      assertThat(missing).as(python.executable() + " lacks what the Python client needs").isEmpty();
+    }
     assumeThat(missing)
         .as(python.executable() + " lacks what the Python client needs: " + missing)
         .isEmpty();
@@ -153,6 +160,29 @@ final class PythonProcesses {
     Process g = start(python, gen, "-m", "paramserver.gen", "--if-stale");
     assertThat(g.waitFor(120, TimeUnit.SECONDS)).as("python3 -m paramserver.gen").isTrue();
     assertThat(g.exitValue()).as("python3 -m paramserver.gen:\n%s", tail(gen, 30)).isZero();
+  }
+
+  /**
+   * Waits, at most 5 minutes, while {@code scripts/python-venv.sh} makes the venv ({@code
+   * scripts/test.sh} runs it beside the build): {@code <venv>.building} names its pid meanwhile.
+   */
+  private static void awaitVenv(Python python) {
+    Path venv = python.executable().getParent().getParent();
+    Path building = venv.resolveSibling(venv.getFileName() + ".building");
+    Poll.until(
+        Duration.ofMinutes(5),
+        Duration.ofSeconds(1),
+        () -> !makingVenv(building),
+        "scripts/python-venv.sh to finish making " + venv);
+  }
+
+  private static boolean makingVenv(Path building) {
+    try {
+      long pid = Long.parseLong(Files.readString(building, StandardCharsets.UTF_8).strip());
+      return ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false);
+    } catch (IOException | NumberFormatException e) {
+      return false;
+    }
   }
 
   /**
