@@ -5,10 +5,17 @@
 # its tests, Python's stock gRPC and protobuf with protoc, its gRPC plugin and the well-known
 # types, PyTorch, NumPy and pytest (Debian's python3-grpcio, python3-protobuf, protobuf-compiler,
 # protobuf-compiler-grpc, libprotobuf-dev, python3-torch, python3-numpy and python3-pytest).
-# Installs only what is missing.
-# INSTALL_BROWSER=0 skips the browser, INSTALL_PYTHON=0 the Python packages (the local run needs
-# neither).
+# Installs only what is missing. Then scripts/python-venv.sh makes (or reuses) the virtual
+# environment with PyPI's newest PyTorch, grpcio and protobuf that the Python client is tested in too.
+# INSTALL_BROWSER=0 skips the browser, INSTALL_PYTHON=0 the Python packages and the venv,
+# INSTALL_PYTHON_VENV=0 only the venv (the local run needs none of them).
 set -euo pipefail
+
+python_venv() {
+  if [ "${INSTALL_PYTHON:-1}" != "0" ] && [ "${INSTALL_PYTHON_VENV:-1}" != "0" ]; then
+    "$(dirname "$0")/python-venv.sh" >/dev/null
+  fi
+}
 
 packages=()
 if ! { command -v etcd >/dev/null 2>&1 || [ -x /usr/bin/etcd ] || [ -n "${ETCD_BIN:-}" ]; }; then
@@ -35,6 +42,9 @@ if [ "${INSTALL_PYTHON:-1}" != "0" ]; then
   if ! /usr/bin/python3 -c 'import grpc, google.protobuf' >/dev/null 2>&1; then
     packages+=(python3-grpcio python3-protobuf)
   fi
+  if ! /usr/bin/python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
+    packages+=(python3-venv)
+  fi
   for module in torch numpy pytest; do
     if ! /usr/bin/python3 -c "import $module" >/dev/null 2>&1; then
       packages+=("python3-$module")
@@ -42,6 +52,7 @@ if [ "${INSTALL_PYTHON:-1}" != "0" ]; then
   done
 fi
 if [ ${#packages[@]} -eq 0 ]; then
+  python_venv
   exit 0
 fi
 if ! command -v apt-get >/dev/null 2>&1; then
@@ -61,3 +72,4 @@ fi
 echo "installing ${packages[*]} (Debian packages)..."
 $SUDO apt-get update -q
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${packages[@]}"
+python_venv

@@ -2,5 +2,20 @@
 # The test command: installs etcd where needed, then builds and tests every module.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh
-exec ./mvnw -B verify "$@"
+# the Python venv (PyPI's torch: minutes of downloads) is made in the background while Maven builds
+# and tests the other modules; integration-tests' Python tests wait for it (scripts/python-venv.sh)
+INSTALL_PYTHON_VENV=0 scripts/install-deps.sh
+venv_pid=""
+if [ "${INSTALL_PYTHON:-1}" != "0" ] && [ "${INSTALL_PYTHON_VENV:-1}" != "0" ]; then
+  mkdir -p target
+  scripts/python-venv.sh > target/python-venv.log 2>&1 &
+  venv_pid=$!
+fi
+status=0
+./mvnw -B verify "$@" || status=$?
+if [ -n "$venv_pid" ] && ! wait "$venv_pid"; then
+  echo "scripts/python-venv.sh failed (target/python-venv.log):" >&2
+  tail -20 target/python-venv.log >&2
+  status=1
+fi
+exit $status

@@ -14,6 +14,7 @@ Exit code: 0 the job finished, 1 it failed, 2 bad usage, 3 stopped by SIGTERM (t
     PYRESULT trainer=<id> tasks=<n> records=<n> [accuracy=<a> loss=<l>]
 """
 
+import importlib.util
 import argparse
 import csv
 import glob
@@ -27,7 +28,11 @@ import zlib
 
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "clients", "python"))
+if importlib.util.find_spec("paramserver") is None:  # a checkout run without installing the package:
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "clients", "python"))
+    from paramserver import gen  # the client beside it, its stubs generated once (a build step)
+
+    gen.ensure()
 from paramserver import ParamServerError, recordio  # noqa: E402
 from paramserver.client import ASYNC, BOUNDED_STALENESS, SYNC, Client, co, optimizer  # noqa: E402
 from paramserver.torch import Trainer, decode  # noqa: E402

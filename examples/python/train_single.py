@@ -11,6 +11,7 @@ RPC on the same RecordIO data. Each pass reads the files, decodes, shuffles, cut
         --test 'd/test-*.recordio' --hidden 128,64 --lr 0.1 --batch-size 64 --passes 5
 """
 
+import importlib.util
 import argparse
 import glob
 import os
@@ -20,7 +21,11 @@ import time
 
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "clients", "python"))
+if importlib.util.find_spec("paramserver") is None:  # a checkout run without installing the package:
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "clients", "python"))
+    from paramserver import gen  # the client beside it, its stubs generated once (a build step)
+
+    gen.ensure()
 from paramserver import recordio  # noqa: E402
 from paramserver.torch import decode  # noqa: E402
 from paramserver.torch.models import MLP  # noqa: E402

@@ -1,18 +1,43 @@
-"""paramserver: train against a paramserver job from Python, with no etcd client.
+"""paramserver: train PyTorch modules against a paramserver job, with no etcd client.
 
-    from paramserver import Client             # the protocol (numpy arrays)
+    from paramserver import Client, optimizer  # the protocol (numpy arrays)
     from paramserver.torch import Trainer      # PyTorch modules (import paramserver.torch)
 
-Importing this package does not need the generated stubs (python3 -m paramserver.gen makes them);
-paramserver.client does, and generates them from the source tree when they are missing or stale."""
+Importing this package needs neither grpc nor the generated stubs (the errors and the version are
+here); paramserver.client needs both (they are generated when the package is built)."""
+
+from __future__ import annotations
+
+from typing import Any
 
 from .errors import *  # noqa: F401,F403  (the typed errors: ParamServerError, NotLeader, ...)
+from .errors import __all__ as _errors
 
-__all__ = ["Client", "ASYNC", "SYNC", "BOUNDED_STALENESS"]
+
+def _version() -> str:
+    import importlib
+    try:
+        built: str = importlib.import_module("._version", __name__).__version__  # written by the build
+        return built
+    except ImportError:  # a source checkout: the root pom's version, as the build derives it
+        import os
+        import re
+        pom = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "pom.xml")
+        try:
+            with open(pom) as f:
+                m = re.search(r"</parent>.*?<version>([^<]+)</version>", f.read(), re.S)
+            return m.group(1).replace("-SNAPSHOT", "") if m else "0+unknown"
+        except OSError:
+            return "0+unknown"
 
 
-def __getattr__(name):
-    if name in __all__:
+__version__ = _version()
+_LAZY = ("Client", "Tls", "PendingPush", "optimizer", "dense_spec", "ASYNC", "SYNC", "BOUNDED_STALENESS")
+__all__ = ["__version__", *_LAZY, *_errors]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
         from . import client
         return getattr(client, name)
     raise AttributeError("module 'paramserver' has no attribute %r" % name)

@@ -2,35 +2,50 @@
 map, placement, locks) and the pservers (init, push, pull). No etcd client. Not thread-safe: one
 training thread calls it (a background thread keeps the membership alive)."""
 
+from __future__ import annotations
+
 import concurrent.futures
 import logging
 import platform
 import threading
 import time
 import uuid
+from dataclasses import dataclass, field
+from typing import (Any, Callable, Dict, Generator, Iterable, Iterator, List, Mapping, MutableMapping, Optional,
+                    Sequence, Tuple, TypeVar, Union)
 
 import grpc
 import numpy as np
+import numpy.typing as npt
 
-from . import elastic, errors, gen, routing
+from . import elastic, errors, routing
+from ._stubs import co, co_grpc, ma, ma_grpc, optimizer_pb2, pb, pb_grpc, placement_pb2, tensor_pb2
 from .errors import CallOrderError, ParamServerError
 
-gen.ensure()
-from .v1 import coordination_pb2 as co, coordination_pb2_grpc as co_grpc  # noqa: E402
-from .v1 import master_pb2 as ma, master_pb2_grpc as ma_grpc  # noqa: E402
-from .v1 import optimizer_pb2, placement_pb2, pserver_pb2 as pb, pserver_pb2_grpc as pb_grpc, tensor_pb2  # noqa: E402,F401
+__all__ = ["Client", "Tls", "PendingPush", "optimizer", "dense_spec", "ASYNC", "SYNC", "BOUNDED_STALENESS",
+           "co", "ma", "pb", "placement_pb2", "tensor_pb2", "optimizer_pb2"]
 
 log = logging.getLogger("paramserver")
 ASYNC, SYNC, BOUNDED_STALENESS = pb.ASYNC, pb.SYNC, pb.BOUNDED_STALENESS
-OPTIONS = [("grpc.max_send_message_length", 64 << 20), ("grpc.max_receive_message_length", 64 << 20)]
+OPTIONS: List[Tuple[str, Any]] = [("grpc.max_send_message_length", 64 << 20),
+                                  ("grpc.max_receive_message_length", 64 << 20)]
 TRANSIENT = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
 WAIT_HOLD_MS = 1000  # as the Java trainer's PassRunner
 BLOCK_SIZE = 262144  # elements per block, the Java trainer's default (1 MiB)
 LOOK_AGAIN_S = 0.5  # waiting for a placement epoch, the cluster map is looked at again this often
 
+FloatArray = npt.NDArray[np.float32]
+Values = MutableMapping[str, FloatArray]  # {name: flat float32 array}, written in place
+Gradients = Mapping[str, "npt.ArrayLike"]
+SparseGradients = Mapping[str, Tuple["npt.ArrayLike", "npt.ArrayLike"]]  # {table: (row ids, [n, width])}
+Planned = List[Tuple[int, pb.PushGradientsRequest]]
+T = TypeVar("T")
 
-def optimizer(kind="sgd", learning_rate=0.1, momentum=0.0, weight_decay=0.0, beta1=0.9, beta2=0.999,
-              epsilon=0.0, rho=0.0, initial_accumulator=0.0, clip_value=0.0, clip_norm=0.0):
+
+def optimizer(kind: str = "sgd", learning_rate: float = 0.1, momentum: float = 0.0, weight_decay: float = 0.0,
+              beta1: float = 0.9, beta2: float = 0.999, epsilon: float = 0.0, rho: float = 0.0,
+              initial_accumulator: float = 0.0, clip_value: float = 0.0,
+              clip_norm: float = 0.0) -> optimizer_pb2.OptimizerConfig:
     """An OptimizerConfig (run on the pservers) built as the Java trainer builds it from its
     settings, defaults included, so that a Python and a Java trainer of one job send equal specs.
     kind: sgd, momentum, nesterov, adam, adamw, adagrad, rmsprop or adadelta."""
@@ -47,10 +62,59 @@ def optimizer(kind="sgd", learning_rate=0.1, momentum=0.0, weight_decay=0.0, bet
              schedule=optimizer_pb2.LearningRateSchedule(gamma=0.1))
 
 
-def dense_spec(name, shape, block_size=BLOCK_SIZE, optimizer_config=None):
+def dense_spec(name: str, shape: Sequence[int], block_size: int = BLOCK_SIZE,
+               optimizer_config: Optional[optimizer_pb2.OptimizerConfig] = None) -> pb.ParameterSpec:
     """The ParameterSpec of a dense float32 parameter."""
     return pb.ParameterSpec(name=name, shape=list(shape), dtype=tensor_pb2.FLOAT32, block_size=block_size,
                             optimizer=optimizer_config or optimizer())
+
+
+@dataclass(frozen=True)
+class Tls:
+    """TLS for every channel the client opens (the servers' `grpc.server.security.*`): `ca` the PEM
+    file of the CA certificates the servers' certificates are checked against (None: the system's);
+    `certificate` and `private_key` PEM files of a client certificate, for servers that require one
+    (mutual TLS); `authority` the host name to check the certificates against instead of the
+    address dialled (as the Java trainers' paramserver.grpc-client.tls.authority-override)."""
+
+    ca: Optional[str] = None
+    certificate: Optional[str] = None
+    private_key: Optional[str] = None
+    authority: Optional[str] = None
+
+    def __post_init__(self) -> None:
+        if (self.certificate is None) != (self.private_key is None):
+            raise ValueError("Tls: a client certificate needs both certificate and private_key")
+
+    def credentials(self) -> grpc.ChannelCredentials:
+        def read(path: Optional[str]) -> Optional[bytes]:
+            if path is None:
+                return None
+            try:
+                with open(path, "rb") as f:
+                    return f.read()
+            except OSError as e:
+                raise ValueError("Tls: cannot read %s: %s" % (path, e)) from e
+        return grpc.ssl_channel_credentials(read(self.ca), read(self.private_key), read(self.certificate))
+
+    def options(self) -> List[Tuple[str, Any]]:
+        return [("grpc.ssl_target_name_override", self.authority)] if self.authority else []
+
+
+@dataclass(frozen=True)
+class PendingPush:
+    """A push sent with push(wait=False): `step` its step, `answers` the Future of the pservers'
+    answers (set once every pserver acknowledged). Client.complete() waits for it and writes the new
+    values into `into`; complete it before the next push (one step in flight keeps exactly-once)."""
+
+    step: int
+    answers: concurrent.futures.Future[List[pb.PushGradientsResponse]]
+    into: Optional[Values] = field(default=None, repr=False)
+    planned: Tuple[Tuple[int, pb.PushGradientsRequest], ...] = field(default=(), repr=False)
+
+    def done(self) -> bool:
+        """Whether every pserver answered (complete() would not wait)."""
+        return self.answers.done()
 
 
 class Client:
@@ -58,6 +122,7 @@ class Client:
 
     masters: "host:port" or a list of them (leader and standbys); on NOT_LEADER or UNAVAILABLE the
     client tries the ErrorInfo's "leader" address, else the next one, for up to failover_s seconds.
+    tls: a Tls for TLS channels (default: plaintext).
 
     Elastic jobs (docs/explanation/elastic.md): requests are routed by the job's committed placement
     map (ClusterMap.placement, from the Attend stream; without one, the initial map of the pserver
@@ -66,28 +131,45 @@ class Client:
     re-split by the map and each piece resent with the same identity, `origin` and a part of its own.
     """
 
-    def __init__(self, masters, trainer_id="", timeout_s=10.0, failover_s=60.0, retry_s=300.0):
+    def __init__(self, masters: Union[str, Sequence[str]], trainer_id: str = "", timeout_s: float = 10.0,
+                 failover_s: float = 60.0, retry_s: float = 300.0, tls: Optional[Tls] = None) -> None:
         self.masters = [m.strip() for m in (masters.split(",") if isinstance(masters, str) else masters)]
         if not self.masters or not all(self.masters):
             raise ValueError("masters must name at least one host:port, got %r" % (masters,))
-        self.trainer_id, self.session = trainer_id, uuid.uuid4().hex
+        self.trainer_id, self.session, self.tls = trainer_id, uuid.uuid4().hex, tls
         self.timeout_s, self.failover_s, self.retry_s = timeout_s, failover_s, retry_s
-        self.joined = self.placement = self.cluster_map = self.values = None
+        self.joined: Optional[co.JoinResponse] = None
+        self.placement: Optional[co.Placement] = None
+        self.cluster_map: Optional[co.ClusterMap] = None
+        self.values: Optional[Values] = None
         self.step, self.current_pass, self.loss_every_records = 0, 0, 0
-        self._leader, self._channels, self._held = 0, {}, {}
+        self._leader = 0
+        self._channels: Dict[str, grpc.Channel] = {}
+        self._held: Dict[int, ma.Task] = {}
         self._cond, self._closed = threading.Condition(), threading.Event()
         self._sender = concurrent.futures.ThreadPoolExecutor(1, "paramserver-push")
-        self._attend = self._call = self._stop = self._init_id = self._join_request = None
-        self._map, self._plans, self._parts = None, {}, elastic.ResentParts()
+        self._attend: Optional[threading.Thread] = None
+        self._call: Any = None
+        self._stop: Optional[threading.Event] = None
+        self._init_id: Optional[str] = None
+        self._join_request: Optional[co.JoinRequest] = None
+        self._map: Optional[routing.SlotMap] = None
+        self._plans: Dict[Tuple[int, bool], Dict[int, List[List[co.BlockPlacement]]]] = {}
+        self._parts = elastic.ResentParts()
+        self._widths: Dict[str, int] = {}
         self.moved_requests = 0  # requests refused with MOVED and resent (re-split)
 
     # ---- plumbing ----
-    def _channel(self, address):
+    def _channel(self, address: str) -> grpc.Channel:
         if address not in self._channels:
-            self._channels[address] = grpc.insecure_channel(address, options=OPTIONS)
+            if self.tls is None:
+                self._channels[address] = grpc.insecure_channel(address, options=OPTIONS)
+            else:
+                self._channels[address] = grpc.secure_channel(address, self.tls.credentials(),
+                                                              options=OPTIONS + self.tls.options())
         return self._channels[address]
 
-    def _require(self, method, joined=True, initialised=False):
+    def _require(self, method: str, joined: bool = True, initialised: bool = False) -> None:
         if self._closed.is_set():
             raise CallOrderError("%s() after close(): make a new Client" % method)
         if joined and self.joined is None:
@@ -95,7 +177,13 @@ class Client:
         if initialised and self.values is None:
             raise CallOrderError("%s() before init_parameters(): call client.init_parameters(values) first" % method)
 
-    def _master(self, stub, method, request, what, timeout_s=None, retry=("NOT_LEADER",)):
+    def _job(self) -> co.JoinResponse:
+        if self.joined is None:
+            raise CallOrderError("the client has not joined a job: call client.join(parameters) first")
+        return self.joined
+
+    def _master(self, stub: Callable[[grpc.Channel], Any], method: str, request: Any, what: str,
+                timeout_s: Optional[float] = None, retry: Tuple[str, ...] = ("NOT_LEADER",)) -> Any:
         """One call to the leader master, failing over (NOT_LEADER, UNAVAILABLE) for failover_s."""
         deadline, delay, tried = time.monotonic() + self.failover_s, 0.1, 0
         while True:
@@ -113,17 +201,18 @@ class Client:
                     time.sleep(delay)
                     delay = min(2 * delay, 2.0)
 
-    def _next_master(self, leader=None):
+    def _next_master(self, leader: Optional[str] = None) -> None:
         if leader and leader not in self.masters:
             self.masters.append(leader)
         self._leader = self.masters.index(leader) if leader else (self._leader + 1) % len(self.masters)
 
-    def _coord(self, method, request, what):
+    def _coord(self, method: str, request: Any, what: str) -> Any:
         return self._master(co_grpc.CoordinationStub, method, request, what,
                             retry=("NOT_LEADER", "NOT_JOINED"))
 
     # ---- membership ----
-    def join(self, parameters=(), mode=ASYNC, staleness=0, endpoint="", client=None):
+    def join(self, parameters: Iterable[pb.ParameterSpec] = (), mode: int = ASYNC, staleness: int = 0,
+             endpoint: str = "", client: Optional[str] = None) -> co.JoinResponse:
         """Joins the job with the model `parameters` (ParameterSpecs; empty: the job's model as it is),
         keeps an Attend stream open on a background thread, and fetches the block placement.
         A model that differs from the job's raises ModelMismatch (the master names the difference)."""
@@ -131,34 +220,37 @@ class Client:
         if self.joined is not None:
             raise CallOrderError("join() twice: one Client joins once")
         self._join_request = co.JoinRequest(
-            trainer_id=self.trainer_id, session=self.session, parameters=list(parameters), mode=mode,
+            trainer_id=self.trainer_id, session=self.session, parameters=list(parameters), mode=mode,  # type: ignore[arg-type]
             staleness=staleness, endpoint=endpoint,
             client=client or "python %s / paramserver-py" % platform.python_version())
-        self.joined = self._coord("Join", self._join_request, "joining the job")
-        self.trainer_id = self.joined.trainer_id
+        joined: co.JoinResponse = self._coord("Join", self._join_request, "joining the job")
+        self.joined = joined
+        self.trainer_id = joined.trainer_id
         self._attend = threading.Thread(target=self._attend_loop, name="paramserver-attend", daemon=True)
         self._attend.start()
         # the placement needs the pserver count the job wants (set once a pserver started)
         self._wait(lambda: self.cluster_map is not None and self.cluster_map.pservers_desired > 0,
                    "a cluster map with pservers_desired > 0 (Attend)")
-        self.placement = self._coord("GetPlacement", co.GetPlacementRequest(trainer_id=self.trainer_id),
-                                     "getting the placement")
+        placement: co.Placement = self._coord("GetPlacement", co.GetPlacementRequest(trainer_id=self.trainer_id),
+                                              "getting the placement")
+        self.placement = placement
         with self._cond:
-            self._map = routing.SlotMap.initial(self.placement.blocks, self.placement.pservers)
-        self._widths = {t.name: t.width for t in self.placement.sparse_tables}
-        log.info("joined job %s as %s: %d parameters, %d pservers, mode %s, %r", self.joined.job,
-                 self.trainer_id, len(self.joined.parameters), self.placement.pservers,
-                 pb.TrainingMode.Name(self.joined.mode), self._routing())
-        return self.joined
+            self._map = routing.SlotMap.initial(placement.blocks, placement.pservers)
+        self._widths = {t.name: t.width for t in placement.sparse_tables}
+        log.info("joined job %s as %s: %d parameters, %d pservers, mode %s, %r", joined.job,
+                 self.trainer_id, len(joined.parameters), placement.pservers,
+                 pb.TrainingMode.Name(joined.mode), self._routing())
+        return joined
 
     # ---- elastic placement ----
-    def _routing(self):
+    def _routing(self) -> routing.SlotMap:
         """The SlotMap requests are planned by: the newest committed map the cluster map carried,
         else the initial map of the Placement's pserver count. One request uses one map throughout."""
         with self._cond:
             m = self.cluster_map
-            if (self._map is not None and m is not None and m.HasField("placement")
-                    and m.placement.epoch > self._map.epoch):
+            if self._map is None:
+                raise CallOrderError("the client has no placement yet: call client.join(parameters) first")
+            if m is not None and m.HasField("placement") and m.placement.epoch > self._map.epoch:
                 try:
                     self._map = routing.SlotMap.from_proto(m.placement)
                     log.info("routing by placement epoch %d: %r", self._map.epoch, self._map)
@@ -166,16 +258,17 @@ class Client:
                     log.error("cannot route by placement epoch %d: %s", m.placement.epoch, e)
             return self._map
 
-    def _plan(self, sync=False):
+    def _plan(self, sync: bool = False) -> Dict[int, List[List[co.BlockPlacement]]]:
         """{pserver: [group, ...]} of the dense blocks under the current map (cached per epoch)."""
         m = self._routing()
         key = (m.epoch, sync)
         if key not in self._plans:
+            assert self.placement is not None
             self._plans = {k: v for k, v in self._plans.items() if k[0] == m.epoch}
             self._plans[key] = routing.plan(self.placement.blocks, m.pservers, sync=sync, slot_map=m)
         return self._plans[key]
 
-    def _settle(self, moved, refusals):
+    def _settle(self, moved: errors.ParamServerError, refusals: int) -> bool:
         """Waits, at most timeout_s, until the request `moved` refused may be re-split: the map
         routes by the epoch it names, or that move was rolled back (none of that epoch in progress
         and the committed epoch below it). The second and later refusals of one request first wait
@@ -186,22 +279,24 @@ class Client:
         deadline = time.monotonic() + self.timeout_s
         with self._cond:
             while True:
-                if self._routing().epoch >= epoch:
+                current = self._routing()
+                if current.epoch >= epoch:
                     return True
                 m = self.cluster_map
                 committed = m.placement.epoch if m is not None and m.HasField("placement") else 0
                 moving = m is not None and m.HasField("placement_move") and m.placement_move.epoch == epoch
                 if committed < epoch and not moving:
-                    log.info("%s, but that move was rolled back: routing by epoch %d", moved, self._map.epoch)
+                    log.info("%s, but that move was rolled back: routing by epoch %d", moved, current.epoch)
                     return True
                 left = deadline - time.monotonic()
                 if left <= 0:
                     log.warning("%s, but no placement epoch %d came within %.1f s: resending by %r",
-                                moved, epoch, self.timeout_s, self._map)
+                                moved, epoch, self.timeout_s, current)
                     return False
                 self._cond.wait(min(left, LOOK_AGAIN_S))
 
-    def _send(self, ps, method, request, what, first=None, refusals=0):
+    def _send(self, ps: int, method: str, request: Any, what: str, first: Optional[grpc.Future[Any]] = None,
+              refusals: int = 0) -> Any:
         """_call_ps; a push or pull refused with MOVED is re-split by the map and its pieces sent
         (each until it is answered, again so if refused again); the answer is the pieces' together."""
         try:
@@ -213,18 +308,18 @@ class Client:
             self._settle(moved, refusals)
             m = self._routing()
             push = method == "PushGradients"
-            pieces = (elastic.split_push(ps, request, m, self._parts.next) if push
-                      else elastic.split_pull(request, m))
+            pieces: Sequence[Tuple[int, Any]] = (elastic.split_push(ps, request, m, self._parts.next) if push
+                                                 else elastic.split_pull(request, m))
             log.info("%s: resending it as %d piece(s) by placement epoch %d", moved, len(pieces), m.epoch)
             answers = [self._send(p, method, piece, what, refusals=refusals + 1) for p, piece in pieces]
             return elastic.merge(answers, pb.PushGradientsResponse if push else pb.PullParametersResponse, push)
 
-    def _heartbeats(self, stop):
+    def _heartbeats(self, stop: threading.Event) -> Iterator[co.AttendRequest]:
         yield co.AttendRequest(trainer_id=self.trainer_id, session=self.session)
-        while not stop.wait(max(self.joined.heartbeat_ms, 50) / 1000.0):
+        while not stop.wait(max(self._job().heartbeat_ms, 50) / 1000.0):
             yield co.AttendRequest()
 
-    def _attend_loop(self):
+    def _attend_loop(self) -> None:
         delay, first = 0.2, True
         while not self._closed.is_set():
             stop = self._stop = threading.Event()
@@ -252,23 +347,23 @@ class Client:
             self._closed.wait(delay)
             delay = min(2 * delay, 5.0)
 
-    def _wait(self, condition, what, timeout_s=None):
+    def _wait(self, condition: Callable[[], bool], what: str, timeout_s: Optional[float] = None) -> None:
         with self._cond:
             if not self._cond.wait_for(condition, timeout_s or self.retry_s):
                 raise ParamServerError("timed out after %.0f s waiting for %s" % (timeout_s or self.retry_s, what))
 
     # ---- pservers ----
-    def _pserver(self, ps):
+    def _pserver(self, ps: int) -> Any:
         """The stub of pserver `ps` once it is registered. One that is not and owns nothing in the
         committed map (emptied by a shrink, then shut down) is taken as having answered MOVED at the
         committed epoch: the request goes to the owners the map names."""
-        def address():
+        def address() -> Optional[str]:
             m = self.cluster_map
             return next((p.address for p in m.pservers if p.index == ps and p.address), None) if m else None
 
-        def emptied():
+        def emptied() -> bool:
             r = self._routing()
-            return r is not None and r.epoch > 0 and not r.owns_anything(ps)
+            return r.epoch > 0 and not r.owns_anything(ps)
         self._wait(lambda: address() is not None or emptied(), "pserver %d to register" % ps)
         with self._cond:
             a = address()
@@ -278,7 +373,7 @@ class Client:
                                    % (ps, epoch), "MOVED", None, {"owner": "-1", "epoch": str(epoch)})
         return pb_grpc.ParameterServerStub(self._channel(a))
 
-    def _call_ps(self, ps, method, request, what, first=None):
+    def _call_ps(self, ps: int, method: str, request: Any, what: str, first: Optional[grpc.Future[Any]] = None) -> Any:
         """Calls pserver `ps` until it answers, retrying transient failures with the same request
         (pushes carry their identity, so a retried push is applied once); re-initialises a pserver
         that lost its state. `first` is the future of a first attempt already sent."""
@@ -303,9 +398,9 @@ class Client:
                 time.sleep(delay)
                 delay = min(2 * delay, 5.0)
 
-    def _all(self, planned, method, what):
+    def _all(self, planned: Sequence[Tuple[int, Any]], method: str, what: str) -> List[Any]:
         """Sends (pserver, request) pairs concurrently; returns the answers in order."""
-        futures = []
+        futures: List[Optional[grpc.Future[Any]]] = []
         for ps, req in planned:
             try:
                 futures.append(getattr(self._pserver(ps), method).future(req, timeout=self.timeout_s))
@@ -314,20 +409,21 @@ class Client:
         return [self._send(ps, method, req, what, first=f) for (ps, req), f in zip(planned, futures)]
 
     # ---- initialisation ----
-    def init_parameters(self, values, timeout_s=None):
+    def init_parameters(self, values: Values, timeout_s: Optional[float] = None) -> bool:
         """Makes sure every pserver is initialised. The trainer granted the INIT_PARAMETERS lock sends
         each pserver the `values` ({name: flat float32 array}) of the blocks it owns, FinishInit, and
         releases the lock as done; the others wait until it is done. `values` stays the client's
-        latest values (a pserver that loses its state is re-initialised with them)."""
+        latest values (a pserver that loses its state is re-initialised with them). True when this
+        trainer initialised them."""
         self._require("init_parameters")
-        missing = [p.name for p in self.joined.parameters if not p.sparse and p.name not in values]
+        missing = [p.name for p in self._job().parameters if not p.sparse and p.name not in values]
         if missing:
             raise ValueError("init_parameters(): no values for %s" % ", ".join(missing))
         self.values, self._init_id = values, None
         req = co.AcquireLockRequest(trainer_id=self.trainer_id, lock=co.INIT_PARAMETERS)
-        deadline, logged = time.monotonic() + (timeout_s or self.retry_s), 0
+        deadline, logged = time.monotonic() + (timeout_s or self.retry_s), 0.0
         while True:
-            r = self._coord("AcquireLock", req, "taking the init lock")
+            r: co.AcquireLockResponse = self._coord("AcquireLock", req, "taking the init lock")
             if r.outcome == co.AcquireLockResponse.DONE:
                 self._init_id = r.done
                 for ps, s in self._status():  # lost its state since: initialise it again
@@ -336,13 +432,13 @@ class Client:
                 return False
             if r.outcome == co.AcquireLockResponse.GRANTED:
                 status = self._status()
-                self._init_id = next((s.init_id for _, s in status if s.initialised), uuid.uuid4().hex)
-                done = ""
+                init_id = next((s.init_id for _, s in status if s.initialised), uuid.uuid4().hex)
+                self._init_id, done = init_id, ""
                 try:
                     for ps, s in status:
                         if not s.initialised:
-                            self._init_one(ps, self._init_id)
-                    done = self._init_id
+                            self._init_one(ps, init_id)
+                    done = init_id
                 finally:
                     self._coord("ReleaseLock", co.ReleaseLockRequest(
                         trainer_id=self.trainer_id, lock=co.INIT_PARAMETERS, done=done), "releasing the init lock")
@@ -354,20 +450,21 @@ class Client:
                 logged = time.monotonic()
             time.sleep(0.2)
 
-    def _status(self):
+    def _status(self) -> List[Tuple[int, pb.ShardStatus]]:
         """[(index, ShardStatus)] of the pservers that own something in the map (a new pserver,
         filled by moves, or an emptied one is never initialised)."""
         return [(ps, self._call_ps(ps, "GetShardStatus", pb.GetShardStatusRequest(), "status of"))
                 for ps in self._routing().owning()]
 
-    def _init_one(self, ps, init_id):
-        j = self.joined
+    def _init_one(self, ps: int, init_id: str) -> None:
+        j, values = self._job(), self.values
+        assert values is not None
         plan = self._plan()
         groups = plan.get(ps) or [[]]
         for group in groups:
             req = pb.InitParametersRequest(
                 trainer_id=self.trainer_id, parameters=j.parameters, init_id=init_id, mode=j.mode,
-                staleness=j.staleness, blocks=[self._block(b, self.values) for b in group])
+                staleness=j.staleness, blocks=[self._block(b, values) for b in group])
             self._call_ps(ps, "InitParameters", req, "initialising")
         count = sum(len(g) for g in plan.get(ps, []))
         self._call_ps(ps, "FinishInit", pb.FinishInitRequest(
@@ -375,7 +472,7 @@ class Client:
         log.info("initialised pserver %d with %d blocks (init %s)", ps, count, init_id)
 
     @staticmethod
-    def _block(b, arrays):
+    def _block(b: co.BlockPlacement, arrays: Mapping[str, "npt.ArrayLike"]) -> tensor_pb2.TensorBlock:
         data = np.asarray(arrays[b.name], dtype="<f4").reshape(-1)[b.offset:b.offset + b.length]
         if data.size != b.length:
             raise ValueError("parameter %r has %d values, block %d needs %d from offset %d"
@@ -384,37 +481,45 @@ class Client:
                                       dtype=tensor_pb2.FLOAT32, data=data.tobytes())
 
     # ---- training ----
-    def push(self, grads, sparse=None, into=None, wait=True):
+    def push(self, grads: Gradients, sparse: Optional[SparseGradients] = None, into: Optional[Values] = None,
+             wait: bool = True) -> Union[int, PendingPush]:
         """Pushes the gradients as the next step: `grads` {name: flat float32 array} of every dense
         parameter, `sparse` {table: (row ids, [n, width] gradients)}. Returns the step after every
         pserver acknowledged (retrying with the same identity). With `into` ({name: flat array}), the
         new values are written there: in ASYNC from the pushes' answers (return_values), otherwise by
         a pull after the step (SYNC: the push returns once the step was applied by all trainers).
-        wait=False returns at once (the arrays were copied) a pending push: complete(pending) waits
+        wait=False returns at once (the arrays were copied) a PendingPush: complete() waits for it
         and writes; complete it before the next push (one step in flight keeps exactly-once)."""
-        self._require("push", initialised=True)
-        self.step += 1
-        planned = self._pushes(self.step, grads, sparse, returns=into is not None and self.joined.mode == ASYNC)
-        # blocking calls on one sender thread: cheaper than grpc futures (no thread per call), in order
-        pending = (self.step, planned, [self._sender.submit(self._send, ps, "PushGradients", req, "pushing to")
-                                        for ps, req in planned], into)
+        pending = self.push_async(grads, sparse, into)
         return self.complete(pending) if wait else pending
 
-    def complete(self, pending):
+    def push_async(self, grads: Gradients, sparse: Optional[SparseGradients] = None,
+                   into: Optional[Values] = None) -> PendingPush:
+        """push(wait=False), typed: the PendingPush of the step, sent on the client's sender thread."""
+        self._require("push", initialised=True)
+        self.step += 1
+        returns = into is not None and self._job().mode == ASYNC
+        planned = self._pushes(self.step, grads, sparse, returns)
+        # blocking calls on one sender thread: cheaper than grpc futures (no thread per call), in order
+        answers = self._sender.submit(
+            lambda: [self._send(ps, "PushGradients", req, "pushing to") for ps, req in planned])
+        return PendingPush(self.step, answers, into, tuple(planned))
+
+    def complete(self, pending: PendingPush) -> int:
         """Waits for a pending push (push(wait=False)), writes the values into its `into`; its step."""
-        step, planned, futures, into = pending
-        answers = [f.result() for f in futures]
-        if into is not None and self.joined.mode == ASYNC:
+        answers = pending.answers.result()
+        into = pending.into
+        if into is not None and self._job().mode == ASYNC:
             for a in answers:
                 self._store(a.blocks, into)
         elif into is not None:
-            steps = {}
-            for (ps, _), a in zip(planned, answers):
+            steps: Dict[int, int] = {}
+            for (ps, _), a in zip(pending.planned, answers):
                 steps[ps] = max(steps.get(ps, 0), a.step)
             self.pull(into, steps)
-        return step
+        return pending.step
 
-    def push_nothing(self):
+    def push_nothing(self) -> None:
         """Takes part in the next step without gradients (an idle trainer in SYNC or
         BOUNDED_STALENESS mode keeps pace, or it would hold the others back)."""
         self._require("push_nothing", initialised=True)
@@ -422,20 +527,21 @@ class Client:
         self._all([(ps, self._new_push(self.step)) for ps in self._routing().owning()],
                   "PushGradients", "pushing to")
 
-    def _new_push(self, step, part=0):
+    def _new_push(self, step: int, part: int = 0) -> pb.PushGradientsRequest:
         return pb.PushGradientsRequest(trainer_id=self.trainer_id, session=self.session, step=step, part=part)
 
-    def _pushes(self, step, grads, sparse, returns):
+    def _pushes(self, step: int, grads: Gradients, sparse: Optional[SparseGradients], returns: bool) -> Planned:
         slot_map = self._routing()  # one map for the whole step
-        plan = self._plan(sync=self.joined.mode == SYNC)
+        sync = self._job().mode == SYNC
+        plan = self._plan(sync=sync)
         rows = self._rows(sparse or {}, slot_map)
-        out = []
+        out: Planned = []
         for ps, groups in plan.items():
             for part, group in enumerate(groups):
                 req = self._new_push(step, part)
                 req.gradients.extend(self._block(b, grads) for b in group)
                 req.return_values = returns and bool(group)
-                if self.joined.mode == SYNC:  # exactly one push per pserver and step
+                if sync:  # exactly one push per pserver and step
                     req.sparse_gradients.extend(rows.pop(ps, []))
                 out.append((ps, req))
             if ps in rows:
@@ -444,15 +550,15 @@ class Client:
                 out.append((ps, req))
         return out
 
-    def _rows(self, sparse, slot_map):
+    def _rows(self, sparse: SparseGradients, slot_map: routing.SlotMap) -> Dict[int, List[pb.SparseRows]]:
         """{pserver: [SparseRows]}: each table's rows by owner under `slot_map`, duplicates summed."""
-        out = {}
-        for table, (ids, g) in sparse.items():
+        out: Dict[int, List[pb.SparseRows]] = {}
+        for table, (row_ids, g) in sparse.items():
             if table not in self._widths:
                 raise ValueError("%r is not a sparse table of the job (%s)" % (table, sorted(self._widths)))
-            ids, inverse = np.unique(np.asarray(ids, dtype=np.int64), return_inverse=True)
+            ids, inverse = np.unique(np.asarray(row_ids, dtype=np.int64), return_inverse=True)
             summed = np.zeros((len(ids), self._widths[table]), dtype="<f4")
-            np.add.at(summed, inverse, np.asarray(g, dtype=np.float32).reshape(len(inverse), -1))
+            np.add.at(summed, inverse.reshape(-1), np.asarray(g, dtype=np.float32).reshape(inverse.size, -1))
             owners = np.array([slot_map.owner_of_row(table, int(r)) for r in ids], dtype=np.int64)
             for ps in np.unique(owners):
                 mask = owners == ps
@@ -461,7 +567,7 @@ class Client:
                     data=summed[mask].tobytes()))
         return out
 
-    def pull(self, into, min_steps=None):
+    def pull(self, into: Values, min_steps: Optional[Mapping[int, int]] = None) -> None:
         """Writes the current value of every dense block into `into` ({name: flat float32 array},
         in place). min_steps {pserver: step}: wait until that pserver applied that step."""
         self._require("pull", initialised=True)
@@ -472,22 +578,34 @@ class Client:
         for a in self._all(planned, "PullParameters", "pulling from"):
             self._store(a.blocks, into)
 
-    def pull_rows(self, table, ids):
-        """The rows `ids` of sparse table `table`, as a [len(ids), width] float32 array."""
+    def pull_rows(self, table: str, ids: "npt.ArrayLike") -> FloatArray:
+        """The rows `ids` of sparse table `table`, as a [len(ids), width] float32 array (the
+        pservers create missing rows with the table's initializer)."""
         self._require("pull_rows", initialised=True)
-        ids = np.asarray(ids, dtype=np.int64)
-        by = self._routing().rows_by_owner(table, ids.tolist())
+        if table not in self._widths:
+            raise ValueError("%r is not a sparse table of the job (%s)" % (table, sorted(self._widths)))
+        wanted = np.asarray(ids, dtype=np.int64).reshape(-1)
+        by = self._routing().rows_by_owner(table, wanted.tolist())
         planned = [(ps, pb.PullParametersRequest(trainer_id=self.trainer_id, sparse_rows=[
             pb.SparseRowsRef(name=table, row_ids=r)])) for ps, r in by.items()]
-        found = {}
+        found: Dict[int, FloatArray] = {}
         for a in self._all(planned, "PullParameters", "pulling rows from"):
             for rows in a.sparse_rows:
                 data = np.frombuffer(rows.data, dtype="<f4").reshape(len(rows.row_ids), -1)
                 found.update(zip(rows.row_ids, data))
-        return np.stack([found[int(i)] for i in ids]) if len(ids) else np.zeros((0, self._widths[table]), "<f4")
+        if not len(wanted):
+            return np.zeros((0, self._widths[table]), "<f4")
+        return np.stack([found[int(i)] for i in wanted]).astype(np.float32, copy=False)
+
+    def table_width(self, table: str) -> int:
+        """The width (values per row) of the job's sparse table `table`."""
+        self._require("table_width")
+        if table not in self._widths:
+            raise ValueError("%r is not a sparse table of the job (%s)" % (table, sorted(self._widths)))
+        return self._widths[table]
 
     @staticmethod
-    def _store(blocks, into):
+    def _store(blocks: Iterable[tensor_pb2.TensorBlock], into: Values) -> None:
         for b in blocks:
             if b.dtype != tensor_pb2.FLOAT32:
                 raise ParamServerError("pserver sent block %s#%d as %s, expected FLOAT32"
@@ -499,7 +617,8 @@ class Client:
             dst[b.offset:b.offset + src.size] = src
 
     # ---- the master: dataset and tasks ----
-    def set_dataset(self, globs, hyperparameters=None):
+    def set_dataset(self, globs: Union[str, Sequence[str]],
+                    hyperparameters: Optional[Mapping[str, Union[bool, int, float, str]]] = None) -> ma.SetDatasetResponse:
         """Sets the job's dataset (RecordIO globs, absolute paths the master can read); the first
         call wins, the same dataset again is a no-op, another raises DatasetConflict."""
         self._require("set_dataset", joined=False)
@@ -512,20 +631,23 @@ class Client:
                 req.hyperparameters[k].number_value = v
             else:
                 req.hyperparameters[k].string_value = str(v)
-        return self._master(ma_grpc.MasterStub, "SetDataset", req, "setting the dataset")
+        response: ma.SetDatasetResponse = self._master(ma_grpc.MasterStub, "SetDataset", req, "setting the dataset")
+        return response
 
-    def tasks(self):
+    def tasks(self) -> Generator[ma.Task, None, None]:
         """Yields the master's tasks (paramserver.v1.Task), pass after pass, until the job is
         finished; report each with task_finished() (or task_failed()) before taking the next.
         While the master has none to hand out, an idle trainer in SYNC or BOUNDED_STALENESS mode
         keeps pace with empty pushes. Leaving the loop early hands the held tasks back."""
         self._require("tasks", initialised=True)
-        hold = WAIT_HOLD_MS if self.joined.mode == ASYNC else 0
+        mode = self._job().mode
+        hold = WAIT_HOLD_MS if mode == ASYNC else 0
         try:
             while True:
-                req = ma.GetTaskRequest(trainer_id=self.trainer_id, hold_ms=hold, **{"pass": self.current_pass})
-                r = self._master(ma_grpc.MasterStub, "GetTask", req, "getting a task",
-                                 timeout_s=self.timeout_s + hold / 1000.0)
+                req = ma.GetTaskRequest(trainer_id=self.trainer_id, hold_ms=hold)
+                setattr(req, "pass", self.current_pass)  # a Python keyword
+                r: ma.GetTaskResponse = self._master(ma_grpc.MasterStub, "GetTask", req, "getting a task",
+                                                     timeout_s=self.timeout_s + hold / 1000.0)
                 R = ma.GetTaskResponse
                 if r.outcome == R.TASK:
                     self.loss_every_records = r.loss_every_records
@@ -533,12 +655,13 @@ class Client:
                         self._held[t.id] = t
                         yield t
                 elif r.outcome in (R.WAIT, R.PASS_NOT_STARTED):
-                    if self.joined.mode == SYNC:
+                    if mode == SYNC:
                         self.push_nothing()
+                        assert self.values is not None
                         self.pull(self.values)
-                    elif self.joined.mode == BOUNDED_STALENESS:
+                    elif mode == BOUNDED_STALENESS:
                         self.push_nothing()
-                    time.sleep(min(0.05, max(0.005, r.retry_after_ms / 1000.0)) if self.joined.mode != ASYNC
+                    time.sleep(min(0.05, max(0.005, r.retry_after_ms / 1000.0)) if mode != ASYNC
                                else max(0.05, r.retry_after_ms / 1000.0))
                 elif r.outcome == R.PASS_FINISHED:
                     self.current_pass = r.current_pass
@@ -552,52 +675,57 @@ class Client:
         finally:
             self._hand_back()
 
-    def task_finished(self, task, records, loss=()):
+    def task_finished(self, task: ma.Task, records: int, loss: Iterable[ma.LossWindow] = ()) -> bool:
         """Reports `task` trained on `records` records (loss: paramserver.v1.LossWindow list);
         False when the master ignored a stale report (the task was re-dispatched)."""
         self._require("task_finished")
         self._held.pop(task.id, None)
-        return self._master(ma_grpc.MasterStub, "TaskFinished", ma.TaskFinishedRequest(
+        r: ma.TaskFinishedResponse = self._master(ma_grpc.MasterStub, "TaskFinished", ma.TaskFinishedRequest(
             trainer_id=self.trainer_id, task_id=task.id, epoch=task.epoch, records=records,
-            loss=list(loss)), "reporting task %d finished" % task.id).accepted
+            loss=list(loss)), "reporting task %d finished" % task.id)
+        return r.accepted
 
-    def task_failed(self, task, reason, handed_back=False):
+    def task_failed(self, task: ma.Task, reason: str, handed_back: bool = False) -> bool:
         """Reports a task that could not be trained (handed_back: returned unfinished, no failure)."""
         self._require("task_failed")
         self._held.pop(task.id, None)
-        return self._master(ma_grpc.MasterStub, "TaskFailed", ma.TaskFailedRequest(
+        r: ma.TaskFailedResponse = self._master(ma_grpc.MasterStub, "TaskFailed", ma.TaskFailedRequest(
             trainer_id=self.trainer_id, task_id=task.id, epoch=task.epoch, reason=reason,
-            handed_back=handed_back), "reporting task %d failed" % task.id).accepted
+            handed_back=handed_back), "reporting task %d failed" % task.id)
+        return r.accepted
 
-    def _hand_back(self):
+    def _hand_back(self) -> None:
         for t in list(self._held.values()):
             try:
                 self.task_failed(t, "the trainer stopped", handed_back=True)
             except ParamServerError as e:
                 log.warning("could not hand task %d back (the master re-dispatches it later): %s", t.id, e)
 
-    def report_evaluation(self, pass_, loss, accuracy, samples, auc=0.0):
+    def report_evaluation(self, pass_: int, loss: float, accuracy: float, samples: int, auc: float = 0.0) -> None:
         self._require("report_evaluation", joined=False)
         self._master(ma_grpc.MasterStub, "ReportEvaluation", ma.ReportEvaluationRequest(
             trainer_id=self.trainer_id, loss=loss, accuracy=accuracy, samples=samples, auc=auc,
             **{"pass": pass_}), "reporting the evaluation")
 
-    def status(self):
+    def status(self) -> ma.JobStatus:
         """The job's status (paramserver.v1.JobStatus)."""
-        return self._master(ma_grpc.MasterStub, "GetStatus", ma.GetStatusRequest(), "getting the status")
+        status: ma.JobStatus = self._master(ma_grpc.MasterStub, "GetStatus", ma.GetStatusRequest(),
+                                            "getting the status")
+        return status
 
-    def acquire_lock(self, lock, pass_=0):
+    def acquire_lock(self, lock: int, pass_: int = 0) -> co.AcquireLockResponse:
         """AcquireLockResponse for co.INIT_PARAMETERS, co.EXPORT_MODEL or co.EVALUATE_PASS."""
         self._require("acquire_lock")
-        return self._coord("AcquireLock", co.AcquireLockRequest(
-            trainer_id=self.trainer_id, lock=lock, **{"pass": pass_}), "taking a lock")
+        r: co.AcquireLockResponse = self._coord("AcquireLock", co.AcquireLockRequest(
+            trainer_id=self.trainer_id, lock=lock, **{"pass": pass_}), "taking a lock")  # type: ignore[arg-type]
+        return r
 
-    def release_lock(self, lock, pass_=0, done=""):
+    def release_lock(self, lock: int, pass_: int = 0, done: str = "") -> None:
         self._require("release_lock")
         self._coord("ReleaseLock", co.ReleaseLockRequest(
-            trainer_id=self.trainer_id, lock=lock, done=done, **{"pass": pass_}), "releasing a lock")
+            trainer_id=self.trainer_id, lock=lock, done=done, **{"pass": pass_}), "releasing a lock")  # type: ignore[arg-type]
 
-    def close(self):
+    def close(self) -> None:
         """Hands back held tasks, ends the membership (half-closes Attend) and closes the channels."""
         if self._closed.is_set():
             return
@@ -608,21 +736,21 @@ class Client:
             self._stop.set()  # the heartbeats end: Attend is half-closed, the membership ends
         if self._attend is not None:
             self._attend.join(timeout=5)
-            if self._attend.is_alive() and getattr(self, "_call", None) is not None:
+            if self._attend.is_alive() and self._call is not None:
                 self._call.cancel()
         self._sender.shutdown(cancel_futures=True)
         for ch in self._channels.values():
             ch.close()
 
-    def __enter__(self):
+    def __enter__(self) -> "Client":
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 
-def _number(text, absent):
+def _number(text: Optional[str], absent: int) -> int:
     try:
-        return int(text)
-    except (TypeError, ValueError):
+        return int(text) if text is not None else absent
+    except ValueError:
         return absent

@@ -1,27 +1,53 @@
-"""Generates the gRPC stubs (paramserver/v1/*_pb2.py, *_pb2_grpc.py) from common-proto's .proto files
-with Debian's protoc and grpc_python_plugin; never edited by hand, never committed (gitignored).
+"""Generates the gRPC stubs (paramserver/v1/*_pb2.py, *_pb2.pyi, *_pb2_grpc.py) from common-proto's
+.proto files. A build step, never run on import: the wheel's build (setup.py) runs it, and so does a
+source checkout used without installing (python3 -m paramserver.gen). Never committed (gitignored).
 
     python3 -m paramserver.gen [--protos DIR] [--out DIR]
 
-Importing paramserver.client from the source tree runs it when the stubs are missing or older than
-the protos (ensure()); `pip install` runs it in the build (setup.py)."""
+The compiler is grpcio-tools' (grpc_tools.protoc, with its bundled well-known types) when that is
+installed (the pip route: it is the build requirement), else the system's protoc with
+grpc_python_plugin and the well-known types of libprotobuf-dev (the Debian route: apt-get install
+protobuf-compiler protobuf-compiler-grpc libprotobuf-dev).
+
+This module imports nothing of the package and nothing outside the standard library (setup.py loads
+it by path, before grpc or protobuf may be installed)."""
+
+from __future__ import annotations
 
 import argparse
 import fcntl
 import hashlib
+import importlib.util
 import os
 import shutil
 import subprocess
+import sys
+from typing import List, Optional, Sequence, Tuple
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SOURCE_PROTOS = os.path.normpath(os.path.join(HERE, "..", "..", "..", "common-proto", "src", "main", "proto"))
+CLIENT = os.path.dirname(HERE)
+# the repository's protos; an sdist carries a copy in proto/ beside setup.py
+SOURCE_PROTOS = os.path.normpath(os.path.join(CLIENT, "..", "..", "common-proto", "src", "main", "proto"))
+SDIST_PROTOS = os.path.join(CLIENT, "proto")
 WELL_KNOWN = ["/usr/include", "/usr/local/include"]  # libprotobuf-dev: google/protobuf/struct.proto
 PLUGIN = os.environ.get("GRPC_PYTHON_PLUGIN", "/usr/bin/grpc_python_plugin")
 STAMP = ".protos.sha256"
 
 
-def digest(protos):
+class GenerationError(RuntimeError):
+    """The stubs could not be generated (the message says what to install)."""
+
+
+def default_protos() -> str:
+    """The repository's common-proto sources, else the copy an sdist carries."""
+    return SOURCE_PROTOS if os.path.isdir(SOURCE_PROTOS) else SDIST_PROTOS
+
+
+def digest(protos: str) -> Tuple[List[str], str]:
+    """The .proto files of paramserver/v1 under `protos`, and a digest of their names and contents."""
     d, h = os.path.join(protos, "paramserver", "v1"), hashlib.sha256()
+    if not os.path.isdir(d):
+        raise GenerationError("no .proto files in %s (common-proto/src/main/proto of the repository)" % d)
     files = sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith(".proto"))
     for f in files:
         with open(f, "rb") as fh:
@@ -29,54 +55,84 @@ def digest(protos):
     return files, h.hexdigest()
 
 
-def generate(protos=SOURCE_PROTOS, out=HERE):
-    """Writes out/v1/ (stubs, __init__.py, stamp) from protos, swapped in as a whole."""
+def compiler() -> Tuple[str, List[str]]:
+    """("grpcio-tools" or "protoc", the command's start with its include path of well-known types)."""
+    if importlib.util.find_spec("grpc_tools") is not None:
+        import grpc_tools  # type: ignore[import-untyped,import-not-found,unused-ignore]
+
+        bundled = os.path.join(os.path.dirname(grpc_tools.__file__), "_proto")
+        return "grpcio-tools", [sys.executable, "-m", "grpc_tools.protoc", "-I", bundled]
     inc = [d for d in WELL_KNOWN if os.path.exists(os.path.join(d, "google", "protobuf", "struct.proto"))]
-    if not inc or not os.access(PLUGIN, os.X_OK):
-        raise SystemExit("paramserver.gen: needs google/protobuf/struct.proto in %s and %s: apt-get install "
-                         "libprotobuf-dev protobuf-compiler-grpc" % (" or ".join(WELL_KNOWN), PLUGIN))
+    protoc = shutil.which("protoc")
+    if not inc or protoc is None or not os.access(PLUGIN, os.X_OK):
+        raise GenerationError(
+            "paramserver.gen needs grpcio-tools (pip install grpcio-tools) or protoc with %s and "
+            "google/protobuf/struct.proto in %s (apt-get install protobuf-compiler "
+            "protobuf-compiler-grpc libprotobuf-dev)" % (PLUGIN, " or ".join(WELL_KNOWN)))
+    return "protoc", [protoc, "--plugin=protoc-gen-grpc_python=" + PLUGIN, "-I", inc[0]]
+
+
+def generate(protos: Optional[str] = None, out: str = HERE) -> str:
+    """Writes out/v1/ (stubs, type stubs, __init__.py, stamp) from protos, swapped in as a whole."""
+    protos = protos or default_protos()
     files, stamp = digest(protos)
+    kind, command = compiler()
     tmp = os.path.join(out, ".gen-%d" % os.getpid())
     shutil.rmtree(tmp, ignore_errors=True)
     os.makedirs(tmp)
     try:
-        subprocess.run(["protoc", "--plugin=protoc-gen-grpc_python=" + PLUGIN, "--python_out=" + tmp,
-                        "--grpc_python_out=" + tmp, "-I", protos, "-I", inc[0]] + files, check=True)
+        outputs = ["--python_out=" + tmp, "--grpc_python_out=" + tmp, "--pyi_out=" + tmp]
+        run = subprocess.run(command + outputs + ["-I", protos] + files, capture_output=True, text=True)
+        if run.returncode != 0:
+            raise GenerationError("paramserver.gen: %s failed: %s" % (kind, run.stderr.strip()))
         gen = os.path.join(tmp, "paramserver", "v1")
         with open(os.path.join(gen, "__init__.py"), "w") as f:
-            f.write('"""Generated by paramserver.gen from common-proto; do not edit."""\n')
+            f.write('"""Generated by paramserver.gen (%s) from common-proto; do not edit."""\n' % kind)
         with open(os.path.join(gen, STAMP), "w") as f:
             f.write(stamp)
         target = os.path.join(out, "v1")
         if os.path.exists(target):
             os.rename(target, os.path.join(tmp, "old"))
         os.rename(gen, target)
-    except (OSError, subprocess.CalledProcessError) as e:
-        raise SystemExit("paramserver.gen: protoc failed (apt-get install protobuf-compiler): %s" % e)
+    except OSError as e:
+        raise GenerationError("paramserver.gen: cannot write the stubs to %s: %s" % (out, e)) from e
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return target
 
 
-def ensure():
-    """In the source tree: (re)generates the stubs when missing or stale, under a file lock so that
-    processes started together generate once. An installed package has them from its build."""
-    if not os.path.isdir(SOURCE_PROTOS):
-        return
-    with open(os.path.join(HERE, ".gen.lock"), "w") as lock:
+def ensure(protos: Optional[str] = None, out: str = HERE) -> bool:
+    """(Re)generates the stubs when missing or older than the protos, under a file lock so that
+    processes started together generate once; True when it generated them."""
+    protos = protos or default_protos()
+    with open(os.path.join(out, ".gen.lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
-            with open(os.path.join(HERE, "v1", STAMP)) as f:
-                if f.read() == digest(SOURCE_PROTOS)[1]:
-                    return
+            with open(os.path.join(out, "v1", STAMP)) as f:
+                if f.read() == digest(protos)[1]:
+                    return False
         except OSError:
             pass
-        generate()
+        generate(protos, out)
+        return True
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    ap = argparse.ArgumentParser(description="generate paramserver's gRPC stubs")
+    ap.add_argument("--protos", default=None, help="common-proto/src/main/proto (default: the repository's)")
+    ap.add_argument("--out", default=HERE, help="the paramserver package directory")
+    ap.add_argument("--if-stale", action="store_true", help="only when missing or older than the protos")
+    a = ap.parse_args(argv)
+    try:
+        if a.if_stale and not ensure(a.protos, a.out):
+            print("up to date", os.path.join(a.out, "v1"))
+        else:
+            print("generated", generate(a.protos, a.out) if not a.if_stale else os.path.join(a.out, "v1"))
+    except GenerationError as e:
+        print(e, file=sys.stderr)
+        return 2
+    return 0
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser(description="generate paramserver's gRPC stubs")
-    ap.add_argument("--protos", default=SOURCE_PROTOS, help="common-proto/src/main/proto")
-    ap.add_argument("--out", default=HERE, help="the paramserver package directory")
-    a = ap.parse_args()
-    print("generated", generate(a.protos, a.out))
+    sys.exit(main())

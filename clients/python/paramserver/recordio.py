@@ -3,15 +3,20 @@
 compressor 0 none / 1 Snappy framing format / 2 gzip, stored payload size, record count) and a
 payload of (uint32 LE length, bytes) records."""
 
+from __future__ import annotations
+
 import gzip
+import importlib
 import struct
 import zlib
+from typing import IO, Any, Iterator, List, Optional, Tuple
 
 MAGIC = 0x01020304
 HEADER = struct.Struct("<5I")
 MAX_RECORD_BYTES = 32 << 20
-try:  # Debian's python3-snappy when present; else the decompressor below
-    import snappy as _snappy
+_snappy: Any
+try:  # python-snappy (Debian's python3-snappy) when present; else the decompressor below
+    _snappy = importlib.import_module("snappy")
 except ImportError:
     _snappy = None
 
@@ -19,12 +24,12 @@ except ImportError:
 class CorruptRecordError(ValueError):
     """A RecordIO file that is not what it should be; the message names the file and offset."""
 
-    def __init__(self, path, offset, what):
+    def __init__(self, path: str, offset: int, what: str) -> None:
         super().__init__("%s at offset %d: %s" % (path, offset, what))
         self.path, self.offset = path, offset
 
 
-def _header(f, path, offset, eof_ok=False):
+def _header(f: IO[bytes], path: str, offset: int, eof_ok: bool = False) -> Optional[Tuple[int, int, int, int]]:
     f.seek(offset)
     head = f.read(HEADER.size)
     if not head and eof_ok:
@@ -32,16 +37,19 @@ def _header(f, path, offset, eof_ok=False):
     if len(head) < HEADER.size:
         raise CorruptRecordError(path, offset, "truncated chunk header (%d bytes)" % len(head))
     magic, crc, comp, size, count = HEADER.unpack(head)
+    assert isinstance(magic, int)
     if magic != MAGIC:
         raise CorruptRecordError(path, offset, "bad magic 0x%08x (expected 0x%08x)" % (magic, MAGIC))
     return crc, comp, size, count
 
 
-def read_chunk(path, offset, length=None):
+def read_chunk(path: str, offset: int, length: Optional[int] = None) -> List[bytes]:
     """The records (bytes) of the chunk whose header is at `offset` of `path`; `length` (header
     included, as the master's Chunk.length) is checked when given."""
     with open(path, "rb") as f:
-        crc, comp, size, count = _header(f, path, offset)
+        header = _header(f, path, offset)
+        assert header is not None
+        crc, comp, size, count = header
         if length is not None and length != HEADER.size + size:
             raise CorruptRecordError(path, offset, "chunk is %d bytes, the task says %d" % (HEADER.size + size, length))
         stored = f.read(size)
@@ -60,7 +68,8 @@ def read_chunk(path, offset, length=None):
             raise ValueError("unknown compressor %d (expected 0 none, 1 snappy or 2 gzip)" % comp)
     except (ValueError, IndexError, OSError, EOFError, zlib.error) as e:
         raise CorruptRecordError(path, offset, "payload: %s" % e) from e
-    records, i, mv = [], 0, memoryview(data)
+    records: List[bytes] = []
+    i, mv = 0, memoryview(data)
     for _ in range(count):
         if i + 4 > len(data):
             raise CorruptRecordError(path, offset, "payload ends inside record %d of %d" % (len(records), count))
@@ -74,9 +83,10 @@ def read_chunk(path, offset, length=None):
     return records
 
 
-def chunks(path):
+def chunks(path: str) -> List[Tuple[int, int, int]]:
     """(offset, length, records) of every chunk of `path`, walking the headers."""
-    out, offset = [], 0
+    out: List[Tuple[int, int, int]] = []
+    offset = 0
     with open(path, "rb") as f:
         while True:
             h = _header(f, path, offset, eof_ok=True)
@@ -87,13 +97,13 @@ def chunks(path):
             offset += HEADER.size + size
 
 
-def read_records(path):
+def read_records(path: str) -> Iterator[bytes]:
     """Every record of a RecordIO file, in order."""
     for offset, length, _ in chunks(path):
         yield from read_chunk(path, offset, length)
 
 
-def snappy_framed_decompress(data):
+def snappy_framed_decompress(data: bytes) -> bytes:
     """Snappy framing format (stream identifier "sNaPpY", chunks 0x00 compressed / 0x01
     uncompressed, 0x80-0xfe skippable). The per-chunk masked CRC-32C is not checked here: the
     RecordIO header's CRC-32 already covers the stored bytes."""
@@ -116,7 +126,7 @@ def snappy_framed_decompress(data):
     return bytes(out)
 
 
-def snappy_uncompress(src):
+def snappy_uncompress(src: bytes) -> bytes:
     """Raw Snappy block decompression (pure Python)."""
     want, i, shift = 0, 0, 0
     while True:  # preamble: uncompressed length, varint
@@ -156,5 +166,60 @@ def snappy_uncompress(src):
             out += (out[start:] * (length // offset + 1))[:length]
     if len(out) != want:
         raise ValueError("snappy block decompressed to %d bytes, expected %d" % (len(out), want))
-    return out
+    return bytes(out)
 
+
+
+NONE, GZIP = 0, 2  # compressors the writer offers (Snappy is read, not written: no pure-Python encoder)
+
+
+class Writer:
+    """Writes a RecordIO file the Java reader and the master read: chunks of `records_per_chunk`
+    records, each compressed with NONE or GZIP, the header's CRC-32 over the stored payload.
+
+        with recordio.Writer("train-00000.recordio") as w:
+            for example in examples:
+                w.write(example.SerializeToString())
+    """
+
+    def __init__(self, path: str, compressor: int = NONE, records_per_chunk: int = 1000) -> None:
+        if compressor not in (NONE, GZIP):
+            raise ValueError("compressor must be recordio.NONE or recordio.GZIP, got %r" % compressor)
+        if records_per_chunk <= 0:
+            raise ValueError("records_per_chunk must be positive, got %d" % records_per_chunk)
+        self.path, self.compressor, self.records_per_chunk = path, compressor, records_per_chunk
+        self.records = self.chunks = 0
+        self._pending: List[bytes] = []
+        self._file: Optional[IO[bytes]] = open(path, "wb")
+
+    def write(self, record: bytes) -> None:
+        if self._file is None:
+            raise ValueError("%s: write() after close()" % self.path)
+        if len(record) > MAX_RECORD_BYTES:
+            raise ValueError("%s: a record of %d bytes is over the %d-byte limit" % (self.path, len(record), MAX_RECORD_BYTES))
+        self._pending.append(bytes(record))
+        if len(self._pending) >= self.records_per_chunk:
+            self._flush()
+
+    def _flush(self) -> None:
+        if not self._pending or self._file is None:
+            return
+        payload = b"".join(struct.pack("<I", len(r)) + r for r in self._pending)
+        stored = gzip.compress(payload) if self.compressor == GZIP else payload
+        self._file.write(HEADER.pack(MAGIC, zlib.crc32(stored), self.compressor, len(stored), len(self._pending)))
+        self._file.write(stored)
+        self.records += len(self._pending)
+        self.chunks += 1
+        self._pending = []
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._flush()
+            self._file.close()
+            self._file = None
+
+    def __enter__(self) -> "Writer":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

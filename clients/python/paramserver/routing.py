@@ -2,7 +2,29 @@
 a step's data is cut into requests per pserver; and the elastic placement (docs/explanation/elastic.md):
 rows map to slots, slots and dense blocks to pservers under a placement epoch (SlotMap)."""
 
+from __future__ import annotations
+
 import zlib
+from typing import TYPE_CHECKING, Callable, Dict, Iterable, List, Mapping, Optional, Protocol, Tuple, TypeVar
+
+
+class Block(Protocol):
+    """A dense block as the master's Placement lists it (paramserver.v1.BlockPlacement)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def block(self) -> int: ...
+    @property
+    def length(self) -> int: ...
+    @property
+    def pserver(self) -> int: ...
+
+
+B = TypeVar("B", bound=Block)
+
+if TYPE_CHECKING:
+    from .v1.placement_pb2 import PlacementMap
 
 MASK64 = (1 << 64) - 1
 GOLDEN = 0x9E3779B97F4A7C15
@@ -11,7 +33,7 @@ GOLDEN = 0x9E3779B97F4A7C15
 MAX_REQUEST_BYTES = 2 * 1024 * 1024
 
 
-def owner_of_row(table, row, pservers):
+def owner_of_row(table: str, row: int, pservers: int) -> int:
     """The pserver index that owns row `row` (a signed 64-bit id) of sparse table `table`:
     h = (row * 0x9E3779B97F4A7C15 mod 2^64) XOR crc32(utf8(table)); h ^= h >>> 31;
     floorMod(h as signed 64-bit, pservers). Equal to Java's ShardPlacement.ownerOfRow."""
@@ -20,12 +42,12 @@ def owner_of_row(table, row, pservers):
     return _mix(table_hash(table), row) % pservers  # Python's % with a positive divisor is floorMod
 
 
-def table_hash(table):
+def table_hash(table: str) -> int:
     """The table's part of the row routing: CRC-32 of its UTF-8 name (Java's ShardPlacement.tableHash)."""
     return zlib.crc32(table.encode("utf-8"))
 
 
-def _mix(table_crc, row):
+def _mix(table_crc: int, row: int) -> int:
     """h = (row * 0x9E3779B97F4A7C15 mod 2^64) XOR crc; h ^= h >>> 31; as a signed 64-bit integer."""
     if not -(1 << 63) <= row < (1 << 63):
         raise ValueError("row id %d is not a signed 64-bit integer" % row)
@@ -34,18 +56,20 @@ def _mix(table_crc, row):
     return h - (1 << 64) if h >= 1 << 63 else h
 
 
-def rows_by_owner(table, ids, pservers):
+def rows_by_owner(table: str, ids: Iterable[int], pservers: int) -> Dict[int, List[int]]:
     """{pserver: ascending distinct ids it owns} (the order Java's RequestPlanner sends)."""
-    out = {}
+    out: Dict[int, List[int]] = {}
     for r in sorted(set(int(i) for i in ids)):
         out.setdefault(owner_of_row(table, r, pservers), []).append(r)
     return out
 
 
-def groups(blocks, max_bytes=MAX_REQUEST_BYTES, element_bytes=4):
+def groups(blocks: Iterable[B], max_bytes: int = MAX_REQUEST_BYTES, element_bytes: int = 4) -> List[List[B]]:
     """Cuts blocks (objects with .length, in order) into consecutive runs of at most max_bytes of
     data each; a block larger than max_bytes travels alone."""
-    out, cur, size = [], [], 0
+    out: List[List[B]] = []
+    cur: List[B] = []
+    size = 0
     for b in blocks:
         n = b.length * element_bytes
         if cur and size + n > max_bytes:
@@ -58,15 +82,18 @@ def groups(blocks, max_bytes=MAX_REQUEST_BYTES, element_bytes=4):
     return out
 
 
-def plan(placement_blocks, pservers, sync=False, max_bytes=MAX_REQUEST_BYTES, slot_map=None):
+def plan(placement_blocks: Iterable[B], pservers: int, sync: bool = False, max_bytes: int = MAX_REQUEST_BYTES,
+         slot_map: Optional[SlotMap] = None) -> Dict[int, List[List[B]]]:
     """{pserver: [group, ...]}: the dense blocks of a Placement, per owning pserver in (name, block)
     order, cut into request-sized groups; in SYNC mode one group per pserver (possibly empty: the
     barrier counts exactly one push per trainer and pserver). With `slot_map` (a SlotMap) the blocks
     go to the owners it names, and a pserver that owns nothing in it gets nothing, not even in SYNC
     mode (Java's RequestPlanner)."""
+    by_ps: Dict[int, List[B]]
+    owner: Callable[[B], int]
     if slot_map is None:
         by_ps = {ps: [] for ps in range(pservers)}
-        owner = lambda b: b.pserver  # noqa: E731
+        owner = _placed_on
     else:
         by_ps = {ps: [] for ps in range(slot_map.pservers) if slot_map.owns_anything(ps)}
         owner = slot_map.block_owner
@@ -77,11 +104,15 @@ def plan(placement_blocks, pservers, sync=False, max_bytes=MAX_REQUEST_BYTES, sl
     return {ps: groups(blocks, max_bytes) for ps, blocks in by_ps.items()}
 
 
+def _placed_on(b: Block) -> int:
+    return b.pserver
+
+
 # ---- elastic placement (docs/explanation/elastic.md) ----
 MIN_SLOTS = 16384  # the fewest row slots a map has; the real count is a multiple of N0
 
 
-def slots_for(pservers):
+def slots_for(pservers: int) -> int:
     """The slot count of a job that starts with `pservers`: N0 * ceil(16384 / N0) (Java's
     SlotMap.slotsFor)."""
     if pservers <= 0:
@@ -89,7 +120,7 @@ def slots_for(pservers):
     return pservers * ((MIN_SLOTS + pservers - 1) // pservers)
 
 
-def slot_of(table, row, slots):
+def slot_of(table: str, row: int, slots: int) -> int:
     """The slot of row `row` of sparse table `table`: floorMod(mix(table, row), slots), mix as in
     owner_of_row (Java's SlotMap.slotOf)."""
     return _mix(table_hash(table), row) % slots
@@ -100,7 +131,8 @@ class SlotMap:
     the routing hash, slot -> owner, and an owner per dense block. Immutable: a request is planned
     against one map from start to end."""
 
-    def __init__(self, epoch, pservers, slot_owners, block_owners):
+    def __init__(self, epoch: int, pservers: int, slot_owners: Iterable[int],
+                 block_owners: Mapping[Tuple[str, int], int]) -> None:
         self.epoch, self.pservers = int(epoch), int(pservers)
         self.slot_owners = list(slot_owners)
         self.block_owners = dict(block_owners)  # (name, block) -> owner
@@ -112,11 +144,11 @@ class SlotMap:
         self._owning = {ps for ps, c in enumerate(counts) if c}
 
     @property
-    def slots(self):
+    def slots(self) -> int:
         return len(self.slot_owners)
 
     @classmethod
-    def initial(cls, placement_blocks, pservers):
+    def initial(cls, placement_blocks: Iterable[Block], pservers: int) -> SlotMap:
         """The initial map (epoch 0) of `pservers`: slot s on s mod pservers (so rows go where
         owner_of_row(table, row, pservers) says) and the dense blocks where the master's Placement
         puts them (the size-balanced rule, Java's SlotMap.initial)."""
@@ -125,7 +157,7 @@ class SlotMap:
                    {(b.name, b.block): b.pserver for b in placement_blocks})
 
     @classmethod
-    def from_proto(cls, m):
+    def from_proto(cls, m: PlacementMap) -> SlotMap:
         """The map of a paramserver.v1.PlacementMap; ValueError when it is inconsistent (as Java's
         SlotMap.fromProto: no pservers, a slot count that does not match, an owner out of range)."""
         n = m.pservers
@@ -137,7 +169,7 @@ class SlotMap:
         for s, o in enumerate(m.slot_owners):
             if o >= n:
                 raise ValueError("placement epoch %d gives slot %d to pserver %d of %d" % (m.epoch, s, o, n))
-        blocks = {}
+        blocks: Dict[Tuple[str, int], int] = {}
         for b in m.dense_owners:
             if b.owner >= n:
                 raise ValueError("placement epoch %d gives block %s#%d to pserver %d of %d"
@@ -145,39 +177,40 @@ class SlotMap:
             blocks[(b.name, b.block)] = b.owner
         return cls(m.epoch, n, m.slot_owners, blocks)
 
-    def slot_of(self, table, row):
+    def slot_of(self, table: str, row: int) -> int:
         return slot_of(table, row, len(self.slot_owners))
 
-    def owner_of_row(self, table, row):
+    def owner_of_row(self, table: str, row: int) -> int:
         return self.slot_owners[self.slot_of(table, row)]
 
-    def owner_of_block(self, name, block):
+    def owner_of_block(self, name: str, block: int) -> int:
         """The owner of dense block name#block, or -1 when the map does not place it."""
         return self.block_owners.get((name, block), -1)
 
-    def block_owner(self, b):
+    def block_owner(self, b: Block) -> int:
         """The owner of a block (an object with .name and .block); ValueError when not placed."""
         o = self.owner_of_block(b.name, b.block)
         if o < 0:
             raise ValueError("placement epoch %d does not place block %s#%d" % (self.epoch, b.name, b.block))
         return o
 
-    def owns_anything(self, ps):
+    def owns_anything(self, ps: int) -> bool:
         """Whether pserver `ps` owns a slot or a block: a new pserver (being filled by moves) or an
         emptied one owns nothing and is never initialised nor pushed to."""
         return ps in self._owning
 
-    def owning(self):
+    def owning(self) -> List[int]:
         """The indexes that own something, ascending."""
         return sorted(self._owning)
 
-    def rows_by_owner(self, table, ids):
+    def rows_by_owner(self, table: str, ids: Iterable[int]) -> Dict[int, List[int]]:
         """{pserver: ascending distinct ids it owns}."""
-        crc, slots, out = table_hash(table), len(self.slot_owners), {}
+        crc, slots = table_hash(table), len(self.slot_owners)
+        out: Dict[int, List[int]] = {}
         for r in sorted(set(int(i) for i in ids)):
             out.setdefault(self.slot_owners[_mix(crc, r) % slots], []).append(r)
         return out
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "SlotMap(epoch %d, %d pservers, %d slots, %d blocks)" % (
             self.epoch, self.pservers, len(self.slot_owners), len(self.block_owners))

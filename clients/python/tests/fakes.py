@@ -40,11 +40,12 @@ class Pserver(pb_grpc.ParameterServerServicer):
 
     def __init__(self, index, pservers=1):
         self.index, self.values, self.initialised, self.init_id, self.step = index, {}, False, "", 0
-        self.pservers, self.slot_map, self.rows = pservers, None, {}
+        self.pservers, self.slot_map, self.rows, self.widths = pservers, None, {}, {}
         self.fail_if = lambda req: True  # which pushes fail_pushes applies to
         self.applied, self.pushes, self.pulls, self.fail_pushes, self.lock = set(), [], [], 0, threading.Lock()
 
     def InitParameters(self, req, context):
+        self.widths.update({p.name: int(p.shape[-1]) for p in req.parameters if p.sparse})
         for b in req.blocks:
             self.values[(b.name, b.block)] = np.frombuffer(b.data, "<f4").copy()
         self.init_id = req.init_id
@@ -108,6 +109,11 @@ class Pserver(pb_grpc.ParameterServerServicer):
             blocks = [self._block(g.name, g.block, g.offset) for g in req.gradients] if req.return_values else []
             return pb.PushGradientsResponse(step=self.step, duplicate=duplicate, blocks=blocks)
 
+    def _row(self, table, row):
+        """A row's value: one never pushed reads as [id, id, ...] (the table's width, default 2); the
+        first push starts it from zeros."""
+        return self.rows.get((table, row), np.full(self.widths.get(table, 2), float(row), "<f4"))
+
     def _block(self, name, block, offset):
         return tensor_pb2.TensorBlock(name=name, block=block, offset=offset, dtype=tensor_pb2.FLOAT32,
                                       data=self.values[(name, block)].tobytes())
@@ -118,9 +124,8 @@ class Pserver(pb_grpc.ParameterServerServicer):
             refuse(context, grpc.StatusCode.FAILED_PRECONDITION, "not initialised", "NOT_INITIALIZED")
         self._check_owned(context, req.sparse_rows)
         self._check_moved(context, req.blocks, req.sparse_rows)
-        # a row never pushed reads as [id, id]
         rows = [pb.SparseRows(name=r.name, row_ids=r.row_ids, dtype=tensor_pb2.FLOAT32, data=np.array(
-                    [self.rows.get((r.name, i), [float(i)] * 2) for i in r.row_ids], "<f4").tobytes())
+                    [self._row(r.name, i) for i in r.row_ids], "<f4").tobytes())
                 for r in req.sparse_rows]
         return pb.PullParametersResponse(step=self.step, sparse_rows=rows, blocks=[
             self._block(b.name, b.block, self.offsets[(b.name, b.block)]) for b in req.blocks])

@@ -1,3 +1,4 @@
+import grpc
 import numpy as np
 import pytest
 
@@ -48,7 +49,7 @@ def test_pull_before_init_parameters_says_to_call_it(cluster):
 
 
 def test_error_info_decodes_reason_domain_and_metadata():
-    d = status_details(errors.grpc.StatusCode.FAILED_PRECONDITION, "not the leader", "NOT_LEADER", {"leader": "h:1"})
+    d = status_details(grpc.StatusCode.FAILED_PRECONDITION, "not the leader", "NOT_LEADER", {"leader": "h:1"})
     assert errors.error_info(d) == ("NOT_LEADER", "paramserver.dev", {"leader": "h:1"})
     assert errors.error_info(b"") is None
 
@@ -66,7 +67,7 @@ def test_a_refused_join_raises_the_typed_error_with_the_masters_message(cluster)
 def test_not_leader_fails_over_to_the_leader_named_in_the_metadata(cluster):
     class Standby(Master):
         def GetStatus(self, req, context):
-            refuse(context, errors.grpc.StatusCode.FAILED_PRECONDITION, "not the leader", "NOT_LEADER",
+            refuse(context, grpc.StatusCode.FAILED_PRECONDITION, "not the leader", "NOT_LEADER",
                    {"leader": cluster.address})
 
     server, standby = serve(Standby([]))

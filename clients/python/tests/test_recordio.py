@@ -6,7 +6,7 @@ import pytest
 
 from conftest import HERE
 from paramserver import recordio
-from paramserver.client import pb  # noqa: F401  (generates the stubs)
+from paramserver.client import pb  # noqa: F401
 from paramserver.v1 import example_pb2
 
 FIX = os.path.join(HERE, "fixtures")
@@ -76,3 +76,19 @@ def test_header_is_five_little_endian_uint32():
     with open(os.path.join(FIX, "dense-none.recordio"), "rb") as f:
         magic, _, comp, size, count = struct.unpack("<5I", f.read(20))
     assert (magic, comp, count) == (0x01020304, 0, 5)
+
+
+@pytest.mark.parametrize("compressor", [recordio.NONE, recordio.GZIP])
+def test_the_writer_makes_files_the_reader_walks_chunk_by_chunk(tmp_path, compressor):
+    path = str(tmp_path / "w.recordio")
+    records = [example_pb2.Example(sparse_ids=[i, i + 1], label=i % 2).SerializeToString() for i in range(25)]
+    with recordio.Writer(path, compressor, records_per_chunk=10) as w:
+        for r in records:
+            w.write(r)
+    assert (w.records, w.chunks) == (25, 3)
+    assert [n for _, _, n in recordio.chunks(path)] == [10, 10, 5]
+    assert list(recordio.read_records(path)) == records
+    with open(path, "rb") as f:
+        assert recordio.HEADER.unpack(f.read(20))[2] == compressor
+    with pytest.raises(ValueError, match="compressor must be"):
+        recordio.Writer(str(tmp_path / "x"), 1)

@@ -69,7 +69,6 @@ def slot_vectors():
 
 
 def vector_map():
-    import paramserver.client  # noqa: F401  (generates the stubs)
     from paramserver.v1 import placement_pb2
     with open(os.path.join(REPO, "docs", "reference", "slot-vectors-map.pb"), "rb") as f:
         return routing.SlotMap.from_proto(placement_pb2.PlacementMap.FromString(f.read()))
@@ -102,7 +101,6 @@ def test_initial_slot_map_routes_as_the_fixed_rule_and_places_blocks_as_the_plac
 
 
 def test_slot_map_from_proto_refuses_an_inconsistent_map_and_plans_by_its_owners():
-    import paramserver.client  # noqa: F401  (generates the stubs)
     from paramserver.v1 import placement_pb2 as pl
     with pytest.raises(ValueError, match="no pservers"):
         routing.SlotMap.from_proto(pl.PlacementMap(epoch=3))

@@ -2,18 +2,39 @@
 runs on the pservers), pulls them before forward (written into the parameters in place), pushes
 their gradients after backward, and iterates the master's tasks as (features, labels) batches."""
 
+from __future__ import annotations
+
 import random
 import time
+from dataclasses import dataclass
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, TypeVar
 
 import numpy as np
-import torch
+
+try:
+    import torch
+except ImportError as e:  # pragma: no cover - depends on the environment
+    raise ImportError("paramserver.torch needs PyTorch: pip install 'paramserver[torch]' (or torch; on "
+                      "Debian, apt-get install python3-torch): %s" % e) from e
 
 from .. import recordio
-from ..client import ASYNC, BLOCK_SIZE, dense_spec, ma, optimizer
+from .._stubs import example_pb2, optimizer_pb2
+from ..client import ASYNC, BLOCK_SIZE, Client, FloatArray, PendingPush, dense_spec, ma, optimizer
 from ..errors import CallOrderError, ModelMismatch
-from ..v1 import example_pb2
+from .embedding import Embedding, EmbeddingBag, RowCache, SparseModule
 
-__all__ = ["Trainer", "decode"]
+T = TypeVar("T")
+__all__ = ["Trainer", "decode", "decode_sparse", "Embedding", "EmbeddingBag", "lookahead"]
+
+
+@dataclass
+class _Window:
+    """The loss window being filled (a LossWindow once closed)."""
+
+    records: int = 0
+    loss_sum: float = 0.0
+    batches: int = 0
+    ended_ms: int = 0
 
 
 class Trainer:
@@ -26,21 +47,39 @@ class Trainer:
             trainer.step(loss)          # push the gradients, take the new values in
     """
 
-    def __init__(self, client, module, optimizer_config=None, block_size=BLOCK_SIZE, mode=ASYNC,
-                 staleness=0, seed=0):
+    def __init__(self, client: Client, module: torch.nn.Module,
+                 optimizer_config: Optional[optimizer_pb2.OptimizerConfig] = None, block_size: int = BLOCK_SIZE,
+                 mode: int = ASYNC, staleness: int = 0, seed: int = 0, row_staleness: int = 0,
+                 max_cached_rows: int = 1 << 20) -> None:
         self.client, self.module, self.seed = client, module, seed
+        # sparse tables (Embedding, EmbeddingBag): named after the module unless given a name
+        self.sparse: List[SparseModule] = []
+        for name, m in module.named_modules():
+            if isinstance(m, SparseModule):
+                m.table = m.table or name or "embedding"
+                self.sparse.append(m)
+        tables = [m.table for m in self.sparse]
+        if len(set(tables)) != len(tables):
+            raise ValueError("two sparse modules name one table: %s (pass table= to tell them apart)" % tables)
+        self.row_staleness, self.max_cached_rows = row_staleness, max_cached_rows
+        self.rows: Optional[RowCache] = None
+        self._in_flight: Dict[str, "set[int]"] = {}
         self.params = dict(module.named_parameters())
         for name, p in self.params.items():
             if p.dtype != torch.float32 or p.device.type != "cpu" or not p.is_contiguous():
                 raise ValueError("parameter %r must be a contiguous float32 CPU tensor, is %s on %s"
                                  % (name, p.dtype, p.device))
         self.specs = [dense_spec(n, p.shape, block_size, optimizer_config or optimizer())
-                      for n, p in self.params.items()]
+                      for n, p in self.params.items()] + [m.spec() for m in self.sparse]
         self.mode, self.staleness = mode, staleness
-        self.values, self.tasks_done, self.records_done = None, 0, 0
-        self._size, self._windows, self._window, self._pending = 0, [], [0, 0.0, 0, 0], None
+        self.values: Optional[Dict[str, FloatArray]] = None
+        self.tasks_done, self.records_done = 0, 0
+        self._size = 0
+        self._windows: List[ma.LossWindow] = []
+        self._window = _Window()
+        self._pending: Optional[PendingPush] = None
 
-    def join(self, adopt=False):
+    def join(self, adopt: bool = False) -> "Trainer":
         """Joins the job with the module's specs (adopt: with none, taking the job's model, which must
         have the module's names and shapes), initialises the pservers if this trainer is granted the
         init lock (with the module's own initial values), then pulls the job's values into the module.
@@ -53,51 +92,72 @@ class Trainer:
             raise ModelMismatch("the module's parameters %s differ from the job's %s (first: %s)"
                                 % (mine, job, diff[0]), "MODEL_MISMATCH")
         # flat numpy views sharing the parameters' memory: pulls write into the module in place
-        self.values = {n: p.detach().view(-1).numpy() for n, p in self.params.items()}
-        self.client.init_parameters(self.values)
-        self.client.pull(self.values)
+        values: Dict[str, FloatArray] = {n: p.detach().view(-1).numpy() for n, p in self.params.items()}
+        self.values = values
+        self.client.init_parameters(values)
+        self.client.pull(values)
+        self.rows = RowCache(self.client, self, self.row_staleness, self.max_cached_rows)
+        for m in self.sparse:
+            m.attach(self.rows)
         return self
 
-    def _require(self, method):
+    def in_flight(self, table: str) -> "set[int]":
+        """The rows of `table` the unanswered push carries (read-my-writes waits for it)."""
+        return self._in_flight.get(table, set())
+
+    def _require(self, method: str) -> Dict[str, FloatArray]:
         if self.values is None:
             raise CallOrderError("%s() before join(): call trainer.join() first" % method)
+        return self.values
 
-    def pull(self):
+    def pull(self) -> None:
         """Writes the job's current values into the module's parameters."""
-        self._require("pull")
+        values = self._require("pull")
         self.flush()
-        self.client.pull(self.values)
+        self.client.pull(values)
 
-    def step(self, loss=None):
+    def step(self, loss: Optional[float | torch.Tensor] = None) -> None:
         """Pushes the parameters' gradients as the next step and writes new values into the module.
         ASYNC: the push is answered with the values while the next batch computes; they are written
         before this returns next time (one batch of lag, as the Java trainer's pipeline-lag), and at
         the end of each task. SYNC/BOUNDED_STALENESS: a pull after the step. A parameter without a
         gradient pushes zeros. `loss` (the batch's mean loss) goes to the master's run tracking."""
-        self._require("step")
+        values = self._require("step")
         grads = {n: (p.grad.detach().reshape(-1).numpy() if p.grad is not None else np.zeros(p.numel(), np.float32))
                  for n, p in self.params.items()}
+        sparse: Dict[str, Tuple[np.ndarray, np.ndarray]] = {}
+        for m in self.sparse:
+            g = m.gradients()
+            if g is not None and m.table is not None:
+                sparse[m.table] = g
         self.flush()  # the previous step is acknowledged before this one is sent (exactly-once)
-        self._pending = self.client.push(grads, into=self.values, wait=False)  # copies the gradients
+        self._pending = self.client.push_async(grads, sparse=sparse, into=values)  # copies the gradients
+        if self.rows is not None:
+            for table, (ids, _) in sparse.items():
+                self.rows.written(table, ids)
+            self._in_flight = {table: set(ids.tolist()) for table, (ids, _) in sparse.items()}
+            self.rows.next_batch()
         if self.mode != ASYNC:
             self.flush()
         if loss is not None and self.client.loss_every_records:
             w = self._window
-            w[0] += self._size
-            w[1] += float(loss) * self._size
-            w[2] += 1
-            w[3] = int(time.time() * 1000)
-            if w[0] >= self.client.loss_every_records:
+            w.records += self._size
+            w.loss_sum += float(loss) * self._size
+            w.batches += 1
+            w.ended_ms = int(time.time() * 1000)
+            if w.records >= self.client.loss_every_records:
                 self._close_window()
 
-    def flush(self):
+    def flush(self) -> None:
         """Waits for the push in flight and writes its values into the module."""
         pending, self._pending = self._pending, None
         if pending is not None:
             with torch.no_grad():
                 self.client.complete(pending)
+        self._in_flight = {}
 
-    def _tasks(self, passes, features):
+    def _tasks(self, passes: Optional[int], features: Optional[int],
+               sparse: bool = False) -> Iterator[Tuple[ma.Task, torch.Tensor, torch.Tensor]]:
         """(task, features, labels) of each task, read, decoded and shuffled."""
         tasks = self.client.tasks()
         for task in tasks:
@@ -105,31 +165,40 @@ class Trainer:
                 tasks.close()  # hands the task back
                 return
             try:
-                x, y = decode([r for c in task.chunks for r in recordio.read_chunk(c.path, c.offset, c.length)])
+                records = [r for c in task.chunks for r in recordio.read_chunk(c.path, c.offset, c.length)]
+                x, y = decode_sparse(records) if sparse else decode(records)
             except (OSError, recordio.CorruptRecordError) as e:
                 self.client.task_failed(task, "cannot read task %d: %s" % (task.id, e))
                 continue
             if features is not None and x.shape[1:] != (features,):
-                raise ValueError("examples have %s dense features, the model expects %d" % (x.shape[1:], features))
+                raise ValueError("examples have %s features, the model expects %d" % (x.shape[1:], features))
             order = list(range(len(y)))
             random.Random(self.seed ^ (task.id * 31 + task.epoch)).shuffle(order)
             yield task, torch.from_numpy(x[order]), torch.from_numpy(y[order])
 
-    def _close_window(self):
-        r, s, b, t = self._window
-        if r:
-            self._windows.append(ma.LossWindow(records=r, loss_sum=s, batches=b, ended_ms=t))
-        self._window = [0, 0.0, 0, 0]
+    def _close_window(self) -> None:
+        w = self._window
+        if w.records:
+            self._windows.append(ma.LossWindow(records=w.records, loss_sum=w.loss_sum, batches=w.batches,
+                                               ended_ms=w.ended_ms))
+        self._window = _Window()
 
-    def batches(self, batch_size, features=None, passes=None):
+    def batches(self, batch_size: int, features: Optional[int] = None, passes: Optional[int] = None,
+                sparse: bool = False, prefetch: bool = False) -> Iterator[Tuple[torch.Tensor, torch.Tensor]]:
         """(features [n, f] float32, labels [n] int64) batches of the master's tasks, pass after pass
         (at most `passes`), each task's records shuffled; a task is reported finished once its
-        batches were trained (the caller steps after each batch), with its loss windows."""
+        batches were trained (the caller steps after each batch), with its loss windows. sparse:
+        (sparse ids [n, f] int64, labels) of examples with f sparse ids each (decode_sparse);
+        prefetch (with sparse): every sparse module starts reading the next batch's rows while this
+        one trains (for models whose tables all look up the whole batch of ids)."""
         self._require("batches")
-        for task, x, y in self._tasks(passes, features):
-            self._windows, self._window = [], [0, 0.0, 0, 0]
+        for task, x, y in self._tasks(passes, features, sparse):
+            self._windows, self._window = [], _Window()
             for i in range(0, len(y), batch_size):
                 self._size = len(y[i:i + batch_size])
+                if sparse and prefetch and i + batch_size < len(y):
+                    for m in self.sparse:
+                        m.prefetch(x[i + batch_size:i + 2 * batch_size])
                 yield x[i:i + batch_size], y[i:i + batch_size]
             self.flush()
             self._close_window()
@@ -137,7 +206,35 @@ class Trainer:
             self.tasks_done, self.records_done = self.tasks_done + 1, self.records_done + len(y)
 
 
-def decode(records):
+def decode_sparse(records: Sequence[bytes]) -> Tuple["np.ndarray[Any, np.dtype[np.int64]]",
+                                                    "np.ndarray[Tuple[int], np.dtype[np.int64]]"]:
+    """(sparse ids [n, f] int64, labels [n] int64) of serialized Examples with f sparse ids each (as
+    the click-through data: one id per field; their values must be absent or 1)."""
+    examples = [example_pb2.Example.FromString(r) for r in records]
+    counts = {len(e.sparse_ids) for e in examples}
+    if len(counts) > 1:
+        raise ValueError("examples have %s sparse ids: decode_sparse needs the same count in each" % sorted(counts))
+    if any(v != 1.0 for e in examples for v in e.sparse_values):
+        raise ValueError("examples have sparse values other than 1: decode_sparse reads ids only")
+    return (np.array([list(e.sparse_ids) for e in examples], np.int64).reshape(len(examples), -1),
+            np.array([e.label for e in examples], np.int64))
+
+
+def lookahead(batches: Iterable[T]) -> Iterator[Tuple[T, Optional[T]]]:
+    """(batch, the next batch or None): to prefetch the next batch's rows (SparseModule.prefetch)
+    while this one trains."""
+    it = iter(batches)
+    try:
+        current = next(it)
+    except StopIteration:
+        return
+    for nxt in it:
+        yield current, nxt
+        current = nxt
+    yield current, None
+
+
+def decode(records: Sequence[bytes]) -> Tuple[FloatArray, "np.ndarray[Tuple[int], np.dtype[np.int64]]"]:
     """(features [n, f] float32, labels [n] int64) of serialized Examples with dense features. Records
     laid out as protobuf writes them (field 1 packed floats of one size, then label 4 < 128 or none
     for 0) are sliced as bytes, with no per-float Python; others are parsed with protobuf."""
@@ -154,7 +251,7 @@ def decode(records):
             np.array([e.label for e in examples], np.int64))
 
 
-def _varint(b, i):
+def _varint(b: bytes, i: int) -> Tuple[int, int]:
     v = shift = 0
     while i < len(b):
         v, i, shift = v | (b[i] & 0x7F) << shift, i + 1, shift + 7

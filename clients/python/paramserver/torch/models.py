@@ -1,7 +1,10 @@
 """The built-in Java models as PyTorch modules with the same parameter names, layout, initialisers
 and loss, so that Java and Python trainers can train one job (models/.../Mlp.java)."""
 
+from __future__ import annotations
+
 import math
+from typing import List, Sequence
 
 import torch
 from torch import nn
@@ -11,12 +14,12 @@ from torch.nn import functional as F
 class Dense(nn.Module):
     """z = x @ w + b with w stored [in, out], as Java's Mlp (not nn.Linear's [out, in])."""
 
-    def __init__(self, n_in, n_out):
+    def __init__(self, n_in: int, n_out: int) -> None:
         super().__init__()
         self.w = nn.Parameter(torch.zeros(n_in, n_out))
         self.b = nn.Parameter(torch.zeros(n_out))
 
-    def forward(self, x):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
         return torch.addmm(self.b, x, self.w)
 
 
@@ -26,14 +29,14 @@ class MLP(nn.Module):
     Java does: no hidden layer (softmax regression) all zeros; else weights He-normal before a relu,
     Xavier-uniform otherwise, biases zero. With no hidden layers it is Java's "softmax" model."""
 
-    def __init__(self, features, classes, hidden=(), activation="relu"):
+    def __init__(self, features: int, classes: int, hidden: Sequence[int] = (), activation: str = "relu") -> None:
         super().__init__()
         if features <= 0 or classes < 2:
             raise ValueError("MLP needs features > 0 and classes >= 2, got %d and %d" % (features, classes))
         if activation not in ("relu", "tanh"):
             raise ValueError("activation must be relu or tanh, got %r" % activation)
         self.activation, sizes = activation, [features, *hidden, classes]
-        self.layers = []
+        self.layers: List[str] = []
         for i in range(1, len(sizes)):
             last = i == len(sizes) - 1
             layer = Dense(sizes[i - 1], sizes[i])
@@ -45,18 +48,19 @@ class MLP(nn.Module):
             self.add_module(name, layer)
             self.layers.append(name)
 
-    def forward(self, x):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
         for name in self.layers[:-1]:
             x = getattr(self, name)(x)
             x = torch.relu(x) if self.activation == "relu" else torch.tanh(x)
-        return getattr(self, self.layers[-1])(x)
+        out: torch.Tensor = getattr(self, self.layers[-1])(x)
+        return out
 
     @staticmethod
-    def loss(logits, labels):
+    def loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         """Mean softmax cross-entropy, Java's loss (its gradient is (p - onehot) / n)."""
         return F.cross_entropy(logits, labels)
 
 
-def softmax(features, classes):
+def softmax(features: int, classes: int) -> MLP:
     """Java's softmax (multinomial logistic) regression: an MLP without hidden layers."""
     return MLP(features, classes)

@@ -14,6 +14,7 @@ It stops after the first step at or beyond --min-steps once --stop exists.
 Exit 0 when stopped, 1 on a paramserver error (a MOVED it did not follow, for one).
 """
 
+import importlib.util
 import argparse
 import logging
 import os
@@ -21,7 +22,8 @@ import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+if importlib.util.find_spec("paramserver") is None:  # a checkout run without installing the package
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 from paramserver import ParamServerError  # noqa: E402
 from paramserver.client import ASYNC, Client, dense_spec, optimizer, pb, tensor_pb2  # noqa: E402
 

@@ -15,6 +15,7 @@ again. The Java test computes the expected values from the log and pulls the pse
 Exit 0 after the last step (--steps), 1 on a paramserver error.
 """
 
+import importlib.util
 import argparse
 import logging
 import os
@@ -22,7 +23,8 @@ import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+if importlib.util.find_spec("paramserver") is None:  # a checkout run without installing the package
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 from paramserver import ParamServerError  # noqa: E402
 from paramserver.client import ASYNC, Client, dense_spec, optimizer  # noqa: E402
 

@@ -4,13 +4,15 @@
 PythonTrainerKillTest) knows when this trainer holds a task; same arguments, exit codes and
 PYRESULT line. Runs in this process (the test kills this very process). Not collected by pytest."""
 
+import importlib.util
 import os
 import runpy
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.normpath(os.path.join(HERE, "..", "..", "..", ".."))
-sys.path.insert(0, os.path.join(REPO, "clients", "python"))
+if importlib.util.find_spec("paramserver") is None:  # a checkout run without installing the package
+    sys.path.insert(0, os.path.join(REPO, "clients", "python"))
 from paramserver.client import Client  # noqa: E402
 
 _tasks, _finished = Client.tasks, Client.task_finished

@@ -1,81 +1,73 @@
 package dev.paramserver.it;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assumptions.assumeThat;
 
+import dev.paramserver.it.PythonProcesses.Python;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * Runs the Python client's own tests ({@code clients/python/tests}: routing vectors, request
  * splitting, push identities, error decoding, RecordIO against files the Java writer made, the
- * PyTorch trainer and the example, against an in-process fake master and pservers) with Debian's
- * python3, so the build fails when they do. Skipped, saying why, only when that python3 lacks a
- * module the client needs; {@code scripts/install-deps.sh} installs them (python3-torch,
- * python3-numpy, python3-pytest, python3-grpcio, python3-protobuf, protobuf-compiler-grpc,
- * libprotobuf-dev).
+ * PyTorch trainer and the example, against an in-process fake master and pservers; the package's
+ * build, version and types) under each Python of {@link PythonProcesses#interpreters()}, so the
+ * build fails when they do: Debian's python3 on the source tree, and the virtual environment with
+ * PyPI's newest PyTorch, grpcio and protobuf on the wheel built from it ({@code
+ * PARAMSERVER_TEST_INSTALLED=1}). Skipped, saying why, only when a python lacks a module the client
+ * needs ({@code scripts/install-deps.sh} installs both; under CI a missing venv fails).
  */
-@Timeout(value = 5, unit = TimeUnit.MINUTES)
+@Timeout(value = 6, unit = TimeUnit.MINUTES)
 class PythonClientUnitTest {
-  private static final Path PYTHON = Path.of("/usr/bin/python3");
-  private static final Path CLIENT =
-      Path.of("..", "clients", "python").toAbsolutePath().normalize();
+  private static final Path CLIENT = PythonProcesses.CLIENT;
 
-  @Test
-  void thePythonClientsTestsPass(@TempDir Path tmp) throws Exception {
-    assumeThat(Files.isExecutable(PYTHON))
-        .as("/usr/bin/python3 is missing (scripts/install-deps.sh installs it)")
-        .isTrue();
-    String missing =
-        run(
-                tmp.resolve("check.log"),
-                PYTHON.toString(),
-                "-c",
-                "import importlib.util as u, shutil, os; print(' '.join([m for m in ('torch', 'numpy',"
-                    + " 'grpc', 'google.protobuf', 'pytest') if u.find_spec(m.split('.')[0]) is None]"
-                    + " + [p for p in ('/usr/bin/protoc', '/usr/bin/grpc_python_plugin',"
-                    + " '/usr/include/google/protobuf/struct.proto') if not os.path.exists(p)]))")
-            .strip();
-    assumeThat(missing)
-        .as("/usr/bin/python3 lacks what the Python client needs: " + missing)
-        .isEmpty();
+  static List<Python> interpreters() {
+    return PythonProcesses.interpreters();
+  }
 
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("interpreters")
+  void thePythonClientsTestsPass(Python python, @TempDir Path tmp) throws Exception {
+    PythonProcesses.assumeUsable(python, tmp, true);
+    List<String> command = new ArrayList<>();
+    command.addAll(
+        List.of(
+            python.executable().toString(),
+            "-m",
+            "pytest",
+            "tests",
+            "-q",
+            "-p",
+            "no:cacheprovider"));
+    command.add("--junitxml=" + tmp.resolve("pytest.xml"));
     Path log = tmp.resolve("pytest.log");
     ProcessBuilder pb =
-        new ProcessBuilder(
-                PYTHON.toString(),
-                "-m",
-                "pytest",
-                "tests",
-                "-q",
-                "-p",
-                "no:cacheprovider",
-                "--junitxml=" + tmp.resolve("pytest.xml"))
+        new ProcessBuilder(command)
             .directory(CLIENT.toFile())
             .redirectErrorStream(true)
             .redirectOutput(log.toFile());
     pb.environment().put("PYTHONDONTWRITEBYTECODE", "1");
-    Process p = pb.start();
-    if (!p.waitFor(4, TimeUnit.MINUTES)) {
-      p.destroyForcibly();
-      throw new AssertionError("pytest did not finish in 4 minutes:\n" + tail(log));
+    if (python.pip()) {
+      pb.environment().put("PARAMSERVER_TEST_INSTALLED", "1");
+      pb.environment().put("PYTHONPATH", PythonProcesses.site(python).toString());
     }
-    assertThat(p.exitValue()).as("pytest clients/python/tests:\n%s", tail(log)).isZero();
+    Process p = pb.start();
+    if (!p.waitFor(5, TimeUnit.MINUTES)) {
+      p.destroyForcibly();
+      throw new AssertionError("pytest did not finish in 5 minutes:\n" + tail(log));
+    }
+    assertThat(p.exitValue())
+        .as("pytest clients/python/tests (%s):\n%s", python, tail(log))
+        .isZero();
     assertThat(Files.readString(log, StandardCharsets.UTF_8)).containsPattern("\\d+ passed");
-  }
-
-  private static String run(Path log, String... command) throws Exception {
-    Process p =
-        new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile()).start();
-    assertThat(p.waitFor(60, TimeUnit.SECONDS)).as(String.join(" ", command)).isTrue();
-    return Files.readString(log, StandardCharsets.UTF_8);
   }
 
   private static String tail(Path log) throws IOException {

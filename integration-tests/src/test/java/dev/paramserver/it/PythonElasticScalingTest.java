@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.paramserver.coordination.EtcdCoordinator;
 import dev.paramserver.coordination.EtcdSettings;
 import dev.paramserver.coordination.PlacementStore;
+import dev.paramserver.it.PythonProcesses.Python;
 import dev.paramserver.localcluster.Role;
 import dev.paramserver.proto.v1.ParameterServerGrpc;
 import dev.paramserver.proto.v1.PullParametersRequest;
@@ -38,10 +39,11 @@ import java.util.TreeSet;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
 import picocli.CommandLine;
 
 /**
@@ -94,10 +96,11 @@ class PythonElasticScalingTest {
     }
   }
 
-  @Test
-  void pythonTrainerPushingWhileScaledTwoThreeTwo_finishes_valuesAreInitMinusEveryGradient()
-      throws Exception {
-    PythonProcesses.assumeUsable(dir, false);
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("dev.paramserver.it.PythonProcesses#interpreters")
+  void pythonTrainerPushingWhileScaledTwoThreeTwo_finishes_valuesAreInitMinusEveryGradient(
+      Python interpreter) throws Exception {
+    PythonProcesses.assumeUsable(interpreter, dir, false);
     job = etcd.uniqueJob();
     ServiceRun.prepareClassData(Role.PSERVER, dir.resolve("class-data"));
     master =
@@ -127,6 +130,7 @@ class PythonElasticScalingTest {
     Path stopFile = dir.resolve("stop");
     pusher =
         PythonProcesses.start(
+            interpreter,
             out,
             PythonProcesses.E2E.resolve("elastic_pusher.py").toString(),
             "--master",

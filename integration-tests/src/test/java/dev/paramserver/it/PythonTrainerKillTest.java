@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.paramserver.coordination.EtcdCoordinator;
 import dev.paramserver.coordination.EtcdSettings;
+import dev.paramserver.it.PythonProcesses.Python;
 import dev.paramserver.localcluster.JobStatusView;
 import dev.paramserver.localcluster.LocalCluster;
 import dev.paramserver.localcluster.Role;
@@ -34,6 +35,8 @@ import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * A Python trainer killed with SIGKILL is survived as a Java one is (issue 30), against real etcd,
@@ -49,10 +52,11 @@ class PythonTrainerKillTest {
 
   @TempDir Path dir;
 
-  @Test
-  void pythonTrainerKilledHoldingATask_leavesAtOnce_andTheJavaTrainerFinishesEveryTask()
-      throws Exception {
-    PythonProcesses.assumeUsable(dir, true);
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("dev.paramserver.it.PythonProcesses#interpreters")
+  void pythonTrainerKilledHoldingATask_leavesAtOnce_andTheJavaTrainerFinishesEveryTask(
+      Python interpreter) throws Exception {
+    PythonProcesses.assumeUsable(interpreter, dir, true);
     Path data = dir.resolve("data");
     DemoData.Result demo =
         DemoData.generate(
@@ -64,7 +68,7 @@ class PythonTrainerKillTest {
     try (LocalCluster cluster =
         new LocalCluster(
             Jobs.spec(dir.resolve("run"))
-                .job("py-kill")
+                .job("py-kill-" + interpreter.name())
                 .masters(1)
                 .pservers(2)
                 .trainers(1)
@@ -84,7 +88,7 @@ class PythonTrainerKillTest {
       String master = "127.0.0.1:" + cluster.process(Role.MASTER, 0).grpcPort();
       String[] args = MixedLanguageTrainingTest.trainerArgs(master, "py-0", "32", train, test);
       args[0] = PythonProcesses.E2E.resolve("traced_train_mlp.py").toString();
-      py = PythonProcesses.start(pyLog, args);
+      py = PythonProcesses.start(interpreter, pyLog, args);
       Process python = py;
 
       // it trained a task and holds the next one
