@@ -6,6 +6,29 @@ import org.junit.jupiter.api.Test;
 
 class PsctlTest {
   @Test
+  void subcommandNames_areTheClassesOwn() {
+    Psctl.SUBCOMMANDS.forEach(
+        (name, type) ->
+            assertThat(type.getAnnotation(picocli.CommandLine.Command.class).name())
+                .as("%s", type)
+                .isEqualTo(name));
+  }
+
+  @Test
+  void aCommandLineForOneSubcommand_loadsThatOneOnly_andHelpLoadsAll() {
+    assertThat(
+            Psctl.commandLine(java.util.Map.of(), new String[] {"--verbose", "version", "--client"})
+                .getSubcommands())
+        .containsOnlyKeys("version");
+    assertThat(Psctl.commandLine(java.util.Map.of(), new String[] {"--help"}).getSubcommands())
+        .containsKeys("status", "convert", "help");
+    assertThat(Psctl.commandLine(java.util.Map.of(), new String[] {"stauts"}).getSubcommands())
+        .hasSize(Psctl.SUBCOMMANDS.size());
+    Run r = Run.psctl("version", "--client");
+    assertThat(r.code()).isZero();
+  }
+
+  @Test
   void noSubcommand_isUsageError() {
     Run r = Run.psctl();
     assertThat(r.code()).isEqualTo(2);

@@ -36,7 +36,8 @@ class JobCommandsTest {
 
   @BeforeEach
   void start() throws IOException {
-    try (InputStream in = getClass().getResourceAsStream("/admin-job.json")) {
+    try (InputStream in =
+        getClass().getResourceAsStream("/dev/paramserver/psctl/startup/sample-job.json")) {
       jobJson = new String(in.readAllBytes(), StandardCharsets.UTF_8);
     }
     leader = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
