@@ -1,4 +1,4 @@
-# scripts/lib/java.sh — sourced by scripts/run-local.sh, bin/psctl and scripts/prepare-archives.sh:
+# scripts/lib/java.sh — sourced by scripts/run-local.sh and bin/psctl:
 # picks the newest installed Java of version 17 or later to run the project with (the build still
 # targets 17, whatever JDK runs it).
 #
