@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/run-local.sh — the main job: a real etcd, masters, pservers and trainers as separate
 # processes on 127.0.0.1, training a model; prints progress per pass and finally
-#   RESULT accuracy=<a> loss=<l> samples_per_s=<s> elapsed_s=<t>
+#   RESULT accuracy=<a> loss=<l> samples_per_s=<s> elapsed_s=<t> train_s=<t>
 # then stops everything. Exit code: 0 done, 1 the job failed or timed out, 2 bad usage or a
 # missing prerequisite. Works from any directory; the run folder defaults to ./runs/<time>.
 #

@@ -37,7 +37,7 @@ class PsctlTest {
 
   @Test
   void unknownOption_printsOneLineAndExits2() {
-    Run r = Run.psctl("convert", "--input", "a.csv", "--output", "o", "--bogus");
+    Run r = Run.psctl("convert", "--input", "a.csv", "--out", "o", "--bogus");
     assertThat(r.code()).isEqualTo(2);
     assertThat(r.err().strip().lines()).hasSize(1);
     assertThat(r.err()).startsWith("psctl convert: ").contains("--bogus").contains("--help");
@@ -45,7 +45,7 @@ class PsctlTest {
 
   @Test
   void badCompressor_isUsageErrorNamingTheValue() {
-    Run r = Run.psctl("demo-data", "--output", "x", "--compressor", "lz4");
+    Run r = Run.psctl("demo-data", "--out", "x", "--compressor", "lz4");
     assertThat(r.code()).isEqualTo(2);
     assertThat(r.err()).contains("unknown compressor 'lz4': expected one of none, gzip, snappy");
   }
