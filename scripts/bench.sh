@@ -64,7 +64,9 @@
 #
 # Usage: scripts/bench.sh [--only kernels,component,wire,wal,train,memory,sparse,startup,staleness,scaling,delay,python]
 #        [--workloads softmax,mlp5m,ctr,ctr100m] [--quick] [--profile] [--run-dir DIR]
-# Environment: BENCH_SKIP_BUILD=1 reuses what is built; ETCD_BIN points at etcd if not on the PATH.
+# Environment: BENCH_SKIP_BUILD=1 reuses what is built; ETCD_BIN points at etcd if not on the PATH;
+# PARAMSERVER_JAVA picks the Java (default: the newest installed, 17 or later: Temurin 25 where it
+# is, whose AOT caches start the services; run once more with a Java 17 to compare start-ups).
 # Needs Java 17 (JDK: jcmd, attach) and etcd 3.4+. Takes about 21 minutes on 2 cores (training 14:
 # 3 rounds of 1+1 and 2+2 and one 4+4 per workload; the wire 2.5, the write-ahead log 2, sparse
 # tables 1.5 in one JVM with a 4 GiB heap), the build on top; --quick about 5 (training 2: the
@@ -82,5 +84,10 @@ if [[ ! -f benchmarks/target/classpath.txt ]]; then
   exit 2
 fi
 CP="benchmarks/target/classes:$(cat benchmarks/target/classpath.txt)"
-exec java -Xms1g -Xmx2g -XX:+UseParallelGC -cp "$CP" \
+# the newest installed Java 17 or later runs the suite and every process it starts (scripts/lib/java.sh);
+# PARAMSERVER_JAVA=/usr/lib/jvm/java-17-openjdk-amd64 measures Java 17 instead
+. scripts/lib/java.sh
+pick_java || { echo "bench: Java 17 or newer is needed (a JDK: jcmd, attach)" >&2; exit 2; }
+echo "bench: java $JAVA_VERSION_STRING ($JAVA_BIN)"
+exec "$JAVA_BIN" -Xms1g -Xmx2g -XX:+UseParallelGC -cp "$CP" \
   dev.paramserver.bench.BenchSuite --repo . --out bench "$@"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/run-local.sh — the main job: a real etcd, masters, pservers and trainers as separate
 # processes on 127.0.0.1, training a model; prints progress per pass and finally
-#   RESULT accuracy=<a> loss=<l> samples_per_s=<s> elapsed_s=<t>
+#   RESULT accuracy=<a> loss=<l> samples_per_s=<s> elapsed_s=<t> train_s=<t>
 # then stops everything. Exit code: 0 done, 1 the job failed or timed out, 2 bad usage or a
 # missing prerequisite. Works from any directory; the run folder defaults to ./runs/<time>.
 #
@@ -10,7 +10,9 @@
 #      etcd-server with apt-get (as root, or through sudo), else stops with the command to run.
 #   2. build: if a service exec jar or the psctl exec jar is missing, runs
 #      `./mvnw -B -q -DskipTests package` at the repository root (first run only).
-#   3. runs `psctl run-local` from the psctl exec jar with every option unchanged. psctl parses the
+#   3. picks the newest installed Java of version 17 or later (scripts/lib/java.sh: JAVA_HOME, the
+#      PATH, /usr/lib/jvm/*; PARAMSERVER_JAVA names one) for psctl and every service, and says which.
+#   4. runs `psctl run-local` from the psctl exec jar with every option unchanged. psctl parses the
 #      options (the same picocli options as the orchestrator's, dev.paramserver.localcluster
 #      .RunOptions), prepares the input (without --train or --demo-data it generates the demo
 #      dataset into <run-dir>/data; --format libsvm or csv converts the input to RecordIO there),
@@ -45,9 +47,10 @@ for arg in "$@"; do
   esac
 done
 
-# ---- 0. java ----
-command -v java >/dev/null 2>&1 ||
-  die "java (17 or newer) is required: sudo apt-get install -y openjdk-17-jdk-headless"
+# ---- 0. java: the newest installed Java 17 or later (scripts/lib/java.sh; PARAMSERVER_JAVA picks one) ----
+. "$ROOT/scripts/lib/java.sh"
+pick_java ||
+  die "java (17 or newer) is required: sudo apt-get install -y openjdk-17-jdk-headless (or set PARAMSERVER_JAVA)"
 
 # ---- 1. etcd ----
 have_etcd() {
@@ -83,10 +86,11 @@ fi
 PSCTL_JAR="$(exec_jar psctl)"
 [[ -n "$PSCTL_JAR" ]] || die "psctl/target/psctl-*-exec.jar missing after the build"
 
-JAVA_OPTS=(-Xms32m -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1)
+JAVA_OPTS=(-Xms32m -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 --enable-native-access=ALL-UNNAMED)
 LOG_OPTS=(-Dorg.slf4j.simpleLogger.showDateTime=true -Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss
   -Dorg.slf4j.simpleLogger.showThreadName=false -Dorg.slf4j.simpleLogger.showShortLogName=true)
 
 # ---- 3. psctl run-local ----
 export PARAMSERVER_HOME="$ROOT" # where the orchestrator finds the service jars
-exec java "${JAVA_OPTS[@]}" "${LOG_OPTS[@]}" -jar "$PSCTL_JAR" run-local "$@"
+$want_help || echo "java $JAVA_VERSION_STRING ($JAVA_BIN) runs psctl and every service"
+exec "$JAVA_BIN" "${JAVA_OPTS[@]}" "${LOG_OPTS[@]}" -jar "$PSCTL_JAR" run-local "$@"

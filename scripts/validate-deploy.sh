@@ -2,7 +2,9 @@
 # Offline validation of the deployment files (no Docker engine, no cluster needed):
 #   1. docker-compose.yml with `docker-compose config -q` (installs Debian's docker-compose if missing)
 #   2. deploy/prometheus.yml, the Grafana provisioning files and dashboard parse
-#   3. helm/paramserver: `helm lint --strict` and `helm template` with the default values, with
+#   3. helm/paramserver: `helm lint --strict`, its README against values.yaml (scripts/chart-readme.py
+#      --check), `helm package` (README, schema and the `helm test` hook inside), and
+#      `helm template` with the default values, with
 #      helm/paramserver/ci/external-values.yaml (external etcd, ServiceMonitor on, ...) and with
 #      pserver.elastic.enabled=true (the StatefulSet scales the job: preStop hook, token, Role)
 #   4. every rendered object validated against the Kubernetes schemas (npm kubernetes-models 5.1.0,
@@ -96,6 +98,16 @@ step "helm lint --strict (default values, ci/external-values.yaml, pserver.elast
 "$HELM" lint --strict "$CHART" || die "helm lint (default values)"
 "$HELM" lint --strict "$CHART" -f "$EXTERNAL_VALUES" || die "helm lint (ci/external-values.yaml)"
 "$HELM" lint --strict "$CHART" "${ELASTIC[@]}" || die "helm lint (pserver.elastic.enabled=true)"
+
+step "chart README up to date (scripts/chart-readme.py --check), helm package"
+python3 "$ROOT/scripts/chart-readme.py" --check || die "helm/paramserver/README.md is stale: run scripts/chart-readme.py"
+"$HELM" package "$CHART" --destination "$WORK/package" >/dev/null || die "helm package"
+PKG=$(ls "$WORK"/package/paramserver-*.tgz)
+tar -tzf "$PKG" >"$WORK/package.txt"
+for f in paramserver/README.md paramserver/values.schema.json paramserver/templates/tests/health.yaml; do
+  grep -qx "$f" "$WORK/package.txt" || die "the packaged chart $(basename "$PKG") lacks $f"
+done
+echo "packaged $(basename "$PKG") ($(wc -l <"$WORK/package.txt") files)"
 
 step "helm template"
 "$HELM" template ps "$CHART" --namespace paramserver >"$WORK/default.yaml" || die "helm template (default values)"

@@ -152,10 +152,11 @@ class HelmChartRenderTest {
   void images_areLocalNamesByDefault_andTakeARegistryPrefix() {
     Map<String, Object> master = DEFAULTS.get("Deployment", "ps-paramserver-master");
     assertThat(container(master, "master").get("image"))
-        .isEqualTo("paramserver/master-service:0.1.0-SNAPSHOT");
+        .isEqualTo("paramserver/master-service:" + RepoFiles.projectVersion());
     HelmChart.Rendered reg = HelmChart.template("image.registry=registry.example.com/ml/");
     assertThat(container(reg.get("Deployment", "ps-paramserver-master"), "master").get("image"))
-        .isEqualTo("registry.example.com/ml/paramserver/master-service:0.1.0-SNAPSHOT");
+        .isEqualTo(
+            "registry.example.com/ml/paramserver/master-service:" + RepoFiles.projectVersion());
   }
 
   @Test

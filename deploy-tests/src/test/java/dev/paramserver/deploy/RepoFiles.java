@@ -33,6 +33,18 @@ final class RepoFiles {
     }
   }
 
+  /** The project's version: the root pom.xml's (paramserver-parent's). */
+  static String projectVersion() {
+    java.util.regex.Matcher m =
+        java.util.regex.Pattern.compile(
+                "<artifactId>paramserver-parent</artifactId>\\s*<version>([^<]+)</version>")
+            .matcher(read("pom.xml"));
+    if (!m.find()) {
+      throw new IllegalStateException("pom.xml names no paramserver-parent version");
+    }
+    return m.group(1).trim();
+  }
+
   /** Parses a YAML file (anchors and merge keys resolved) into maps and lists. */
   static Map<String, Object> yaml(String relative) {
     return new Yaml().load(read(relative));

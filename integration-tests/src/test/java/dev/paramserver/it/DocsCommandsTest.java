@@ -301,8 +301,9 @@ class DocsCommandsTest {
 
   private static String readScripts() throws IOException {
     StringBuilder all = new StringBuilder();
-    try (Stream<Path> s = Files.list(ROOT.resolve("scripts"))) {
-      for (Path p : s.toList()) {
+    // scripts/ and what they source (scripts/lib/)
+    try (Stream<Path> s = Files.walk(ROOT.resolve("scripts"))) {
+      for (Path p : s.filter(Files::isRegularFile).toList()) {
         all.append(Files.readString(p)).append('\n');
       }
     }

@@ -159,7 +159,7 @@ class ModelsEndToEndTest {
                   "libsvm",
                   "--input",
                   raw.resolve(part + ".svm").toString(),
-                  "--output",
+                  "--out",
                   data.resolve(part).toString(),
                   "--shards",
                   "2",

@@ -64,7 +64,7 @@ class StandardizationEndToEndTest {
     convert(
         "--input",
         raw + "/train.csv",
-        "--output",
+        "--out",
         data + "/train",
         "--shards",
         "2",
@@ -74,7 +74,7 @@ class StandardizationEndToEndTest {
     convert(
         "--input",
         raw + "/test.csv",
-        "--output",
+        "--out",
         data + "/test",
         "--statistics-from",
         data + "/train.dataset.pb");

@@ -130,6 +130,17 @@ public final class ClassDataArchives {
    * @param trainingCommand builds the command from the extracted jar's path
    */
   static void prepare(Path jar, String javaBinary, TrainingCommand trainingCommand) {
+    prepare(
+        jar, javaBinary, (j, app, log) -> extractBootJar(javaBinary, j, app, log), trainingCommand);
+  }
+
+  /**
+   * As {@link #prepare(Path, String, TrainingCommand)}, with {@code extractor} laying the jar out
+   * as plain jars on the class path (an archive holds no class a nested jar's loader loaded): how
+   * psctl, which has no Spring Boot tools in it, archives itself.
+   */
+  public static void prepare(
+      Path jar, String javaBinary, Extractor extractor, TrainingCommand trainingCommand) {
     Path entry = null;
     Path lock = null;
     try {
@@ -156,17 +167,7 @@ public final class ClassDataArchives {
           "making a class-data archive of {} for faster starts (once per build of it)",
           jar.getFileName());
       Path app = entry.resolve("app");
-      run(
-          List.of(
-              javaBinary,
-              "-Djarmode=tools",
-              "-jar",
-              jar.toString(),
-              "extract",
-              "--destination",
-              app.toString()),
-          entry.resolve("extract.log"),
-          TRAINING_TIMEOUT);
+      extractor.extract(jar, app, entry.resolve("extract.log"));
       Path extracted = app.resolve(jar.getFileName());
       if (!Files.isRegularFile(extracted)) {
         throw new IOException("extracting " + jar + " made no " + extracted);
@@ -243,8 +244,33 @@ public final class ClassDataArchives {
 
   /** Builds the command that starts the extracted jar (program excluded, archive options added). */
   @FunctionalInterface
-  interface TrainingCommand {
+  public interface TrainingCommand {
     List<String> build(Path extractedJar);
+  }
+
+  /**
+   * Lays {@code jar} out in {@code app} as {@code app/<jar's name>}, a jar whose manifest's class
+   * path names plain jars beside it.
+   */
+  @FunctionalInterface
+  public interface Extractor {
+    void extract(Path jar, Path app, Path logFile) throws IOException, InterruptedException;
+  }
+
+  /** A Spring Boot jar's own extraction: {@code java -Djarmode=tools -jar app.jar extract}. */
+  private static void extractBootJar(String javaBinary, Path jar, Path app, Path logFile)
+      throws IOException, InterruptedException {
+    run(
+        List.of(
+            javaBinary,
+            "-Djarmode=tools",
+            "-jar",
+            jar.toString(),
+            "extract",
+            "--destination",
+            app.toString()),
+        logFile,
+        TRAINING_TIMEOUT);
   }
 
   private static void run(List<String> cmd, Path logFile, Duration timeout)

@@ -29,6 +29,7 @@ final class JobFollower {
   private final PrintStream out;
   private final Duration poll;
   private final Duration evalWait;
+  private volatile List<JobStatusView.PassView> lastPasses = List.of();
 
   JobFollower(Source source, PrintStream out, Duration poll, Duration evalWait) {
     this.source = source;
@@ -91,6 +92,7 @@ final class JobFollower {
           int reports = passes.isEmpty() ? 0 : passes.get(passes.size() - 1).evalReports();
           if (reports > 0) {
             // one trainer evaluates the last pass, once the job is finished
+            lastPasses = passes;
             return resultLine(passes, (now - t0) / 1e9);
           } else if (now - finishedAt > evalWait.toNanos()) {
             throw new LocalClusterException(
@@ -108,15 +110,49 @@ final class JobFollower {
     }
   }
 
+  /**
+   * The RESULT line: the last pass's evaluation, the samples per second over the passes, the
+   * seconds since launch ({@code elapsed_s}) and the seconds of training, from the first pass's
+   * start to the last pass's end as the master stamped them ({@code train_s}). Fields are only
+   * added, at the end.
+   */
   static String resultLine(List<JobStatusView.PassView> passes, double elapsedSeconds) {
     JobStatusView.PassView last = passes.get(passes.size() - 1);
     return String.format(
         Locale.ROOT,
-        "RESULT accuracy=%.4f loss=%.4f samples_per_s=%.1f elapsed_s=%.1f",
+        "RESULT accuracy=%.4f loss=%.4f samples_per_s=%.1f elapsed_s=%.1f train_s=%.1f",
         last.evalAccuracy(),
         last.evalLoss(),
         ProgressPrinter.overallSamplesPerSecond(passes),
-        elapsedSeconds);
+        elapsedSeconds,
+        trainingSeconds(passes));
+  }
+
+  /** Seconds from the first pass's start to the last pass's end (the master's stamps), or 0. */
+  static double trainingSeconds(List<JobStatusView.PassView> passes) {
+    long first = Long.MAX_VALUE;
+    long last = 0;
+    for (JobStatusView.PassView p : passes) {
+      if (p.startedMs() > 0) {
+        first = Math.min(first, p.startedMs());
+      }
+      last = Math.max(last, p.endedMs());
+    }
+    return first != Long.MAX_VALUE && last > first ? (last - first) / 1000.0 : 0;
+  }
+
+  /** The epoch milliseconds the first pass started at (the master's stamp), or 0. */
+  static long firstPassStartMs(List<JobStatusView.PassView> passes) {
+    return passes.stream()
+        .mapToLong(JobStatusView.PassView::startedMs)
+        .filter(ms -> ms > 0)
+        .min()
+        .orElse(0);
+  }
+
+  /** The passes of the finished job {@link #follow} returned the RESULT of (empty before). */
+  List<JobStatusView.PassView> finishedPasses() {
+    return lastPasses;
   }
 
   private void checkProcesses() {

@@ -106,16 +106,10 @@ final class ProgressPrinter {
   /** Records of all passes over the time from the first start to the last end. */
   static double overallSamplesPerSecond(List<JobStatusView.PassView> passes) {
     long records = 0;
-    long first = Long.MAX_VALUE;
-    long last = 0;
     for (JobStatusView.PassView p : passes) {
       records += p.records();
-      if (p.startedMs() > 0) {
-        first = Math.min(first, p.startedMs());
-      }
-      last = Math.max(last, p.endedMs());
     }
-    long ms = last - first;
-    return first != Long.MAX_VALUE && ms > 0 ? records * 1000.0 / ms : 0;
+    double seconds = JobFollower.trainingSeconds(passes);
+    return seconds > 0 ? records / seconds : 0;
   }
 }

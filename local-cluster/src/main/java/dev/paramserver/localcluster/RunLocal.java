@@ -15,9 +15,9 @@ import picocli.CommandLine;
 /**
  * The main job: starts etcd, masters, pservers and trainers on loopback, follows the job through
  * the leader's {@code /admin/status}, prints progress per pass and finally {@code RESULT
- * accuracy=<a> loss=<l> samples_per_s=<s> elapsed_s=<t>}, then stops everything. Exit codes: 0
- * done, 1 the job failed or timed out, 2 bad usage or nothing to run. Run {@code --help} for the
- * options ({@link RunOptions}).
+ * accuracy=<a> loss=<l> samples_per_s=<s> elapsed_s=<t> train_s=<t>}, then stops everything. Exit
+ * codes: 0 done, 1 the job failed or timed out, 2 bad usage or nothing to run. Run {@code --help}
+ * for the options ({@link RunOptions}).
  */
 public final class RunLocal {
   private static final Duration POLL = Duration.ofSeconds(1);
@@ -69,6 +69,7 @@ public final class RunLocal {
 
   int execute(RunOptions options) {
     long t0 = System.nanoTime();
+    long launchedMs = System.currentTimeMillis();
     if (options.format != null && !options.format.equals("recordio")) {
       // psctl run-local (behind scripts/run-local.sh) converts LibSVM input before it gets here
       err.println(
@@ -107,12 +108,13 @@ public final class RunLocal {
               seconds(t0),
               cluster.etcdEndpoint(),
               cluster.clusterFile()));
+      out.print(reachIt(cluster));
       if (spec.count(Role.TRAINER) == 0) {
         out.println(externalTrainers(cluster, options));
       }
-      result =
-          new JobFollower(JobFollower.source(cluster), out, POLL, EVAL_WAIT)
-              .follow(t0, options.timeout);
+      JobFollower follower = new JobFollower(JobFollower.source(cluster), out, POLL, EVAL_WAIT);
+      result = follower.follow(t0, options.timeout);
+      out.println(timeSpent(follower.finishedPasses(), launchedMs, seconds(t0)));
     } catch (LocalClusterException e) {
       quiet = true;
       err.println("FAILED: " + e.getMessage());
@@ -177,6 +179,51 @@ public final class RunLocal {
       b.property(e.role(), e.key(), e.value());
     }
     return b.build();
+  }
+
+  /**
+   * Where the running job is: the console's URL (the first master's HTTP port; a standby's page
+   * links to the leader) and the {@code PSCTL_*} exports that point psctl at the job, one line
+   * each.
+   */
+  static String reachIt(LocalCluster cluster) {
+    String master =
+        cluster.processes().stream()
+            .filter(p -> p.role() == Role.MASTER && p.httpPort() > 0)
+            .map(p -> "http://127.0.0.1:" + p.httpPort())
+            .findFirst()
+            .orElse(null);
+    StringBuilder b = new StringBuilder();
+    if (master != null) {
+      b.append("console: ").append(master).append("/\n");
+    }
+    b.append("psctl, in another terminal (bin/psctl status, watch, checkpoint, stop):\n");
+    if (master != null) {
+      b.append("  export PSCTL_MASTER=").append(master).append("\n");
+    }
+    b.append("  export PSCTL_ETCD=").append(cluster.etcdEndpoint()).append("\n");
+    b.append("  export PSCTL_JOB=").append(cluster.spec().job()).append("\n");
+    b.append("  export PSCTL_TOKEN=").append(cluster.adminToken()).append("\n");
+    return b.toString();
+  }
+
+  /**
+   * One line saying how the run's seconds went: starting (launch until the master began the first
+   * pass), training (the passes, as train_s) and the rest (the last evaluation, reading the
+   * result).
+   */
+  static String timeSpent(List<JobStatusView.PassView> passes, long launchedMs, double elapsedS) {
+    long firstPassMs = JobFollower.firstPassStartMs(passes);
+    double startS = firstPassMs > 0 ? Math.max(0, (firstPassMs - launchedMs) / 1000.0) : elapsedS;
+    double trainS = JobFollower.trainingSeconds(passes);
+    return String.format(
+        Locale.ROOT,
+        "time: %.1f s starting (until the first pass began), %.1f s training, %.1f s evaluating"
+            + " and reporting; %.1f s in all",
+        startS,
+        trainS,
+        Math.max(0, elapsedS - startS - trainS),
+        elapsedS);
   }
 
   /**

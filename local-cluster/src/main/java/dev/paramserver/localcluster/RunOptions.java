@@ -30,7 +30,7 @@ import picocli.CommandLine.TypeConversionException;
     description = {
       "Runs etcd, masters, pservers and trainers as local processes on 127.0.0.1, trains a model,",
       "prints progress per pass and finally",
-      "  RESULT accuracy=<a> loss=<l> samples_per_s=<s> elapsed_s=<t>",
+      "  RESULT accuracy=<a> loss=<l> samples_per_s=<s> elapsed_s=<t> train_s=<t>",
       "then stops everything. Exit code: 0 done, 1 the job failed or timed out, 2 bad usage or a"
           + " missing prerequisite.",
       ""

@@ -111,7 +111,8 @@ class JobFollowerTest {
 
     assertThat(result)
         .matches(
-            "RESULT accuracy=0\\.9375 loss=0\\.2500 samples_per_s=500\\.0 elapsed_s=\\d+\\.\\d");
+            "RESULT accuracy=0\\.9375 loss=0\\.2500 samples_per_s=500\\.0 elapsed_s=\\d+\\.\\d"
+                + " train_s=4\\.0");
     assertThat(script.ended.get()).isPositive();
     assertThat(bytes.toString(StandardCharsets.UTF_8))
         .contains("job waiting for dataset")

@@ -59,7 +59,26 @@ class JobStatusViewTest {
                 + "'evalReports':2,'startedMs':'2000','endedMs':'5000'}]}");
 
     assertThat(JobFollower.resultLine(job.passes(), 12.345))
-        .isEqualTo("RESULT accuracy=0.9375 loss=0.2500 samples_per_s=500.0 elapsed_s=12.3");
+        .isEqualTo(
+            "RESULT accuracy=0.9375 loss=0.2500 samples_per_s=500.0 elapsed_s=12.3 train_s=4.0");
+  }
+
+  @Test
+  void timeSpent_splitsStartingTrainingAndTheRest() throws Exception {
+    JobStatusView job =
+        view(
+            "{'state':'FINISHED','passes':["
+                + "{'records':'1000','startedMs':'11000','endedMs':'12000'},"
+                + "{'pass':1,'records':'1000','startedMs':'12000','endedMs':'15000'}]}");
+
+    assertThat(JobFollower.trainingSeconds(job.passes())).isEqualTo(4.0);
+    assertThat(RunLocal.timeSpent(job.passes(), 1000, 16.5))
+        .isEqualTo(
+            "time: 10.0 s starting (until the first pass began), 4.0 s training, 2.5 s evaluating"
+                + " and reporting; 16.5 s in all");
+    // no pass started: all of it was starting
+    assertThat(RunLocal.timeSpent(view("{}").passes(), 1000, 7.0))
+        .startsWith("time: 7.0 s starting (until the first pass began), 0.0 s training");
   }
 
   @Test

@@ -3,39 +3,81 @@ package dev.paramserver.psctl;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
+import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
+import com.fasterxml.jackson.dataformat.yaml.YAMLGenerator;
 import java.io.PrintWriter;
 import picocli.CommandLine.Option;
 
 /**
- * {@code -o, --output text|json} of the commands that print a result ({@code status}, {@code
- * inspect}, {@code evaluate}, {@code version}). The JSON is one pretty-printed object whose fields
- * docs/psctl.md lists; fields are added, never renamed or removed.
+ * {@code -o, --output table|json|yaml} of every command that prints a result: {@code table} (the
+ * default) is the text for people, {@code json} one pretty-printed object whose fields
+ * docs/psctl.md lists (fields are added, never renamed or removed), {@code yaml} the same object as
+ * YAML. {@code text} is the old name of {@code table}, still accepted.
  */
 public final class OutputFormat {
   /** The formats. */
   public enum Format {
-    text,
-    json
+    table,
+    json,
+    yaml,
+    /** The old name of {@link #table}. */
+    text
   }
 
   private static final ObjectMapper JSON =
       new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
+  private static final ObjectMapper YAML =
+      new ObjectMapper(
+          new YAMLFactory()
+              .disable(YAMLGenerator.Feature.WRITE_DOC_START_MARKER)
+              .enable(YAMLGenerator.Feature.MINIMIZE_QUOTES));
 
   @Option(
       names = {"-o", "--output"},
       paramLabel = "FORMAT",
-      defaultValue = "text",
-      description = "Output format: ${COMPLETION-CANDIDATES} (default: ${DEFAULT-VALUE}).")
-  Format format = Format.text;
+      defaultValue = "table",
+      description = "Output format: table, json or yaml (default: ${DEFAULT-VALUE}).")
+  Format format = Format.table;
+
+  /** The help of {@code -o FORMAT} on the commands that write files ({@code --out}). */
+  public static final String SHORT_DESCRIPTION =
+      "Output format of the summary: table, json or yaml (default: ${DEFAULT-VALUE}).";
+
+  /** The format {@code format}, for the commands that declare {@code -o} themselves. */
+  public static OutputFormat of(Format format) {
+    OutputFormat f = new OutputFormat();
+    f.format = format == null ? Format.table : format;
+    return f;
+  }
 
   /** Whether JSON was asked for. */
   public boolean json() {
     return format == Format.json;
   }
 
+  /** Whether a structured format (JSON or YAML) was asked for rather than the table. */
+  public boolean structured() {
+    return format == Format.json || format == Format.yaml;
+  }
+
+  /** Prints {@code value} (records, maps, lists, JSON trees) in the format asked for. */
+  public void print(PrintWriter out, Object value) throws JsonProcessingException {
+    if (format == Format.yaml) {
+      out.print(YAML.writeValueAsString(value));
+      out.flush();
+    } else {
+      printJson(out, value);
+    }
+  }
+
   /** Prints {@code value} (records, maps, lists, JSON trees) as pretty JSON and a line break. */
   public static void printJson(PrintWriter out, Object value) throws JsonProcessingException {
     out.println(JSON.writeValueAsString(value));
     out.flush();
+  }
+
+  /** {@code value} as one line of JSON (a stream of them is JSON Lines). */
+  public static String jsonLine(Object value) throws JsonProcessingException {
+    return new ObjectMapper().writeValueAsString(value);
   }
 }

@@ -15,7 +15,10 @@ import dev.paramserver.psctl.job.WatchCommand;
 import dev.paramserver.psctl.model.EvaluateCommand;
 import dev.paramserver.psctl.model.ExportCommand;
 import dev.paramserver.psctl.model.PredictCommand;
+import dev.paramserver.psctl.startup.ArchiveCommand;
+import dev.paramserver.psctl.startup.WarmUpCommand;
 import java.io.PrintWriter;
+import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.concurrent.Callable;
 import picocli.CommandLine;
@@ -49,26 +52,37 @@ import picocli.CommandLine.UnmatchedArgumentException;
       "2:usage error",
       "3:the job failed or was stopped (watch)",
       "4:the master cannot be reached"
-    },
-    subcommands = {
-      ConvertCommand.class,
-      InspectCommand.class,
-      DemoDataCommand.class,
-      RunLocalCommand.class,
-      EvaluateCommand.class,
-      PredictCommand.class,
-      ExportCommand.class,
-      StatusCommand.class,
-      WatchCommand.class,
-      CheckpointCommand.class,
-      StopCommand.class,
-      ScaleCommand.class,
-      ForceTakeoverCommand.class,
-      VersionCommand.class,
-      CompletionCommand.class,
-      CommandLine.HelpCommand.class,
     })
 public final class Psctl implements Callable<Integer> {
+  /**
+   * Every subcommand by name, in the order the help lists them. A command line is built with the
+   * one subcommand its arguments name ({@link #commandLine(Map, String[])}), so that a quick
+   * command does not load the classes of all the others (a third of {@code psctl version}'s start);
+   * PsctlTest checks the names against the classes' own.
+   */
+  static final Map<String, Class<?>> SUBCOMMANDS = new LinkedHashMap<>();
+
+  static {
+    SUBCOMMANDS.put("convert", ConvertCommand.class);
+    SUBCOMMANDS.put("inspect", InspectCommand.class);
+    SUBCOMMANDS.put("demo-data", DemoDataCommand.class);
+    SUBCOMMANDS.put("run-local", RunLocalCommand.class);
+    SUBCOMMANDS.put("evaluate", EvaluateCommand.class);
+    SUBCOMMANDS.put("predict", PredictCommand.class);
+    SUBCOMMANDS.put("export", ExportCommand.class);
+    SUBCOMMANDS.put("status", StatusCommand.class);
+    SUBCOMMANDS.put("watch", WatchCommand.class);
+    SUBCOMMANDS.put("checkpoint", CheckpointCommand.class);
+    SUBCOMMANDS.put("stop", StopCommand.class);
+    SUBCOMMANDS.put("scale", ScaleCommand.class);
+    SUBCOMMANDS.put("force-takeover", ForceTakeoverCommand.class);
+    SUBCOMMANDS.put("version", VersionCommand.class);
+    SUBCOMMANDS.put("completion", CompletionCommand.class);
+    SUBCOMMANDS.put("archive", ArchiveCommand.class);
+    SUBCOMMANDS.put("warm-up", WarmUpCommand.class);
+    SUBCOMMANDS.put("help", CommandLine.HelpCommand.class);
+  }
+
   @Spec CommandSpec spec;
 
   @Option(
@@ -90,7 +104,7 @@ public final class Psctl implements Callable<Integer> {
 
   /** Runs psctl and exits the JVM with its exit code. */
   public static void main(String[] args) {
-    System.exit(commandLine().execute(args));
+    System.exit(commandLine(System.getenv(), args).execute(args));
   }
 
   /**
@@ -104,7 +118,16 @@ public final class Psctl implements Callable<Integer> {
 
   /** Like {@link #commandLine()}, reading PSCTL_* variables from {@code env} (for tests). */
   public static CommandLine commandLine(Map<String, String> env) {
-    CommandLine cl = plain(env);
+    return commandLine(env, null);
+  }
+
+  /**
+   * Like {@link #commandLine(Map)}, with only the subcommand {@code arguments} name (its first
+   * argument that is no option) when it is one of psctl's, else every subcommand (help,
+   * suggestions).
+   */
+  public static CommandLine commandLine(Map<String, String> env, String[] arguments) {
+    CommandLine cl = plain(env, subcommandOf(arguments));
     cl.setParameterExceptionHandler(
         (ex, args) -> {
           CommandLine failed = ex.getCommandLine();
@@ -120,7 +143,31 @@ public final class Psctl implements Callable<Integer> {
 
   /** The command line without psctl's usage-error handler (picocli prints the usage instead). */
   public static CommandLine plain(Map<String, String> env) {
-    return new CommandLine(new Psctl(env));
+    return plain(env, null);
+  }
+
+  private static CommandLine plain(Map<String, String> env, String only) {
+    CommandLine cl = new CommandLine(new Psctl(env));
+    SUBCOMMANDS.forEach(
+        (name, type) -> {
+          if (only == null || only.equals(name)) {
+            cl.addSubcommand(name, type);
+          }
+        });
+    return cl;
+  }
+
+  /** The subcommand {@code args} name, when it is one of psctl's; else null. */
+  static String subcommandOf(String[] args) {
+    if (args == null) {
+      return null;
+    }
+    for (String a : args) {
+      if (!a.startsWith("-")) {
+        return SUBCOMMANDS.containsKey(a) && !a.equals("help") ? a : null;
+      }
+    }
+    return null;
   }
 
   /** Whether {@code --verbose} was given (before or after the subcommand name). */

@@ -75,6 +75,34 @@ public abstract class PsctlCommand implements Callable<Integer> {
     return new ParameterException(spec.commandLine(), message);
   }
 
+  /**
+   * The path of {@code --out} (paramLabel {@code label}), or of its old spelling {@code --output},
+   * which is accepted for one release with a deprecation line on stderr (from the next release
+   * {@code --output} is the output format, as {@code -o} is already); a usage error when neither or
+   * both are given.
+   */
+  protected String outPath(String out, String deprecatedOutput, String label) {
+    if (out != null && deprecatedOutput != null) {
+      throw usageError("give --out only (--output " + label + " is its old, deprecated spelling)");
+    }
+    if (deprecatedOutput != null) {
+      err()
+          .println(
+              spec.qualifiedName()
+                  + ": warning: --output "
+                  + label
+                  + " is deprecated, use --out "
+                  + label
+                  + " (from the next release --output is the output format, as -o is)");
+      err().flush();
+      return deprecatedOutput;
+    }
+    if (out == null || out.isBlank()) {
+      throw usageError("Missing required option: '--out=" + label + "'");
+    }
+    return out;
+  }
+
   /** Whether --verbose was given. */
   protected boolean verbose() {
     return spec.root().userObject() instanceof Psctl p && p.verbose();

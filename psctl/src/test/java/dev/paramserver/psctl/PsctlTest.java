@@ -6,6 +6,29 @@ import org.junit.jupiter.api.Test;
 
 class PsctlTest {
   @Test
+  void subcommandNames_areTheClassesOwn() {
+    Psctl.SUBCOMMANDS.forEach(
+        (name, type) ->
+            assertThat(type.getAnnotation(picocli.CommandLine.Command.class).name())
+                .as("%s", type)
+                .isEqualTo(name));
+  }
+
+  @Test
+  void aCommandLineForOneSubcommand_loadsThatOneOnly_andHelpLoadsAll() {
+    assertThat(
+            Psctl.commandLine(java.util.Map.of(), new String[] {"--verbose", "version", "--client"})
+                .getSubcommands())
+        .containsOnlyKeys("version");
+    assertThat(Psctl.commandLine(java.util.Map.of(), new String[] {"--help"}).getSubcommands())
+        .containsKeys("status", "convert", "help");
+    assertThat(Psctl.commandLine(java.util.Map.of(), new String[] {"stauts"}).getSubcommands())
+        .hasSize(Psctl.SUBCOMMANDS.size());
+    Run r = Run.psctl("version", "--client");
+    assertThat(r.code()).isZero();
+  }
+
+  @Test
   void noSubcommand_isUsageError() {
     Run r = Run.psctl();
     assertThat(r.code()).isEqualTo(2);
@@ -14,7 +37,7 @@ class PsctlTest {
 
   @Test
   void unknownOption_printsOneLineAndExits2() {
-    Run r = Run.psctl("convert", "--input", "a.csv", "--output", "o", "--bogus");
+    Run r = Run.psctl("convert", "--input", "a.csv", "--out", "o", "--bogus");
     assertThat(r.code()).isEqualTo(2);
     assertThat(r.err().strip().lines()).hasSize(1);
     assertThat(r.err()).startsWith("psctl convert: ").contains("--bogus").contains("--help");
@@ -22,7 +45,7 @@ class PsctlTest {
 
   @Test
   void badCompressor_isUsageErrorNamingTheValue() {
-    Run r = Run.psctl("demo-data", "--output", "x", "--compressor", "lz4");
+    Run r = Run.psctl("demo-data", "--out", "x", "--compressor", "lz4");
     assertThat(r.code()).isEqualTo(2);
     assertThat(r.err()).contains("unknown compressor 'lz4': expected one of none, gzip, snappy");
   }

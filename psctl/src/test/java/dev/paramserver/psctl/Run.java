@@ -15,9 +15,9 @@ public record Run(int code, String out, String err) {
     return run(Psctl.commandLine(env), args);
   }
 
-  /** With a plain {@code new CommandLine(new Psctl())}, as other modules' tests may do. */
+  /** With {@link Psctl#plain} (picocli's own usage-error handling), as other modules may do. */
   public static Run plain(String... args) {
-    return run(new CommandLine(new Psctl()), args);
+    return run(Psctl.plain(System.getenv()), args);
   }
 
   private static Run run(CommandLine cl, String... args) {

@@ -70,7 +70,7 @@ final class RunInput {
                   "csv",
                   "--input",
                   train.get(0).toString(),
-                  "--output",
+                  "--out",
                   prefix.toString(),
                   "--shards",
                   "2"));
@@ -88,7 +88,7 @@ final class RunInput {
               "csv",
               "--input",
               tests.get(i).toString(),
-              "--output",
+              "--out",
               data.resolve("test-" + i).toString(),
               "--statistics-from",
               prefix + ".dataset.pb");
@@ -136,7 +136,7 @@ final class RunInput {
               "libsvm",
               "--input",
               file.toString(),
-              "--output",
+              "--out",
               prefix + "-" + i,
               "--shards",
               "2");

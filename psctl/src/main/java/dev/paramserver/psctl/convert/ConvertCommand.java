@@ -5,6 +5,7 @@ import dev.paramserver.models.ShardedWriter;
 import dev.paramserver.models.Standardization;
 import dev.paramserver.proto.v1.DatasetInfo;
 import dev.paramserver.psctl.CompressorConverter;
+import dev.paramserver.psctl.OutputFormat;
 import dev.paramserver.psctl.PsctlCommand;
 import dev.paramserver.psctl.data.DatasetStats;
 import dev.paramserver.psctl.storage.S3Options;
@@ -15,8 +16,10 @@ import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
@@ -43,12 +46,28 @@ public final class ConvertCommand extends PsctlCommand {
   Path input;
 
   @Option(
-      names = "--output",
-      required = true,
+      names = "--out",
       paramLabel = "PREFIX",
       description =
           "Output prefix, local (directories are created) or s3://bucket/prefix (files are"
               + " written locally, then uploaded).")
+  String out;
+
+  @Option(
+      names = "--output",
+      hidden = true,
+      paramLabel = "PREFIX",
+      description = "The old spelling of --out (deprecated; from the next release the format).")
+  String deprecatedOutput;
+
+  @Option(
+      names = "-o",
+      paramLabel = "FORMAT",
+      defaultValue = "table",
+      description = OutputFormat.SHORT_DESCRIPTION)
+  OutputFormat.Format outputFormat;
+
+  /** --out, or the deprecated --output. */
   String output;
 
   @Mixin S3Options s3;
@@ -138,6 +157,7 @@ public final class ConvertCommand extends PsctlCommand {
 
   @Override
   protected int run() throws Exception {
+    output = outPath(out, deprecatedOutput, "PREFIX");
     String fmt = format == null ? formatFromExtension(input) : format.toLowerCase(Locale.ROOT);
     if (!fmt.equals("csv") && !fmt.equals("libsvm")) {
       throw usageError("--format must be csv or libsvm, got '" + format + "'");
@@ -271,6 +291,33 @@ public final class ConvertCommand extends PsctlCommand {
     target.publish(written, storage);
     if (stats.records() == 0) {
       err().println(spec.qualifiedName() + ": warning: " + input + " holds no records");
+    }
+    OutputFormat shown = OutputFormat.of(outputFormat);
+    if (shown.structured()) {
+      Map<String, Object> summary = new LinkedHashMap<>();
+      summary.put("records", stats.records());
+      summary.put("input", input.toString());
+      summary.put("format", how);
+      List<Map<String, Object>> shards = new ArrayList<>();
+      for (int i = 0; i < files.size(); i++) {
+        shards.add(
+            Map.of(
+                "path",
+                target.destinationOf(files.get(i)).toString(),
+                "records",
+                writer.records(i)));
+      }
+      summary.put("files", shards);
+      summary.put("chunks", writer.chunks());
+      summary.put("bytes", writer.bytes());
+      summary.put("compressor", String.valueOf(compressor));
+      summary.put("features", stats.describeFeatures());
+      summary.put("classes", stats.describeClasses());
+      summary.put("labelNames", labelNames);
+      summary.put("standardized", info.hasFeatureScaling());
+      summary.put("datasetInfo", target.destinationOf(infoFile).toString());
+      shown.print(out(), summary);
+      return 0;
     }
     var out = out();
     out.printf("converted %d records from %s (%s)%n", stats.records(), input, how);

@@ -2,6 +2,7 @@ package dev.paramserver.psctl.demo;
 
 import dev.paramserver.models.demo.DemoData;
 import dev.paramserver.psctl.CompressorConverter;
+import dev.paramserver.psctl.OutputFormat;
 import dev.paramserver.psctl.PsctlCommand;
 import dev.paramserver.recordio.Compressor;
 import java.io.PrintWriter;
@@ -20,8 +21,22 @@ import picocli.CommandLine.Option;
       "--sparse: click-through-like binary data with hashed categorical ids."
     })
 public final class DemoDataCommand extends PsctlCommand {
-  @Option(names = "--output", required = true, paramLabel = "DIR", description = "Directory.")
-  Path output;
+  @Option(names = "--out", paramLabel = "DIR", description = "Directory.")
+  Path out;
+
+  @Option(
+      names = "--output",
+      hidden = true,
+      paramLabel = "DIR",
+      description = "The old spelling of --out (deprecated; from the next release the format).")
+  String deprecatedOutput;
+
+  @Option(
+      names = "-o",
+      paramLabel = "FORMAT",
+      defaultValue = "table",
+      description = OutputFormat.SHORT_DESCRIPTION)
+  OutputFormat.Format outputFormat;
 
   @Option(names = "--classes", defaultValue = "10", description = "Classes (default: 10).")
   int classes;
@@ -74,6 +89,7 @@ public final class DemoDataCommand extends PsctlCommand {
 
   @Override
   protected int run() throws Exception {
+    Path output = Path.of(outPath(out == null ? null : out.toString(), deprecatedOutput, "DIR"));
     DemoData.Options opts;
     try {
       opts =
@@ -95,6 +111,21 @@ public final class DemoDataCommand extends PsctlCommand {
       throw usageError(e.getMessage());
     }
     DemoData.Result r = DemoData.generate(output, opts);
+    OutputFormat shown = OutputFormat.of(outputFormat);
+    if (shown.structured()) {
+      java.util.Map<String, Object> summary = new java.util.LinkedHashMap<>();
+      summary.put("train", r.trainFiles().stream().map(Path::toString).toList());
+      summary.put("test", r.testFile().toString());
+      summary.put("sparse", sparse);
+      summary.put("trainRecords", r.trainRecords());
+      summary.put("testRecords", r.testRecords());
+      summary.put("classes", r.classes());
+      summary.put("features", r.features());
+      summary.put("seed", seed);
+      summary.put("oracleTestAccuracy", r.oracleTestAccuracy());
+      shown.print(out(), summary);
+      return 0;
+    }
     PrintWriter out = out();
     for (Path f : r.trainFiles()) {
       out.println("train: " + f);

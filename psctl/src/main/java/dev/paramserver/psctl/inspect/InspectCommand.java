@@ -91,7 +91,7 @@ public final class InspectCommand extends PsctlCommand {
   private int inspectAll(Storage storage) throws IOException {
     List<String> paths = storage.expandGlobs(files);
     PrintWriter out = out();
-    boolean text = !output.json();
+    boolean text = !output.structured();
     List<FileReport> reports = new ArrayList<>();
     long totalChunks = 0;
     long totalRecords = 0;
@@ -133,7 +133,7 @@ public final class InspectCommand extends PsctlCommand {
             d.standardized() ? ", standardized (mean and standard deviation stored)" : "");
       }
     } else {
-      OutputFormat.printJson(
+      output.print(
           out,
           new Report(
               reports,

@@ -1,7 +1,9 @@
 package dev.paramserver.psctl.job;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.paramserver.psctl.OutputFormat;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 
 /** {@code psctl checkpoint}: every pserver of the job writes a checkpoint now. */
 @Command(
@@ -9,9 +11,15 @@ import picocli.CommandLine.Command;
     description =
         "Have every pserver of a running job write a checkpoint now; exit code 1 if any failed.")
 public final class CheckpointCommand extends JobCommand {
+  @Mixin OutputFormat output;
+
   @Override
   protected int runJob() throws Exception {
     JsonNode r = client().checkpoint();
+    if (output.structured()) {
+      output.print(out(), r); // the master's answer: {"checkpoints": [{index, ok, step, error}]}
+      return JobActions.allWritten(r.path("checkpoints")) ? 0 : 1;
+    }
     return JobActions.printCheckpoints(out(), r.path("checkpoints"));
   }
 }

@@ -9,7 +9,6 @@ import dev.paramserver.psctl.UnreachableException;
 import dev.paramserver.rpc.ChannelFactory;
 import io.grpc.ManagedChannel;
 import java.time.Duration;
-import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 /** Finds the leader master's HTTP address through etcd: {@code master/addr}, then its GetStatus. */
@@ -20,10 +19,9 @@ final class EtcdLeader {
    * @throws UnreachableException when etcd or the leader does not answer, or no leader is
    *     registered
    */
-  static String adminAddress(String endpoints, String job, Duration timeout)
-      throws UnreachableException {
-    EtcdSettings settings =
-        new EtcdSettings(List.of(endpoints.split(",")), job, timeout, null, null, null);
+  static String adminAddress(EtcdSettings settings, Duration timeout) throws UnreachableException {
+    String endpoints = String.join(",", settings.endpoints());
+    String job = settings.job();
     String grpc;
     try (EtcdCoordinator c = EtcdCoordinator.connect(settings)) {
       grpc =

@@ -28,4 +28,14 @@ final class JobActions {
     out.flush();
     return failed == 0 && results.size() > 0 ? 0 : 1;
   }
+
+  /** Whether at least one pserver answered and every one wrote its checkpoint. */
+  static boolean allWritten(JsonNode results) {
+    for (JsonNode c : results) {
+      if (!c.path("ok").asBoolean()) {
+        return false;
+      }
+    }
+    return results.size() > 0;
+  }
 }

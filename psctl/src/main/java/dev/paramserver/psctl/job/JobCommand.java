@@ -2,9 +2,14 @@ package dev.paramserver.psctl.job;
 
 import dev.paramserver.adminapi.AdminClient;
 import dev.paramserver.adminapi.AdminException;
+import dev.paramserver.coordination.EtcdSettings;
 import dev.paramserver.psctl.PsctlCommand;
 import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Arrays;
+import java.util.List;
 import java.util.Map;
 import picocli.CommandLine.Mixin;
 
@@ -62,12 +67,53 @@ abstract class JobCommand extends PsctlCommand {
       return master;
     }
     if (etcd != null) {
-      return EtcdLeader.adminAddress(etcd, target.job(env), timeout());
+      return EtcdLeader.adminAddress(etcdSettings(etcd, env), timeout());
     }
     throw usageError(
         "say where the job is: --master URL, or --etcd ENDPOINTS and --job NAME (or set "
             + JobTarget.MASTER_ENV
             + ")");
+  }
+
+  /**
+   * How to reach etcd: the endpoints, the job, and TLS (--etcd-ca) and authentication (--etcd-user
+   * with --etcd-password-file or $PSCTL_ETCD_PASSWORD) when given; usage errors for a CA or
+   * password file that does not exist, a user without a password or a password without a user.
+   */
+  EtcdSettings etcdSettings(String endpoints, Map<String, String> env) throws IOException {
+    String ca = target.etcdCa(env);
+    if (ca != null && !Files.isRegularFile(Path.of(ca))) {
+      throw usageError("--etcd-ca " + ca + ": no such file (give the PEM file of etcd's CA)");
+    }
+    String user = target.etcdUser(env);
+    String password = null;
+    String file = target.etcdPasswordFile();
+    if (file != null) {
+      if (!Files.isRegularFile(Path.of(file))) {
+        throw usageError("--etcd-password-file " + file + ": no such file");
+      }
+      password = Files.readAllLines(Path.of(file)).stream().findFirst().orElse("").strip();
+    } else {
+      String p = env.get(JobTarget.ETCD_PASSWORD_ENV);
+      password = p == null || p.isEmpty() ? null : p;
+    }
+    if (user != null && (password == null || password.isEmpty())) {
+      throw usageError(
+          "--etcd-user "
+              + user
+              + " needs a password: --etcd-password-file FILE or $"
+              + JobTarget.ETCD_PASSWORD_ENV);
+    }
+    if (user == null && password != null) {
+      throw usageError("an etcd password was given without --etcd-user (or $PSCTL_ETCD_USER)");
+    }
+    List<String> list =
+        Arrays.stream(endpoints.split(",")).map(String::trim).filter(e -> !e.isEmpty()).toList();
+    if (list.isEmpty()) {
+      throw usageError("--etcd names no endpoint: give client URLs such as http://127.0.0.1:2379");
+    }
+    return new EtcdSettings(
+        list, target.job(env), timeout(), user, password, ca == null ? null : Path.of(ca));
   }
 
   /** Whether the options or the environment say where the master is. */

@@ -16,6 +16,9 @@ public final class JobTarget {
   static final String ETCD_ENV = "PSCTL_ETCD";
   static final String JOB_ENV = "PSCTL_JOB";
   static final String TOKEN_ENV = "PSCTL_TOKEN";
+  static final String ETCD_USER_ENV = "PSCTL_ETCD_USER";
+  static final String ETCD_PASSWORD_ENV = "PSCTL_ETCD_PASSWORD";
+  static final String ETCD_CA_ENV = "PSCTL_ETCD_CA";
 
   /** The variable the services read the token from, accepted too. */
   static final String SERVICE_TOKEN_ENV = "PARAMSERVER_ADMIN_TOKEN";
@@ -40,6 +43,36 @@ public final class JobTarget {
               + ETCD_ENV
               + ").")
   String etcd;
+
+  @Option(
+      names = "--etcd-ca",
+      paramLabel = "PEM",
+      description =
+          "PEM file of the CA that signed etcd's certificate, for https:// endpoints (default: $"
+              + ETCD_CA_ENV
+              + ").")
+  String etcdCa;
+
+  @Option(
+      names = "--etcd-user",
+      paramLabel = "NAME",
+      description =
+          "etcd user, when etcd has authentication on; the password from --etcd-password-file"
+              + " or $"
+              + ETCD_PASSWORD_ENV
+              + " (default: $"
+              + ETCD_USER_ENV
+              + ").")
+  String etcdUser;
+
+  @Option(
+      names = "--etcd-password-file",
+      paramLabel = "FILE",
+      description =
+          "File holding the etcd user's password (its first line; default: $"
+              + ETCD_PASSWORD_ENV
+              + ").")
+  String etcdPasswordFile;
 
   @Option(
       names = "--job",
@@ -89,6 +122,21 @@ public final class JobTarget {
       return etcd.trim();
     }
     return master == null && value(env, MASTER_ENV) == null ? value(env, ETCD_ENV) : null;
+  }
+
+  /** The etcd CA file given, else the environment's, else null. */
+  String etcdCa(Map<String, String> env) {
+    return etcdCa != null && !etcdCa.isBlank() ? etcdCa.trim() : value(env, ETCD_CA_ENV);
+  }
+
+  /** The etcd user given, else the environment's, else null. */
+  String etcdUser(Map<String, String> env) {
+    return etcdUser != null && !etcdUser.isBlank() ? etcdUser.trim() : value(env, ETCD_USER_ENV);
+  }
+
+  /** The etcd password file given, or null (the password then comes from the environment). */
+  String etcdPasswordFile() {
+    return etcdPasswordFile != null && !etcdPasswordFile.isBlank() ? etcdPasswordFile.trim() : null;
   }
 
   /** The job name given, else the environment's, else "default". */

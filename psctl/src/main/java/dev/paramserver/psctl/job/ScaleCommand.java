@@ -2,11 +2,13 @@ package dev.paramserver.psctl.job;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.paramserver.adminapi.AdminClient;
+import dev.paramserver.psctl.OutputFormat;
 import java.io.PrintWriter;
 import java.time.Duration;
 import java.util.HashSet;
 import java.util.Set;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
@@ -22,6 +24,8 @@ import picocli.CommandLine.Option;
             + " Growing needs the new pservers started (compose --scale, the StatefulSet's"
             + " replicas, or pserver processes).")
 public final class ScaleCommand extends JobCommand {
+  @Mixin OutputFormat output;
+
   @Option(names = "--pservers", required = true, description = "the job's new pserver count")
   int pservers;
 
@@ -48,6 +52,9 @@ public final class ScaleCommand extends JobCommand {
     AdminClient client = client();
     JsonNode r = client.scale(pservers);
     PrintWriter out = out();
+    if (output.structured()) {
+      return structured(client, r, limit);
+    }
     out.printf("scaling to %d pservers (placement epoch %s)%n", pservers, r.path("epoch").asText());
     out.flush();
     if (noWait) {
@@ -90,6 +97,31 @@ public final class ScaleCommand extends JobCommand {
         "still scaling after " + waitMinutes + " minutes: follow it with psctl scale again");
     out.flush();
     return 1;
+  }
+
+  /**
+   * -o json|yaml: the master's answer to the request with --no-wait, else its scaling state once
+   * the scaling is over (or the wait ran out), as one document.
+   */
+  private int structured(AdminClient client, JsonNode asked, Duration limit) throws Exception {
+    if (noWait) {
+      output.print(out(), asked);
+      return 0;
+    }
+    long deadline = System.nanoTime() + limit.toNanos();
+    while (true) {
+      JsonNode s = client.scaling();
+      String phase = s.path("phase").asText();
+      boolean done =
+          phase.equals("idle")
+              && s.path("pservers").asInt() == pservers
+              && s.path("desired").asInt() == pservers;
+      if (done || phase.equals("failed") || System.nanoTime() >= deadline) {
+        output.print(out(), s);
+        return done ? 0 : 1;
+      }
+      Thread.sleep(500);
+    }
   }
 
   static String describe(JsonNode m) {

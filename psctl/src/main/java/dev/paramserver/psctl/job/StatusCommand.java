@@ -39,9 +39,9 @@ public final class StatusCommand extends JobCommand {
     if (json) {
       // the answer as it is, fields this psctl does not know included
       out().println(new ObjectMapper().writerWithDefaultPrettyPrinter().writeValueAsString(v));
-    } else if (output.json()) {
+    } else if (output.structured()) {
       // the records psctl knows: the JSON follows the schema published with this psctl
-      OutputFormat.printJson(out(), client.asJobView(v));
+      output.print(out(), client.asJobView(v));
     } else {
       out().print(JobReport.status(client.asJobView(v), events));
     }

@@ -1,7 +1,9 @@
 package dev.paramserver.psctl.job;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.paramserver.psctl.OutputFormat;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 
 /** {@code psctl stop}: checkpoint every pserver, then end the job. */
 @Command(
@@ -10,9 +12,15 @@ import picocli.CommandLine.Command;
         "Stop a running job gracefully: every pserver checkpoints, then the job ends (FAILED,"
             + " 'stopped by the operator') and the trainers stop.")
 public final class StopCommand extends JobCommand {
+  @Mixin OutputFormat output;
+
   @Override
   protected int runJob() throws Exception {
     JsonNode r = client().stop();
+    if (output.structured()) {
+      output.print(out(), r); // the master's answer: {stopped, message, checkpoints}
+      return r.path("stopped").asBoolean() && JobActions.allWritten(r.path("checkpoints")) ? 0 : 1;
+    }
     int code = JobActions.printCheckpoints(out(), r.path("checkpoints"));
     out().println(r.path("message").asText(r.path("stopped").asBoolean() ? "stopped" : ""));
     out().flush();

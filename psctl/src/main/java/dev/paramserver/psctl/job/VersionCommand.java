@@ -44,13 +44,13 @@ public final class VersionCommand extends JobCommand {
   protected int runJob() throws Exception {
     BuildInfo client = BuildInfo.current();
     PrintWriter out = out();
-    if (!output.json()) {
+    if (!output.structured()) {
       out.println("psctl " + client.version() + " (commit " + client.commit() + ")");
       out.flush();
     }
     if (clientOnly || !hasTarget()) {
-      if (output.json()) {
-        OutputFormat.printJson(out, new Versions(client, null, null));
+      if (output.structured()) {
+        output.print(out, new Versions(client, null, null));
       }
       return ExitCodes.OK;
     }
@@ -73,8 +73,8 @@ public final class VersionCommand extends JobCommand {
       }
       error = e.getMessage();
     }
-    if (output.json()) {
-      OutputFormat.printJson(out, new Versions(client, server, error));
+    if (output.structured()) {
+      output.print(out, new Versions(client, server, error));
     } else if (server != null) {
       out.println(
           "master "

@@ -4,11 +4,13 @@ import dev.paramserver.adminapi.AdminClient;
 import dev.paramserver.adminapi.AdminException;
 import dev.paramserver.adminapi.JobView;
 import dev.paramserver.psctl.ExitCodes;
+import dev.paramserver.psctl.OutputFormat;
 import java.io.PrintWriter;
 import java.time.Instant;
 import java.time.ZoneId;
 import java.time.format.DateTimeFormatter;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
@@ -31,6 +33,8 @@ public final class WatchCommand extends JobCommand {
 
   private static final DateTimeFormatter CLOCK =
       DateTimeFormatter.ofPattern("HH:mm:ss").withZone(ZoneId.systemDefault());
+
+  @Mixin OutputFormat output;
 
   @Option(
       names = "--interval",
@@ -80,7 +84,15 @@ public final class WatchCommand extends JobCommand {
       }
       String state = v.sampled() ? v.job().state() : "";
       int pass = v.sampled() ? v.job().pass() : 0;
-      if (bars) {
+      if (output.structured()) {
+        // one document per poll: JSON Lines, or YAML documents separated by ---
+        if (output.json()) {
+          out.println(OutputFormat.jsonLine(v));
+        } else {
+          out.println("---");
+          output.print(out, v);
+        }
+      } else if (bars) {
         if (lastPass >= 0 && pass != lastPass) {
           out.println();
         }

@@ -70,8 +70,8 @@ public final class EvaluateCommand extends PsctlCommand {
             new Dataset(new ArrayList<>(examples), features),
             batchSize,
             loaded::prepare);
-    if (output.json()) {
-      OutputFormat.printJson(
+    if (output.structured()) {
+      output.print(
           out(),
           new Result(
               loaded.spec().type(),

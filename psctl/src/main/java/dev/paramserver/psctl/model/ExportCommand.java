@@ -3,6 +3,7 @@ package dev.paramserver.psctl.model;
 import dev.paramserver.models.ModelFiles;
 import dev.paramserver.models.onnx.OnnxExport;
 import dev.paramserver.onnx.proto.ModelProto;
+import dev.paramserver.psctl.OutputFormat;
 import dev.paramserver.psctl.PsctlCommand;
 import dev.paramserver.storage.Location;
 import dev.paramserver.storage.Storage;
@@ -36,14 +37,31 @@ public final class ExportCommand extends PsctlCommand {
   String format;
 
   @Option(
-      names = "--output",
-      required = true,
+      names = "--out",
       paramLabel = "PATH|URI",
       description = "File to write: a path or s3://bucket/key.")
+  String out;
+
+  @Option(
+      names = "--output",
+      hidden = true,
+      paramLabel = "PATH|URI",
+      description = "The old spelling of --out (deprecated; from the next release the format).")
+  String deprecatedOutput;
+
+  @Option(
+      names = "-o",
+      paramLabel = "FORMAT",
+      defaultValue = "table",
+      description = OutputFormat.SHORT_DESCRIPTION)
+  OutputFormat.Format outputFormat;
+
+  /** --out, or the deprecated --output. */
   String output;
 
   @Override
   protected int run() throws Exception {
+    output = outPath(out, deprecatedOutput, "PATH|URI");
     if (!format.toLowerCase(Locale.ROOT).equals("onnx")) {
       throw usageError("--format must be onnx, got '" + format + "'");
     }
@@ -61,6 +79,20 @@ public final class ExportCommand extends PsctlCommand {
       } else {
         OnnxExport.write(Path.of(output), onnx);
       }
+    }
+    OutputFormat shown = OutputFormat.of(outputFormat);
+    if (shown.structured()) {
+      java.util.Map<String, Object> summary = new java.util.LinkedHashMap<>();
+      summary.put("output", output);
+      summary.put("irVersion", onnx.getIrVersion());
+      summary.put("opset", onnx.getOpsetImport(0).getVersion());
+      summary.put("model", String.valueOf(loaded.spec().type()));
+      summary.put("features", loaded.spec().features());
+      summary.put("classes", loaded.spec().classes());
+      summary.put("standardized", loaded.standardization().isPresent());
+      summary.put("labelNames", loaded.labelNames());
+      shown.print(out(), summary);
+      return 0;
     }
     out()
         .printf(

@@ -5,6 +5,7 @@ import dev.paramserver.models.Dataset;
 import dev.paramserver.models.Model;
 import dev.paramserver.models.ModelFiles;
 import dev.paramserver.proto.v1.Example;
+import dev.paramserver.psctl.OutputFormat;
 import dev.paramserver.psctl.PsctlCommand;
 import dev.paramserver.storage.Location;
 import dev.paramserver.storage.Storage;
@@ -43,10 +44,26 @@ public final class PredictCommand extends PsctlCommand {
   List<String> data;
 
   @Option(
-      names = "--output",
-      required = true,
+      names = "--out",
       paramLabel = "PATH|URI",
       description = "CSV file to write: a path or s3://bucket/key (uploaded once complete).")
+  String out;
+
+  @Option(
+      names = "--output",
+      hidden = true,
+      paramLabel = "PATH|URI",
+      description = "The old spelling of --out (deprecated; from the next release the format).")
+  String deprecatedOutput;
+
+  @Option(
+      names = "-o",
+      paramLabel = "FORMAT",
+      defaultValue = "table",
+      description = OutputFormat.SHORT_DESCRIPTION)
+  OutputFormat.Format outputFormat;
+
+  /** --out, or the deprecated --output. */
   String output;
 
   @Option(names = "--batch-size", defaultValue = "1024", description = "Examples per batch.")
@@ -54,6 +71,7 @@ public final class PredictCommand extends PsctlCommand {
 
   @Override
   protected int run() throws Exception {
+    output = outPath(out, deprecatedOutput, "PATH|URI");
     Location.parse(output); // a malformed URI fails before the model is read
     long written = 0;
     try (Storage storage = input.storage()) {
@@ -95,7 +113,12 @@ public final class PredictCommand extends PsctlCommand {
         }
       }
     }
-    out().println("wrote " + written + " predictions to " + output);
+    OutputFormat shown = OutputFormat.of(outputFormat);
+    if (shown.structured()) {
+      shown.print(out(), java.util.Map.of("predictions", written, "output", output));
+    } else {
+      out().println("wrote " + written + " predictions to " + output);
+    }
     out().flush();
     return 0;
   }

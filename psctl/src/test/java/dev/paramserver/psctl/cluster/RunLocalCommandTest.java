@@ -33,7 +33,7 @@ class RunLocalCommandTest {
     Run r = Run.psctl("run-local", "--help");
     assertThat(r.code()).isZero();
     assertThat(r.out())
-        .contains("RESULT accuracy=<a> loss=<l> samples_per_s=<s> elapsed_s=<t>")
+        .contains("RESULT accuracy=<a> loss=<l> samples_per_s=<s> elapsed_s=<t> train_s=<t>")
         .contains(
             "--train=GLOB",
             "--test=GLOB",

@@ -37,8 +37,7 @@ class ConvertCommandTest {
   void csv_labelLast_default_withHeaderSkipped_crlfAndBom() throws Exception {
     Path in = file("d.csv", "\uFEFFa,b,label\r\n1.5,2,0\r\n\n-3,4e1,2\n");
     Run r =
-        Run.psctl(
-            "convert", "--input", in.toString(), "--output", dir + "/out", "--skip-lines", "1");
+        Run.psctl("convert", "--input", in.toString(), "--out", dir + "/out", "--skip-lines", "1");
     assertThat(r.code()).as(r.err()).isZero();
     assertThat(examples(dir.resolve("out-00000.recordio")))
         .containsExactly(dense(0, 1.5f, 2f), dense(2, -3f, 40f));
@@ -57,7 +56,7 @@ class ConvertCommandTest {
                     "convert",
                     "--input",
                     in.toString(),
-                    "--output",
+                    "--out",
                     dir + "/first.recordio",
                     "--label-column",
                     "first",
@@ -75,7 +74,7 @@ class ConvertCommandTest {
                     "convert",
                     "--input",
                     in.toString(),
-                    "--output",
+                    "--out",
                     dir + "/mid.recordio",
                     "--label-column",
                     "2",
@@ -100,7 +99,7 @@ class ConvertCommandTest {
             "convert",
             "--input",
             in.toString(),
-            "--output",
+            "--out",
             dir + "/sh/data",
             "--compressor",
             c.toString().toUpperCase(),
@@ -122,7 +121,7 @@ class ConvertCommandTest {
   @Test
   void csv_labelOutsideTheTrainingClasses_namesLineAndColumn_andLeavesNoOutput() throws Exception {
     Path train = file("t.csv", "1,2,dog\n3,4,cat\n");
-    assertThat(Run.psctl("convert", "--input", train.toString(), "--output", dir + "/t").code())
+    assertThat(Run.psctl("convert", "--input", train.toString(), "--out", dir + "/t").code())
         .isZero();
     Path in = file("bad.csv", "1,2,cat\n3,4,cow\n");
     Run r =
@@ -130,7 +129,7 @@ class ConvertCommandTest {
             "convert",
             "--input",
             in.toString(),
-            "--output",
+            "--out",
             dir + "/bad",
             "--statistics-from",
             dir + "/t.dataset.pb");
@@ -147,8 +146,7 @@ class ConvertCommandTest {
   @Test
   void csv_byteOrderMarkOnFirstDataLine_isIgnored() throws Exception {
     Path in = file("bom.csv", "\uFEFF4,1\n");
-    assertThat(
-            Run.psctl("convert", "--input", in.toString(), "--output", dir + "/b.recordio").code())
+    assertThat(Run.psctl("convert", "--input", in.toString(), "--out", dir + "/b.recordio").code())
         .isZero();
     assertThat(examples(dir.resolve("b.recordio"))).containsExactly(dense(1, 4f));
   }
@@ -156,13 +154,13 @@ class ConvertCommandTest {
   @Test
   void csv_badFeatureAndRaggedRows_areClearErrors() throws Exception {
     Path in = file("f.csv", "1,x,0\n");
-    assertThat(Run.psctl("convert", "--input", in.toString(), "--output", dir + "/o").err())
+    assertThat(Run.psctl("convert", "--input", in.toString(), "--out", dir + "/o").err())
         .contains("line 1, column 1 (0-based): feature 'x' is not a number");
     Path ragged = file("r.csv", "1,2,0\n1,0\n");
-    assertThat(Run.psctl("convert", "--input", ragged.toString(), "--output", dir + "/o").err())
+    assertThat(Run.psctl("convert", "--input", ragged.toString(), "--out", dir + "/o").err())
         .contains("line 2: has 2 columns, expected 3 as on line 1");
     Path negative = file("n.csv", "1,-1\n");
-    assertThat(Run.psctl("convert", "--input", negative.toString(), "--output", dir + "/o").err())
+    assertThat(Run.psctl("convert", "--input", negative.toString(), "--out", dir + "/o").err())
         .contains("label '-1' is not a class index");
   }
 
@@ -170,20 +168,18 @@ class ConvertCommandTest {
   void usageErrors_exit2() throws Exception {
     Path in = file("u.csv", "1,0\n");
     assertThat(
-            Run.psctl("convert", "--input", in.toString(), "--output", "o", "--label-column", "-2")
+            Run.psctl("convert", "--input", in.toString(), "--out", "o", "--label-column", "-2")
                 .err())
         .contains(
             "--label-column must be first, last, a 0-based column number or a header name, got"
                 + " '-2'");
     assertThat(
-            Run.psctl("convert", "--input", in.toString(), "--output", "o", "--delimiter", "::")
-                .err())
+            Run.psctl("convert", "--input", in.toString(), "--out", "o", "--delimiter", "::").err())
         .contains("--delimiter must be one character, got '::'");
-    assertThat(
-            Run.psctl("convert", "--input", in.toString(), "--output", "o", "--shards", "0").code())
+    assertThat(Run.psctl("convert", "--input", in.toString(), "--out", "o", "--shards", "0").code())
         .isEqualTo(2);
-    assertThat(Run.psctl("convert", "--output", "o").err()).contains("--input");
-    Run missing = Run.psctl("convert", "--input", dir + "/nope.csv", "--output", dir + "/o");
+    assertThat(Run.psctl("convert", "--out", "o").err()).contains("--input");
+    Run missing = Run.psctl("convert", "--input", dir + "/nope.csv", "--out", dir + "/o");
     assertThat(missing.code()).isEqualTo(1);
     assertThat(missing.err().strip())
         .isEqualTo("psctl convert: no such file: " + dir + "/nope.csv");
@@ -192,7 +188,7 @@ class ConvertCommandTest {
   @Test
   void libsvm_oneBasedAutoDetected_plusMinusOneLabels_commentsIgnored() throws Exception {
     Path in = file("d.svm", "# header comment\n+1 1:0.5 3:2 # trailing\n-1 2:1\n\n1 qid:3 4:1\n");
-    Run r = Run.psctl("convert", "--input", in.toString(), "--output", dir + "/s.recordio");
+    Run r = Run.psctl("convert", "--input", in.toString(), "--out", dir + "/s.recordio");
     assertThat(r.code()).as(r.err()).isZero();
     List<Example> ex = examples(dir.resolve("s.recordio"));
     assertThat(ex).extracting(Example::getLabel).containsExactly(1, 0, 1);
@@ -205,7 +201,7 @@ class ConvertCommandTest {
   @Test
   void libsvm_zeroBasedDetected_orForced_multiclassLabelsKept() throws Exception {
     Path in = file("z.libsvm", "2 0:1 5:3\n0 1:1\n");
-    Run r = Run.psctl("convert", "--input", in.toString(), "--output", dir + "/z.recordio");
+    Run r = Run.psctl("convert", "--input", in.toString(), "--out", dir + "/z.recordio");
     assertThat(r.code()).as(r.err()).isZero();
     assertThat(r.out()).contains("0-based indices").contains("classes seen: 2 (0: 1, 2: 1)");
     assertThat(examples(dir.resolve("z.recordio")).get(0).getSparseIdsList())
@@ -217,7 +213,7 @@ class ConvertCommandTest {
             "convert",
             "--input",
             one.toString(),
-            "--output",
+            "--out",
             dir + "/f.recordio",
             "--index-base",
             "0");
@@ -227,13 +223,7 @@ class ConvertCommandTest {
 
     Run wrong =
         Run.psctl(
-            "convert",
-            "--input",
-            in.toString(),
-            "--output",
-            dir + "/w.recordio",
-            "--index-base",
-            "1");
+            "convert", "--input", in.toString(), "--out", dir + "/w.recordio", "--index-base", "1");
     assertThat(wrong.code()).isEqualTo(1);
     assertThat(wrong.err()).contains("line 1: feature index 0 in a 1-based file");
   }
@@ -241,10 +231,10 @@ class ConvertCommandTest {
   @Test
   void libsvm_malformedTokens_nameTheLine() throws Exception {
     Path in = file("m.svm", "1 1:1\n1 2:x\n");
-    assertThat(Run.psctl("convert", "--input", in.toString(), "--output", dir + "/m").err())
+    assertThat(Run.psctl("convert", "--input", in.toString(), "--out", dir + "/m").err())
         .contains("line 2: feature value in '2:x' is not a number");
     Path lab = file("l.svm", "yes 1:1\n");
-    assertThat(Run.psctl("convert", "--input", lab.toString(), "--output", dir + "/m").err())
+    assertThat(Run.psctl("convert", "--input", lab.toString(), "--out", dir + "/m").err())
         .contains("line 1: label 'yes' is not a number");
   }
 

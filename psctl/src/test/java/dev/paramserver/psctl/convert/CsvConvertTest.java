@@ -30,7 +30,7 @@ class CsvConvertTest {
 
   @Test
   void iris_withHeaderAndSpeciesNames_convertsWithNamesStoredBesideTheData() throws Exception {
-    Run r = Run.psctl("convert", "--input", iris().toString(), "--output", dir + "/iris");
+    Run r = Run.psctl("convert", "--input", iris().toString(), "--out", dir + "/iris");
     assertThat(r.code()).as(r.err()).isZero();
     List<Example> ex = examples(dir.resolve("iris-00000.recordio"));
     assertThat(ex).hasSize(150);
@@ -54,7 +54,7 @@ class CsvConvertTest {
                     "convert",
                     "--input",
                     iris().toString(),
-                    "--output",
+                    "--out",
                     dir + "/ir",
                     "--shards",
                     "2",
@@ -84,7 +84,7 @@ class CsvConvertTest {
             "convert",
             "--input",
             in.toString(),
-            "--output",
+            "--out",
             dir + "/q.recordio",
             "--label-column",
             "class");
@@ -99,14 +99,14 @@ class CsvConvertTest {
   @Test
   void missingAndNonNumericValues_nameLineAndColumn() throws Exception {
     Path missing = file("m.csv", "a,b,label\n1,2,x\n3,,y\n");
-    Run r = Run.psctl("convert", "--input", missing.toString(), "--output", dir + "/m");
+    Run r = Run.psctl("convert", "--input", missing.toString(), "--out", dir + "/m");
     assertThat(r.code()).isEqualTo(1);
     assertThat(r.err()).contains(missing + " line 3, column 1 (0-based): the value 'b' is missing");
     Path word = file("w.csv", "a,b,label\n1,2,x\n3,abc,y\n");
-    assertThat(Run.psctl("convert", "--input", word.toString(), "--output", dir + "/w").err())
+    assertThat(Run.psctl("convert", "--input", word.toString(), "--out", dir + "/w").err())
         .contains(word + " line 3, column 1 (0-based): feature 'b' 'abc' is not a number");
     Path noLabel = file("n.csv", "1,2,x\n3,4,\n");
-    assertThat(Run.psctl("convert", "--input", noLabel.toString(), "--output", dir + "/n").err())
+    assertThat(Run.psctl("convert", "--input", noLabel.toString(), "--out", dir + "/n").err())
         .contains(noLabel + " line 2, column 2 (0-based): the label is missing");
     Path unknownColumn = file("u.csv", "a,b,label\n1,2,x\n");
     assertThat(
@@ -114,14 +114,14 @@ class CsvConvertTest {
                     "convert",
                     "--input",
                     unknownColumn.toString(),
-                    "--output",
+                    "--out",
                     dir + "/u",
                     "--label-column",
                     "species")
                 .err())
         .contains("--label-column 'species' is not a column of the header [a, b, label]");
     Path badQuote = file("bq.csv", "1,2,x\n3,\"4,y\n");
-    assertThat(Run.psctl("convert", "--input", badQuote.toString(), "--output", dir + "/bq").code())
+    assertThat(Run.psctl("convert", "--input", badQuote.toString(), "--out", dir + "/bq").code())
         .isEqualTo(1);
   }
 
@@ -129,7 +129,7 @@ class CsvConvertTest {
   void standardize_storesStatistics_andTestDataReusesThemAndTheLabelNames() throws Exception {
     Path train = file("train.csv", "f1,f2,label\n1000,1,b\n3000,1,a\n5000,1,b\n");
     Run r =
-        Run.psctl("convert", "--input", train.toString(), "--output", dir + "/tr", "--standardize");
+        Run.psctl("convert", "--input", train.toString(), "--out", dir + "/tr", "--standardize");
     assertThat(r.code()).as(r.err()).isZero();
     assertThat(r.out()).contains("standardized: mean and standard deviation of 2 features");
     DatasetInfo info = DatasetInfos.read(dir.resolve("tr.dataset.pb"));
@@ -147,7 +147,7 @@ class CsvConvertTest {
             "convert",
             "--input",
             test.toString(),
-            "--output",
+            "--out",
             dir + "/te",
             "--statistics-from",
             dir + "/tr.dataset.pb");
@@ -163,7 +163,7 @@ class CsvConvertTest {
                     "convert",
                     "--input",
                     wide.toString(),
-                    "--output",
+                    "--out",
                     dir + "/wi",
                     "--statistics-from",
                     dir + "/tr.dataset.pb")
@@ -175,7 +175,7 @@ class CsvConvertTest {
   @Test
   void standardize_onLibSvm_isAUsageError() throws Exception {
     Path in = file("d.svm", "1 1:2\n");
-    Run r = Run.psctl("convert", "--input", in.toString(), "--output", dir + "/s", "--standardize");
+    Run r = Run.psctl("convert", "--input", in.toString(), "--out", dir + "/s", "--standardize");
     assertThat(r.code()).isEqualTo(2);
     assertThat(r.err()).contains("--standardize scales dense features, which only CSV input has");
   }

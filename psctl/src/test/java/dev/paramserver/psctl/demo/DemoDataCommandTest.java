@@ -17,7 +17,7 @@ class DemoDataCommandTest {
     Run r =
         Run.psctl(
             "demo-data",
-            "--output",
+            "--out",
             dir.toString(),
             "--train",
             "300",
@@ -37,7 +37,7 @@ class DemoDataCommandTest {
 
   @Test
   void command_invalidOptions_areUsageErrors() {
-    Run r = Run.psctl("demo-data", "--output", dir.toString(), "--classes", "1");
+    Run r = Run.psctl("demo-data", "--out", dir.toString(), "--classes", "1");
     assertThat(r.code()).isEqualTo(2);
     assertThat(r.err()).contains("classes must be >= 2, got 1");
   }

@@ -36,7 +36,8 @@ class JobCommandsTest {
 
   @BeforeEach
   void start() throws IOException {
-    try (InputStream in = getClass().getResourceAsStream("/admin-job.json")) {
+    try (InputStream in =
+        getClass().getResourceAsStream("/dev/paramserver/psctl/startup/sample-job.json")) {
       jobJson = new String(in.readAllBytes(), StandardCharsets.UTF_8);
     }
     leader = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
@@ -316,6 +317,40 @@ class JobCommandsTest {
     assertThat(bar.out())
         .contains("pass 3/3 [##############################] 100%")
         .contains("FINISHED");
+  }
+
+  @Test
+  void checkpointStopAndWatch_speakJsonAndYaml() throws Exception {
+    Run cp = Run.psctl("checkpoint", "--master", url(leader), "--token", TOKEN, "-o", "json");
+    assertThat(cp.code()).isEqualTo(1); // one pserver failed, in JSON too
+    JsonNode checkpoints = new ObjectMapper().readTree(cp.out()).path("checkpoints");
+    assertThat(checkpoints.get(0).path("step").asLong()).isEqualTo(1234);
+    assertThat(checkpoints.get(1).path("error").asText()).isEqualTo("not initialised");
+
+    Run stop = Run.psctl("stop", "--master", url(leader), "--token", TOKEN, "-o", "yaml");
+    assertThat(stop.code()).as(stop.err()).isZero();
+    assertThat(stop.out()).contains("stopped: true").contains("step: 1300");
+
+    Run watch =
+        Run.psctl(
+            "watch",
+            "--master",
+            url(leader),
+            "--token",
+            TOKEN,
+            "--interval",
+            "0.05",
+            "--count",
+            "2",
+            "-o",
+            "json");
+    assertThat(watch.code()).as(watch.err()).isZero();
+    List<String> lines = watch.out().lines().toList();
+    assertThat(lines).hasSize(2); // JSON Lines: one view per poll
+    for (String line : lines) {
+      assertThat(new ObjectMapper().readTree(line).path("job").path("state").asText())
+          .isEqualTo("RUNNING");
+    }
   }
 
   @Test

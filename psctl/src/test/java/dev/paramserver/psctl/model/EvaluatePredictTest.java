@@ -125,7 +125,7 @@ class EvaluatePredictTest {
             modelFile.toString(),
             "--data",
             data.testFile().toString(),
-            "--output",
+            "--out",
             out.toString());
     assertThat(r.code()).as(r.err()).isZero();
     List<String> lines = Files.readAllLines(out);

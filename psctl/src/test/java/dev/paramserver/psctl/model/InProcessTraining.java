@@ -76,7 +76,7 @@ public final class InProcessTraining {
   public static Iris iris(Path dir) throws Exception {
     Path csv = Path.of(InProcessTraining.class.getResource("/iris.csv").toURI());
     Run r =
-        Run.psctl("convert", "--input", csv.toString(), "--output", dir + "/iris", "--standardize");
+        Run.psctl("convert", "--input", csv.toString(), "--out", dir + "/iris", "--standardize");
     if (r.code() != 0) {
       throw new AssertionError("psctl convert iris.csv: " + r.err());
     }

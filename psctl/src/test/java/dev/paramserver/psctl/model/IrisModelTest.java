@@ -54,7 +54,7 @@ class IrisModelTest {
             model.toString(),
             "--data",
             data.toString(),
-            "--output",
+            "--out",
             out.toString());
     assertThat(r.code()).as(r.err()).isZero();
     List<String> lines = Files.readAllLines(out);
@@ -71,7 +71,7 @@ class IrisModelTest {
   void dataNamingItsClassesOtherwise_isRefusedByEvaluateAndPredict() throws Exception {
     Path other = dir.resolve("other.csv");
     Files.writeString(other, "a,b,c,d,kind\n1,2,3,4,x\n1,2,3,4,y\n1,2,3,4,z\n");
-    assertThat(Run.psctl("convert", "--input", other.toString(), "--output", dir + "/other").code())
+    assertThat(Run.psctl("convert", "--input", other.toString(), "--out", dir + "/other").code())
         .isZero();
     Path data = dir.resolve("other-00000.recordio");
     Run e = Run.psctl("evaluate", "--model", model.toString(), "--data", data.toString());
@@ -86,7 +86,7 @@ class IrisModelTest {
             model.toString(),
             "--data",
             data.toString(),
-            "--output",
+            "--out",
             dir.resolve("p.csv").toString());
     assertThat(p.code()).isEqualTo(1);
     assertThat(p.err()).contains("--statistics-from");
@@ -99,7 +99,7 @@ class IrisModelTest {
         odd,
         "a,b,kind\n0,0,\"big, red\"\n1,1,\"say \"\"hi\"\"\"\n0,0.1,\"big, red\"\n"
             + "1,0.9,\"say \"\"hi\"\"\"\n");
-    assertThat(Run.psctl("convert", "--input", odd.toString(), "--output", dir + "/odd").code())
+    assertThat(Run.psctl("convert", "--input", odd.toString(), "--out", dir + "/odd").code())
         .isZero();
     Path oddData = dir.resolve("odd-00000.recordio");
     Path oddModel =
@@ -118,7 +118,7 @@ class IrisModelTest {
             oddModel.toString(),
             "--data",
             oddData.toString(),
-            "--output",
+            "--out",
             out.toString());
     assertThat(r.code()).as(r.err()).isZero();
     CSVFormat header = CSVFormat.RFC4180.builder().setHeader().setSkipHeaderRecord(true).get();

@@ -42,7 +42,7 @@ class OnnxExportTest {
     Path onnx = dir.resolve(name + ".onnx");
     Run r =
         Run.psctl(
-            "export", "--model", model.toString(), "--format", "onnx", "--output", onnx.toString());
+            "export", "--model", model.toString(), "--format", "onnx", "--out", onnx.toString());
     assertThat(r.code()).as(r.err()).isZero();
     assertThat(r.out()).contains("wrote " + onnx);
     return onnx;
@@ -58,7 +58,7 @@ class OnnxExportTest {
             model.toString(),
             "--data",
             data.toString(),
-            "--output",
+            "--out",
             out.toString());
     assertThat(r.code()).as(r.err()).isZero();
     return Files.readAllLines(out).stream().skip(1).map(l -> l.split(",")).toList();
@@ -134,12 +134,7 @@ class OnnxExportTest {
     Path iris = Path.of(OnnxExportTest.class.getResource("/iris.csv").toURI());
     assertThat(
             Run.psctl(
-                    "convert",
-                    "--input",
-                    iris.toString(),
-                    "--output",
-                    dir + "/iris",
-                    "--standardize")
+                    "convert", "--input", iris.toString(), "--out", dir + "/iris", "--standardize")
                 .code())
         .isZero();
     Path data = dir.resolve("iris-00000.recordio");

@@ -65,7 +65,7 @@ class S3CommandsTest {
                 "convert",
                 "--input",
                 csv().toString(),
-                "--output",
+                "--out",
                 "s3://data/conv/train",
                 "--shards",
                 "2",
@@ -92,15 +92,14 @@ class S3CommandsTest {
 
   @Test
   void convertToAMalformedUri_failsBeforeReadingNamingIt() throws Exception {
-    Run c = Run.psctl(with("convert", "--input", csv().toString(), "--output", "s3:/data/x"));
+    Run c = Run.psctl(with("convert", "--input", csv().toString(), "--out", "s3:/data/x"));
     assertThat(c.code()).isEqualTo(1);
     assertThat(c.err()).contains("'s3:/data/x' is not an S3 URI");
   }
 
   @Test
   void convertToAMissingBucket_failsNamingTheBucket() throws Exception {
-    Run c =
-        Run.psctl(with("convert", "--input", csv().toString(), "--output", "s3://nobucket/x/t"));
+    Run c = Run.psctl(with("convert", "--input", csv().toString(), "--out", "s3://nobucket/x/t"));
     assertThat(c.code()).isEqualTo(1);
     assertThat(c.err()).contains("s3://nobucket/x/t").contains("bucket 'nobucket' does not exist");
   }
@@ -125,7 +124,7 @@ class S3CommandsTest {
                 "convert",
                 "--input",
                 iris.toString(),
-                "--output",
+                "--out",
                 "s3://data/iris/iris",
                 "--standardize"));
     assertThat(c.code()).as(c.err()).isZero();
@@ -162,7 +161,7 @@ class S3CommandsTest {
                 "s3://data/models/iris.pb",
                 "--data",
                 "s3://data/iris/iris-00000.recordio",
-                "--output",
+                "--out",
                 "s3://data/out/pred.csv"));
     assertThat(p.code()).as(p.err()).isZero();
     assertThat(p.out()).contains("wrote 150 predictions to s3://data/out/pred.csv");
@@ -177,7 +176,7 @@ class S3CommandsTest {
                 "export",
                 "--model",
                 "s3://data/models/iris.pb",
-                "--output",
+                "--out",
                 "s3://data/out/iris.onnx"));
     assertThat(x.code()).as(x.err()).isZero();
     byte[] onnx = Files.readAllBytes(s3.bucketDir("data").resolve("out/iris.onnx"));

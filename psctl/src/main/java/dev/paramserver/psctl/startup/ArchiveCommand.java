@@ -1,0 +1,75 @@
+package dev.paramserver.psctl.startup;
+
+import dev.paramserver.localcluster.ClassDataArchives;
+import dev.paramserver.psctl.Psctl;
+import dev.paramserver.psctl.PsctlCommand;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.ArrayList;
+import java.util.List;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * {@code psctl archive --jar PSCTL_JAR --launch-file FILE} (hidden; bin/psctl runs it once per
+ * build of psctl and Java): makes psctl's start-up archive as {@link ClassDataArchives} makes the
+ * services' (an AOT cache on Java 24 and later, else a class-data archive), recorded by a training
+ * run of {@link WarmUpCommand}, and writes the JVM arguments that start psctl from it to {@code
+ * FILE}, one a line, for bin/psctl to read without starting a JVM. Without an archive (it could not
+ * be made) the file names the jar alone, so psctl still starts, more slowly.
+ */
+@Command(
+    name = "archive",
+    hidden = true,
+    description = "Make psctl's start-up archive (bin/psctl runs this once per build and Java).")
+public final class ArchiveCommand extends PsctlCommand {
+  /** The JVM options psctl runs with, in the training run and afterwards alike. */
+  public static final List<String> JVM_OPTIONS =
+      List.of("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "--enable-native-access=ALL-UNNAMED");
+
+  @Option(names = "--jar", required = true, paramLabel = "JAR", description = "psctl's exec jar.")
+  Path jar;
+
+  @Option(
+      names = "--launch-file",
+      required = true,
+      paramLabel = "FILE",
+      description = "Where to write the JVM arguments that launch psctl.")
+  Path launchFile;
+
+  @Override
+  protected int run() throws Exception {
+    if (!Files.isRegularFile(jar)) {
+      throw usageError("--jar " + jar + ": no such file");
+    }
+    String javaBinary = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+    ClassDataArchives.prepare(
+        jar,
+        javaBinary,
+        (j, app, log) -> BootJarLayout.extract(j, app, Psctl.class.getName()),
+        extracted -> {
+          List<String> cmd = new ArrayList<>(JVM_OPTIONS);
+          cmd.addAll(List.of("-jar", extracted.toString(), WarmUpCommand.NAME));
+          return cmd;
+        });
+    ClassDataArchives.Launch launch = ClassDataArchives.launchOf(jar, javaBinary);
+    List<String> args = new ArrayList<>(JVM_OPTIONS);
+    args.addAll(launch.jvmOptions());
+    args.add("-jar");
+    args.add(launch.jar().toString());
+    Path parent = launchFile.toAbsolutePath().getParent();
+    Files.createDirectories(parent);
+    Path tmp = Files.createTempFile(parent, ".launch", ".tmp");
+    Files.write(tmp, args, StandardCharsets.UTF_8);
+    Files.move(tmp, launchFile, StandardCopyOption.ATOMIC_MOVE);
+    err()
+        .println(
+            launch.archive().isPresent()
+                ? "psctl: start-up archive ready (" + launch.archive().get() + ")"
+                : "psctl: no start-up archive could be made: psctl starts from its jar");
+    err().flush();
+    return 0;
+  }
+}

@@ -1,0 +1,74 @@
+# scripts/lib/java.sh — sourced by scripts/run-local.sh and bin/psctl:
+# picks the newest installed Java of version 17 or later to run the project with (the build still
+# targets 17, whatever JDK runs it).
+#
+#   pick_java        sets JAVA_BIN (the java binary), JAVA_FEATURE (25 for 25.0.3) and
+#                    JAVA_VERSION_STRING (25.0.3), or returns 1 when no Java 17+ is found
+#
+# Where it looks, in this order (the newest version wins; on a tie the earlier place):
+#   $PARAMSERVER_JAVA (a java binary or a JDK/JRE home: this one and no other), $JAVA_HOME,
+#   the `java` on the PATH, /usr/lib/jvm/* (Debian, Ubuntu), /opt/java/openjdk (the Temurin
+#   images), /usr/local/opt/openjdk*, /Library/Java/JavaVirtualMachines/*/Contents/Home (macOS).
+# Versions are read from each home's `release` file, so no JVM is started to choose.
+
+# The feature version of the Java home $1 (17 for 17.0.15), or nothing.
+java_home_feature() {
+  local v
+  [ -f "$1/release" ] || return 1
+  v=$(sed -n 's/^JAVA_VERSION="\([^"]*\)".*/\1/p' "$1/release" | head -n 1)
+  v=${v#1.}
+  [ -n "$v" ] || return 1
+  printf '%s %s\n' "${v%%[.+-]*}" "$v"
+}
+
+# The Java home of a java binary or a home $1, or nothing.
+java_home_of() {
+  local p=$1
+  if [ -x "$p/bin/java" ]; then
+    (cd "$p" && pwd -P)
+  elif [ -x "$p" ] && [ ! -d "$p" ]; then
+    p=$(readlink -f "$p" 2>/dev/null || echo "$p")
+    (cd "$(dirname "$p")/.." && pwd -P)
+  else
+    return 1
+  fi
+}
+
+pick_java() {
+  local best="" best_feature=0 best_version="" cand home fv feature version
+  local -a cands=()
+  if [ -n "${PARAMSERVER_JAVA:-}" ]; then
+    cands=("$PARAMSERVER_JAVA")
+  else
+    [ -n "${JAVA_HOME:-}" ] && cands+=("$JAVA_HOME")
+    cand=$(command -v java 2>/dev/null || true)
+    [ -n "$cand" ] && cands+=("$cand")
+    for cand in /usr/lib/jvm/* /opt/java/openjdk /usr/local/opt/openjdk* \
+      /Library/Java/JavaVirtualMachines/*/Contents/Home; do
+      [ -e "$cand" ] && cands+=("$cand")
+    done
+  fi
+  for cand in "${cands[@]}"; do
+    home=$(java_home_of "$cand") || continue
+    fv=$(java_home_feature "$home") || continue
+    feature=${fv%% *} version=${fv#* }
+    [ "$feature" -ge 17 ] 2>/dev/null || continue
+    if [ "$feature" -gt "$best_feature" ]; then
+      best="$home/bin/java" best_feature=$feature best_version=$version
+    fi
+  done
+  if [ -z "$best" ] && [ -z "${PARAMSERVER_JAVA:-}" ]; then
+    # no release file anywhere (an unusual layout): the java on the PATH, asked for its version
+    cand=$(command -v java 2>/dev/null || true)
+    if [ -n "$cand" ]; then
+      version=$("$cand" -version 2>&1 | sed -n 's/.*version "\([^"]*\)".*/\1/p' | head -n 1)
+      version=${version#1.}
+      feature=${version%%[.+-]*}
+      if [ "${feature:-0}" -ge 17 ] 2>/dev/null; then
+        best=$cand best_feature=$feature best_version=$version
+      fi
+    fi
+  fi
+  [ -n "$best" ] || return 1
+  JAVA_BIN=$best JAVA_FEATURE=$best_feature JAVA_VERSION_STRING=$best_version
+}
