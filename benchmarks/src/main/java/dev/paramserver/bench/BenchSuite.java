@@ -35,19 +35,21 @@ import java.util.stream.Stream;
  *
  * <p>Options: {@code --repo DIR} (where the services' exec jars were built, default "."), {@code
  * --out DIR} (default bench), {@code --run-dir DIR} (logs, recordings; default a temp folder),
- * {@code --only kernels,component,wire,wal,train,memory,sparse,startup,staleness,scaling,delay,python}
+ * {@code --only
+ * kernels,component,wire,wal,train,memory,sparse,startup,staleness,scaling,delay,python}
  * (component: the pserver's push path and the trainer's training thread in one JVM each, against
- * one JVM's work on the same batches, {@link ComponentSuite}; startup, the start-up of a 1 + 1 job on its own, runs only when named: the training section
- * measures it too; staleness, the click-through 1 + 1 job's samples/s and AUC at trainer row-cache
- * staleness 0, 1, 4 and 16 against one JVM ({@link StalenessSuite}), only when named; delay, the
- * click-through 1 + 1 job through a user-space delay line of 0.1, 0.5 and 2 ms one way ({@link
- * DelaySuite}), only when named; python, a Python trainer against PyTorch in one process, also only
- * when named: it needs torch), {@code --workloads softmax,mlp5m,ctr,ctr100m} (the training
- * section's workloads, of {@link TrainSuite#WORKLOADS}; default softmax, mlp5m and ctr, or the
- * softmax alone with --quick; ctr100m, click-through over a 100M-id space with a fixed heap, one 1
- * + 1 job and one single JVM, runs only when named), {@code --quick} (shorter measurements), {@code
- * --profile} (JFR of the softmax 1 + 1 training job's pserver and trainer, summarised in the
- * report; off by default because recording slows the run it measures).
+ * one JVM's work on the same batches, {@link ComponentSuite}; startup, the start-up of a 1 + 1 job
+ * on its own, runs only when named: the training section measures it too; staleness, the
+ * click-through 1 + 1 job's samples/s and AUC at trainer row-cache staleness 0, 1, 4 and 16 against
+ * one JVM ({@link StalenessSuite}), only when named; delay, the click-through 1 + 1 job through a
+ * user-space delay line of 0.1, 0.5 and 2 ms one way ({@link DelaySuite}), only when named; python,
+ * a Python trainer against PyTorch in one process, also only when named: it needs torch), {@code
+ * --workloads softmax,mlp5m,ctr,ctr100m} (the training section's workloads, of {@link
+ * TrainSuite#WORKLOADS}; default softmax, mlp5m and ctr, or the softmax alone with --quick;
+ * ctr100m, click-through over a 100M-id space with a fixed heap, one 1 + 1 job and one single JVM,
+ * runs only when named), {@code --quick} (shorter measurements), {@code --profile} (JFR of the
+ * softmax 1 + 1 training job's pserver and trainer, summarised in the report; off by default
+ * because recording slows the run it measures).
  */
 public final class BenchSuite {
   private BenchSuite() {}
