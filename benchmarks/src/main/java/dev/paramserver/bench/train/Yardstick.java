@@ -31,9 +31,10 @@ final class Yardstick {
 
   /**
    * The window of the finished job {@code end}, from T0 {@code mark} to the end of its last pass.
-   * Without a mark (the watch missed the warm-up's end: a job too short to poll) T0 is pass 0's end
-   * and the window's records those of the later passes, some of which may have been done before: an
-   * upper bound of the rate. NaN rate for a job of one pass.
+   * Without a mark, or with one taken after the last pass ended (the watch missed the warm-up's
+   * end: a job too short to poll), T0 is pass 0's end and the window's records those of the later
+   * passes, some of which may have been done before: an upper bound of the rate. NaN rate for a job
+   * of one pass.
    *
    * @param launchedMs the job's launch, wall clock
    * @param launchedNanos the same instant as {@link System#nanoTime}, to place T1 on that clock
@@ -55,7 +56,7 @@ final class Yardstick {
     if (end.passes().size() < 2 || warmupEnd <= 0) {
       return new Window(0, Double.NaN, 0, t1Nanos, t1Nanos);
     }
-    if (mark == null) {
+    if (mark == null || mark.wallMs() >= lastEnd) {
       long t0Nanos = launchedNanos + (warmupEnd - launchedMs) * 1_000_000L;
       return new Window(total - warmupRecords, (lastEnd - warmupEnd) / 1000.0, 0, t0Nanos, t1Nanos);
     }

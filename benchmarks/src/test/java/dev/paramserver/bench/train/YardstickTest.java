@@ -57,6 +57,16 @@ class YardstickTest {
   }
 
   @Test
+  void window_ignoresAMarkTakenAfterTheJobEnded() throws Exception {
+    WarmupWatch.Mark late = new WarmupWatch.Mark(10_500, 10_500_000_000L, 3000, 2000);
+
+    Yardstick.Window w = Yardstick.of(overlapping(), late, 0, 0);
+
+    assertThat(w.records()).isEqualTo(2000);
+    assertThat(w.seconds()).isCloseTo(6.0, within(1e-9));
+  }
+
+  @Test
   void markOf_waitsForTheWarmUpPassToEndAndCountsTheWorkLeasedAhead() throws Exception {
     JobStatusView running =
         new JobStatusView(
