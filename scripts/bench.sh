@@ -89,5 +89,5 @@ CP="benchmarks/target/classes:$(cat benchmarks/target/classpath.txt)"
 . scripts/lib/java.sh
 pick_java || { echo "bench: Java 17 or newer is needed (a JDK: jcmd, attach)" >&2; exit 2; }
 echo "bench: java $JAVA_VERSION_STRING ($JAVA_BIN)"
-exec "$JAVA_BIN" -Xms1g -Xmx2g -XX:+UseParallelGC -cp "$CP" \
+exec "$JAVA_BIN" -Xms1g -Xmx2g -XX:+UseParallelGC --enable-native-access=ALL-UNNAMED -cp "$CP" \
   dev.paramserver.bench.BenchSuite --repo . --out bench "$@"
