@@ -225,7 +225,7 @@ readinessProbe:
   imagePullPolicy: {{ .Values.image.pullPolicy }}
   args:
     - demo-data
-    - --output
+    - --out
     - {{ .Values.data.mountPath }}
     {{- range .Values.data.demo.args }}
     - {{ . | quote }}
