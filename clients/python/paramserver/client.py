@@ -1,6 +1,7 @@
 """The trainer's client: the master (dataset, tasks), its Coordination service (membership, cluster
 map, placement, locks) and the pservers (init, push, pull). No etcd client. Not thread-safe: one
-training thread calls it (a background thread keeps the membership alive)."""
+training thread calls it (a background thread keeps the membership alive; pull_rows may also be
+called from paramserver.torch's prefetch thread)."""
 
 from __future__ import annotations
 
@@ -145,6 +146,7 @@ class Client:
         self.step, self.current_pass, self.loss_every_records = 0, 0, 0
         self._leader = 0
         self._channels: Dict[str, grpc.Channel] = {}
+        self._channel_lock = threading.Lock()
         self._held: Dict[int, ma.Task] = {}
         self._cond, self._closed = threading.Condition(), threading.Event()
         self._sender = concurrent.futures.ThreadPoolExecutor(1, "paramserver-push")
@@ -161,6 +163,10 @@ class Client:
 
     # ---- plumbing ----
     def _channel(self, address: str) -> grpc.Channel:
+        with self._channel_lock:  # the prefetch thread of paramserver.torch reads rows too
+            return self._open(address)
+
+    def _open(self, address: str) -> grpc.Channel:
         if address not in self._channels:
             if self.tls is None:
                 self._channels[address] = grpc.insecure_channel(address, options=OPTIONS)

@@ -244,7 +244,7 @@ def decode(records: Sequence[bytes]) -> Tuple[FloatArray, "np.ndarray[Tuple[int]
     tails = [r[end:] for r in records]
     if h and all(r[:h] == r0[:h] for r in records) and all(
             not t or (len(t) == 2 and t[0] == 0x20 and t[1] < 0x80) for t in tails):
-        x = np.frombuffer(b"".join([r[h:end] for r in records]), "<f4").reshape(n, size // 4)
+        x = np.frombuffer(bytearray(b"".join([r[h:end] for r in records])), "<f4").reshape(n, size // 4)  # writable
         return x, np.array([t[1] if t else 0 for t in tails], np.int64)
     examples = [example_pb2.Example.FromString(r) for r in records]
     return (np.array([e.dense for e in examples], np.float32).reshape(n, -1),
