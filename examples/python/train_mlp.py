@@ -91,7 +91,7 @@ def csv_to_recordio(path, label_column):
     records = [example_pb2.Example(label=int(float(r[label_column])), dense=[
         float(v) for k, v in r.items() if k != label_column]).SerializeToString() for r in rows]
     out = os.path.abspath(path) + ".recordio"
-    with open(out, "wb") as f:  # uncompressed RecordIO chunks of 500 records (DESIGN.md section 7)
+    with open(out, "wb") as f:  # uncompressed RecordIO chunks of 500 records (docs/design.md §7)
         for i in range(0, len(records), 500):
             chunk = records[i:i + 500]
             payload = b"".join(struct.pack("<I", len(r)) + r for r in chunk)

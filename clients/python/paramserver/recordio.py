@@ -1,4 +1,4 @@
-"""RecordIO reader, byte-compatible with the Java recordio module (DESIGN.md section 7): chunks of a
+"""RecordIO reader, byte-compatible with the Java recordio module (docs/design.md §7): chunks of a
 20-byte header (five little-endian uint32: magic 0x01020304, CRC-32 of the stored payload,
 compressor 0 none / 1 Snappy framing format / 2 gzip, stored payload size, record count) and a
 payload of (uint32 LE length, bytes) records."""
