@@ -263,24 +263,22 @@ public final class SparseRowStore {
     void byStripe() {
       int n = ids.length;
       int stripeCount = stripes.length;
-      long[] hashes = new long[n];
-      byte[] stripeOfRow = new byte[n];
+      Scratch scratch = SCRATCH.get().ensure(n);
+      long[] hashes = scratch.hashes;
+      int[] order = scratch.order;
+      int[] found = scratch.found;
       int[] start = new int[stripeCount + 1];
       for (int i = 0; i < n; i++) {
         long h = LongSlotIndex.mix(ids[i]);
         hashes[i] = h;
-        int st = stripeOf(h);
-        stripeOfRow[i] = (byte) st;
-        start[st + 1]++;
+        start[stripeOf(h) + 1]++;
       }
       for (int st = 0; st < stripeCount; st++) {
         start[st + 1] += start[st];
       }
-      int[] order = new int[n];
-      int[] found = new int[n];
       int[] next = Arrays.copyOf(start, stripeCount);
       for (int i = 0; i < n; i++) {
-        order[next[stripeOfRow[i]]++] = i;
+        order[next[stripeOf(hashes[i])]++] = i;
       }
       int touched = 0;
       for (int st = 0; st < stripeCount; st++) {
@@ -382,6 +380,24 @@ public final class SparseRowStore {
       }
     }
   }
+
+  /** Per-thread arrays of {@link Apply#byStripe}, grown to the largest update seen. */
+  private static final class Scratch {
+    long[] hashes = new long[0];
+    int[] order = new int[0];
+    int[] found = new int[0];
+
+    Scratch ensure(int n) {
+      if (hashes.length < n) {
+        hashes = new long[n];
+        order = new int[n];
+        found = new int[n];
+      }
+      return this;
+    }
+  }
+
+  private static final ThreadLocal<Scratch> SCRATCH = ThreadLocal.withInitial(Scratch::new);
 
   private static final java.lang.invoke.VarHandle FLOATS_LE =
       java.lang.invoke.MethodHandles.byteArrayViewVarHandle(
