@@ -155,7 +155,7 @@ class ForeignClientTest {
             PushGradientsResponse.Builder want =
                 PushGradientsResponse.newBuilder().setStep(r.step()).setDuplicate(r.duplicate());
             if (push.getReturnValues()) {
-              want.addAllBlocks(replay.valuesAfter(push, r.step()).getBlocksList());
+              want.addAllBlocks(replay.valuesAfter(push, r.step(), true).getBlocksList());
               assertThat(got.getBlocksCount()).isEqualTo(4);
             }
             assertThat(got).as(line).isEqualTo(want.build());

@@ -175,17 +175,9 @@ public final class ParameterShard {
   }
 
   /**
-   * The values of the dense blocks (with {@code return_values}) and sparse rows (with {@code
-   * return_rows}) {@code push} carried, read as {@link #pull} reads them: after the push (in the
-   * synchronous modes, once the shard reached {@code step}). Empty when it asks for neither.
-   */
-  public PullParametersResponse valuesAfter(PushGradientsRequest push, long step) {
-    return valuesAfter(push, step, true);
-  }
-
-  /**
-   * {@link #valuesAfter(PushGradientsRequest, long)}; without {@code rows}, the dense blocks only
-   * (the push's rows came with its {@link PushOutcome#rows}).
+   * The blocks ({@code return_values}) and, with {@code rows}, rows ({@code return_rows}) of {@code
+   * push}, as {@link #pull} reads them after it (synchronous modes: at {@code step}); see {@link
+   * PushOutcome#rows}.
    */
   public PullParametersResponse valuesAfter(PushGradientsRequest push, long step, boolean rows) {
     return ShardMoves.placed(gate, () -> reads.valuesAfter(push, step, rows));

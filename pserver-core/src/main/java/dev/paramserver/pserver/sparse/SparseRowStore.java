@@ -59,17 +59,17 @@ public final class SparseRowStore {
     void accept(Chunk chunk);
   }
 
-  private final int width;
-  private final float[] slotInit;
-  private final RowInit init;
-  private final TableSettings settings;
-  private final LongSupplier clock;
+  final int width;
+  final float[] slotInit;
+  final RowInit init;
+  final TableSettings settings;
+  final LongSupplier clock;
   private final long rowBytes;
-  private final Stripe[] stripes;
+  final Stripe[] stripes;
   private final AtomicInteger sweep = new AtomicInteger();
   private final AtomicLong rows = new AtomicLong();
   private final LongAdder evictions = new LongAdder();
-  private final LongAdder refused = new LongAdder();
+  final LongAdder refused = new LongAdder();
 
   /**
    * @param slotInit the initial value of each optimizer slot (its length is the slot count)
@@ -200,7 +200,7 @@ public final class SparseRowStore {
   public int update(long[] ids, RowUpdate update, byte[] after) {
     Removals trace = Removals.current();
     boolean evicts = settings.capped() || settings.policy().expires();
-    Apply a = new Apply(ids, update, after, evicts, trace);
+    StoreUpdate a = new StoreUpdate(this, ids, update, after, evicts, trace);
     if (!evicts && (trace == null || !trace.follows())) {
       a.byStripe();
     } else {
@@ -212,182 +212,7 @@ public final class SparseRowStore {
     return a.applied;
   }
 
-  /** One call of {@link #update}: its scratch rows and what it decided so far. */
-  private final class Apply {
-    final long[] ids;
-    final RowUpdate update;
-    final byte[] after;
-    final long[] pinned;
-    final Removals trace;
-    final boolean follow;
-    final int call;
-    final long now;
-    final float[] values = new float[width];
-    final float[][] slots = new float[slotInit.length][width];
-    int applied;
-    // keeps the loads that touch rows ahead of their update from being optimised away
-    int sink;
-
-    Apply(long[] ids, RowUpdate update, byte[] after, boolean evicts, Removals trace) {
-      this.ids = ids;
-      this.update = update;
-      this.after = after;
-      long[] p = null;
-      if (evicts) {
-        p = ids.clone();
-        Arrays.sort(p);
-      }
-      this.pinned = p;
-      this.trace = trace;
-      this.follow = trace != null && trace.follows();
-      this.call = trace == null ? 0 : trace.beginUpdate(SparseRowStore.this);
-      this.now = clock.getAsLong();
-    }
-
-    /** Row by row in the order of the ids, each under its stripe's lock. */
-    void inOrder() {
-      for (int i = 0; i < ids.length; i++) {
-        long id = ids[i];
-        long h = LongSlotIndex.mix(id);
-        Stripe s = stripes[stripeOf(h)];
-        s.lock.writeLock().lock();
-        try {
-          row(s, id, h, i, s.index.get(id, h));
-        } finally {
-          s.lock.writeLock().unlock();
-        }
-      }
-    }
-
-    /** Stripe by stripe: each stripe's rows in the order of the ids, under one hold of its lock. */
-    void byStripe() {
-      int n = ids.length;
-      int stripeCount = stripes.length;
-      long[] hashes = new long[n];
-      byte[] stripeOfRow = new byte[n];
-      int[] start = new int[stripeCount + 1];
-      for (int i = 0; i < n; i++) {
-        long h = LongSlotIndex.mix(ids[i]);
-        hashes[i] = h;
-        int st = stripeOf(h);
-        stripeOfRow[i] = (byte) st;
-        start[st + 1]++;
-      }
-      for (int st = 0; st < stripeCount; st++) {
-        start[st + 1] += start[st];
-      }
-      int[] order = new int[n];
-      int[] found = new int[n];
-      int[] next = Arrays.copyOf(start, stripeCount);
-      for (int i = 0; i < n; i++) {
-        order[next[stripeOfRow[i]]++] = i;
-      }
-      int touched = 0;
-      for (int st = 0; st < stripeCount; st++) {
-        if (start[st] == start[st + 1]) {
-          continue;
-        }
-        Stripe s = stripes[st];
-        s.lock.writeLock().lock();
-        try {
-          // Probe the run's rows first, then update them: the probes are independent of each
-          // other, so their cache misses overlap instead of queueing behind each row's update.
-          // The slots stay valid meanwhile (this path never removes a row).
-          for (int k = start[st]; k < start[st + 1]; k++) {
-            int i = order[k];
-            int slot = s.index.get(ids[i], hashes[i]);
-            found[k] = slot;
-            if (slot >= 0) {
-              // and touch the row, so that its values are on their way too
-              touched += Float.floatToRawIntBits(s.slab.floatChunk(slot)[s.slab.offset(slot)]);
-            }
-          }
-          for (int k = start[st]; k < start[st + 1]; k++) {
-            int i = order[k];
-            row(s, ids[i], hashes[i], i, found[k]);
-          }
-        } finally {
-          s.lock.writeLock().unlock();
-        }
-      }
-      sink = touched;
-    }
-
-    /**
-     * Updates row {@code i} (id {@code id}, hash {@code h}) found at {@code slot} by a probe since
-     * which nothing was removed (-1: absent then; looked up again, an earlier row of the call may
-     * have added it); the caller holds its stripe.
-     */
-    private void row(Stripe s, long id, long h, int i, int found) {
-      int slot = found >= 0 ? found : s.index.get(id, h);
-      if (follow) {
-        if (slot >= 0 && trace.at(SparseRowStore.this, call, i, Removals.EXPIRED).contains(id)) {
-          remove(s, slot);
-          slot = -1;
-        }
-      } else if (slot >= 0 && settings.policy().expired(s.slab.meta(slot), now)) {
-        Removals.add(trace, SparseRowStore.this, call, i, Removals.EXPIRED, id);
-        remove(s, slot);
-        slot = -1;
-      }
-      if (slot < 0) {
-        if (s.sketch != null && !s.sketch.admit(id)) {
-          refused.increment();
-          if (after != null) {
-            init.fill(id, values, 0);
-            answer(i);
-          }
-          return;
-        }
-        if (follow) {
-          Removals.removeAll(
-              SparseRowStore.this, s, trace.at(SparseRowStore.this, call, i, Removals.ROOM));
-        } else {
-          makeRoom(s, pinned, now, trace, call, i);
-        }
-        slot = insert(s, id, now);
-      }
-      float[] chunk = s.slab.floatChunk(slot);
-      int o = s.slab.offset(slot);
-      System.arraycopy(chunk, o, values, 0, width);
-      for (int k = 0; k < slots.length; k++) {
-        System.arraycopy(chunk, o + (k + 1) * width, slots[k], 0, width);
-      }
-      int before = s.slab.updates(slot);
-      update.apply(i, values, slots, Integer.toUnsignedLong(before));
-      System.arraycopy(values, 0, chunk, o, width);
-      for (int k = 0; k < slots.length; k++) {
-        System.arraycopy(slots[k], 0, chunk, o + (k + 1) * width, width);
-      }
-      // Saturates: past 2^32 - 1 updates bias corrections are long since 1.
-      s.slab.setUpdates(slot, before == -1 ? before : before + 1);
-      s.slab.setMeta(slot, settings.policy().updated(s.slab.meta(slot), now));
-      applied++;
-      if (after != null) {
-        answer(i);
-      }
-      if (follow) {
-        Removals.removeAll(
-            SparseRowStore.this, s, trace.at(SparseRowStore.this, call, i, Removals.SWEEP));
-      } else if (settings.policy().expires()) {
-        expireSome(pinned, now, trace, call, i);
-      }
-    }
-
-    /** Writes {@link #values} as row {@code i} of the answer. */
-    private void answer(int i) {
-      int at = i * width * Float.BYTES;
-      for (int k = 0; k < width; k++) {
-        FLOATS_LE.set(after, at + k * Float.BYTES, values[k]);
-      }
-    }
-  }
-
-  private static final java.lang.invoke.VarHandle FLOATS_LE =
-      java.lang.invoke.MethodHandles.byteArrayViewVarHandle(
-          float[].class, java.nio.ByteOrder.LITTLE_ENDIAN);
-
-  private int stripeOf(long hash) {
+  int stripeOf(long hash) {
     return (int) (hash >>> 58) & (stripes.length - 1);
   }
 
@@ -517,7 +342,7 @@ public final class SparseRowStore {
     }
   }
 
-  private int insert(Stripe s, long id, long now) {
+  int insert(Stripe s, long id, long now) {
     int slot = s.slab.add(id);
     s.index.put(id, slot);
     float[] chunk = s.slab.floatChunk(slot);
@@ -561,7 +386,7 @@ public final class SparseRowStore {
    * Evicts up to two rows while the table is full: from {@code s} (whose write lock the caller
    * holds) or, when it has no candidate, from another stripe whose lock is free right now.
    */
-  private void makeRoom(Stripe s, long[] pinned, long now, Removals trace, int call, int position) {
+  void makeRoom(Stripe s, long[] pinned, long now, Removals trace, int call, int position) {
     for (int round = 0; round < 2 && full(); round++) {
       int victim = pickVictim(s, pinned, now);
       if (victim >= 0) {
@@ -617,7 +442,7 @@ public final class SparseRowStore {
   }
 
   /** TTL: looks at two rows of the next stripe in turn (if its lock is free) to expire them. */
-  private void expireSome(long[] pinned, long now, Removals trace, int call, int position) {
+  void expireSome(long[] pinned, long now, Removals trace, int call, int position) {
     Stripe s = stripes[sweep.getAndIncrement() & (stripes.length - 1)];
     if (!s.lock.writeLock().tryLock()) {
       return;

@@ -119,7 +119,8 @@ class FusedPushAnswerTest {
       PushOutcome outcome = shard.pushOutcome(request);
       assertThat(outcome.duplicate()).isFalse();
       assertThat(outcome.rows()).as("push %d answered with its rows", step).hasSize(2);
-      List<SparseRows> readAfter = shard.valuesAfter(request, outcome.step()).getSparseRowsList();
+      List<SparseRows> readAfter =
+          shard.valuesAfter(request, outcome.step(), true).getSparseRowsList();
       assertThat(outcome.rows()).as("push %d", step).isEqualTo(readAfter);
       compared += outcome.rows().get(0).getRowIdsCount();
     }
@@ -148,7 +149,9 @@ class FusedPushAnswerTest {
       inOrder.pushOutcome(plain);
       // the capped table's answer, read after the push, row by row
       List<SparseRows> expected =
-          inOrder.valuesAfter(plain.toBuilder().setReturnRows(true).build(), 0).getSparseRowsList();
+          inOrder
+              .valuesAfter(plain.toBuilder().setReturnRows(true).build(), 0, true)
+              .getSparseRowsList();
       assertThat(answers.get(answers.size() - 1)).as("answer to push %d", step).isEqualTo(expected);
     }
     assertThat(pullEverything(byStripe)).isEqualTo(pullEverything(inOrder));

@@ -1,0 +1,205 @@
+package dev.paramserver.pserver.sparse;
+
+import java.util.Arrays;
+
+/**
+ * One call of {@link SparseRowStore#update(long[], SparseRowStore.RowUpdate, byte[])}: its scratch
+ * rows and what it decided so far. Its store's stripes are locked and changed through the store.
+ */
+final class StoreUpdate {
+  final SparseRowStore store;
+  final long[] ids;
+  final SparseRowStore.RowUpdate update;
+  final byte[] after;
+  final long[] pinned;
+  final Removals trace;
+  final boolean follow;
+  final int call;
+  final long now;
+  final float[] values;
+  final float[][] slots;
+  int applied;
+  // keeps the loads that touch rows ahead of their update from being optimised away
+  int sink;
+
+  StoreUpdate(
+      SparseRowStore store,
+      long[] ids,
+      SparseRowStore.RowUpdate update,
+      byte[] after,
+      boolean evicts,
+      Removals trace) {
+    this.store = store;
+    this.values = new float[store.width];
+    this.slots = new float[store.slotInit.length][store.width];
+    this.ids = ids;
+    this.update = update;
+    this.after = after;
+    long[] p = null;
+    if (evicts) {
+      p = ids.clone();
+      Arrays.sort(p);
+    }
+    this.pinned = p;
+    this.trace = trace;
+    this.follow = trace != null && trace.follows();
+    this.call = trace == null ? 0 : trace.beginUpdate(store);
+    this.now = store.clock.getAsLong();
+  }
+
+  /** Row by row in the order of the ids, each under its stripe's lock. */
+  void inOrder() {
+    for (int i = 0; i < ids.length; i++) {
+      long id = ids[i];
+      long h = LongSlotIndex.mix(id);
+      Stripe s = store.stripes[store.stripeOf(h)];
+      s.lock.writeLock().lock();
+      try {
+        row(s, id, h, i, s.index.get(id, h));
+      } finally {
+        s.lock.writeLock().unlock();
+      }
+    }
+  }
+
+  /** Stripe by stripe: each stripe's rows in the order of the ids, under one hold of its lock. */
+  void byStripe() {
+    int n = ids.length;
+    int stripeCount = store.stripes.length;
+    Scratch scratch = SCRATCH.get().ensure(n);
+    long[] hashes = scratch.hashes;
+    int[] order = scratch.order;
+    int[] found = scratch.found;
+    int[] start = new int[stripeCount + 1];
+    for (int i = 0; i < n; i++) {
+      long h = LongSlotIndex.mix(ids[i]);
+      hashes[i] = h;
+      start[store.stripeOf(h) + 1]++;
+    }
+    for (int st = 0; st < stripeCount; st++) {
+      start[st + 1] += start[st];
+    }
+    int[] next = Arrays.copyOf(start, stripeCount);
+    for (int i = 0; i < n; i++) {
+      order[next[store.stripeOf(hashes[i])]++] = i;
+    }
+    int touched = 0;
+    for (int st = 0; st < stripeCount; st++) {
+      if (start[st] == start[st + 1]) {
+        continue;
+      }
+      Stripe s = store.stripes[st];
+      s.lock.writeLock().lock();
+      try {
+        // Probe the run's rows first, then update them: the probes are independent of each
+        // other, so their cache misses overlap instead of queueing behind each row's update.
+        // The slots stay valid meanwhile (this path never removes a row).
+        for (int k = start[st]; k < start[st + 1]; k++) {
+          int i = order[k];
+          int slot = s.index.get(ids[i], hashes[i]);
+          found[k] = slot;
+          if (slot >= 0) {
+            // and touch the row, so that its values are on their way too
+            touched += Float.floatToRawIntBits(s.slab.floatChunk(slot)[s.slab.offset(slot)]);
+          }
+        }
+        for (int k = start[st]; k < start[st + 1]; k++) {
+          int i = order[k];
+          row(s, ids[i], hashes[i], i, found[k]);
+        }
+      } finally {
+        s.lock.writeLock().unlock();
+      }
+    }
+    sink = touched;
+  }
+
+  /**
+   * Updates row {@code i} (id {@code id}, hash {@code h}) found at {@code slot} by a probe since
+   * which nothing was removed (-1: absent then; looked up again, an earlier row of the call may
+   * have added it); the caller holds its stripe.
+   */
+  private void row(Stripe s, long id, long h, int i, int found) {
+    int slot = found >= 0 ? found : s.index.get(id, h);
+    if (follow) {
+      if (slot >= 0 && trace.at(store, call, i, Removals.EXPIRED).contains(id)) {
+        store.remove(s, slot);
+        slot = -1;
+      }
+    } else if (slot >= 0 && store.settings.policy().expired(s.slab.meta(slot), now)) {
+      Removals.add(trace, store, call, i, Removals.EXPIRED, id);
+      store.remove(s, slot);
+      slot = -1;
+    }
+    if (slot < 0) {
+      if (s.sketch != null && !s.sketch.admit(id)) {
+        store.refused.increment();
+        if (after != null) {
+          store.init.fill(id, values, 0);
+          answer(i);
+        }
+        return;
+      }
+      if (follow) {
+        Removals.removeAll(store, s, trace.at(store, call, i, Removals.ROOM));
+      } else {
+        store.makeRoom(s, pinned, now, trace, call, i);
+      }
+      slot = store.insert(s, id, now);
+    }
+    float[] chunk = s.slab.floatChunk(slot);
+    int o = s.slab.offset(slot);
+    System.arraycopy(chunk, o, values, 0, store.width);
+    for (int k = 0; k < slots.length; k++) {
+      System.arraycopy(chunk, o + (k + 1) * store.width, slots[k], 0, store.width);
+    }
+    int before = s.slab.updates(slot);
+    update.apply(i, values, slots, Integer.toUnsignedLong(before));
+    System.arraycopy(values, 0, chunk, o, store.width);
+    for (int k = 0; k < slots.length; k++) {
+      System.arraycopy(slots[k], 0, chunk, o + (k + 1) * store.width, store.width);
+    }
+    // Saturates: past 2^32 - 1 updates bias corrections are long since 1.
+    s.slab.setUpdates(slot, before == -1 ? before : before + 1);
+    s.slab.setMeta(slot, store.settings.policy().updated(s.slab.meta(slot), now));
+    applied++;
+    if (after != null) {
+      answer(i);
+    }
+    if (follow) {
+      Removals.removeAll(store, s, trace.at(store, call, i, Removals.SWEEP));
+    } else if (store.settings.policy().expires()) {
+      store.expireSome(pinned, now, trace, call, i);
+    }
+  }
+
+  /** Writes {@link #values} as row {@code i} of the answer. */
+  private void answer(int i) {
+    int at = i * store.width * Float.BYTES;
+    for (int k = 0; k < store.width; k++) {
+      FLOATS_LE.set(after, at + k * Float.BYTES, values[k]);
+    }
+  }
+
+  /** Per-thread arrays of {@link #byStripe}, grown to the largest update seen. */
+  private static final class Scratch {
+    long[] hashes = new long[0];
+    int[] order = new int[0];
+    int[] found = new int[0];
+
+    Scratch ensure(int n) {
+      if (hashes.length < n) {
+        hashes = new long[n];
+        order = new int[n];
+        found = new int[n];
+      }
+      return this;
+    }
+  }
+
+  private static final ThreadLocal<Scratch> SCRATCH = ThreadLocal.withInitial(Scratch::new);
+
+  private static final java.lang.invoke.VarHandle FLOATS_LE =
+      java.lang.invoke.MethodHandles.byteArrayViewVarHandle(
+          float[].class, java.nio.ByteOrder.LITTLE_ENDIAN);
+}
