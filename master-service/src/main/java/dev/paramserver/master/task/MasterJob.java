@@ -59,10 +59,7 @@ public final class MasterJob {
   private volatile Supplier<String> adminAddress = () -> "";
   private volatile Runnable onFenceLost = () -> {};
   private final List<Runnable> servingListeners = new CopyOnWriteArrayList<>();
-  // tasks handed out in answers that failed (this master stopped serving before their save was
-  // confirmed), taken back when it serves again if the saved state holds them anyway (the write
-  // was applied though not confirmed); guarded by lock
-  private final List<Unanswered> unanswered = new ArrayList<>();
+  private final UnansweredTasks unanswered = new UnansweredTasks();
   private volatile long lastSnapshotBytes;
   private volatile JobEventListener events = (kind, message) -> {};
   private volatile long lossEveryRecords;
@@ -406,7 +403,7 @@ public final class MasterJob {
     try {
       commits.await(a.batch());
     } catch (RuntimeException e) {
-      noteUnanswered(trainer, a.result(), extra);
+      unanswered.note(trainer, a.result(), extra);
       throw e;
     }
     Dispatch d = a.result();
@@ -436,7 +433,7 @@ public final class MasterJob {
       try {
         commits.await(a.batch());
       } catch (RuntimeException e) {
-        noteUnanswered(trainer, a.result(), extra);
+        unanswered.note(trainer, a.result(), extra);
         throw e;
       }
       d = a.result();
@@ -671,47 +668,19 @@ public final class MasterJob {
     }
   }
 
-  /** A task handed out in an answer that did not reach its trainer. */
-  private record Unanswered(String trainer, int taskId, long epoch) {}
-
-  private static final int MAX_UNANSWERED = 1024;
-
-  /** Remembers the tasks of a GetTask answer that failed: the trainer never got them. */
-  private void noteUnanswered(String trainer, Dispatch first, List<Dispatch> extra) {
-    synchronized (lock) {
-      List<Dispatch> all = new ArrayList<>(extra);
-      all.add(first);
-      for (Dispatch d : all) {
-        if (d.outcome() == Dispatch.Outcome.TASK && unanswered.size() < MAX_UNANSWERED) {
-          unanswered.add(new Unanswered(trainer, d.taskId(), d.epoch()));
-        }
-      }
-    }
-  }
-
   /**
    * Takes back at once the tasks of answers that failed while this master stopped serving, if the
    * state just loaded holds them (their save reached etcd though it was not confirmed): otherwise
    * each would wait for its timeout, the k-th of an answer k timeouts.
    */
   private void takeBackUnanswered() {
-    List<Unanswered> lost;
+    List<UnansweredTasks.Entry> lost = unanswered.drain();
     Applied<Integer> a;
     synchronized (lock) {
-      lost = List.copyOf(unanswered);
-      unanswered.clear();
       if (lost.isEmpty() || !serving || commits.tip() == null) {
         return;
       }
-      a =
-          apply(
-              c -> {
-                int n = 0;
-                for (Unanswered u : lost) {
-                  n += c.releaseUnanswered(u.taskId(), u.trainer(), u.epoch()) ? 1 : 0;
-                }
-                return n;
-              });
+      a = apply(c -> UnansweredTasks.takeBack(c, lost));
     }
     commits.await(a.batch());
     if (a.result() > 0) {
