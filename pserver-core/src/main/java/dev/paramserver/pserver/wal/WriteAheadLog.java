@@ -281,6 +281,11 @@ public final class WriteAheadLog implements PushLog, AutoCloseable {
     }
   }
 
+  /** Whether segments of shard {@code idx} are on disk. */
+  public boolean hasSegments(int idx) {
+    return !segments(idx).isEmpty();
+  }
+
   /** The directory of the segments. */
   public Path dir() {
     return dir;

@@ -169,15 +169,13 @@ final class BackupReplica implements AutoCloseable {
       kv.get(primaryKey).ifPresent(k -> primary(k.createRevision()));
     }
     if (callEpoch != epoch) {
+      // the current epoch is not told: it is the fencing token a forged Fill would need
       throw new ServiceException(
           ErrorReason.NOT_PRIMARY,
-          "epoch "
-              + callEpoch
-              + " is not that of the primary of shard "
+          "the caller is not the current primary of shard "
               + index
-              + " ("
-              + (epoch == 0 ? "none registered" : epoch)
-              + ")");
+              + (epoch == 0 ? " (none registered)" : "")
+              + ": find the primary in etcd");
     }
   }
 

@@ -6,7 +6,6 @@ import com.google.common.util.concurrent.ListenableFuture;
 import com.google.common.util.concurrent.MoreExecutors;
 import dev.paramserver.coordination.KeyValueStore;
 import dev.paramserver.proto.v1.ErrorReason;
-import dev.paramserver.proto.v1.FillChunk;
 import dev.paramserver.proto.v1.ReplicateRequest;
 import dev.paramserver.proto.v1.ReplicateResponse;
 import dev.paramserver.proto.v1.WalRecord;
@@ -15,16 +14,11 @@ import dev.paramserver.pserver.shard.ParameterShard;
 import dev.paramserver.pserver.shard.Replica;
 import dev.paramserver.rpc.ChannelFactory;
 import dev.paramserver.rpc.Channels;
-import dev.paramserver.rpc.Retry;
 import dev.paramserver.rpc.RpcErrors;
 import dev.paramserver.rpc.ServiceException;
-import dev.paramserver.rpc.StoppedException;
-import io.grpc.StatusRuntimeException;
-import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
-import java.util.Optional;
 import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
@@ -54,19 +48,20 @@ final class PrimaryReplicator
     implements Replica, AutoCloseable, SettleWaiters.Replicator<RegisteredBackup> {
   private static final Logger log = LoggerFactory.getLogger(PrimaryReplicator.class);
 
-  private final ParameterShard shard;
+  final ParameterShard shard;
   private final ChannelFactory channels;
-  private final int index;
-  private final long epoch;
-  private final Duration timeout;
+  final int index;
+  final long epoch;
+  final Duration timeout;
   private final OwnershipCheck owner;
-  private final InSyncRecorder inSync;
-  private final Path scratch;
+  final InSyncRecorder inSync;
+  final Path scratch;
   private final Consumer<String> onDeposed;
   private final AtomicLong unreplicated;
   private final ExecutorService copier;
-  private volatile RegisteredBackup backup;
-  private volatile boolean closed;
+  private final BackupCopies copies = new BackupCopies(this);
+  volatile RegisteredBackup backup;
+  volatile boolean closed;
   // Guarded by this: a watch event was applied, so start()'s first read (maybe older) is dropped
   private boolean watched;
   // Guarded by this: the records sent and not answered yet, the pushes settling without a thread,
@@ -74,7 +69,7 @@ final class PrimaryReplicator
   private final TreeSet<Long> outstanding = new TreeSet<>();
   private final SettleWaiters<RegisteredBackup> waiters;
   private long issued;
-  private String deposedWhy;
+  String deposedWhy;
   private AutoCloseable watch;
 
   /**
@@ -145,7 +140,7 @@ final class PrimaryReplicator
     if (address != null) {
       log.info(
           "pserver {}: backup registered at {}: sending it a copy of the shard", index, address);
-      copier.execute(this::copyLoop);
+      copier.execute(copies::loop);
     } else if (old != null) {
       log.warn(
           "pserver {}: backup {} is gone: pushes are answered on this log alone",
@@ -240,7 +235,7 @@ final class PrimaryReplicator
     return outstanding.isEmpty() || outstanding.first() > mine;
   }
 
-  private void deposed(String cause) {
+  void deposed(String cause) {
     String why =
         "pserver "
             + index
@@ -258,7 +253,7 @@ final class PrimaryReplicator
   }
 
   /** A backup refused this primary: deposed (true) only if etcd agrees; else the copy retries. */
-  private boolean refusedByBackup(String why) {
+  boolean refusedByBackup(String why) {
     boolean deposed = !owner.ownerDespiteRefusal(why);
     if (deposed) {
       deposed(why);
@@ -275,7 +270,7 @@ final class PrimaryReplicator
     }
     releaseWaiters();
     log.warn("pserver {}: backup {} needs a new copy of the shard: {}", index, b.address, why);
-    copier.execute(this::copyLoop);
+    copier.execute(copies::loop);
   }
 
   /**
@@ -409,7 +404,7 @@ final class PrimaryReplicator
     releaseWaiters();
     log.warn(
         "pserver {}: backup {} may lack a push answered without it: new copy", index, b.address);
-    copier.execute(this::copyLoop);
+    copier.execute(copies::loop);
   }
 
   /** The primary stops cleanly, its last checkpoint holding every update: etcd records it. */
@@ -421,112 +416,6 @@ final class PrimaryReplicator
   boolean backupSynced() {
     RegisteredBackup b = backup;
     return b != null && b.phase == Phase.SYNCED;
-  }
-
-  /**
-   * Sends the current backup copies until one is installed, while it needs one (through {@link
-   * Retry}: backoff from 100 ms to 5 s; an interrupt ends it with the flag restored).
-   */
-  private void copyLoop() {
-    Retry retry =
-        new Retry(
-            Duration.ofMillis(100), Duration.ofSeconds(5), () -> closed || !needsCopy(backup));
-    try {
-      retry.until(
-          "copying shard " + index + " to its backup",
-          attempt -> {
-            RegisteredBackup b = backup;
-            if (!needsCopy(b)) {
-              return Optional.of(false);
-            }
-            try {
-              copy(b);
-              return Optional.of(true);
-            } catch (OwnershipCheck.OwnershipException e) {
-              if (e.verdict() == OwnershipCheck.Verdict.NOT_OWNER) {
-                deposed(e.getMessage());
-                return Optional.of(false);
-              }
-              log.warn(
-                  "pserver {}: copy to backup {} installed but not recorded in sync, retrying: {}",
-                  index,
-                  b.address,
-                  e.getMessage());
-            } catch (StatusRuntimeException e) {
-              if (RpcErrors.reasonOf(e) == ErrorReason.NOT_PRIMARY
-                  && refusedByBackup(e.getMessage())) {
-                return Optional.of(false);
-              }
-              log.warn(
-                  "pserver {}: copy to backup {} failed, retrying: {}",
-                  index,
-                  b.address,
-                  e.getStatus());
-            } catch (IOException | RuntimeException e) {
-              log.warn(
-                  "pserver {}: copy to backup {} failed, retrying: {}",
-                  index,
-                  b.address,
-                  e.toString());
-            }
-            copyFailed(b);
-            return Optional.empty();
-          });
-    } catch (StoppedException e) {
-      log.debug("pserver {}: {}", index, e.getMessage());
-    }
-  }
-
-  /**
-   * A copy that failed after its cut left the backup "copying": it needs one again, or the copy
-   * loop would stop and every push wait the replication timeout for a copy that never comes.
-   */
-  private synchronized void copyFailed(RegisteredBackup b) {
-    if (backup == b && b.phase == Phase.COPYING) {
-      b.phase = Phase.NEEDS_COPY;
-    }
-  }
-
-  /** True while {@code b} is the backup and copy {@code generation} is the one it is sent. */
-  private synchronized boolean copying(RegisteredBackup b, long generation) {
-    return !closed
-        && deposedWhy == null
-        && backup == b
-        && b.generation == generation
-        && b.phase == Phase.COPYING;
-  }
-
-  private synchronized boolean needsCopy(RegisteredBackup b) {
-    return b != null && b == backup && b.phase == Phase.NEEDS_COPY;
-  }
-
-  private void copy(RegisteredBackup b) throws IOException, InterruptedException {
-    long start = System.nanoTime();
-    CopyUpload.Sent sent =
-        CopyUpload.cutAndSend(
-            shard,
-            scratch.resolve("replica-copy-" + index + ".tmp"),
-            FillChunk.newBuilder().setIndex(index).setEpoch(epoch),
-            b.async,
-            timeout,
-            () -> {
-              synchronized (this) {
-                b.generation++;
-                b.sequence = 0;
-                b.phase = Phase.COPYING;
-                return b.generation;
-              }
-            });
-    // etcd records the backup in sync before any push is answered with its acknowledgement only;
-    // a push answered without it meanwhile made it need a new copy, and then nothing is recorded
-    boolean recorded = inSync.recordInSync(b.address, () -> copying(b, sent.generation()));
-    synchronized (this) {
-      if (recorded && copying(b, sent.generation())) {
-        b.phase = Phase.SYNCED;
-        notifyAll();
-      }
-    }
-    sent.logInstalled(index, b.address, start);
   }
 
   @Override

@@ -394,7 +394,8 @@ public final class Replication implements AutoCloseable {
 
   /**
    * Shutdown (after the final checkpoint): a primary whose checkpoint holds every update it applied
-   * records a clean stop in etcd, so that the shard need not wait for its log.
+   * (or that holds none: not initialised) records a clean stop in etcd, so that the shard need not
+   * wait for its log.
    */
   @Override
   public void close() {
@@ -405,7 +406,7 @@ public final class Replication implements AutoCloseable {
     }
     if (p != null) {
       var status = lifecycle.status();
-      if (status.getInitialised() && status.getCheckpointStep() == status.getStep()) {
+      if (!status.getInitialised() || status.getCheckpointStep() == status.getStep()) {
         p.recordCleanStop();
       }
     }
