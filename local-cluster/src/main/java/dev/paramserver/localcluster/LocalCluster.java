@@ -13,6 +13,7 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Optional;
+import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 import java.util.function.Predicate;
 import org.slf4j.Logger;
@@ -458,6 +459,9 @@ public final class LocalCluster implements AutoCloseable {
     } catch (IllegalStateException e) {
       // the JVM is already shutting down: the hook runs (or ran) this method
     }
+    if (Thread.currentThread() != shutdownHook && supervisor.isStarted() && jobEndedNow()) {
+      awaitTrainersEnding(spec.stopTimeout());
+    }
     for (Role role : List.of(Role.TRAINER, Role.MASTER, Role.PSERVER)) {
       List<ServiceProcess> group = supervisor.group(role);
       List<String> killed = GracefulStop.stopAll(group, spec.stopTimeout());
@@ -470,6 +474,31 @@ public final class LocalCluster implements AutoCloseable {
     supervisor.shutdownThreads();
     supervisor.writeClusterFile();
     log.info("local cluster {} stopped", spec.runDir());
+  }
+
+  /**
+   * Once the job has ended, a trainer still running (one restarted after a crash that was still
+   * joining when the last pass ended) learns that from the master and exits 0 on its own: it is
+   * given up to {@code grace} to do so before it is stopped, so that every trainer of a finished
+   * job ends with exit code 0.
+   */
+  private void awaitTrainersEnding(Duration grace) {
+    long deadline = System.nanoTime() + grace.toNanos();
+    for (ServiceProcess sp : supervisor.group(Role.TRAINER)) {
+      Process p = sp.process();
+      long left = deadline - System.nanoTime();
+      if (p == null || left <= 0) {
+        continue;
+      }
+      try {
+        if (!p.waitFor(left, TimeUnit.NANOSECONDS)) {
+          log.info("{} still running {} after the job ended: stopping it", sp.name(), grace);
+        }
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return;
+      }
+    }
   }
 
   /**
