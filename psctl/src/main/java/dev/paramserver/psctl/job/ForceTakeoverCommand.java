@@ -3,8 +3,10 @@ package dev.paramserver.psctl.job;
 import dev.paramserver.coordination.EtcdCoordinator;
 import dev.paramserver.coordination.EtcdSettings;
 import dev.paramserver.coordination.ForcedTakeover;
+import dev.paramserver.psctl.OutputFormat;
 import dev.paramserver.psctl.PsctlCommand;
 import java.net.InetAddress;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import picocli.CommandLine.Command;
@@ -25,6 +27,8 @@ import picocli.CommandLine.Option;
             + " to register, from the checkpoint) takes the shard over.")
 public final class ForceTakeoverCommand extends PsctlCommand {
   @Mixin JobTarget target;
+
+  @Mixin OutputFormat output;
 
   @Option(names = "--shard", required = true, description = "The shard (pserver index).")
   int shard;
@@ -74,16 +78,32 @@ public final class ForceTakeoverCommand extends PsctlCommand {
         err().flush();
         return 1;
       }
-      out().println(plan.risk());
+      Map<String, Object> result = new LinkedHashMap<>();
+      result.put("shard", shard);
+      result.put("risk", plan.risk());
+      result.put("forced", yes);
+      if (!output.structured()) {
+        out().println(plan.risk());
+      }
       if (!yes) {
-        out().println("nothing forced: run again with --yes to force it");
-        out().flush();
+        if (output.structured()) {
+          output.print(out(), result);
+        } else {
+          out().println("nothing forced: run again with --yes to force it");
+          out().flush();
+        }
         return 0;
       }
       String who = who();
       String audit = ForcedTakeover.force(c.kv(), c.keys(), plan, who, System.currentTimeMillis());
-      out().println("forced by " + who + "; audit record " + audit);
-      out().flush();
+      result.put("by", who);
+      result.put("audit", audit);
+      if (output.structured()) {
+        output.print(out(), result);
+      } else {
+        out().println("forced by " + who + "; audit record " + audit);
+        out().flush();
+      }
       return 0;
     }
   }

@@ -34,6 +34,24 @@ class ForceTakeoverCommandTest {
           .contains("nothing forced: run again with --yes");
       assertThat(ShardSyncRecord.read(c.kv(), c.keys(), 0).orElseThrow().isForced()).isFalse();
 
+      Run dryJson =
+          Run.psctl(
+              "force-takeover",
+              "--etcd",
+              etcd.endpoint(),
+              "--job",
+              job,
+              "--shard",
+              "0",
+              "-o",
+              "json");
+      assertThat(dryJson.code()).as(dryJson.err()).isZero();
+      assertThat(dryJson.out())
+          .contains("\"shard\" : 0")
+          .contains("\"forced\" : false")
+          .contains("LOSES every push")
+          .doesNotContain("nothing forced");
+
       Run forced =
           Run.psctl(
               "force-takeover",
