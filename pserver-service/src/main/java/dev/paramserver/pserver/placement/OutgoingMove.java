@@ -10,7 +10,6 @@ import dev.paramserver.proto.v1.WalRecord;
 import dev.paramserver.pserver.shard.MoveCounts;
 import dev.paramserver.pserver.shard.MovingSlots;
 import dev.paramserver.pserver.shard.ShardMoves;
-import dev.paramserver.rpc.ChannelFactory;
 import dev.paramserver.rpc.Channels;
 import io.grpc.ManagedChannel;
 import io.grpc.Status;
@@ -47,7 +46,6 @@ final class OutgoingMove {
   private final Duration timeout;
   private final MovingSlots moving;
   private final String address;
-  private final ChannelFactory channels;
   private final ConcurrentLinkedQueue<WalRecord> records = new ConcurrentLinkedQueue<>();
   private long bytes;
   private long sent;
@@ -60,15 +58,13 @@ final class OutgoingMove {
       MoveMetrics metrics,
       Duration timeout,
       SlotMove move,
-      String address,
-      ChannelFactory channels) {
+      String address) {
     this.shard = shard;
     this.follower = follower;
     this.metrics = metrics;
     this.timeout = timeout;
     this.moving = new MovingSlots(move);
     this.address = address;
-    this.channels = channels;
   }
 
   /**
@@ -98,7 +94,7 @@ final class OutgoingMove {
 
   MoveOutResponse run() {
     int index = moving.from();
-    ManagedChannel channel = channels.forAddress(address);
+    ManagedChannel channel = Channels.forAddress(address);
     CompletableFuture<MoveInResponse> answer = new CompletableFuture<>();
     StreamObserver<MoveInChunk> to =
         SlotMovesGrpc.newStub(channel)
