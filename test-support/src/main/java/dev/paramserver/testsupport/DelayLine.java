@@ -3,15 +3,11 @@ package dev.paramserver.testsupport;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
-import java.net.InetAddress;
-import java.net.ServerSocket;
 import java.net.Socket;
 import java.time.Duration;
 import java.util.Arrays;
-import java.util.Set;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.IntSupplier;
@@ -29,7 +25,7 @@ import java.util.function.IntSupplier;
  * refused). The queue of a direction holds at most {@value #QUEUED_CHUNKS} chunks of up to {@value
  * #CHUNK} bytes; a full queue stops its reader, and so the sender, as TCP's window would.
  */
-public final class DelayLine implements AutoCloseable {
+public final class DelayLine extends LoopbackProxy {
   /** Bytes read at most at once: one chunk. */
   public static final int CHUNK = 64 * 1024;
 
@@ -38,14 +34,10 @@ public final class DelayLine implements AutoCloseable {
 
   private static final Chunk END = new Chunk(new byte[0], 0, 0);
 
-  private final String name;
-  private final ServerSocket server;
-  private final Set<Link> open = ConcurrentHashMap.newKeySet();
   private final AtomicLong forwarded = new AtomicLong();
   private volatile IntSupplier target = () -> 0;
   private volatile long delayNanos;
   private volatile double bytesPerSecond;
-  private volatile boolean closed;
 
   /**
    * Listens on a free loopback port.
@@ -54,20 +46,14 @@ public final class DelayLine implements AutoCloseable {
    * @param bytesPerSecond the link's rate in each direction (0 or less: unlimited)
    */
   public DelayLine(String name, Duration delay, double bytesPerSecond) throws IOException {
+    super("delay-line", name);
     if (delay.isNegative()) {
+      super.close();
       throw new IllegalArgumentException("a delay line's delay must not be negative: " + delay);
     }
-    this.name = name;
     this.delayNanos = delay.toNanos();
     this.bytesPerSecond = bytesPerSecond;
-    server = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
-    Thread t = new Thread(this::acceptLoop, "delay-line-" + name);
-    t.setDaemon(true);
-    t.start();
-  }
-
-  public int port() {
-    return server.getLocalPort();
+    listen();
   }
 
   /** Where new connections go: the port on 127.0.0.1 (read per connection; 0: refused). */
@@ -96,30 +82,16 @@ public final class DelayLine implements AutoCloseable {
     return forwarded.get();
   }
 
-  private void acceptLoop() {
-    while (!closed) {
-      Socket client;
-      try {
-        client = server.accept();
-      } catch (IOException e) {
-        return;
-      }
-      int port = target.getAsInt();
-      if (port <= 0) {
-        closeQuietly(client);
-        continue;
-      }
-      try {
-        Socket upstream = new Socket(InetAddress.getLoopbackAddress(), port);
-        client.setTcpNoDelay(true);
-        upstream.setTcpNoDelay(true);
-        Link l = new Link(client, upstream);
-        open.add(l);
-        l.start();
-      } catch (IOException e) {
-        closeQuietly(client);
-      }
-    }
+  @Override
+  int targetOfNewConnection() {
+    return target.getAsInt();
+  }
+
+  @Override
+  Pair connect(Socket client, Socket upstream) throws IOException {
+    client.setTcpNoDelay(true);
+    upstream.setTcpNoDelay(true);
+    return new Link(client, upstream);
   }
 
   /** Bytes read at {@code stampNanos}, to be written at the stamp plus the delay. */
@@ -160,15 +132,12 @@ public final class DelayLine implements AutoCloseable {
   }
 
   /** A client's connection and the proxy's connection to the target, a delay line each way. */
-  private final class Link {
-    final Socket client;
-    final Socket upstream;
-
+  private final class Link extends Pair {
     Link(Socket client, Socket upstream) {
-      this.client = client;
-      this.upstream = upstream;
+      super(client, upstream);
     }
 
+    @Override
     void start() {
       direction(client, upstream, "up");
       direction(upstream, client, "down");
@@ -236,16 +205,6 @@ public final class DelayLine implements AutoCloseable {
         close();
       }
     }
-
-    private boolean bothShut() {
-      return client.isOutputShutdown() && upstream.isOutputShutdown();
-    }
-
-    void close() {
-      open.remove(this);
-      closeQuietly(client);
-      closeQuietly(upstream);
-    }
   }
 
   /**
@@ -256,27 +215,6 @@ public final class DelayLine implements AutoCloseable {
     long left;
     while ((left = due - System.nanoTime()) > 0) {
       LockSupport.parkNanos(left);
-    }
-  }
-
-  private static void closeQuietly(Socket s) {
-    try {
-      s.close();
-    } catch (IOException e) {
-      // already closed
-    }
-  }
-
-  @Override
-  public void close() {
-    closed = true;
-    try {
-      server.close();
-    } catch (IOException e) {
-      // already closed
-    }
-    for (Link l : open) {
-      l.close();
     }
   }
 }

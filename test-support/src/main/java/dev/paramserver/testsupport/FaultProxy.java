@@ -3,12 +3,8 @@ package dev.paramserver.testsupport;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
-import java.net.InetAddress;
-import java.net.ServerSocket;
 import java.net.Socket;
 import java.time.Duration;
-import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
@@ -28,29 +24,18 @@ import java.util.concurrent.atomic.AtomicLong;
  *       an end of stream) while what it sends still reaches the target.
  * </ul>
  */
-public final class FaultProxy implements AutoCloseable {
-  private final String name;
-  private final ServerSocket server;
-  private final Set<Connection> open = ConcurrentHashMap.newKeySet();
+public final class FaultProxy extends LoopbackProxy {
   private final Object gate = new Object();
   private final AtomicLong accepted = new AtomicLong();
   private volatile int target;
   private volatile long refuseUntilNanos;
   private volatile boolean blackHoled;
   private volatile long delayNanos;
-  private volatile boolean closed;
 
   /** Listens on a free loopback port; {@code name} names its threads. */
   public FaultProxy(String name) throws IOException {
-    this.name = name;
-    server = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
-    Thread t = new Thread(this::acceptLoop, "fault-proxy-" + name);
-    t.setDaemon(true);
-    t.start();
-  }
-
-  public int port() {
-    return server.getLocalPort();
+    super("fault-proxy", name);
+    listen();
   }
 
   /** {@code http://127.0.0.1:<port>}, for a client that takes a URL (etcd's). */
@@ -72,7 +57,7 @@ public final class FaultProxy implements AutoCloseable {
   /** Closes every open connection and refuses new ones for {@code refuseFor}. */
   public void cut(Duration refuseFor) {
     refuseUntilNanos = System.nanoTime() + refuseFor.toNanos();
-    for (Connection c : open) {
+    for (Pair c : openPairs()) {
       c.close();
     }
   }
@@ -89,8 +74,8 @@ public final class FaultProxy implements AutoCloseable {
 
   /** Ends every open connection's direction towards its client; the other direction stays. */
   public void halfClose() {
-    for (Connection c : open) {
-      c.halfClose();
+    for (Pair c : openPairs()) {
+      ((Connection) c).halfClose();
     }
   }
 
@@ -104,28 +89,15 @@ public final class FaultProxy implements AutoCloseable {
     }
   }
 
-  private void acceptLoop() {
-    while (!closed) {
-      Socket client;
-      try {
-        client = server.accept();
-      } catch (IOException e) {
-        return;
-      }
-      if (target == 0 || System.nanoTime() < refuseUntilNanos) {
-        closeQuietly(client);
-        continue;
-      }
-      try {
-        Socket upstream = new Socket(InetAddress.getLoopbackAddress(), target);
-        accepted.incrementAndGet();
-        Connection c = new Connection(client, upstream);
-        open.add(c);
-        c.start();
-      } catch (IOException e) {
-        closeQuietly(client);
-      }
-    }
+  @Override
+  int targetOfNewConnection() {
+    return System.nanoTime() < refuseUntilNanos ? 0 : target;
+  }
+
+  @Override
+  Pair connect(Socket client, Socket upstream) {
+    accepted.incrementAndGet();
+    return new Connection(client, upstream);
   }
 
   /** Blocks while the proxy black-holes; false once the proxy is closed. */
@@ -143,16 +115,14 @@ public final class FaultProxy implements AutoCloseable {
   }
 
   /** A client's connection and the proxy's connection to the target, with a pump each way. */
-  private final class Connection {
-    final Socket client;
-    final Socket upstream;
+  private final class Connection extends Pair {
     volatile boolean clientShut;
 
     Connection(Socket client, Socket upstream) {
-      this.client = client;
-      this.upstream = upstream;
+      super(client, upstream);
     }
 
+    @Override
     void start() {
       pump(client, upstream, "up");
       pump(upstream, client, "down");
@@ -196,10 +166,6 @@ public final class FaultProxy implements AutoCloseable {
       t.start();
     }
 
-    private boolean bothShut() {
-      return client.isOutputShutdown() && upstream.isOutputShutdown();
-    }
-
     void halfClose() {
       clientShut = true;
       try {
@@ -208,33 +174,11 @@ public final class FaultProxy implements AutoCloseable {
         close();
       }
     }
-
-    void close() {
-      open.remove(this);
-      closeQuietly(client);
-      closeQuietly(upstream);
-    }
-  }
-
-  private static void closeQuietly(Socket s) {
-    try {
-      s.close();
-    } catch (IOException e) {
-      // already closed
-    }
   }
 
   @Override
   public void close() {
-    closed = true;
+    super.close();
     heal();
-    try {
-      server.close();
-    } catch (IOException e) {
-      // already closed
-    }
-    for (Connection c : open) {
-      c.close();
-    }
   }
 }
