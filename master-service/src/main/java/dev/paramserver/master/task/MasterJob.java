@@ -25,6 +25,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 import java.util.function.Function;
@@ -56,6 +58,8 @@ public final class MasterJob {
   private volatile Supplier<Optional<String>> leaderAddress = Optional::empty;
   private volatile Supplier<String> adminAddress = () -> "";
   private volatile Runnable onFenceLost = () -> {};
+  private final List<Runnable> servingListeners = new CopyOnWriteArrayList<>();
+  private final UnansweredTasks unanswered = new UnansweredTasks();
   private volatile long lastSnapshotBytes;
   private volatile JobEventListener events = (kind, message) -> {};
   private volatile long lossEveryRecords;
@@ -117,6 +121,23 @@ public final class MasterJob {
     this.lossEveryRecords = everyRecords;
   }
 
+  /**
+   * Runs {@code listener} each time this master starts serving, once the job is loaded and before
+   * the election publishes its address (on the election's thread): for what must be rebuilt from
+   * etcd before the job goes on, such as which trainers are gone.
+   */
+  public void onServing(Runnable listener) {
+    servingListeners.add(listener);
+  }
+
+  /** The trainers holding a pending task now (empty when not serving). */
+  public Set<String> holders() {
+    synchronized (lock) {
+      TaskQueue q = commits.tip();
+      return serving && q != null ? q.holders() : Set.of();
+    }
+  }
+
   /** Called (once per loss) when a fenced save was refused: the election steps down. */
   public void setOnFenceLost(Runnable onFenceLost) {
     this.onFenceLost = onFenceLost;
@@ -158,6 +179,18 @@ public final class MasterJob {
             queue.status().getPassesList().stream().mapToLong(PassStatus::getRecords).sum());
       }
       serving = true;
+    }
+    try {
+      takeBackUnanswered();
+    } catch (RuntimeException e) {
+      log.warn("taking back the tasks of failed answers failed: {}", e.getMessage());
+    }
+    for (Runnable listener : servingListeners) {
+      try {
+        listener.run();
+      } catch (RuntimeException e) {
+        log.warn("a listener of this master's start of service failed", e);
+      }
     }
   }
 
@@ -367,7 +400,12 @@ public final class MasterJob {
         a = dispatch(q, trainer, pass, want, ahead, extra);
       }
     }
-    commits.await(a.batch());
+    try {
+      commits.await(a.batch());
+    } catch (RuntimeException e) {
+      unanswered.note(trainer, a.result(), extra);
+      throw e;
+    }
     Dispatch d = a.result();
     long hold = Math.min(TimeUnit.MILLISECONDS.toNanos(holdMs), props.waitRetry().toNanos());
     long until = System.nanoTime() + hold;
@@ -392,7 +430,12 @@ public final class MasterJob {
         ds = dataset;
         a = dispatch(requireQueue(), trainer, pass, want, ahead, extra);
       }
-      commits.await(a.batch());
+      try {
+        commits.await(a.batch());
+      } catch (RuntimeException e) {
+        unanswered.note(trainer, a.result(), extra);
+        throw e;
+      }
       d = a.result();
     }
     for (int i = 0; i < reports.size(); i++) {
@@ -622,6 +665,29 @@ public final class MasterJob {
   public long queueChangesCommitted() {
     synchronized (lock) {
       return commits.changesCommitted();
+    }
+  }
+
+  /**
+   * Takes back at once the tasks of answers that failed while this master stopped serving, if the
+   * state just loaded holds them (their save reached etcd though it was not confirmed): otherwise
+   * each would wait for its timeout, the k-th of an answer k timeouts.
+   */
+  private void takeBackUnanswered() {
+    List<UnansweredTasks.Entry> lost = unanswered.drain();
+    Applied<Integer> a;
+    synchronized (lock) {
+      if (lost.isEmpty() || !serving || commits.tip() == null) {
+        return;
+      }
+      a = apply(c -> UnansweredTasks.takeBack(c, lost));
+    }
+    commits.await(a.batch());
+    if (a.result() > 0) {
+      log.info(
+          "{} task(s) handed out in answers that failed when this master stopped leading went"
+              + " back to todo (their save had reached etcd)",
+          a.result());
     }
   }
 

@@ -196,6 +196,17 @@ public final class TaskQueue {
     return Math.max(1, left / (2 * Math.max(1, trainers)));
   }
 
+  /** The trainers that hold a pending task. */
+  public Set<String> holders() {
+    Set<String> held = new java.util.TreeSet<>();
+    for (int id = 0; id < tasks && held.size() < pending; id++) {
+      if (states[id] == PENDING && holders[id] != null && !holders[id].isEmpty()) {
+        held.add(holders[id]);
+      }
+    }
+    return held;
+  }
+
   /** True if {@code trainer} holds a pending task. */
   public boolean holds(String trainer) {
     if (pending == 0) {
@@ -422,6 +433,24 @@ public final class TaskQueue {
     return takeBack(
         i -> trainer.equals(holders[i]),
         i -> "task " + i + " was held by trainer '" + trainer + "', which " + why);
+  }
+
+  /**
+   * Takes back task {@code id} if it is still pending with {@code trainer} under {@code epoch}, as
+   * a timeout: it was handed out in an answer that never reached the trainer. Returns whether it
+   * was.
+   */
+  public boolean releaseUnanswered(int id, String trainer, long epoch) {
+    return takeBack(
+            i -> i == id && epochs[i] == epoch && trainer.equals(holders[i]),
+            i ->
+                "task "
+                    + i
+                    + " was handed to trainer '"
+                    + trainer
+                    + "' in an answer that never reached it (the master stopped leading before"
+                    + " it was saved)")
+        > 0;
   }
 
   /**
