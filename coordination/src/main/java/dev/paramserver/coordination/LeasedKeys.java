@@ -8,6 +8,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Predicate;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -103,10 +104,33 @@ public final class LeasedKeys implements AutoCloseable {
 
   /** Puts {@code key} under the lease now, and again under every lease that follows. */
   public void put(String key, byte[] value) {
-    Lease l = lease();
-    coordinator.kv().put(key, value, l);
+    underLease(
+        l -> {
+          coordinator.kv().put(key, value, l);
+          return true;
+        });
     synchronized (this) {
       registrations.put(key, value.clone());
+    }
+  }
+
+  /**
+   * Runs {@code call} under the live lease. If it fails because that lease has ended although it
+   * was not counted lost yet (this process was paused past the TTL and its keep-alive has not run
+   * since, or etcd answers that it no longer knows the lease), the lease is renewed now and the
+   * call made once more under the new one, instead of failing on the dead lease.
+   */
+  private boolean underLease(Predicate<Lease> call) {
+    Lease l = lease();
+    try {
+      return call.test(l);
+    } catch (CoordinationException e) {
+      if (l.isAlive() && !EtcdCalls.isLeaseNotFound(e)) {
+        throw e;
+      }
+      log.info("{}: lease {} has ended ({}); renewing it first", owner, hex(l), e.getMessage());
+      leaseLost(l);
+      return call.test(lease());
     }
   }
 
@@ -118,8 +142,7 @@ public final class LeasedKeys implements AutoCloseable {
    * @return whether this holder has the key
    */
   public boolean claim(String key, byte[] value) {
-    Lease l = lease();
-    if (!claimUnder(l, key, value)) {
+    if (!underLease(l -> claimUnder(l, key, value))) {
       return false;
     }
     synchronized (this) {
@@ -165,7 +188,12 @@ public final class LeasedKeys implements AutoCloseable {
       while (true) {
         switch (state) {
           case HELD -> {
-            return lease;
+            if (lease.isAlive()) {
+              return lease;
+            }
+            // its TTL ran out unnoticed (this process was paused past it and its keep-alive has
+            // not run since): renew it now rather than hand out a dead lease
+            leaseLost(lease);
           }
           case LOST -> throw new CoordinationException(lostMessage());
           case CLOSED -> throw new CoordinationException(owner + " has left: its lease is revoked");
@@ -230,7 +258,7 @@ public final class LeasedKeys implements AutoCloseable {
         "{} lost its etcd lease {}: nothing more is done under it; taking a new lease and putting"
             + " its keys again (giving up after {})",
         owner,
-        Long.toHexString(lost.id()),
+        hex(lost),
         renewWithin);
     Thread t = new Thread(this::renew, "lease-renewal");
     t.setDaemon(true);
@@ -366,6 +394,10 @@ public final class LeasedKeys implements AutoCloseable {
     } catch (RuntimeException e) {
       log.debug("revoking lease {} failed: {}", Long.toHexString(l.id()), e.toString());
     }
+  }
+
+  private static String hex(Lease l) {
+    return Long.toHexString(l.id());
   }
 
   private static void runQuietly(Runnable r) {

@@ -6,8 +6,10 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.paramserver.testsupport.EtcdExtension;
 import dev.paramserver.testsupport.Poll;
+import io.etcd.jetcd.Client;
 import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -98,6 +100,37 @@ class LeasedKeysTest {
     keys.close();
     assertThat(other.kv().get(key("members/a"))).as("closing revokes").isEmpty();
     assertThat(keys.state()).isEqualTo(LeasedKeys.State.CLOSED);
+  }
+
+  @Test
+  void leaseEndedInEtcdUnnoticed_aClaimAndAPutRenewItFirst_insteadOfFailingOnTheDeadLease()
+      throws Exception {
+    // a TTL of 30 s: the holder's keep-alive (every 10 s) does not notice the end for a while, as
+    // in a process resumed after a pause past its TTL
+    LeasedKeys keys =
+        LeasedKeys.open(coordinator, Duration.ofSeconds(30), Duration.ofSeconds(30), "holder 'a'");
+    keys.put(key("members/a"), "endpoint".getBytes(UTF_8));
+    long first = keys.lease().id();
+    try (Client raw = Client.builder().endpoints(etcd.endpoint()).build()) {
+      raw.getLeaseClient().revoke(first).get(10, TimeUnit.SECONDS);
+    }
+    assertThat(other.kv().get(key("members/a")))
+        .as("the registration ended with the lease")
+        .isEmpty();
+    assertThat(keys.state()).as("not noticed yet").isEqualTo(LeasedKeys.State.HELD);
+
+    assertThat(keys.claim(key("locks/export"), "a".getBytes(UTF_8)))
+        .as("a claim made on the dead lease")
+        .isTrue();
+    long renewed = keys.lease().id();
+    assertThat(renewed).isNotEqualTo(first);
+    assertThat(other.kv().get(key("locks/export")).orElseThrow().leaseId()).isEqualTo(renewed);
+    assertThat(other.kv().get(key("members/a")).orElseThrow().leaseId())
+        .as("the registration put back under the new lease")
+        .isEqualTo(renewed);
+    keys.put(key("members/a2"), "endpoint".getBytes(UTF_8));
+    assertThat(other.kv().get(key("members/a2")).orElseThrow().leaseId()).isEqualTo(renewed);
+    keys.close();
   }
 
   @Test
