@@ -376,6 +376,23 @@ public final class MasterJob {
    */
   public GetTaskResponse getTask(
       String trainer, int pass, List<Finished> finished, long holdMs, int maxTasks) {
+    return getTask(trainer, pass, finished, holdMs, maxTasks, "");
+  }
+
+  /**
+   * {@link #getTask(String, int, List, long, int)} for GetTask request {@code requestId} (empty:
+   * none): if tasks handed out in the answer to that request are still pending with the trainer, a
+   * retry whose first answer was lost on the wire (saved, yet never received; maybe by another
+   * master) gets them again instead of new ones, which would leave them to their timeouts. Its
+   * {@code finished} reports were recorded with the first attempt.
+   */
+  public GetTaskResponse getTask(
+      String trainer,
+      int pass,
+      List<Finished> finished,
+      long holdMs,
+      int maxTasks,
+      String requestId) {
     Dataset ds;
     List<Report> reports = new ArrayList<>();
     List<Dispatch> extra = new ArrayList<>();
@@ -389,15 +406,25 @@ public final class MasterJob {
       requireServing();
       TaskQueue q = requireQueue();
       ds = dataset;
-      if (!finished.isEmpty()) {
+      List<Dispatch> again = q.pendingUnder(trainer, requestId);
+      if (!again.isEmpty()) {
+        log.info(
+            "GetTask {} of trainer '{}' is a retry of an answer that did not reach it: its {}"
+                + " task(s) go out again",
+            requestId,
+            trainer,
+            again.size());
+        extra.addAll(again.subList(1, again.size()));
+        a = new Applied<>(again.get(0), commits.newest());
+      } else if (!finished.isEmpty()) {
         a =
             apply(
                 c -> {
                   finished.forEach(f -> reports.add(c.finished(f.taskId(), f.epoch())));
-                  return next(c, trainer, pass, want, ahead, extra);
+                  return next(c, trainer, pass, want, ahead, extra, requestId);
                 });
       } else {
-        a = dispatch(q, trainer, pass, want, ahead, extra);
+        a = dispatch(q, trainer, pass, want, ahead, extra, requestId);
       }
     }
     try {
@@ -428,7 +455,7 @@ public final class MasterJob {
         }
         requireServing();
         ds = dataset;
-        a = dispatch(requireQueue(), trainer, pass, want, ahead, extra);
+        a = dispatch(requireQueue(), trainer, pass, want, ahead, extra, requestId);
       }
       try {
         commits.await(a.batch());
@@ -474,9 +501,15 @@ public final class MasterJob {
   }
 
   private Applied<Dispatch> dispatch(
-      TaskQueue q, String trainer, int pass, int want, boolean ahead, List<Dispatch> extra) {
+      TaskQueue q,
+      String trainer,
+      int pass,
+      int want,
+      boolean ahead,
+      List<Dispatch> extra,
+      String requestId) {
     return q.canDispatch(pass, ahead)
-        ? apply(c -> next(c, trainer, pass, want, ahead, extra))
+        ? apply(c -> next(c, trainer, pass, want, ahead, extra, requestId))
         // changes nothing, but answers from changes that may not be saved yet
         : new Applied<>(q.next(trainer, pass, timeouts.current(), ahead), commits.newest());
   }
@@ -486,7 +519,13 @@ public final class MasterJob {
    * task of an answer gets k task timeouts, since the trainer starts it only after the ones before.
    */
   private Dispatch next(
-      TaskQueue c, String trainer, int pass, int want, boolean ahead, List<Dispatch> extra) {
+      TaskQueue c,
+      String trainer,
+      int pass,
+      int want,
+      boolean ahead,
+      List<Dispatch> extra,
+      String requestId) {
     int share = Math.min(want, c.leaseShare(trainer));
     Duration timeout = timeouts.current();
     Dispatch first = c.next(trainer, pass, timeout, ahead);
@@ -494,6 +533,10 @@ public final class MasterJob {
         && extra.size() + 1 < share
         && c.canDispatch(pass, ahead)) {
       extra.add(c.next(trainer, pass, timeout.multipliedBy(extra.size() + 2), ahead));
+    }
+    if (first.outcome() == Dispatch.Outcome.TASK && !requestId.isEmpty()) {
+      c.handedOutUnder(first.taskId(), requestId);
+      extra.forEach(e -> c.handedOutUnder(e.taskId(), requestId));
     }
     return first;
   }
