@@ -119,6 +119,9 @@ final class EtcdCalls {
 
   /** True if the error came from etcd itself (it answered), false for transport problems. */
   static boolean serverAnswered(Throwable error) {
+    if (isLeaseNotFound(error)) {
+      return true; // etcd answered: the call's lease has ended (not a sign of an unreachable etcd)
+    }
     for (Throwable t = error; t != null; t = t.getCause()) {
       if (t instanceof TimeoutException) {
         return false;
@@ -149,6 +152,21 @@ final class EtcdCalls {
       }
     }
     return false;
+  }
+
+  /**
+   * True if etcd refused a call because it does not know the lease the call named (expired or
+   * revoked: {@code etcdserver: requested lease not found}, which arrives as a gRPC NOT_FOUND
+   * status or as jetcd's {@link EtcdException}).
+   */
+  static boolean isLeaseNotFound(Throwable error) {
+    for (Throwable t = error; t != null; t = t.getCause()) {
+      String m = t.getMessage();
+      if (m != null && m.contains("requested lease not found")) {
+        return true;
+      }
+    }
+    return isNotFound(error);
   }
 
   static ByteSequence bytes(String s) {

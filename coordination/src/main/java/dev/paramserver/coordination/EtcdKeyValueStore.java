@@ -195,6 +195,11 @@ final class EtcdKeyValueStore implements KeyValueStore {
 
   @Override
   public AutoCloseable watchPrefix(String prefix, Consumer<WatchEvent> listener) {
+    return watchPrefix(prefix, listener, () -> {});
+  }
+
+  @Override
+  public AutoCloseable watchPrefix(String prefix, Consumer<WatchEvent> listener, Runnable onGap) {
     // Start right after the current revision, so every change after this call is seen even if
     // it lands before etcd has registered the watch.
     long now =
@@ -205,12 +210,18 @@ final class EtcdKeyValueStore implements KeyValueStore {
                 "watch " + prefix)
             .getHeader()
             .getRevision();
-    return PrefixWatch.start(watch, prefix, now + 1, listener, scheduler);
+    return PrefixWatch.start(watch, prefix, now + 1, listener, onGap, scheduler);
   }
 
   /** Watches from a given revision (0: from now). */
   PrefixWatch watchPrefixFrom(String prefix, long revision, Consumer<WatchEvent> listener) {
-    return PrefixWatch.start(watch, prefix, revision, listener, scheduler);
+    return watchPrefixFrom(prefix, revision, listener, () -> {});
+  }
+
+  /** {@link #watchPrefixFrom(String, long, Consumer)} telling {@code onGap} of lost events. */
+  PrefixWatch watchPrefixFrom(
+      String prefix, long revision, Consumer<WatchEvent> listener, Runnable onGap) {
+    return PrefixWatch.start(watch, prefix, revision, listener, onGap, scheduler);
   }
 
   private static void requireAlive(Lease lease, String what) {

@@ -102,6 +102,16 @@ public interface KeyValueStore {
    */
   AutoCloseable watchPrefix(String prefix, Consumer<WatchEvent> listener);
 
+  /**
+   * {@link #watchPrefix(String, Consumer)}, and {@code onGap} runs (on the client's event thread,
+   * so it must not call etcd synchronously) each time events may have been lost: the watch had to
+   * restart from the current revision because the one it was at was compacted. A listener that
+   * keeps state from the events re-reads the prefix then. Stores that never lose events ignore it.
+   */
+  default AutoCloseable watchPrefix(String prefix, Consumer<WatchEvent> listener, Runnable onGap) {
+    return watchPrefix(prefix, listener);
+  }
+
   /** A key's value and revisions. */
   record KeyValue(String key, byte[] value, long createRevision, long modRevision, long leaseId) {
     public String valueAsString() {

@@ -21,9 +21,8 @@ import org.slf4j.LoggerFactory;
  * the revision after the last event delivered, so no event is lost or repeated. When jetcd gives up
  * on a watch (a halting error), this class opens it again one second later from that same revision.
  * If the revision was compacted away meanwhile, the watch restarts from the current revision and
- * the events in between are lost: a warning is logged. Listeners that must not miss a change should
- * therefore also re-read the prefix when it matters (for example on start and after reconnecting),
- * as the services do.
+ * the events in between are lost: a warning is logged and the {@code onGap} callback runs, so that
+ * a listener that must not miss a change re-reads the prefix (as it does on start).
  *
  * <p>The listener runs on jetcd's event thread: it must be quick and must not block on etcd.
  */
@@ -33,6 +32,7 @@ final class PrefixWatch implements AutoCloseable {
   private final Watch watch;
   private final String prefix;
   private final Consumer<KeyValueStore.WatchEvent> listener;
+  private final Runnable onGap;
   private final ScheduledExecutorService scheduler;
   private volatile long nextRevision;
   private volatile boolean closed;
@@ -43,11 +43,13 @@ final class PrefixWatch implements AutoCloseable {
       String prefix,
       long fromRevision,
       Consumer<KeyValueStore.WatchEvent> listener,
+      Runnable onGap,
       ScheduledExecutorService scheduler) {
     this.watch = watch;
     this.prefix = prefix;
     this.nextRevision = fromRevision;
     this.listener = listener;
+    this.onGap = onGap;
     this.scheduler = scheduler;
   }
 
@@ -56,8 +58,9 @@ final class PrefixWatch implements AutoCloseable {
       String prefix,
       long fromRevision,
       Consumer<KeyValueStore.WatchEvent> listener,
+      Runnable onGap,
       ScheduledExecutorService scheduler) {
-    PrefixWatch w = new PrefixWatch(watch, prefix, fromRevision, listener, scheduler);
+    PrefixWatch w = new PrefixWatch(watch, prefix, fromRevision, listener, onGap, scheduler);
     w.open();
     return w;
   }
@@ -115,6 +118,11 @@ final class PrefixWatch implements AutoCloseable {
           prefix,
           nextRevision);
       nextRevision = 0;
+      try {
+        onGap.run();
+      } catch (RuntimeException e) {
+        log.warn("watch on {}: the gap listener failed", prefix, e);
+      }
     } else {
       log.debug("watch on {} interrupted: {}", prefix, error.toString());
     }

@@ -10,6 +10,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -31,7 +32,8 @@ class PrefixWatchTest {
   }
 
   @Test
-  void watchFromACompactedRevision_restartsFromNow_andKeepsDelivering() throws Exception {
+  void watchFromACompactedRevision_restartsFromNow_tellsOfTheGap_andKeepsDelivering()
+      throws Exception {
     String prefix = coordinator.keys().prefix();
     long first = coordinator.kv().put(prefix + "k", "1".getBytes(UTF_8));
     long second = coordinator.kv().put(prefix + "k", "2".getBytes(UTF_8));
@@ -41,7 +43,8 @@ class PrefixWatchTest {
 
     List<KeyValueStore.WatchEvent> seen = new CopyOnWriteArrayList<>();
     EtcdKeyValueStore kv = (EtcdKeyValueStore) coordinator.kv();
-    try (PrefixWatch watch = kv.watchPrefixFrom(prefix, first, seen::add)) {
+    AtomicInteger gaps = new AtomicInteger();
+    try (PrefixWatch watch = kv.watchPrefixFrom(prefix, first, seen::add, gaps::incrementAndGet)) {
       // the watch is cancelled as compacted and reopened from the current revision
       Poll.until(
           Duration.ofSeconds(10),
@@ -53,5 +56,6 @@ class PrefixWatchTest {
           "events after the compaction");
     }
     assertThat(seen).noneMatch(e -> e.keyValue().valueAsString().equals("1"));
+    assertThat(gaps.get()).as("the listener told that events were lost").isEqualTo(1);
   }
 }

@@ -266,6 +266,27 @@ public final class LocalCluster implements AutoCloseable {
     supervisor.writeClusterFile();
   }
 
+  /**
+   * Freezes etcd with SIGSTOP: its connections stay open and nothing answers, as a hung etcd (the
+   * leases it holds end when it runs again, since their time ran on).
+   */
+  public void pauseEtcd() {
+    long pid = etcd.pid();
+    if (pid < 0 || !Signals.send(pid, "STOP")) {
+      throw new LocalClusterException("kill -STOP " + pid + " (etcd) failed");
+    }
+    supervisor.emit(ClusterEvent.Type.PAUSED, "etcd", pid, "etcd (pid " + pid + ") paused");
+  }
+
+  /** Lets a paused etcd run again with SIGCONT. */
+  public void resumeEtcd() {
+    long pid = etcd.pid();
+    if (pid < 0 || !Signals.send(pid, "CONT")) {
+      throw new LocalClusterException("kill -CONT " + pid + " (etcd) failed");
+    }
+    supervisor.emit(ClusterEvent.Type.RESUMED, "etcd", pid, "etcd (pid " + pid + ") resumed");
+  }
+
   /** Starts etcd again on the same ports with the same data and waits until it is healthy. */
   public void startEtcd() {
     synchronized (supervisor.lifecycle()) {

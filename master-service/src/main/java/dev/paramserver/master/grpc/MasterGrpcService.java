@@ -51,7 +51,8 @@ public final class MasterGrpcService extends MasterGrpc.MasterImplBase {
             req.getPass(),
             finished,
             req.getHoldMs(),
-            req.getMaxTasks()));
+            req.getMaxTasks(),
+            requestId(req.getRequestId())));
   }
 
   @Override
@@ -93,6 +94,22 @@ public final class MasterGrpcService extends MasterGrpc.MasterImplBase {
     if (id == null || id.isBlank()) {
       throw new ServiceException(
           ErrorReason.BAD_ARGUMENT, "trainer_id is empty: every trainer sends its id");
+    }
+    return id;
+  }
+
+  /** The longest GetTask request_id taken (it is kept with each task it went out with). */
+  static final int MAX_REQUEST_ID = 128;
+
+  private static String requestId(String id) {
+    if (id.length() > MAX_REQUEST_ID) {
+      throw new ServiceException(
+          ErrorReason.BAD_ARGUMENT,
+          "request_id is "
+              + id.length()
+              + " characters long; at most "
+              + MAX_REQUEST_ID
+              + " are taken (a UUID is 36)");
     }
     return id;
   }

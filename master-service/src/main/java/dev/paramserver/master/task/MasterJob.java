@@ -25,6 +25,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 import java.util.function.Function;
@@ -56,6 +58,8 @@ public final class MasterJob {
   private volatile Supplier<Optional<String>> leaderAddress = Optional::empty;
   private volatile Supplier<String> adminAddress = () -> "";
   private volatile Runnable onFenceLost = () -> {};
+  private final List<Runnable> servingListeners = new CopyOnWriteArrayList<>();
+  private final UnansweredTasks unanswered = new UnansweredTasks();
   private volatile long lastSnapshotBytes;
   private volatile JobEventListener events = (kind, message) -> {};
   private volatile long lossEveryRecords;
@@ -117,6 +121,23 @@ public final class MasterJob {
     this.lossEveryRecords = everyRecords;
   }
 
+  /**
+   * Runs {@code listener} each time this master starts serving, once the job is loaded and before
+   * the election publishes its address (on the election's thread): for what must be rebuilt from
+   * etcd before the job goes on, such as which trainers are gone.
+   */
+  public void onServing(Runnable listener) {
+    servingListeners.add(listener);
+  }
+
+  /** The trainers holding a pending task now (empty when not serving). */
+  public Set<String> holders() {
+    synchronized (lock) {
+      TaskQueue q = commits.tip();
+      return serving && q != null ? q.holders() : Set.of();
+    }
+  }
+
   /** Called (once per loss) when a fenced save was refused: the election steps down. */
   public void setOnFenceLost(Runnable onFenceLost) {
     this.onFenceLost = onFenceLost;
@@ -158,6 +179,18 @@ public final class MasterJob {
             queue.status().getPassesList().stream().mapToLong(PassStatus::getRecords).sum());
       }
       serving = true;
+    }
+    try {
+      takeBackUnanswered();
+    } catch (RuntimeException e) {
+      log.warn("taking back the tasks of failed answers failed: {}", e.getMessage());
+    }
+    for (Runnable listener : servingListeners) {
+      try {
+        listener.run();
+      } catch (RuntimeException e) {
+        log.warn("a listener of this master's start of service failed", e);
+      }
     }
   }
 
@@ -343,6 +376,23 @@ public final class MasterJob {
    */
   public GetTaskResponse getTask(
       String trainer, int pass, List<Finished> finished, long holdMs, int maxTasks) {
+    return getTask(trainer, pass, finished, holdMs, maxTasks, "");
+  }
+
+  /**
+   * {@link #getTask(String, int, List, long, int)} for GetTask request {@code requestId} (empty:
+   * none): if tasks handed out in the answer to that request are still pending with the trainer, a
+   * retry whose first answer was lost on the wire (saved, yet never received; maybe by another
+   * master) gets them again instead of new ones, which would leave them to their timeouts. Its
+   * {@code finished} reports were recorded with the first attempt.
+   */
+  public GetTaskResponse getTask(
+      String trainer,
+      int pass,
+      List<Finished> finished,
+      long holdMs,
+      int maxTasks,
+      String requestId) {
     Dataset ds;
     List<Report> reports = new ArrayList<>();
     List<Dispatch> extra = new ArrayList<>();
@@ -356,18 +406,33 @@ public final class MasterJob {
       requireServing();
       TaskQueue q = requireQueue();
       ds = dataset;
-      if (!finished.isEmpty()) {
+      List<Dispatch> again = q.pendingUnder(trainer, requestId);
+      if (!again.isEmpty()) {
+        log.info(
+            "GetTask {} of trainer '{}' is a retry of an answer that did not reach it: its {}"
+                + " task(s) go out again",
+            requestId,
+            trainer,
+            again.size());
+        extra.addAll(again.subList(1, again.size()));
+        a = new Applied<>(again.get(0), commits.newest());
+      } else if (!finished.isEmpty()) {
         a =
             apply(
                 c -> {
                   finished.forEach(f -> reports.add(c.finished(f.taskId(), f.epoch())));
-                  return next(c, trainer, pass, want, ahead, extra);
+                  return next(c, trainer, pass, want, ahead, extra, requestId);
                 });
       } else {
-        a = dispatch(q, trainer, pass, want, ahead, extra);
+        a = dispatch(q, trainer, pass, want, ahead, extra, requestId);
       }
     }
-    commits.await(a.batch());
+    try {
+      commits.await(a.batch());
+    } catch (RuntimeException e) {
+      unanswered.note(trainer, a.result(), extra);
+      throw e;
+    }
     Dispatch d = a.result();
     long hold = Math.min(TimeUnit.MILLISECONDS.toNanos(holdMs), props.waitRetry().toNanos());
     long until = System.nanoTime() + hold;
@@ -390,9 +455,14 @@ public final class MasterJob {
         }
         requireServing();
         ds = dataset;
-        a = dispatch(requireQueue(), trainer, pass, want, ahead, extra);
+        a = dispatch(requireQueue(), trainer, pass, want, ahead, extra, requestId);
       }
-      commits.await(a.batch());
+      try {
+        commits.await(a.batch());
+      } catch (RuntimeException e) {
+        unanswered.note(trainer, a.result(), extra);
+        throw e;
+      }
       d = a.result();
     }
     for (int i = 0; i < reports.size(); i++) {
@@ -431,9 +501,15 @@ public final class MasterJob {
   }
 
   private Applied<Dispatch> dispatch(
-      TaskQueue q, String trainer, int pass, int want, boolean ahead, List<Dispatch> extra) {
+      TaskQueue q,
+      String trainer,
+      int pass,
+      int want,
+      boolean ahead,
+      List<Dispatch> extra,
+      String requestId) {
     return q.canDispatch(pass, ahead)
-        ? apply(c -> next(c, trainer, pass, want, ahead, extra))
+        ? apply(c -> next(c, trainer, pass, want, ahead, extra, requestId))
         // changes nothing, but answers from changes that may not be saved yet
         : new Applied<>(q.next(trainer, pass, timeouts.current(), ahead), commits.newest());
   }
@@ -443,7 +519,13 @@ public final class MasterJob {
    * task of an answer gets k task timeouts, since the trainer starts it only after the ones before.
    */
   private Dispatch next(
-      TaskQueue c, String trainer, int pass, int want, boolean ahead, List<Dispatch> extra) {
+      TaskQueue c,
+      String trainer,
+      int pass,
+      int want,
+      boolean ahead,
+      List<Dispatch> extra,
+      String requestId) {
     int share = Math.min(want, c.leaseShare(trainer));
     Duration timeout = timeouts.current();
     Dispatch first = c.next(trainer, pass, timeout, ahead);
@@ -451,6 +533,10 @@ public final class MasterJob {
         && extra.size() + 1 < share
         && c.canDispatch(pass, ahead)) {
       extra.add(c.next(trainer, pass, timeout.multipliedBy(extra.size() + 2), ahead));
+    }
+    if (first.outcome() == Dispatch.Outcome.TASK && !requestId.isEmpty()) {
+      c.handedOutUnder(first.taskId(), requestId);
+      extra.forEach(e -> c.handedOutUnder(e.taskId(), requestId));
     }
     return first;
   }
@@ -622,6 +708,29 @@ public final class MasterJob {
   public long queueChangesCommitted() {
     synchronized (lock) {
       return commits.changesCommitted();
+    }
+  }
+
+  /**
+   * Takes back at once the tasks of answers that failed while this master stopped serving, if the
+   * state just loaded holds them (their save reached etcd though it was not confirmed): otherwise
+   * each would wait for its timeout, the k-th of an answer k timeouts.
+   */
+  private void takeBackUnanswered() {
+    List<UnansweredTasks.Entry> lost = unanswered.drain();
+    Applied<Integer> a;
+    synchronized (lock) {
+      if (lost.isEmpty() || !serving || commits.tip() == null) {
+        return;
+      }
+      a = apply(c -> UnansweredTasks.takeBack(c, lost));
+    }
+    commits.await(a.batch());
+    if (a.result() > 0) {
+      log.info(
+          "{} task(s) handed out in answers that failed when this master stopped leading went"
+              + " back to todo (their save had reached etcd)",
+          a.result());
     }
   }
 

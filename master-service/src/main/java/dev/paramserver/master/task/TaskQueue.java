@@ -11,6 +11,7 @@ import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Comparator;
 import java.util.List;
 import java.util.Set;
 import java.util.function.IntFunction;
@@ -69,6 +70,10 @@ public final class TaskQueue {
   long[] deadlines;
   int[] finishes;
   String[] holders;
+
+  /** The GetTask request id each pending task was handed out under ("" or null: none). */
+  String[] requests;
+
   long[] dispatchedMs;
   IntRing todo;
 
@@ -120,6 +125,7 @@ public final class TaskQueue {
       deadlines = new long[tasks];
       finishes = new int[tasks];
       holders = new String[tasks];
+      requests = new String[tasks];
       dispatchedMs = new long[tasks];
       todo = new IntRing(tasks);
       ahead = new boolean[tasks];
@@ -143,6 +149,7 @@ public final class TaskQueue {
     c.deadlines = deadlines.clone();
     c.finishes = finishes.clone();
     c.holders = holders.clone();
+    c.requests = requests.clone();
     c.dispatchedMs = dispatchedMs.clone();
     c.todo = todo.copy();
     c.ahead = ahead.clone();
@@ -194,6 +201,47 @@ public final class TaskQueue {
     }
     int left = todo.isEmpty() ? (aheadOpen() ? nextTodo.size() : done + failed) : todo.size();
     return Math.max(1, left / (2 * Math.max(1, trainers)));
+  }
+
+  /** The trainers that hold a pending task. */
+  public Set<String> holders() {
+    Set<String> held = new java.util.TreeSet<>();
+    for (int id = 0; id < tasks && held.size() < pending; id++) {
+      if (states[id] == PENDING && holders[id] != null && !holders[id].isEmpty()) {
+        held.add(holders[id]);
+      }
+    }
+    return held;
+  }
+
+  /** Notes that task {@code id}, just handed out, went out in the answer to {@code requestId}. */
+  public void handedOutUnder(int id, String requestId) {
+    requests[id] = requestId;
+  }
+
+  /**
+   * The tasks still pending with {@code trainer} that were handed out in the answer to GetTask
+   * request {@code requestId}, in the order that answer gave them (empty for an empty id): a retry
+   * of a request whose answer was lost gets them again.
+   */
+  public List<Dispatch> pendingUnder(String trainer, String requestId) {
+    if (requestId.isEmpty() || pending == 0) {
+      return List.of();
+    }
+    List<Integer> ids = new ArrayList<>();
+    for (int id = 0; id < tasks; id++) {
+      if (states[id] == PENDING && trainer.equals(holders[id]) && requestId.equals(requests[id])) {
+        ids.add(id);
+      }
+    }
+    // the k-th task of an answer got k task timeouts: by deadline is the answer's order
+    ids.sort(Comparator.comparingLong(id -> deadlines[id]));
+    List<Dispatch> out = new ArrayList<>(ids.size());
+    for (int id : ids) {
+      out.add(
+          new Dispatch(Dispatch.Outcome.TASK, id, epochs[id], pass, totalPasses, "", passOf(id)));
+    }
+    return out;
   }
 
   /** True if {@code trainer} holds a pending task. */
@@ -285,6 +333,7 @@ public final class TaskQueue {
     epochs[id]++;
     deadlines[id] = now + timeout.toMillis();
     holders[id] = trainer;
+    requests[id] = "";
     dispatchedMs[id] = now;
     pending++;
     ledgerOf(id).trainers.add(trainer);
@@ -422,6 +471,24 @@ public final class TaskQueue {
     return takeBack(
         i -> trainer.equals(holders[i]),
         i -> "task " + i + " was held by trainer '" + trainer + "', which " + why);
+  }
+
+  /**
+   * Takes back task {@code id} if it is still pending with {@code trainer} under {@code epoch}, as
+   * a timeout: it was handed out in an answer that never reached the trainer. Returns whether it
+   * was.
+   */
+  public boolean releaseUnanswered(int id, String trainer, long epoch) {
+    return takeBack(
+            i -> i == id && epochs[i] == epoch && trainer.equals(holders[i]),
+            i ->
+                "task "
+                    + i
+                    + " was handed to trainer '"
+                    + trainer
+                    + "' in an answer that never reached it (the master stopped leading before"
+                    + " it was saved)")
+        > 0;
   }
 
   /**
@@ -576,6 +643,7 @@ public final class TaskQueue {
       aheadPending--;
     }
     holders[id] = "";
+    requests[id] = "";
     deadlines[id] = 0;
     dispatchedMs[id] = 0;
   }
@@ -688,6 +756,7 @@ public final class TaskQueue {
       deadlines[i] = 0;
       finishes[i] = 0;
       holders[i] = "";
+      requests[i] = "";
       dispatchedMs[i] = 0;
       todo.addLast(i);
     }

@@ -42,6 +42,11 @@ final class TaskQueueSnapshots {
         .addAllFinishes(finishes)
         .addAllHolders(Arrays.asList(q.holders))
         .addAllPassStartEpochs(passStarts);
+    if (anyRequest(q)) {
+      for (int i = 0; i < n; i++) {
+        t.addRequests(request(q, i));
+      }
+    }
     for (int id : q.todo.toArray()) {
       t.addTodoOrder(id);
     }
@@ -101,6 +106,14 @@ final class TaskQueueSnapshots {
     for (int id : todo) {
       todoSize += CodedOutputStream.computeUInt32SizeNoTag(id);
     }
+    // field 11, written only when a pending task has a request id (as toSnapshot does)
+    byte[][] requests = anyRequest(q) ? new byte[n][] : new byte[0][];
+    int requestsSize = 0;
+    for (int i = 0; i < requests.length; i++) {
+      requests[i] = request(q, i).getBytes(StandardCharsets.UTF_8);
+      requestsSize +=
+          1 + CodedOutputStream.computeUInt32SizeNoTag(requests[i].length) + requests[i].length;
+    }
     int[] ahead = aheadTasks(q);
     int[] nextTodo = q.nextTodo.toArray();
     int aheadSize = 0;
@@ -121,7 +134,8 @@ final class TaskQueueSnapshots {
             + holdersSize
             + packedSize(8, passStartsSize)
             + packedSize(9, aheadSize)
-            + packedSize(10, nextTodoSize);
+            + packedSize(10, nextTodoSize)
+            + requestsSize;
     int headSize = head.getSerializedSize();
     byte[] out =
         new byte
@@ -169,11 +183,32 @@ final class TaskQueueSnapshots {
       }
       packedUInt32s(c, 9, aheadSize, ahead);
       packedUInt32s(c, 10, nextTodoSize, nextTodo);
+      for (byte[] r : requests) {
+        c.writeTag(11, WireFormat.WIRETYPE_LENGTH_DELIMITED);
+        c.writeUInt32NoTag(r.length);
+        c.writeRawBytes(r);
+      }
       c.checkNoSpaceLeft();
     } catch (IOException e) {
       throw new IllegalStateException("encoding the master snapshot failed", e);
     }
     return out;
+  }
+
+  /** Whether a pending task went out under a GetTask request id (field 11 is written then). */
+  private static boolean anyRequest(TaskQueue q) {
+    for (int i = 0; i < q.tasks; i++) {
+      if (q.states[i] == TaskQueue.PENDING && !request(q, i).isEmpty()) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** The request id of pending task {@code i}, else "" (a stale id of a task no longer pending). */
+  private static String request(TaskQueue q, int i) {
+    String r = q.requests[i];
+    return q.states[i] == TaskQueue.PENDING && r != null ? r : "";
   }
 
   /** The ids of the tasks leased ahead (whose state is for the next pass). */
@@ -250,6 +285,7 @@ final class TaskQueueSnapshots {
     q.deadlines = new long[n];
     q.finishes = new int[n];
     q.holders = new String[n];
+    q.requests = new String[n];
     q.dispatchedMs = new long[n]; // unknown after a restore: durations of these tasks are not used
     q.ahead = new boolean[n];
     for (int id : t.getNextPassTasksList()) {
@@ -269,6 +305,8 @@ final class TaskQueueSnapshots {
       q.deadlines[i] = t.getDeadlinesMs(i);
       q.finishes[i] = t.getFinishes(i);
       q.holders[i] = t.getHolders(i);
+      // empty when no pending task had a request id (and in snapshots from before the field)
+      q.requests[i] = t.getRequestsCount() == n ? t.getRequests(i) : "";
       boolean ahead = q.ahead[i];
       switch (st) {
         case TaskQueue.PENDING -> {

@@ -3,9 +3,11 @@ package dev.paramserver.master.task;
 import dev.paramserver.coordination.KeyValueStore;
 import dev.paramserver.coordination.KeyValueStore.WatchEvent;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -17,9 +19,15 @@ import org.slf4j.LoggerFactory;
  * that will not report them, and the k-th task of its last lease would otherwise wait k task
  * timeouts.
  *
- * <p>Only what is seen changing counts: a trainer that never registered (a client that does not use
- * etcd) keeps its tasks until their deadlines. The master acts only while it serves; the changes
- * are applied on a thread of this class, since the watch's own thread must not call etcd.
+ * <p>While this master does not serve (it lost its lease, or another master leads) what the watch
+ * sees is not acted on; so each time it starts serving, before it answers, it reads the
+ * registrations afresh and takes back at once the tasks of every holder that this process saw
+ * registered and that is not registered then (a trainer that died, or that has not yet registered
+ * again after losing its own lease: its late reports are refused as stale and its tasks trained
+ * again). A holder never seen registered (a client that does not use etcd) keeps its tasks until
+ * their deadlines. A watch broken by an outage resumes from its last revision (rebuilt from a fresh
+ * read if that revision was compacted); one that cannot be opened is opened again every second. The
+ * changes are applied on a thread of this class, since the watch's own thread must not call etcd.
  */
 public final class TrainerDepartures extends ExecutorLifecycle {
   private static final Logger log = LoggerFactory.getLogger(TrainerDepartures.class);
@@ -28,6 +36,8 @@ public final class TrainerDepartures extends ExecutorLifecycle {
   private final String prefix;
   // the lease each trainer was last seen registered under
   private final Map<String, Long> leases = new ConcurrentHashMap<>();
+  // every trainer this process saw registered: only those can be known to have departed
+  private final Set<String> everRegistered = ConcurrentHashMap.newKeySet();
   private AutoCloseable watch;
 
   public TrainerDepartures(MasterJob job, KeyValueStore kv, String trainersPrefix, int phase) {
@@ -35,18 +45,111 @@ public final class TrainerDepartures extends ExecutorLifecycle {
     this.job = job;
     this.kv = kv;
     this.prefix = trainersPrefix;
+    job.onServing(this::reconcile);
   }
 
   @Override
   void onStart(ScheduledExecutorService executor) {
+    openWatch(executor);
+  }
+
+  private void openWatch(ScheduledExecutorService executor) {
     try {
-      watch = kv.watchPrefix(prefix, this::onEvent);
+      AutoCloseable w = kv.watchPrefix(prefix, this::onEvent, this::reconcileLater);
+      synchronized (this) {
+        if (executor() != executor) {
+          closeQuietly(w); // stopped meanwhile
+          return;
+        }
+        watch = w;
+      }
       for (KeyValueStore.KeyValue registered : kv.getPrefix(prefix)) {
-        leases.putIfAbsent(registered.key().substring(prefix.length()), registered.leaseId());
+        String trainer = registered.key().substring(prefix.length());
+        leases.putIfAbsent(trainer, registered.leaseId());
+        everRegistered.add(trainer);
       }
     } catch (RuntimeException e) {
-      // etcd is not reachable yet: departures are then noticed by the task timeouts alone
-      log.warn("cannot watch the trainer registrations: {}", e.toString());
+      // etcd is not reachable yet: try again; meanwhile the task timeouts still apply
+      log.warn("cannot watch the trainer registrations, retrying in 1 s: {}", e.toString());
+      try {
+        executor.schedule(
+            () -> {
+              synchronized (this) {
+                if (watch != null || executor() != executor) {
+                  return;
+                }
+              }
+              openWatch(executor);
+            },
+            1,
+            TimeUnit.SECONDS);
+      } catch (RejectedExecutionException stopping) {
+        // stopped meanwhile
+      }
+    }
+  }
+
+  /** The watch lost events (compacted away): rebuild from a fresh read, off the watch's thread. */
+  private void reconcileLater() {
+    ScheduledExecutorService worker = executor();
+    if (worker == null || !job.isServing()) {
+      return; // the next start of service reads afresh anyway
+    }
+    try {
+      worker.execute(this::reconcile);
+    } catch (RejectedExecutionException stopping) {
+      // stopped meanwhile
+    }
+  }
+
+  /**
+   * Rebuilds who is registered from a fresh read of {@code trainers/} and takes back the tasks of
+   * every holder seen registered before and not registered now; runs when this master starts
+   * serving, before it answers, and when the watch lost events. If etcd cannot be read, tries again
+   * every second while serving.
+   */
+  void reconcile() {
+    Map<String, Long> registered = new java.util.HashMap<>();
+    try {
+      for (KeyValueStore.KeyValue k : kv.getPrefix(prefix)) {
+        String trainer = k.key().substring(prefix.length());
+        if (!trainer.isEmpty()) {
+          registered.put(trainer, k.leaseId());
+        }
+      }
+    } catch (RuntimeException e) {
+      log.warn("cannot read the trainer registrations, retrying in 1 s: {}", e.toString());
+      ScheduledExecutorService worker = executor();
+      if (worker != null && job.isServing()) {
+        try {
+          worker.schedule(this::reconcile, 1, TimeUnit.SECONDS);
+        } catch (RejectedExecutionException stopping) {
+          // stopped meanwhile
+        }
+      }
+      return;
+    }
+    leases.keySet().retainAll(registered.keySet());
+    leases.putAll(registered);
+    everRegistered.addAll(registered.keySet());
+    for (String holder : job.holders()) {
+      if (!registered.containsKey(holder) && everRegistered.contains(holder)) {
+        release(
+            holder,
+            "is not registered in etcd (trainers/"
+                + holder
+                + ") as this master starts"
+                + " leading");
+      }
+    }
+  }
+
+  private void release(String trainer, String why) {
+    try {
+      job.trainerGone(trainer, why);
+    } catch (RuntimeException ex) {
+      // a refused write made the master step down; the deadlines still apply
+      log.warn("taking back the tasks of trainer '{}' failed: {}", trainer, ex.getMessage());
     }
   }
 
@@ -60,6 +163,7 @@ public final class TrainerDepartures extends ExecutorLifecycle {
       leases.remove(trainer);
       why = "is gone (its etcd registration ended)";
     } else {
+      everRegistered.add(trainer);
       Long before = leases.put(trainer, e.keyValue().leaseId());
       if (before == null || before == e.keyValue().leaseId()) {
         return;
@@ -71,16 +175,7 @@ public final class TrainerDepartures extends ExecutorLifecycle {
       return;
     }
     try {
-      worker.execute(
-          () -> {
-            try {
-              job.trainerGone(trainer, why);
-            } catch (RuntimeException ex) {
-              // a refused write made the master step down; the deadlines still apply
-              log.warn(
-                  "taking back the tasks of trainer '{}' failed: {}", trainer, ex.getMessage());
-            }
-          });
+      worker.execute(() -> release(trainer, why));
     } catch (RejectedExecutionException stopping) {
       // stopped meanwhile: the master no longer serves
     }
@@ -89,12 +184,16 @@ public final class TrainerDepartures extends ExecutorLifecycle {
   @Override
   void onStop() {
     if (watch != null) {
-      try {
-        watch.close();
-      } catch (Exception e) {
-        log.debug("closing the trainer watch failed", e);
-      }
+      closeQuietly(watch);
       watch = null;
+    }
+  }
+
+  private static void closeQuietly(AutoCloseable w) {
+    try {
+      w.close();
+    } catch (Exception e) {
+      log.debug("closing the trainer watch failed", e);
     }
   }
 }

@@ -3,16 +3,21 @@ package dev.paramserver.master.task;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import com.google.protobuf.InvalidProtocolBufferException;
 import dev.paramserver.coordination.EtcdCoordinator;
 import dev.paramserver.coordination.EtcdSettings;
 import dev.paramserver.coordination.Lease;
+import dev.paramserver.master.state.JobStore;
+import dev.paramserver.proto.v1.DatasetIndex;
 import dev.paramserver.proto.v1.GetTaskResponse;
+import dev.paramserver.proto.v1.MasterSnapshot;
 import dev.paramserver.testsupport.EtcdExtension;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.List;
+import java.util.Optional;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -94,5 +99,79 @@ class TrainerDeparturesTest {
     assertThat(job.status().getPasses(0).getTimeouts())
         .as("tasks taken back count as timeouts of their pass")
         .isEqualTo(4);
+  }
+
+  @Test
+  void aMasterStartingToServe_takesBackAtOnceTheTasksOfEveryHolderNoLongerRegistered()
+      throws Exception {
+    Path file = MasterJobLeaseTest.dataset(dir, 80, 5);
+    MemoryStore store = new MemoryStore();
+    MasterJob leader = new MasterJob(MasterJobLeaseTest.props(1), store, Clock.systemUTC());
+    TrainerDepartures watching =
+        new TrainerDepartures(leader, coordinator.kv(), coordinator.keys().trainersPrefix(), 0);
+    watching.start();
+    try {
+      leader.startServing("127.0.0.1:7001");
+      leader.setDataset(List.of(file.toString()), "t1");
+      Lease killed = register("killed");
+      register("alive");
+      leader.getTask("killed", 0, List.of(), 0, 3);
+      leader.getTask("alive", 0, List.of(), 0, 2);
+      leader.getTask("unregistered", 0, List.of(), 0, 1);
+      assertThat(leader.status().getTasks().getPending()).isEqualTo(6);
+
+      // the master loses its lease (an etcd outage): while it does not serve, the killed trainer's
+      // registration ends, and nobody acts on it
+      leader.stopServing();
+      killed.revoke();
+      await()
+          .atMost(Duration.ofSeconds(10))
+          .until(() -> coordinator.kv().get(coordinator.keys().trainer("killed")).isEmpty());
+
+      leader.startServing("127.0.0.1:7001");
+      assertThat(leader.status().getTasks().getPending())
+          .as("at once, before any call: the departed trainer's 3 tasks are back, 3 stay")
+          .isEqualTo(3);
+      assertThat(leader.holders())
+          .as("a holder never seen registered keeps its task until its deadline")
+          .containsExactlyInAnyOrder("alive", "unregistered");
+    } finally {
+      watching.stop();
+    }
+  }
+
+  /** Keeps the dataset and the latest snapshot, as etcd does across a change of leader. */
+  private static final class MemoryStore implements JobStore {
+    private volatile DatasetIndex dataset;
+    private volatile byte[] snapshot;
+
+    @Override
+    public Optional<DatasetIndex> loadDataset() {
+      return Optional.ofNullable(dataset);
+    }
+
+    @Override
+    public Optional<MasterSnapshot> loadSnapshot() {
+      byte[] s = snapshot;
+      if (s == null) {
+        return Optional.empty();
+      }
+      try {
+        return Optional.of(MasterSnapshot.parseFrom(s));
+      } catch (InvalidProtocolBufferException e) {
+        throw new IllegalStateException(e);
+      }
+    }
+
+    @Override
+    public void saveDataset(DatasetIndex index) {
+      dataset = index;
+    }
+
+    @Override
+    public long saveSnapshot(byte[] serializedSnapshot) {
+      snapshot = serializedSnapshot.clone();
+      return serializedSnapshot.length;
+    }
   }
 }

@@ -1,6 +1,7 @@
 package dev.paramserver.trainer.config;
 
 import dev.paramserver.rpc.Channels;
+import java.time.Duration;
 import java.util.List;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 import org.springframework.boot.context.properties.bind.DefaultValue;
@@ -16,13 +17,24 @@ import org.springframework.validation.annotation.Validated;
  * @param masters mode {@code master}: the gRPC addresses of the job's masters ({@code
  *     host:port,host:port}); the trainer calls them in turn until one leads, then follows the
  *     leader a standby names
+ * @param rejoinTimeout mode {@code etcd}: how long a trainer whose etcd lease was lost (etcd
+ *     unreachable for the lease TTL, or the trainer paused past it) keeps trying to take a new
+ *     lease and register again; lock calls wait for it meanwhile. Past it the trainer ends with
+ *     "training failed" and exit code 1. At least 1s.
  */
 @Validated
 @ConfigurationProperties("paramserver.trainer.coordination")
 public record CoordinationProperties(
-    @DefaultValue("etcd") CoordinationMode mode, @DefaultValue List<String> masters) {
+    @DefaultValue("etcd") CoordinationMode mode,
+    @DefaultValue List<String> masters,
+    @DefaultValue("5m") Duration rejoinTimeout) {
 
   public CoordinationProperties {
+    if (rejoinTimeout == null || rejoinTimeout.compareTo(Duration.ofSeconds(1)) < 0) {
+      throw new IllegalArgumentException(
+          "paramserver.trainer.coordination.rejoin-timeout must be at least 1s, got "
+              + rejoinTimeout);
+    }
     masters = masters.stream().map(String::trim).filter(s -> !s.isEmpty()).toList();
     if (mode == CoordinationMode.MASTER && masters.isEmpty()) {
       throw new IllegalArgumentException(

@@ -3,30 +3,50 @@ package dev.paramserver.trainer.coordination;
 import dev.paramserver.coordination.Coordinator;
 import dev.paramserver.coordination.KeyValueStore;
 import dev.paramserver.coordination.Lease;
+import dev.paramserver.coordination.LeasedKeys;
 import java.nio.charset.StandardCharsets;
-import java.util.Arrays;
+import java.time.Duration;
 import java.util.Optional;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
  * A membership held by the trainer's own etcd lease; the job's locks are keys created under it
- * ({@code init_ps/lock}, {@code export/lock}, {@code eval/<pass>}).
+ * ({@code init_ps/lock}, {@code export/lock}, {@code eval/<pass>}). When the lease is lost (etcd
+ * unreachable for its TTL, or the trainer paused past it) a new lease is taken and {@code
+ * trainers/<id>} and the locks still held ({@code export/lock}, {@code eval/<pass>}) are put again
+ * under it ({@link LeasedKeys}); a lock call in that gap waits for the new lease. If no new lease
+ * can be had within the rejoin timeout, the membership is lost and its listeners run.
  */
 public final class EtcdMembership implements Membership, JobLocks {
   private static final Logger log = LoggerFactory.getLogger(EtcdMembership.class);
 
+  /** How long a lost lease is renewed for by default before the membership counts as lost. */
+  static final Duration DEFAULT_REJOIN_TIMEOUT = Duration.ofMinutes(5);
+
   private final Coordinator coordinator;
-  private final Lease lease;
+  private final LeasedKeys keys;
   private final String trainerId;
   private final byte[] me;
 
-  /** A membership over {@code lease}, which it revokes when closed. */
+  /** A membership over {@code lease} (renewed when lost), which it revokes when closed. */
   public EtcdMembership(Coordinator coordinator, Lease lease, String trainerId) {
+    this(
+        coordinator,
+        LeasedKeys.adopt(coordinator, lease, DEFAULT_REJOIN_TIMEOUT, owner(trainerId)),
+        trainerId);
+  }
+
+  /** A membership over {@code keys}, which it closes when closed. */
+  public EtcdMembership(Coordinator coordinator, LeasedKeys keys, String trainerId) {
     this.coordinator = coordinator;
-    this.lease = lease;
+    this.keys = keys;
     this.trainerId = trainerId;
     this.me = trainerId.getBytes(StandardCharsets.UTF_8);
+  }
+
+  static String owner(String trainerId) {
+    return "trainer '" + trainerId + "'";
   }
 
   @Override
@@ -46,24 +66,30 @@ public final class EtcdMembership implements Membership, JobLocks {
 
   @Override
   public boolean isAlive() {
-    return lease.isAlive();
+    LeasedKeys.State s = keys.state();
+    return s == LeasedKeys.State.HELD || s == LeasedKeys.State.RENEWING;
+  }
+
+  /** Whether the membership is between a lost lease and its renewal. */
+  public boolean isRenewing() {
+    return keys.state() == LeasedKeys.State.RENEWING;
   }
 
   @Override
   public void onLost(Runnable listener) {
-    lease.onLost(listener);
+    keys.onLost(listener);
   }
 
   @Override
   public void close() {
-    lease.close();
+    keys.close();
   }
 
   @Override
   public Optional<InitLock> tryInitialisation() {
     String lockKey = coordinator.keys().initLock();
     try {
-      if (!coordinator.kv().putIfAbsent(lockKey, me, lease)) {
+      if (!coordinator.kv().putIfAbsent(lockKey, me, keys.lease())) {
         return Optional.empty();
       }
     } catch (RuntimeException e) {
@@ -73,9 +99,10 @@ public final class EtcdMembership implements Membership, JobLocks {
     return Optional.of(new EtcdInitLock(lockKey));
   }
 
+  /** Waits for the membership while its lease is renewed; held again under every new lease. */
   @Override
   public boolean claimExport() {
-    return coordinator.kv().putIfAbsent(coordinator.keys().exportLock(), me, lease);
+    return keys.claim(coordinator.keys().exportLock(), me);
   }
 
   /**
@@ -86,14 +113,13 @@ public final class EtcdMembership implements Membership, JobLocks {
   public boolean claimEvaluation(int pass) {
     String key = coordinator.keys().evaluator(pass);
     try {
-      if (coordinator.kv().putIfAbsent(key, me, lease)) {
+      if (keys.claim(key, me)) {
         return true;
       }
-      Optional<byte[]> holder = coordinator.kv().get(key).map(KeyValueStore.KeyValue::value);
-      if (holder.isPresent() && Arrays.equals(holder.get(), me)) {
-        return true;
-      }
-      log.debug("pass {} is evaluated by trainer {}", pass, holder.map(String::new).orElse("?"));
+      log.debug(
+          "pass {} is evaluated by trainer {}",
+          pass,
+          coordinator.kv().get(key).map(KeyValueStore.KeyValue::valueAsString).orElse("?"));
       return false;
     } catch (RuntimeException e) {
       log.warn("cannot claim the evaluation of pass {} ({}); evaluating it", pass, e.getMessage());

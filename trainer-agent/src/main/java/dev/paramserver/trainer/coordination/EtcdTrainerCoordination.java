@@ -1,7 +1,7 @@
 package dev.paramserver.trainer.coordination;
 
 import dev.paramserver.coordination.Coordinator;
-import dev.paramserver.coordination.Lease;
+import dev.paramserver.coordination.LeasedKeys;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import org.slf4j.Logger;
@@ -18,6 +18,7 @@ public final class EtcdTrainerCoordination implements TrainerCoordination {
 
   private final Coordinator coordinator;
   private final Duration leaseTtl;
+  private final Duration rejoinTimeout;
   private final EtcdMasterLocator masters;
   private final EtcdPserverRegistry pservers;
 
@@ -25,30 +26,46 @@ public final class EtcdTrainerCoordination implements TrainerCoordination {
    * @param leaseTtl the time-to-live of the trainer's lease
    */
   public EtcdTrainerCoordination(Coordinator coordinator, Duration leaseTtl) {
+    this(coordinator, leaseTtl, EtcdMembership.DEFAULT_REJOIN_TIMEOUT);
+  }
+
+  /**
+   * @param leaseTtl the time-to-live of the trainer's lease
+   * @param rejoinTimeout how long a lost lease is renewed for before the membership is lost
+   */
+  public EtcdTrainerCoordination(
+      Coordinator coordinator, Duration leaseTtl, Duration rejoinTimeout) {
     this.coordinator = coordinator;
     this.leaseTtl = leaseTtl;
+    this.rejoinTimeout = rejoinTimeout;
     this.masters = new EtcdMasterLocator(coordinator);
     this.pservers = new EtcdPserverRegistry(coordinator);
   }
 
-  /** Grants a lease and registers the trainer's endpoint under {@code trainers/<id>} with it. */
+  /**
+   * Grants a lease and registers the trainer's endpoint under {@code trainers/<id>} with it; a lost
+   * lease is replaced and the registration put again ({@link EtcdMembership}).
+   */
   @Override
   public Membership join(JoinDetails details) {
-    Lease lease = coordinator.grantLease(leaseTtl);
+    String owner = EtcdMembership.owner(details.trainerId());
+    LeasedKeys keys = LeasedKeys.open(coordinator, leaseTtl, rejoinTimeout, owner);
     try {
-      coordinator
-          .kv()
-          .put(
-              coordinator.keys().trainer(details.trainerId()),
-              details.endpoint().getBytes(StandardCharsets.UTF_8),
-              lease);
+      keys.put(
+          coordinator.keys().trainer(details.trainerId()),
+          details.endpoint().getBytes(StandardCharsets.UTF_8));
     } catch (RuntimeException e) {
-      lease.close();
+      keys.close();
       throw e;
     }
-    lease.onLost(
-        () -> log.error("trainer lease lost: etcd unreachable for longer than {}", leaseTtl));
-    return new EtcdMembership(coordinator, lease, details.trainerId());
+    keys.onLost(
+        () ->
+            log.error(
+                "{} is no member of the job any more: its etcd lease was lost and no new one could"
+                    + " be taken within {}",
+                owner,
+                rejoinTimeout));
+    return new EtcdMembership(coordinator, keys, details.trainerId());
   }
 
   @Override

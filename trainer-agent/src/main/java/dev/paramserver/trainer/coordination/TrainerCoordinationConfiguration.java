@@ -29,8 +29,10 @@ class TrainerCoordinationConfiguration {
   @ConditionalOnProperty(name = MODE, havingValue = "etcd", matchIfMissing = true)
   static class Etcd {
     @Bean(destroyMethod = "close")
-    TrainerCoordination etcdTrainerCoordination(Coordinator coordinator, CommonProperties common) {
-      return new EtcdTrainerCoordination(coordinator, common.etcd().leaseTtl());
+    TrainerCoordination etcdTrainerCoordination(
+        Coordinator coordinator, CommonProperties common, CoordinationProperties coordination) {
+      return new EtcdTrainerCoordination(
+          coordinator, common.etcd().leaseTtl(), coordination.rejoinTimeout());
     }
   }
 

@@ -12,6 +12,7 @@ import dev.paramserver.proto.v1.TaskFailedRequest;
 import dev.paramserver.proto.v1.TaskFinishedRequest;
 import java.util.List;
 import java.util.Map;
+import java.util.UUID;
 
 /**
  * The calls a trainer makes to the master, as requests built from this trainer's id. Every call but
@@ -69,6 +70,9 @@ public final class MasterReports {
             .addAllFinished(finished)
             .setHoldMs(holdMs)
             .setMaxTasks(maxTasks)
+            // the same id on every retry of this request: a master that saved an answer the
+            // trainer never got (it stopped leading, another took over) gives the same tasks again
+            .setRequestId(UUID.randomUUID().toString())
             .build();
     return master.call("GetTask", stub -> stub.getTask(req));
   }

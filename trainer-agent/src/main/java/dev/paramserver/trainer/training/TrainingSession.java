@@ -86,6 +86,7 @@ public class TrainingSession implements SmartLifecycle {
   private void runAndExit() {
     int code;
     try (Session session = new Session(setup.prepare())) {
+      session.context.membership().onLost(this::membershipLost);
       code = passes.run(session.context);
     } catch (StoppedException e) {
       log.info("training session stopped: {}", e.getMessage());
@@ -102,6 +103,20 @@ public class TrainingSession implements SmartLifecycle {
     if (!stop.isRequested()) {
       exit.exit(code);
     }
+  }
+
+  /**
+   * The membership ended for good (its etcd lease was lost and no new one could be taken): nothing
+   * more may be done in the job's name, so the session stops and the process exits with code 1.
+   */
+  private void membershipLost() {
+    String why =
+        "this trainer is no member of the job any more: its lease was lost and could not be"
+            + " renewed (see the lines above); start it again to rejoin";
+    log.error("training failed: {}", why);
+    progress.fail(why);
+    stop.request();
+    exit.exit(1);
   }
 
   /** Closes the membership of a prepared context (leaving the job) when the session ends. */
