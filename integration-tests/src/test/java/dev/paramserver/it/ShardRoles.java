@@ -1,5 +1,8 @@
 package dev.paramserver.it;
 
+import dev.paramserver.coordination.EtcdCoordinator;
+import dev.paramserver.coordination.EtcdSettings;
+import dev.paramserver.coordination.ShardSyncRecord;
 import dev.paramserver.localcluster.LocalCluster;
 import dev.paramserver.localcluster.ProcessInfo;
 import dev.paramserver.localcluster.ProcessState;
@@ -66,13 +69,19 @@ final class ShardRoles {
     return OptionalInt.empty();
   }
 
-  /** Waits until {@code shard} has a primary and a synced backup; returns the primary's index. */
+  /**
+   * Waits until {@code shard} has a primary and a synced backup, and etcd records that backup in
+   * sync (without the record the backup would not take the shard over); returns the primary's
+   * index.
+   */
   static int awaitReplicated(LocalCluster cluster, int shard, Duration timeout)
       throws InterruptedException {
     long deadline = System.nanoTime() + timeout.toNanos();
     while (true) {
       OptionalInt primary = primaryOf(cluster, shard);
-      if (primary.isPresent() && syncedBackupOf(cluster, shard).isPresent()) {
+      if (primary.isPresent()
+          && syncedBackupOf(cluster, shard).isPresent()
+          && recordedInSync(cluster, shard)) {
         return primary.getAsInt();
       }
       if (System.nanoTime() > deadline) {
@@ -80,6 +89,18 @@ final class ShardRoles {
             "shard " + shard + " has no primary with a synced backup within " + timeout);
       }
       Thread.sleep(200);
+    }
+  }
+
+  /** True when etcd's in-sync record of {@code shard} names a backup in sync. */
+  static boolean recordedInSync(LocalCluster cluster, int shard) {
+    try (EtcdCoordinator etcd =
+        EtcdCoordinator.connect(EtcdSettings.of(cluster.etcdEndpoint(), cluster.spec().job()))) {
+      return ShardSyncRecord.read(etcd.kv(), etcd.keys(), shard)
+          .map(ShardSyncRecord::inSync)
+          .orElse(false);
+    } catch (RuntimeException e) {
+      return false;
     }
   }
 

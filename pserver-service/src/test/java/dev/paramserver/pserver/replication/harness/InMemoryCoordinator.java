@@ -199,9 +199,29 @@ public final class InMemoryCoordinator implements Coordinator {
     @Override
     public synchronized boolean commitIfHeld(
         String fenceKey, long fenceCreateRevision, Map<String, byte[]> puts, List<String> deletes) {
+      if (unreachable) {
+        throw new CoordinationException("commit fenced on " + fenceKey + ": etcd did not answer");
+      }
       KeyValue fence = data.get(fenceKey);
       if (fence == null || fence.createRevision() != fenceCreateRevision) {
         return false;
+      }
+      puts.forEach((k, v) -> write(k, v, 0));
+      deletes.forEach(this::delete);
+      return true;
+    }
+
+    @Override
+    public synchronized boolean commitIfRevisions(
+        Map<String, Long> modRevisions, Map<String, byte[]> puts, List<String> deletes) {
+      if (unreachable) {
+        throw new CoordinationException("commit fenced on revisions: etcd did not answer");
+      }
+      for (Map.Entry<String, Long> e : modRevisions.entrySet()) {
+        KeyValue now = data.get(e.getKey());
+        if ((now == null ? 0 : now.modRevision()) != e.getValue()) {
+          return false;
+        }
       }
       puts.forEach((k, v) -> write(k, v, 0));
       deletes.forEach(this::delete);
