@@ -83,6 +83,50 @@ final class BackupCopies {
   }
 
   /**
+   * Records the backup in sync again after a push answered without it recorded it out of sync,
+   * while the backup is in sync and holds that push (see {@link PrimaryReplicator#settle}); retried
+   * through {@link Retry} until written, or until the backup is no longer in sync (a copy then
+   * records it) or the record already names it.
+   */
+  void recordSynced() {
+    Retry retry =
+        new Retry(
+            Duration.ofMillis(100),
+            Duration.ofSeconds(5),
+            () -> r.closed || !synced(r.backup) || r.inSync.recordedInSync());
+    try {
+      retry.until(
+          "recording the backup of shard " + r.index + " in sync",
+          attempt -> {
+            RegisteredBackup b = r.backup;
+            try {
+              return Optional.of(r.inSync.recordInSync(b.address, () -> synced(b)));
+            } catch (OwnershipCheck.OwnershipException e) {
+              if (e.verdict() == OwnershipCheck.Verdict.NOT_OWNER) {
+                r.deposed(e.getMessage());
+                return Optional.of(false);
+              }
+              log.warn(
+                  "pserver {}: backup {} not recorded in sync yet, retrying: {}",
+                  r.index,
+                  b.address,
+                  e.getMessage());
+              return Optional.empty();
+            }
+          });
+    } catch (StoppedException e) {
+      log.debug("pserver {}: {}", r.index, e.getMessage());
+    }
+  }
+
+  /** True while {@code b} is the backup, in sync, of a replicator that is still the primary. */
+  private boolean synced(RegisteredBackup b) {
+    synchronized (r) {
+      return b != null && r.inSync(b);
+    }
+  }
+
+  /**
    * A copy that failed after its cut left the backup "copying": it needs one again, or the copy
    * loop would stop and every push wait the replication timeout for a copy that never comes.
    */

@@ -75,11 +75,12 @@ final class InSyncRecorder {
    * Makes sure the record says no backup is in sync (one write when it said one was; none
    * otherwise): called before a push is answered without the backup.
    *
+   * @return true when it wrote (the record named a backup in sync until now)
    * @throws OwnershipException as {@link #start}: the push must not be acknowledged
    */
-  synchronized void recordOutOfSync(String why) {
+  synchronized boolean recordOutOfSync(String why) {
     if (!recordedInSync) {
-      return;
+      return false;
     }
     write(ShardSyncRecord.outOfSync(epoch, System.currentTimeMillis()));
     recordedInSync = false;
@@ -89,6 +90,7 @@ final class InSyncRecorder {
         index,
         epoch,
         why);
+    return true;
   }
 
   /**

@@ -370,8 +370,18 @@ final class PrimaryReplicator
         if (late) {
           behind(b);
         }
-        inSync.recordOutOfSync(
-            late ? "it did not hold a push within " + timeout : "no backup holds the push");
+        if (inSync.recordOutOfSync(
+            late ? "it did not hold a push within " + timeout : "no backup holds the push")) {
+          // A backup in sync now holds this push: it registered after the push was applied (its
+          // copy, cut later, holds it), or behind() above made it need a new copy. No copy is
+          // due, so nothing else would record it in sync again: the shard would stay without a
+          // backup allowed to take it over, even with pushes flowing.
+          try {
+            copier.execute(copies::recordSynced);
+          } catch (java.util.concurrent.RejectedExecutionException closed) {
+            log.debug("pserver {}: replication closed, backup not recorded in sync", index);
+          }
+        }
       } catch (OwnershipCheck.OwnershipException e) {
         if (e.verdict() == OwnershipCheck.Verdict.NOT_OWNER) {
           deposed(e.getMessage());

@@ -218,6 +218,19 @@ final class InProcessPserver implements AutoCloseable {
     coordinator.expire(lease);
   }
 
+  /**
+   * The pserver resumes after a pause past its lease (see {@link #leaseExpiresWhilePaused}) and
+   * does what ShardRegistration does when its lease is lost: a serving shard stops answering, the
+   * replication role ends, and it registers again ({@link #registerAsRegistrationDoes}).
+   *
+   * @return true when it became the primary
+   */
+  boolean resumeAfterLeaseLoss() {
+    lifecycle.leaseLost(name + " lost its lease (harness)");
+    replication.stop();
+    return registerAsRegistrationDoes();
+  }
+
   /** Pushes this primary answered without its backup's acknowledgement (the metric). */
   long unreplicated() {
     return (long)
