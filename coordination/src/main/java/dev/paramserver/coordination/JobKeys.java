@@ -79,6 +79,20 @@ public final class JobKeys {
     return psBackupPrefix() + index;
   }
 
+  /** Prefix of the shards' in-sync records {@code ps_sync/<idx>} (pserver replicas). */
+  public String psSyncPrefix() {
+    return prefix + "ps_sync/";
+  }
+
+  /**
+   * The in-sync record of shard {@code index} ({@link ShardSyncRecord}): written by its primary,
+   * fenced on the primary's {@code ps/<index>}, and read by a backup before it takes the shard
+   * over.
+   */
+  public String psSync(int index) {
+    return psSyncPrefix() + index;
+  }
+
   public String checkpoint(int index) {
     return prefix + "checkpoints/" + index;
   }

@@ -177,71 +177,87 @@ class FaultScenariosTest {
     int passes = passesFor(faults.length);
     List<Double> recoveries = new ArrayList<>();
     try (LocalCluster cluster = new LocalCluster(spec)) {
-      beforeStart.inject(cluster);
-      cluster.start();
-      long doneBefore = 0;
-      for (Scenario s : faults) {
-        long from = doneBefore;
-        JobStatusView now =
+      try {
+        beforeStart.inject(cluster);
+        cluster.start();
+        long doneBefore = 0;
+        for (Scenario s : faults) {
+          long from = doneBefore;
+          JobStatusView now =
+              cluster.awaitJob(
+                  v ->
+                      v.isFinished() || v.isFailed() || totalDone(v) >= from + TASKS_BETWEEN_FAULTS,
+                  Duration.ofMinutes(3));
+          assertThat(now.isFinished() || now.isFailed())
+              .as(
+                  "%s: the job ended (%s) before fault %s; give it more passes",
+                  job, now.state(), s)
+              .isFalse();
+          long done = totalDone(now);
+          long t0 = System.nanoTime();
+          s.fault().inject(cluster);
+          // recovered when tasks are being finished again after the fault
+          JobStatusView after =
+              cluster.awaitJob(
+                  v -> v.isFinished() || v.isFailed() || totalDone(v) > done + 1,
+                  Duration.ofMinutes(3));
+          recoveries.add((System.nanoTime() - t0) / 1e9);
+          afterEach.inject(cluster);
+          doneBefore = totalDone(after);
+        }
+        JobStatusView end =
             cluster.awaitJob(
-                v -> v.isFinished() || v.isFailed() || totalDone(v) >= from + TASKS_BETWEEN_FAULTS,
-                Duration.ofMinutes(3));
-        assertThat(now.isFinished() || now.isFailed())
-            .as("%s: the job ended (%s) before fault %s; give it more passes", job, now.state(), s)
-            .isFalse();
-        long done = totalDone(now);
-        long t0 = System.nanoTime();
-        s.fault().inject(cluster);
-        // recovered when tasks are being finished again after the fault
-        JobStatusView after =
-            cluster.awaitJob(
-                v -> v.isFinished() || v.isFailed() || totalDone(v) > done + 1,
-                Duration.ofMinutes(3));
-        recoveries.add((System.nanoTime() - t0) / 1e9);
-        afterEach.inject(cluster);
-        doneBefore = totalDone(after);
-      }
-      JobStatusView end =
-          cluster.awaitJob(
-              v ->
-                  v.isFailed()
-                      || v.isFinished()
-                          && v.passes().size() == passes
-                          && v.passes().get(passes - 1).evalReports() >= 1,
-              Duration.ofMinutes(4));
-      assertThat(end.state())
-          .as("%s: job state (%s)", job, end.failureReason())
-          .isEqualTo("FINISHED");
-      Jobs.assertEveryTaskDoneInEveryPass(end, passes);
-      double accuracy = end.passes().get(passes - 1).evalAccuracy();
-      long duplicates = 0;
-      for (var p : end.json().path("passes")) {
-        duplicates += Jobs.number(p, "duplicates");
-      }
-      PushCounts counts = PushCounts.await(cluster, pushes == Pushes.COUNTED);
-      for (int i = 0; i < faults.length; i++) {
-        report(job, faults[i].name(), recoveries.get(i), accuracy, duplicates, counts);
-      }
-      assertThat(accuracy)
-          .as("%s: final accuracy vs fault-free %.4f", job, faultFreeAccuracy)
-          .isGreaterThanOrEqualTo(faultFreeAccuracy - 0.01);
-      assertThat(counts.dropped()).as("%s: dropped pushes (%s)", job, counts).isZero();
-      if (pushes == Pushes.COUNTED) {
-        assertThat(counts.applied())
-            .as(
-                "%s: each pserver's updates vs the pushes its trainers had acknowledged (more:"
-                    + " a push applied twice; fewer: an acknowledged push lost) (%s)",
-                job, counts)
-            .isEqualTo(counts.acknowledged());
-      }
-      if (pushes == Pushes.SYNC_STEPS) {
-        assertThat(Set.copyOf(counts.applied().values()))
-            .as("%s: steps applied by each shard, all equal (%s)", job, counts)
-            .hasSize(1);
-        assertThat(Set.copyOf(counts.acknowledged().values()))
-            .as("%s: pushes acknowledged by each shard, all equal (%s)", job, counts)
-            .hasSize(1);
-        assertThat(counts.applied().keySet()).hasSize(counts.acknowledged().size());
+                v ->
+                    v.isFailed()
+                        || v.isFinished()
+                            && v.passes().size() == passes
+                            && v.passes().get(passes - 1).evalReports() >= 1,
+                Duration.ofMinutes(4));
+        assertThat(end.state())
+            .as("%s: job state (%s)", job, end.failureReason())
+            .isEqualTo("FINISHED");
+        Jobs.assertEveryTaskDoneInEveryPass(end, passes);
+        double accuracy = end.passes().get(passes - 1).evalAccuracy();
+        long duplicates = 0;
+        for (var p : end.json().path("passes")) {
+          duplicates += Jobs.number(p, "duplicates");
+        }
+        PushCounts counts = PushCounts.await(cluster, pushes == Pushes.COUNTED);
+        for (int i = 0; i < faults.length; i++) {
+          report(job, faults[i].name(), recoveries.get(i), accuracy, duplicates, counts);
+        }
+        assertThat(accuracy)
+            .as("%s: final accuracy vs fault-free %.4f", job, faultFreeAccuracy)
+            .isGreaterThanOrEqualTo(faultFreeAccuracy - 0.01);
+        assertThat(counts.dropped()).as("%s: dropped pushes (%s)", job, counts).isZero();
+        if (pushes == Pushes.COUNTED) {
+          assertThat(counts.applied())
+              .as(
+                  "%s: each pserver's updates vs the pushes its trainers had acknowledged (more:"
+                      + " a push applied twice; fewer: an acknowledged push lost) (%s)",
+                  job, counts)
+              .isEqualTo(counts.acknowledged());
+        }
+        if (pushes == Pushes.SYNC_STEPS) {
+          assertThat(Set.copyOf(counts.applied().values()))
+              .as("%s: steps applied by each shard, all equal (%s)", job, counts)
+              .hasSize(1);
+          assertThat(Set.copyOf(counts.acknowledged().values()))
+              .as("%s: pushes acknowledged by each shard, all equal (%s)", job, counts)
+              .hasSize(1);
+          assertThat(counts.applied().keySet()).hasSize(counts.acknowledged().size());
+        }
+      } catch (Throwable t) {
+        // what the next CI failure needs: every pserver's part and the processes' last lines
+        System.out.printf(
+            Locale.ROOT,
+            "FAULT %s FAILED: %s; logs in %s%n%s%s",
+            job,
+            ShardRoles.describe(cluster, 1),
+            spec.runDir(),
+            ProcessLogs.tails(cluster, Role.PSERVER, 80),
+            ProcessLogs.tails(cluster, Role.MASTER, 40));
+        throw t;
       }
     }
   }

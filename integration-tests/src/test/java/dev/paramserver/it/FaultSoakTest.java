@@ -51,6 +51,13 @@ import org.junit.jupiter.api.io.TempDir;
 class FaultSoakTest {
   private static final Duration DURATION =
       Duration.parse(System.getProperty("soak.duration", "PT2M"));
+
+  /**
+   * The kinds of fault drawn ({@code -Dsoak.faults=PAUSE_BACKUP,KILL_PRIMARY}; default every kind):
+   * to replay a failure's seed with fewer kinds, or to soak one kind.
+   */
+  private static final List<FaultKind> KINDS = kinds(System.getProperty("soak.faults", ""));
+
   private static final int SHARDS = 2;
   private static final int PSERVERS = 2 * SHARDS;
 
@@ -65,6 +72,25 @@ class FaultSoakTest {
     PRIMARY_ETCD_PARTITION,
     BACKUP_ETCD_PARTITION,
     PRIMARY_BACKUP_PARTITION
+  }
+
+  private static String describeShards(LocalCluster cluster) {
+    StringBuilder out = new StringBuilder();
+    for (int s = 0; s < SHARDS; s++) {
+      out.append(s == 0 ? "" : "; ").append(ShardRoles.describe(cluster, s));
+    }
+    return out.toString();
+  }
+
+  private static List<FaultKind> kinds(String names) {
+    if (names.isBlank()) {
+      return List.of(FaultKind.values());
+    }
+    List<FaultKind> kinds = new ArrayList<>();
+    for (String n : names.split(",")) {
+      kinds.add(FaultKind.valueOf(n.trim().toUpperCase(Locale.ROOT)));
+    }
+    return List.copyOf(kinds);
   }
 
   /** The scripted client of one shard: its own thread, pushing steps of PARTS parts. */
@@ -189,6 +215,8 @@ class FaultSoakTest {
   @Timeout(value = 90, unit = TimeUnit.MINUTES) // bounded by soak.duration plus set-up
   void randomFaults_everyAcknowledgedPushHeldOnce_bitForBit() throws Exception {
     long seed = Long.getLong("soak.seed", System.nanoTime());
+    System.out.printf(
+        Locale.ROOT, "SOAK seed=%d faults=%s (replay: -Dsoak.seed=%d)%n", seed, KINDS, seed);
     Random random = new Random(seed);
     ClusterSpec.Builder b =
         Jobs.spec(dir.resolve("run"))
@@ -223,120 +251,136 @@ class FaultSoakTest {
         etcdProxies.get(i).target(etcdPort);
         peerProxies.get(i).target(cluster.process(Role.PSERVER, i).grpcPort());
       }
-      cluster.start();
-      for (int s = 0; s < SHARDS; s++) {
-        ShardRoles.awaitReplicated(cluster, s, Duration.ofMinutes(3));
-        ShardClient c = new ShardClient(cluster, s);
-        c.init();
-        clients.add(c);
-        Thread t = new Thread(c, "soak-client-" + s);
-        threads.add(t);
-        t.start();
-      }
-      long end = System.nanoTime() + DURATION.toNanos();
-      while (System.nanoTime() < end && clients.stream().allMatch(c -> c.failure == null)) {
-        int shard = random.nextInt(SHARDS);
-        ShardRoles.awaitReplicated(cluster, shard, Duration.ofMinutes(3));
-        int primary = ShardRoles.primaryOf(cluster, shard).orElse(-1);
-        int backup = ShardRoles.syncedBackupOf(cluster, shard).orElse(-1);
-        if (primary < 0 || backup < 0) {
-          continue; // changed under us; the next round waits again
+      try {
+        cluster.start();
+        for (int s = 0; s < SHARDS; s++) {
+          ShardRoles.awaitReplicated(cluster, s, Duration.ofMinutes(3));
+          ShardClient c = new ShardClient(cluster, s);
+          c.init();
+          clients.add(c);
+          Thread t = new Thread(c, "soak-client-" + s);
+          threads.add(t);
+          t.start();
         }
-        FaultKind kind = FaultKind.values()[random.nextInt(FaultKind.values().length)];
-        long millis = 1_000 + random.nextInt(8_000);
-        System.out.printf(
-            Locale.ROOT,
-            "SOAK fault %s shard %d (primary %d, backup %d) %d ms%n",
-            kind,
-            shard,
-            primary,
-            backup,
-            millis);
-        switch (kind) {
-          case KILL_PRIMARY -> cluster.kill(Role.PSERVER, primary);
-          case KILL_BACKUP -> cluster.kill(Role.PSERVER, backup);
-          case PAUSE_PRIMARY, PAUSE_BACKUP -> {
-            int p = kind == FaultKind.PAUSE_PRIMARY ? primary : backup;
-            cluster.pauseProcess(Role.PSERVER, p);
-            Thread.sleep(millis); // the fault itself
-            cluster.resume(Role.PSERVER, p);
+        long end = System.nanoTime() + DURATION.toNanos();
+        while (System.nanoTime() < end && clients.stream().allMatch(c -> c.failure == null)) {
+          int shard = random.nextInt(SHARDS);
+          ShardRoles.awaitReplicated(cluster, shard, Duration.ofMinutes(3));
+          int primary = ShardRoles.primaryOf(cluster, shard).orElse(-1);
+          int backup = ShardRoles.syncedBackupOf(cluster, shard).orElse(-1);
+          if (primary < 0 || backup < 0) {
+            continue; // changed under us; the next round waits again
           }
-          case PRIMARY_ETCD_PARTITION, BACKUP_ETCD_PARTITION -> {
-            FaultProxy proxy =
-                etcdProxies.get(kind == FaultKind.PRIMARY_ETCD_PARTITION ? primary : backup);
-            proxy.blackHole();
-            Thread.sleep(millis); // the fault itself
-            proxy.heal();
+          FaultKind kind = KINDS.get(random.nextInt(KINDS.size()));
+          long millis = 1_000 + random.nextInt(8_000);
+          System.out.printf(
+              Locale.ROOT,
+              "SOAK fault %s shard %d (primary %d, backup %d) %d ms%n",
+              kind,
+              shard,
+              primary,
+              backup,
+              millis);
+          switch (kind) {
+            case KILL_PRIMARY -> cluster.kill(Role.PSERVER, primary);
+            case KILL_BACKUP -> cluster.kill(Role.PSERVER, backup);
+            case PAUSE_PRIMARY, PAUSE_BACKUP -> {
+              int p = kind == FaultKind.PAUSE_PRIMARY ? primary : backup;
+              cluster.pauseProcess(Role.PSERVER, p);
+              Thread.sleep(millis); // the fault itself
+              cluster.resume(Role.PSERVER, p);
+            }
+            case PRIMARY_ETCD_PARTITION, BACKUP_ETCD_PARTITION -> {
+              FaultProxy proxy =
+                  etcdProxies.get(kind == FaultKind.PRIMARY_ETCD_PARTITION ? primary : backup);
+              proxy.blackHole();
+              Thread.sleep(millis); // the fault itself
+              proxy.heal();
+            }
+            case PRIMARY_BACKUP_PARTITION -> {
+              peerProxies.get(backup).blackHole();
+              Thread.sleep(millis); // the fault itself
+              peerProxies.get(backup).heal();
+            }
           }
-          case PRIMARY_BACKUP_PARTITION -> {
-            peerProxies.get(backup).blackHole();
-            Thread.sleep(millis); // the fault itself
-            peerProxies.get(backup).heal();
-          }
+          injected.merge(kind, 1, Integer::sum);
+          Thread.sleep(2_000 + random.nextInt(3_000)); // a few seconds between faults
         }
-        injected.merge(kind, 1, Integer::sum);
-        Thread.sleep(2_000 + random.nextInt(3_000)); // a few seconds between faults
-      }
-      clients.forEach(c -> c.stop = true);
-      for (Thread t : threads) {
-        t.join(TimeUnit.MINUTES.toMillis(4));
-      }
-      StringBuilder report = new StringBuilder();
-      long lost = 0;
-      long doubled = 0;
-      long pushes = 0;
-      long stall = 0;
-      int mismatches = 0;
-      for (ShardClient c : clients) {
-        assertThat(c.failure).as("client of shard %d (seed %d)", c.shard, seed).isNull();
-        ShardRoles.awaitReplicated(cluster, c.shard, Duration.ofMinutes(3));
-        int primary = ShardRoles.primaryOf(cluster, c.shard).orElseThrow();
-        ShardStatus st =
-            ShardRoles.status(cluster.process(Role.PSERVER, primary).grpcPort()).orElseThrow();
-        long applied = st.getStep();
-        long acked = c.acknowledged.get();
-        lost += Math.max(0, acked - applied);
-        doubled += Math.max(0, applied - acked);
-        pushes += acked;
-        stall = Math.max(stall, c.longestStallNanos);
-        int m = ScriptedPushes.mismatches(c.pull(), c.expected);
-        mismatches += m;
-        report.append(
+        clients.forEach(c -> c.stop = true);
+        for (Thread t : threads) {
+          t.join(TimeUnit.MINUTES.toMillis(4));
+        }
+        StringBuilder report = new StringBuilder();
+        long lost = 0;
+        long doubled = 0;
+        long pushes = 0;
+        long stall = 0;
+        int mismatches = 0;
+        for (ShardClient c : clients) {
+          assertThat(c.failure).as("client of shard %d (seed %d)", c.shard, seed).isNull();
+          ShardRoles.awaitReplicated(cluster, c.shard, Duration.ofMinutes(3));
+          int primary = ShardRoles.primaryOf(cluster, c.shard).orElseThrow();
+          ShardStatus st =
+              ShardRoles.status(cluster.process(Role.PSERVER, primary).grpcPort()).orElseThrow();
+          long applied = st.getStep();
+          long acked = c.acknowledged.get();
+          lost += Math.max(0, acked - applied);
+          doubled += Math.max(0, applied - acked);
+          pushes += acked;
+          stall = Math.max(stall, c.longestStallNanos);
+          int m = ScriptedPushes.mismatches(c.pull(), c.expected);
+          mismatches += m;
+          report.append(
+              String.format(
+                  Locale.ROOT,
+                  " shard%d(acknowledged=%d applied=%d duplicates=%d mismatched_elements=%d)",
+                  c.shard,
+                  acked,
+                  applied,
+                  c.duplicates.get(),
+                  m));
+          Channels.close(c.channel);
+        }
+        int faults = injected.values().stream().mapToInt(Integer::intValue).sum();
+        String line =
             String.format(
                 Locale.ROOT,
-                " shard%d(acknowledged=%d applied=%d duplicates=%d mismatched_elements=%d)",
-                c.shard,
-                acked,
-                applied,
-                c.duplicates.get(),
-                m));
-        Channels.close(c.channel);
+                "SOAK duration=%s faults=%d %s pushes_acknowledged=%d lost=%d doubled=%d"
+                    + " longest_stall=%.1fs seed=%d%s",
+                DURATION,
+                faults,
+                injected,
+                pushes,
+                lost,
+                doubled,
+                stall / 1e9,
+                seed,
+                report);
+        System.out.println(line);
+        Path out = Path.of("target", "soak-report.txt");
+        Files.createDirectories(out.getParent());
+        Files.writeString(out, line + System.lineSeparator());
+        assertThat(faults).as("faults injected").isPositive();
+        assertThat(lost).as("acknowledged pushes lost (seed %d; logs in %s)", seed, dir).isZero();
+        assertThat(doubled).as("pushes applied twice (seed %d; logs in %s)", seed, dir).isZero();
+        assertThat(mismatches)
+            .as("elements differing from init - sum of acknowledged (seed %d; %s)", seed, dir)
+            .isZero();
+      } catch (Throwable t) {
+        // what the next CI failure needs: the seed, every pserver's role, their logs' tails
+        System.out.printf(
+            Locale.ROOT,
+            "SOAK FAILED seed=%d (replay: -Dsoak.seed=%d -Dsoak.faults=%s) faults so far %s; %s;"
+                + " logs in %s%n%s",
+            seed,
+            seed,
+            KINDS.stream().map(Enum::name).collect(java.util.stream.Collectors.joining(",")),
+            injected,
+            describeShards(cluster),
+            dir,
+            ProcessLogs.tails(cluster, Role.PSERVER, 120));
+        throw t;
       }
-      int faults = injected.values().stream().mapToInt(Integer::intValue).sum();
-      String line =
-          String.format(
-              Locale.ROOT,
-              "SOAK duration=%s faults=%d %s pushes_acknowledged=%d lost=%d doubled=%d"
-                  + " longest_stall=%.1fs seed=%d%s",
-              DURATION,
-              faults,
-              injected,
-              pushes,
-              lost,
-              doubled,
-              stall / 1e9,
-              seed,
-              report);
-      System.out.println(line);
-      Path out = Path.of("target", "soak-report.txt");
-      Files.createDirectories(out.getParent());
-      Files.writeString(out, line + System.lineSeparator());
-      assertThat(faults).as("faults injected").isPositive();
-      assertThat(lost).as("acknowledged pushes lost (seed %d; logs in %s)", seed, dir).isZero();
-      assertThat(doubled).as("pushes applied twice (seed %d; logs in %s)", seed, dir).isZero();
-      assertThat(mismatches)
-          .as("elements differing from init - sum of acknowledged (seed %d; %s)", seed, dir)
-          .isZero();
     } finally {
       clients.forEach(c -> c.stop = true);
       etcdProxies.forEach(FaultProxy::close);

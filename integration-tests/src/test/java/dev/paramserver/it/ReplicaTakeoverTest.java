@@ -5,6 +5,9 @@ import static dev.paramserver.it.ScriptedPushes.push;
 import static dev.paramserver.it.ScriptedPushes.subtract;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.paramserver.coordination.EtcdCoordinator;
+import dev.paramserver.coordination.EtcdSettings;
+import dev.paramserver.coordination.ShardSyncRecord;
 import dev.paramserver.localcluster.Role;
 import dev.paramserver.proto.v1.GetShardStatusRequest;
 import dev.paramserver.proto.v1.ParameterServerGrpc;
@@ -15,6 +18,7 @@ import dev.paramserver.proto.v1.ReplicaRole;
 import dev.paramserver.proto.v1.ShardStatus;
 import dev.paramserver.rpc.Channels;
 import dev.paramserver.testsupport.EtcdExtension;
+import dev.paramserver.testsupport.Poll;
 import io.grpc.ManagedChannel;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -147,6 +151,15 @@ class ReplicaTakeoverTest {
     }
   }
 
+  private static void awaitRecordedInSync(String job) {
+    try (EtcdCoordinator c = EtcdCoordinator.connect(EtcdSettings.of(etcd.endpoint(), job))) {
+      Poll.until(
+          Duration.ofSeconds(60),
+          () -> ShardSyncRecord.read(c.kv(), c.keys(), 0).map(r -> r.inSync()).orElse(false),
+          "etcd records the backup of shard 0 in sync");
+    }
+  }
+
   private static <T> T await(Future<T> f) throws ExecutionException, InterruptedException {
     return ScriptedPushes.await(f, 15);
   }
@@ -207,8 +220,11 @@ class ReplicaTakeoverTest {
             pushes++;
           }
         }
-        // The new backup (started after the previous kill) holds the shard before this kill.
+        // The new backup (started after the previous kill) holds the shard before this kill, and
+        // etcd records it in sync (else it would not take over: the shard would wait for the
+        // primary's log, which this test deletes).
         backup.awaitRole(ReplicaRole.REPLICA_BACKUP_SYNCED, 180);
+        awaitRecordedInSync(job);
         step++;
         List<Future<PushGradientsResponse>> inFlight = new ArrayList<>();
         for (int p = 0; p < PARTS; p++) {

@@ -1,5 +1,8 @@
 package dev.paramserver.it;
 
+import dev.paramserver.coordination.EtcdCoordinator;
+import dev.paramserver.coordination.EtcdSettings;
+import dev.paramserver.coordination.ShardSyncRecord;
 import dev.paramserver.localcluster.LocalCluster;
 import dev.paramserver.localcluster.ProcessInfo;
 import dev.paramserver.localcluster.ProcessState;
@@ -9,6 +12,7 @@ import dev.paramserver.proto.v1.ParameterServerGrpc;
 import dev.paramserver.proto.v1.ReplicaRole;
 import dev.paramserver.proto.v1.ShardStatus;
 import dev.paramserver.rpc.Channels;
+import dev.paramserver.testsupport.Poll;
 import io.grpc.ManagedChannel;
 import java.time.Duration;
 import java.util.Optional;
@@ -66,21 +70,86 @@ final class ShardRoles {
     return OptionalInt.empty();
   }
 
-  /** Waits until {@code shard} has a primary and a synced backup; returns the primary's index. */
-  static int awaitReplicated(LocalCluster cluster, int shard, Duration timeout)
-      throws InterruptedException {
-    long deadline = System.nanoTime() + timeout.toNanos();
-    while (true) {
-      OptionalInt primary = primaryOf(cluster, shard);
-      if (primary.isPresent() && syncedBackupOf(cluster, shard).isPresent()) {
-        return primary.getAsInt();
-      }
-      if (System.nanoTime() > deadline) {
-        throw new AssertionError(
-            "shard " + shard + " has no primary with a synced backup within " + timeout);
-      }
-      Thread.sleep(200);
+  /**
+   * Waits until {@code shard} has a primary and a synced backup, and etcd records that backup in
+   * sync (without the record the backup would not take the shard over); returns the primary's
+   * index. On timeout the error describes every pserver's role and etcd's record.
+   */
+  static int awaitReplicated(LocalCluster cluster, int shard, Duration timeout) {
+    int[] primary = {-1};
+    try {
+      Poll.until(
+          timeout,
+          Duration.ofMillis(200),
+          () -> {
+            OptionalInt p = primaryOf(cluster, shard);
+            primary[0] = p.orElse(-1);
+            return p.isPresent()
+                && syncedBackupOf(cluster, shard).isPresent()
+                && recordedInSync(cluster, shard);
+          },
+          "shard " + shard + " to have a primary with a synced backup");
+    } catch (AssertionError e) {
+      throw new AssertionError(
+          "shard "
+              + shard
+              + " has no primary with a synced backup within "
+              + timeout
+              + "; "
+              + describe(cluster, shard),
+          e);
     }
+    return primary[0];
+  }
+
+  /** True when etcd's in-sync record of {@code shard} names a backup in sync. */
+  static boolean recordedInSync(LocalCluster cluster, int shard) {
+    try (EtcdCoordinator etcd =
+        EtcdCoordinator.connect(EtcdSettings.of(cluster.etcdEndpoint(), cluster.spec().job()))) {
+      return ShardSyncRecord.read(etcd.kv(), etcd.keys(), shard)
+          .map(ShardSyncRecord::inSync)
+          .orElse(false);
+    } catch (RuntimeException e) {
+      return false;
+    }
+  }
+
+  /** Every pserver process's state and replication role, and etcd's in-sync record of a shard. */
+  static String describe(LocalCluster cluster, int shard) {
+    StringBuilder out = new StringBuilder("pservers:");
+    for (ProcessInfo p : cluster.processes()) {
+      if (p.role() != Role.PSERVER) {
+        continue;
+      }
+      out.append(" [").append(p.index()).append(' ').append(p.state());
+      if (p.state() == ProcessState.RUNNING) {
+        Optional<ShardStatus> s = status(p.grpcPort());
+        out.append(
+            s.map(
+                    st ->
+                        " "
+                            + st.getReplicaRole()
+                            + " index="
+                            + st.getIndex()
+                            + " backupOf="
+                            + st.getBackupOf()
+                            + " step="
+                            + st.getStep())
+                .orElse(" (no status)"));
+      }
+      out.append(']');
+    }
+    out.append("; etcd's in-sync record of shard ").append(shard).append(": ");
+    try (EtcdCoordinator etcd =
+        EtcdCoordinator.connect(EtcdSettings.of(cluster.etcdEndpoint(), cluster.spec().job()))) {
+      out.append(
+          ShardSyncRecord.read(etcd.kv(), etcd.keys(), shard)
+              .map(Object::toString)
+              .orElse("(none)"));
+    } catch (RuntimeException e) {
+      out.append("(unreadable: ").append(e).append(')');
+    }
+    return out.toString();
   }
 
   /**

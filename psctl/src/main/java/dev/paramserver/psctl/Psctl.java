@@ -6,6 +6,7 @@ import dev.paramserver.psctl.convert.ConvertCommand;
 import dev.paramserver.psctl.demo.DemoDataCommand;
 import dev.paramserver.psctl.inspect.InspectCommand;
 import dev.paramserver.psctl.job.CheckpointCommand;
+import dev.paramserver.psctl.job.ForceTakeoverCommand;
 import dev.paramserver.psctl.job.ScaleCommand;
 import dev.paramserver.psctl.job.StatusCommand;
 import dev.paramserver.psctl.job.StopCommand;
@@ -74,6 +75,7 @@ public final class Psctl implements Callable<Integer> {
     SUBCOMMANDS.put("checkpoint", CheckpointCommand.class);
     SUBCOMMANDS.put("stop", StopCommand.class);
     SUBCOMMANDS.put("scale", ScaleCommand.class);
+    SUBCOMMANDS.put("force-takeover", ForceTakeoverCommand.class);
     SUBCOMMANDS.put("version", VersionCommand.class);
     SUBCOMMANDS.put("completion", CompletionCommand.class);
     SUBCOMMANDS.put("archive", ArchiveCommand.class);

@@ -29,8 +29,27 @@ public interface ShardPersistence {
   void checkpoint();
 
   /**
-   * Deletes the log segments this process holds for {@code index} (it becomes a backup: its state
-   * comes from the primary, and old segments must not be replayed onto another state later).
+   * Forgets the log this process holds for {@code index} (it becomes a backup: its state comes from
+   * the primary, and old segments must not be replayed onto another state later). The segments are
+   * set aside, not deleted (see {@code WriteAheadLog#setAside}).
    */
   void discardLog(int index);
+
+  /**
+   * Records that this pserver's log of {@code index} belongs to the primary of {@code epoch} (the
+   * create revision of its {@code ps/<index>}). Nothing without a log.
+   */
+  default void logEpoch(int index, long epoch) {}
+
+  /**
+   * Sets what is told, once, that the log failed (a write or an fsync): the caller stops
+   * acknowledging and gives the shard up. Called on the thread that met the failure, possibly under
+   * the shard's locks: it must not block.
+   */
+  default void onStorageFailure(java.util.function.Consumer<String> listener) {}
+
+  /** The epoch {@link #logEpoch} recorded for {@code index}, 0 when none (or no log). */
+  default long loggedEpoch(int index) {
+    return 0;
+  }
 }

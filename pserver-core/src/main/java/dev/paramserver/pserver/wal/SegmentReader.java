@@ -16,10 +16,14 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Reads one write-ahead log segment record by record. The first record that is cut short, has a bad
- * length or a bad CRC ends the segment: it and anything after it are a torn tail (a crash in the
+ * Reads one write-ahead log segment record by record. A record cut short by the end of the file, or
+ * with a bad length, ends the segment: it and anything after it are a torn tail (a crash in the
  * middle of a write), reported and skipped; no acknowledged push can be in it, because a push is
- * answered only after its record was written whole.
+ * answered only after its record was written whole. A whole record with a bad CRC (or that does not
+ * parse) is a torn tail only when nothing follows it; with bytes after it, it is corruption in the
+ * middle of the log (as etcd, which repairs only a torn last record): reading stops with a {@link
+ * CorruptLogException} naming the file and the offset, rather than dropping the good records after
+ * it.
  */
 final class SegmentReader {
   private static final Logger log = LoggerFactory.getLogger(SegmentReader.class);
@@ -58,14 +62,21 @@ final class SegmentReader {
         }
         CRC32 sum = new CRC32();
         sum.update(body);
+        boolean last = good + 8 + length == size;
         if ((int) sum.getValue() != crc) {
-          break;
+          if (last) {
+            break;
+          }
+          throw new CorruptLogException(file, good, records, "its CRC does not match", size);
         }
         WalRecord record;
         try {
           record = WalRecord.parseFrom(body);
         } catch (InvalidProtocolBufferException e) {
-          break;
+          if (last) {
+            break;
+          }
+          throw new CorruptLogException(file, good, records, "it does not parse", size);
         }
         good += 8 + length;
         records++;

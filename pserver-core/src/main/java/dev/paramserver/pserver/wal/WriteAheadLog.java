@@ -17,6 +17,7 @@ import java.util.List;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 import java.util.function.Predicate;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -71,11 +72,53 @@ public final class WriteAheadLog implements PushLog, AutoCloseable {
   private final Object forceLock = new Object();
   private long forced;
   private FileChannel forcedChannel;
+  private volatile WalDisk disk = WalDisk.DIRECT;
+  // Set once by the first failed write or fsync: the log is failed for good (as etcd exits on a
+  // failed WAL fsync: after EIO the kernel may have dropped the dirty pages, so what was written is
+  // not known to be on disk, and writing on would hide it).
+  private final Object failLock = new Object();
+  private volatile String failure;
+  private volatile Consumer<String> onFailure = why -> {};
 
   public WriteAheadLog(Path dir, SyncMode sync, Duration batchInterval) {
     this.dir = dir.toAbsolutePath().normalize();
     this.sync = sync;
     this.batchInterval = batchInterval;
+  }
+
+  /** Replaces the disk calls (tests inject faults with it). */
+  public void disk(WalDisk disk) {
+    this.disk = disk;
+  }
+
+  /**
+   * Sets what is told, once, why the log failed (a write or an fsync failed): the pserver stops
+   * acknowledging and gives its shard up (see {@code ShardPersistence#onStorageFailure}). Called on
+   * the thread that met the failure, possibly under the shard's locks: it must not block.
+   */
+  public void onFailure(Consumer<String> listener) {
+    this.onFailure = listener;
+  }
+
+  /** Why the log failed, or null while it works. */
+  public String failure() {
+    return failure;
+  }
+
+  private UncheckedIOException failed(String what, IOException e) {
+    String why = what + " of write-ahead log segment " + file(index, segment) + " failed: " + e;
+    boolean first;
+    synchronized (failLock) {
+      first = failure == null;
+      if (first) {
+        failure = why;
+      }
+    }
+    if (first) {
+      log.error("{}: the log is failed, nothing more is acknowledged", why);
+      onFailure.accept(why);
+    }
+    return new UncheckedIOException(why, e);
   }
 
   /** What a replay read. */
@@ -142,6 +185,11 @@ public final class WriteAheadLog implements PushLog, AutoCloseable {
         throw new UncheckedIOException(
             new IOException("the write-ahead log is not open (no index claimed yet)"));
       }
+      String failed = failure;
+      if (failed != null) {
+        throw new UncheckedIOException(
+            new IOException("the write-ahead log failed (" + failed + "): restart the pserver"));
+      }
       // The record is encoded straight into a reused direct buffer behind its frame: no array,
       // and no copy by the JDK from the heap to direct memory on the write.
       ByteBuffer buf = frameBuffer(FRAME + size);
@@ -157,11 +205,9 @@ public final class WriteAheadLog implements PushLog, AutoCloseable {
         crc.update(body);
         buf.putInt(0, size).putInt(4, (int) crc.getValue());
         buf.position(0).limit(FRAME + size);
-        while (buf.hasRemaining()) {
-          channel.write(buf);
-        }
+        disk.write(channel, buf);
       } catch (IOException e) {
-        throw new UncheckedIOException(e);
+        throw failed("a write", e);
       } finally {
         if (buf.capacity() > KEPT_BUFFER) {
           frame = null;
@@ -196,9 +242,12 @@ public final class WriteAheadLog implements PushLog, AutoCloseable {
         upTo = ch == channel ? written : end;
       }
       try {
-        ch.force(false);
-      } catch (IOException e) {
+        disk.force(ch);
+      } catch (java.nio.channels.ClosedChannelException e) {
+        // closed by a cut, which forced it first
         throw new UncheckedIOException(e);
+      } catch (IOException e) {
+        throw failed("an fsync", e);
       }
       forcedChannel = ch;
       forced = upTo;
@@ -230,6 +279,62 @@ public final class WriteAheadLog implements PushLog, AutoCloseable {
         delete(file(idx, seg));
       }
     }
+  }
+
+  /** Whether segments of shard {@code idx} are on disk. */
+  public boolean hasSegments(int idx) {
+    return !segments(idx).isEmpty();
+  }
+
+  /** The directory of the segments. */
+  public Path dir() {
+    return dir;
+  }
+
+  /**
+   * Moves the segments of shard {@code index} and its {@link LogEpoch} into {@code
+   * superseded-ps-<index>/} of this directory (replacing what an earlier call put there) instead of
+   * deleting them: a pserver that becomes a backup keeps its last log for an operator, whose forced
+   * takeover may have left records there that the new primary lacks.
+   *
+   * @return the directory they went to, or null when there was nothing to keep
+   */
+  public synchronized Path setAside(int index) {
+    List<Long> segs = segments(index);
+    Path epoch = LogEpoch.file(dir, index);
+    if (segs.isEmpty() && !Files.exists(epoch)) {
+      return null;
+    }
+    if (this.index == index) {
+      closeChannel();
+    }
+    Path aside = dir.resolve("superseded-ps-" + index);
+    try {
+      if (Files.isDirectory(aside)) {
+        try (Stream<Path> old = Files.list(aside)) {
+          for (Path f : old.toList()) {
+            Files.deleteIfExists(f);
+          }
+        }
+      }
+      Files.createDirectories(aside);
+      for (long seg : segs) {
+        Path f = file(index, seg);
+        Files.move(f, aside.resolve(f.getFileName()));
+      }
+      if (Files.exists(epoch)) {
+        Files.move(epoch, aside.resolve(epoch.getFileName()));
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException(
+          "cannot set the write-ahead log of shard " + index + " aside in " + aside, e);
+    }
+    log.info(
+        "write-ahead log of shard {} ({} segments) kept in {}: this pserver is a backup now",
+        index,
+        segs.size(),
+        aside);
+    return aside;
   }
 
   /** The segment being appended to (0 before {@link #open}). */
@@ -266,8 +371,12 @@ public final class WriteAheadLog implements PushLog, AutoCloseable {
     }
     try {
       if (sync != SyncMode.NONE) {
-        ch.force(false);
+        disk.force(ch);
       }
+    } catch (IOException e) {
+      failed("the fsync closing a segment", e); // recorded and told; nothing to throw to
+    }
+    try {
       ch.close();
     } catch (IOException e) {
       log.warn("closing write-ahead log segment {} failed: {}", segment, e.toString());
@@ -302,8 +411,11 @@ public final class WriteAheadLog implements PushLog, AutoCloseable {
     try {
       force(ch, end);
     } catch (UncheckedIOException e) {
-      // The channel may have been closed by a cut meanwhile (which forced it): harmless.
-      log.debug("background fsync of the write-ahead log failed: {}", e.toString());
+      if (e.getCause() instanceof java.nio.channels.ClosedChannelException) {
+        // closed by a cut meanwhile, which forced it: harmless
+        log.debug("background fsync of the write-ahead log skipped: {}", e.toString());
+      }
+      // else failed(): the log is failed and its listener told
     }
   }
 

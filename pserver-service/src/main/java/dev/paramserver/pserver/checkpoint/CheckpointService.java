@@ -5,7 +5,10 @@ import dev.paramserver.proto.v1.CheckpointMeta;
 import dev.paramserver.pserver.PserverProperties;
 import dev.paramserver.pserver.role.ShardPersistence;
 import dev.paramserver.pserver.shard.ParameterShard;
+import dev.paramserver.pserver.wal.LogEpoch;
 import dev.paramserver.pserver.wal.WriteAheadLog;
+import dev.paramserver.rpc.Retry;
+import dev.paramserver.rpc.StoppedException;
 import dev.paramserver.service.LifecyclePhases;
 import dev.paramserver.storage.S3Settings;
 import dev.paramserver.storage.Storage;
@@ -180,7 +183,7 @@ public final class CheckpointService implements ShardPersistence, SmartLifecycle
    */
   @Override
   public void load(int index) {
-    CheckpointLoader.Loaded loaded = loader.load(index);
+    CheckpointLoader.Loaded loaded = loadBase(index);
     last = loaded.last();
     openLog(index, loaded.fromSegment(), loaded.replay());
     if (loaded.restoredJob() >= 0) {
@@ -192,6 +195,62 @@ public final class CheckpointService implements ShardPersistence, SmartLifecycle
         log.error("checkpoint of the restored job-wide state of pserver {} failed", index, e);
       }
     }
+  }
+
+  /** Attempts at reading a recorded checkpoint the log needs, before the load is refused. */
+  static final int LOAD_ATTEMPTS = 3;
+
+  /**
+   * The checkpoint the log replays onto. When etcd records a checkpoint but none can be read (an S3
+   * timeout, a permission error, a missing or corrupt file) and log segments are on disk, reading
+   * is retried; if it still fails the load is refused with an error naming the checkpoint and the
+   * log, and the log is kept: starting empty would delete it (a log without its base cannot be
+   * replayed), and with it every push acknowledged since that checkpoint.
+   *
+   * @throws IllegalStateException when no recorded checkpoint could be read for a log that needs
+   *     one
+   */
+  private CheckpointLoader.Loaded loadBase(int index) {
+    CheckpointLoader.Loaded loaded = loader.load(index);
+    if (loaded.last() != null || wal == null || !wal.hasSegments(index)) {
+      return loaded;
+    }
+    String key = coordinator.keys().checkpoint(index);
+    if (coordinator.kv().get(key).isEmpty()) {
+      return loaded; // no checkpoint recorded: the segments are of another state
+    }
+    int[] tried = {1};
+    Retry retry =
+        new Retry(Duration.ofMillis(500), Duration.ofSeconds(2), () -> tried[0] >= LOAD_ATTEMPTS);
+    try {
+      return retry.until(
+          "reading the checkpoint of pserver " + index,
+          attempt -> {
+            tried[0]++;
+            log.warn(
+                "pserver {}: its recorded checkpoint ({}) could not be read: attempt {} of {}",
+                index,
+                key,
+                tried[0],
+                LOAD_ATTEMPTS);
+            CheckpointLoader.Loaded again = loader.load(index);
+            return again.last() != null ? Optional.of(again) : Optional.empty();
+          });
+    } catch (StoppedException e) {
+      // refused below
+    }
+    throw new IllegalStateException(
+        "pserver "
+            + index
+            + " cannot read the checkpoint etcd records for it ("
+            + key
+            + "; see the errors above) after "
+            + LOAD_ATTEMPTS
+            + " attempts, and its write-ahead log in "
+            + wal.dir()
+            + " needs it as a base: it does not start empty, which would delete the log and the"
+            + " pushes acknowledged since that checkpoint. Make the checkpoint readable (storage,"
+            + " permissions) and the claim is tried again");
   }
 
   /**
@@ -243,8 +302,35 @@ public final class CheckpointService implements ShardPersistence, SmartLifecycle
   }
 
   @Override
+  public void logEpoch(int index, long epoch) {
+    if (wal != null) {
+      try {
+        LogEpoch.write(wal.dir(), index, epoch);
+      } catch (java.io.UncheckedIOException e) {
+        log.warn(
+            "cannot record the epoch of the log of shard {} (a restart will not claim it back): {}",
+            index,
+            e.getMessage());
+      }
+    }
+  }
+
+  @Override
+  public void onStorageFailure(java.util.function.Consumer<String> listener) {
+    if (wal != null) {
+      wal.onFailure(listener);
+    }
+  }
+
+  @Override
+  public long loggedEpoch(int index) {
+    return wal == null ? 0 : LogEpoch.read(wal.dir(), index);
+  }
+
+  @Override
   public synchronized void discardLog(int index) {
     if (wal != null) {
+      wal.setAside(index);
       wal.open(index, 0, record -> false);
       lastCut = 0;
     }

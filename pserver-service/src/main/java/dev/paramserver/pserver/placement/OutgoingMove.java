@@ -10,6 +10,7 @@ import dev.paramserver.proto.v1.WalRecord;
 import dev.paramserver.pserver.shard.MoveCounts;
 import dev.paramserver.pserver.shard.MovingSlots;
 import dev.paramserver.pserver.shard.ShardMoves;
+import dev.paramserver.rpc.ChannelFactory;
 import dev.paramserver.rpc.Channels;
 import io.grpc.ManagedChannel;
 import io.grpc.Status;
@@ -46,6 +47,7 @@ final class OutgoingMove {
   private final Duration timeout;
   private final MovingSlots moving;
   private final String address;
+  private final ChannelFactory channels;
   private final ConcurrentLinkedQueue<WalRecord> records = new ConcurrentLinkedQueue<>();
   private long bytes;
   private long sent;
@@ -58,13 +60,15 @@ final class OutgoingMove {
       MoveMetrics metrics,
       Duration timeout,
       SlotMove move,
-      String address) {
+      String address,
+      ChannelFactory channels) {
     this.shard = shard;
     this.follower = follower;
     this.metrics = metrics;
     this.timeout = timeout;
     this.moving = new MovingSlots(move);
     this.address = address;
+    this.channels = channels;
   }
 
   /**
@@ -94,7 +98,7 @@ final class OutgoingMove {
 
   MoveOutResponse run() {
     int index = moving.from();
-    ManagedChannel channel = Channels.forAddress(address);
+    ManagedChannel channel = channels.forAddress(address);
     CompletableFuture<MoveInResponse> answer = new CompletableFuture<>();
     StreamObserver<MoveInChunk> to =
         SlotMovesGrpc.newStub(channel)

@@ -13,6 +13,7 @@ import dev.paramserver.pserver.PserverProperties;
 import dev.paramserver.pserver.role.ShardPersistence;
 import dev.paramserver.pserver.shard.ParameterShard;
 import dev.paramserver.pserver.shard.ShardMoves;
+import dev.paramserver.rpc.ChannelFactory;
 import dev.paramserver.rpc.Offload;
 import dev.paramserver.tensor.SlotMap;
 import io.grpc.Status;
@@ -38,7 +39,12 @@ public final class SlotMovesGrpcService extends SlotMovesGrpc.SlotMovesImplBase 
   private final MoveMetrics metrics;
   private final ObjectProvider<ShardPersistence> persistence;
   private final Executor blocking;
+  private final ChannelFactory channels;
 
+  /**
+   * @param channels dials the new owner of moving slots (the service's TLS and interceptors, as
+   *     replication's calls)
+   */
   public SlotMovesGrpcService(
       ParameterShard shard,
       ShardMoves moves,
@@ -47,7 +53,8 @@ public final class SlotMovesGrpcService extends SlotMovesGrpc.SlotMovesImplBase 
       PserverProperties properties,
       MoveMetrics metrics,
       ObjectProvider<ShardPersistence> persistence,
-      @Qualifier("pserverBlockingExecutor") Executor blocking) {
+      @Qualifier("pserverBlockingExecutor") Executor blocking,
+      ChannelFactory channels) {
     this.shard = shard;
     this.moves = moves;
     this.follower = follower;
@@ -56,6 +63,7 @@ public final class SlotMovesGrpcService extends SlotMovesGrpc.SlotMovesImplBase 
     this.metrics = metrics;
     this.persistence = persistence;
     this.blocking = blocking;
+    this.channels = channels;
   }
 
   @Override
@@ -66,7 +74,8 @@ public final class SlotMovesGrpcService extends SlotMovesGrpc.SlotMovesImplBase 
         out,
         () -> {
           String address = checkMoveOut(move);
-          return new OutgoingMove(moves, follower, metrics, properties.moveTimeout(), move, address)
+          return new OutgoingMove(
+                  moves, follower, metrics, properties.moveTimeout(), move, address, channels)
               .run();
         });
   }

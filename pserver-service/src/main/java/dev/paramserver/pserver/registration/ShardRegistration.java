@@ -180,8 +180,10 @@ public final class ShardRegistration
 
   /**
    * With replicas: claims the primary of a shard that has neither a primary nor a backup (a shard
-   * whose primary ended while a backup holds it is the backup's to take over), else the backup of a
-   * shard that has none, {@code preferred} first each time; empty when every shard has both.
+   * whose primary ended while a backup holds it is the backup's to take over) when nothing may be
+   * lost by it, or whose last primary's log this pserver holds (see {@link Replication#mayClaim}),
+   * else the backup of a shard that has none, {@code preferred} first each time; empty when every
+   * shard has both.
    */
   private Optional<Integer> registerReplicated(int desired, int preferred, Lease granted) {
     KeyValueStore kv = coordinator.kv();
@@ -196,7 +198,8 @@ public final class ShardRegistration
       }
     }
     for (int i : order) {
-      if (kv.get(coordinator.keys().psBackup(i)).isEmpty()
+      // a shard whose backup is not in sync waits for its last primary's log: this one's
+      if (replication.mayClaim(i, kv.get(coordinator.keys().psBackup(i)).isPresent())
           && kv.putIfAbsent(coordinator.keys().ps(i), value, granted)) {
         lease = granted;
         granted.onLost(this::onLeaseLost);

@@ -1,6 +1,7 @@
 package dev.paramserver.pserver.replication;
 
 import dev.paramserver.coordination.KeyValueStore;
+import dev.paramserver.coordination.ShardSyncRecord;
 import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.proto.v1.ReplicateRequest;
 import dev.paramserver.proto.v1.ReplicateResponse;
@@ -23,7 +24,8 @@ import org.slf4j.LoggerFactory;
  * The backup's side of a shard's replication: installs the primary's copies of the shard and
  * applies the records that follow them, checking each call's epoch against the create revision of
  * {@code ps/<index>}, which it follows in etcd. When that key vanishes (the primary's lease ended)
- * it asks for a takeover.
+ * it asks for a takeover, and again when an operator forces one in the shard's in-sync record
+ * ({@code ps_sync/<index>}, see {@link Takeover}).
  */
 final class BackupReplica implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(BackupReplica.class);
@@ -33,6 +35,7 @@ final class BackupReplica implements AutoCloseable {
   private final int index;
   private final KeyValueStore kv;
   private final String primaryKey;
+  private final String syncKey;
   private final Duration timeout;
   private final Consumer<BackupReplica> onPrimaryGone;
   // Guarded by this: the primary's epoch (0: none), the copy installed (-1: none), the sequence
@@ -47,6 +50,7 @@ final class BackupReplica implements AutoCloseable {
   private boolean closed;
   private boolean takingOver;
   private AutoCloseable watch;
+  private AutoCloseable syncWatch;
 
   BackupReplica(
       ParameterShard shard,
@@ -54,6 +58,7 @@ final class BackupReplica implements AutoCloseable {
       int index,
       KeyValueStore kv,
       String primaryKey,
+      String syncKey,
       Duration timeout,
       Consumer<BackupReplica> onPrimaryGone) {
     this.shard = shard;
@@ -61,6 +66,7 @@ final class BackupReplica implements AutoCloseable {
     this.index = index;
     this.kv = kv;
     this.primaryKey = primaryKey;
+    this.syncKey = syncKey;
     this.timeout = timeout;
     this.onPrimaryGone = onPrimaryGone;
   }
@@ -70,6 +76,17 @@ final class BackupReplica implements AutoCloseable {
   }
 
   void start() {
+    syncWatch =
+        kv.watchPrefix(
+            syncKey,
+            e -> {
+              if (e.keyValue().key().equals(syncKey)
+                  && e.type() == KeyValueStore.WatchEvent.Type.PUT
+                  && forced(e.keyValue().value())) {
+                // an operator forced a takeover (written only while no primary holds the shard)
+                onPrimaryGone.accept(this);
+              }
+            });
     watch =
         kv.watchPrefix(
             primaryKey,
@@ -90,6 +107,20 @@ final class BackupReplica implements AutoCloseable {
     } else {
       onPrimaryGone.accept(this);
     }
+  }
+
+  private static boolean forced(byte[] record) {
+    try {
+      return ShardSyncRecord.decode(record).isForced();
+    } catch (IllegalArgumentException e) {
+      log.warn("unreadable shard sync record: {}", e.getMessage());
+      return false;
+    }
+  }
+
+  /** The epoch of the primary this backup follows (0: none seen). */
+  synchronized long epoch() {
+    return epoch;
   }
 
   private synchronized void primary(long createRevision) {
@@ -138,15 +169,13 @@ final class BackupReplica implements AutoCloseable {
       kv.get(primaryKey).ifPresent(k -> primary(k.createRevision()));
     }
     if (callEpoch != epoch) {
+      // the current epoch is not told: it is the fencing token a forged Fill would need
       throw new ServiceException(
           ErrorReason.NOT_PRIMARY,
-          "epoch "
-              + callEpoch
-              + " is not that of the primary of shard "
+          "the caller is not the current primary of shard "
               + index
-              + " ("
-              + (epoch == 0 ? "none registered" : epoch)
-              + ")");
+              + (epoch == 0 ? " (none registered)" : "")
+              + ": find the primary in etcd");
     }
   }
 
@@ -314,11 +343,13 @@ final class BackupReplica implements AutoCloseable {
       closed = true;
       notifyAll();
     }
-    if (watch != null) {
-      try {
-        watch.close();
-      } catch (Exception e) {
-        log.debug("closing the primary watch failed: {}", e.toString());
+    for (AutoCloseable w : new AutoCloseable[] {watch, syncWatch}) {
+      if (w != null) {
+        try {
+          w.close();
+        } catch (Exception e) {
+          log.debug("closing a watch of the backup failed: {}", e.toString());
+        }
       }
     }
   }

@@ -6,7 +6,6 @@ import com.google.common.util.concurrent.ListenableFuture;
 import com.google.common.util.concurrent.MoreExecutors;
 import dev.paramserver.coordination.KeyValueStore;
 import dev.paramserver.proto.v1.ErrorReason;
-import dev.paramserver.proto.v1.FillChunk;
 import dev.paramserver.proto.v1.ReplicateRequest;
 import dev.paramserver.proto.v1.ReplicateResponse;
 import dev.paramserver.proto.v1.WalRecord;
@@ -15,16 +14,11 @@ import dev.paramserver.pserver.shard.ParameterShard;
 import dev.paramserver.pserver.shard.Replica;
 import dev.paramserver.rpc.ChannelFactory;
 import dev.paramserver.rpc.Channels;
-import dev.paramserver.rpc.Retry;
 import dev.paramserver.rpc.RpcErrors;
 import dev.paramserver.rpc.ServiceException;
-import dev.paramserver.rpc.StoppedException;
-import io.grpc.StatusRuntimeException;
-import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
-import java.util.Optional;
 import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
@@ -45,24 +39,29 @@ import org.slf4j.LoggerFactory;
  * sent (records are sent with the copy's generation, the backup applies them after the copy); in
  * sync. A failed send drops the backup back to "needs a copy". A backup that answers neither within
  * the replication timeout is given up on for that push: it is answered anyway (and counted), but
- * only once etcd confirmed that this pserver still owns the shard ({@link OwnershipCheck}).
+ * only once etcd confirmed that this pserver still owns the shard ({@link OwnershipCheck}) and
+ * recorded the backup out of sync ({@link InSyncRecorder}), so that the backup does not take the
+ * shard over without this primary's log. A copy installed is recorded in sync before the pushes
+ * that wait for it are answered.
  */
 final class PrimaryReplicator
     implements Replica, AutoCloseable, SettleWaiters.Replicator<RegisteredBackup> {
   private static final Logger log = LoggerFactory.getLogger(PrimaryReplicator.class);
 
-  private final ParameterShard shard;
+  final ParameterShard shard;
   private final ChannelFactory channels;
-  private final int index;
-  private final long epoch;
-  private final Duration timeout;
+  final int index;
+  final long epoch;
+  final Duration timeout;
   private final OwnershipCheck owner;
-  private final Path scratch;
+  final InSyncRecorder inSync;
+  final Path scratch;
   private final Consumer<String> onDeposed;
   private final AtomicLong unreplicated;
   private final ExecutorService copier;
-  private volatile RegisteredBackup backup;
-  private volatile boolean closed;
+  private final BackupCopies copies = new BackupCopies(this);
+  volatile RegisteredBackup backup;
+  volatile boolean closed;
   // Guarded by this: a watch event was applied, so start()'s first read (maybe older) is dropped
   private boolean watched;
   // Guarded by this: the records sent and not answered yet, the pushes settling without a thread,
@@ -70,13 +69,14 @@ final class PrimaryReplicator
   private final TreeSet<Long> outstanding = new TreeSet<>();
   private final SettleWaiters<RegisteredBackup> waiters;
   private long issued;
-  private String deposedWhy;
+  String deposedWhy;
   private AutoCloseable watch;
 
   /**
    * @param channels makes the channel to the backup (the service's TLS and interceptors)
    * @param epoch the create revision of this primary's {@code ps/<index>} key
    * @param owner confirms this primary's ownership before a push is answered without the backup
+   * @param inSync writes the shard's in-sync record in etcd
    * @param scratch directory for the copy being sent
    * @param onDeposed called (once, with why) when a backup reports that this pserver is no longer
    *     primary
@@ -89,6 +89,7 @@ final class PrimaryReplicator
       long epoch,
       Duration timeout,
       OwnershipCheck owner,
+      InSyncRecorder inSync,
       Path scratch,
       Consumer<String> onDeposed,
       AtomicLong unreplicated) {
@@ -98,6 +99,7 @@ final class PrimaryReplicator
     this.epoch = epoch;
     this.timeout = timeout;
     this.owner = owner;
+    this.inSync = inSync;
     this.scratch = scratch;
     this.onDeposed = onDeposed;
     this.unreplicated = unreplicated;
@@ -138,7 +140,7 @@ final class PrimaryReplicator
     if (address != null) {
       log.info(
           "pserver {}: backup registered at {}: sending it a copy of the shard", index, address);
-      copier.execute(this::copyLoop);
+      copier.execute(copies::loop);
     } else if (old != null) {
       log.warn(
           "pserver {}: backup {} is gone: pushes are answered on this log alone",
@@ -233,7 +235,7 @@ final class PrimaryReplicator
     return outstanding.isEmpty() || outstanding.first() > mine;
   }
 
-  private void deposed(String cause) {
+  void deposed(String cause) {
     String why =
         "pserver "
             + index
@@ -251,7 +253,7 @@ final class PrimaryReplicator
   }
 
   /** A backup refused this primary: deposed (true) only if etcd agrees; else the copy retries. */
-  private boolean refusedByBackup(String why) {
+  boolean refusedByBackup(String why) {
     boolean deposed = !owner.ownerDespiteRefusal(why);
     if (deposed) {
       deposed(why);
@@ -268,7 +270,7 @@ final class PrimaryReplicator
     }
     releaseWaiters();
     log.warn("pserver {}: backup {} needs a new copy of the shard: {}", index, b.address, why);
-    copier.execute(this::copyLoop);
+    copier.execute(copies::loop);
   }
 
   /**
@@ -365,6 +367,21 @@ final class PrimaryReplicator
     if (alone) {
       try {
         owner.confirm();
+        if (late) {
+          behind(b);
+        }
+        if (inSync.recordOutOfSync(
+            late ? "it did not hold a push within " + timeout : "no backup holds the push")) {
+          // A backup in sync now holds this push: it registered after the push was applied (its
+          // copy, cut later, holds it), or behind() above made it need a new copy. No copy is
+          // due, so nothing else would record it in sync again: the shard would stay without a
+          // backup allowed to take it over, even with pushes flowing.
+          try {
+            copier.execute(copies::recordSynced);
+          } catch (java.util.concurrent.RejectedExecutionException closed) {
+            log.debug("pserver {}: replication closed, backup not recorded in sync", index);
+          }
+        }
       } catch (OwnershipCheck.OwnershipException e) {
         if (e.verdict() == OwnershipCheck.Verdict.NOT_OWNER) {
           deposed(e.getMessage());
@@ -383,94 +400,32 @@ final class PrimaryReplicator
     }
   }
 
+  /**
+   * A push is answered without {@code b}, which may lack it (its record late or lost): {@code b}
+   * needs a new copy, cut after that push, before it can be recorded in sync again.
+   */
+  private void behind(RegisteredBackup b) {
+    synchronized (this) {
+      if (b == null || backup != b || b.phase == Phase.NEEDS_COPY) {
+        return;
+      }
+      b.phase = Phase.NEEDS_COPY;
+    }
+    releaseWaiters();
+    log.warn(
+        "pserver {}: backup {} may lack a push answered without it: new copy", index, b.address);
+    copier.execute(copies::loop);
+  }
+
+  /** The primary stops cleanly, its last checkpoint holding every update: etcd records it. */
+  void recordCleanStop() {
+    inSync.recordCleanStop();
+  }
+
   /** True when a backup is registered and holds every update (for status and tests). */
   boolean backupSynced() {
     RegisteredBackup b = backup;
     return b != null && b.phase == Phase.SYNCED;
-  }
-
-  /**
-   * Sends the current backup copies until one is installed, while it needs one (through {@link
-   * Retry}: backoff from 100 ms to 5 s; an interrupt ends it with the flag restored).
-   */
-  private void copyLoop() {
-    Retry retry =
-        new Retry(
-            Duration.ofMillis(100), Duration.ofSeconds(5), () -> closed || !needsCopy(backup));
-    try {
-      retry.until(
-          "copying shard " + index + " to its backup",
-          attempt -> {
-            RegisteredBackup b = backup;
-            if (!needsCopy(b)) {
-              return Optional.of(false);
-            }
-            try {
-              copy(b);
-              return Optional.of(true);
-            } catch (StatusRuntimeException e) {
-              if (RpcErrors.reasonOf(e) == ErrorReason.NOT_PRIMARY
-                  && refusedByBackup(e.getMessage())) {
-                return Optional.of(false);
-              }
-              log.warn(
-                  "pserver {}: copy to backup {} failed, retrying: {}",
-                  index,
-                  b.address,
-                  e.getStatus());
-            } catch (IOException | RuntimeException e) {
-              log.warn(
-                  "pserver {}: copy to backup {} failed, retrying: {}",
-                  index,
-                  b.address,
-                  e.toString());
-            }
-            copyFailed(b);
-            return Optional.empty();
-          });
-    } catch (StoppedException e) {
-      log.debug("pserver {}: {}", index, e.getMessage());
-    }
-  }
-
-  /**
-   * A copy that failed after its cut left the backup "copying": it needs one again, or the copy
-   * loop would stop and every push wait the replication timeout for a copy that never comes.
-   */
-  private synchronized void copyFailed(RegisteredBackup b) {
-    if (backup == b && b.phase == Phase.COPYING) {
-      b.phase = Phase.NEEDS_COPY;
-    }
-  }
-
-  private synchronized boolean needsCopy(RegisteredBackup b) {
-    return b != null && b == backup && b.phase == Phase.NEEDS_COPY;
-  }
-
-  private void copy(RegisteredBackup b) throws IOException, InterruptedException {
-    long start = System.nanoTime();
-    CopyUpload.Sent sent =
-        CopyUpload.cutAndSend(
-            shard,
-            scratch.resolve("replica-copy-" + index + ".tmp"),
-            FillChunk.newBuilder().setIndex(index).setEpoch(epoch),
-            b.async,
-            timeout,
-            () -> {
-              synchronized (this) {
-                b.generation++;
-                b.sequence = 0;
-                b.phase = Phase.COPYING;
-                return b.generation;
-              }
-            });
-    synchronized (this) {
-      if (backup == b && b.generation == sent.generation() && b.phase == Phase.COPYING) {
-        b.phase = Phase.SYNCED;
-        notifyAll();
-      }
-    }
-    sent.logInstalled(index, b.address, start);
   }
 
   @Override

@@ -3,6 +3,7 @@ package dev.paramserver.pserver.replication;
 import dev.paramserver.coordination.Coordinator;
 import dev.paramserver.coordination.KeyValueStore;
 import dev.paramserver.coordination.Lease;
+import dev.paramserver.coordination.ShardSyncRecord;
 import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.pserver.PserverProperties;
 import dev.paramserver.pserver.role.ShardLifecycle;
@@ -15,6 +16,7 @@ import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.nio.file.Path;
+import java.util.Optional;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
@@ -47,6 +49,7 @@ public final class Replication implements AutoCloseable {
   private final ChannelFactory channels;
   private final AtomicLong unreplicated = new AtomicLong();
   private final AtomicLong takeovers = new AtomicLong();
+  private final AtomicLong takeoversRefused = new AtomicLong();
   private final ExecutorService worker =
       Executors.newSingleThreadExecutor(
           r -> {
@@ -60,6 +63,8 @@ public final class Replication implements AutoCloseable {
   private boolean closed;
   private volatile long lastTakeoverMs = -1;
   private volatile Runnable onRoleLost = () -> {};
+  // Why this pserver's log failed (a write or an fsync), or null: it serves no shard any more.
+  private volatile String storageFailure;
 
   public Replication(
       Coordinator coordinator,
@@ -82,6 +87,12 @@ public final class Replication implements AutoCloseable {
         .register(registry);
     FunctionCounter.builder("paramserver.pserver.replication.takeovers", takeovers, AtomicLong::get)
         .description("Shards this pserver took over as a backup whose primary ended")
+        .register(registry);
+    FunctionCounter.builder(
+            "paramserver.pserver.replication.takeovers.refused", takeoversRefused, AtomicLong::get)
+        .description(
+            "Takeovers this backup did not make because etcd did not record it in sync with the"
+                + " primary that ended (the shard waits for that primary's log)")
         .register(registry);
     Gauge.builder(
             "paramserver.pserver.replication.backup.synced", this, r -> r.backupSynced() ? 1 : 0)
@@ -145,6 +156,17 @@ public final class Replication implements AutoCloseable {
                 () ->
                     new ServiceException(
                         ErrorReason.NOT_PRIMARY, key + " is not held under this pserver's lease"));
+    // Before it serves: etcd records this epoch with no backup in sync, so that a backup of an
+    // earlier epoch's record cannot take over on its word, and this pserver's log is the one the
+    // shard waits for if it ends (a restart finds its epoch there).
+    InSyncRecorder inSync =
+        new InSyncRecorder(kv, key, coordinator.keys().psSync(index), mine.createRevision(), index);
+    inSync.start();
+    ShardPersistence persisted = persistence.getIfAvailable();
+    if (persisted != null) {
+      persisted.logEpoch(index, mine.createRevision());
+      persisted.onStorageFailure(this::storageFailed);
+    }
     PrimaryReplicator p =
         new PrimaryReplicator(
             shard,
@@ -154,6 +176,7 @@ public final class Replication implements AutoCloseable {
             properties.replicationTimeout(),
             new OwnershipCheck(
                 kv, key, mine.createRevision(), lease, properties.replicationTimeout()),
+            inSync,
             scratch(),
             this::deposed,
             unreplicated);
@@ -175,9 +198,91 @@ public final class Replication implements AutoCloseable {
     log.info("pserver {} is the primary of its shard (epoch {})", index, mine.createRevision());
   }
 
+  /**
+   * This pserver's log failed (a write or an fsync, see {@code WriteAheadLog}): nothing more is
+   * acknowledged (the log refuses every write from now on), and a primary gives its shard up
+   * through the lifecycle (DEPOSED: the registration revokes its lease, so its backup, in sync,
+   * takes over); it claims no shard as a primary again until restarted. Does not block (runs on the
+   * failing thread).
+   */
+  void storageFailed(String why) {
+    storageFailure = why;
+    String message = "this pserver's write-ahead log failed (" + why + "): it gives its shard up";
+    try {
+      worker.execute(() -> deposed(message));
+    } catch (RejectedExecutionException e) {
+      log.debug("replication is closed: {}", message);
+    }
+  }
+
   private void deposed(String why) {
     if (lifecycle.deposed(why)) {
       roleLost();
+    }
+  }
+
+  /**
+   * True when this pserver's log is that of the last primary of shard {@code index} (the epoch it
+   * recorded equals the one of the shard's in-sync record): after a crash the shard waits for this
+   * log unless its backup was in sync, so this pserver claims the shard back even though a backup
+   * is registered (see docs/explanation/replicas.md).
+   */
+  /**
+   * Whether this pserver may claim the vacant {@code ps/<index>} as a primary: it holds the log of
+   * the shard's last primary, or no backup is registered and nothing may be lost by serving the
+   * shard from its checkpoint (no in-sync record yet, the last primary stopped cleanly, or an
+   * operator forced it). A shard whose last primary ended while answering pushes alone waits for
+   * that primary's log.
+   *
+   * @param backupRegistered whether {@code ps_backup/<index>} exists (then the backup takes over)
+   */
+  public boolean mayClaim(int index, boolean backupRegistered) {
+    if (storageFailure != null) {
+      log.warn("shard {} not claimed: this pserver's log failed ({})", index, storageFailure);
+      return false;
+    }
+    if (holdsLatestLog(index)) {
+      return true;
+    }
+    if (backupRegistered) {
+      return false;
+    }
+    try {
+      Optional<ShardSyncRecord> r =
+          ShardSyncRecord.read(coordinator.kv(), coordinator.keys(), index);
+      if (r.isPresent() && !r.get().admitsCheckpoint()) {
+        log.info(
+            "shard {} waits for the log of its last primary (epoch {}, {}): not claimed; 'psctl"
+                + " force-takeover --shard {}' serves it from its checkpoint",
+            index,
+            r.get().epoch(),
+            r.get().inSync() ? "its backup in sync" : "answering without its backup",
+            index);
+        return false;
+      }
+      return true;
+    } catch (RuntimeException e) {
+      log.warn("reading the in-sync record of shard {} failed: {}", index, e.toString());
+      return false;
+    }
+  }
+
+  public boolean holdsLatestLog(int index) {
+    ShardPersistence p = persistence.getIfAvailable();
+    if (p == null) {
+      return false;
+    }
+    long logged = p.loggedEpoch(index);
+    if (logged <= 0) {
+      return false;
+    }
+    try {
+      return ShardSyncRecord.read(coordinator.kv(), coordinator.keys(), index)
+          .map(r -> r.epoch() == logged)
+          .orElse(false);
+    } catch (RuntimeException e) {
+      log.warn("reading the in-sync record of shard {} failed: {}", index, e.toString());
+      return false;
     }
   }
 
@@ -191,7 +296,11 @@ public final class Replication implements AutoCloseable {
     lifecycle.backup(index);
     ShardPersistence p = persistence.getIfAvailable();
     if (p != null) {
-      p.discardLog(index);
+      try {
+        p.discardLog(index);
+      } catch (RuntimeException e) {
+        log.warn("setting the old log of shard {} aside failed: {}", index, e.toString());
+      }
     }
     Takeover takeover =
         new Takeover(coordinator, lifecycle, persistence, this, address, lease, promoted, shard);
@@ -202,6 +311,7 @@ public final class Replication implements AutoCloseable {
             index,
             coordinator.kv(),
             coordinator.keys().ps(index),
+            coordinator.keys().psSync(index),
             properties.replicationTimeout(),
             gone -> {
               try {
@@ -232,6 +342,10 @@ public final class Replication implements AutoCloseable {
   /** True while {@code b} is the current backup and replication is open. */
   synchronized boolean current(BackupReplica b) {
     return backup == b && !closed;
+  }
+
+  void takeoverRefused() {
+    takeoversRefused.incrementAndGet();
   }
 
   void tookOver(long startNanos) {
@@ -278,10 +392,23 @@ public final class Replication implements AutoCloseable {
     lifecycle.replicationStopped();
   }
 
+  /**
+   * Shutdown (after the final checkpoint): a primary whose checkpoint holds every update it applied
+   * (or that holds none: not initialised) records a clean stop in etcd, so that the shard need not
+   * wait for its log.
+   */
   @Override
   public void close() {
+    PrimaryReplicator p;
     synchronized (this) {
       closed = true;
+      p = primary;
+    }
+    if (p != null) {
+      var status = lifecycle.status();
+      if (!status.getInitialised() || status.getCheckpointStep() == status.getStep()) {
+        p.recordCleanStop();
+      }
     }
     stop();
     worker.shutdownNow();

@@ -3,6 +3,7 @@ package dev.paramserver.pserver.replication;
 import dev.paramserver.coordination.Coordinator;
 import dev.paramserver.coordination.KeyValueStore;
 import dev.paramserver.coordination.Lease;
+import dev.paramserver.coordination.ShardSyncRecord;
 import dev.paramserver.pserver.role.ShardLifecycle;
 import dev.paramserver.pserver.role.ShardPersistence;
 import dev.paramserver.pserver.role.ShardRole;
@@ -23,6 +24,13 @@ import org.springframework.beans.factory.ObjectProvider;
  * under its own lease and, when it holds every acknowledged update, serves the state it holds (the
  * checkpoint written at once is the new base of its log); a backup that was still waiting for its
  * copy loads the shard's checkpoint instead, as a restarted primary would.
+ *
+ * <p>It takes over only when etcd's in-sync record ({@link ShardSyncRecord}) names it in sync with
+ * the primary that ended (and it still holds every record of it), or when an operator forced the
+ * takeover ({@code psctl force-takeover}). Otherwise the primary answered pushes without it: the
+ * shard waits for that primary to restart with its log (it claims the shard back, see {@link
+ * Replication#holdsLatestLog}), as Kafka never elects a replica outside the in-sync set unless told
+ * to.
  *
  * <p>After the claim, installing the state and becoming primary are retried ({@link #ATTEMPTS}
  * times); if they still fail, or the pserver shuts down meanwhile, the claim is released (the key
@@ -68,10 +76,50 @@ final class Takeover {
   void run(BackupReplica b) {
     long start = System.nanoTime();
     int index = b.index();
-    if (!replication.current(b) || !lease.isAlive() || !lifecycle.beginTakeover(index)) {
+    if (!replication.current(b) || !lease.isAlive()) {
       return;
     }
-    boolean synced = b.beginTakeover();
+    Optional<ShardSyncRecord> record;
+    try {
+      record = ShardSyncRecord.read(coordinator.kv(), coordinator.keys(), index);
+    } catch (RuntimeException e) {
+      log.warn(
+          "backup of shard {}: reading its in-sync record failed, no takeover: {}",
+          index,
+          e.toString());
+      return;
+    }
+    boolean forced = record.map(ShardSyncRecord::isForced).orElse(false);
+    if (!admitted(b, record)) {
+      return;
+    }
+    // the copy this backup holds is served only if etcd does not know of a push it lacks
+    boolean ownCopy = record.isEmpty() || forced || record.get().namesInSync(b.epoch(), address);
+    if (!lifecycle.beginTakeover(index)) {
+      return;
+    }
+    boolean synced = b.beginTakeover() && ownCopy;
+    if (!synced && !record.map(ShardSyncRecord::admitsCheckpoint).orElse(true)) {
+      log.warn(
+          "backup of shard {}: etcd records it in sync but it lost a record since: the shard waits"
+              + " for its primary's log",
+          index);
+      replication.takeoverRefused();
+      lifecycle.takeoverAborted(false);
+      b.abortTakeover();
+      return;
+    }
+    if (forced) {
+      ShardSyncRecord r = record.get();
+      log.warn(
+          "backup of shard {}: takeover FORCED by {} at {} ms (primary epoch {}, {}): pushes the"
+              + " ended primary answered without this backup are lost",
+          index,
+          r.forcedBy(),
+          r.forcedAtMs(),
+          r.epoch(),
+          r.inSync() ? "backup recorded in sync" : "backup recorded out of sync");
+    }
     KeyValueStore kv = coordinator.kv();
     String key = coordinator.keys().ps(index);
     boolean claimed;
@@ -106,6 +154,31 @@ final class Takeover {
         shard.step(),
         synced ? "replicated" : "checkpointed",
         replication.lastTakeoverMs());
+  }
+
+  /**
+   * Whether etcd lets {@code b} take the shard over: no record (no primary of this code ever served
+   * it), or one naming this backup in sync with the primary {@code b} followed.
+   */
+  private boolean admitted(BackupReplica b, Optional<ShardSyncRecord> record) {
+    if (record.isEmpty() || record.get().admitsTakeover(b.epoch(), address)) {
+      return true;
+    }
+    ShardSyncRecord r = record.get();
+    replication.takeoverRefused();
+    log.warn(
+        "backup of shard {}: etcd does not record it in sync with the primary that ended (primary"
+            + " epoch {}, followed {}, {}): the shard waits for that primary to restart with its"
+            + " log; 'psctl force-takeover --shard {}' makes this backup take over and loses"
+            + " what the primary answered alone",
+        b.index(),
+        r.epoch(),
+        b.epoch(),
+        r.inSync()
+            ? "in sync: " + r.backup()
+            : "out of sync since " + java.time.Instant.ofEpochMilli(r.changedAtMs()),
+        b.index());
+    return false;
   }
 
   /** Installs the state and becomes primary, retried; false when it did not succeed. */

@@ -138,6 +138,41 @@ class WalRecoveryTest {
   }
 
   @Test
+  void unreadableCheckpoint_atRestart_isRetriedThenRefused_andTheLogIsKept() throws IOException {
+    Pserver a = start(true);
+    a.shard().init(init("i", List.of(dense("w", 2, 2, sgd(1))), List.of(block("w", 0, 2, 5, 5))));
+    a.shard().finishInit(finish("i", 1));
+    a.shard().push(step(1, 2));
+    a.service().checkpointNow();
+    a.shard().push(step(2, 2));
+    long before = segments();
+    // no checkpoint can be read (a storage error: the files are gone, the previous one too)
+    java.util.Map<Path, byte[]> saved = new java.util.HashMap<>();
+    try (Stream<Path> files = Files.list(dir)) {
+      for (Path f : files.filter(f -> f.toString().endsWith(".ckpt")).toList()) {
+        saved.put(f, Files.readAllBytes(f));
+        Files.delete(f);
+      }
+    }
+    assertThat(saved).isNotEmpty();
+
+    org.assertj.core.api.Assertions.assertThatThrownBy(() -> start(true))
+        .isInstanceOf(IllegalStateException.class)
+        .hasMessageContaining("cannot read the checkpoint")
+        .hasMessageContaining("does not start empty");
+    assertThat(segments()).as("the log's files").isEqualTo(before);
+
+    // the storage is back: the next claim loads the checkpoint and replays the log
+    for (var e : saved.entrySet()) {
+      Files.write(e.getKey(), e.getValue());
+    }
+    Pserver b = start(true);
+    assertThat(b.shard().step()).isEqualTo(2);
+    assertThat(b.shard().pull(pullAll())).isEqualTo(a.shard().pull(pullAll()));
+    b.service().stop();
+  }
+
+  @Test
   void withoutTheLog_aCrashFallsBackToTheCheckpoint() {
     Pserver a = start(false);
     a.shard().init(init("i", List.of(dense("w", 2, 2, sgd(1))), List.of(block("w", 0, 2, 5, 5))));

@@ -58,7 +58,14 @@ class BackupReplicaTest {
     lifecycle.backup(0);
     backup =
         new BackupReplica(
-            shard, lifecycle, 0, coordinator.kv(), key, Duration.ofSeconds(5), b -> {});
+            shard,
+            lifecycle,
+            0,
+            coordinator.kv(),
+            key,
+            coordinator.keys().psSync(0),
+            Duration.ofSeconds(5),
+            b -> {});
     backup.start();
   }
 

@@ -133,4 +133,79 @@ class WriteAheadLogTest {
     assertThat(fresh.segment()).isGreaterThan(a);
     fresh.close();
   }
+
+  @Test
+  void aDamagedRecordInTheMiddle_stopsRecovery_namingTheFileAndOffset() throws IOException {
+    WriteAheadLog log = new WriteAheadLog(dir, WriteAheadLog.SyncMode.NONE, Duration.ofMillis(5));
+    replay(log, 0);
+    long first = log.segment();
+    for (long step = 1; step <= 5; step++) {
+      log.append(record(step));
+    }
+    log.close();
+    Path segment = dir.resolve(String.format("ps-0-wal-%020d.log", first));
+    byte[] bytes = Files.readAllBytes(segment);
+    int frame = bytes.length / 5; // every record has the same size
+    bytes[frame + frame / 2] ^= 0x5a; // a flipped byte in record 2 of 5
+    Files.write(segment, bytes);
+
+    WriteAheadLog restarted =
+        new WriteAheadLog(dir, WriteAheadLog.SyncMode.NONE, Duration.ofMillis(5));
+    org.assertj.core.api.Assertions.assertThatThrownBy(() -> replay(restarted, first))
+        .isInstanceOfSatisfying(
+            CorruptLogException.class,
+            e -> {
+              assertThat(e.file()).isEqualTo(segment);
+              assertThat(e.offset()).isEqualTo(frame);
+              assertThat(e.getMessage()).contains(segment.toString()).contains("offset " + frame);
+            });
+    assertThat(segment).as("the segment is kept").exists();
+    restarted.close();
+  }
+
+  @Test
+  void aFailedFsync_failsTheLogForGood_andTellsItsListenerOnce() {
+    WriteAheadLog log = new WriteAheadLog(dir, WriteAheadLog.SyncMode.ALWAYS, Duration.ofMillis(5));
+    replay(log, 0);
+    List<String> told = new java.util.concurrent.CopyOnWriteArrayList<>();
+    log.onFailure(told::add);
+    log.append(record(1));
+    log.disk(
+        new WalDisk() {
+          @Override
+          public void force(java.nio.channels.FileChannel ch) throws IOException {
+            throw new IOException("Input/output error (injected)");
+          }
+        });
+    org.assertj.core.api.Assertions.assertThatThrownBy(() -> log.append(record(2)))
+        .hasMessageContaining("fsync")
+        .hasMessageContaining("Input/output error");
+    log.disk(WalDisk.DIRECT); // the disk answers again: the log stays failed
+    org.assertj.core.api.Assertions.assertThatThrownBy(() -> log.append(record(3)))
+        .hasMessageContaining("the write-ahead log failed");
+    assertThat(told).singleElement().asString().contains("Input/output error");
+    assertThat(log.failure()).contains("fsync");
+    log.close();
+  }
+
+  @Test
+  void aFailedBackgroundFsync_inBatchMode_failsTheLog() {
+    WriteAheadLog log = new WriteAheadLog(dir, WriteAheadLog.SyncMode.BATCH, Duration.ofMillis(5));
+    replay(log, 0);
+    List<String> told = new java.util.concurrent.CopyOnWriteArrayList<>();
+    log.onFailure(told::add);
+    log.disk(
+        new WalDisk() {
+          @Override
+          public void force(java.nio.channels.FileChannel ch) throws IOException {
+            throw new IOException("Input/output error (injected)");
+          }
+        });
+    log.append(record(1)); // batch: answered before the fsync
+    dev.paramserver.testsupport.Poll.until(
+        Duration.ofSeconds(10), () -> !told.isEmpty(), "the background fsync failed");
+    org.assertj.core.api.Assertions.assertThatThrownBy(() -> log.append(record(2)))
+        .hasMessageContaining("the write-ahead log failed");
+    log.close();
+  }
 }

@@ -71,6 +71,7 @@ final class FaultyNetwork implements ClientInterceptor, AutoCloseable {
   // Guarded by this: the calls held now, released together.
   private List<FaultyCall<?, ?>> held = new ArrayList<>();
   private volatile boolean healed;
+  private volatile boolean cut;
   private final AtomicInteger reordered = new AtomicInteger();
   // By method: the calls made that neither reached the server nor failed yet.
   private final Map<String, ConcurrentSkipListSet<Integer>> unsent = new ConcurrentHashMap<>();
@@ -95,7 +96,13 @@ final class FaultyNetwork implements ClientInterceptor, AutoCloseable {
   /** From now on every call passes (the rest of the plans is skipped); held calls are released. */
   void heal() {
     healed = true;
+    cut = false;
     releaseHeld();
+  }
+
+  /** From now on every call is dropped (a black hole), until {@link #heal}. */
+  void cut() {
+    cut = true;
   }
 
   /** How many calls reached the server before a call of their method made earlier. */
@@ -115,7 +122,8 @@ final class FaultyNetwork implements ClientInterceptor, AutoCloseable {
     String name = method.getBareMethodName();
     int n = calls.computeIfAbsent(name, k -> new AtomicInteger()).getAndIncrement();
     List<Fault> plan = plans.getOrDefault(name, List.of());
-    Fault fault = healed || n >= plan.size() ? Fault.PASS : plan.get(n);
+    Fault fault =
+        cut ? new Fault(Kind.DROP, 0) : healed || n >= plan.size() ? Fault.PASS : plan.get(n);
     met.computeIfAbsent(fault.kind(), k -> new AtomicInteger()).incrementAndGet();
     Set<Integer> pending = this.unsent.computeIfAbsent(name, k -> new ConcurrentSkipListSet<>());
     pending.add(n);

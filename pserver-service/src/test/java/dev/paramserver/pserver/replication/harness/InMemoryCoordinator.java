@@ -80,6 +80,57 @@ public final class InMemoryCoordinator implements Coordinator {
     store.unreachable = unreachable;
   }
 
+  /**
+   * Holds the next read of {@code key} made by a thread whose name starts with {@code thread} (as a
+   * slow etcd answer would) until {@link ReadHold#release()}.
+   */
+  ReadHold holdNextRead(String key, String thread) {
+    ReadHold hold = new ReadHold(key, thread);
+    store.holds.add(hold);
+    return hold;
+  }
+
+  /** A read held by {@link #holdNextRead}. */
+  static final class ReadHold {
+    private final String key;
+    private final String thread;
+    private final java.util.concurrent.CountDownLatch held =
+        new java.util.concurrent.CountDownLatch(1);
+    private final java.util.concurrent.CountDownLatch released =
+        new java.util.concurrent.CountDownLatch(1);
+
+    private ReadHold(String key, String thread) {
+      this.key = key;
+      this.thread = thread;
+    }
+
+    private boolean matches(String k) {
+      return key.equals(k) && Thread.currentThread().getName().startsWith(thread);
+    }
+
+    /** True once the read is being held. */
+    boolean holding() {
+      return held.getCount() == 0;
+    }
+
+    /** Lets the held read (and any later one) go on. */
+    void release() {
+      released.countDown();
+    }
+
+    private void hold() {
+      held.countDown();
+      try {
+        if (!released.await(30, java.util.concurrent.TimeUnit.SECONDS)) {
+          throw new CoordinationException("get " + key + ": held read never released (harness)");
+        }
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new CoordinationException("get " + key + ": interrupted (harness)");
+      }
+    }
+  }
+
   /** Reads of {@code key} so far. */
   long reads(String key) {
     return store.reads.getOrDefault(key, 0L);
@@ -150,8 +201,20 @@ public final class InMemoryCoordinator implements Coordinator {
 
     private record Watch(String prefix, Consumer<WatchEvent> listener) {}
 
+    private final java.util.Queue<ReadHold> holds =
+        new java.util.concurrent.ConcurrentLinkedQueue<>();
+
     @Override
-    public synchronized Optional<KeyValue> get(String key) {
+    public Optional<KeyValue> get(String key) {
+      for (ReadHold h : holds) {
+        if (h.matches(key) && holds.remove(h)) {
+          h.hold(); // outside the store's monitor: other calls go on
+        }
+      }
+      return read(key);
+    }
+
+    private synchronized Optional<KeyValue> read(String key) {
       reads.merge(key, 1L, Long::sum);
       if (unreachable) {
         throw new CoordinationException("get " + key + ": etcd did not answer (harness)");
@@ -199,9 +262,29 @@ public final class InMemoryCoordinator implements Coordinator {
     @Override
     public synchronized boolean commitIfHeld(
         String fenceKey, long fenceCreateRevision, Map<String, byte[]> puts, List<String> deletes) {
+      if (unreachable) {
+        throw new CoordinationException("commit fenced on " + fenceKey + ": etcd did not answer");
+      }
       KeyValue fence = data.get(fenceKey);
       if (fence == null || fence.createRevision() != fenceCreateRevision) {
         return false;
+      }
+      puts.forEach((k, v) -> write(k, v, 0));
+      deletes.forEach(this::delete);
+      return true;
+    }
+
+    @Override
+    public synchronized boolean commitIfRevisions(
+        Map<String, Long> modRevisions, Map<String, byte[]> puts, List<String> deletes) {
+      if (unreachable) {
+        throw new CoordinationException("commit fenced on revisions: etcd did not answer");
+      }
+      for (Map.Entry<String, Long> e : modRevisions.entrySet()) {
+        KeyValue now = data.get(e.getKey());
+        if ((now == null ? 0 : now.modRevision()) != e.getValue()) {
+          return false;
+        }
       }
       puts.forEach((k, v) -> write(k, v, 0));
       deletes.forEach(this::delete);

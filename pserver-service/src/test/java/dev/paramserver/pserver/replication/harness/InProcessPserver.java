@@ -55,6 +55,8 @@ final class InProcessPserver implements AutoCloseable {
   final Replication replication;
   private final InMemoryCoordinator coordinator;
   private final Path dir;
+  // False once a restart on the same disk took the directory over.
+  private volatile boolean ownsDir = true;
   private final ExecutorService transport;
   private final ExecutorService blocking;
   private final Server server;
@@ -78,10 +80,21 @@ final class InProcessPserver implements AutoCloseable {
       Duration timeout,
       SparseSettings sparse,
       LongSupplier clock) {
+    this(name, coordinator, network, timeout, sparse, clock, null);
+  }
+
+  private InProcessPserver(
+      String name,
+      InMemoryCoordinator coordinator,
+      FaultyNetwork network,
+      Duration timeout,
+      SparseSettings sparse,
+      LongSupplier clock,
+      Path disk) {
     // unique in the JVM: a try that timed out may still hold its servers' names
     this.name = name + "-" + INSTANCES.incrementAndGet();
     this.coordinator = coordinator;
-    this.dir = TempDirs.create("replication-harness-" + this.name);
+    this.dir = disk != null ? disk : TempDirs.create("replication-harness-" + this.name);
     PserverProperties properties = properties(dir, timeout);
     this.shard = new ParameterShard(true, sparse, clock);
     this.lifecycle = new ShardLifecycle(shard);
@@ -137,6 +150,60 @@ final class InProcessPserver implements AutoCloseable {
     return name.getBytes(StandardCharsets.UTF_8);
   }
 
+  /**
+   * A new process on this (crashed) pserver's disk: its checkpoints and write-ahead log, as after
+   * {@code kill -9} and a restart; it registers with {@link #registerAsRegistrationDoes}.
+   */
+  InProcessPserver restartOnSameDisk(String newName, FaultyNetwork network, Duration timeout) {
+    ownsDir = false;
+    return new InProcessPserver(
+        newName, coordinator, network, timeout, SparseSettings.unlimited(), System::nanoTime, dir);
+  }
+
+  /**
+   * Registers as ShardRegistration does with replicas: the primary of shard 0 when {@link
+   * Replication#mayClaim} lets it; else its backup.
+   *
+   * @return true when it became the primary
+   */
+  boolean registerAsRegistrationDoes() {
+    lease = coordinator.grantLease(Duration.ofSeconds(30));
+    KeyValueStore kv = coordinator.kv();
+    if (replication.mayClaim(INDEX, kv.get(coordinator.keys().psBackup(INDEX)).isPresent())
+        && kv.putIfAbsent(coordinator.keys().ps(INDEX), address(), lease)) {
+      if (lifecycle.claimed(INDEX)) {
+        checkpoints.load(INDEX);
+      }
+      replication.becomePrimary(INDEX, lease);
+      return true;
+    }
+    if (!kv.putIfAbsent(coordinator.keys().psBackup(INDEX), address(), lease)) {
+      throw new IllegalStateException("ps_backup/" + INDEX + " is taken");
+    }
+    replication.becomeBackup(INDEX, name, lease, promoted::set);
+    return false;
+  }
+
+  /**
+   * As the registration does when the replication reports the role lost (deposed, a failed log):
+   * this pserver's lease is revoked, so its keys vanish.
+   */
+  void revokeLeaseWhenRoleLost() {
+    replication.onRoleLost(
+        () -> {
+          if (lease != null) {
+            lease.revoke();
+          }
+        });
+  }
+
+  /** Takeovers this backup refused because etcd did not record it in sync (the metric). */
+  long takeoversRefused() {
+    var counter =
+        metrics.find("paramserver.pserver.replication.takeovers.refused").functionCounter();
+    return counter == null ? 0 : (long) counter.count();
+  }
+
   /** The process ends at once: its lease ends, its keys vanish, it serves nothing more. */
   void crash() {
     server.shutdownNow();
@@ -149,6 +216,19 @@ final class InProcessPserver implements AutoCloseable {
   /** etcd expires this pserver's lease while it is paused (see InMemoryCoordinator#expire). */
   void leaseExpiresWhilePaused() {
     coordinator.expire(lease);
+  }
+
+  /**
+   * The pserver resumes after a pause past its lease (see {@link #leaseExpiresWhilePaused}) and
+   * does what ShardRegistration does when its lease is lost: a serving shard stops answering, the
+   * replication role ends, and it registers again ({@link #registerAsRegistrationDoes}).
+   *
+   * @return true when it became the primary
+   */
+  boolean resumeAfterLeaseLoss() {
+    lifecycle.leaseLost(name + " lost its lease (harness)");
+    replication.stop();
+    return registerAsRegistrationDoes();
   }
 
   /** Pushes this primary answered without its backup's acknowledgement (the metric). */
@@ -196,7 +276,9 @@ final class InProcessPserver implements AutoCloseable {
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
     }
-    TempDirs.deleteRecursively(dir);
+    if (ownsDir) {
+      TempDirs.deleteRecursively(dir);
+    }
   }
 
   /** The settings of a harness pserver: log and checkpoints in {@code dir}, no timer. */

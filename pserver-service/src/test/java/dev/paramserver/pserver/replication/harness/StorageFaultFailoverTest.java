@@ -1,0 +1,89 @@
+package dev.paramserver.pserver.replication.harness;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.paramserver.proto.v1.PushGradientsRequest;
+import dev.paramserver.pserver.role.ShardRole;
+import dev.paramserver.pserver.wal.WalDisk;
+import dev.paramserver.rpc.ServiceException;
+import dev.paramserver.testsupport.Poll;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * Storage faults fail over (issue 42, defect (d)): a primary whose write-ahead log cannot be
+ * written (a full disk) stops acknowledging and gives its shard up through its lifecycle, so its
+ * backup, in sync, takes over with every acknowledged push; the failed pserver claims no shard
+ * again.
+ */
+@Timeout(60)
+class StorageFaultFailoverTest {
+  private static final long SEED = 44;
+
+  @Test
+  void failedLogWrite_primaryGivesItsShardUp_backupTakesOverWithEveryAcknowledgedPush()
+      throws Exception {
+    InMemoryCoordinator etcd = new InMemoryCoordinator();
+    FaultyNetwork network = FaultyNetwork.reliable();
+    FaultyNetwork backupNetwork = FaultyNetwork.reliable();
+    Duration timeout = Duration.ofSeconds(5);
+    try (etcd;
+        network;
+        backupNetwork;
+        InProcessPserver a = new InProcessPserver("ps-a", etcd, network, timeout);
+        InProcessPserver b = new InProcessPserver("ps-b", etcd, backupNetwork, timeout)) {
+      a.registerAsPrimary();
+      a.revokeLeaseWhenRoleLost();
+      Trainers.initialise(a.shard);
+      b.registerAsBackup();
+      Poll.until(
+          Duration.ofSeconds(10),
+          Duration.ofMillis(5),
+          () -> a.replication.backupSynced() && b.lifecycle.role() == ShardRole.BACKUP_SYNCED,
+          "ps-b synced");
+      List<PushGradientsRequest> acknowledged = new ArrayList<>();
+      for (int step = 1; step <= 3; step++) {
+        PushGradientsRequest push = Trainers.push(SEED, 0, step);
+        assertThat(a.shard.pushOutcome(push).duplicate()).isFalse();
+        acknowledged.add(push);
+      }
+
+      // the disk is full: the next write fails
+      a.checkpoints
+          .wal()
+          .disk(
+              new WalDisk() {
+                @Override
+                public void write(FileChannel ch, ByteBuffer buf) throws IOException {
+                  throw new IOException("No space left on device (injected)");
+                }
+              });
+      PushGradientsRequest failed = Trainers.push(SEED, 0, 4);
+      assertThatThrownBy(() -> a.shard.pushOutcome(failed))
+          .isInstanceOf(ServiceException.class)
+          .hasMessageContaining("No space left on device");
+
+      Poll.until(Duration.ofSeconds(10), Duration.ofMillis(5), b::promoted, "ps-b took over");
+      assertThat(a.lifecycle.role()).isEqualTo(ShardRole.DEPOSED);
+      for (PushGradientsRequest push : acknowledged) {
+        assertThat(b.shard.pushOutcome(push).duplicate())
+            .as("step %d, acknowledged before the disk filled", push.getStep())
+            .isTrue();
+      }
+      assertThat(b.shard.pushOutcome(failed).duplicate())
+          .as("the push the full disk refused, retried on the new primary")
+          .isFalse();
+      assertThat(b.shard.step()).isEqualTo(4);
+      assertThat(a.replication.mayClaim(InProcessPserver.INDEX, false))
+          .as("a pserver whose log failed claims no shard")
+          .isFalse();
+    }
+  }
+}
