@@ -6,7 +6,8 @@ import java.util.Arrays;
  * The rows a trainer's row cache holds of one table, by id, with what it knows of each: an
  * open-addressing table of primitive ids with a row (or null: not pulled yet) and a few int fields
  * per id, so that one probe finds all of them. Training thread only. A slot number is valid until
- * the next {@link #add} or {@link #remove}.
+ * the layout changes ({@link #layout}: the next {@link #add} that grows the table, or {@link
+ * #remove}).
  */
 final class RowMeta {
   /** The batch during which the row's value was read from its pserver (pull or push answer). */
@@ -15,10 +16,7 @@ final class RowMeta {
   /** The last batch that uses (or, planned ahead, will use) the row. */
   static final int USED = 1;
 
-  /** The last planning pass that looked at the row (to skip an id repeated in one batch). */
-  static final int MARK = 2;
-
-  private static final int FIELDS = 3;
+  private static final int FIELDS = 2;
   private static final long EMPTY = Long.MIN_VALUE;
 
   private long[] keys = newKeys(64);
@@ -27,6 +25,9 @@ final class RowMeta {
   private float[][] rows = new float[64 + 1][];
   private boolean hasMin;
   private int size;
+  // counts the changes that move slots (growing, removing): a slot found under one layout is
+  // valid while the layout is unchanged (adding without growing moves no slot)
+  private long layout;
 
   private static long[] newKeys(int n) {
     long[] k = new long[n];
@@ -36,6 +37,11 @@ final class RowMeta {
 
   int size() {
     return size;
+  }
+
+  /** The layout slots were found under: unchanged, a slot found before is still valid. */
+  long layout() {
+    return layout;
   }
 
   private static int mix(long id) {
@@ -88,6 +94,7 @@ final class RowMeta {
   }
 
   private void grow() {
+    layout++;
     long[] k = keys;
     int[] f = fields;
     float[][] r = rows;
@@ -108,6 +115,7 @@ final class RowMeta {
 
   /** Forgets {@code id} and its row; true if it was there. */
   boolean remove(long id) {
+    layout++;
     if (id == EMPTY) {
       boolean had = hasMin;
       if (had) {
