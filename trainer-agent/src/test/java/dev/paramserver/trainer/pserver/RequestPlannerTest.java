@@ -17,6 +17,7 @@ import dev.paramserver.tensor.BlockSpec;
 import dev.paramserver.tensor.TensorCodec;
 import dev.paramserver.trainer.pserver.RequestPlanner.Planned;
 import java.util.List;
+import java.util.stream.LongStream;
 import org.junit.jupiter.api.Test;
 
 class RequestPlannerTest {
@@ -177,6 +178,27 @@ class RequestPlannerTest {
     }
     assertThat(rowPulls.stream().mapToInt(r -> r.request().getSparseRows(0).getRowIdsCount()).sum())
         .isEqualTo(3);
+  }
+
+  @Test
+  void rowPullsByTable_askEachOwnerForItsDistinctIds_inTheOrderGiven() {
+    RequestPlanner s = planner(sparse, DataType.FLOAT32, false);
+    String table = s.layout().sparseTables().get(0).name();
+    long[] wanted = LongStream.range(0, 40).map(i -> 1000 - 7 * i).toArray();
+    List<Planned<PullParametersRequest>> pulls = s.rowPulls(java.util.Map.of(table, wanted));
+    assertThat(pulls.size()).isGreaterThan(1);
+    List<Long> all = new java.util.ArrayList<>();
+    for (Planned<PullParametersRequest> pull : pulls) {
+      List<Long> ids = pull.request().getSparseRows(0).getRowIdsList();
+      for (long id : ids) {
+        assertThat(s.layout().ownerOfRow(table, id)).isEqualTo(pull.pserver());
+      }
+      assertThat(ids)
+          .as("descending, as given")
+          .isSortedAccordingTo(java.util.Comparator.reverseOrder());
+      all.addAll(ids);
+    }
+    assertThat(all).containsExactlyInAnyOrder(LongStream.of(wanted).boxed().toArray(Long[]::new));
   }
 
   @Test
