@@ -175,7 +175,7 @@ final class GradientSender implements AutoCloseable {
       awaitOldest();
       takeAnswered();
       if (sent.isEmpty() && heldCount > 0) {
-        startHeld();
+        startHeld(null);
       }
     }
     return next;
@@ -224,7 +224,7 @@ final class GradientSender implements AutoCloseable {
       return CompletableFuture.completedFuture(null);
     }
     if (heldCount > 0) {
-      startHeld();
+      startHeld(null);
     }
     return sent.isEmpty() ? CompletableFuture.completedFuture(null) : sent.peekLast().future();
   }
@@ -252,14 +252,10 @@ final class GradientSender implements AutoCloseable {
     return s.streamed() != null ? s.streamed().isComplete() : s.future().isDone();
   }
 
-  /** Starts a push of the gradients held, recording the values it leaves from. */
-  private void startHeld() {
-    startHeld(null);
-  }
-
   /**
-   * As {@link #startHeld()}; {@code rowsCopied}, when not null, is the base to use, whose sparse
-   * rows the local step of the one gradient held copied already.
+   * Starts a push of the gradients held, recording the values it leaves from: {@code rowsCopied},
+   * when not null, is the base to use, whose sparse rows the local step of the one gradient held
+   * copied already.
    */
   private void startHeld(Parameters rowsCopied) {
     while (sent.size() >= MAX_IN_FLIGHT) {
