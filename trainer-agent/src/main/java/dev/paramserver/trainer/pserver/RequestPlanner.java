@@ -1,5 +1,6 @@
 package dev.paramserver.trainer.pserver;
 
+import com.google.protobuf.UnsafeByteOperations;
 import dev.paramserver.models.ParameterDef;
 import dev.paramserver.models.Parameters;
 import dev.paramserver.proto.v1.BlockRef;
@@ -13,6 +14,9 @@ import dev.paramserver.proto.v1.TensorBlock;
 import dev.paramserver.proto.v1.TrainingMode;
 import dev.paramserver.tensor.BlockSpec;
 import dev.paramserver.tensor.TensorCodec;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.FloatBuffer;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -253,8 +257,20 @@ public final class RequestPlanner {
       int ps,
       int count,
       DataType type) {
-    float[] data = new float[count * width];
     SparseRows.Builder out = SparseRows.newBuilder().setName(name).setDtype(type);
+    if (type == DataType.FLOAT32) {
+      // straight into the little-endian bytes the request carries: no float array between
+      byte[] bytes = new byte[count * width * 4];
+      FloatBuffer data = ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN).asFloatBuffer();
+      for (int i = 0; i < ids.length; i++) {
+        if (owners[i] == ps) {
+          data.put(rows[i], 0, width);
+          out.addRowIds(ids[i]);
+        }
+      }
+      return out.setData(UnsafeByteOperations.unsafeWrap(bytes)).build();
+    }
+    float[] data = new float[count * width];
     int k = 0;
     for (int i = 0; i < ids.length; i++) {
       if (owners[i] == ps) {

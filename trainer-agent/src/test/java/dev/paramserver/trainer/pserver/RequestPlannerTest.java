@@ -138,11 +138,16 @@ class RequestPlannerTest {
   void sparseRows_goToTheirOwners_withTheirValues() {
     RequestPlanner p = planner(sparse, DataType.FLOAT32, false);
     Parameters grads = Parameters.zerosLike(sparse);
-    String table = p.layout().sparseTables().get(0).name();
+    // the embedding (width 4): every value of a row checked
+    String table = p.layout().sparseTables().get(p.layout().sparseTables().size() - 1).name();
     int width = grads.sparse(table).width();
+    assertThat(width).isEqualTo(4);
     for (long id = 0; id < 20; id++) {
       float[] row = grads.sparse(table).row(id);
       row[0] = id;
+      if (width > 1) {
+        row[width - 1] = -0.5f - id;
+      }
     }
     int rows = 0;
     for (Planned<PushGradientsRequest> push : p.pushes(grads, 1)) {
@@ -152,6 +157,9 @@ class RequestPlannerTest {
           long id = sr.getRowIds(i);
           assertThat(p.layout().ownerOfRow(table, id)).isEqualTo(push.pserver());
           assertThat(data[i * width]).isEqualTo((float) id);
+          if (width > 1) {
+            assertThat(data[i * width + width - 1]).isEqualTo(-0.5f - id);
+          }
           rows++;
         }
       }
