@@ -316,8 +316,8 @@ public final class ParameterClient {
   }
 
   /**
-   * Starts pulling rows {@code ids} (by table; repeats allowed) from every owning pserver at once,
-   * without waiting: a prefetch. {@link RowPull#await} takes the answers.
+   * Starts pulling rows {@code ids} (by table; distinct) from every owning pserver at once, without
+   * waiting: a prefetch. {@link RowPull#await} takes the answers.
    */
   public RowPull startRowPull(Map<String, long[]> ids) {
     return RowPull.start(this, planner.rowPulls(ids));

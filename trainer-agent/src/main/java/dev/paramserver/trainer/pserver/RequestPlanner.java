@@ -1,5 +1,6 @@
 package dev.paramserver.trainer.pserver;
 
+import com.google.protobuf.UnsafeByteOperations;
 import dev.paramserver.models.ParameterDef;
 import dev.paramserver.models.Parameters;
 import dev.paramserver.proto.v1.BlockRef;
@@ -13,6 +14,9 @@ import dev.paramserver.proto.v1.TensorBlock;
 import dev.paramserver.proto.v1.TrainingMode;
 import dev.paramserver.tensor.BlockSpec;
 import dev.paramserver.tensor.TensorCodec;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.FloatBuffer;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -220,16 +224,62 @@ public final class RequestPlanner {
       if (table.isEmpty()) {
         continue;
       }
-      long[][] owned = routing.byOwner(def.name(), table.ids());
-      for (int ps = 0; ps < owned.length; ps++) {
-        if (owned[ps].length == 0) {
-          continue;
+      // one pass over the table's slots: its ids and rows in slot order, no lookup by id
+      int size = table.size();
+      long[] ids = new long[size];
+      float[][] rows = new float[size][];
+      int[] at = {0};
+      table.forEach(
+          (id, row) -> {
+            ids[at[0]] = id;
+            rows[at[0]++] = row;
+          });
+      int[] owners = new int[size];
+      int[] per = routing.owners(def.name(), ids, size, owners);
+      for (int ps = 0; ps < per.length; ps++) {
+        if (per[ps] > 0) {
+          reqs.computeIfAbsent(ps, k -> newPush(step).setReturnRows(returnRows))
+              .addSparseGradients(
+                  rows(def.name(), table.width(), ids, rows, owners, ps, per[ps], gradientType));
         }
-        reqs.computeIfAbsent(ps, k -> newPush(step).setReturnRows(returnRows))
-            .addSparseGradients(rows(def.name(), table, owned[ps], gradientType));
       }
     }
     return reqs;
+  }
+
+  /** The rows among {@code ids}/{@code rows} that pserver {@code ps} owns, as one message. */
+  private static SparseRows rows(
+      String name,
+      int width,
+      long[] ids,
+      float[][] rows,
+      int[] owners,
+      int ps,
+      int count,
+      DataType type) {
+    SparseRows.Builder out = SparseRows.newBuilder().setName(name).setDtype(type);
+    if (type == DataType.FLOAT32) {
+      // straight into the little-endian bytes the request carries: no float array between
+      byte[] bytes = new byte[count * width * 4];
+      FloatBuffer data = ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN).asFloatBuffer();
+      for (int i = 0; i < ids.length; i++) {
+        if (owners[i] == ps) {
+          data.put(rows[i], 0, width);
+          out.addRowIds(ids[i]);
+        }
+      }
+      return out.setData(UnsafeByteOperations.unsafeWrap(bytes)).build();
+    }
+    float[] data = new float[count * width];
+    int k = 0;
+    for (int i = 0; i < ids.length; i++) {
+      if (owners[i] == ps) {
+        System.arraycopy(rows[i], 0, data, k * width, width);
+        out.addRowIds(ids[i]);
+        k++;
+      }
+    }
+    return out.setData(TensorCodec.encode(data, 0, data.length, type)).build();
   }
 
   /** Rows {@code ids} of {@code table} (each present) as one message of {@code type}. */
@@ -284,14 +334,14 @@ public final class RequestPlanner {
 
   /**
    * The pulls of rows by table, one per owning pserver: {@code ids.get(t)} are the rows wanted of
-   * table {@code t} (distinct or not).
+   * table {@code t}, distinct, asked for in the order given (no sort).
    */
   public List<Planned<PullParametersRequest>> rowPulls(Map<String, long[]> ids) {
     Routing routing = layout.routing();
     Map<Integer, PullParametersRequest.Builder> reqs = new TreeMap<>();
     ids.forEach(
         (table, wanted) -> {
-          long[][] owned = routing.byOwner(table, wanted);
+          long[][] owned = routing.partition(table, wanted);
           for (int ps = 0; ps < owned.length; ps++) {
             if (owned[ps].length > 0) {
               reqs.computeIfAbsent(

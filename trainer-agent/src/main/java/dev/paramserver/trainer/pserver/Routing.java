@@ -96,6 +96,54 @@ public final class Routing {
     return out;
   }
 
+  /**
+   * The ids of {@code ids}, which are distinct, by the pserver that owns them, each in the order
+   * given: no sort, no copy with one pserver (element 0 is then {@code ids} itself, which neither
+   * the caller nor the receiver may change).
+   */
+  public long[][] partition(String table, long[] ids) {
+    int n = map.pservers();
+    if (n == 1) {
+      return new long[][] {ids};
+    }
+    long salt = ShardPlacement.tableHash(table);
+    int[] owner = new int[ids.length];
+    int[] count = new int[n];
+    for (int i = 0; i < ids.length; i++) {
+      owner[i] = map.ownerOfRow(salt, ids[i]);
+      count[owner[i]]++;
+    }
+    long[][] out = new long[n][];
+    for (int ps = 0; ps < n; ps++) {
+      out[ps] = new long[count[ps]];
+      count[ps] = 0;
+    }
+    for (int i = 0; i < ids.length; i++) {
+      out[owner[i]][count[owner[i]]++] = ids[i];
+    }
+    return out;
+  }
+
+  /**
+   * The owner of every id of {@code ids} (distinct or not), into {@code owners}; returns how many
+   * each pserver owns.
+   */
+  public int[] owners(String table, long[] ids, int count, int[] owners) {
+    int n = map.pservers();
+    int[] per = new int[n];
+    if (n == 1) {
+      Arrays.fill(owners, 0, count, 0);
+      per[0] = count;
+      return per;
+    }
+    long salt = ShardPlacement.tableHash(table);
+    for (int i = 0; i < count; i++) {
+      owners[i] = map.ownerOfRow(salt, ids[i]);
+      per[owners[i]]++;
+    }
+    return per;
+  }
+
   @Override
   public String toString() {
     return map.toString();

@@ -54,6 +54,7 @@ final class GradientSender implements AutoCloseable {
       Parameters grads,
       Parameters pulled,
       Parameters base,
+      Parameters rowsBefore,
       int batches) {}
 
   private final ParameterClient client;
@@ -77,6 +78,8 @@ final class GradientSender implements AutoCloseable {
   private final Deque<Parameters> freeGrads = new ArrayDeque<>();
   private final Deque<Parameters> freePulled = new ArrayDeque<>();
   private final Deque<Parameters> freeBases = new ArrayDeque<>();
+  // emptied row copies for heldRowsBefore, kept with their tables' capacity
+  private final Deque<Parameters> freeBefore = new ArrayDeque<>();
   // The values pulled by the last push taken in: kept out of freePulled while a push started after
   // it may re-initialise a pserver from them. At first a copy of values.
   private Parameters lastTaken;
@@ -146,12 +149,14 @@ final class GradientSender implements AutoCloseable {
       Gradients.copyDense(values, lastTaken);
     }
     local.apply(values, grads);
+    // a gradient that leaves at once, alone (nothing held, no push in flight): its base rows are
+    // copied in the local step's pass
+    Parameters base = heldCount == 0 && sent.isEmpty() ? freeBase() : null;
     if (cache != null) {
       if (heldRowsBefore == null) {
-        heldRowsBefore = sparseOnly();
+        heldRowsBefore = freeBefore.isEmpty() ? sparseOnly() : freeBefore.pop();
       }
-      cache.copyNewRows(grads, heldRowsBefore);
-      cache.localStep(grads);
+      cache.localStep(grads, heldRowsBefore, base);
     }
     Parameters next;
     if (heldCount == 0) {
@@ -164,13 +169,13 @@ final class GradientSender implements AutoCloseable {
     }
     heldCount++;
     if (sent.isEmpty()) {
-      startHeld();
+      startHeld(base);
     }
     while (unacknowledged() > maxLag) {
       awaitOldest();
       takeAnswered();
       if (sent.isEmpty() && heldCount > 0) {
-        startHeld();
+        startHeld(null);
       }
     }
     return next;
@@ -219,7 +224,7 @@ final class GradientSender implements AutoCloseable {
       return CompletableFuture.completedFuture(null);
     }
     if (heldCount > 0) {
-      startHeld();
+      startHeld(null);
     }
     return sent.isEmpty() ? CompletableFuture.completedFuture(null) : sent.peekLast().future();
   }
@@ -247,8 +252,12 @@ final class GradientSender implements AutoCloseable {
     return s.streamed() != null ? s.streamed().isComplete() : s.future().isDone();
   }
 
-  /** Starts a push of the gradients held, recording the values it leaves from. */
-  private void startHeld() {
+  /**
+   * Starts a push of the gradients held, recording the values it leaves from: {@code rowsCopied},
+   * when not null, is the base to use, whose sparse rows the local step of the one gradient held
+   * copied already.
+   */
+  private void startHeld(Parameters rowsCopied) {
     while (sent.size() >= MAX_IN_FLIGHT) {
       awaitOldest();
       takeAnswered();
@@ -266,18 +275,26 @@ final class GradientSender implements AutoCloseable {
     int batches = heldCount;
     held = null;
     heldCount = 0;
-    Parameters base = freeBases.isEmpty() ? Parameters.zerosLike(model) : freeBases.pop();
+    Parameters base = rowsCopied != null ? rowsCopied : freeBase();
     Gradients.copyDense(values, base);
-    if (cache != null) {
+    if (cache != null && rowsCopied == null) {
       cache.copyRows(out, base);
     }
-    Parameters latest = latestForPush(heldRowsBefore);
+    Parameters rowsBefore = heldRowsBefore;
+    Parameters latest = latestForPush(rowsBefore);
     heldRowsBefore = null;
     Parameters pulled = freePulled.isEmpty() ? Parameters.zerosLike(model) : freePulled.pop();
     if (streamed) {
       StreamedPush push = client.startPush(out, latest, pulled, cache != null);
       sent.addLast(
-          new Sent(client.streams().acknowledgement(push), push, out, pulled, base, batches));
+          new Sent(
+              client.streams().acknowledgement(push),
+              push,
+              out,
+              pulled,
+              base,
+              rowsBefore,
+              batches));
       return;
     }
     sent.addLast(
@@ -287,6 +304,7 @@ final class GradientSender implements AutoCloseable {
             out,
             pulled,
             base,
+            rowsBefore,
             batches));
   }
 
@@ -334,6 +352,11 @@ final class GradientSender implements AutoCloseable {
         cache.rebase(s.streamed().rows(), s.base());
       }
       freeBases.push(s.base());
+      if (s.rowsBefore() != null) {
+        // the push was answered: no pserver is re-initialised from its rows any more
+        s.rowsBefore().clear();
+        freeBefore.push(s.rowsBefore());
+      }
       s.grads().clear();
       freeGrads.push(s.grads());
       // the push after s may still re-initialise from the buffer s pulled: free the one before
@@ -342,6 +365,10 @@ final class GradientSender implements AutoCloseable {
       }
       lastTaken = s.pulled();
     }
+  }
+
+  private Parameters freeBase() {
+    return freeBases.isEmpty() ? Parameters.zerosLike(model) : freeBases.pop();
   }
 
   private Parameters freeGrads() {

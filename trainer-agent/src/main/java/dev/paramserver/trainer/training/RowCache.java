@@ -44,8 +44,8 @@ final class RowCache {
   private final Map<String, Table> tables = new LinkedHashMap<>();
   private final int staleness;
   private final long maxBytes;
+  private final BatchIds batchIds;
   private Unanswered unanswered = (t, id) -> false;
-  private int marks;
   private int now;
   private long bytes;
   private long evictions;
@@ -94,6 +94,8 @@ final class RowCache {
                 spec.getName(), width, ParameterOptimizer.of(spec.getName(), spec.getOptimizer())));
       }
     }
+    // the batches planned ahead (at most staleness) and the one under way
+    this.batchIds = new BatchIds(tables.size(), staleness + 2);
   }
 
   /** Who knows which rows unanswered pushes carry (the gradient sender). */
@@ -151,36 +153,49 @@ final class RowCache {
   Map<String, long[]> wanted(long[] ids, int batch, boolean ahead) {
     Map<String, long[]> out = new LinkedHashMap<>();
     int oldest = batch - staleness;
-    int mark = ++marks;
+    // the batch's distinct ids, found once for every table and every pass over the batch
+    BatchIds.Entry e = batchIds.of(ids);
+    long[] distinct = e.distinct;
+    int ti = 0;
     for (Table t : tables.values()) {
-      long[] want = new long[ids.length];
+      int[] slots = e.slots[ti];
+      long layout = t.rows.layout();
+      // slots found when the batch was planned ahead hold while no slot moved since
+      boolean known = e.layouts[ti] == layout;
+      long[] want = null;
       int n = 0;
-      for (long id : ids) {
-        int s = t.rows.add(id);
-        if (t.rows.get(s, RowMeta.MARK) == mark) {
-          continue; // a repeat within the batch, already decided
-        }
-        t.rows.set(s, RowMeta.MARK, mark);
+      for (int k = 0; k < distinct.length; k++) {
+        long id = distinct[k];
+        int s = known ? slots[k] : t.rows.add(id);
+        slots[k] = s;
         t.rows.set(s, RowMeta.USED, Math.max(batch, t.rows.get(s, RowMeta.USED)));
         float[] row = t.rows.row(s);
         int read = t.rows.get(s, RowMeta.READ);
+        boolean pull;
         if (row == null) {
-          if (!(ahead && read == PULLING)) {
+          pull = !(ahead && read == PULLING);
+          if (pull) {
             t.rows.set(s, RowMeta.READ, PULLING);
-            want[n++] = id;
           }
-          continue;
+        } else {
+          if (!ahead) {
+            t.view.put(id, row);
+          }
+          pull = read < oldest && !unanswered.carries(t.name, id);
         }
-        if (!ahead) {
-          t.view.put(id, row);
-        }
-        if (read < oldest && !unanswered.carries(t.name, id)) {
+        if (pull) {
+          if (want == null) {
+            want = new long[distinct.length - k];
+          }
           want[n++] = id;
         }
       }
+      // an add that grew the table moved the slots found before it: found again next time
+      e.layouts[ti] = t.rows.layout() == layout ? layout : -1;
       if (n > 0) {
-        out.put(t.name, Arrays.copyOf(want, n));
+        out.put(t.name, n == want.length ? want : Arrays.copyOf(want, n));
       }
+      ti++;
     }
     return out;
   }
@@ -227,16 +242,44 @@ final class RowCache {
    * batches only). {@code grads} is not changed.
    */
   void localStep(Parameters grads) {
+    localStep(grads, null, null);
+  }
+
+  /**
+   * As {@link #localStep(Parameters)}, in one pass over the gradient's rows with one lookup in the
+   * view each: first copies each row that {@code before} lacks into it as it was before this step;
+   * after the step, copies each row into {@code after} (as {@link #copyRows} does, for a push that
+   * leaves at once with this gradient alone).
+   *
+   * @param before sparse tables of the model's names to copy rows into, or null
+   * @param after sparse tables of the model's names, emptied here, or null
+   */
+  void localStep(Parameters grads, Parameters before, Parameters after) {
     float[][] none = new float[0][];
     for (Table t : tables.values()) {
       t.steps++;
+      Parameters.SparseTable to = before == null ? null : before.sparse(t.name);
+      Parameters.SparseTable base = after == null ? null : after.sparse(t.name);
+      if (base != null) {
+        base.clear();
+      }
       grads
           .sparse(t.name)
           .forEach(
               (id, g) -> {
                 float[] w = t.view.rowOrNull(id);
                 if (w == null) {
+                  if (base != null) {
+                    copyCached(t, id, base);
+                  }
                   return;
+                }
+                if (to != null) {
+                  int had = to.size();
+                  float[] copy = to.row(id);
+                  if (to.size() != had) {
+                    System.arraycopy(w, 0, copy, 0, t.width);
+                  }
                 }
                 System.arraycopy(g, 0, t.scratch, 0, t.width);
                 float[][] state = none;
@@ -251,23 +294,19 @@ final class RowCache {
                   }
                 }
                 t.optimizer.update(w, t.scratch, 0, state, t.steps - 1);
+                if (base != null) {
+                  base.put(id, w.clone());
+                }
               });
     }
   }
 
-  /** Copies the rows of the batch under way that {@code grads} has and {@code into} lacks. */
-  void copyNewRows(Parameters grads, Parameters into) {
-    for (Table t : tables.values()) {
-      Parameters.SparseTable to = into.sparse(t.name);
-      grads
-          .sparse(t.name)
-          .forEach(
-              (id, g) -> {
-                float[] w = t.view.rowOrNull(id);
-                if (w != null && to.rowOrNull(id) == null) {
-                  to.put(id, w.clone());
-                }
-              });
+  /** Copies the cached row {@code id} of {@code t}, if it has a value, into {@code into}. */
+  private static void copyCached(Table t, long id, Parameters.SparseTable into) {
+    int s = t.rows.slot(id);
+    float[] w = s < 0 ? null : t.rows.row(s);
+    if (w != null) {
+      into.put(id, w.clone());
     }
   }
 
@@ -285,12 +324,10 @@ final class RowCache {
               (id, g) -> {
                 // most pushes carry one batch: its rows are in the view
                 float[] w = t.view.rowOrNull(id);
-                if (w == null) {
-                  int s = t.rows.slot(id);
-                  w = s < 0 ? null : t.rows.row(s);
-                }
                 if (w != null) {
                   into.put(id, w.clone());
+                } else {
+                  copyCached(t, id, into);
                 }
               });
     }

@@ -4,9 +4,10 @@ import java.util.Arrays;
 
 /**
  * The rows a trainer's row cache holds of one table, by id, with what it knows of each: an
- * open-addressing table of primitive ids with a row (or null: not pulled yet) and a few int fields
- * per id, so that one probe finds all of them. Training thread only. A slot number is valid until
- * the next {@link #add} or {@link #remove}.
+ * open-addressing table of primitive ids with a row (or null: not pulled yet) and two int fields
+ * per id, the id and its fields side by side in one array, so that one probe finds all of them in
+ * one cache line. Training thread only. A slot number is valid until the layout changes ({@link
+ * #layout}: the next {@link #add} that grows the table, or {@link #remove}).
  */
 final class RowMeta {
   /** The batch during which the row's value was read from its pserver (pull or push answer). */
@@ -15,27 +16,37 @@ final class RowMeta {
   /** The last batch that uses (or, planned ahead, will use) the row. */
   static final int USED = 1;
 
-  /** The last planning pass that looked at the row (to skip an id repeated in one batch). */
-  static final int MARK = 2;
-
-  private static final int FIELDS = 3;
   private static final long EMPTY = Long.MIN_VALUE;
+  // both fields Integer.MIN_VALUE
+  private static final long UNSET =
+      ((long) Integer.MIN_VALUE << 32) | (Integer.MIN_VALUE & 0xFFFFFFFFL);
 
-  private long[] keys = newKeys(64);
-  // FIELDS ints and a row per slot; the id Long.MIN_VALUE (the empty marker) has slot keys.length
-  private int[] fields = new int[(64 + 1) * FIELDS];
+  // slots of (id, READ << 32 | USED), capacity cap (a power of two); the id Long.MIN_VALUE (the
+  // empty marker) has slot cap
+  private int cap = 64;
+  private long[] slots = newSlots(64);
   private float[][] rows = new float[64 + 1][];
   private boolean hasMin;
   private int size;
+  // counts the changes that move slots (growing, removing): a slot found under one layout is
+  // valid while the layout is unchanged (adding without growing moves no slot)
+  private long layout;
 
-  private static long[] newKeys(int n) {
-    long[] k = new long[n];
-    Arrays.fill(k, EMPTY);
-    return k;
+  private static long[] newSlots(int n) {
+    long[] s = new long[2 * (n + 1)];
+    for (int i = 0; i < s.length; i += 2) {
+      s[i] = EMPTY;
+    }
+    return s;
   }
 
   int size() {
     return size;
+  }
+
+  /** The layout slots were found under: unchanged, a slot found before is still valid. */
+  long layout() {
+    return layout;
   }
 
   private static int mix(long id) {
@@ -44,9 +55,10 @@ final class RowMeta {
   }
 
   private int probe(long id) {
-    int mask = keys.length - 1;
+    int mask = cap - 1;
     int i = mix(id) & mask;
-    while (keys[i] != id && keys[i] != EMPTY) {
+    long k;
+    while ((k = slots[2 * i]) != id && k != EMPTY) {
       i = (i + 1) & mask;
     }
     return i;
@@ -55,10 +67,10 @@ final class RowMeta {
   /** The slot of {@code id}, or -1 if absent. */
   int slot(long id) {
     if (id == EMPTY) {
-      return hasMin ? keys.length : -1;
+      return hasMin ? cap : -1;
     }
     int i = probe(id);
-    return keys[i] == id ? i : -1;
+    return slots[2 * i] == id ? i : -1;
   }
 
   /** The slot of {@code id}, added without a row and every field {@code Integer.MIN_VALUE}. */
@@ -66,74 +78,77 @@ final class RowMeta {
     int s;
     if (id == EMPTY) {
       if (hasMin) {
-        return keys.length;
+        return cap;
       }
       hasMin = true;
-      s = keys.length;
+      s = cap;
     } else {
       s = probe(id);
-      if (keys[s] == id) {
+      if (slots[2 * s] == id) {
         return s;
       }
-      if ((size + 1) * 2L > keys.length) {
+      if ((size + 1) * 2L > cap) {
         grow();
         s = probe(id);
       }
-      keys[s] = id;
+      slots[2 * s] = id;
     }
-    Arrays.fill(fields, s * FIELDS, s * FIELDS + FIELDS, Integer.MIN_VALUE);
+    slots[2 * s + 1] = UNSET;
     rows[s] = null;
     size++;
     return s;
   }
 
   private void grow() {
-    long[] k = keys;
-    int[] f = fields;
+    layout++;
+    long[] old = slots;
     float[][] r = rows;
-    keys = newKeys(k.length * 2);
-    fields = new int[(keys.length + 1) * FIELDS];
-    rows = new float[keys.length + 1][];
-    for (int i = 0; i < k.length; i++) {
-      if (k[i] != EMPTY) {
-        int j = probe(k[i]);
-        keys[j] = k[i];
-        System.arraycopy(f, i * FIELDS, fields, j * FIELDS, FIELDS);
+    int oldCap = cap;
+    cap = oldCap * 2;
+    slots = newSlots(cap);
+    rows = new float[cap + 1][];
+    for (int i = 0; i < oldCap; i++) {
+      long id = old[2 * i];
+      if (id != EMPTY) {
+        int j = probe(id);
+        slots[2 * j] = id;
+        slots[2 * j + 1] = old[2 * i + 1];
         rows[j] = r[i];
       }
     }
-    System.arraycopy(f, k.length * FIELDS, fields, keys.length * FIELDS, FIELDS);
-    rows[keys.length] = r[k.length];
+    slots[2 * cap + 1] = old[2 * oldCap + 1];
+    rows[cap] = r[oldCap];
   }
 
   /** Forgets {@code id} and its row; true if it was there. */
   boolean remove(long id) {
+    layout++;
     if (id == EMPTY) {
       boolean had = hasMin;
       if (had) {
         hasMin = false;
-        rows[keys.length] = null;
+        rows[cap] = null;
         size--;
       }
       return had;
     }
     int i = probe(id);
-    if (keys[i] != id) {
+    if (slots[2 * i] != id) {
       return false;
     }
     // backward-shift deletion keeps every probe run unbroken
-    int mask = keys.length - 1;
+    int mask = cap - 1;
     int hole = i;
-    for (int j = (i + 1) & mask; keys[j] != EMPTY; j = (j + 1) & mask) {
-      int home = mix(keys[j]) & mask;
+    for (int j = (i + 1) & mask; slots[2 * j] != EMPTY; j = (j + 1) & mask) {
+      int home = mix(slots[2 * j]) & mask;
       if (((j - home) & mask) >= ((j - hole) & mask)) {
-        keys[hole] = keys[j];
-        System.arraycopy(fields, j * FIELDS, fields, hole * FIELDS, FIELDS);
+        slots[2 * hole] = slots[2 * j];
+        slots[2 * hole + 1] = slots[2 * j + 1];
         rows[hole] = rows[j];
         hole = j;
       }
     }
-    keys[hole] = EMPTY;
+    slots[2 * hole] = EMPTY;
     rows[hole] = null;
     size--;
     return true;
@@ -149,20 +164,26 @@ final class RowMeta {
   }
 
   int get(int slot, int field) {
-    return fields[slot * FIELDS + field];
+    long v = slots[2 * slot + 1];
+    return field == READ ? (int) (v >>> 32) : (int) v;
   }
 
   void set(int slot, int field, int value) {
-    fields[slot * FIELDS + field] = value;
+    int at = 2 * slot + 1;
+    long v = slots[at];
+    slots[at] =
+        field == READ
+            ? ((long) value << 32) | (v & 0xFFFFFFFFL)
+            : (v & 0xFFFFFFFF00000000L) | (value & 0xFFFFFFFFL);
   }
 
   /** The ids last used before batch {@code before}, least recently used first. */
   long[] evictable(int before) {
-    // (used, slot) packed in a long sorts by use; the min id's slot is keys.length
+    // (used, slot) packed in a long sorts by use; the min id's slot is cap
     long[] order = new long[size];
     int n = 0;
-    for (int s = 0; s <= keys.length; s++) {
-      boolean live = s < keys.length ? keys[s] != EMPTY : hasMin;
+    for (int s = 0; s <= cap; s++) {
+      boolean live = s < cap ? slots[2 * s] != EMPTY : hasMin;
       if (live && get(s, USED) < before) {
         order[n++] = ((long) get(s, USED) << 32) | s;
       }
@@ -171,7 +192,7 @@ final class RowMeta {
     long[] ids = new long[n];
     for (int i = 0; i < n; i++) {
       int s = (int) order[i];
-      ids[i] = s == keys.length ? EMPTY : keys[s];
+      ids[i] = s == cap ? EMPTY : slots[2 * s];
     }
     return ids;
   }

@@ -17,6 +17,7 @@ import dev.paramserver.tensor.BlockSpec;
 import dev.paramserver.tensor.TensorCodec;
 import dev.paramserver.trainer.pserver.RequestPlanner.Planned;
 import java.util.List;
+import java.util.stream.LongStream;
 import org.junit.jupiter.api.Test;
 
 class RequestPlannerTest {
@@ -137,11 +138,16 @@ class RequestPlannerTest {
   void sparseRows_goToTheirOwners_withTheirValues() {
     RequestPlanner p = planner(sparse, DataType.FLOAT32, false);
     Parameters grads = Parameters.zerosLike(sparse);
-    String table = p.layout().sparseTables().get(0).name();
+    // the embedding (width 4): every value of a row checked
+    String table = p.layout().sparseTables().get(p.layout().sparseTables().size() - 1).name();
     int width = grads.sparse(table).width();
+    assertThat(width).isEqualTo(4);
     for (long id = 0; id < 20; id++) {
       float[] row = grads.sparse(table).row(id);
       row[0] = id;
+      if (width > 1) {
+        row[width - 1] = -0.5f - id;
+      }
     }
     int rows = 0;
     for (Planned<PushGradientsRequest> push : p.pushes(grads, 1)) {
@@ -151,6 +157,9 @@ class RequestPlannerTest {
           long id = sr.getRowIds(i);
           assertThat(p.layout().ownerOfRow(table, id)).isEqualTo(push.pserver());
           assertThat(data[i * width]).isEqualTo((float) id);
+          if (width > 1) {
+            assertThat(data[i * width + width - 1]).isEqualTo(-0.5f - id);
+          }
           rows++;
         }
       }
@@ -177,6 +186,27 @@ class RequestPlannerTest {
     }
     assertThat(rowPulls.stream().mapToInt(r -> r.request().getSparseRows(0).getRowIdsCount()).sum())
         .isEqualTo(3);
+  }
+
+  @Test
+  void rowPullsByTable_askEachOwnerForItsDistinctIds_inTheOrderGiven() {
+    RequestPlanner s = planner(sparse, DataType.FLOAT32, false);
+    String table = s.layout().sparseTables().get(0).name();
+    long[] wanted = LongStream.range(0, 40).map(i -> 1000 - 7 * i).toArray();
+    List<Planned<PullParametersRequest>> pulls = s.rowPulls(java.util.Map.of(table, wanted));
+    assertThat(pulls.size()).isGreaterThan(1);
+    List<Long> all = new java.util.ArrayList<>();
+    for (Planned<PullParametersRequest> pull : pulls) {
+      List<Long> ids = pull.request().getSparseRows(0).getRowIdsList();
+      for (long id : ids) {
+        assertThat(s.layout().ownerOfRow(table, id)).isEqualTo(pull.pserver());
+      }
+      assertThat(ids)
+          .as("descending, as given")
+          .isSortedAccordingTo(java.util.Comparator.reverseOrder());
+      all.addAll(ids);
+    }
+    assertThat(all).containsExactlyInAnyOrder(LongStream.of(wanted).boxed().toArray(Long[]::new));
   }
 
   @Test

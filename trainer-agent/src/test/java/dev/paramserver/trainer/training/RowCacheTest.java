@@ -10,6 +10,7 @@ import dev.paramserver.proto.v1.SparseRows;
 import dev.paramserver.tensor.TensorCodec;
 import java.util.List;
 import java.util.Map;
+import java.util.stream.LongStream;
 import org.junit.jupiter.api.Test;
 
 class RowCacheTest {
@@ -133,5 +134,53 @@ class RowCacheTest {
         .as("least recently used")
         .containsExactly(3);
     assertThat(c.evictions()).isEqualTo(3);
+  }
+
+  @Test
+  void wanted_afterPlanningAhead_findsTheRowsAgainWhenTheTableGrewMeanwhile() {
+    Parameters values = new Parameters();
+    RowCache c = cache(4, 1 << 20, values);
+    // batch 2's ids (one array, as a Batch keeps them) planned ahead during batch 1
+    long[] batch2 = {21, 22, 21, 23};
+    c.begin(1);
+    assertThat(c.wanted(batch2, 2, true).get("emb")).containsExactly(21, 22, 23);
+    c.takePulled(List.of(rows("emb", new long[] {21, 22, 23}, 5, 5, 6, 6, 7, 7)), 1, 1, false);
+    // batch 3 planned too: 100 new rows grow the table, which moves every slot found before
+    long[] batch3 = LongStream.range(100, 200).toArray();
+    assertThat(c.wanted(batch3, 3, true).get("emb")).hasSize(100);
+    c.begin(2);
+    assertThat(c.wanted(batch2, 2, false)).as("nothing to pull: read in batch 1").isEmpty();
+    assertThat(values.sparse("emb").rowOrNull(21)).containsExactly(5f, 5f);
+    assertThat(values.sparse("emb").rowOrNull(22)).containsExactly(6f, 6f);
+    assertThat(values.sparse("emb").rowOrNull(23)).containsExactly(7f, 7f);
+    assertThat(values.sparse("emb").size()).isEqualTo(3);
+  }
+
+  @Test
+  void localStepWithCopies_keepsTheRowsBeforeOnce_andTheRowsAfterEachStep() {
+    Parameters values = new Parameters();
+    RowCache c = cache(4, 1 << 20, values);
+    c.begin(1);
+    c.wanted(new long[] {5, 6}, 1, false);
+    c.takePulled(List.of(rows("emb", new long[] {5, 6}, 10, 10, 20, 20)), 1, 1, true);
+    Parameters before = new Parameters();
+    before.putSparse("emb", new Parameters.SparseTable(WIDTH));
+    Parameters after = new Parameters();
+    after.putSparse("emb", new Parameters.SparseTable(WIDTH));
+    after.sparse("emb").put(99, new float[] {9, 9});
+    c.localStep(grads(5, 2, 2), before, after);
+    assertThat(before.sparse("emb").rowOrNull(5)).containsExactly(10f, 10f);
+    assertThat(after.sparse("emb").rowOrNull(5)).containsExactly(9f, 9f);
+    assertThat(after.sparse("emb").rowOrNull(99)).as("emptied first").isNull();
+    // a second gradient held with the first: row 5 keeps its first copy, row 6 gets one
+    Parameters g = grads(5, 2, 2);
+    g.sparse("emb").put(6, new float[] {4, 4});
+    c.localStep(g, before, null);
+    assertThat(before.sparse("emb").rowOrNull(5)).containsExactly(10f, 10f);
+    assertThat(before.sparse("emb").rowOrNull(6)).containsExactly(20f, 20f);
+    assertThat(values.sparse("emb").rowOrNull(5)).containsExactly(8f, 8f);
+    assertThat(values.sparse("emb").rowOrNull(6)).containsExactly(18f, 18f);
+    // the copies are copies: a later step leaves them
+    assertThat(after.sparse("emb").rowOrNull(5)).containsExactly(9f, 9f);
   }
 }
