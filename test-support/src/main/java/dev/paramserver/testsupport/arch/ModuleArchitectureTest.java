@@ -157,27 +157,31 @@ public abstract class ModuleArchitectureTest {
 
   @Test
   void grpcServicesAndHttpControllers_liveInAdapterPackages() {
+    DescribedPredicate<JavaClass> adapter =
+        DescribedPredicate.describe(
+            "gRPC services and HTTP controllers",
+            c ->
+                !c.isInterface()
+                    && (c.isAssignableTo("io.grpc.BindableService")
+                        || c.isAnnotatedWith(
+                            "org.springframework.web.bind.annotation.RestController")
+                        || c.isAnnotatedWith("org.springframework.stereotype.Controller")));
     DescribedPredicate<JavaClass> named =
         DescribedPredicate.describe(
             "named exceptions", c -> rules.adapterClasses().containsKey(c.getName()));
     classes()
-        .that()
-        .areAssignableTo("io.grpc.BindableService")
-        .or()
-        .areAnnotatedWith("org.springframework.web.bind.annotation.RestController")
-        .or()
-        .areAnnotatedWith("org.springframework.stereotype.Controller")
-        .and(DescribedPredicate.not(named))
-        .and()
-        .areNotInterfaces()
+        .that(adapter.and(DescribedPredicate.not(named)))
         .should()
         .resideInAnyPackage(ADAPTER_PACKAGES)
         .because("gRPC services and HTTP controllers are thin adapters over domain classes")
         .allowEmptyShould(true)
         .check(main);
     for (String name : rules.adapterClasses().keySet()) {
-      if (!main.contain(name)) {
-        throw new AssertionError("the adapter exception " + name + " names no class: remove it");
+      if (!main.contain(name) || !adapter.test(main.get(name))) {
+        throw new AssertionError(
+            "the adapter exception "
+                + name
+                + " names no gRPC service or HTTP controller: remove it");
       }
     }
   }
