@@ -126,7 +126,7 @@ class OversizedMessageTest {
                     .setData(bytes(LIMIT - 4096)))
             .build();
     Throwable t = catchThrowable(() -> stub().pushGradients(push));
-    HostileInputFuzzTest.assertRefusedWithReason(t, "a push of 4 MiB to an 8-element block");
+    PserverHostileInputFuzzTest.assertRefusedWithReason(t, "a push of 4 MiB to an 8-element block");
     assertThat(t).hasMessageContaining("parameter 'fc1.w' block 2 expects 8 float32 values");
     assertThat(state()).isEqualTo(before);
     assertThat(stub().pushGradients(HostileRequests.push(3, 3)).getStep()).isEqualTo(2);
