@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The test command: installs etcd where needed, then builds and tests every module.
+# The test command: installs etcd where needed, then builds (with the static checker, profile
+# errorprone) and tests every module.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # the Python venv (PyPI's torch: minutes of downloads) is made in the background while Maven builds
@@ -12,7 +13,7 @@ if [ "${INSTALL_PYTHON:-1}" != "0" ] && [ "${INSTALL_PYTHON_VENV:-1}" != "0" ]; 
   venv_pid=$!
 fi
 status=0
-./mvnw -B verify "$@" || status=$?
+./mvnw -B verify -Perrorprone "$@" || status=$?
 if [ -n "$venv_pid" ] && ! wait "$venv_pid"; then
   echo "scripts/python-venv.sh failed (target/python-venv.log):" >&2
   tail -20 target/python-venv.log >&2

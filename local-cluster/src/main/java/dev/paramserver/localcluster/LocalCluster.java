@@ -36,7 +36,7 @@ public final class LocalCluster implements AutoCloseable {
   private final ClusterSpec spec;
   private final Supervisor supervisor;
   private final EtcdProcess etcd;
-  private final AdminClient admin;
+  private final LocalAdminClient admin;
   private final Thread shutdownHook;
 
   /** Prepares the run folder and ports; nothing runs until {@link #start()}. */
@@ -50,7 +50,7 @@ public final class LocalCluster implements AutoCloseable {
     } catch (IOException e) {
       throw new UncheckedIOException("could not prepare run folder " + runDir, e);
     }
-    this.admin = new AdminClient(spec.adminToken());
+    this.admin = new LocalAdminClient(spec.adminToken());
     this.supervisor = new Supervisor(spec, new PortAllocator(), this::jobEndedNow);
     this.etcd = supervisor.etcd();
     this.shutdownHook = new Thread(this::close, "local-cluster-shutdown");

@@ -26,12 +26,9 @@ import dev.paramserver.recordio.Compressor;
 import dev.paramserver.recordio.RecordWriter;
 import dev.paramserver.rpc.ErrorMappingInterceptor;
 import dev.paramserver.rpc.RpcErrors;
-import io.grpc.ManagedChannel;
-import io.grpc.Server;
+import dev.paramserver.testsupport.grpc.InProcessGrpc;
 import io.grpc.ServerInterceptors;
 import io.grpc.Status;
-import io.grpc.inprocess.InProcessChannelBuilder;
-import io.grpc.inprocess.InProcessServerBuilder;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -44,16 +41,15 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
 /** The Master service over the in-process transport: answers, status codes and reasons. */
 class MasterGrpcServiceTest {
   @TempDir Path dir;
-  private Server server;
-  private ManagedChannel channel;
+  @RegisterExtension final InProcessGrpc grpc = new InProcessGrpc();
   private MasterJob job;
   private MasterGrpc.MasterBlockingStub stub;
 
@@ -74,17 +70,11 @@ class MasterGrpcServiceTest {
             0);
     job = new MasterJob(props, JobStore.NONE, Clock.systemUTC());
     job.startServing("127.0.0.1:7001");
-    String name = InProcessServerBuilder.generateName();
-    server =
-        InProcessServerBuilder.forName(name)
-            .directExecutor()
-            .addService(
+    stub =
+        MasterGrpc.newBlockingStub(
+            grpc.startDirect(
                 ServerInterceptors.intercept(
-                    new MasterGrpcService(job), new ErrorMappingInterceptor()))
-            .build()
-            .start();
-    channel = InProcessChannelBuilder.forName(name).directExecutor().build();
-    stub = MasterGrpc.newBlockingStub(channel);
+                    new MasterGrpcService(job), new ErrorMappingInterceptor())));
     for (String f : new String[] {"train-0.rio", "train-1.rio"}) {
       try (RecordWriter w = RecordWriter.create(dir.resolve(f), Compressor.NONE, 5)) {
         for (int i = 0; i < 10; i++) {
@@ -92,12 +82,6 @@ class MasterGrpcServiceTest {
         }
       }
     }
-  }
-
-  @AfterEach
-  void stop() throws InterruptedException {
-    channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
-    server.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
   }
 
   private MasterGrpc.MasterBlockingStub call() {

@@ -5,6 +5,7 @@ import dev.paramserver.models.ShardedWriter;
 import dev.paramserver.models.Standardization;
 import dev.paramserver.proto.v1.DatasetInfo;
 import dev.paramserver.psctl.CompressorConverter;
+import dev.paramserver.psctl.FileOutputOptions;
 import dev.paramserver.psctl.OutputFormat;
 import dev.paramserver.psctl.PsctlCommand;
 import dev.paramserver.psctl.data.DatasetStats;
@@ -53,19 +54,7 @@ public final class ConvertCommand extends PsctlCommand {
               + " written locally, then uploaded).")
   String out;
 
-  @Option(
-      names = "--output",
-      hidden = true,
-      paramLabel = "PREFIX",
-      description = "The old spelling of --out (deprecated; from the next release the format).")
-  String deprecatedOutput;
-
-  @Option(
-      names = "-o",
-      paramLabel = "FORMAT",
-      defaultValue = "table",
-      description = OutputFormat.SHORT_DESCRIPTION)
-  OutputFormat.Format outputFormat;
+  @Mixin FileOutputOptions fileOutput;
 
   /** --out, or the deprecated --output. */
   String output;
@@ -157,7 +146,7 @@ public final class ConvertCommand extends PsctlCommand {
 
   @Override
   protected int run() throws Exception {
-    output = outPath(out, deprecatedOutput, "PREFIX");
+    output = outPath(out, fileOutput.deprecatedOutput(), "PREFIX");
     String fmt = format == null ? formatFromExtension(input) : format.toLowerCase(Locale.ROOT);
     if (!fmt.equals("csv") && !fmt.equals("libsvm")) {
       throw usageError("--format must be csv or libsvm, got '" + format + "'");
@@ -292,7 +281,7 @@ public final class ConvertCommand extends PsctlCommand {
     if (stats.records() == 0) {
       err().println(spec.qualifiedName() + ": warning: " + input + " holds no records");
     }
-    OutputFormat shown = OutputFormat.of(outputFormat);
+    OutputFormat shown = fileOutput.format();
     if (shown.structured()) {
       Map<String, Object> summary = new LinkedHashMap<>();
       summary.put("records", stats.records());

@@ -2,6 +2,7 @@ package dev.paramserver.psctl.demo;
 
 import dev.paramserver.models.demo.DemoData;
 import dev.paramserver.psctl.CompressorConverter;
+import dev.paramserver.psctl.FileOutputOptions;
 import dev.paramserver.psctl.OutputFormat;
 import dev.paramserver.psctl.PsctlCommand;
 import dev.paramserver.recordio.Compressor;
@@ -9,6 +10,7 @@ import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.util.Locale;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /** {@code psctl demo-data}: writes the deterministic synthetic dataset of {@link DemoData}. */
@@ -24,19 +26,7 @@ public final class DemoDataCommand extends PsctlCommand {
   @Option(names = "--out", paramLabel = "DIR", description = "Directory.")
   Path out;
 
-  @Option(
-      names = "--output",
-      hidden = true,
-      paramLabel = "DIR",
-      description = "The old spelling of --out (deprecated; from the next release the format).")
-  String deprecatedOutput;
-
-  @Option(
-      names = "-o",
-      paramLabel = "FORMAT",
-      defaultValue = "table",
-      description = OutputFormat.SHORT_DESCRIPTION)
-  OutputFormat.Format outputFormat;
+  @Mixin FileOutputOptions fileOutput;
 
   @Option(names = "--classes", defaultValue = "10", description = "Classes (default: 10).")
   int classes;
@@ -89,7 +79,8 @@ public final class DemoDataCommand extends PsctlCommand {
 
   @Override
   protected int run() throws Exception {
-    Path output = Path.of(outPath(out == null ? null : out.toString(), deprecatedOutput, "DIR"));
+    Path output =
+        Path.of(outPath(out == null ? null : out.toString(), fileOutput.deprecatedOutput(), "DIR"));
     DemoData.Options opts;
     try {
       opts =
@@ -111,7 +102,7 @@ public final class DemoDataCommand extends PsctlCommand {
       throw usageError(e.getMessage());
     }
     DemoData.Result r = DemoData.generate(output, opts);
-    OutputFormat shown = OutputFormat.of(outputFormat);
+    OutputFormat shown = fileOutput.format();
     if (shown.structured()) {
       java.util.Map<String, Object> summary = new java.util.LinkedHashMap<>();
       summary.put("train", r.trainFiles().stream().map(Path::toString).toList());

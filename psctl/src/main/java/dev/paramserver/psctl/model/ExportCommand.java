@@ -3,6 +3,7 @@ package dev.paramserver.psctl.model;
 import dev.paramserver.models.ModelFiles;
 import dev.paramserver.models.onnx.OnnxExport;
 import dev.paramserver.onnx.proto.ModelProto;
+import dev.paramserver.psctl.FileOutputOptions;
 import dev.paramserver.psctl.OutputFormat;
 import dev.paramserver.psctl.PsctlCommand;
 import dev.paramserver.storage.Location;
@@ -42,26 +43,14 @@ public final class ExportCommand extends PsctlCommand {
       description = "File to write: a path or s3://bucket/key.")
   String out;
 
-  @Option(
-      names = "--output",
-      hidden = true,
-      paramLabel = "PATH|URI",
-      description = "The old spelling of --out (deprecated; from the next release the format).")
-  String deprecatedOutput;
-
-  @Option(
-      names = "-o",
-      paramLabel = "FORMAT",
-      defaultValue = "table",
-      description = OutputFormat.SHORT_DESCRIPTION)
-  OutputFormat.Format outputFormat;
+  @Mixin FileOutputOptions fileOutput;
 
   /** --out, or the deprecated --output. */
   String output;
 
   @Override
   protected int run() throws Exception {
-    output = outPath(out, deprecatedOutput, "PATH|URI");
+    output = outPath(out, fileOutput.deprecatedOutput(), "PATH|URI");
     if (!format.toLowerCase(Locale.ROOT).equals("onnx")) {
       throw usageError("--format must be onnx, got '" + format + "'");
     }
@@ -80,7 +69,7 @@ public final class ExportCommand extends PsctlCommand {
         OnnxExport.write(Path.of(output), onnx);
       }
     }
-    OutputFormat shown = OutputFormat.of(outputFormat);
+    OutputFormat shown = fileOutput.format();
     if (shown.structured()) {
       java.util.Map<String, Object> summary = new java.util.LinkedHashMap<>();
       summary.put("output", output);

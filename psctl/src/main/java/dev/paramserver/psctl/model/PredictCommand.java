@@ -5,6 +5,7 @@ import dev.paramserver.models.Dataset;
 import dev.paramserver.models.Model;
 import dev.paramserver.models.ModelFiles;
 import dev.paramserver.proto.v1.Example;
+import dev.paramserver.psctl.FileOutputOptions;
 import dev.paramserver.psctl.OutputFormat;
 import dev.paramserver.psctl.PsctlCommand;
 import dev.paramserver.storage.Location;
@@ -49,19 +50,7 @@ public final class PredictCommand extends PsctlCommand {
       description = "CSV file to write: a path or s3://bucket/key (uploaded once complete).")
   String out;
 
-  @Option(
-      names = "--output",
-      hidden = true,
-      paramLabel = "PATH|URI",
-      description = "The old spelling of --out (deprecated; from the next release the format).")
-  String deprecatedOutput;
-
-  @Option(
-      names = "-o",
-      paramLabel = "FORMAT",
-      defaultValue = "table",
-      description = OutputFormat.SHORT_DESCRIPTION)
-  OutputFormat.Format outputFormat;
+  @Mixin FileOutputOptions fileOutput;
 
   /** --out, or the deprecated --output. */
   String output;
@@ -71,7 +60,7 @@ public final class PredictCommand extends PsctlCommand {
 
   @Override
   protected int run() throws Exception {
-    output = outPath(out, deprecatedOutput, "PATH|URI");
+    output = outPath(out, fileOutput.deprecatedOutput(), "PATH|URI");
     Location.parse(output); // a malformed URI fails before the model is read
     long written = 0;
     try (Storage storage = input.storage()) {
@@ -113,7 +102,7 @@ public final class PredictCommand extends PsctlCommand {
         }
       }
     }
-    OutputFormat shown = OutputFormat.of(outputFormat);
+    OutputFormat shown = fileOutput.format();
     if (shown.structured()) {
       shown.print(out(), java.util.Map.of("predictions", written, "output", output));
     } else {

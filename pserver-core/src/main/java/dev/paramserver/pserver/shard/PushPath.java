@@ -223,7 +223,7 @@ final class PushPath {
   }
 
   private long applySummedLocked(List<ValidatedPush> pushes, boolean log) {
-    ValidatedPush sum = pushes.size() == 1 ? pushes.get(0) : Gradients.sum(pushes);
+    ValidatedPush sum = pushes.size() == 1 ? pushes.get(0) : ValidatedGradients.sum(pushes);
     long reached = logAndApply(sum, pushes.stream().map(p -> p.request).toList(), log);
     pushes.forEach(p -> applied.record(p.request));
     return reached;
@@ -241,7 +241,7 @@ final class PushPath {
     Replica r = replica;
     RecordTap t = tap;
     if (!log || (!pushLog.enabled() && r == null && t == null)) {
-      Gradients.apply(push);
+      ValidatedGradients.apply(push);
       return step.incrementAndGet();
     }
     WalRecord record =
@@ -255,7 +255,7 @@ final class PushPath {
         throw logFailed(e);
       }
       if (r == null) {
-        Gradients.apply(push);
+        ValidatedGradients.apply(push);
       } else {
         // The backup gets the record after it was applied, with the rows the tables removed
         // meanwhile (cap, TTL), so that it removes the same ones (see Removals);
@@ -263,7 +263,7 @@ final class PushPath {
         // copy's cut.
         Removals removals = Removals.recording();
         try {
-          Gradients.apply(push);
+          ValidatedGradients.apply(push);
         } finally {
           Removals.end();
         }

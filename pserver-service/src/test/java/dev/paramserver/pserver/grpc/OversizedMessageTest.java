@@ -12,16 +12,11 @@ import dev.paramserver.proto.v1.ShardCheckpoint;
 import dev.paramserver.proto.v1.SparseRows;
 import dev.paramserver.proto.v1.TensorBlock;
 import dev.paramserver.pserver.shard.ParameterShard;
-import dev.paramserver.pserver.shard.ShardTraffic;
-import dev.paramserver.rpc.ErrorMappingInterceptor;
-import dev.paramserver.service.AdminAddress;
 import io.grpc.ManagedChannel;
 import io.grpc.Server;
-import io.grpc.ServerInterceptors;
 import io.grpc.Status;
 import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
 import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
-import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.net.InetSocketAddress;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -30,7 +25,6 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
-import org.springframework.core.env.StandardEnvironment;
 
 /**
  * Oversized messages (issue 26 item 5) over real loopback Netty, since the size limit is a
@@ -56,16 +50,7 @@ class OversizedMessageTest {
     server =
         NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", 0))
             .maxInboundMessageSize(LIMIT)
-            .addService(
-                ServerInterceptors.intercept(
-                    new ParameterServerGrpcService(
-                        shard,
-                        Lifecycles.serving(shard, 0),
-                        executor,
-                        new SimpleMeterRegistry(),
-                        new ShardTraffic(),
-                        new AdminAddress("127.0.0.1", new StandardEnvironment())),
-                    new ErrorMappingInterceptor()))
+            .addService(TestServices.parameterServer(shard, executor))
             .build()
             .start();
     channel =
@@ -141,7 +126,7 @@ class OversizedMessageTest {
                     .setData(bytes(LIMIT - 4096)))
             .build();
     Throwable t = catchThrowable(() -> stub().pushGradients(push));
-    HostileInputFuzzTest.assertRefusedWithReason(t, "a push of 4 MiB to an 8-element block");
+    PserverHostileInputFuzzTest.assertRefusedWithReason(t, "a push of 4 MiB to an 8-element block");
     assertThat(t).hasMessageContaining("parameter 'fc1.w' block 2 expects 8 float32 values");
     assertThat(state()).isEqualTo(before);
     assertThat(stub().pushGradients(HostileRequests.push(3, 3)).getStep()).isEqualTo(2);

@@ -19,66 +19,37 @@ import dev.paramserver.proto.v1.PullParametersResponse;
 import dev.paramserver.proto.v1.PushGradientsRequest;
 import dev.paramserver.proto.v1.PushGradientsResponse;
 import dev.paramserver.pserver.shard.ParameterShard;
-import dev.paramserver.pserver.shard.ShardTraffic;
-import dev.paramserver.rpc.ErrorMappingInterceptor;
 import dev.paramserver.rpc.RpcErrors;
-import dev.paramserver.service.AdminAddress;
 import dev.paramserver.tensor.TensorCodec;
+import dev.paramserver.testsupport.grpc.InProcessGrpc;
 import io.grpc.ManagedChannel;
-import io.grpc.Server;
-import io.grpc.ServerInterceptors;
 import io.grpc.Status;
-import io.grpc.inprocess.InProcessChannelBuilder;
-import io.grpc.inprocess.InProcessServerBuilder;
 import io.grpc.stub.StreamObserver;
-import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.springframework.core.env.StandardEnvironment;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 class ParameterServerGrpcServiceTest {
   private static final ParameterSpec W = dense("fc1.w", 6, 4, sgd(1f));
 
-  private ExecutorService executor;
-  private Server server;
+  @RegisterExtension final InProcessGrpc grpc = new InProcessGrpc();
+
   private ManagedChannel channel;
   private ParameterServerGrpc.ParameterServerBlockingStub stub;
 
   @BeforeEach
-  void start() throws Exception {
-    executor = Executors.newCachedThreadPool();
+  void start() {
+    ExecutorService executor = Executors.newCachedThreadPool();
+    grpc.afterServers(executor::shutdownNow);
     ParameterShard shard = new ParameterShard(true);
-    String name = InProcessServerBuilder.generateName();
-    server =
-        InProcessServerBuilder.forName(name)
-            .addService(
-                ServerInterceptors.intercept(
-                    new ParameterServerGrpcService(
-                        shard,
-                        Lifecycles.serving(shard, 0),
-                        executor,
-                        new SimpleMeterRegistry(),
-                        new ShardTraffic(),
-                        new AdminAddress("127.0.0.1", new StandardEnvironment())),
-                    new ErrorMappingInterceptor()))
-            .build()
-            .start();
-    channel = InProcessChannelBuilder.forName(name).build();
+    channel = grpc.start(TestServices.parameterServer(shard, executor));
     stub = ParameterServerGrpc.newBlockingStub(channel);
-  }
-
-  @AfterEach
-  void stop() throws Exception {
-    channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
-    server.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
-    executor.shutdownNow();
   }
 
   private ParameterServerGrpc.ParameterServerBlockingStub stub() {

@@ -20,19 +20,12 @@ import dev.paramserver.proto.v1.WalRecord;
 import dev.paramserver.pserver.shard.AsyncPushes;
 import dev.paramserver.pserver.shard.ParameterShard;
 import dev.paramserver.pserver.shard.Replica;
-import dev.paramserver.pserver.shard.ShardTraffic;
-import dev.paramserver.rpc.ErrorMappingInterceptor;
 import dev.paramserver.rpc.RpcErrors;
 import dev.paramserver.rpc.ServiceException;
-import dev.paramserver.service.AdminAddress;
+import dev.paramserver.testsupport.grpc.InProcessGrpc;
 import io.grpc.ManagedChannel;
-import io.grpc.Server;
-import io.grpc.ServerInterceptors;
 import io.grpc.Status;
-import io.grpc.inprocess.InProcessChannelBuilder;
-import io.grpc.inprocess.InProcessServerBuilder;
 import io.grpc.stub.StreamObserver;
-import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -42,10 +35,9 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.springframework.core.env.StandardEnvironment;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * A push that waits only for its backup is applied on the transport thread and answered when the
@@ -85,45 +77,24 @@ class ReplicatedPushAnswerTest {
     }
   }
 
-  private ExecutorService executor;
-  private Server server;
+  @RegisterExtension final InProcessGrpc grpc = new InProcessGrpc();
+
   private ManagedChannel channel;
   private ParameterShard shard;
   private HeldReplica replica;
 
   @BeforeEach
-  void start() throws Exception {
-    executor = Executors.newCachedThreadPool();
+  void start() {
+    ExecutorService executor = Executors.newCachedThreadPool();
+    grpc.afterServers(executor::shutdownNow);
     shard = new ParameterShard(true);
-    String name = InProcessServerBuilder.generateName();
-    server =
-        InProcessServerBuilder.forName(name)
-            .addService(
-                ServerInterceptors.intercept(
-                    new ParameterServerGrpcService(
-                        shard,
-                        Lifecycles.serving(shard, 0),
-                        executor,
-                        new SimpleMeterRegistry(),
-                        new ShardTraffic(),
-                        new AdminAddress("127.0.0.1", new StandardEnvironment())),
-                    new ErrorMappingInterceptor()))
-            .build()
-            .start();
-    channel = InProcessChannelBuilder.forName(name).build();
+    channel = grpc.start(TestServices.parameterServer(shard, executor));
     ParameterServerGrpc.ParameterServerBlockingStub stub =
         ParameterServerGrpc.newBlockingStub(channel).withDeadlineAfter(5, TimeUnit.SECONDS);
     stub.initParameters(init("i1", List.of(W), List.of(block("fc1.w", 0, 2, 1, 2))));
     stub.finishInit(finish("i1", 1));
     replica = new HeldReplica();
     shard.attachReplica(replica);
-  }
-
-  @AfterEach
-  void stop() throws Exception {
-    channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
-    server.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
-    executor.shutdownNow();
   }
 
   private ParameterServerGrpc.ParameterServerFutureStub future() {

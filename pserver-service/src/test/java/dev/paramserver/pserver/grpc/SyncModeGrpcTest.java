@@ -21,22 +21,15 @@ import dev.paramserver.proto.v1.PushGradientsRequest;
 import dev.paramserver.proto.v1.PushGradientsResponse;
 import dev.paramserver.proto.v1.TrainingMode;
 import dev.paramserver.pserver.shard.ParameterShard;
-import dev.paramserver.pserver.shard.ShardTraffic;
 import dev.paramserver.pserver.shard.SyncAggregator;
 import dev.paramserver.pserver.sync.EtcdTrainerMembership;
-import dev.paramserver.rpc.ErrorMappingInterceptor;
 import dev.paramserver.rpc.RpcErrors;
-import dev.paramserver.service.AdminAddress;
 import dev.paramserver.tensor.TensorCodec;
 import dev.paramserver.testsupport.EtcdExtension;
 import dev.paramserver.testsupport.Poll;
+import dev.paramserver.testsupport.grpc.InProcessGrpc;
 import io.grpc.ManagedChannel;
-import io.grpc.Server;
-import io.grpc.ServerInterceptors;
 import io.grpc.Status;
-import io.grpc.inprocess.InProcessChannelBuilder;
-import io.grpc.inprocess.InProcessServerBuilder;
-import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -47,7 +40,6 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
-import org.springframework.core.env.StandardEnvironment;
 
 /**
  * The synchronous mode over gRPC: waiting calls run on the blocking executor (the in-process server
@@ -59,9 +51,7 @@ class SyncModeGrpcTest {
   private final List<Lease> leases = new ArrayList<>();
   private EtcdCoordinator coordinator;
   private EtcdTrainerMembership membership;
-  private ExecutorService blocking;
-  private Server server;
-  private ManagedChannel channel;
+  @RegisterExtension final InProcessGrpc grpc = new InProcessGrpc();
 
   private ParameterServerGrpc.ParameterServerFutureStub start(Duration syncTimeout)
       throws Exception {
@@ -77,24 +67,9 @@ class SyncModeGrpcTest {
     Poll.until(Duration.ofSeconds(10), () -> membership.live().size() == 2, "two live trainers");
     ParameterShard shard = new ParameterShard(true);
     shard.attachSync(new SyncAggregator(shard, membership, syncTimeout));
-    blocking = Executors.newCachedThreadPool();
-    String name = InProcessServerBuilder.generateName();
-    server =
-        InProcessServerBuilder.forName(name)
-            .directExecutor()
-            .addService(
-                ServerInterceptors.intercept(
-                    new ParameterServerGrpcService(
-                        shard,
-                        Lifecycles.serving(shard, 0),
-                        blocking,
-                        new SimpleMeterRegistry(),
-                        new ShardTraffic(),
-                        new AdminAddress("127.0.0.1", new StandardEnvironment())),
-                    new ErrorMappingInterceptor()))
-            .build()
-            .start();
-    channel = InProcessChannelBuilder.forName(name).directExecutor().build();
+    ExecutorService blocking = Executors.newCachedThreadPool();
+    grpc.afterServers(blocking::shutdownNow);
+    ManagedChannel channel = grpc.startDirect(TestServices.parameterServer(shard, blocking));
     var stub = ParameterServerGrpc.newBlockingStub(channel).withDeadlineAfter(10, TimeUnit.SECONDS);
     stub.initParameters(
         init("s", List.of(dense("w", 2, 2, sgd(1))), List.of(block("w", 0, 2, 10, 20))).toBuilder()
@@ -106,11 +81,7 @@ class SyncModeGrpcTest {
 
   @AfterEach
   void stop() throws Exception {
-    if (channel != null) {
-      channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
-      server.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
-      blocking.shutdownNow();
-    }
+    grpc.close();
     leases.forEach(Lease::revoke);
     if (membership != null) {
       membership.close();

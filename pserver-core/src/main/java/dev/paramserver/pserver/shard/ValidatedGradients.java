@@ -7,8 +7,8 @@ import java.util.Map;
 import java.util.TreeMap;
 
 /** Applying validated gradients, and summing several trainers' gradients (synchronous step). */
-final class Gradients {
-  private Gradients() {}
+final class ValidatedGradients {
+  private ValidatedGradients() {}
 
   /** Applies validated gradients block by block (each under its lock). */
   static void apply(ValidatedPush push) {

@@ -8,12 +8,12 @@ import java.time.Duration;
  * The services' {@code /admin/**} endpoints and readiness probe on 127.0.0.1, by HTTP port, with
  * the run's bearer token, through admin-api's {@link dev.paramserver.adminapi.AdminClient}.
  */
-final class AdminClient {
+final class LocalAdminClient {
   private static final Duration TIMEOUT = Duration.ofSeconds(10);
 
   private final dev.paramserver.adminapi.AdminClient client;
 
-  AdminClient(String token) {
+  LocalAdminClient(String token) {
     this.client =
         dev.paramserver.adminapi.AdminClient.create(
             "the service", "http://127.0.0.1", token, TIMEOUT);

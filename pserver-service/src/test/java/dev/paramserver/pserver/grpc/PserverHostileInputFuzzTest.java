@@ -60,7 +60,7 @@ import org.springframework.core.env.StandardEnvironment;
  * (src/test/resources/junit-platform.properties), raised with {@code -Djqwik.tries.default=500} for
  * a long run.
  */
-class HostileInputFuzzTest {
+class PserverHostileInputFuzzTest {
 
   /** The state the shard is in when the calls start. */
   enum Start {

@@ -63,7 +63,7 @@ import net.jqwik.api.constraints.Size;
  * Tries: {@code jqwik.tries.default} (jqwik's 1000 in this module), raised with {@code
  * -Djqwik.tries.default=5000} for a long run.
  */
-class HostileInputFuzzTest {
+class MasterHostileInputFuzzTest {
 
   /** The job's state when the calls start. */
   enum Start {

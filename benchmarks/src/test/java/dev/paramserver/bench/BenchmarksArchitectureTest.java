@@ -1,0 +1,27 @@
+package dev.paramserver.bench;
+
+import dev.paramserver.testsupport.arch.ModuleArchitectureTest;
+import dev.paramserver.testsupport.arch.ModuleRules;
+
+/** The shared rules for this module's main code (test-support's {@link ModuleArchitectureTest}). */
+class BenchmarksArchitectureTest extends ModuleArchitectureTest {
+  @Override
+  protected ModuleRules rules() {
+    return ModuleRules.forRootPackage("dev.paramserver.bench")
+        .cycleEdge(
+            "dev.paramserver.bench.train",
+            "dev.paramserver.bench",
+            "the training suites implement the root package's BenchSuite, which the root's runner"
+                + " lists")
+        .foreignPackage(
+            "dev.paramserver.trainer.training",
+            "TrainerThreadBench drives the trainer's package-private training loop from inside its"
+                + " package")
+        .grpcPackage("dev.paramserver.bench.wire", "measures the wire: gRPC and its marshallers")
+        .grpcPackage("dev.paramserver.bench.component", "measures components over in-process gRPC")
+        .grpcPackage(
+            "dev.paramserver.bench.cluster", "measures a real cluster through its gRPC API")
+        .grpcPackage(
+            "dev.paramserver.trainer.training", "TrainerThreadBench wires the trainer's channels");
+  }
+}

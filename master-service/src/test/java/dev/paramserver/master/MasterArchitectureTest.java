@@ -1,0 +1,41 @@
+package dev.paramserver.master;
+
+import dev.paramserver.testsupport.arch.ModuleArchitectureTest;
+import dev.paramserver.testsupport.arch.ModuleRules;
+
+/** The shared rules for this module's main code (test-support's {@link ModuleArchitectureTest}). */
+class MasterArchitectureTest extends ModuleArchitectureTest {
+  private static final String SPLIT_PENDING =
+      "split by responsibility pending, issue 45 item 2 (the master's job, queue and scaling loop"
+          + " are being changed on another branch)";
+  private static final String PROPERTIES_IN_ROOT =
+      "MasterProperties lives in the root package beside the application that wires every"
+          + " package; moving it is pending with issue 45 item 2";
+  private static final String COORDINATION =
+      "the master's coordination service (leases, membership) has its gRPC service in the same"
+          + " package; the adapter moves to master.grpc with issue 45 item 2";
+  private static final String CONSOLE =
+      "the console's HTTP controller, and its gRPC calls to the pservers; typed views and a web"
+          + " package are issue 45 item 2";
+
+  @Override
+  protected ModuleRules rules() {
+    return ModuleRules.forRootPackage("dev.paramserver.master")
+        .longFile("dev/paramserver/master/task/MasterJob.java", SPLIT_PENDING)
+        .longFile("dev/paramserver/master/task/TaskQueue.java", SPLIT_PENDING)
+        .longFile("dev/paramserver/master/placement/PlacementCoordinator.java", SPLIT_PENDING)
+        .cycleEdge("dev.paramserver.master.task", "dev.paramserver.master", PROPERTIES_IN_ROOT)
+        .cycleEdge("dev.paramserver.master.console", "dev.paramserver.master", PROPERTIES_IN_ROOT)
+        .cycleEdge("dev.paramserver.master.tracking", "dev.paramserver.master", PROPERTIES_IN_ROOT)
+        .grpcPackage("dev.paramserver.master.coordination", COORDINATION)
+        .adapterOutsideAdapterPackages(
+            "dev.paramserver.master.coordination.CoordinationGrpcService", COORDINATION)
+        .grpcPackage("dev.paramserver.master.console", CONSOLE)
+        .adapterOutsideAdapterPackages(
+            "dev.paramserver.master.console.JobConsoleController", CONSOLE)
+        .grpcPackage(
+            "dev.paramserver.master.placement",
+            "PlacementCoordinator calls the pservers' SlotMoves service itself; a client behind"
+                + " an interface is pending with issue 45 item 2");
+  }
+}
