@@ -79,12 +79,14 @@ def click_data(n, ids, seed):
 
 
 def generate(out, train, test, ids, shards):
-    os.makedirs(out, exist_ok=True)
+    remote = out.startswith("s3://")  # written in memory, uploaded (PARAMSERVER_S3_ENDPOINT, AWS_ACCESS_KEY_ID...)
+    if not remote:
+        os.makedirs(out, exist_ok=True)
     files = []
     for name, n, seed, parts in (("train", train, 1, shards), ("test", test, 2, 1)):
         x, y = click_data(n, ids, seed)
         for s in range(parts):
-            path = os.path.join(out, "%s-%05d.recordio" % (name, s))
+            path = (out.rstrip("/") + "/" if remote else os.path.join(out, "")) + "%s-%05d.recordio" % (name, s)
             with recordio.Writer(path, recordio.GZIP, 1000) as w:
                 for i in range(s, n, parts):
                     w.write(example_pb2.Example(sparse_ids=x[i].tolist(), label=int(y[i])).SerializeToString())
@@ -106,6 +108,25 @@ class ClickModel(nn.Module):
     def forward(self, ids):
         deep = self.head(self.emb(ids).reshape(len(ids), -1))
         return (self.wide(ids) + deep).squeeze(1)
+
+
+class SparseLr(nn.Module):
+    """The Java trainer's sparse-lr (models' SparseLogisticRegression) in PyTorch: z = bias +
+    sum_k wide[id_k] + out . sum_k emb[id_k], the same tables ("wide" width 1 from zeros, "emb" from
+    normal(0.01)), "emb.out" uniform(+-sqrt(6 / (width + 1))), every parameter on one optimizer: the
+    figures of scripts/bench.sh --only python compare it with the Java trainer on the same data."""
+
+    def __init__(self, width=8, optimizer_config=None):
+        super().__init__()
+        self.bias = nn.Parameter(torch.zeros(1))
+        self.wide = EmbeddingBag(None, 1, mode="sum", table="wide", optimizer_config=optimizer_config, init_stddev=0.0)
+        self.emb = EmbeddingBag(None, width, mode="sum", table="emb", optimizer_config=optimizer_config,
+                                init_stddev=0.01)
+        bound = (6.0 / (width + 1)) ** 0.5
+        self.out = nn.Parameter(torch.empty(width).uniform_(-bound, bound))
+
+    def forward(self, ids):
+        return self.bias + self.wide(ids).squeeze(1) + self.emb(ids) @ self.out
 
 
 def auc(scores, labels):
@@ -142,7 +163,7 @@ def masters(a):
 def main():
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(3))
     ap = argparse.ArgumentParser(description="Click-through prediction with embeddings on the pservers.")
-    ap.add_argument("--generate", metavar="DIR", help="write click-through RecordIO files to DIR and exit")
+    ap.add_argument("--generate", metavar="DIR", help="write click-through RecordIO files to DIR (or s3://bucket/prefix) and exit")
     ap.add_argument("--train", type=int, default=200000, help="--generate: training examples")
     ap.add_argument("--test", type=int, default=20000, help="--generate: test examples")
     ap.add_argument("--ids", type=int, default=1 << 20, help="--generate: distinct ids over the 16 fields")
@@ -150,13 +171,20 @@ def main():
     ap.add_argument("--master", help="master gRPC address(es), host:port[,host:port...]")
     ap.add_argument("--cluster", help="run-local's cluster.json: the masters are read from it")
     ap.add_argument("--trainer-id", default="")
-    ap.add_argument("--data", help="training RecordIO glob (the job's dataset)")
+    ap.add_argument("--data", help="training RecordIO glob, local or s3://bucket/prefix* (the job's dataset)")
     ap.add_argument("--test-data", dest="test_data", help="test RecordIO glob, evaluated when the job is finished")
     ap.add_argument("--batch-size", type=int, default=256)
     ap.add_argument("--passes", type=int, help="train at most this many of the job's passes")
     ap.add_argument("--lr", type=float, default=0.01, help="the dense head's Adam learning rate")
     ap.add_argument("--sparse-lr", type=float, default=0.05, help="the tables' Adagrad learning rate")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--model", choices=("wide-deep", "sparse-lr"), default="wide-deep",
+                    help="wide-deep: embeddings and a dense head (Adagrad tables, Adam head); sparse-lr: the "
+                         "Java trainer's model, every parameter on SGD --lr")
+    ap.add_argument("--embedding-width", type=int, default=8)
+    ap.add_argument("--workers", type=int, default=0,
+                    help="read the tasks through trainer.dataset() and a DataLoader with this many worker processes "
+                         "(0: trainer.batches() in this process, with row prefetch)")
     a = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s", datefmt="%H:%M:%S")
     if a.generate:
@@ -166,20 +194,33 @@ def main():
     if not (a.master or a.cluster) or not a.data:
         ap.error("give --master or --cluster, and --data (or --generate DIR)")
     torch.manual_seed(a.seed)
-    model = ClickModel(sparse_lr=a.sparse_lr)
+    if a.model == "sparse-lr":
+        dense = optimizer("sgd", a.lr)
+        model = SparseLr(a.embedding_width, dense)
+    else:
+        dense = optimizer("adam", a.lr)
+        model = ClickModel(a.embedding_width, sparse_lr=a.sparse_lr)
     client = Client(masters(a), a.trainer_id)
     try:
-        trainer = Trainer(client, model, optimizer("adam", a.lr), seed=a.seed).join()
-        client.set_dataset([os.path.abspath(a.data)], {"model": "python-ctr", "client": "python"})
-        # prefetch: the next batch's rows are read while this one trains (both tables see every id)
-        for x, y in trainer.batches(a.batch_size, passes=a.passes, sparse=True, prefetch=True):
+        trainer = Trainer(client, model, dense, seed=a.seed).join()
+        client.set_dataset([a.data if a.data.startswith("s3://") else os.path.abspath(a.data)], {"model": "python-" + a.model, "client": "python"})
+        if a.workers:
+            # your own data path: the master's tasks as a torch IterableDataset, read and decoded by
+            # DataLoader worker processes (each takes its tasks from the master under this trainer's id)
+            loader = trainer.data_loader(a.batch_size, num_workers=a.workers, passes=a.passes, sparse=True)
+            batches = trainer.loop(loader, prefetch=True)
+        else:
+            # prefetch: the next batch's rows are read while this one trains (both tables see every id)
+            batches = trainer.batches(a.batch_size, passes=a.passes, sparse=True, prefetch=True)
+        for x, y in batches:
             loss = nn.functional.binary_cross_entropy_with_logits(model(x), y.float())
             model.zero_grad()
             loss.backward()
             trainer.step(loss.item())
         result = "PYRESULT trainer=%s tasks=%d records=%d" % (client.trainer_id, trainer.tasks_done, trainer.records_done)
         last = max(0, client.current_pass - 1)
-        tests = sorted(glob.glob(a.test_data)) if a.test_data else []
+        tests = ([a.test_data] if a.test_data.startswith("s3://") else sorted(glob.glob(a.test_data))
+                 ) if a.test_data else []
         if tests and client.acquire_lock(co.EVALUATE_PASS, last).outcome == co.AcquireLockResponse.GRANTED:
             trainer.pull()
             area, loss, accuracy, n = evaluate(model, tests)

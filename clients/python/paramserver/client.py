@@ -117,6 +117,18 @@ class PendingPush:
         """Whether every pserver answered (complete() would not wait)."""
         return self.answers.done()
 
+    def rows(self) -> Dict[str, Tuple["npt.NDArray[np.int64]", FloatArray]]:
+        """{table: (ids, values [n, width])} the answers carry (pushed with return_rows); waits."""
+        out: Dict[str, Tuple["npt.NDArray[np.int64]", FloatArray]] = {}
+        for a in self.answers.result():
+            for r in a.sparse_rows:
+                ids = np.asarray(r.row_ids, np.int64)
+                values = np.frombuffer(r.data, dtype="<f4").reshape(len(ids), -1).astype(np.float32)
+                if r.name in out:
+                    ids, values = np.concatenate([out[r.name][0], ids]), np.concatenate([out[r.name][1], values])
+                out[r.name] = (ids, values)
+        return out
+
 
 class Client:
     """Connects lazily. Order: join() -> init_parameters() -> set_dataset()/tasks(), push()/pull().
@@ -500,12 +512,17 @@ class Client:
         return self.complete(pending) if wait else pending
 
     def push_async(self, grads: Gradients, sparse: Optional[SparseGradients] = None,
-                   into: Optional[Values] = None) -> PendingPush:
-        """push(wait=False), typed: the PendingPush of the step, sent on the client's sender thread."""
+                   into: Optional[Values] = None, return_rows: bool = False) -> PendingPush:
+        """push(wait=False), typed: the PendingPush of the step, sent on the client's sender thread.
+        return_rows (ASYNC): the answers carry the pushed rows' values after the push
+        (PendingPush.rows() reads them), as a row cache wants them: no pull after the push."""
         self._require("push", initialised=True)
         self.step += 1
-        returns = into is not None and self._job().mode == ASYNC
-        planned = self._pushes(self.step, grads, sparse, returns)
+        asynchronous = self._job().mode == ASYNC
+        planned = self._pushes(self.step, grads, sparse, into is not None and asynchronous)
+        if return_rows and asynchronous:
+            for _, req in planned:
+                req.return_rows = bool(req.sparse_gradients)
         # blocking calls on one sender thread: cheaper than grpc futures (no thread per call), in order
         answers = self._sender.submit(
             lambda: [self._send(ps, "PushGradients", req, "pushing to") for ps, req in planned])
@@ -565,7 +582,7 @@ class Client:
             ids, inverse = np.unique(np.asarray(row_ids, dtype=np.int64), return_inverse=True)
             summed = np.zeros((len(ids), self._widths[table]), dtype="<f4")
             np.add.at(summed, inverse.reshape(-1), np.asarray(g, dtype=np.float32).reshape(inverse.size, -1))
-            owners = np.array([slot_map.owner_of_row(table, int(r)) for r in ids], dtype=np.int64)
+            owners = slot_map.owners_of_rows(table, ids)
             for ps in np.unique(owners):
                 mask = owners == ps
                 out.setdefault(int(ps), []).append(pb.SparseRows(
@@ -591,17 +608,23 @@ class Client:
         if table not in self._widths:
             raise ValueError("%r is not a sparse table of the job (%s)" % (table, sorted(self._widths)))
         wanted = np.asarray(ids, dtype=np.int64).reshape(-1)
-        by = self._routing().rows_by_owner(table, wanted.tolist())
-        planned = [(ps, pb.PullParametersRequest(trainer_id=self.trainer_id, sparse_rows=[
-            pb.SparseRowsRef(name=table, row_ids=r)])) for ps, r in by.items()]
-        found: Dict[int, FloatArray] = {}
+        unique, inverse = np.unique(wanted, return_inverse=True)
+        owners = self._routing().owners_of_rows(table, unique)
+        planned = [(int(ps), pb.PullParametersRequest(trainer_id=self.trainer_id, sparse_rows=[
+            pb.SparseRowsRef(name=table, row_ids=unique[owners == ps].tolist())])) for ps in np.unique(owners)]
+        out = np.empty((len(unique), self._widths[table]), np.float32)
+        filled = np.zeros(len(unique), bool)
         for a in self._all(planned, "PullParameters", "pulling rows from"):
             for rows in a.sparse_rows:
-                data = np.frombuffer(rows.data, dtype="<f4").reshape(len(rows.row_ids), -1)
-                found.update(zip(rows.row_ids, data))
-        if not len(wanted):
-            return np.zeros((0, self._widths[table]), "<f4")
-        return np.stack([found[int(i)] for i in wanted]).astype(np.float32, copy=False)
+                got = np.asarray(rows.row_ids, np.int64)
+                at = np.minimum(np.searchsorted(unique, got), max(0, len(unique) - 1))
+                if rows.name != table or len(got) and not np.array_equal(unique[at], got):
+                    raise ParamServerError("a pserver answered rows of %s that were not asked for" % rows.name)
+                out[at] = np.frombuffer(rows.data, dtype="<f4").reshape(len(got), -1)
+                filled[at] = True
+        if not filled.all():
+            raise ParamServerError("the pservers did not answer row %d of %s" % (unique[~filled][0], table))
+        return out[inverse.reshape(-1)]
 
     def table_width(self, table: str) -> int:
         """The width (values per row) of the job's sparse table `table`."""

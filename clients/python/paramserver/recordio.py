@@ -7,9 +7,13 @@ from __future__ import annotations
 
 import gzip
 import importlib
+import io
+import os
 import struct
 import zlib
 from typing import IO, Any, Iterator, List, Optional, Tuple
+
+from . import s3
 
 MAGIC = 0x01020304
 HEADER = struct.Struct("<5I")
@@ -29,9 +33,20 @@ class CorruptRecordError(ValueError):
         self.path, self.offset = path, offset
 
 
-def _header(f: IO[bytes], path: str, offset: int, eof_ok: bool = False) -> Optional[Tuple[int, int, int, int]]:
-    f.seek(offset)
-    head = f.read(HEADER.size)
+def _read(path: str, offset: int, n: int) -> bytes:
+    """Bytes [offset, offset + n) of a local file or an s3:// object (a ranged read); fewer at its end."""
+    if s3.is_s3(path):
+        return s3.read_range(path, offset, n)
+    with open(path, "rb") as f:
+        f.seek(offset)
+        return f.read(n)
+
+
+def _size(path: str) -> int:
+    return s3.size(path) if s3.is_s3(path) else os.path.getsize(path)
+
+
+def _header(head: bytes, path: str, offset: int, eof_ok: bool = False) -> Optional[Tuple[int, int, int, int]]:
     if not head and eof_ok:
         return None
     if len(head) < HEADER.size:
@@ -44,15 +59,16 @@ def _header(f: IO[bytes], path: str, offset: int, eof_ok: bool = False) -> Optio
 
 
 def read_chunk(path: str, offset: int, length: Optional[int] = None) -> List[bytes]:
-    """The records (bytes) of the chunk whose header is at `offset` of `path`; `length` (header
-    included, as the master's Chunk.length) is checked when given."""
-    with open(path, "rb") as f:
-        header = _header(f, path, offset)
-        assert header is not None
-        crc, comp, size, count = header
-        if length is not None and length != HEADER.size + size:
-            raise CorruptRecordError(path, offset, "chunk is %d bytes, the task says %d" % (HEADER.size + size, length))
-        stored = f.read(size)
+    """The records (bytes) of the chunk whose header is at `offset` of `path` (a local file or an
+    s3:// object: docs/how-to/python.md); `length` (header included, as the master's Chunk.length) is
+    checked when given, and the chunk is then read in one request."""
+    blob = _read(path, offset, length if length is not None and length >= HEADER.size else HEADER.size)
+    header = _header(blob[:HEADER.size], path, offset)
+    assert header is not None
+    crc, comp, size, count = header
+    if length is not None and length != HEADER.size + size:
+        raise CorruptRecordError(path, offset, "chunk is %d bytes, the task says %d" % (HEADER.size + size, length))
+    stored = blob[HEADER.size:] if length is not None else _read(path, offset + HEADER.size, size)
     if len(stored) < size:
         raise CorruptRecordError(path, offset, "truncated payload (%d of %d bytes)" % (len(stored), size))
     if zlib.crc32(stored) != crc:
@@ -87,9 +103,18 @@ def chunks(path: str) -> List[Tuple[int, int, int]]:
     """(offset, length, records) of every chunk of `path`, walking the headers."""
     out: List[Tuple[int, int, int]] = []
     offset = 0
+    if s3.is_s3(path):  # a ranged read per header
+        end = _size(path)
+        while offset < end:
+            h = _header(_read(path, offset, HEADER.size), path, offset)
+            assert h is not None
+            out.append((offset, HEADER.size + h[2], h[3]))
+            offset += HEADER.size + h[2]
+        return out
     with open(path, "rb") as f:
         while True:
-            h = _header(f, path, offset, eof_ok=True)
+            f.seek(offset)
+            h = _header(f.read(HEADER.size), path, offset, eof_ok=True)
             if h is None:
                 return out
             _, _, size, count = h
@@ -180,7 +205,8 @@ class Writer:
         with recordio.Writer("train-00000.recordio") as w:
             for example in examples:
                 w.write(example.SerializeToString())
-    """
+
+    An s3://bucket/key path is written in memory and uploaded by close() (one PUT, up to 5 GB)."""
 
     def __init__(self, path: str, compressor: int = NONE, records_per_chunk: int = 1000) -> None:
         if compressor not in (NONE, GZIP):
@@ -190,7 +216,7 @@ class Writer:
         self.path, self.compressor, self.records_per_chunk = path, compressor, records_per_chunk
         self.records = self.chunks = 0
         self._pending: List[bytes] = []
-        self._file: Optional[IO[bytes]] = open(path, "wb")
+        self._file: Optional[IO[bytes]] = io.BytesIO() if s3.is_s3(path) else open(path, "wb")
 
     def write(self, record: bytes) -> None:
         if self._file is None:
@@ -215,6 +241,8 @@ class Writer:
     def close(self) -> None:
         if self._file is not None:
             self._flush()
+            if isinstance(self._file, io.BytesIO):
+                s3.put_object(self.path, self._file.getvalue())
             self._file.close()
             self._file = None
 

@@ -5,7 +5,9 @@ rows map to slots, slots and dense blocks to pservers under a placement epoch (S
 from __future__ import annotations
 
 import zlib
-from typing import TYPE_CHECKING, Callable, Dict, Iterable, List, Mapping, Optional, Protocol, Tuple, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Mapping, Optional, Protocol, Tuple, TypeVar
+
+import numpy as np
 
 
 class Block(Protocol):
@@ -54,6 +56,18 @@ def _mix(table_crc: int, row: int) -> int:
     h = ((row * GOLDEN) & MASK64) ^ table_crc
     h ^= h >> 31
     return h - (1 << 64) if h >= 1 << 63 else h
+
+
+def slots_of_rows(table: str, rows: "np.ndarray[Any, np.dtype[np.int64]]", slots: int
+                  ) -> "np.ndarray[Any, np.dtype[np.int64]]":
+    """slot_of of every row of an int64 array: _mix in uint64 arithmetic (wrapping as Java's long),
+    then floorMod by `slots`."""
+    with np.errstate(over="ignore"):
+        h = rows.astype(np.int64, copy=False).view(np.uint64) * np.uint64(GOLDEN)
+    h ^= np.uint64(table_hash(table))
+    h ^= h >> np.uint64(31)
+    out: "np.ndarray[Any, np.dtype[np.int64]]" = np.mod(h.view(np.int64), slots)
+    return out
 
 
 def rows_by_owner(table: str, ids: Iterable[int], pservers: int) -> Dict[int, List[int]]:
@@ -142,6 +156,7 @@ class SlotMap:
         for o in self.block_owners.values():
             counts[o] += 1
         self._owning = {ps for ps, c in enumerate(counts) if c}
+        self._owners: "Optional[np.ndarray[Any, np.dtype[np.int64]]]" = None
 
     @property
     def slots(self) -> int:
@@ -205,11 +220,18 @@ class SlotMap:
 
     def rows_by_owner(self, table: str, ids: Iterable[int]) -> Dict[int, List[int]]:
         """{pserver: ascending distinct ids it owns}."""
-        crc, slots = table_hash(table), len(self.slot_owners)
-        out: Dict[int, List[int]] = {}
-        for r in sorted(set(int(i) for i in ids)):
-            out.setdefault(self.slot_owners[_mix(crc, r) % slots], []).append(r)
-        return out
+        unique = np.unique(np.fromiter((int(i) for i in ids), np.int64) if not isinstance(ids, np.ndarray)
+                           else ids.astype(np.int64, copy=False))
+        owners = self.owners_of_rows(table, unique)
+        return {int(ps): unique[owners == ps].tolist() for ps in np.unique(owners)}
+
+    def owners_of_rows(self, table: str, rows: "np.ndarray[Any, np.dtype[np.int64]]"
+                       ) -> "np.ndarray[Any, np.dtype[np.int64]]":
+        """owner_of_row of every row of an int64 array, vectorised (the same hash in uint64 arithmetic)."""
+        if self._owners is None:
+            self._owners = np.asarray(self.slot_owners, np.int64)
+        owners: "np.ndarray[Any, np.dtype[np.int64]]" = self._owners[slots_of_rows(table, rows, len(self.slot_owners))]
+        return owners
 
     def __repr__(self) -> str:
         return "SlotMap(epoch %d, %d pservers, %d slots, %d blocks)" % (

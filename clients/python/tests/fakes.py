@@ -107,7 +107,10 @@ class Pserver(pb_grpc.ParameterServerServicer):
                 self.fail_pushes -= 1
                 context.abort(grpc.StatusCode.UNAVAILABLE, "connection reset")
             blocks = [self._block(g.name, g.block, g.offset) for g in req.gradients] if req.return_values else []
-            return pb.PushGradientsResponse(step=self.step, duplicate=duplicate, blocks=blocks)
+            rows = [pb.SparseRows(name=t.name, row_ids=t.row_ids, dtype=tensor_pb2.FLOAT32, data=np.array(
+                [self._row(t.name, i) for i in t.row_ids], "<f4").tobytes())
+                for t in req.sparse_gradients] if req.return_rows else []
+            return pb.PushGradientsResponse(step=self.step, duplicate=duplicate, blocks=blocks, sparse_rows=rows)
 
     def _row(self, table, row):
         """A row's value: one never pushed reads as [id, id, ...] (the table's width, default 2); the

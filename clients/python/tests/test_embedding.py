@@ -114,8 +114,9 @@ def test_prefetch_reads_the_next_batch_while_this_one_trains(cluster):
         lookups.append(t.rows.misses - before)  # rows the lookup had to pull itself
         t.step()
         if nxt is not None:
-            model.emb.prefetch(nxt)  # row 2 is carried by the push in flight: read after it, at the lookup
-    assert lookups == [2, 1, 0] and t.rows.hits >= 2  # 3 and 4 came by prefetch; 2 after the push
+            model.emb.prefetch(nxt)  # row 2 is carried by the push in flight: it comes back with its answer
+    assert lookups == [2, 0, 0] and t.rows.hits >= 3  # 3 and 4 came by prefetch; 2 with the push's answer
+    assert t.rows.pulled_rows == 4  # 1, 2, then 3 and 4: row 2 is not pulled again after the push
     t.flush()
     np.testing.assert_allclose(t.client.pull_rows("emb", [2])[0], [-2.0] * 3)
 

@@ -118,3 +118,13 @@ def test_slot_map_from_proto_refuses_an_inconsistent_map_and_plans_by_its_owners
     bs = blocks(("w", 1, 5, 0), ("w", 0, 5, 1))
     assert [[(b.name, b.block) for b in g] for g in routing.plan(bs, 2, slot_map=m)[2]] == [[("w", 0), ("w", 1)]]
     assert list(routing.plan(bs, 2, sync=True, slot_map=m)) == [2]
+
+
+def test_the_vectorised_owners_match_every_shared_vector():
+    import numpy as np
+    for n in sorted({n for _, _, n, _ in vectors()}):
+        m = routing.SlotMap.initial([], n)
+        for table in sorted({t for t, _, k, _ in vectors() if k == n}):
+            rows = [(r, o) for t, r, k, o in vectors() if t == table and k == n]
+            got = m.owners_of_rows(table, np.array([r for r, _ in rows], np.int64))
+            assert got.tolist() == [o for _, o in rows], (table, n)

@@ -119,6 +119,19 @@ options, the role's config file, then the component's extraEnv. Call with (dict 
       name: {{ $v.etcd.auth.passwordSecret }}
       key: {{ $v.etcd.auth.passwordKey }}
 {{- end }}
+{{- include "paramserver.s3Env" .ctx }}
+- name: SPRING_CONFIG_ADDITIONAL_LOCATION
+  value: optional:file:/config/
+- name: JAVA_TOOL_OPTIONS
+  value: {{ $v.javaToolOptions | quote }}
+{{- with .component.extraEnv }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/* The S3 store (s3.*) and its credentials as environment variables: every service's, the Python trainers'. */}}
+{{- define "paramserver.s3Env" -}}
+{{- $v := .Values -}}
 {{- with $v.s3.endpoint }}
 - name: PARAMSERVER_S3_ENDPOINT
   value: {{ . | quote }}
@@ -143,13 +156,6 @@ options, the role's config file, then the component's extraEnv. Call with (dict 
     secretKeyRef:
       name: {{ $v.s3.existingSecret }}
       key: {{ $v.s3.secretAccessKeyKey }}
-{{- end }}
-- name: SPRING_CONFIG_ADDITIONAL_LOCATION
-  value: optional:file:/config/
-- name: JAVA_TOOL_OPTIONS
-  value: {{ $v.javaToolOptions | quote }}
-{{- with .component.extraEnv }}
-{{ toYaml . }}
 {{- end }}
 {{- end }}
 
@@ -255,6 +261,16 @@ readinessProbe:
 {{- include "paramserver.hashedName" (dict "base" (printf "%s-trainer" (include "paramserver.fullname" .)) "spec" (include "paramserver.trainerJobSpec" .)) }}
 {{- end }}
 
+{{/* Name of the Python trainer Job: <fullname>-trainer-python-<hash of its spec>. */}}
+{{- define "paramserver.pythonTrainerJobName" -}}
+{{- include "paramserver.hashedName" (dict "base" (printf "%s-trainer-python" (include "paramserver.fullname" .)) "spec" (include "paramserver.pythonTrainerJobSpec" .)) }}
+{{- end }}
+
+{{/* The Job whose end ends the job: the Java trainers', or with none (trainer.parallelism 0) the Python trainers'. */}}
+{{- define "paramserver.endingJobName" -}}
+{{- if gt (int .Values.trainer.parallelism) 0 }}{{ include "paramserver.trainerJobName" . }}{{ else }}{{ include "paramserver.pythonTrainerJobName" . }}{{ end }}
+{{- end }}
+
 {{/* Whether the trainers mount the chart's ReadWriteOnce model PVC (then they share one node). */}}
 {{- define "paramserver.modelPvcRwo" -}}
 {{- if and .Values.trainer.modelPersistence.enabled (not .Values.trainer.modelVolume) (not (has "ReadWriteMany" .Values.trainer.modelPersistence.accessModes)) }}true{{ end }}
@@ -339,7 +355,7 @@ template:
             {{- end }}
         env:
           - name: TRAINER_JOB
-            value: {{ include "paramserver.trainerJobName" . }}
+            value: {{ include "paramserver.endingJobName" . }}
           - name: PERIOD
             value: {{ .Values.jobEnd.periodSeconds | quote }}
           - name: MISSING_AFTER

@@ -17,14 +17,19 @@ except ImportError as e:  # pragma: no cover - depends on the environment
     raise ImportError("paramserver.torch needs PyTorch: pip install 'paramserver[torch]' (or torch; on "
                       "Debian, apt-get install python3-torch): %s" % e) from e
 
+import torch.utils.data
+
 from .. import recordio
 from .._stubs import example_pb2, optimizer_pb2
 from ..client import ASYNC, BLOCK_SIZE, Client, FloatArray, PendingPush, dense_spec, ma, optimizer
 from ..errors import CallOrderError, ModelMismatch
+from .data import Decoder, TaskBatch, TaskDataset, loop as _loop
 from .embedding import Embedding, EmbeddingBag, RowCache, SparseModule
 
 T = TypeVar("T")
-__all__ = ["Trainer", "decode", "decode_sparse", "Embedding", "EmbeddingBag", "lookahead"]
+_NO_IDS = np.zeros(0, np.int64)
+__all__ = ["Trainer", "decode", "decode_sparse", "Embedding", "EmbeddingBag", "lookahead", "TaskBatch",
+           "TaskDataset"]
 
 
 @dataclass
@@ -38,19 +43,27 @@ class _Window:
 
 
 class Trainer:
-    """Trains `module` (float32 parameters on the CPU) through `client` (a paramserver.Client).
+    """Trains `module` (float32 parameters) through `client` (a paramserver.Client).
 
         trainer = Trainer(client, module, optimizer("adam", 0.01)).join()
         for x, y in trainer.batches(batch_size=64):
             loss = module.loss(module(x), y)
             module.zero_grad(); loss.backward()
             trainer.step(loss)          # push the gradients, take the new values in
+
+    optimizer_config: the dense parameters' optimizer (run on the pservers; default SGD 0.1);
+    param_groups: as torch.optim's, [{"params": module.head.parameters(), "optimizer": optimizer(...)},
+    ...], each group's parameters on the group's optimizer (the others on optimizer_config).
+    A module on another device than the CPU (CUDA) trains through host copies: each parameter has a
+    float32 copy in host memory that pulls and pushes use; new values are copied to the device after
+    each step, gradients to the host before it (host_copy=True takes that path for CPU modules too).
     """
 
     def __init__(self, client: Client, module: torch.nn.Module,
                  optimizer_config: Optional[optimizer_pb2.OptimizerConfig] = None, block_size: int = BLOCK_SIZE,
                  mode: int = ASYNC, staleness: int = 0, seed: int = 0, row_staleness: int = 0,
-                 max_cached_rows: int = 1 << 20) -> None:
+                 max_cached_rows: int = 1 << 20, param_groups: Optional[Sequence[Dict[str, Any]]] = None,
+                 host_copy: Optional[bool] = None) -> None:
         self.client, self.module, self.seed = client, module, seed
         # sparse tables (Embedding, EmbeddingBag): named after the module unless given a name
         self.sparse: List[SparseModule] = []
@@ -63,13 +76,23 @@ class Trainer:
             raise ValueError("two sparse modules name one table: %s (pass table= to tell them apart)" % tables)
         self.row_staleness, self.max_cached_rows = row_staleness, max_cached_rows
         self.rows: Optional[RowCache] = None
-        self._in_flight: Dict[str, "set[int]"] = {}
+        self._in_flight: Dict[str, np.ndarray] = {}
         self.params = dict(module.named_parameters())
+        # the float32 host tensor pulls write into and pushes read: the parameter itself on the CPU,
+        # a copy in host memory for a parameter on another device (or with host_copy)
+        self.host: Dict[str, torch.Tensor] = {}
         for name, p in self.params.items():
-            if p.dtype != torch.float32 or p.device.type != "cpu" or not p.is_contiguous():
-                raise ValueError("parameter %r must be a contiguous float32 CPU tensor, is %s on %s"
-                                 % (name, p.dtype, p.device))
-        self.specs = [dense_spec(n, p.shape, block_size, optimizer_config or optimizer())
+            if p.dtype != torch.float32:
+                raise ValueError("parameter %r must be float32, is %s" % (name, p.dtype))
+            if p.device.type == "cpu" and not host_copy:
+                if not p.is_contiguous():
+                    raise ValueError("parameter %r must be a contiguous tensor" % name)
+                self.host[name] = p.detach()
+            else:
+                self.host[name] = torch.empty(p.shape, dtype=torch.float32)
+        self._moved = [n for n, p in self.params.items() if p.device.type != "cpu" or host_copy]
+        configs = _group_configs(self.params, param_groups, optimizer_config or optimizer())
+        self.specs = [dense_spec(n, p.shape, block_size, configs[n])
                       for n, p in self.params.items()] + [m.spec() for m in self.sparse]
         self.mode, self.staleness = mode, staleness
         self.values: Optional[Dict[str, FloatArray]] = None
@@ -91,19 +114,70 @@ class Trainer:
             diff = sorted(set(job) ^ set(mine)) or [n for n in mine if mine[n] != job[n]]
             raise ModelMismatch("the module's parameters %s differ from the job's %s (first: %s)"
                                 % (mine, job, diff[0]), "MODEL_MISMATCH")
-        # flat numpy views sharing the parameters' memory: pulls write into the module in place
-        values: Dict[str, FloatArray] = {n: p.detach().view(-1).numpy() for n, p in self.params.items()}
+        # flat numpy views of the host tensors: pulls write into the module (or its host copy) in place
+        self._to_host()
+        values: Dict[str, FloatArray] = {n: h.view(-1).numpy() for n, h in self.host.items()}
         self.values = values
         self.client.init_parameters(values)
         self.client.pull(values)
+        self._to_device()
         self.rows = RowCache(self.client, self, self.row_staleness, self.max_cached_rows)
         for m in self.sparse:
             m.attach(self.rows)
         return self
 
+    def _to_host(self) -> None:
+        with torch.no_grad():
+            for n in self._moved:
+                self.host[n].copy_(self.params[n].detach())
+
+    def _to_device(self) -> None:
+        """Copies the host tensors' new values to the parameters on another device."""
+        with torch.no_grad():
+            for n in self._moved:
+                self.params[n].copy_(self.host[n], non_blocking=False)
+
+    def dataset(self, batch_size: int, passes: Optional[int] = None, sparse: bool = False,
+                decode: Optional[Decoder] = None) -> TaskDataset:
+        """An IterableDataset of (x, y, TaskBatch) batches of the master's tasks, each task read once
+        (by the process or DataLoader worker that took it from the master under this trainer's id);
+        pass it to DataLoader(dataset, batch_size=None, num_workers=...) and train through
+        loop(loader), which reports each task finished after its last batch is trained. sparse:
+        decode_sparse's ids; decode: your own records to (x, y). ASYNC jobs."""
+        self._require("dataset")
+        if self.mode != ASYNC:
+            raise ValueError("trainer.dataset() needs an ASYNC job (SYNC and BOUNDED_STALENESS trainers keep pace "
+                             "with the others between tasks: use trainer.batches())")
+        c = self.client
+        return TaskDataset(c.masters, c.trainer_id, batch_size, passes,
+                           decode or (decode_sparse if sparse else None), self.seed, c.tls, c.timeout_s,
+                           c.failover_s)
+
+    def data_loader(self, batch_size: int, num_workers: int = 0, passes: Optional[int] = None, sparse: bool = False,
+                    decode: Optional[Decoder] = None, **kwargs: Any) -> "torch.utils.data.DataLoader[Any]":
+        """A DataLoader over dataset(): `num_workers` spawned worker processes (each reads and decodes
+        its own tasks), batches made by the dataset; kwargs go to DataLoader (pin_memory=True for a
+        CUDA module, prefetch_factor, ...). Train through loop()."""
+        return torch.utils.data.DataLoader(
+            self.dataset(batch_size, passes, sparse, decode), batch_size=None, num_workers=num_workers,
+            multiprocessing_context="spawn" if num_workers else None, **kwargs)
+
+    def loop(self, loader: Iterable[Tuple[torch.Tensor, torch.Tensor, TaskBatch]], prefetch: bool = False
+             ) -> Iterator[Tuple[torch.Tensor, torch.Tensor]]:
+        """(x, y) of a DataLoader over dataset(): step after each; a task is reported finished (with
+        its loss windows) once its last batch was stepped; tasks not finished when the loop ends
+        early are handed back. prefetch: the sparse modules read the next batch's rows while this
+        one trains (as batches(prefetch=True))."""
+        self._require("loop")
+        return _loop(self, loader, prefetch)
+
     def in_flight(self, table: str) -> "set[int]":
         """The rows of `table` the unanswered push carries (read-my-writes waits for it)."""
-        return self._in_flight.get(table, set())
+        return set(self.in_flight_ids(table).tolist())
+
+    def in_flight_ids(self, table: str) -> "np.ndarray[Any, np.dtype[np.int64]]":
+        """in_flight as a sorted int64 array."""
+        return self._in_flight.get(table, _NO_IDS)
 
     def _require(self, method: str) -> Dict[str, FloatArray]:
         if self.values is None:
@@ -115,6 +189,7 @@ class Trainer:
         values = self._require("pull")
         self.flush()
         self.client.pull(values)
+        self._to_device()
 
     def step(self, loss: Optional[float | torch.Tensor] = None) -> None:
         """Pushes the parameters' gradients as the next step and writes new values into the module.
@@ -123,7 +198,8 @@ class Trainer:
         the end of each task. SYNC/BOUNDED_STALENESS: a pull after the step. A parameter without a
         gradient pushes zeros. `loss` (the batch's mean loss) goes to the master's run tracking."""
         values = self._require("step")
-        grads = {n: (p.grad.detach().reshape(-1).numpy() if p.grad is not None else np.zeros(p.numel(), np.float32))
+        grads = {n: (p.grad.detach().reshape(-1).to("cpu").numpy() if p.grad is not None
+                     else np.zeros(p.numel(), np.float32))
                  for n, p in self.params.items()}
         sparse: Dict[str, Tuple[np.ndarray, np.ndarray]] = {}
         for m in self.sparse:
@@ -131,11 +207,13 @@ class Trainer:
             if g is not None and m.table is not None:
                 sparse[m.table] = g
         self.flush()  # the previous step is acknowledged before this one is sent (exactly-once)
-        self._pending = self.client.push_async(grads, sparse=sparse, into=values)  # copies the gradients
+        # copies the gradients; the answers bring the pushed rows back for the row cache
+        self._pending = self.client.push_async(grads, sparse=sparse, into=values,
+                                               return_rows=self.rows is not None and bool(sparse))
         if self.rows is not None:
             for table, (ids, _) in sparse.items():
                 self.rows.written(table, ids)
-            self._in_flight = {table: set(ids.tolist()) for table, (ids, _) in sparse.items()}
+            self._in_flight = {table: np.unique(ids) for table, (ids, _) in sparse.items()}
             self.rows.next_batch()
         if self.mode != ASYNC:
             self.flush()
@@ -154,6 +232,10 @@ class Trainer:
         if pending is not None:
             with torch.no_grad():
                 self.client.complete(pending)
+            self._to_device()
+            if self.rows is not None:
+                for table, (ids, rows) in pending.rows().items():
+                    self.rows.returned(table, ids, rows)
         self._in_flight = {}
 
     def _tasks(self, passes: Optional[int], features: Optional[int],
@@ -204,6 +286,27 @@ class Trainer:
             self._close_window()
             self.client.task_finished(task, len(y), self._windows)
             self.tasks_done, self.records_done = self.tasks_done + 1, self.records_done + len(y)
+
+
+def _group_configs(params: Dict[str, torch.nn.Parameter], groups: Optional[Sequence[Dict[str, Any]]],
+                   default: optimizer_pb2.OptimizerConfig) -> Dict[str, optimizer_pb2.OptimizerConfig]:
+    """Each parameter's optimizer: its group's (torch.optim-style groups of {"params", "optimizer"}),
+    else `default`."""
+    names = {id(p): n for n, p in params.items()}
+    configs = {n: default for n in params}
+    grouped: Dict[str, int] = {}
+    for g, group in enumerate(groups or ()):
+        if set(group) != {"params", "optimizer"} or not isinstance(group["optimizer"], optimizer_pb2.OptimizerConfig):
+            raise ValueError("param_groups[%d] must be {'params': parameters, 'optimizer': optimizer(...)}, has %s"
+                             % (g, sorted(group)))
+        for p in group["params"]:
+            n = names.get(id(p))
+            if n is None:
+                raise ValueError("param_groups[%d] holds a parameter that is not the module's" % g)
+            if n in grouped:
+                raise ValueError("parameter %r is in param_groups %d and %d" % (n, grouped[n], g))
+            grouped[n], configs[n] = g, group["optimizer"]
+    return configs
 
 
 def decode_sparse(records: Sequence[bytes]) -> Tuple["np.ndarray[Any, np.dtype[np.int64]]",

@@ -13,7 +13,6 @@ the dense gradients: exactly-once).
 
 from __future__ import annotations
 
-import collections
 import concurrent.futures
 import threading
 from typing import Any, Dict, List, Mapping, Optional, Protocol, Tuple
@@ -36,8 +35,53 @@ IdArray = npt.NDArray[np.int64]
 class Writes(Protocol):
     """What the cache asks the trainer: the rows unanswered pushes carry, and to wait for them."""
 
-    def in_flight(self, table: str) -> "set[int]": ...
+    def in_flight_ids(self, table: str) -> IdArray: ...
     def flush(self) -> None: ...
+
+
+class _Table:
+    """The cached rows of one table, as arrays sorted by id (lookups are one searchsorted, no
+    per-row Python): ids, values [n, width], the batch each was read for and its last use."""
+
+    def __init__(self) -> None:
+        self.ids: IdArray = np.zeros(0, np.int64)
+        self.values: FloatArray = np.zeros((0, 0), np.float32)
+        self.read: IdArray = np.zeros(0, np.int64)
+        self.used: IdArray = np.zeros(0, np.int64)
+
+    def find(self, ids: IdArray, oldest: int) -> Tuple[IdArray, "npt.NDArray[np.bool_]"]:
+        """(positions, found) of sorted distinct `ids`: found where cached and read at `oldest` or later."""
+        if not len(self.ids):
+            return np.zeros(len(ids), np.int64), np.zeros(len(ids), bool)
+        at = np.minimum(np.searchsorted(self.ids, ids), len(self.ids) - 1)
+        found = (self.ids[at] == ids) & (self.read[at] >= oldest)
+        return at, found
+
+    def keep(self, mask: "npt.NDArray[np.bool_]") -> None:
+        self.ids, self.values, self.read, self.used = self.ids[mask], self.values[mask], self.read[mask], self.used[mask]
+
+    def add(self, ids: IdArray, values: FloatArray, batch: int, oldest: int, max_rows: int) -> None:
+        """Adds (or replaces) sorted distinct rows; drops rows older than `oldest`, then the least
+        recently used beyond max_rows."""
+        if len(self.ids):
+            self.keep((self.read >= oldest) & ~np.isin(self.ids, ids, assume_unique=True))
+        width = values.shape[1] if values.ndim == 2 else 0
+        if not len(self.ids) or self.values.shape[1] != width:
+            self.values = self.values.reshape(0, width)
+        ids_all = np.concatenate([self.ids, ids])
+        order = np.argsort(ids_all, kind="stable")
+        self.ids = ids_all[order]
+        self.values = np.concatenate([self.values, values])[order]
+        self.read = np.concatenate([self.read, np.full(len(ids), batch, np.int64)])[order]
+        self.used = np.concatenate([self.used, np.full(len(ids), batch, np.int64)])[order]
+        if len(self.ids) > max_rows:
+            self.keep(self.used >= np.sort(self.used)[len(self.ids) - max_rows])
+            if len(self.ids) > max_rows:  # ties at the cut: keep the first max_rows
+                self.keep(np.arange(len(self.ids)) < max_rows)
+
+    def drop(self, ids: IdArray) -> None:
+        if len(self.ids) and len(ids):
+            self.keep(~np.isin(self.ids, ids))
 
 
 class RowCache:
@@ -50,6 +94,9 @@ class RowCache:
     - **Staleness bound.** A row read during batch b serves batches up to b + staleness (0: the
       batch it was read for only; other trainers' updates are seen at the next batch).
     - **Bounded.** Past max_rows the rows least recently used are dropped.
+
+    Rows are kept per table in arrays sorted by id, so that a batch's thousands of rows cost a few
+    numpy calls, not a Python loop each.
     """
 
     def __init__(self, client: Client, writes: Writes, staleness: int = 0, max_rows: int = 1 << 20) -> None:
@@ -58,11 +105,15 @@ class RowCache:
         self.client, self.writes, self.staleness, self.max_rows = client, writes, staleness, max_rows
         self.batch = 0
         self.pulled_rows = self.pulls = self.hits = self.misses = 0  # misses: rows a lookup waited for
-        # (table, id) -> (batch read, values); ordered by last use
-        self._rows: collections.OrderedDict[Tuple[str, int], Tuple[int, FloatArray]] = collections.OrderedDict()
+        self._tables: Dict[str, _Table] = {}
         self._lock = threading.Lock()
-        self._helper = concurrent.futures.ThreadPoolExecutor(1, "paramserver-prefetch")
-        self._prefetching: List[concurrent.futures.Future[None]] = []
+        # one thread per table's pull at a time (a model with two tables reads both at once)
+        self._helper = concurrent.futures.ThreadPoolExecutor(2, "paramserver-prefetch")
+        self._prefetching: List[concurrent.futures.Future[FloatArray]] = []
+        # pushes sent while prefetches were under way: (sequence, table, ids); a prefetch drops the
+        # rows a push sent after it started carries (it may have read them before the push)
+        self._seq = 0
+        self._writes: List[Tuple[int, str, IdArray]] = []
 
     def next_batch(self) -> None:
         """A new batch starts: rows older than the staleness bound no longer serve."""
@@ -72,66 +123,92 @@ class RowCache:
         for f in self._prefetching:
             f.result()
         self._prefetching = []
+        with self._lock:
+            self._writes = []
+
+    def _table(self, table: str) -> _Table:
+        t = self._tables.get(table)
+        if t is None:
+            t = self._tables[table] = _Table()
+        return t
+
+    def __len__(self) -> int:
+        return sum(len(t.ids) for t in self._tables.values())
 
     def written(self, table: str, ids: IdArray) -> None:
-        """A push carrying these rows was sent: their cached values are dropped (after the
-        prefetches under way, which may have read them before the push, are in)."""
-        self._settle()
+        """A push carrying these rows was sent: their cached values are dropped, and the prefetches
+        under way (which may have read them before the push) will not cache them."""
+        ids = np.asarray(ids, np.int64)
         with self._lock:
-            for i in ids.tolist():
-                self._rows.pop((table, i), None)
+            self._seq += 1
+            self._table(table).drop(ids)
+            if any(not f.done() for f in self._prefetching):
+                self._writes.append((self._seq, table, ids))
 
-    def _fresh(self, table: str, i: int) -> Optional[FloatArray]:
-        entry = self._rows.get((table, i))
-        if entry is None or entry[0] < self.batch - self.staleness:
-            return None
-        self._rows.move_to_end((table, i))
-        return entry[1]
+    def returned(self, table: str, ids: IdArray, values: FloatArray) -> None:
+        """Rows a push's answer brought back (their values after the push): cached as read now."""
+        order = np.argsort(ids, kind="stable")
+        with self._lock:
+            self._table(table).add(ids[order], values[order], self.batch, self.batch - self.staleness,
+                                   self.max_rows)
 
-    def _pull(self, table: str, ids: List[int], batch: int) -> Dict[int, FloatArray]:
-        if not ids:
-            return {}
-        values = self.client.pull_rows(table, np.asarray(ids, np.int64))
+    def _pull(self, table: str, ids: IdArray, batch: int, since: Optional[int] = None) -> FloatArray:
+        """Pulls rows and caches them as read for `batch`; since (a prefetch): the write sequence
+        when it started, whose later pushes' rows are not cached."""
+        values = self.client.pull_rows(table, ids)
         with self._lock:
             self.pulls += 1
             self.pulled_rows += len(ids)
-            for i, v in zip(ids, values):
-                self._rows[(table, i)] = (batch, v)
-                self._rows.move_to_end((table, i))
-            while len(self._rows) > self.max_rows:
-                self._rows.popitem(last=False)
-        return dict(zip(ids, values))
-
-    def _prefetch(self, table: str, ids: List[int], batch: int) -> None:
-        self._pull(table, ids, batch)
+            keep_ids, keep = ids, values
+            later = [w for seq, t, w in self._writes if since is not None and seq > since and t == table]
+            if later:
+                mask = ~np.isin(ids, np.concatenate(later))
+                keep_ids, keep = ids[mask], values[mask]
+            self._table(table).add(keep_ids, keep, batch, self.batch - self.staleness, self.max_rows)
+        return values
 
     def prefetch(self, table: str, ids: IdArray) -> None:
         """Starts pulling, on the helper thread, the rows of `ids` the cache lacks and no unanswered
         push carries (those are read after the push, at the lookup), for the next batch."""
-        carried = self.writes.in_flight(table)
+        wanted = np.unique(np.asarray(ids, np.int64))
+        carried = self.writes.in_flight_ids(table)
+        if len(carried):
+            wanted = wanted[~np.isin(wanted, carried)]
         with self._lock:
-            missing = [i for i in np.unique(ids).tolist() if i not in carried and self._fresh(table, i) is None]
-        if missing:
-            self._prefetching.append(self._helper.submit(self._prefetch, table, missing, self.batch + 1))
+            _, found = self._table(table).find(wanted, self.batch + 1 - self.staleness)
+        missing = wanted[~found]
+        if len(missing):
+            self._prefetching.append(self._helper.submit(self._pull, table, missing, self.batch + 1, self._seq))
 
     def rows(self, table: str, ids: IdArray) -> FloatArray:
         """The values of the distinct rows `ids` ([len(ids), width]), read-my-writes."""
         self._settle()
-        if self.writes.in_flight(table).intersection(ids.tolist()):
+        ids = np.asarray(ids, np.int64)
+        carried = self.writes.in_flight_ids(table)
+        if len(carried) and np.isin(ids, carried).any():
             self.writes.flush()  # read-my-writes: the push carrying them is acknowledged first
+        order = np.argsort(ids, kind="stable")
+        sorted_ids = ids[order]
         with self._lock:
-            found = {i: self._fresh(table, i) for i in ids.tolist()}
-        missing = [i for i, v in found.items() if v is None]
-        self.hits += len(found) - len(missing)
+            t = self._table(table)
+            at, found = t.find(sorted_ids, self.batch - self.staleness)
+            width = t.values.shape[1] if t.values.ndim == 2 and len(t.ids) else 0
+            out = t.values[at[found]] if found.any() else None
+            t.used[at[found]] = self.batch
+        missing = sorted_ids[~found]
+        self.hits += int(found.sum())
         self.misses += len(missing)
-        pulled = self._pull(table, missing, self.batch)
-        out: List[FloatArray] = []
-        for i in ids.tolist():
-            v = found[i]
-            out.append(v if v is not None else pulled[i])
-        if not out:
-            return np.zeros((0, self.client.table_width(table)), np.float32)
-        return np.stack(out).astype(np.float32, copy=False)
+        pulled = self._pull(table, missing, self.batch) if len(missing) else None
+        if pulled is not None:
+            width = pulled.shape[1]
+        elif out is None:
+            width = self.client.table_width(table)
+        result = np.empty((len(ids), width), np.float32)
+        if out is not None:
+            result[order[found]] = out
+        if pulled is not None:
+            result[order[~found]] = pulled
+        return result
 
     def close(self) -> None:
         self._helper.shutdown(cancel_futures=True)
@@ -202,10 +279,11 @@ class SparseModule(nn.Module):
         leaf = values.requires_grad_(self.training and torch.is_grad_enabled())
         if leaf.requires_grad:
             self._read.append((wanted, leaf))
-        rows = leaf
+        # on another device (CUDA), the rows cross from host memory (and their gradients back)
+        rows = leaf if ids.device.type == "cpu" else leaf.to(ids.device)
         local = torch.from_numpy(inverse.reshape(ids.shape).astype(np.int64)).to(ids.device)
         if pad is not None:  # the padding row: zeros, no gradient, after the others
-            rows = torch.cat([leaf, torch.zeros(1, self.embedding_dim)])
+            rows = torch.cat([rows, torch.zeros(1, self.embedding_dim, device=rows.device)])
             local = torch.where(local == pad, torch.full_like(local, len(wanted)),
                                 local - (local > pad).to(local.dtype))
             pad = len(wanted)

@@ -183,7 +183,8 @@ public final class BenchSuite {
     }
     if (only.contains("python")) {
       ServiceJars j = jars;
-      section(runDir, "python", () -> new PythonSuite(repo, runDir, j, quick).run(report));
+      section(
+          runDir, "python", () -> new PythonSuite(repo, runDir, j, quick, workloads).run(report));
     }
     if (only.contains("memory")) {
       ServiceJars j = jars;

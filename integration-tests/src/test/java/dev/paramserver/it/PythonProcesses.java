@@ -26,6 +26,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Comparator;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.concurrent.TimeUnit;
@@ -268,6 +269,12 @@ final class PythonProcesses {
    * venv's: the installed wheel), stdout and stderr to {@code log}.
    */
   static Process start(Python python, Path log, String... args) throws IOException {
+    return start(python, log, Map.of(), args);
+  }
+
+  /** {@link #start(Python, Path, String...)} with {@code env} added to the environment. */
+  static Process start(Python python, Path log, Map<String, String> env, String... args)
+      throws IOException {
     List<String> command = new ArrayList<>();
     command.add(python.executable().toString());
     command.addAll(Arrays.asList(args));
@@ -285,6 +292,7 @@ final class PythonProcesses {
     }
     pb.environment().put("PYTHONDONTWRITEBYTECODE", "1");
     pb.environment().put("PYTHONUNBUFFERED", "1");
+    pb.environment().putAll(env);
     return pb.start();
   }
 

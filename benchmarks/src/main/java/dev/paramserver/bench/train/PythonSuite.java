@@ -47,22 +47,32 @@ public final class PythonSuite {
   private final ServiceJars jars;
   private final boolean quick;
   private final String python;
+  private final List<String> workloads;
 
-  public PythonSuite(Path repo, Path runDir, ServiceJars jars, boolean quick) {
+  /**
+   * @param workloads the workloads to run among {@code mlp5m} and {@code ctr} ({@code --workloads};
+   *     null: all, with the demo MLP unless {@code quick})
+   */
+  public PythonSuite(
+      Path repo, Path runDir, ServiceJars jars, boolean quick, List<String> workloads) {
     this.repo = repo;
     this.runDir = runDir;
     this.jars = jars;
     this.quick = quick;
+    this.workloads = workloads;
     String env = System.getenv("PYTHON");
     this.python = env != null && !env.isBlank() ? env : "/usr/bin/python3";
   }
 
   public void run(Report report) throws Exception {
     Path data = runDir.resolve("python").resolve("data");
-    List<Workload> workloads =
-        quick
-            ? List.of(Workload.mlp5m(data))
-            : List.of(Workload.mlp5m(data), Workload.smallMlp(data, false));
+    List<Workload> workloads = new ArrayList<>();
+    if (this.workloads == null || this.workloads.contains("mlp5m")) {
+      workloads.add(Workload.mlp5m(data));
+    }
+    if (this.workloads == null && !quick) {
+      workloads.add(Workload.smallMlp(data, false));
+    }
     Report.Table t =
         report.table(
             "Python trainer",
@@ -130,6 +140,9 @@ public final class PythonSuite {
       json.put(w.name(), runs);
       System.out.printf(Locale.ROOT, "python %s median ratio %.3f%n", w.name(), ratio);
     }
+    if (this.workloads == null || this.workloads.contains("ctr")) {
+      json.put("ctr", new PythonCtr(this, python, jars, runDir).run(report, data, quick));
+    }
     long lines = clientLines(repo.resolve("clients/python/paramserver"));
     report.ratio(
         "python_client_lines",
@@ -159,7 +172,7 @@ public final class PythonSuite {
     Map<Run, Outcome> results = new LinkedHashMap<>();
     for (Run run : Rounds.schedule(List.of(ONE), List.of(), TrainSuite.ROUNDS)) {
       String where = "round " + (run.round() + 1) + "/" + TrainSuite.ROUNDS;
-      Outcome o = run.baseline() ? single(w) : job(w, run.round());
+      Outcome o = run.baseline() ? single(w) : job(w, run.round(), "train_mlp.py", modelArgs(w));
       results.put(run, o);
       System.out.printf(
           Locale.ROOT,
@@ -201,11 +214,15 @@ public final class PythonSuite {
     return SingleJvmJob.run(w, cmd, "the one-process PyTorch trainer");
   }
 
-  private String script(String name) {
+  String script(String name) {
     return repo.resolve("examples/python").resolve(name).toString();
   }
 
-  private Outcome job(Workload w, int round) throws Exception {
+  /**
+   * A 1 + 1 job of {@code w} (etcd, a master, a pserver, no Java trainer) trained by {@code
+   * examples/python/<trainer>} with {@code args} after its {@code --master}.
+   */
+  Outcome job(Workload w, int round, String trainer, List<String> args) throws Exception {
     Path dir = runDir.resolve("python").resolve(w.name() + "-1x1-round" + (round + 1));
     ClusterSpec spec =
         jars.spec(dir)
@@ -232,10 +249,10 @@ public final class PythonSuite {
           new ArrayList<>(
               List.of(
                   python,
-                  script("train_mlp.py"),
+                  script(trainer),
                   "--master",
                   "127.0.0.1:" + cluster.process(Role.MASTER, 0).grpcPort()));
-      cmd.addAll(modelArgs(w));
+      cmd.addAll(args);
       Path log = dir.resolve("python-trainer.log");
       Process p =
           new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
