@@ -244,6 +244,7 @@ class EtcdOutageRecoveryTest {
     // a trainer that exited (and was restarted) took its counts with it: say so before counting
     assertThat(unexpectedExits(events, killed)).as("trainers that exited with an error").isEmpty();
     PushCounts counts = PushCounts.read(cluster); // the scrape each trainer waits for to exit
+    System.out.println("OUTAGE pushes " + counts);
     assertThat(counts.dropped()).as("dropped pushes (%s)", counts).isZero();
     if (pushesCounted) {
       assertThat(counts.unread())
