@@ -41,6 +41,8 @@ public final class MemorySuite {
     this.jars = jars;
   }
 
+  // BanJNDI: the JMX address is the local management agent of a pserver this suite started
+  @SuppressWarnings("BanJNDI")
   public void run(Report report) throws Exception {
     Path dir = runDir.resolve("memory");
     ClusterSpec spec =

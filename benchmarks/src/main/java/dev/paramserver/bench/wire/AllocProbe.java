@@ -25,6 +25,8 @@ final class AllocProbe implements AutoCloseable {
     this.threads = threads;
   }
 
+  // BanJNDI: the JMX address is the local management agent of the local JVM with that pid
+  @SuppressWarnings("BanJNDI")
   static AllocProbe attach(long pid) throws Exception {
     VirtualMachine vm = VirtualMachine.attach(Long.toString(pid));
     String address;
