@@ -265,10 +265,6 @@ class FaultScenariosTest {
   /** Tasks (of 40 a pass) finished between one fault's recovery and the next fault. */
   private static final int TASKS_BETWEEN_FAULTS = 10;
 
-  private static long totalDone(LocalCluster cluster) {
-    return cluster.jobStatus().map(FaultScenariosTest::totalDone).orElse(0L);
-  }
-
   private static long totalDone(JobStatusView s) {
     long done = 0;
     for (JobStatusView.PassView p : s.passes()) {
