@@ -70,6 +70,10 @@ class HelmPythonTrainersTest {
     assertThat(r.ofKind("PodDisruptionBudget"))
         .extracting(p -> (String) at(p, "metadata.name"))
         .doesNotContain("ps-paramserver-trainer");
+    assertThat(r.ofKind("Service"))
+        .extracting(p -> (String) at(p, "metadata.name"))
+        .as("the Java trainers' metrics Service would select no pod")
+        .doesNotContain("ps-paramserver-trainer");
     assertThat(r.ofKind("PersistentVolumeClaim"))
         .extracting(p -> (String) at(p, "metadata.name"))
         .doesNotContain("ps-paramserver-model");
