@@ -94,10 +94,14 @@ echo "using $("$HELM" version --short)"
 
 EXTERNAL_VALUES="$CHART/ci/external-values.yaml"
 ELASTIC=(--set pserver.elastic.enabled=true)
+# Python trainers from a user's image, no Java trainer (trainer.python)
+PYTHON=(--set trainer.parallelism=0 --set trainer.completions=0 --set trainer.python.enabled=true
+  --set trainer.python.image=registry.example/ctr-trainer:1 --set 'trainer.python.command={python,/app/train.py}')
 step "helm lint --strict (default values, ci/external-values.yaml, pserver.elastic.enabled=true)"
 "$HELM" lint --strict "$CHART" || die "helm lint (default values)"
 "$HELM" lint --strict "$CHART" -f "$EXTERNAL_VALUES" || die "helm lint (ci/external-values.yaml)"
 "$HELM" lint --strict "$CHART" "${ELASTIC[@]}" || die "helm lint (pserver.elastic.enabled=true)"
+"$HELM" lint --strict "$CHART" "${PYTHON[@]}" || die "helm lint (trainer.python, no Java trainer)"
 
 step "chart README up to date (scripts/chart-readme.py --check), helm package"
 python3 "$ROOT/scripts/chart-readme.py" --check || die "helm/paramserver/README.md is stale: run scripts/chart-readme.py"
@@ -115,10 +119,15 @@ step "helm template"
   || die "helm template (ci/external-values.yaml)"
 "$HELM" template ps "$CHART" --namespace paramserver "${ELASTIC[@]}" >"$WORK/elastic.yaml" \
   || die "helm template (pserver.elastic.enabled=true)"
+"$HELM" template ps "$CHART" --namespace paramserver "${PYTHON[@]}" >"$WORK/python.yaml" \
+  || die "helm template (trainer.python, no Java trainer)"
 kinds() { grep -E '^kind: ' "$1" | sort | uniq -c | awk '{printf "%s %s, ", $1, $3}'; }
 echo "default values: $(kinds "$WORK/default.yaml")"
 echo "external values: $(kinds "$WORK/external.yaml")"
 echo "elastic pservers: $(kinds "$WORK/elastic.yaml")"
+echo "Python trainers only: $(kinds "$WORK/python.yaml")"
+grep -q 'name: ps-paramserver-trainer-python-' "$WORK/python.yaml" || die "trainer.python must render the Python trainer Job"
+grep -q 'name: ps-paramserver-trainer-python-' "$WORK/default.yaml" && die "default values must not render a Python trainer Job"
 grep -q '^kind: ServiceMonitor' "$WORK/default.yaml" && die "default values must not render a ServiceMonitor"
 grep -q '^kind: ServiceMonitor' "$WORK/external.yaml" || die "serviceMonitor.enabled must render a ServiceMonitor"
 grep -q 'name: ps-paramserver-etcd$' "$WORK/default.yaml" || die "default values must render the bundled etcd"
@@ -137,6 +146,8 @@ step "Kubernetes schemas (kubernetes-models) and cross-object checks"
   || die "rendered objects (ci/external-values.yaml) are invalid"
 (cd "$NODE_DIR" && node validate-k8s.mjs "$WORK/elastic.yaml") \
   || die "rendered objects (pserver.elastic.enabled=true) are invalid"
+(cd "$NODE_DIR" && node validate-k8s.mjs "$WORK/python.yaml") \
+  || die "rendered objects (trainer.python, no Java trainer) are invalid"
 
 # ---- 5. JobSet and Kubeflow Trainer runtime ------------------------------------------------
 step "deploy/jobset (JobSet schema, Kubernetes schemas of its Jobs, cross-object checks)"
@@ -162,4 +173,4 @@ else
   echo "SKIPPED: promtool is not installed (apt-get install -y prometheus)"
 fi
 
-printf '\nvalidate-deploy: OK (compose, monitoring files, Helm lint/template with 3 value sets, Kubernetes schemas, JobSet, alert rules)\n'
+printf '\nvalidate-deploy: OK (compose, monitoring files, Helm lint/template with 4 value sets, Kubernetes schemas, JobSet, alert rules)\n'

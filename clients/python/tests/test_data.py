@@ -54,6 +54,7 @@ def test_a_dataloader_with_workers_reads_each_task_once_and_the_loop_reports_it_
     assert all(isinstance(f, ma.TaskFinishedRequest) and f.trainer_id == "py" for f in done)
     assert finished_when[:3] == [0, 0, 0]  # a task is reported after its batches were trained, not read
     assert trainer.tasks_done == 4 and trainer.records_done == 40
+    assert trainer.client.current_pass == 1  # the pass after the last trained, as Client.tasks() leaves it
     trainer.client.close()
 
 

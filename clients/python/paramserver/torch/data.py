@@ -182,6 +182,7 @@ def loop(trainer: Any, batches: Iterable[Tuple[torch.Tensor, torch.Tensor, TaskB
     reading the next batch's rows (when it is already there) while this one trains."""
     open_tasks: Dict[Tuple[int, int], TaskBatch] = {}
     client: Client = trainer.client
+    last_pass = -1
     it = iter(batches)
     ahead = next(it, None)
     try:
@@ -195,6 +196,7 @@ def loop(trainer: Any, batches: Iterable[Tuple[torch.Tensor, torch.Tensor, TaskB
                     m.prefetch(ahead[0])
             trainer._size = len(y)
             client.loss_every_records = tag.loss_every_records
+            last_pass = max(last_pass, tag.pass_)
             open_tasks[(tag.task_id, tag.epoch)] = tag
             yield x, y
             if tag.last:
@@ -207,6 +209,9 @@ def loop(trainer: Any, batches: Iterable[Tuple[torch.Tensor, torch.Tensor, TaskB
                 trainer.tasks_done, trainer.records_done = trainer.tasks_done + 1, trainer.records_done + tag.records
             if not prefetch:
                 ahead = next(it, None)
+        # the readers saw the job end (or the passes asked for): client.current_pass is the pass
+        # after the last one trained, as Client.tasks() leaves it (evaluation reports name the last)
+        client.current_pass = max(client.current_pass, last_pass + 1)
     finally:
         for tag in open_tasks.values():
             try:

@@ -43,13 +43,14 @@ import java.util.stream.Stream;
  * click-through 1 + 1 job's samples/s and AUC at trainer row-cache staleness 0, 1, 4 and 16 against
  * one JVM ({@link StalenessSuite}), only when named; delay, the click-through 1 + 1 job through a
  * user-space delay line of 0.1, 0.5 and 2 ms one way ({@link DelaySuite}), only when named; python,
- * a Python trainer against PyTorch in one process, also only when named: it needs torch), {@code
- * --workloads softmax,mlp5m,ctr,ctr100m} (the training section's workloads, of {@link
- * TrainSuite#WORKLOADS}; default softmax, mlp5m and ctr, or the softmax alone with --quick;
- * ctr100m, click-through over a 100M-id space with a fixed heap, one 1 + 1 job and one single JVM,
- * runs only when named), {@code --quick} (shorter measurements), {@code --profile} (JFR of the
- * softmax 1 + 1 training job's pserver and trainer, summarised in the report; off by default
- * because recording slows the run it measures).
+ * a Python trainer against PyTorch in one process and the click-through sparse-lr Python trainer
+ * against the Java trainer ({@code PythonCtr}), also only when named: it needs torch; --workloads
+ * mlp5m or ctr picks one), {@code --workloads softmax,mlp5m,ctr,ctr100m} (the training section's
+ * workloads, of {@link TrainSuite#WORKLOADS}; default softmax, mlp5m and ctr, or the softmax alone
+ * with --quick; ctr100m, click-through over a 100M-id space with a fixed heap, one 1 + 1 job and
+ * one single JVM, runs only when named), {@code --quick} (shorter measurements), {@code --profile}
+ * (JFR of the softmax 1 + 1 training job's pserver and trainer, summarised in the report; off by
+ * default because recording slows the run it measures).
  */
 public final class BenchSuite {
   private BenchSuite() {}

@@ -73,6 +73,26 @@ public final class PythonSuite {
     if (this.workloads == null && !quick) {
       workloads.add(Workload.smallMlp(data, false));
     }
+    Map<String, Object> json = new LinkedHashMap<>();
+    if (!workloads.isEmpty()) {
+      mlp(report, workloads, json);
+    }
+    if (this.workloads == null || this.workloads.contains("ctr")) {
+      json.put("ctr", new PythonCtr(this, python, jars, runDir).run(report, data, quick));
+    }
+    long lines = clientLines(repo.resolve("clients/python/paramserver"));
+    report.ratio(
+        "python_client_lines",
+        lines,
+        Target.atMost(800),
+        "hand-written lines of clients/python/paramserver/**.py (without the generated v1/)");
+    json.put("clientLines", lines);
+    report.extra("python", json);
+  }
+
+  /** The MLP workloads: the Python trainer against PyTorch in one process. */
+  private void mlp(Report report, List<Workload> workloads, Map<String, Object> json)
+      throws Exception {
     Report.Table t =
         report.table(
             "Python trainer",
@@ -98,7 +118,6 @@ public final class PythonSuite {
             "ratio",
             "Python 1 + 1 accuracy",
             "one process accuracy");
-    Map<String, Object> json = new LinkedHashMap<>();
     for (Workload w : workloads) {
       System.out.printf(Locale.ROOT, "python %s: %s%n", w.name(), w.title());
       List<Paired<Outcome>> runs = measure(w).get(ONE);
@@ -140,17 +159,6 @@ public final class PythonSuite {
       json.put(w.name(), runs);
       System.out.printf(Locale.ROOT, "python %s median ratio %.3f%n", w.name(), ratio);
     }
-    if (this.workloads == null || this.workloads.contains("ctr")) {
-      json.put("ctr", new PythonCtr(this, python, jars, runDir).run(report, data, quick));
-    }
-    long lines = clientLines(repo.resolve("clients/python/paramserver"));
-    report.ratio(
-        "python_client_lines",
-        lines,
-        Target.atMost(800),
-        "hand-written lines of clients/python/paramserver/**.py (without the generated v1/)");
-    json.put("clientLines", lines);
-    report.extra("python", json);
   }
 
   /** Lines of the client's .py files, without the generated stubs. */
