@@ -156,24 +156,16 @@ final class ShardRoles {
    * Waits until a pserver process other than {@code old} is the primary of {@code shard}; returns
    * its index.
    */
-  static int awaitNewPrimary(LocalCluster cluster, int shard, int old, Duration timeout)
-      throws InterruptedException {
-    long deadline = System.nanoTime() + timeout.toNanos();
-    while (true) {
-      OptionalInt primary = find(cluster, shard, true, old);
-      if (primary.isPresent()) {
-        return primary.getAsInt();
-      }
-      if (System.nanoTime() > deadline) {
-        throw new AssertionError(
-            "no pserver but process "
-                + old
-                + " became primary of shard "
-                + shard
-                + " within "
-                + timeout);
-      }
-      Thread.sleep(200);
-    }
+  static int awaitNewPrimary(LocalCluster cluster, int shard, int old, Duration timeout) {
+    int[] found = {-1};
+    Poll.until(
+        timeout,
+        Duration.ofMillis(200),
+        () -> {
+          found[0] = find(cluster, shard, true, old).orElse(-1);
+          return found[0] >= 0;
+        },
+        "a pserver but process " + old + " to become the primary of shard " + shard);
+    return found[0];
   }
 }
