@@ -189,10 +189,21 @@ final class Supervisor {
     return list;
   }
 
-  /** Ends the watchdog and launcher threads; call once every child has stopped. */
+  /**
+   * Ends the watchdog and launcher threads; call once every child has stopped. Waits (a bounded
+   * time) for a watchdog task that is running to end, so that nothing writes into the run folder
+   * (its {@code cluster.json}) once the cluster is closed.
+   */
   void shutdownThreads() {
     watchdog.shutdownNow();
     launcher.shutdown();
+    try {
+      if (!watchdog.awaitTermination(5, TimeUnit.SECONDS)) {
+        log.warn("the local cluster's watchdog thread did not end within 5 s");
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
   }
 
   ServiceProcess newSlot(Role role, int index) {
