@@ -183,31 +183,26 @@ public final class JobConsole implements SmartLifecycle {
   /**
    * Asks every pserver to checkpoint now; answers per pserver {@code {index, ok, step | error}}.
    */
-  public List<Map<String, Object>> checkpointNow() {
+  public List<PserverCheckpoint> checkpointNow() {
     Map<Integer, String> targets = pserverAdmin;
     Map<Integer, CompletableFuture<JsonNode>> calls = new LinkedHashMap<>();
     targets.forEach(
         (i, a) -> calls.put(i, probe.admin(a).postAsync("/admin/checkpoint", CHECKPOINT_TIMEOUT)));
-    List<Map<String, Object>> out = new ArrayList<>();
+    List<PserverCheckpoint> out = new ArrayList<>();
     for (Map.Entry<Integer, CompletableFuture<JsonNode>> e : calls.entrySet()) {
-      Map<String, Object> r = new LinkedHashMap<>();
-      r.put("index", e.getKey());
+      int index = e.getKey();
       try {
         JsonNode meta = e.getValue().get(CHECKPOINT_TIMEOUT.toSeconds() + 5, TimeUnit.SECONDS);
-        r.put("ok", true);
-        r.put("step", meta.path("step").asLong());
+        out.add(PserverCheckpoint.written(index, meta.path("step").asLong()));
       } catch (InterruptedException ex) {
         Thread.currentThread().interrupt();
-        r.put("ok", false);
-        r.put("error", "interrupted");
+        out.add(PserverCheckpoint.failed(index, "interrupted"));
       } catch (Exception ex) {
-        r.put("ok", false);
         Throwable c = ex.getCause() != null ? ex.getCause() : ex;
-        r.put("error", String.valueOf(c.getMessage()));
+        out.add(PserverCheckpoint.failed(index, String.valueOf(c.getMessage())));
       }
-      out.add(r);
     }
-    long ok = out.stream().filter(r -> Boolean.TRUE.equals(r.get("ok"))).count();
+    long ok = out.stream().filter(PserverCheckpoint::ok).count();
     events.add(
         clock.millis(),
         "checkpoint",
@@ -223,9 +218,8 @@ public final class JobConsole implements SmartLifecycle {
    * Stops the job gracefully: every pserver checkpoints, then the job ends (FAILED, with the reason
    * "stopped by the operator") so the trainers stop at their next call.
    */
-  public Map<String, Object> stopJob() {
-    List<Map<String, Object>> checkpoints = checkpointNow();
-    Map<String, Object> out = new LinkedHashMap<>();
+  public JobStop stopJob() {
+    List<PserverCheckpoint> checkpoints = checkpointNow();
     boolean stopped = false;
     String message;
     try {
@@ -234,10 +228,7 @@ public final class JobConsole implements SmartLifecycle {
     } catch (ServiceException e) {
       message = "the job was not stopped: " + e.getMessage();
     }
-    out.put("stopped", stopped);
-    out.put("message", message);
-    out.put("checkpoints", checkpoints);
-    return out;
+    return new JobStop(stopped, message, checkpoints);
   }
 
   /** Whether this master leads (and so serves the job). */

@@ -1,6 +1,7 @@
 package dev.paramserver.master.placement;
 
 import dev.paramserver.adminapi.AdminClient;
+import dev.paramserver.adminapi.JobView;
 import dev.paramserver.coordination.Coordinator;
 import dev.paramserver.coordination.KeyValueStore;
 import dev.paramserver.coordination.PlacementStore;
@@ -14,7 +15,9 @@ import dev.paramserver.proto.v1.SlotMove;
 import dev.paramserver.proto.v1.SlotMovesGrpc;
 import dev.paramserver.proto.v1.TrainingMode;
 import dev.paramserver.rpc.ChannelFactory;
+import dev.paramserver.rpc.Retry;
 import dev.paramserver.rpc.RpcErrors;
+import dev.paramserver.rpc.StoppedException;
 import dev.paramserver.tensor.BlockSpec;
 import dev.paramserver.tensor.SlotMap;
 import io.grpc.ManagedChannel;
@@ -67,8 +70,9 @@ public final class PlacementCoordinator implements AutoCloseable {
             return t;
           });
   // guarded by this
-  private final Deque<Map<String, Object>> history = new ArrayDeque<>();
-  private String phase = "idle";
+  private final Deque<JobView.Move> history = new ArrayDeque<>();
+  private ScalingPhase phase = ScalingPhase.IDLE;
+  private String phaseDetail;
   private SlotMove current;
   private String lastError;
   private boolean queued;
@@ -156,7 +160,7 @@ public final class PlacementCoordinator implements AutoCloseable {
    * @throws IllegalStateException when this master is not the leader or the job cannot be scaled,
    *     naming why
    */
-  public synchronized Map<String, Object> scale(int pservers) {
+  public synchronized ScalingStatus scale(int pservers) {
     if (pservers <= 0) {
       throw new IllegalArgumentException("--pservers must be at least 1, got " + pservers);
     }
@@ -220,7 +224,7 @@ public final class PlacementCoordinator implements AutoCloseable {
    * {@link #scale} to {@code pservers} only when the job asks for fewer: what a new pserver of a
    * scaled-up StatefulSet asks for, so two that start at once never undo each other.
    */
-  public synchronized Map<String, Object> growTo(int pservers) {
+  public synchronized ScalingStatus growTo(int pservers) {
     int desired = desired();
     return pservers > desired ? scale(pservers) : view();
   }
@@ -235,50 +239,76 @@ public final class PlacementCoordinator implements AutoCloseable {
   }
 
   /** What the console and {@code psctl scale} show: the map, the move under way, the last moves. */
-  public synchronized Map<String, Object> view() {
-    Map<String, Object> v = new LinkedHashMap<>();
-    PlacementStore.Read read;
+  public synchronized ScalingStatus view() {
+    Long epoch = null;
+    Integer pservers = null;
+    Integer desired = null;
+    String error = null;
     try {
-      read = store.read();
-      v.put("epoch", read.epoch());
-      v.put("pservers", read.map().map(m -> (Object) m.getPservers()).orElse(null));
-      v.put(
-          "desired",
+      PlacementStore.Read read = store.read();
+      epoch = read.epoch();
+      pservers = read.map().map(m -> m.getPservers()).orElse(null);
+      desired =
           coordinator
               .kv()
               .get(coordinator.keys().psDesired())
-              .map(kv -> (Object) Integer.parseInt(kv.valueAsString().trim()))
-              .orElse(null));
+              .map(kv -> Integer.parseInt(kv.valueAsString().trim()))
+              .orElse(null);
     } catch (RuntimeException e) {
-      v.put("error", "etcd: " + e.getMessage());
+      error = "etcd: " + e.getMessage();
     }
-    v.put("phase", phase);
-    v.put("move", current == null ? null : describe(current));
-    v.put("lastError", lastError);
-    v.put("moves", new ArrayList<>(history));
-    return v;
+    return new ScalingStatus(
+        epoch,
+        pservers,
+        desired,
+        error,
+        phase,
+        phase.describe(phaseDetail),
+        current == null ? null : describe(current, null, null, null),
+        lastError,
+        new ArrayList<>(history));
   }
 
   private void reconcileLoop() {
     synchronized (this) {
       queued = false;
     }
+    // a failed step is planned again after retry-delay, until done or this master stops leading
+    Retry retry =
+        new Retry(
+            settings.retryDelay(), settings.retryDelay(), () -> closed || !election.isLeader());
     try {
-      while (!closed && election.isLeader()) {
-        if (!reconcileOnce()) {
-          break;
-        }
-      }
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
+      retry.until(
+          "scaling the job",
+          attempt -> {
+            Step step = Step.AGAIN;
+            while (step == Step.AGAIN && !closed && election.isLeader()) {
+              step = reconcileOnce();
+            }
+            return step == Step.LATER ? Optional.empty() : Optional.of(step);
+          });
+    } catch (StoppedException e) {
+      log.debug("placement: {}", e.getMessage());
     } catch (RuntimeException e) {
       log.warn("placement: {}", e.getMessage(), e);
-      setPhase("failed", e.getMessage());
+      setPhase(ScalingPhase.FAILED, null, e.getMessage());
+      return;
     }
+    setPhase(ScalingPhase.IDLE, null, null); // done, or stopped: nothing under way here
   }
 
-  /** One step towards ps_desired: false when there is nothing left to do. */
-  private boolean reconcileOnce() throws InterruptedException {
+  /** What one step of {@link #reconcileOnce} leaves to do. */
+  private enum Step {
+    /** Nothing: the placement has ps_desired. */
+    DONE,
+    /** Another step, at once. */
+    AGAIN,
+    /** Another step, after {@link ScalingProperties#retryDelay}. */
+    LATER
+  }
+
+  /** One step towards ps_desired. */
+  private Step reconcileOnce() throws InterruptedException {
     PlacementStore.Read read = store.read();
     if (read.move().isPresent()) {
       SlotMove left = read.move().get();
@@ -287,11 +317,10 @@ public final class PlacementCoordinator implements AutoCloseable {
           left.getId(),
           left.getEpoch());
       store.abort(read);
-      return true;
+      return Step.AGAIN;
     }
     if (read.map().isEmpty()) {
-      setPhase("idle", null);
-      return false; // never scaled: the initial map of ps_desired is in force
+      return Step.DONE; // never scaled: the initial map of ps_desired is in force
     }
     int desired = desired();
     SlotMap cur = SlotMap.fromProto(read.map().get());
@@ -299,8 +328,7 @@ public final class PlacementCoordinator implements AutoCloseable {
     List<SlotMove> moves = cur.movesTo(target, settings.slotsPerMove());
     if (moves.isEmpty()) {
       finishShrink(desired);
-      setPhase("idle", null);
-      return false;
+      return Step.DONE;
     }
     for (int i = 0; i < desired; i++) {
       awaitRegistered(i);
@@ -313,13 +341,12 @@ public final class PlacementCoordinator implements AutoCloseable {
       }
       // a pserver killed and restarting: its registration may outlive it by its lease
       log.info("placement: a pserver did not answer ({}): planning again", e.getMessage());
-      setPhase("waiting for the pservers to answer", e.getMessage());
-      Thread.sleep(settings.retryDelay().toMillis());
-      return true;
+      setPhase(ScalingPhase.WAITING_FOR_PSERVERS, null, e.getMessage());
+      return Step.LATER;
     }
     for (SlotMove planned : moves) {
       if (closed || !election.isLeader()) {
-        return false;
+        return Step.DONE;
       }
       PlacementStore.Read seen = store.read();
       SlotMap now = SlotMap.fromProto(seen.map().orElseThrow());
@@ -329,11 +356,10 @@ public final class PlacementCoordinator implements AutoCloseable {
               .setId("e" + (now.epoch() + 1) + "-" + planned.getFrom() + "to" + planned.getTo())
               .build();
       if (!moveOne(seen, now, move)) {
-        Thread.sleep(settings.retryDelay().toMillis());
-        return true; // plan again from what is committed
+        return Step.LATER; // plan again from what is committed
       }
     }
-    return true;
+    return Step.AGAIN;
   }
 
   /** Begins, runs and commits one move, or rolls it back: true when committed. */
@@ -343,10 +369,9 @@ public final class PlacementCoordinator implements AutoCloseable {
     }
     synchronized (this) {
       current = move;
-      phase = "moving";
+      setPhase(ScalingPhase.MOVING, null, null);
     }
     long start = System.nanoTime();
-    Map<String, Object> record = describe(move);
     try {
       MoveOutResponse answer = moveOut(move);
       PlacementStore.Read moving = store.read();
@@ -356,13 +381,6 @@ public final class PlacementCoordinator implements AutoCloseable {
             "the move was rolled back in etcd before its commit (by the old owner's timeout?)");
       }
       long ms = (System.nanoTime() - start) / 1_000_000;
-      record.put("result", "committed");
-      record.put("bytes", answer.getBytes());
-      record.put("records", answer.getRecords());
-      record.put("rows", answer.getRows());
-      record.put("copyMs", answer.getCopyMs());
-      record.put("stallMs", answer.getStallMs());
-      record.put("durationMs", ms);
       log.info(
           "placement: move {} committed: {} slots, {} blocks, {} rows, {} bytes, copy {} ms,"
               + " stall {} ms, {} ms in all",
@@ -380,7 +398,7 @@ public final class PlacementCoordinator implements AutoCloseable {
         committed.increment();
         stall.record(Duration.ofMillis(answer.getStallMs()));
       }
-      remember(record, null);
+      remember(describe(move, "committed", answer, ms), null);
       return true;
     } catch (RuntimeException e) {
       String why = e.getMessage();
@@ -389,11 +407,10 @@ public final class PlacementCoordinator implements AutoCloseable {
       if (after.move().equals(Optional.of(move))) {
         store.abort(after);
       }
-      record.put("result", "rolled back: " + why);
       if (rolledBack != null) {
         rolledBack.increment();
       }
-      remember(record, why);
+      remember(describe(move, "rolled back: " + why, null, null), why);
       return false;
     }
   }
@@ -410,7 +427,7 @@ public final class PlacementCoordinator implements AutoCloseable {
     }
   }
 
-  private synchronized void remember(Map<String, Object> record, String error) {
+  private synchronized void remember(JobView.Move record, String error) {
     history.addLast(record);
     while (history.size() > HISTORY) {
       history.removeFirst();
@@ -419,8 +436,10 @@ public final class PlacementCoordinator implements AutoCloseable {
     lastError = error;
   }
 
-  private synchronized void setPhase(String p, String error) {
-    phase = p;
+  /** Enters {@code next} (checked by {@link ScalingPhase#to}), with its detail and an error. */
+  private synchronized void setPhase(ScalingPhase next, String detail, String error) {
+    phase = phase.to(next);
+    phaseDetail = detail;
     if (error != null) {
       lastError = error;
     }
@@ -442,25 +461,36 @@ public final class PlacementCoordinator implements AutoCloseable {
         .orElseThrow(() -> new IllegalStateException("pserver " + index + " is not registered"));
   }
 
-  private void awaitRegistered(int index) throws InterruptedException {
+  private void awaitRegistered(int index) {
     long deadline = System.nanoTime() + settings.registrationTimeout().toNanos();
-    boolean said = false;
-    while (coordinator.kv().get(coordinator.keys().ps(index)).isEmpty()) {
-      if (!said) {
-        setPhase("waiting for pserver " + index + " to register", null);
-        log.info("placement: waiting for pserver {} to register", index);
-        said = true;
-      }
-      if (System.nanoTime() > deadline || closed || !election.isLeader()) {
-        throw new IllegalStateException(
-            "pserver "
-                + index
-                + " did not register within "
-                + settings.registrationTimeout()
-                + ": start it (compose --scale, the StatefulSet's replicas, or a pserver process)");
-      }
-      Thread.sleep(500);
+    boolean registered =
+        poll()
+            .until(
+                "waiting for pserver " + index + " to register",
+                attempt -> {
+                  if (coordinator.kv().get(coordinator.keys().ps(index)).isPresent()) {
+                    return Optional.of(true);
+                  }
+                  if (attempt == 1) {
+                    setPhase(ScalingPhase.WAITING_FOR_REGISTRATION, Integer.toString(index), null);
+                    log.info("placement: waiting for pserver {} to register", index);
+                  }
+                  return System.nanoTime() > deadline ? Optional.of(false) : Optional.empty();
+                });
+    if (!registered) {
+      throw new IllegalStateException(
+          "pserver "
+              + index
+              + " did not register within "
+              + settings.registrationTimeout()
+              + ": start it (compose --scale, the StatefulSet's replicas, or a pserver process)");
     }
+  }
+
+  /** Looks every poll-interval until this master closes or stops leading. */
+  private Retry poll() {
+    return new Retry(
+        settings.pollInterval(), settings.pollInterval(), () -> closed || !election.isLeader());
   }
 
   private ShardStatus status(int index) {
@@ -564,12 +594,16 @@ public final class PlacementCoordinator implements AutoCloseable {
       return;
     }
     String names = emptied.keySet().stream().map(String::valueOf).collect(Collectors.joining(", "));
-    setPhase("draining pserver " + names, null);
+    setPhase(ScalingPhase.DRAINING, names, null);
     log.info(
         "placement: pserver {} owns nothing now: it answers MOVED for {}, then it is shut down",
         names,
         settings.drainTime());
-    Thread.sleep(settings.drainTime().toMillis());
+    long drained = System.nanoTime() + settings.drainTime().toNanos();
+    poll()
+        .until(
+            "draining pserver " + names,
+            attempt -> System.nanoTime() >= drained ? Optional.of(true) : Optional.empty());
     for (Map.Entry<Integer, String> e : emptied.entrySet()) {
       int index = e.getKey();
       String adminAddress = status(index).getAdminAddress();
@@ -586,10 +620,14 @@ public final class PlacementCoordinator implements AutoCloseable {
         throw new IllegalStateException(
             "pserver " + index + " did not take the shutdown: " + ex.getMessage(), ex);
       }
-      long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(2);
-      while (coordinator.kv().get(e.getValue()).isPresent() && System.nanoTime() < deadline) {
-        Thread.sleep(200);
-      }
+      long deadline = System.nanoTime() + settings.shutdownTimeout().toNanos();
+      poll()
+          .until(
+              "waiting for pserver " + index + " to deregister",
+              attempt ->
+                  coordinator.kv().get(e.getValue()).isEmpty() || System.nanoTime() >= deadline
+                      ? Optional.of(true)
+                      : Optional.empty());
       coordinator.kv().delete(coordinator.keys().checkpoint(index));
       log.info("placement: pserver {} is gone", index);
     }
@@ -599,15 +637,27 @@ public final class PlacementCoordinator implements AutoCloseable {
     return adminAddress.startsWith("http") ? adminAddress : "http://" + adminAddress;
   }
 
-  private static Map<String, Object> describe(SlotMove move) {
-    Map<String, Object> m = new LinkedHashMap<>();
-    m.put("id", move.getId());
-    m.put("epoch", move.getEpoch());
-    m.put("from", move.getFrom());
-    m.put("to", move.getTo());
-    m.put("slots", move.getSlotsCount());
-    m.put("blocks", move.getBlocksCount());
-    return m;
+  /**
+   * {@code move} as the console shows it: under way ({@code result} null), committed (with the old
+   * owner's {@code answer} and the whole move's {@code ms}) or rolled back.
+   */
+  private static JobView.Move describe(
+      SlotMove move, String result, MoveOutResponse answer, Long ms) {
+    boolean done = answer != null;
+    return new JobView.Move(
+        move.getId(),
+        move.getEpoch(),
+        move.getFrom(),
+        move.getTo(),
+        move.getSlotsCount(),
+        move.getBlocksCount(),
+        result,
+        done ? answer.getBytes() : null,
+        done ? answer.getRecords() : null,
+        done ? answer.getRows() : null,
+        done ? answer.getCopyMs() : null,
+        done ? answer.getStallMs() : null,
+        ms);
   }
 
   @Override

@@ -20,6 +20,10 @@ import org.springframework.validation.annotation.Validated;
  * @param drainTime after a shrink, how long an emptied pserver keeps answering (MOVED to a request
  *     planned by an older map, a duplicate to a push it applied whose answer was lost) before it is
  *     asked to shut down (default 15s: longer than a trainer's call timeout and first retry)
+ * @param pollInterval how often the coordinator looks in etcd whether a new pserver registered, an
+ *     emptied one deregistered, or a drain is over (default 500ms)
+ * @param shutdownTimeout after a shrink, how long the coordinator waits for an emptied pserver it
+ *     asked to shut down to deregister before it goes on (default 2m)
  */
 @Validated
 @ConfigurationProperties("paramserver.master.scaling")
@@ -28,7 +32,20 @@ public record ScalingProperties(
     @DefaultValue("2m") @NotNull Duration moveTimeout,
     @DefaultValue("10m") @NotNull Duration registrationTimeout,
     @DefaultValue("2s") @NotNull Duration retryDelay,
-    @DefaultValue("15s") @NotNull Duration drainTime) {
+    @DefaultValue("15s") @NotNull Duration drainTime,
+    @DefaultValue("500ms") @NotNull Duration pollInterval,
+    @DefaultValue("2m") @NotNull Duration shutdownTimeout) {
+
+  public ScalingProperties {
+    if (retryDelay != null && (retryDelay.isNegative() || retryDelay.isZero())) {
+      throw new IllegalArgumentException(
+          "paramserver.master.scaling.retry-delay must be positive, got " + retryDelay);
+    }
+    if (pollInterval != null && (pollInterval.isNegative() || pollInterval.isZero())) {
+      throw new IllegalArgumentException(
+          "paramserver.master.scaling.poll-interval must be positive, got " + pollInterval);
+    }
+  }
 
   /** The defaults, for tests. */
   public static ScalingProperties defaults() {
@@ -37,6 +54,8 @@ public record ScalingProperties(
         Duration.ofMinutes(2),
         Duration.ofMinutes(10),
         Duration.ofSeconds(2),
-        Duration.ofSeconds(15));
+        Duration.ofSeconds(15),
+        Duration.ofMillis(500),
+        Duration.ofMinutes(2));
   }
 }

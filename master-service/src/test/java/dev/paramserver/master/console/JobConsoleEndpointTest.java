@@ -42,6 +42,13 @@ class JobConsoleEndpointTest {
     masters.close();
   }
 
+  /** A JSON object's keys, in order. */
+  private static java.util.List<String> keys(JsonNode json) {
+    java.util.List<String> keys = new java.util.ArrayList<>();
+    json.fieldNames().forEachRemaining(keys::add);
+    return keys;
+  }
+
   private static JsonNode json(HttpResponse<String> r) {
     try {
       return new ObjectMapper().readTree(r.body());
@@ -139,6 +146,25 @@ class JobConsoleEndpointTest {
     JsonNode s = json(fromStandby);
     assertThat(s.path("leaderAddress").asText()).isEqualTo(election.identity());
     assertThat(s.path("leaderAdminAddress").asText()).isEqualTo(leaderHttp);
+    // every leader-only endpoint answers a standby the same way (one handler)
+    for (HttpResponse<String> r :
+        java.util.List.of(
+            masters.get(standby, "/admin/job/scaling", true),
+            masters.post(standby, "/admin/job/scale?pservers=2"),
+            masters.post(standby, "/admin/job/checkpoint"),
+            masters.post(standby, "/admin/job/stop"))) {
+      assertThat(r.statusCode()).as(r.body()).isEqualTo(409);
+      JsonNode body = json(r);
+      assertThat(body.path("error").asText()).isEqualTo("not the leader");
+      assertThat(body.path("leader").asBoolean(true)).isFalse();
+      assertThat(body.path("leaderAddress").asText()).isEqualTo(election.identity());
+      assertThat(body.path("message").asText()).contains("the leader is at");
+    }
+    // the scaling's own endpoint: the keys it always had
+    JsonNode scalingNow = json(masters.get(leader, "/admin/job/scaling", true));
+    assertThat(keys(scalingNow))
+        .containsExactly("epoch", "pservers", "desired", "phase", "move", "lastError", "moves");
+    assertThat(scalingNow.path("phase").asText()).isEqualTo("idle");
 
     // no pserver answers: nothing checkpointed; no dataset yet: the job cannot be stopped
     JsonNode cp = json(masters.post(leader, "/admin/job/checkpoint"));

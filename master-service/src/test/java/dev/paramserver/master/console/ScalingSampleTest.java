@@ -5,58 +5,59 @@ import static org.assertj.core.api.Assertions.assertThat;
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.paramserver.adminapi.JobView;
 import dev.paramserver.adminapi.JobViewSchema;
+import dev.paramserver.master.placement.ScalingPhase;
+import dev.paramserver.master.placement.ScalingStatus;
 import dev.paramserver.proto.v1.JobState;
 import dev.paramserver.testsupport.JsonSchemaCheck;
 import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Map;
 import org.junit.jupiter.api.Test;
 
 /**
- * The {@code scaling} of {@code /admin/job} from a placement coordinator's view as {@code
- * PlacementCoordinator.view()} builds it (the same keys and Java types): the move under way, the
- * committed and rolled-back moves with their bytes, copy, stall and duration, as the master writes
- * them and the published schema accepts.
+ * The {@code scaling} of {@code /admin/job} from a placement coordinator's {@link ScalingStatus}:
+ * the move under way, the committed and rolled-back moves with their bytes, copy, stall and
+ * duration, as the master writes them and the published schema accepts.
  */
 class ScalingSampleTest {
 
-  private static Map<String, Object> move(String id, long epoch, int from, int to) {
-    Map<String, Object> m = new LinkedHashMap<>();
-    m.put("id", id);
-    m.put("epoch", epoch);
-    m.put("from", from);
-    m.put("to", to);
-    m.put("slots", 128);
-    m.put("blocks", 2);
-    return m;
+  private static JobView.Move move(String id, long epoch, int from, int to) {
+    return new JobView.Move(id, epoch, from, to, 128, 2, null, null, null, null, null, null, null);
   }
 
-  private static Map<String, Object> committed(String id, long epoch, int from, int to) {
-    Map<String, Object> m = move(id, epoch, from, to);
-    m.put("result", "committed");
-    m.put("bytes", 1_048_576L);
-    m.put("records", 12L);
-    m.put("rows", 4096L);
-    m.put("copyMs", 80L);
-    m.put("stallMs", 6L);
-    m.put("durationMs", 95L);
-    return m;
+  private static JobView.Move committed(String id, long epoch, int from, int to) {
+    return new JobView.Move(
+        id, epoch, from, to, 128, 2, "committed", 1_048_576L, 12L, 4096L, 80L, 6L, 95L);
+  }
+
+  private static JobView.Move rolledBack(String id, long epoch, int from, int to, String why) {
+    return new JobView.Move(
+        id, epoch, from, to, 128, 2, "rolled back: " + why, null, null, null, null, null, null);
+  }
+
+  private static ScalingStatus status(
+      Long epoch,
+      Integer pservers,
+      Integer desired,
+      String error,
+      ScalingPhase phase,
+      JobView.Move move,
+      String lastError,
+      List<JobView.Move> moves) {
+    return new ScalingStatus(
+        epoch, pservers, desired, error, phase, phase.describe(null), move, lastError, moves);
   }
 
   /** A grow from 2 to 3 pservers: one move committed, one rolled back, one under way. */
-  static Map<String, Object> growing() {
-    Map<String, Object> rolledBack = move("m-2", 3, 1, 2);
-    rolledBack.put("result", "rolled back: pserver 2 did not answer");
-    Map<String, Object> v = new LinkedHashMap<>();
-    v.put("epoch", 2L);
-    v.put("pservers", 2);
-    v.put("desired", 3);
-    v.put("phase", "moving");
-    v.put("move", move("m-3", 3, 0, 2));
-    v.put("lastError", "pserver 2 did not answer");
-    v.put("moves", new ArrayList<>(List.of(committed("m-1", 2, 0, 2), rolledBack)));
-    return v;
+  static ScalingStatus growing() {
+    return status(
+        2L,
+        2,
+        3,
+        null,
+        ScalingPhase.MOVING,
+        move("m-3", 3, 0, 2),
+        "pserver 2 did not answer",
+        List.of(committed("m-1", 2, 0, 2), rolledBack("m-2", 3, 1, 2, "pserver 2 did not answer")));
   }
 
   @Test
@@ -128,15 +129,8 @@ class ScalingSampleTest {
 
   @Test
   void aJobNeverScaled_isEpochZeroIdle_withoutAPlacementMap() throws Exception {
-    Map<String, Object> v = new LinkedHashMap<>();
-    v.put("epoch", 0L);
-    v.put("pservers", null);
-    v.put("desired", 2);
-    v.put("phase", "idle");
-    v.put("move", null);
-    v.put("lastError", null);
-    v.put("moves", List.of());
-    JobView.Scaling s = ScalingSample.of(v, null);
+    JobView.Scaling s =
+        ScalingSample.of(status(0L, null, 2, null, ScalingPhase.IDLE, null, null, List.of()), null);
     assertThat(s).isEqualTo(new JobView.Scaling(0, null, 2, "idle", null, null, List.of()));
     JsonNode json = ConsoleViewGoldenTest.CLIENT_JSON.valueToTree(s);
     assertThat(json.has("pservers")).isTrue();
@@ -146,12 +140,11 @@ class ScalingSampleTest {
 
   @Test
   void onlyTheLastMovesAreKept() {
-    Map<String, Object> v = growing();
-    List<Map<String, Object>> many = new ArrayList<>();
+    List<JobView.Move> many = new ArrayList<>();
     for (int i = 0; i < 30; i++) {
       many.add(committed("m-" + i, i + 1, 0, 1));
     }
-    v.put("moves", many);
+    ScalingStatus v = status(2L, 2, 3, null, ScalingPhase.MOVING, null, null, many);
     List<JobView.Move> moves = ScalingSample.of(v, null).moves();
     assertThat(moves).hasSize(ScalingSample.MOVES);
     assertThat(moves.get(0).id()).isEqualTo("m-10");
@@ -161,17 +154,46 @@ class ScalingSampleTest {
   @Test
   void etcdUnreadable_keepsThePlacementLastSeen_andSaysWhy() {
     JobView.Scaling before = ScalingSample.of(growing(), null);
-    Map<String, Object> v = new LinkedHashMap<>();
-    v.put("error", "etcd: deadline exceeded");
-    v.put("phase", "idle");
-    v.put("move", null);
-    v.put("lastError", null);
-    v.put("moves", List.of(committed("m-1", 2, 0, 2)));
+    ScalingStatus v =
+        status(
+            null,
+            null,
+            null,
+            "etcd: deadline exceeded",
+            ScalingPhase.IDLE,
+            null,
+            null,
+            List.of(committed("m-1", 2, 0, 2)));
     JobView.Scaling s = ScalingSample.of(v, before);
     assertThat(s.epoch()).isEqualTo(2);
     assertThat(s.pservers()).isEqualTo(2);
     assertThat(s.desired()).isEqualTo(3);
     assertThat(s.lastError()).isEqualTo("etcd: deadline exceeded");
     assertThat(s.moves()).hasSize(1);
+  }
+
+  @Test
+  void theScalingEndpointsJson_keepsItsKeys_andLeavesEpochOutWhenEtcdIsUnreadable()
+      throws Exception {
+    JsonNode json =
+        ConsoleViewGoldenTest.CLIENT_JSON.readTree(
+            ConsoleViewGoldenTest.SPRING_JSON.writeValueAsString(growing()));
+    assertThat(keys(json))
+        .containsExactly("epoch", "pservers", "desired", "phase", "move", "lastError", "moves");
+    assertThat(json.path("phase").asText()).isEqualTo("moving");
+    assertThat(json.path("moves").get(0).path("stallMs").asLong()).isEqualTo(6);
+    ScalingStatus unreadable =
+        status(null, null, null, "etcd: down", ScalingPhase.IDLE, null, null, List.of());
+    JsonNode error =
+        ConsoleViewGoldenTest.CLIENT_JSON.readTree(
+            ConsoleViewGoldenTest.SPRING_JSON.writeValueAsString(unreadable));
+    assertThat(keys(error))
+        .containsExactly("pservers", "desired", "error", "phase", "move", "lastError", "moves");
+  }
+
+  private static List<String> keys(JsonNode json) {
+    List<String> keys = new ArrayList<>();
+    json.fieldNames().forEachRemaining(keys::add);
+    return keys;
   }
 }
