@@ -22,7 +22,6 @@ class MasterArchitectureTest extends ModuleArchitectureTest {
   protected ModuleRules rules() {
     return ModuleRules.forRootPackage("dev.paramserver.master")
         .longFile("dev/paramserver/master/task/MasterJob.java", SPLIT_PENDING)
-        .longFile("dev/paramserver/master/task/TaskQueue.java", SPLIT_PENDING)
         .longFile("dev/paramserver/master/placement/PlacementCoordinator.java", SPLIT_PENDING)
         .cycleEdge("dev.paramserver.master.task", "dev.paramserver.master", PROPERTIES_IN_ROOT)
         .cycleEdge("dev.paramserver.master.console", "dev.paramserver.master", PROPERTIES_IN_ROOT)

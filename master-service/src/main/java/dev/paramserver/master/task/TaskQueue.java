@@ -10,14 +10,9 @@ import dev.paramserver.rpc.ServiceException;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Set;
-import java.util.function.IntFunction;
-import java.util.function.IntPredicate;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * The task queues of a job (docs/design.md §3): every task of the current pass is in exactly one of
@@ -42,7 +37,6 @@ import org.slf4j.LoggerFactory;
  * once the change is persisted).
  */
 public final class TaskQueue {
-  private static final Logger log = LoggerFactory.getLogger(TaskQueue.class);
   static final byte TODO = 1;
   static final byte PENDING = 2;
   static final byte DONE = 3;
@@ -101,7 +95,7 @@ public final class TaskQueue {
   public TaskQueue(long[] taskRecords, int totalPasses, int maxFailures, Clock clock) {
     this(taskRecords, totalPasses, maxFailures, clock, true);
     jobStartedMs = clock.millis();
-    startPass(0, jobStartedMs);
+    PassCycle.startPass(this, 0, jobStartedMs);
   }
 
   TaskQueue(long[] taskRecords, int totalPasses, int maxFailures, Clock clock, boolean allocate) {
@@ -135,36 +129,7 @@ public final class TaskQueue {
 
   /** A deep copy to change and swap in after the change was persisted. */
   public TaskQueue copy() {
-    TaskQueue c = new TaskQueue(taskRecords, totalPasses, maxFailures, clock, false);
-    c.state = state;
-    c.pass = pass;
-    c.failureReason = failureReason;
-    c.lastFailure = lastFailure;
-    c.jobStartedMs = jobStartedMs;
-    c.version = version;
-    c.states = states.clone();
-    c.epochs = epochs.clone();
-    c.passStartEpochs = passStartEpochs.clone();
-    c.failures = failures.clone();
-    c.deadlines = deadlines.clone();
-    c.finishes = finishes.clone();
-    c.holders = holders.clone();
-    c.requests = requests.clone();
-    c.dispatchedMs = dispatchedMs.clone();
-    c.todo = todo.copy();
-    c.ahead = ahead.clone();
-    c.nextTodo = nextTodo.copy();
-    c.pending = pending;
-    c.done = done;
-    c.failed = failed;
-    c.aheadPending = aheadPending;
-    c.aheadDone = aheadDone;
-    c.aheadFailed = aheadFailed;
-    c.history = new ArrayList<>(history.size());
-    for (PassLedger l : history) {
-      c.history.add(l.copy());
-    }
-    return c;
+    return TaskQueueSnapshots.copy(this);
   }
 
   /** Grows with every change of state; equal versions mean nothing changed. */
@@ -268,23 +233,12 @@ public final class TaskQueue {
   public boolean canDispatch(int requestedPass, boolean leaseAhead) {
     return state == JobState.RUNNING
         && requestedPass == pass
-        && (!todo.isEmpty() || (leaseAhead && canLeaseAhead()));
+        && (!todo.isEmpty() || (leaseAhead && PassCycle.canLeaseAhead(this)));
   }
 
   /** True while tasks of the next pass are leased ahead (the next pass has started early). */
   public boolean aheadOpen() {
     return history.size() > pass + 1;
-  }
-
-  /**
-   * True if a task of the next pass can be leased ahead now: the current pass has no task todo and
-   * at least one done (so it cannot fail for want of one), and is not the last pass.
-   */
-  private boolean canLeaseAhead() {
-    if (state != JobState.RUNNING || !todo.isEmpty() || pass + 1 >= totalPasses) {
-      return false;
-    }
-    return aheadOpen() ? !nextTodo.isEmpty() : done > 0;
   }
 
   /**
@@ -320,9 +274,9 @@ public final class TaskQueue {
     int id;
     if (!todo.isEmpty()) {
       id = todo.removeFirst();
-    } else if (leaseAhead && canLeaseAhead()) {
+    } else if (leaseAhead && PassCycle.canLeaseAhead(this)) {
       if (!aheadOpen()) {
-        openAhead(now);
+        PassCycle.openAhead(this, now);
       }
       id = nextTodo.removeFirst();
       aheadPending++;
@@ -346,38 +300,12 @@ public final class TaskQueue {
     return new Dispatch(outcome, -1, 0, pass, totalPasses, reason, -1);
   }
 
-  /** Starts the next pass early: its ledger, and every task this pass has done or failed. */
-  private void openAhead(long now) {
-    history.add(new PassLedger(pass + 1, now));
-    for (int i = 0; i < tasks; i++) {
-      if (states[i] == DONE || states[i] == FAILED) {
-        moveAhead(i);
-      }
-    }
-    log.info(
-        "pass {} of {} has no task todo ({} pending): tasks of pass {} are leased ahead",
-        pass,
-        totalPasses,
-        pending,
-        pass + 1);
-  }
-
-  /** Moves a task the current pass is through with (done or failed) to the next pass's todo. */
-  private void moveAhead(int id) {
-    ahead[id] = true;
-    states[id] = TODO;
-    passStartEpochs[id] = epochs[id];
-    failures[id] = 0;
-    finishes[id] = 0;
-    nextTodo.addLast(id);
-  }
-
   /** The pass task {@code id}'s state is for. */
   int passOf(int id) {
     return ahead[id] ? pass + 1 : pass;
   }
 
-  private PassLedger ledgerOf(int id) {
+  PassLedger ledgerOf(int id) {
     return ahead[id] ? history.get(pass + 1) : current();
   }
 
@@ -402,9 +330,9 @@ public final class TaskQueue {
     states[id] = DONE;
     finishes[id]++;
     ledgerOf(id).records += taskRecords[id];
-    countEnded(id, true);
+    PassCycle.countEnded(this, id, true);
     version++;
-    checkPassEnd(now);
+    PassCycle.checkPassEnd(this, now);
     return new Report(true, false, duration);
   }
 
@@ -426,40 +354,21 @@ public final class TaskQueue {
     } else {
       lastFailure =
           "task " + id + " failed on trainer '" + holder + "': " + (reason == null ? "" : reason);
-      requeueOrFail(id);
+      PassCycle.requeueOrFail(this, id);
     }
     version++;
-    checkPassEnd(now);
+    PassCycle.checkPassEnd(this, now);
     return new Report(true, false, -1);
   }
 
   /** True if a pending task is past its deadline (read-only; cheap enough to poll). */
   public boolean hasOverdue() {
-    if (pending == 0 || state != JobState.RUNNING) {
-      return false;
-    }
-    long now = clock.millis();
-    for (int i = 0; i < tasks; i++) {
-      if (states[i] == PENDING && deadlines[i] <= now) {
-        return true;
-      }
-    }
-    return false;
+    return TaskTakeBacks.hasOverdue(this);
   }
 
   /** Takes back every pending task past its deadline (a failure of the task); returns how many. */
   public int expireOverdue() {
-    long now = clock.millis();
-    return takeBack(
-        i -> deadlines[i] <= now,
-        i ->
-            "task "
-                + i
-                + " timed out on trainer '"
-                + holders[i]
-                + "' (held "
-                + (dispatchedMs[i] > 0 ? now - dispatchedMs[i] : -1)
-                + " ms)");
+    return TaskTakeBacks.expireOverdue(this);
   }
 
   /**
@@ -468,9 +377,7 @@ public final class TaskQueue {
    * otherwise wait out their deadlines, the k-th task of a lease k timeouts. Returns how many.
    */
   public int releaseHolder(String trainer, String why) {
-    return takeBack(
-        i -> trainer.equals(holders[i]),
-        i -> "task " + i + " was held by trainer '" + trainer + "', which " + why);
+    return TaskTakeBacks.releaseHolder(this, trainer, why);
   }
 
   /**
@@ -479,40 +386,7 @@ public final class TaskQueue {
    * was.
    */
   public boolean releaseUnanswered(int id, String trainer, long epoch) {
-    return takeBack(
-            i -> i == id && epochs[i] == epoch && trainer.equals(holders[i]),
-            i ->
-                "task "
-                    + i
-                    + " was handed to trainer '"
-                    + trainer
-                    + "' in an answer that never reached it (the master stopped leading before"
-                    + " it was saved)")
-        > 0;
-  }
-
-  /**
-   * Takes back every pending task that {@code which} selects, as a timeout of the pass (back to
-   * todo, or failed at the cap), {@code why} saying why; returns how many.
-   */
-  private int takeBack(IntPredicate which, IntFunction<String> why) {
-    if (pending == 0 || state != JobState.RUNNING) {
-      return 0;
-    }
-    long now = clock.millis();
-    int taken = 0;
-    for (int i = 0; i < tasks && state == JobState.RUNNING; i++) {
-      if (states[i] == PENDING && which.test(i)) {
-        lastFailure = why.apply(i);
-        release(i);
-        ledgerOf(i).timeouts++;
-        requeueOrFail(i);
-        version++;
-        taken++;
-        checkPassEnd(now);
-      }
-    }
-    return taken;
+    return TaskTakeBacks.releaseUnanswered(this, id, trainer, epoch);
   }
 
   /**
@@ -521,53 +395,13 @@ public final class TaskQueue {
    * changes nothing, when the job had already ended.
    */
   public boolean stop(String reason) {
-    if (state == JobState.FINISHED || state == JobState.FAILED) {
-      return false;
-    }
-    long now = clock.millis();
-    PassLedger ledger = current();
-    if (ledger.endedMs == 0) {
-      ledger.endedMs = now;
-      ledger.finalCounts = counts();
-    }
-    if (aheadOpen()) {
-      PassLedger next = history.get(pass + 1);
-      next.endedMs = now;
-      next.finalCounts = aheadCounts();
-    }
-    state = JobState.FAILED;
-    failureReason = reason;
-    version++;
-    log.warn("the job was stopped: {}", reason);
-    return true;
+    return PassCycle.stop(this, reason);
   }
 
   /** Keeps a trainer's evaluation of {@code forPass} (the latest per trainer). */
   public void reportEvaluation(
       String trainer, int forPass, double loss, double accuracy, double auc) {
-    if (forPass < 0 || forPass >= history.size()) {
-      throw new ServiceException(
-          ErrorReason.BAD_ARGUMENT,
-          "evaluation for pass "
-              + forPass
-              + " but that pass has not started (current pass "
-              + pass
-              + " of "
-              + totalPasses
-              + ")");
-    }
-    if (!Double.isFinite(loss) || !Double.isFinite(accuracy)) {
-      throw new ServiceException(
-          ErrorReason.BAD_ARGUMENT,
-          "evaluation of pass "
-              + forPass
-              + " has a non-finite loss or accuracy: "
-              + loss
-              + ", "
-              + accuracy);
-    }
-    history.get(forPass).evaluations.put(trainer, new PassLedger.Evaluation(loss, accuracy, auc));
-    version++;
+    PassCycle.reportEvaluation(this, trainer, forPass, loss, accuracy, auc);
   }
 
   /** The job's status (without the dataset and master fields, which the owner adds). */
@@ -581,25 +415,12 @@ public final class TaskQueue {
 
   /** The current pass's counts. */
   TaskCounts counts() {
-    return TaskCounts.newBuilder()
-        .setTodo(todo.size())
-        .setPending(pending - aheadPending)
-        .setDone(done)
-        .setFailed(failed)
-        .build();
+    return TaskQueueStatus.counts(this);
   }
 
-  /**
-   * The counts of the pass leased ahead: the tasks still pending in the current pass count as its
-   * todo.
-   */
+  /** The counts of the pass leased ahead (see {@link TaskQueueStatus#aheadCounts}). */
   TaskCounts aheadCounts() {
-    return TaskCounts.newBuilder()
-        .setTodo(tasks - aheadPending - aheadDone - aheadFailed)
-        .setPending(aheadPending)
-        .setDone(aheadDone)
-        .setFailed(aheadFailed)
-        .build();
+    return TaskQueueStatus.aheadCounts(this);
   }
 
   /** The snapshot to persist (see {@link TaskQueueSnapshots}). */
@@ -637,7 +458,7 @@ public final class TaskQueue {
     return (int) taskId;
   }
 
-  private void release(int id) {
+  void release(int id) {
     pending--;
     if (ahead[id]) {
       aheadPending--;
@@ -646,130 +467,5 @@ public final class TaskQueue {
     requests[id] = "";
     deadlines[id] = 0;
     dispatchedMs[id] = 0;
-  }
-
-  private void requeueOrFail(int id) {
-    failures[id]++;
-    if (failures[id] >= maxFailures) {
-      states[id] = FAILED;
-      log.warn(
-          "task {} reached the cap of {} failures in pass {}: it is skipped for the rest of the"
-              + " pass; last failure: {}",
-          id,
-          maxFailures,
-          passOf(id),
-          lastFailure);
-      countEnded(id, false);
-    } else {
-      states[id] = TODO;
-      (ahead[id] ? nextTodo : todo).addLast(id);
-    }
-  }
-
-  /**
-   * Counts a task done (or failed at the cap) in its pass; one of the current pass moves on to the
-   * next pass's todo while that pass is leased ahead.
-   */
-  private void countEnded(int id, boolean isDone) {
-    if (ahead[id]) {
-      aheadDone += isDone ? 1 : 0;
-      aheadFailed += isDone ? 0 : 1;
-      return;
-    }
-    done += isDone ? 1 : 0;
-    failed += isDone ? 0 : 1;
-    if (aheadOpen()) {
-      moveAhead(id);
-    }
-  }
-
-  private void checkPassEnd(long now) {
-    if (state != JobState.RUNNING || !todo.isEmpty() || pending - aheadPending > 0) {
-      return;
-    }
-    PassLedger ledger = current();
-    ledger.endedMs = now;
-    ledger.finalCounts = counts();
-    version++;
-    if (done == 0) {
-      state = JobState.FAILED;
-      failureReason =
-          "every task of pass "
-              + pass
-              + " failed ("
-              + failed
-              + " tasks reached the cap of "
-              + maxFailures
-              + " failures); last failure: "
-              + lastFailure;
-      log.error("the job FAILED: {}", failureReason);
-      return;
-    }
-    log.info(
-        "pass {} of {} ended: {} done, {} failed, {} records, {} duplicates, {} timeouts",
-        pass,
-        totalPasses,
-        done,
-        failed,
-        ledger.records,
-        ledger.duplicates,
-        ledger.timeouts);
-    if (pass + 1 >= totalPasses) {
-      pass = totalPasses;
-      state = JobState.FINISHED;
-      return;
-    }
-    if (aheadOpen()) {
-      promoteAhead();
-    } else {
-      startPass(pass + 1, now);
-    }
-  }
-
-  /**
-   * The pass leased ahead becomes the current one: every task has moved to it (each as the current
-   * pass was through with it), so its queues are the current ones now.
-   */
-  private void promoteAhead() {
-    pass++;
-    IntRing t = todo;
-    todo = nextTodo;
-    nextTodo = t;
-    nextTodo.clear();
-    Arrays.fill(ahead, false);
-    done = aheadDone;
-    failed = aheadFailed;
-    aheadPending = 0;
-    aheadDone = 0;
-    aheadFailed = 0;
-    lastFailure = "";
-    version++;
-  }
-
-  private void startPass(int p, long now) {
-    pass = p;
-    todo.clear();
-    for (int i = 0; i < tasks; i++) {
-      states[i] = TODO;
-      passStartEpochs[i] = epochs[i];
-      failures[i] = 0;
-      deadlines[i] = 0;
-      finishes[i] = 0;
-      holders[i] = "";
-      requests[i] = "";
-      dispatchedMs[i] = 0;
-      todo.addLast(i);
-    }
-    pending = 0;
-    done = 0;
-    failed = 0;
-    nextTodo.clear();
-    Arrays.fill(ahead, false);
-    aheadPending = 0;
-    aheadDone = 0;
-    aheadFailed = 0;
-    lastFailure = "";
-    history.add(new PassLedger(p, now));
-    version++;
   }
 }

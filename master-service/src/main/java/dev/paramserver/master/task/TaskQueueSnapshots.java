@@ -14,7 +14,10 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 
-/** Converts a {@link TaskQueue} to and from its persistent form, {@link MasterSnapshot}. */
+/**
+ * Copies a {@link TaskQueue}: to and from its persistent form, {@link MasterSnapshot}, and in
+ * memory ({@link #copy}, the copy a change is made on).
+ */
 final class TaskQueueSnapshots {
   private TaskQueueSnapshots() {}
 
@@ -367,5 +370,39 @@ final class TaskQueueSnapshots {
       r.addLast(id);
     }
     return r;
+  }
+
+  /** A deep copy of {@code q}, to change and swap in after the change was persisted. */
+  static TaskQueue copy(TaskQueue q) {
+    TaskQueue c = new TaskQueue(q.taskRecords, q.totalPasses, q.maxFailures, q.clock, false);
+    c.state = q.state;
+    c.pass = q.pass;
+    c.failureReason = q.failureReason;
+    c.lastFailure = q.lastFailure;
+    c.jobStartedMs = q.jobStartedMs;
+    c.version = q.version;
+    c.states = q.states.clone();
+    c.epochs = q.epochs.clone();
+    c.passStartEpochs = q.passStartEpochs.clone();
+    c.failures = q.failures.clone();
+    c.deadlines = q.deadlines.clone();
+    c.finishes = q.finishes.clone();
+    c.holders = q.holders.clone();
+    c.requests = q.requests.clone();
+    c.dispatchedMs = q.dispatchedMs.clone();
+    c.todo = q.todo.copy();
+    c.ahead = q.ahead.clone();
+    c.nextTodo = q.nextTodo.copy();
+    c.pending = q.pending;
+    c.done = q.done;
+    c.failed = q.failed;
+    c.aheadPending = q.aheadPending;
+    c.aheadDone = q.aheadDone;
+    c.aheadFailed = q.aheadFailed;
+    c.history = new ArrayList<>(q.history.size());
+    for (PassLedger l : q.history) {
+      c.history.add(l.copy());
+    }
+    return c;
   }
 }

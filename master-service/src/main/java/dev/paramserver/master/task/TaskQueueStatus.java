@@ -41,4 +41,27 @@ final class TaskQueueStatus {
   private static TaskCounts liveCounts(TaskQueue q, PassLedger l, TaskCounts current) {
     return l.pass > q.pass ? q.aheadCounts() : current;
   }
+
+  /** The current pass's counts (the tasks leased ahead are not the current pass's). */
+  static TaskCounts counts(TaskQueue q) {
+    return TaskCounts.newBuilder()
+        .setTodo(q.todo.size())
+        .setPending(q.pending - q.aheadPending)
+        .setDone(q.done)
+        .setFailed(q.failed)
+        .build();
+  }
+
+  /**
+   * The counts of the pass leased ahead: the tasks still pending in the current pass count as its
+   * todo.
+   */
+  static TaskCounts aheadCounts(TaskQueue q) {
+    return TaskCounts.newBuilder()
+        .setTodo(q.tasks - q.aheadPending - q.aheadDone - q.aheadFailed)
+        .setPending(q.aheadPending)
+        .setDone(q.aheadDone)
+        .setFailed(q.aheadFailed)
+        .build();
+  }
 }
