@@ -4,32 +4,21 @@ import com.google.protobuf.Value;
 import dev.paramserver.master.MasterProperties;
 import dev.paramserver.master.dataset.Dataset;
 import dev.paramserver.master.dataset.DatasetIndexer;
-import dev.paramserver.master.dataset.TaskSizing;
-import dev.paramserver.master.state.FenceLostException;
 import dev.paramserver.master.state.JobStore;
-import dev.paramserver.proto.v1.DatasetIndex;
-import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.proto.v1.GetTaskResponse;
 import dev.paramserver.proto.v1.JobState;
 import dev.paramserver.proto.v1.JobStatus;
 import dev.paramserver.proto.v1.LossWindow;
-import dev.paramserver.proto.v1.MasterSnapshot;
 import dev.paramserver.proto.v1.PassStatus;
 import dev.paramserver.proto.v1.SetDatasetResponse;
-import dev.paramserver.proto.v1.Task;
 import dev.paramserver.proto.v1.TaskCounts;
-import dev.paramserver.rpc.ServiceException;
 import java.time.Clock;
-import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
-import java.util.function.Function;
 import java.util.function.LongConsumer;
 import java.util.function.Supplier;
 import org.slf4j.Logger;
@@ -43,30 +32,26 @@ import org.slf4j.LoggerFactory;
  * together, several per write ({@link QueueCommits}). A refused or unconfirmed save fails every
  * call whose change it held, drops the in-memory state, stops serving (NOT_LEADER) and tells the
  * election to step down; the next leadership reloads the state from the store. Thread-safe.
+ *
+ * <p>The door of the {@code task} package for the gRPC service, the console and the election; its
+ * parts: {@link ServedQueue} (serving, the state and its saves), {@link DatasetSetup} (SetDataset),
+ * {@link TaskHandout} (GetTask), {@link TaskQueue} (the queues' rules).
  */
 public final class MasterJob {
   private static final Logger log = LoggerFactory.getLogger(MasterJob.class);
 
-  private final MasterProperties props;
-  private final JobStore store;
-  private final Clock clock;
+  private final ServedQueue served;
   private final TaskTimeouts timeouts;
-  private final DatasetIndexer indexer;
-  private final Object lock = new Object();
-  private volatile boolean serving;
-  private volatile String identity = "";
-  private volatile Supplier<Optional<String>> leaderAddress = Optional::empty;
-  private volatile Supplier<String> adminAddress = () -> "";
-  private volatile Runnable onFenceLost = () -> {};
-  private final List<Runnable> servingListeners = new CopyOnWriteArrayList<>();
+  private final DatasetSetup datasets;
+  private final TaskHandout handout;
   private final UnansweredTasks unanswered = new UnansweredTasks();
-  private volatile long lastSnapshotBytes;
+  private final List<Runnable> servingListeners = new CopyOnWriteArrayList<>();
+  private final int passes;
+  private volatile Supplier<String> adminAddress = () -> "";
   private volatile JobEventListener events = (kind, message) -> {};
   private volatile long lossEveryRecords;
   private volatile Consumer<List<LossWindow>> lossListener = windows -> {};
   private volatile LongConsumer lossRebase = records -> {};
-  private Dataset dataset;
-  private final QueueCommits commits = new QueueCommits(lock, this::saveQueue);
 
   public MasterJob(MasterProperties props, JobStore store, Clock clock) {
     this(props, store, clock, DatasetIndexer.localOnly());
@@ -76,16 +61,17 @@ public final class MasterJob {
    * @param indexer reads the dataset's chunk headers (local files, or S3 objects by ranged reads)
    */
   public MasterJob(MasterProperties props, JobStore store, Clock clock, DatasetIndexer indexer) {
-    this.indexer = indexer;
-    this.props = props;
-    this.store = store;
-    this.clock = clock;
+    this.served = new ServedQueue(props, store, clock);
     this.timeouts = new TaskTimeouts(props.taskTimeout(), props.adaptiveTimeout());
+    this.datasets = new DatasetSetup(served, props, indexer);
+    this.handout =
+        new TaskHandout(served, props.waitRetry(), timeouts, unanswered, this::noteFinished);
+    this.passes = props.passes();
   }
 
   /** Where to find the leader's address for NOT_LEADER answers. */
   public void setLeaderAddress(Supplier<Optional<String>> leaderAddress) {
-    this.leaderAddress = leaderAddress;
+    served.setLeaderAddress(leaderAddress);
   }
 
   /** Where to find this master's HTTP address, reported in the status. */
@@ -132,15 +118,15 @@ public final class MasterJob {
 
   /** The trainers holding a pending task now (empty when not serving). */
   public Set<String> holders() {
-    synchronized (lock) {
-      TaskQueue q = commits.tip();
-      return serving && q != null ? q.holders() : Set.of();
+    synchronized (served.lock) {
+      TaskQueue q = served.tip();
+      return served.isServing() && q != null ? q.holders() : Set.of();
     }
   }
 
   /** Called (once per loss) when a fenced save was refused: the election steps down. */
   public void setOnFenceLost(Runnable onFenceLost) {
-    this.onFenceLost = onFenceLost;
+    served.setOnFenceLost(onFenceLost);
   }
 
   /**
@@ -150,35 +136,13 @@ public final class MasterJob {
    * @param identity this master's {@code host:grpcPort}
    */
   public void startServing(String identity) {
-    synchronized (lock) {
-      this.identity = identity;
-      dataset = null;
-      commits.reset(null);
-      Optional<DatasetIndex> index = store.loadDataset();
-      if (index.isPresent()) {
-        dataset = Dataset.of(index.get());
-        Optional<MasterSnapshot> snapshot = store.loadSnapshot();
-        TaskQueue queue;
-        if (snapshot.isPresent()) {
-          queue =
-              TaskQueue.restore(snapshot.get(), dataset.taskRecords(), props.maxFailures(), clock);
-          log.info(
-              "loaded the job: {} tasks, pass {} of {}, {}",
-              dataset.tasks(),
-              queue.pass(),
-              queue.totalPasses(),
-              queue.status().getTasks().toString().replace('\n', ' '));
-        } else {
-          // the dataset was saved but its first snapshot was not: start the job now
-          queue = newQueue(dataset);
-          saveQueue(queue);
-        }
-        commits.reset(queue);
+    synchronized (served.lock) {
+      TaskQueue queue = served.load(identity);
+      if (queue != null) {
         // before any report is taken: the loss's step goes on from what the job trained
         lossRebase.accept(
             queue.status().getPassesList().stream().mapToLong(PassStatus::getRecords).sum());
       }
-      serving = true;
     }
     try {
       takeBackUnanswered();
@@ -196,29 +160,20 @@ public final class MasterJob {
 
   /** Stops serving at once: every call answers NOT_LEADER and the in-memory state is dropped. */
   public void stopServing() {
-    serving = false;
-    synchronized (lock) {
-      serving = false;
-      dataset = null;
-      commits.drop(
-          new ServiceException(
-              ErrorReason.NOT_LEADER,
-              "this master stopped leading before the change was saved; find the leader through"
-                  + " etcd (master/addr) and retry there"));
-    }
+    served.stop();
   }
 
   public boolean isServing() {
-    return serving;
+    return served.isServing();
   }
 
   public String identity() {
-    return identity;
+    return served.identity();
   }
 
   /** Bytes of the last snapshot saved (compressed), 0 before the first. */
   public long lastSnapshotBytes() {
-    return lastSnapshotBytes;
+    return served.lastSnapshotBytes();
   }
 
   /** Sets the dataset: the first call wins, the same globs again are a no-op. */
@@ -232,112 +187,13 @@ public final class MasterJob {
    */
   public SetDatasetResponse setDataset(
       List<String> globs, String trainer, Map<String, Value> hyperparameters) {
-    requireServing();
-    checkHyperparameters(hyperparameters);
-    synchronized (lock) {
-      if (dataset != null) {
-        return existing(globs);
-      }
-    }
-    // index outside the lock: it reads every file's chunk headers
-    DatasetIndex indexed = indexer.index(globs, props.chunksPerTask());
-    DatasetIndex index =
-        indexed.toBuilder()
-            .setChunksPerTask(
-                TaskSizing.chunksPerTask(indexed, props.chunksPerTask(), props.taskRecords()))
-            .putAllHyperparameters(hyperparameters)
-            .build();
-    synchronized (lock) {
-      requireServing();
-      if (dataset != null) {
-        return existing(globs);
-      }
-      Dataset d = Dataset.of(index);
-      TaskQueue q = newQueue(d);
-      try {
-        store.saveDataset(index);
-      } catch (FenceLostException e) {
-        throw fenceLost(e);
-      }
-      saveQueue(q);
-      dataset = d;
-      commits.reset(q);
-      log.info(
-          "dataset set by trainer '{}': {} files, {} chunks, {} tasks, {} records, {} passes",
-          trainer,
-          d.files(),
-          d.chunks(),
-          d.tasks(),
-          d.records(),
-          q.totalPasses());
-      return response(d, q.totalPasses(), false);
-    }
-  }
-
-  /** Most hyperparameters, and longest name or text value, taken with SetDataset. */
-  static final int MAX_HYPERPARAMETERS = 128;
-
-  static final int MAX_HYPERPARAMETER_CHARS = 256;
-
-  /** Hyperparameters are kept in the dataset's etcd record: a few short scalars only. */
-  private static void checkHyperparameters(Map<String, Value> hyperparameters) {
-    if (hyperparameters.size() > MAX_HYPERPARAMETERS) {
-      throw new ServiceException(
-          ErrorReason.BAD_ARGUMENT,
-          "SetDataset carries "
-              + hyperparameters.size()
-              + " hyperparameters; at most "
-              + MAX_HYPERPARAMETERS
-              + " are kept");
-    }
-    hyperparameters.forEach(
-        (name, v) -> {
-          boolean scalar =
-              v.hasNumberValue()
-                  || v.hasBoolValue()
-                  || (v.hasStringValue()
-                      && v.getStringValue().length() <= MAX_HYPERPARAMETER_CHARS);
-          if (name.isEmpty() || name.length() > MAX_HYPERPARAMETER_CHARS || !scalar) {
-            throw new ServiceException(
-                ErrorReason.BAD_ARGUMENT,
-                "hyperparameter '"
-                    + name.substring(0, Math.min(name.length(), 64))
-                    + "' is refused: names of 1 to "
-                    + MAX_HYPERPARAMETER_CHARS
-                    + " characters with a number, a boolean or a text of at most "
-                    + MAX_HYPERPARAMETER_CHARS
-                    + " characters are kept");
-          }
-        });
-  }
-
-  private SetDatasetResponse existing(List<String> globs) {
-    if (!dataset.sameGlobs(globs)) {
-      throw new ServiceException(
-          ErrorReason.DATASET_CONFLICT,
-          "the dataset is already set to "
-              + dataset.globs()
-              + "; SetDataset with "
-              + globs
-              + " is refused (one dataset per job: start a new job for another dataset)");
-    }
-    return response(dataset, commits.tip().totalPasses(), true);
-  }
-
-  private static SetDatasetResponse response(Dataset d, int passes, boolean alreadySet) {
-    return SetDatasetResponse.newBuilder()
-        .setAlreadySet(alreadySet)
-        .setFiles(d.files())
-        .setChunks(d.chunks())
-        .setTasks(d.tasks())
-        .setPasses(passes)
-        .setRecords(d.records())
-        .build();
+    return datasets.setDataset(globs, trainer, hyperparameters);
   }
 
   /** The hyperparameters kept with the dataset (empty while none is set, or none were sent). */
   public Map<String, Value> hyperparameters() {
-    synchronized (lock) {
+    synchronized (served.lock) {
+      Dataset dataset = served.dataset();
       return dataset == null ? Map.of() : dataset.hyperparameters();
     }
   }
@@ -357,9 +213,6 @@ public final class MasterJob {
     return getTask(trainer, pass, List.of(), 0, 1);
   }
 
-  /** Most tasks one GetTask hands out. */
-  static final int MAX_TASKS_PER_CALL = 16;
-
   /**
    * Records the tasks {@code finished} (as {@link #taskFinished} does), then hands out the next
    * task of {@code pass} for the trainer, or says why there is none: one change, saved once.
@@ -370,9 +223,9 @@ public final class MasterJob {
    * together rather than a retry interval late. A trainer that holds a task is answered at once,
    * since the pass may be waiting for that task.
    *
-   * <p>With {@code maxTasks} above 1, up to that many tasks (at most {@value #MAX_TASKS_PER_CALL})
-   * go out in one answer, and one commit, within a fair share of what remains ({@link
-   * TaskQueue#leaseShare}).
+   * <p>With {@code maxTasks} above 1, up to that many tasks (at most {@value
+   * TaskHandout#MAX_TASKS_PER_CALL}) go out in one answer, and one commit, within a fair share of
+   * what remains ({@link TaskQueue#leaseShare}).
    */
   public GetTaskResponse getTask(
       String trainer, int pass, List<Finished> finished, long holdMs, int maxTasks) {
@@ -393,152 +246,7 @@ public final class MasterJob {
       long holdMs,
       int maxTasks,
       String requestId) {
-    Dataset ds;
-    List<Report> reports = new ArrayList<>();
-    List<Dispatch> extra = new ArrayList<>();
-    int want = Math.max(1, Math.min(maxTasks, MAX_TASKS_PER_CALL));
-    // only an asynchronous trainer lets the master hold its WAIT answers: it need not take part in
-    // synchronous steps, nor wait for the others at a pass's end, so it may lease ahead
-    boolean ahead = holdMs > 0;
-    boolean held = false;
-    Applied<Dispatch> a;
-    synchronized (lock) {
-      requireServing();
-      TaskQueue q = requireQueue();
-      ds = dataset;
-      List<Dispatch> again = q.pendingUnder(trainer, requestId);
-      if (!again.isEmpty()) {
-        log.info(
-            "GetTask {} of trainer '{}' is a retry of an answer that did not reach it: its {}"
-                + " task(s) go out again",
-            requestId,
-            trainer,
-            again.size());
-        extra.addAll(again.subList(1, again.size()));
-        a = new Applied<>(again.get(0), commits.newest());
-      } else if (!finished.isEmpty()) {
-        a =
-            apply(
-                c -> {
-                  finished.forEach(f -> reports.add(c.finished(f.taskId(), f.epoch())));
-                  return next(c, trainer, pass, want, ahead, extra, requestId);
-                });
-      } else {
-        a = dispatch(q, trainer, pass, want, ahead, extra, requestId);
-      }
-    }
-    try {
-      commits.await(a.batch());
-    } catch (RuntimeException e) {
-      unanswered.note(trainer, a.result(), extra);
-      throw e;
-    }
-    Dispatch d = a.result();
-    long hold = Math.min(TimeUnit.MILLISECONDS.toNanos(holdMs), props.waitRetry().toNanos());
-    long until = System.nanoTime() + hold;
-    while (hold > 0 && d.outcome() == Dispatch.Outcome.WAIT) {
-      synchronized (lock) {
-        requireServing();
-        if (requireQueue().holds(trainer)) {
-          break;
-        }
-        held = true;
-        long left = until - System.nanoTime();
-        if (left <= 0) {
-          break;
-        }
-        try {
-          TimeUnit.NANOSECONDS.timedWait(lock, left);
-        } catch (InterruptedException e) {
-          Thread.currentThread().interrupt();
-          break;
-        }
-        requireServing();
-        ds = dataset;
-        a = dispatch(requireQueue(), trainer, pass, want, ahead, extra, requestId);
-      }
-      try {
-        commits.await(a.batch());
-      } catch (RuntimeException e) {
-        unanswered.note(trainer, a.result(), extra);
-        throw e;
-      }
-      d = a.result();
-    }
-    for (int i = 0; i < reports.size(); i++) {
-      noteFinished(trainer, finished.get(i), reports.get(i));
-    }
-    GetTaskResponse.Builder b =
-        GetTaskResponse.newBuilder()
-            .setOutcome(GetTaskResponse.Outcome.valueOf(d.outcome().name()))
-            .setCurrentPass(d.currentPass())
-            .setTotalPasses(d.totalPasses())
-            .setReason(d.reason());
-    switch (d.outcome()) {
-      case TASK -> {
-        b.setTask(task(ds, d)).setLossEveryRecords(lossEveryRecords);
-        for (Dispatch e : extra) {
-          b.addMoreTasks(task(ds, e));
-        }
-      }
-      case WAIT, PASS_NOT_STARTED ->
-          b.setRetryAfterMs(
-              held && d.outcome() == Dispatch.Outcome.WAIT
-                  ? 0
-                  : (int) props.waitRetry().toMillis());
-      default -> {}
-    }
-    return b.build();
-  }
-
-  private static Task task(Dataset ds, Dispatch d) {
-    return Task.newBuilder()
-        .setId(d.taskId())
-        .setEpoch(d.epoch())
-        .setPass(d.taskPass())
-        .addAllChunks(ds.chunksOf(d.taskId()))
-        .build();
-  }
-
-  private Applied<Dispatch> dispatch(
-      TaskQueue q,
-      String trainer,
-      int pass,
-      int want,
-      boolean ahead,
-      List<Dispatch> extra,
-      String requestId) {
-    return q.canDispatch(pass, ahead)
-        ? apply(c -> next(c, trainer, pass, want, ahead, extra, requestId))
-        // changes nothing, but answers from changes that may not be saved yet
-        : new Applied<>(q.next(trainer, pass, timeouts.current(), ahead), commits.newest());
-  }
-
-  /**
-   * The next task for the trainer, and up to {@code want - 1} more into {@code extra}. The k-th
-   * task of an answer gets k task timeouts, since the trainer starts it only after the ones before.
-   */
-  private Dispatch next(
-      TaskQueue c,
-      String trainer,
-      int pass,
-      int want,
-      boolean ahead,
-      List<Dispatch> extra,
-      String requestId) {
-    int share = Math.min(want, c.leaseShare(trainer));
-    Duration timeout = timeouts.current();
-    Dispatch first = c.next(trainer, pass, timeout, ahead);
-    while (first.outcome() == Dispatch.Outcome.TASK
-        && extra.size() + 1 < share
-        && c.canDispatch(pass, ahead)) {
-      extra.add(c.next(trainer, pass, timeout.multipliedBy(extra.size() + 2), ahead));
-    }
-    if (first.outcome() == Dispatch.Outcome.TASK && !requestId.isEmpty()) {
-      c.handedOutUnder(first.taskId(), requestId);
-      extra.forEach(e -> c.handedOutUnder(e.taskId(), requestId));
-    }
-    return first;
+    return handout.getTask(trainer, pass, finished, holdMs, maxTasks, requestId, lossEveryRecords);
   }
 
   /** A trainer reports a task trained; false if the report was stale or a duplicate. */
@@ -548,7 +256,7 @@ public final class MasterJob {
 
   /** A trainer reports a task trained; false if the report was stale or a duplicate. */
   public boolean taskFinished(String trainer, Finished f) {
-    Report r = mutate(q -> q.finished(f.taskId(), f.epoch()));
+    Report r = served.mutate(q -> q.finished(f.taskId(), f.epoch()));
     noteFinished(trainer, f, r);
     return r.accepted();
   }
@@ -571,7 +279,7 @@ public final class MasterJob {
   /** A trainer reports a task failed or hands it back; false if the report was stale. */
   public boolean taskFailed(
       String trainer, long taskId, long epoch, String reason, boolean handedBack) {
-    Report r = mutate(q -> q.failed(taskId, epoch, reason, handedBack));
+    Report r = served.mutate(q -> q.failed(taskId, epoch, reason, handedBack));
     if (r.accepted()) {
       log.info(
           "task {} epoch {} {} by '{}': {}",
@@ -590,7 +298,7 @@ public final class MasterJob {
 
   /** Keeps a trainer's evaluation of a pass. */
   public void reportEvaluation(String trainer, int pass, double loss, double accuracy, double auc) {
-    mutate(
+    served.mutate(
         q -> {
           q.reportEvaluation(trainer, pass, loss, accuracy, auc);
           return null;
@@ -602,7 +310,7 @@ public final class MasterJob {
    * told at their next call and exit. False when the job had already ended.
    */
   public boolean stop(String reason) {
-    boolean stopped = mutate(q -> q.stop(reason));
+    boolean stopped = served.mutate(q -> q.stop(reason));
     if (stopped) {
       events.onEvent("job-stopped", "the job was stopped: " + reason);
     }
@@ -614,15 +322,15 @@ public final class MasterJob {
    * that is known); returns how many (0 when not serving or it holds none).
    */
   public int trainerGone(String trainer, String why) {
-    Applied<Integer> a;
-    synchronized (lock) {
-      TaskQueue q = commits.tip();
-      if (!serving || q == null || !q.holds(trainer)) {
+    ServedQueue.Applied<Integer> a;
+    synchronized (served.lock) {
+      TaskQueue q = served.tip();
+      if (!served.isServing() || q == null || !q.holds(trainer)) {
         return 0;
       }
-      a = apply(c -> c.releaseHolder(trainer, why));
+      a = served.apply(c -> c.releaseHolder(trainer, why));
     }
-    commits.await(a.batch());
+    served.commits().await(a.batch());
     int n = a.result();
     if (n > 0) {
       log.info("trainer '{}' {}: its {} task(s) went back to todo (or failed)", trainer, why, n);
@@ -634,22 +342,22 @@ public final class MasterJob {
 
   /** Takes back the pending tasks past their deadline; returns how many (0 when not serving). */
   public int expireOverdue() {
-    Applied<Integer> a;
+    ServedQueue.Applied<Integer> a;
     String[] lastFailure = {""};
-    synchronized (lock) {
-      TaskQueue q = commits.tip();
-      if (!serving || q == null || !q.hasOverdue()) {
+    synchronized (served.lock) {
+      TaskQueue q = served.tip();
+      if (!served.isServing() || q == null || !q.hasOverdue()) {
         return 0;
       }
       a =
-          apply(
+          served.apply(
               c -> {
                 int n = c.expireOverdue();
                 lastFailure[0] = c.lastFailure;
                 return n;
               });
     }
-    commits.await(a.batch());
+    served.commits().await(a.batch());
     int n = a.result();
     if (n > 0) {
       log.info(
@@ -661,32 +369,33 @@ public final class MasterJob {
 
   /** The job's status. */
   public JobStatus status() {
-    synchronized (lock) {
-      requireServing();
+    synchronized (served.lock) {
+      served.requireServing();
       return statusLocked();
     }
   }
 
   /** The job's status if this master serves, else empty (for admin and health). */
   public Optional<JobStatus> statusIfServing() {
-    synchronized (lock) {
-      return serving ? Optional.of(statusLocked()) : Optional.empty();
+    synchronized (served.lock) {
+      return served.isServing() ? Optional.of(statusLocked()) : Optional.empty();
     }
   }
 
   private JobStatus statusLocked() {
-    TaskQueue queue = commits.tip();
+    TaskQueue queue = served.tip();
     if (queue == null) {
       return JobStatus.newBuilder()
           .setState(JobState.WAITING_FOR_DATASET)
-          .setTotalPasses(props.passes())
+          .setTotalPasses(passes)
           .setTasks(TaskCounts.getDefaultInstance())
-          .setMasterId(identity)
+          .setMasterId(served.identity())
           .setAdminAddress(adminAddress.get())
           .build();
     }
+    Dataset dataset = served.dataset();
     return queue.status().toBuilder()
-        .setMasterId(identity)
+        .setMasterId(served.identity())
         .setAdminAddress(adminAddress.get())
         .setDatasetRecords(dataset.records())
         .setDatasetTasks(dataset.tasks())
@@ -694,20 +403,16 @@ public final class MasterJob {
         .build();
   }
 
-  private TaskQueue newQueue(Dataset d) {
-    return new TaskQueue(d.taskRecords(), props.passes(), props.maxFailures(), clock);
-  }
-
   /** Queue commits so far and the changes they held (for tests and metrics). */
   public long queueCommits() {
-    synchronized (lock) {
-      return commits.commits();
+    synchronized (served.lock) {
+      return served.commits().commits();
     }
   }
 
   public long queueChangesCommitted() {
-    synchronized (lock) {
-      return commits.changesCommitted();
+    synchronized (served.lock) {
+      return served.commits().changesCommitted();
     }
   }
 
@@ -718,102 +423,19 @@ public final class MasterJob {
    */
   private void takeBackUnanswered() {
     List<UnansweredTasks.Entry> lost = unanswered.drain();
-    Applied<Integer> a;
-    synchronized (lock) {
-      if (lost.isEmpty() || !serving || commits.tip() == null) {
+    ServedQueue.Applied<Integer> a;
+    synchronized (served.lock) {
+      if (lost.isEmpty() || !served.isServing() || served.tip() == null) {
         return;
       }
-      a = apply(c -> UnansweredTasks.takeBack(c, lost));
+      a = served.apply(c -> UnansweredTasks.takeBack(c, lost));
     }
-    commits.await(a.batch());
+    served.commits().await(a.batch());
     if (a.result() > 0) {
       log.info(
           "{} task(s) handed out in answers that failed when this master stopped leading went"
               + " back to todo (their save had reached etcd)",
           a.result());
-    }
-  }
-
-  /** What a change returned, and the commit its caller waits for before it answers. */
-  private record Applied<T>(T result, QueueCommits.Batch batch) {}
-
-  /** Makes a change and answers once it is saved (with the changes of concurrent calls). */
-  private <T> T mutate(Function<TaskQueue, T> change) {
-    Applied<T> a;
-    synchronized (lock) {
-      a = apply(change);
-    }
-    commits.await(a.batch());
-    return a.result();
-  }
-
-  /**
-   * Makes a change on a copy of the queue (lock held): a change that throws leaves the queue as it
-   * was. The copy becomes the newest queue, to be saved before the change is answered.
-   */
-  private <T> Applied<T> apply(Function<TaskQueue, T> change) {
-    requireServing();
-    TaskQueue current = requireQueue();
-    TaskQueue copy = current.copy();
-    T result = change.apply(copy);
-    if (copy.version() == current.version()) {
-      return new Applied<>(result, commits.newest());
-    }
-    return new Applied<>(result, commits.changed(copy));
-  }
-
-  private long saveQueue(TaskQueue q) {
-    try {
-      long bytes = store.saveSnapshot(q.snapshotBytes());
-      lastSnapshotBytes = bytes;
-      return bytes;
-    } catch (FenceLostException e) {
-      throw fenceLost(e);
-    }
-  }
-
-  private ServiceException fenceLost(FenceLostException e) {
-    log.warn("stepping down: {}", e.getMessage());
-    stopServing();
-    try {
-      onFenceLost.run();
-    } catch (RuntimeException ex) {
-      log.warn("stepping down after a refused write failed", ex);
-    }
-    return new ServiceException(
-        ErrorReason.NOT_LEADER,
-        "this master lost its leadership while saving the job state ("
-            + e.getMessage()
-            + "); find the leader through etcd and retry there",
-        e);
-  }
-
-  private TaskQueue requireQueue() {
-    TaskQueue queue = commits.tip();
-    if (queue == null) {
-      throw new ServiceException(
-          ErrorReason.NO_DATASET, "no dataset is set: call SetDataset first");
-    }
-    return queue;
-  }
-
-  private void requireServing() {
-    if (!serving) {
-      Optional<String> leader = Optional.empty();
-      try {
-        leader = leaderAddress.get();
-      } catch (RuntimeException e) {
-        log.debug("could not look up the leader's address", e);
-      }
-      Optional<String> other = leader.filter(a -> !a.equals(identity) || identity.isEmpty());
-      throw new ServiceException(
-          ErrorReason.NOT_LEADER,
-          other
-              .map(a -> "this master is not the leader; the leader is at " + a)
-              .orElse(
-                  "this master is not the leader and no leader is known yet; retry shortly or"
-                      + " find the leader through etcd (master/addr)"),
-          other.map(a -> Map.of("leader", a)).orElse(Map.of()));
     }
   }
 }
