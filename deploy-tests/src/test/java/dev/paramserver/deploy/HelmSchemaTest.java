@@ -2,7 +2,7 @@ package dev.paramserver.deploy;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.paramserver.master.MasterProperties;
+import dev.paramserver.master.config.MasterProperties;
 import dev.paramserver.models.Mlp;
 import dev.paramserver.service.CommonProperties;
 import dev.paramserver.trainer.config.ModelType;

@@ -6,7 +6,7 @@ import static dev.paramserver.deploy.HelmChart.container;
 import static dev.paramserver.deploy.HelmChart.list;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.paramserver.master.MasterProperties;
+import dev.paramserver.master.config.MasterProperties;
 import dev.paramserver.service.ClientTlsProperties;
 import java.util.List;
 import java.util.Map;

@@ -1,6 +1,6 @@
 package dev.paramserver.deploy;
 
-import dev.paramserver.master.MasterProperties;
+import dev.paramserver.master.config.MasterProperties;
 import dev.paramserver.pserver.PserverProperties;
 import dev.paramserver.pserver.k8s.KubernetesProperties;
 import dev.paramserver.service.CommonProperties;

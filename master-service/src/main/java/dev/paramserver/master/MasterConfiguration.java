@@ -2,6 +2,7 @@ package dev.paramserver.master;
 
 import dev.paramserver.coordination.Coordinator;
 import dev.paramserver.master.admin.MasterStatusSource;
+import dev.paramserver.master.config.MasterProperties;
 import dev.paramserver.master.console.JobConsole;
 import dev.paramserver.master.coordination.TrainerCoordination;
 import dev.paramserver.master.dataset.DatasetIndexer;

@@ -8,9 +8,6 @@ class MasterArchitectureTest extends ModuleArchitectureTest {
   private static final String SPLIT_PENDING =
       "split by responsibility pending: the moves (MoveOut, its attempts and fencing) are being"
           + " changed on another branch; the phase, the typed view and the waits are done";
-  private static final String PROPERTIES_IN_ROOT =
-      "MasterProperties lives in the root package beside the application that wires every"
-          + " package; moving it is pending with issue 45 item 2";
   private static final String COORDINATION =
       "the master's coordination service (leases, membership) has its gRPC service in the same"
           + " package; the adapter moves to master.grpc with issue 45 item 2";
@@ -22,9 +19,6 @@ class MasterArchitectureTest extends ModuleArchitectureTest {
   protected ModuleRules rules() {
     return ModuleRules.forRootPackage("dev.paramserver.master")
         .longFile("dev/paramserver/master/placement/PlacementCoordinator.java", SPLIT_PENDING)
-        .cycleEdge("dev.paramserver.master.task", "dev.paramserver.master", PROPERTIES_IN_ROOT)
-        .cycleEdge("dev.paramserver.master.console", "dev.paramserver.master", PROPERTIES_IN_ROOT)
-        .cycleEdge("dev.paramserver.master.tracking", "dev.paramserver.master", PROPERTIES_IN_ROOT)
         .grpcPackage("dev.paramserver.master.coordination", COORDINATION)
         .adapterOutsideAdapterPackages(
             "dev.paramserver.master.coordination.CoordinationGrpcService", COORDINATION)

@@ -4,7 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import dev.paramserver.adminapi.AdminClient;
 import dev.paramserver.adminapi.JobView;
 import dev.paramserver.coordination.Coordinator;
-import dev.paramserver.master.MasterProperties;
+import dev.paramserver.master.config.MasterProperties;
 import dev.paramserver.master.election.MasterElection;
 import dev.paramserver.master.placement.PlacementCoordinator;
 import dev.paramserver.master.task.MasterJob;

@@ -1,7 +1,7 @@
 package dev.paramserver.master.task;
 
 import com.google.protobuf.Value;
-import dev.paramserver.master.MasterProperties;
+import dev.paramserver.master.config.MasterProperties;
 import dev.paramserver.master.dataset.Dataset;
 import dev.paramserver.master.dataset.DatasetIndexer;
 import dev.paramserver.master.state.JobStore;

@@ -1,6 +1,6 @@
 package dev.paramserver.master.task;
 
-import dev.paramserver.master.MasterProperties;
+import dev.paramserver.master.config.MasterProperties;
 import dev.paramserver.master.dataset.Dataset;
 import dev.paramserver.master.state.FenceLostException;
 import dev.paramserver.master.state.JobStore;

@@ -1,6 +1,6 @@
 package dev.paramserver.master.task;
 
-import dev.paramserver.master.MasterProperties;
+import dev.paramserver.master.config.MasterProperties;
 import java.time.Duration;
 import java.util.Arrays;
 

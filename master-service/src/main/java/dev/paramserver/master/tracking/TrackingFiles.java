@@ -1,6 +1,6 @@
 package dev.paramserver.master.tracking;
 
-import dev.paramserver.master.MasterProperties;
+import dev.paramserver.master.config.MasterProperties;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;

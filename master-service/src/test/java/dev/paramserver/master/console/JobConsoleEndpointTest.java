@@ -68,7 +68,10 @@ class JobConsoleEndpointTest {
     ConfigurableApplicationContext leader = masters.start(etcd.endpoint(), job, fast);
     MasterElection election = MasterContexts.election(leader);
     assertThat(
-            leader.getBean(dev.paramserver.master.MasterProperties.class).tracking().metricsFile())
+            leader
+                .getBean(dev.paramserver.master.config.MasterProperties.class)
+                .tracking()
+                .metricsFile())
         .isEqualTo(tmp.resolve("x/metrics.jsonl"));
     // checked at start: the metrics file's directory exists, the event files go to the job's
     // default tracking directory

@@ -4,7 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.catchThrowable;
 
 import com.google.protobuf.Value;
-import dev.paramserver.master.MasterProperties;
+import dev.paramserver.master.config.MasterProperties;
 import dev.paramserver.master.state.JobStore;
 import dev.paramserver.master.task.MasterJob;
 import dev.paramserver.proto.v1.ErrorReason;

@@ -7,7 +7,7 @@ import com.google.protobuf.Any;
 import com.google.protobuf.ByteString;
 import com.google.protobuf.InvalidProtocolBufferException;
 import com.google.rpc.ErrorInfo;
-import dev.paramserver.master.MasterProperties;
+import dev.paramserver.master.config.MasterProperties;
 import dev.paramserver.master.grpc.HostileMasterCall.Mutation;
 import dev.paramserver.master.grpc.HostileMasterCall.Target;
 import dev.paramserver.master.state.JobStore;

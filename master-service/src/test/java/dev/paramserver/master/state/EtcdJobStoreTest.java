@@ -5,7 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.paramserver.coordination.EtcdCoordinator;
 import dev.paramserver.coordination.Lease;
-import dev.paramserver.master.MasterProperties;
+import dev.paramserver.master.config.MasterProperties;
 import dev.paramserver.master.dataset.Dataset;
 import dev.paramserver.master.dataset.DatasetIndexer;
 import dev.paramserver.master.task.MasterJob;

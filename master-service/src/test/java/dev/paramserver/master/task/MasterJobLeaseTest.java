@@ -2,7 +2,7 @@ package dev.paramserver.master.task;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.paramserver.master.MasterProperties;
+import dev.paramserver.master.config.MasterProperties;
 import dev.paramserver.master.state.JobStore;
 import dev.paramserver.proto.v1.GetTaskResponse;
 import dev.paramserver.proto.v1.Task;

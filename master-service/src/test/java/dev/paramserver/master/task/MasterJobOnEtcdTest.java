@@ -5,7 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import com.google.protobuf.Value;
 import dev.paramserver.coordination.KeyValueStore;
 import dev.paramserver.coordination.Lease;
-import dev.paramserver.master.MasterProperties;
+import dev.paramserver.master.config.MasterProperties;
 import dev.paramserver.master.state.EtcdJobStore;
 import dev.paramserver.master.state.EtcdLeader;
 import dev.paramserver.proto.v1.ErrorReason;

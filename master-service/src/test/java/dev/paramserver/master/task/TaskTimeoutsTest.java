@@ -3,7 +3,7 @@ package dev.paramserver.master.task;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.paramserver.master.MasterProperties;
+import dev.paramserver.master.config.MasterProperties;
 import java.time.Duration;
 import java.util.Map;
 import org.junit.jupiter.api.Test;

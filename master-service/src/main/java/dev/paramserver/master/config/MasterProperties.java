@@ -1,4 +1,4 @@
-package dev.paramserver.master;
+package dev.paramserver.master.config;
 
 import jakarta.validation.Valid;
 import jakarta.validation.constraints.DecimalMin;
