@@ -1,0 +1,8 @@
+/**
+ * Elastic placement (docs/explanation/elastic.md): {@link
+ * dev.paramserver.master.placement.PlacementCoordinator} is the door for the web adapter ({@code
+ * scale}, {@code growTo}, {@code view}) and the console; it keeps its phase as a {@link
+ * dev.paramserver.master.placement.ScalingPhase} (checked transitions) and answers a {@link
+ * dev.paramserver.master.placement.ScalingStatus}.
+ */
+package dev.paramserver.master.placement;
