@@ -80,6 +80,8 @@ def split_push(refused_by: int, req: pb.PushGradientsRequest, slot_map: SlotMap,
     template.ClearField("gradients")
     template.ClearField("sparse_gradients")
     template.origin = origin
+    # the refused request's identity: a server that knows it as applied answers the piece as a duplicate
+    template.resent_from.add(origin=origin, part=req.part)
     pieces: Dict[int, pb.PushGradientsRequest] = {}
 
     def piece(owner: int) -> pb.PushGradientsRequest:

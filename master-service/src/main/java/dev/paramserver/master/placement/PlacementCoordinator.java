@@ -38,6 +38,7 @@ import java.util.TreeMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 import org.slf4j.Logger;
@@ -354,6 +355,8 @@ public final class PlacementCoordinator implements AutoCloseable {
           planned.toBuilder()
               .setEpoch(now.epoch() + 1)
               .setId("e" + (now.epoch() + 1) + "-" + planned.getFrom() + "to" + planned.getTo())
+              // a retry after a rollback is another attempt: the pservers fence on it
+              .setAttempt(ThreadLocalRandom.current().nextLong(1, Long.MAX_VALUE))
               .build();
       if (!moveOne(seen, now, move)) {
         return Step.LATER; // plan again from what is committed

@@ -4,6 +4,7 @@ import dev.paramserver.proto.v1.AppliedPushes;
 import dev.paramserver.proto.v1.AppliedStep;
 import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.proto.v1.PushGradientsRequest;
+import dev.paramserver.proto.v1.PushPart;
 import dev.paramserver.rpc.ServiceException;
 import java.util.ArrayList;
 import java.util.BitSet;
@@ -161,6 +162,72 @@ final class AppliedSteps {
     Run r = run(request);
     synchronized (r) {
       r.record(request);
+    }
+  }
+
+  /**
+   * True if a request {@code request} was cut from ({@code resent_from}) was applied: this server
+   * applied it, or it came with moved slots. Only for a resent piece (a lookup per earlier request,
+   * none for a push that has none). {@code selfIndex} is this server's index: an earlier request
+   * first sent here (origin {@code selfIndex + 1}) is recorded under origin 0.
+   */
+  boolean appliedEarlier(PushGradientsRequest request, int selfIndex) {
+    for (PushPart p : request.getResentFromList()) {
+      if (appliedAs(request, p.getOrigin(), p.getPart())
+          || (selfIndex >= 0
+              && p.getOrigin() == selfIndex + 1
+              && appliedAs(request, 0, p.getPart()))) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  private boolean appliedAs(PushGradientsRequest request, int origin, int part) {
+    Run r = runs.get(key(request.getTrainerId(), request.getSession(), origin));
+    if (r == null) {
+      return false;
+    }
+    synchronized (r) {
+      return r.applied(request.getStep(), part);
+    }
+  }
+
+  /**
+   * The records as a slot move's copy carries them: origin 0 (pushes first sent to this server,
+   * {@code fromIndex}) named as {@code fromIndex + 1}, as the new owner knows them.
+   */
+  List<AppliedPushes> forMove(int fromIndex) {
+    List<AppliedPushes> out = new ArrayList<>();
+    for (AppliedPushes a : toProto()) {
+      out.add(a.getOrigin() == 0 ? a.toBuilder().setOrigin(fromIndex + 1).build() : a);
+    }
+    return out;
+  }
+
+  /**
+   * Adds a slot move's records (format 3, see {@link #forMove}) to this server's: a push either
+   * records as applied counts as applied. Both say what was applied to the rows where they are now:
+   * a push is applied whole at the one server owning its rows, and its effect moves with them.
+   */
+  void merge(List<AppliedPushes> entries) {
+    for (AppliedPushes e : entries) {
+      Run r =
+          runs.computeIfAbsent(
+              key(e.getTrainerId(), e.getSession(), e.getOrigin()),
+              k -> new Run(e.getTrainerId(), e.getSession(), e.getOrigin()));
+      synchronized (r) {
+        if (Long.compareUnsigned(e.getCompleteThrough(), r.complete) > 0) {
+          r.complete = e.getCompleteThrough();
+          r.open.headMap(r.complete, true).clear();
+        }
+        for (AppliedStep s : e.getOpenStepsList()) {
+          if (Long.compareUnsigned(s.getStep(), r.complete) > 0) {
+            BitSet parts = r.open.computeIfAbsent(s.getStep(), x -> new BitSet());
+            s.getPartsList().forEach(parts::set);
+          }
+        }
+      }
     }
   }
 

@@ -98,8 +98,18 @@ final class PushPath {
     this.replica = replica;
   }
 
+  /** Hands every record applied from now on to {@code tap} (one at a time: it replaces any). */
   void attachTap(RecordTap tap) {
     this.tap = tap;
+  }
+
+  /** Stops handing records to {@code tap}, if it is still the one attached (see ShardMoves). */
+  void detachTap(RecordTap tap) {
+    synchronized (order) {
+      if (this.tap == tap) {
+        this.tap = null;
+      }
+    }
   }
 
   PushOutcome pushOutcome(PushGradientsRequest request) {
@@ -150,7 +160,10 @@ final class PushPath {
                 + (ParameterShard.MAX_PARTS - 1));
       }
       AppliedSteps.checkWindow(request);
-      if (AppliedSteps.identified(request) && applied.applied(request)) {
+      if (AppliedSteps.identified(request)
+          && (applied.applied(request)
+              || (request.getResentFromCount() > 0
+                  && applied.appliedEarlier(request, shard.index())))) {
         return new PushOutcome(step.get(), true);
       }
       // A synchronous step may be summed, logged and applied after this call returned: its
@@ -358,11 +371,12 @@ final class PushPath {
 
   /**
    * The new owner of moving slots applies a record their old owner forwarded (already filtered to
-   * them): not checked for ownership, and neither checked nor recorded as a push this server
-   * applied. The old owner applied it exactly once and forwards it once; the trainer never resends
-   * it here (a lost answer is resent to the old owner, which answers it as a duplicate). Recording
-   * it would be wrong: pieces of one refused push resent to two pservers share one identity, and a
-   * record forwarded from one to the other would be taken for a duplicate of the other's piece.
+   * them): not checked for ownership nor for a duplicate (the old owner applied it exactly once,
+   * and the move's attempt forwards it once), then recorded as applied, as the move's copy records
+   * the pushes applied before its cut: a trainer that lost the answer and finds the old owner gone
+   * resends its pieces here, and they are answered as duplicates (see {@link
+   * AppliedSteps#appliedEarlier}). Each piece of a refused push has a part of its own, so a record
+   * forwarded from one server is never taken for another server's piece of the same step.
    *
    * @return false when the record was skipped (of another initialisation, or empty)
    */
@@ -385,6 +399,7 @@ final class PushPath {
                 RowOwnership.UNCHECKED),
             List.of(r),
             false);
+        applied.record(r);
       }
       return true;
     } finally {

@@ -52,9 +52,20 @@ public final class ShardMoves {
     return shard.gate().rowOwnership().awaitsMove();
   }
 
-  /** Hands every record applied from now on to {@code tap} (null: none). */
+  /**
+   * Hands every record applied from now on to {@code tap}, one slot move attempt's (it replaces any
+   * other: the attempt before it was cancelled first).
+   */
   public void attachTap(RecordTap tap) {
     shard.pushes.attachTap(tap);
+  }
+
+  /**
+   * Detaches {@code tap} if it is still attached: an attempt that ends detaches its own tap, never
+   * a later attempt's.
+   */
+  public void detachTap(RecordTap tap) {
+    shard.pushes.detachTap(tap);
   }
 
   /**

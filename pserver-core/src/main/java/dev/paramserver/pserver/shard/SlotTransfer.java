@@ -38,8 +38,9 @@ final class SlotTransfer {
   private SlotTransfer() {}
 
   /**
-   * Writes the moving slots' rows and the moving blocks to {@code out} under the write lock, then
-   * runs {@code atCut} (still under it): the copy holds exactly the records applied before.
+   * Writes the moving slots' rows and the moving blocks to {@code out} under the write lock, with
+   * the records of the pushes applied ({@link AppliedSteps#forMove}), then runs {@code atCut}
+   * (still under it): the copy holds exactly the records applied before.
    *
    * @throws ServiceException NOT_INITIALIZED when the shard is not initialised
    */
@@ -63,6 +64,8 @@ final class SlotTransfer {
           .sorted(Comparator.comparing(ParameterSpec::getName))
           .forEach(header::addParameters);
       header.setUnknownFields(ShardSnapshots.modeFields(shard.mode(), shard.staleness()));
+      // the pushes applied before the cut travel with the slots (see AppliedSteps#merge)
+      header.addAllApplied(shard.pushes.applied().forMove(m.from()));
       int blocks = 0;
       for (DenseBlock b : shard.blocks().values()) {
         if (!m.hasBlock(b.name(), b.block)) {
@@ -222,6 +225,7 @@ final class SlotTransfer {
             .blocks()
             .put(DenseBlock.key(bc.getName(), bc.getBlock()), ShardSnapshots.block(p, bc));
       }
+      shard.pushes.applied().merge(copy.getAppliedList());
       return new MoveCounts(rows, copy.getBlocksCount());
     } finally {
       shard.structure().writeLock().unlock();

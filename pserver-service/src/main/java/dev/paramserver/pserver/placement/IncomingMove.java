@@ -1,6 +1,7 @@
 package dev.paramserver.pserver.placement;
 
 import com.google.protobuf.ByteString;
+import com.google.protobuf.InvalidProtocolBufferException;
 import dev.paramserver.coordination.PlacementStore;
 import dev.paramserver.proto.v1.MoveInChunk;
 import dev.paramserver.proto.v1.MoveInResponse;
@@ -96,25 +97,28 @@ final class IncomingMove implements StreamObserver<MoveInChunk> {
       if (!chunk.getCopy().isEmpty()) {
         chunk.getCopy().writeTo(copy);
       }
-      if (chunk.getCopyDone()) {
-        install();
-      }
-      if (chunk.hasRecord()) {
-        install();
-        if (moves.applyForwarded(chunk.getRecord())) {
-          forwarded.add(chunk.getRecord());
-        }
-        records++;
-      }
-      if (chunk.getCaughtUp()) {
-        install();
-        done = true;
-        finish();
+      if (chunk.getCopyDone() || chunk.hasRecord() || chunk.getCaughtUp()) {
+        // only while this stream is the attempt this pserver takes in: a newer one supersedes it
+        follower.whileIncoming(moving, () -> apply(chunk));
       }
     } catch (IOException e) {
       fail(new UncheckedIOException(e));
     } catch (RuntimeException e) {
       fail(e);
+    }
+  }
+
+  private void apply(MoveInChunk chunk) {
+    install();
+    if (chunk.hasRecord()) {
+      if (moves.applyForwarded(chunk.getRecord())) {
+        forwarded.add(chunk.getRecord());
+      }
+      records++;
+    }
+    if (chunk.getCaughtUp()) {
+      done = true;
+      finish();
     }
   }
 
@@ -137,10 +141,15 @@ final class IncomingMove implements StreamObserver<MoveInChunk> {
     moving = m;
   }
 
-  private void install() throws IOException {
+  private void install() {
     if (installed == null) {
       copyBytes = copy.toByteString();
-      ShardCheckpoint c = ShardCheckpoint.parseFrom(copyBytes);
+      ShardCheckpoint c;
+      try {
+        c = ShardCheckpoint.parseFrom(copyBytes);
+      } catch (InvalidProtocolBufferException e) {
+        throw SlotMovesGrpcService.refused(moving + ": its copy does not parse: " + e.getMessage());
+      }
       boolean fresh = !moves.initialised();
       installed = moves.install(c, moving);
       if (fresh && moves.logged()) {

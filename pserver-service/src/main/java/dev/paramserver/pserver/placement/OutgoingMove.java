@@ -9,6 +9,7 @@ import dev.paramserver.proto.v1.SlotMovesGrpc;
 import dev.paramserver.proto.v1.WalRecord;
 import dev.paramserver.pserver.shard.MoveCounts;
 import dev.paramserver.pserver.shard.MovingSlots;
+import dev.paramserver.pserver.shard.RecordTap;
 import dev.paramserver.pserver.shard.ShardMoves;
 import dev.paramserver.rpc.ChannelFactory;
 import dev.paramserver.rpc.Channels;
@@ -36,6 +37,10 @@ import org.slf4j.LoggerFactory;
  * being applied, sends their records and {@code caught_up}, and answers once the new owner holds
  * everything durably. Any failure after the freeze rolls the move back (fenced) so that the slots
  * are served here again; after the answer, {@code move-timeout} without a commit does the same.
+ *
+ * <p>One object is one attempt of the move ({@code SlotMove.attempt}): its own tap, records and
+ * MoveIn call. A newer attempt {@link #cancel cancels} it and waits for it to {@link #ended end}
+ * before it starts, so two attempts never interleave; an attempt detaches only its own tap.
  */
 final class OutgoingMove {
   private static final Logger log = LoggerFactory.getLogger(OutgoingMove.class);
@@ -46,9 +51,13 @@ final class OutgoingMove {
   private final MoveMetrics metrics;
   private final Duration timeout;
   private final MovingSlots moving;
-  private final String address;
   private final ChannelFactory channels;
   private final ConcurrentLinkedQueue<WalRecord> records = new ConcurrentLinkedQueue<>();
+  private final RecordTap tap;
+  // the new owner's answer; completed exceptionally by the new owner's error or by cancel()
+  private final CompletableFuture<MoveInResponse> answer = new CompletableFuture<>();
+  private final CompletableFuture<Void> ended = new CompletableFuture<>();
+  private volatile String cancelled;
   private long bytes;
   private long sent;
   // notified when the MoveIn stream takes more data, or ends
@@ -60,15 +69,52 @@ final class OutgoingMove {
       MoveMetrics metrics,
       Duration timeout,
       SlotMove move,
-      String address,
       ChannelFactory channels) {
     this.shard = shard;
     this.follower = follower;
     this.metrics = metrics;
     this.timeout = timeout;
     this.moving = new MovingSlots(move);
-    this.address = address;
     this.channels = channels;
+    int index = moving.from();
+    this.tap =
+        record -> {
+          WalRecord kept = ShardMoves.forwarded(record, moving, index);
+          if (kept != null) {
+            records.add(kept);
+          }
+        };
+  }
+
+  MovingSlots moving() {
+    return moving;
+  }
+
+  /**
+   * Stops this attempt (a newer one of the move, or of another, is admitted): its waits end, it
+   * rolls back what it froze and detaches its tap; see {@link #ended}.
+   */
+  void cancel(String why) {
+    cancelled = why;
+    answer.completeExceptionally(
+        Status.CANCELLED.withDescription(moving + " was cancelled: " + why).asRuntimeException());
+    synchronized (ready) {
+      ready.notifyAll();
+    }
+  }
+
+  /** Completes when {@link #run} has returned or thrown (at once if it never runs). */
+  CompletableFuture<Void> ended() {
+    return ended;
+  }
+
+  private void checkCancelled() {
+    String why = cancelled;
+    if (why != null) {
+      throw Status.CANCELLED
+          .withDescription(moving + " was cancelled: " + why)
+          .asRuntimeException();
+    }
   }
 
   /**
@@ -96,10 +142,18 @@ final class OutgoingMove {
     to.onNext(chunk);
   }
 
-  MoveOutResponse run() {
-    int index = moving.from();
+  /** Runs this attempt, to the new owner at {@code address}. */
+  MoveOutResponse run(String address) {
+    try {
+      checkCancelled();
+      return attempt(address);
+    } finally {
+      ended.complete(null);
+    }
+  }
+
+  private MoveOutResponse attempt(String address) {
     ManagedChannel channel = channels.forAddress(address);
-    CompletableFuture<MoveInResponse> answer = new CompletableFuture<>();
     StreamObserver<MoveInChunk> to =
         SlotMovesGrpc.newStub(channel)
             .withDeadlineAfter(Math.max(60_000, timeout.toMillis() * 6), TimeUnit.MILLISECONDS)
@@ -139,18 +193,7 @@ final class OutgoingMove {
       send(to, answer, MoveInChunk.newBuilder().setMove(moving.move()).build());
       ByteArrayOutputStream copy = new ByteArrayOutputStream();
       long cut = System.nanoTime();
-      MoveCounts counts =
-          shard.writeCopy(
-              moving,
-              copy,
-              () ->
-                  shard.attachTap(
-                      record -> {
-                        WalRecord kept = ShardMoves.forwarded(record, moving, index);
-                        if (kept != null) {
-                          records.add(kept);
-                        }
-                      }));
+      MoveCounts counts = shard.writeCopy(moving, copy, () -> shard.attachTap(tap));
       byte[] bytesOfCopy = copy.toByteArray();
       for (int at = 0; at < bytesOfCopy.length; at += CHUNK_BYTES) {
         int n = Math.min(CHUNK_BYTES, bytesOfCopy.length - at);
@@ -164,12 +207,13 @@ final class OutgoingMove {
       sendRecords(to, answer);
       long copyMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - cut);
       long freezeAt = System.nanoTime();
+      checkCancelled();
       follower.freeze(moving);
       frozen = true;
       // every push that passed its ownership check before the freeze is applied (and its record
       // queued) once this returns; later ones are refused
       shard.awaitApplies();
-      shard.attachTap(null);
+      shard.detachTap(tap);
       sendRecords(to, answer);
       send(to, answer, MoveInChunk.newBuilder().setCaughtUp(true).build());
       to.onCompleted();
@@ -199,7 +243,7 @@ final class OutgoingMove {
           .setStallMs(stallMs)
           .build();
     } catch (IOException | ExecutionException | TimeoutException | RuntimeException e) {
-      shard.attachTap(null);
+      shard.detachTap(tap);
       Throwable cause = e instanceof ExecutionException && e.getCause() != null ? e.getCause() : e;
       to.onError(Status.CANCELLED.withDescription("move failed").asRuntimeException());
       String why = "MoveIn to pserver " + moving.to() + " failed: " + cause;
@@ -216,7 +260,7 @@ final class OutgoingMove {
           .asRuntimeException();
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
-      shard.attachTap(null);
+      shard.detachTap(tap);
       to.onError(Status.CANCELLED.withDescription("move interrupted").asRuntimeException());
       if (frozen) {
         follower.rollBack(moving, "interrupted");

@@ -150,10 +150,12 @@ public final class PlacementFollower implements AutoCloseable {
     publish();
   }
 
+  /**
+   * Whether etcd's move is {@code m}'s attempt: the same move with the same {@code attempt} (a
+   * retry begun after a rollback has the same id and epoch, and is another move here).
+   */
   private static boolean inProgress(PlacementStore.Read read, MovingSlots m) {
-    return read.move().isPresent()
-        && read.move().get().getEpoch() == m.epoch()
-        && read.move().get().getId().equals(m.id());
+    return read.move().isPresent() && read.move().get().equals(m.move());
   }
 
   private void publish() {
@@ -187,7 +189,10 @@ public final class PlacementFollower implements AutoCloseable {
   }
 
   /**
-   * The new owner expects {@code m}: trainers' requests for its slots wait for the commit.
+   * The new owner expects {@code m}, one MoveIn stream's (one attempt's): trainers' requests for
+   * its slots wait for the commit. An earlier stream of the same epoch (an older attempt, or a
+   * stale stream of this one) is superseded: nothing more of it is applied ({@link
+   * #whileIncoming}).
    *
    * @return false when another move into this pserver is still in progress
    */
@@ -200,9 +205,33 @@ public final class PlacementFollower implements AutoCloseable {
     return true;
   }
 
-  /** The new owner's MoveIn failed: what it staged of {@code m} is dropped. */
+  /**
+   * Runs {@code step} of the MoveIn stream that expects {@code m} (applying its copy or a record,
+   * making it durable) while no other stream can take over: refused when a newer stream superseded
+   * it, or the move is over.
+   */
+  public synchronized void whileIncoming(MovingSlots m, Runnable step) {
+    if (incoming != m) {
+      throw SlotMovesGrpcService.refused(
+          m
+              + " (attempt "
+              + m.move().getAttempt()
+              + ") is no longer the move pserver "
+              + index
+              + " takes in: "
+              + (incoming == null
+                  ? "none is"
+                  : incoming + " (attempt " + incoming.move().getAttempt() + ") is"));
+    }
+    step.run();
+  }
+
+  /**
+   * The new owner's MoveIn stream that expects {@code m} failed: what it staged is dropped, unless
+   * a newer stream superseded it (that one's staging is kept).
+   */
   public synchronized void incomingFailed(MovingSlots m) {
-    if (incoming != null && incoming.id().equals(m.id()) && incoming.epoch() == m.epoch()) {
+    if (incoming == m) {
       incoming = null;
       publish();
       shard.drop(m);

@@ -19,7 +19,10 @@ import dev.paramserver.tensor.SlotMap;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import io.grpc.stub.StreamObserver;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.beans.factory.annotation.Qualifier;
 import org.springframework.grpc.server.service.GrpcService;
@@ -40,6 +43,9 @@ public final class SlotMovesGrpcService extends SlotMovesGrpc.SlotMovesImplBase 
   private final ObjectProvider<ShardPersistence> persistence;
   private final Executor blocking;
   private final ChannelFactory channels;
+  // the attempt running or about to run here (guarded by attempts): at most one runs at a time
+  private final Object attempts = new Object();
+  private OutgoingMove running;
 
   /**
    * @param channels dials the new owner of moving slots (the service's TLS and interceptors, as
@@ -73,18 +79,62 @@ public final class SlotMovesGrpcService extends SlotMovesGrpc.SlotMovesImplBase 
         SlotMovesGrpc.SERVICE_NAME + "/MoveOut",
         out,
         () -> {
-          String address = checkMoveOut(move);
-          return new OutgoingMove(
-                  moves, follower, metrics, properties.moveTimeout(), move, address, channels)
-              .run();
+          checkCurrent(move);
+          OutgoingMove attempt =
+              new OutgoingMove(moves, follower, metrics, properties.moveTimeout(), move, channels);
+          OutgoingMove before;
+          synchronized (attempts) {
+            before = running;
+            running = attempt;
+          }
+          try {
+            if (before != null) {
+              supersede(before, move);
+            }
+            return attempt.run(checkMoveOut(move));
+          } finally {
+            attempt.ended().complete(null);
+            synchronized (attempts) {
+              if (running == attempt) {
+                running = null;
+              }
+            }
+          }
         });
   }
 
   /**
-   * Refuses (FAILED_PRECONDITION) a move this pserver cannot make now; returns the new owner's
-   * address.
+   * Cancels the attempt running {@code before} (an earlier attempt: etcd's move is {@code move}
+   * now) and waits until it has ended (rolled back what it froze, detached its tap), so two
+   * attempts never interleave.
+   *
+   * @throws StatusRuntimeException UNAVAILABLE when it did not end within {@code move-timeout}
    */
-  private String checkMoveOut(SlotMove move) {
+  private void supersede(OutgoingMove before, SlotMove move) {
+    before.cancel("attempt " + move.getAttempt() + " of move " + move.getId() + " began");
+    try {
+      before.ended().get(properties.moveTimeout().toMillis(), TimeUnit.MILLISECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw Status.UNAVAILABLE.withDescription("pserver is stopping").asRuntimeException();
+    } catch (ExecutionException | TimeoutException e) {
+      throw Status.UNAVAILABLE
+          .withDescription(
+              before.moving()
+                  + " (attempt "
+                  + before.moving().move().getAttempt()
+                  + ") did not end within "
+                  + properties.moveTimeout()
+                  + " of being cancelled: retry the move")
+          .asRuntimeException();
+    }
+  }
+
+  /**
+   * Refuses (FAILED_PRECONDITION) a move that is not etcd's move in progress out of this pserver
+   * (an attempt of it that is over, or another move).
+   */
+  private void checkCurrent(SlotMove move) {
     if (properties.replicas() > 1) {
       throw refused(
           "moving slots of a job with replicas="
@@ -117,10 +167,23 @@ public final class SlotMovesGrpcService extends SlotMovesGrpc.SlotMovesImplBase 
               + move.getId()
               + " (epoch "
               + move.getEpoch()
+              + ", attempt "
+              + move.getAttempt()
               + ") is not the move in progress in etcd ("
-              + read.move().map(m -> m.getId() + " epoch " + m.getEpoch()).orElse("none")
+              + read.move()
+                  .map(m -> m.getId() + " epoch " + m.getEpoch() + " attempt " + m.getAttempt())
+                  .orElse("none")
               + "): begin it with PlacementStore.begin first");
     }
+  }
+
+  /**
+   * Refuses (FAILED_PRECONDITION) a move this pserver cannot make now; returns the new owner's
+   * address.
+   */
+  private String checkMoveOut(SlotMove move) {
+    checkCurrent(move);
+    int index = follower.index();
     if (follower.outgoing() != null) {
       throw refused(
           "pserver " + index + " is still moving " + follower.outgoing() + ": one move at a time");

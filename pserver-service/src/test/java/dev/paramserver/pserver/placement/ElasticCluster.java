@@ -21,6 +21,7 @@ import dev.paramserver.proto.v1.TensorBlock;
 import dev.paramserver.pserver.PserverApplication;
 import dev.paramserver.pserver.registration.ShardRegistration;
 import dev.paramserver.pserver.shard.Requests;
+import dev.paramserver.rpc.ChannelFactory;
 import dev.paramserver.rpc.Channels;
 import dev.paramserver.tensor.BlockSpec;
 import dev.paramserver.tensor.SlotMap;
@@ -89,22 +90,34 @@ final class ElasticCluster implements AutoCloseable {
 
   /** Starts pserver {@code index} (its own checkpoint directory) and waits for its claim. */
   void start(int index, int desired) {
+    start(index, desired, null);
+  }
+
+  /**
+   * Starts pserver {@code index}, its own calls to other pservers made through {@code factory}
+   * (null: the service's own), and waits for its claim.
+   */
+  void start(int index, int desired, ChannelFactory factory) {
     Path dir = checkpoints.resolve("ps" + index);
+    SpringApplicationBuilder builder = new SpringApplicationBuilder(PserverApplication.class);
+    if (factory != null) {
+      builder.initializers(
+          ctx -> ctx.getBeanFactory().registerSingleton("channelFactory", factory));
+    }
     ConfigurableApplicationContext ctx =
-        new SpringApplicationBuilder(PserverApplication.class)
-            .run(
-                "--server.port=0",
-                "--server.address=127.0.0.1",
-                "--spring.grpc.server.port=0",
-                "--spring.grpc.server.address=127.0.0.1",
-                "--paramserver.etcd.endpoints=" + etcd.endpoint(),
-                "--paramserver.job=" + job,
-                "--paramserver.admin.token=tok",
-                "--paramserver.pserver.checkpoint-dir=" + dir,
-                "--paramserver.pserver.checkpoint-interval=0s",
-                "--paramserver.pserver.move-timeout=10s",
-                "--paramserver.pserver.desired=" + desired,
-                "--paramserver.pserver.index=" + index);
+        builder.run(
+            "--server.port=0",
+            "--server.address=127.0.0.1",
+            "--spring.grpc.server.port=0",
+            "--spring.grpc.server.address=127.0.0.1",
+            "--paramserver.etcd.endpoints=" + etcd.endpoint(),
+            "--paramserver.job=" + job,
+            "--paramserver.admin.token=tok",
+            "--paramserver.pserver.checkpoint-dir=" + dir,
+            "--paramserver.pserver.checkpoint-interval=0s",
+            "--paramserver.pserver.move-timeout=10s",
+            "--paramserver.pserver.desired=" + desired,
+            "--paramserver.pserver.index=" + index);
     contexts.put(index, ctx);
     ShardRegistration registration = ctx.getBean(ShardRegistration.class);
     Poll.until(

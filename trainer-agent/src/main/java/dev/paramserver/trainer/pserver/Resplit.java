@@ -6,6 +6,7 @@ import dev.paramserver.proto.v1.PullParametersRequest;
 import dev.paramserver.proto.v1.PullParametersResponse;
 import dev.paramserver.proto.v1.PushGradientsRequest;
 import dev.paramserver.proto.v1.PushGradientsResponse;
+import dev.paramserver.proto.v1.PushPart;
 import dev.paramserver.proto.v1.SparseRows;
 import dev.paramserver.proto.v1.SparseRowsRef;
 import dev.paramserver.proto.v1.TensorBlock;
@@ -25,8 +26,12 @@ import java.util.function.LongToIntFunction;
  * acknowledged_through} (which refers to the origin server), names the server the push was first
  * sent to in {@code origin} (its index + 1; a piece of a piece keeps the first origin), so a
  * pserver never takes it for a duplicate of its own part of the same step, and gets a part number
- * of its own ({@link ResentParts}): two pieces of one step may reach one server. Rows are cut by
- * their encoded bytes: no value is decoded or rounded again.
+ * of its own ({@link ResentParts}): two pieces of one step may reach one server. It names the
+ * requests it was cut from in {@code resent_from} (the refused one last): a server that knows one
+ * of them as applied answers it as a duplicate, which matters when the refusal was not the server's
+ * own answer but its absence (it exited after a shrink, maybe after applying the push: {@link
+ * PserverDirectory#emptiedAndGone}). Rows are cut by their encoded bytes: no value is decoded or
+ * rounded again.
  */
 public final class Resplit {
   private Resplit() {}
@@ -40,8 +45,14 @@ public final class Resplit {
     PushGradientsRequest req = refused.request();
     Map<Integer, PushGradientsRequest.Builder> pieces = new TreeMap<>();
     int origin = req.getOrigin() != 0 ? req.getOrigin() : refused.pserver() + 1;
+    // the refused request's identity goes with the pieces: a server that knows it was applied
+    // (it travels with the slots) answers a piece as a duplicate
     PushGradientsRequest.Builder template =
-        req.toBuilder().clearGradients().clearSparseGradients().setOrigin(origin);
+        req.toBuilder()
+            .clearGradients()
+            .clearSparseGradients()
+            .setOrigin(origin)
+            .addResentFrom(PushPart.newBuilder().setOrigin(origin).setPart(req.getPart()));
     for (TensorBlock g : req.getGradientsList()) {
       int owner = blockOwner(routing, g.getName(), g.getBlock());
       pieces.computeIfAbsent(owner, k -> template.clone()).addGradients(g);

@@ -14,6 +14,7 @@ import dev.paramserver.proto.v1.OptimizerConfig;
 import dev.paramserver.proto.v1.PullParametersRequest;
 import dev.paramserver.proto.v1.PushGradientsRequest;
 import dev.paramserver.proto.v1.PushGradientsResponse;
+import dev.paramserver.proto.v1.PushPart;
 import dev.paramserver.proto.v1.SparseRows;
 import dev.paramserver.proto.v1.SparseRowsRef;
 import dev.paramserver.proto.v1.TensorBlock;
@@ -156,8 +157,19 @@ class ResplitTest {
     Routing four = new Routing(grown.map().resized(4), layout.blocks());
     Set<Integer> given = new HashSet<>();
     pieces.forEach(p -> given.add(p.request().getPart()));
+    // each piece names the request it was cut from (origin as index + 1, its part)
+    for (Planned<PushGradientsRequest> p : pieces) {
+      assertThat(p.request().getResentFromList())
+          .containsExactly(
+              PushPart.newBuilder().setOrigin(2).setPart(rows.request().getPart()).build());
+    }
     for (Planned<PushGradientsRequest> again : Resplit.push(toNew, four, resent::next)) {
       assertThat(again.request().getOrigin()).isEqualTo(2);
+      // and a piece of a piece names both: a server that knows either as applied has it
+      assertThat(again.request().getResentFromList())
+          .containsExactly(
+              PushPart.newBuilder().setOrigin(2).setPart(rows.request().getPart()).build(),
+              PushPart.newBuilder().setOrigin(2).setPart(toNew.request().getPart()).build());
       // a piece of a piece may reach a server a piece of the same step reached: never the same part
       assertThat(given.add(again.request().getPart())).isTrue();
     }
