@@ -20,7 +20,7 @@ import org.junit.jupiter.api.io.TempDir;
  * master hands out another task and two are pending. Debian's Python (the client's code is the same
  * under both stacks; the venv's start costs more than this test).
  */
-@Timeout(value = 3, unit = TimeUnit.MINUTES)
+@Timeout(value = 6, unit = TimeUnit.MINUTES)
 class PythonGetTaskRetryTest {
   @TempDir Path dir;
 
