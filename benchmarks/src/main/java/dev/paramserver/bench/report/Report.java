@@ -54,7 +54,7 @@ public final class Report {
 
     @Override
     public String toString() {
-      return twoSided ? "|x| <= " + fmt(bound) : (atLeast ? ">= " : "<= ") + fmt(bound);
+      return twoSided ? "within ±" + fmt(bound) : (atLeast ? ">= " : "<= ") + fmt(bound);
     }
   }
 
