@@ -24,6 +24,7 @@ import logging
 import os
 import signal
 import sys
+import zlib
 
 import numpy as np
 import torch
@@ -110,20 +111,32 @@ class ClickModel(nn.Module):
         return (self.wide(ids) + deep).squeeze(1)
 
 
+def java_uniform(name, n, limit, seed):
+    """The Java trainer's initial values of a dense parameter `name` with a Uniform(limit) initialiser
+    (models' Initializers: SplittableRandom(seed ^ crc32(name) * golden gamma), nextDouble * 2 - 1,
+    times the float32 limit), so that a module here starts where the Java model does."""
+    golden = 0x9E3779B97F4A7C15
+    start = (seed ^ (zlib.crc32(name.encode()) * golden)) & 0xFFFFFFFFFFFFFFFF
+    with np.errstate(over="ignore"):
+        draws = _mix(np.uint64(start) + np.arange(n, dtype=np.uint64) * np.uint64(golden))
+    doubles = (draws >> np.uint64(11)).astype(np.float64) * 2.0 ** -53
+    return torch.from_numpy(((doubles * 2 - 1) * float(np.float32(limit))).astype(np.float32))
+
+
 class SparseLr(nn.Module):
     """The Java trainer's sparse-lr (models' SparseLogisticRegression) in PyTorch: z = bias +
     sum_k wide[id_k] + out . sum_k emb[id_k], the same tables ("wide" width 1 from zeros, "emb" from
-    normal(0.01)), "emb.out" uniform(+-sqrt(6 / (width + 1))), every parameter on one optimizer: the
-    figures of scripts/bench.sh --only python compare it with the Java trainer on the same data."""
+    normal(0.01), rows created by the pservers), bias from zero and "emb.out" uniform(+-sqrt(6 / (width
+    + 1))) with the Java trainer's values for `seed`, every parameter on one optimizer: the figures of
+    scripts/bench.sh --only python compare it with the Java trainer on the same data."""
 
-    def __init__(self, width=8, optimizer_config=None):
+    def __init__(self, width=8, optimizer_config=None, seed=42):
         super().__init__()
         self.bias = nn.Parameter(torch.zeros(1))
         self.wide = EmbeddingBag(None, 1, mode="sum", table="wide", optimizer_config=optimizer_config, init_stddev=0.0)
         self.emb = EmbeddingBag(None, width, mode="sum", table="emb", optimizer_config=optimizer_config,
                                 init_stddev=0.01)
-        bound = (6.0 / (width + 1)) ** 0.5
-        self.out = nn.Parameter(torch.empty(width).uniform_(-bound, bound))
+        self.out = nn.Parameter(java_uniform("emb.out", width, (6.0 / (width + 1)) ** 0.5, seed))
 
     def forward(self, ids):
         return self.bias + self.wide(ids).squeeze(1) + self.emb(ids) @ self.out
@@ -153,8 +166,8 @@ def evaluate(model, paths):
 
 
 def masters(a):
-    if a.master:
-        return a.master.split(",")
+    if a.master or not a.cluster:  # PARAMSERVER_MASTERS: set by the chart and the Kubeflow runtime
+        return (a.master or os.environ.get("PARAMSERVER_MASTERS", "")).split(",")
     with open(a.cluster) as f:
         procs = json.load(f)["processes"]
     return ["127.0.0.1:%d" % p["grpcPort"] for p in procs if p["role"] == "master" and p.get("grpcPort")]
@@ -168,7 +181,8 @@ def main():
     ap.add_argument("--test", type=int, default=20000, help="--generate: test examples")
     ap.add_argument("--ids", type=int, default=1 << 20, help="--generate: distinct ids over the 16 fields")
     ap.add_argument("--shards", type=int, default=4, help="--generate: training files")
-    ap.add_argument("--master", help="master gRPC address(es), host:port[,host:port...]")
+    ap.add_argument("--master", help="master gRPC address(es), host:port[,host:port...] (default: "
+                    "$PARAMSERVER_MASTERS)")
     ap.add_argument("--cluster", help="run-local's cluster.json: the masters are read from it")
     ap.add_argument("--trainer-id", default="")
     ap.add_argument("--data", help="training RecordIO glob, local or s3://bucket/prefix* (the job's dataset)")
@@ -177,7 +191,12 @@ def main():
     ap.add_argument("--passes", type=int, help="train at most this many of the job's passes")
     ap.add_argument("--lr", type=float, default=0.01, help="the dense head's Adam learning rate")
     ap.add_argument("--sparse-lr", type=float, default=0.05, help="the tables' Adagrad learning rate")
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--seed", type=int, default=42,
+                    help="the seed of the records' order in each task and of the dense initial values (the "
+                         "Java trainer's paramserver.trainer.seed, default 42: the same order and values)")
+    ap.add_argument("--row-staleness", dest="row_staleness", type=int, default=0,
+                    help="how many batches a row read from the pservers may serve (0: every batch reads its "
+                         "rows; the Java trainer's paramserver.trainer.sparse.staleness)")
     ap.add_argument("--model", choices=("wide-deep", "sparse-lr"), default="wide-deep",
                     help="wide-deep: embeddings and a dense head (Adagrad tables, Adam head); sparse-lr: the "
                          "Java trainer's model, every parameter on SGD --lr")
@@ -191,18 +210,18 @@ def main():
         for path in generate(a.generate, a.train, a.test, a.ids, a.shards):
             print(path)
         return 0
-    if not (a.master or a.cluster) or not a.data:
-        ap.error("give --master or --cluster, and --data (or --generate DIR)")
+    if not (a.master or a.cluster or os.environ.get("PARAMSERVER_MASTERS")) or not a.data:
+        ap.error("give --master (or PARAMSERVER_MASTERS) or --cluster, and --data (or --generate DIR)")
     torch.manual_seed(a.seed)
     if a.model == "sparse-lr":
         dense = optimizer("sgd", a.lr)
-        model = SparseLr(a.embedding_width, dense)
+        model = SparseLr(a.embedding_width, dense, a.seed)
     else:
         dense = optimizer("adam", a.lr)
         model = ClickModel(a.embedding_width, sparse_lr=a.sparse_lr)
     client = Client(masters(a), a.trainer_id)
     try:
-        trainer = Trainer(client, model, dense, seed=a.seed).join()
+        trainer = Trainer(client, model, dense, seed=a.seed, row_staleness=a.row_staleness).join()
         client.set_dataset([a.data if a.data.startswith("s3://") else os.path.abspath(a.data)], {"model": "python-" + a.model, "client": "python"})
         if a.workers:
             # your own data path: the master's tasks as a torch IterableDataset, read and decoded by

@@ -44,7 +44,8 @@ MODES = {"async": ASYNC, "sync": SYNC, "bounded-staleness": BOUNDED_STALENESS}
 
 def args_():
     ap = argparse.ArgumentParser(description="Train an MLP from Python against a paramserver job.")
-    ap.add_argument("--master", help="master gRPC address(es), host:port[,host:port...]")
+    ap.add_argument("--master", help="master gRPC address(es), host:port[,host:port...] (default: "
+                    "$PARAMSERVER_MASTERS)")
     ap.add_argument("--cluster", help="run-local's cluster.json: the masters are read from it")
     ap.add_argument("--trainer-id", default="", help="unique in the job (default: the master assigns one)")
     ap.add_argument("--data", help="training RecordIO glob (the job's dataset)")
@@ -68,8 +69,8 @@ def args_():
 
 
 def masters(a):
-    if a.master:
-        return a.master.split(",")
+    if a.master or not a.cluster:  # PARAMSERVER_MASTERS: set by the chart and the Kubeflow runtime
+        return (a.master or os.environ.get("PARAMSERVER_MASTERS", "")).split(",")
     with open(a.cluster) as f:
         procs = json.load(f)["processes"]
     return ["127.0.0.1:%d" % p["grpcPort"] for p in procs if p["role"] == "master" and p.get("grpcPort")]
@@ -111,8 +112,8 @@ def main():
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(3))
     ap, a = args_()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s", datefmt="%H:%M:%S")
-    if not (a.master or a.cluster) or not (a.data or a.csv):
-        ap.error("give --master or --cluster, and --data or --csv")
+    if not (a.master or a.cluster or os.environ.get("PARAMSERVER_MASTERS")) or not (a.data or a.csv):
+        ap.error("give --master (or PARAMSERVER_MASTERS) or --cluster, and --data or --csv")
     data = os.path.abspath(a.data) if a.data else csv_to_recordio(a.csv, a.label_column)
     sample = read_examples(a.test or data, 5000) if a.test and glob.glob(a.test) else read_examples(data, 5000)
     if not sample:

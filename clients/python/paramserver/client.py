@@ -673,7 +673,9 @@ class Client:
         hold = WAIT_HOLD_MS if mode == ASYNC else 0
         try:
             while True:
-                req = ma.GetTaskRequest(trainer_id=self.trainer_id, hold_ms=hold)
+                # one id per request, the same on its retries (_master resends this object): a
+                # master that saved an answer this trainer never got hands the same tasks back
+                req = ma.GetTaskRequest(trainer_id=self.trainer_id, hold_ms=hold, request_id=uuid.uuid4().hex)
                 setattr(req, "pass", self.current_pass)  # a Python keyword
                 r: ma.GetTaskResponse = self._master(ma_grpc.MasterStub, "GetTask", req, "getting a task",
                                                      timeout_s=self.timeout_s + hold / 1000.0)

@@ -4,7 +4,7 @@ their gradients after backward, and iterates the master's tasks as (features, la
 
 from __future__ import annotations
 
-import random
+import os
 import time
 from dataclasses import dataclass
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, TypeVar
@@ -22,8 +22,10 @@ import torch.utils.data
 from .. import recordio
 from .._stubs import example_pb2, optimizer_pb2
 from ..client import ASYNC, BLOCK_SIZE, Client, FloatArray, PendingPush, dense_spec, ma, optimizer
+from ..admin import TOKEN_ENV
 from ..errors import CallOrderError, ModelMismatch
-from .data import Decoder, TaskBatch, TaskDataset, loop as _loop
+from ..status import Progress, StatusServer, advertised_host
+from .data import Decoder, TaskBatch, TaskDataset, loop as _loop, shuffled
 from .embedding import Embedding, EmbeddingBag, RowCache, SparseModule
 
 T = TypeVar("T")
@@ -57,13 +59,17 @@ class Trainer:
     A module on another device than the CPU (CUDA) trains through host copies: each parameter has a
     float32 copy in host memory that pulls and pushes use; new values are copied to the device after
     each step, gradients to the host before it (host_copy=True takes that path for CPU modules too).
+    Progress (`trainer.progress`) is served on GET /admin/status of `status_port` (0: a free port)
+    when the job's admin token is known (`admin_token`, or $PARAMSERVER_ADMIN_TOKEN): the master's
+    console and `psctl status` show it as a Java trainer's (paramserver.status).
     """
 
     def __init__(self, client: Client, module: torch.nn.Module,
                  optimizer_config: Optional[optimizer_pb2.OptimizerConfig] = None, block_size: int = BLOCK_SIZE,
                  mode: int = ASYNC, staleness: int = 0, seed: int = 0, row_staleness: int = 0,
                  max_cached_rows: int = 1 << 20, param_groups: Optional[Sequence[Dict[str, Any]]] = None,
-                 host_copy: Optional[bool] = None) -> None:
+                 host_copy: Optional[bool] = None, admin_token: Optional[str] = None,
+                 status_port: int = 0) -> None:
         self.client, self.module, self.seed = client, module, seed
         # sparse tables (Embedding, EmbeddingBag): named after the module unless given a name
         self.sparse: List[SparseModule] = []
@@ -96,7 +102,11 @@ class Trainer:
                       for n, p in self.params.items()] + [m.spec() for m in self.sparse]
         self.mode, self.staleness = mode, staleness
         self.values: Optional[Dict[str, FloatArray]] = None
-        self.tasks_done, self.records_done = 0, 0
+        self.progress = Progress()
+        self.records_done = 0
+        self._token = admin_token if admin_token is not None else os.environ.get(TOKEN_ENV, "")
+        self._status_port = status_port
+        self.status: Optional[StatusServer] = None
         self._size = 0
         self._windows: List[ma.LossWindow] = []
         self._window = _Window()
@@ -107,7 +117,13 @@ class Trainer:
         have the module's names and shapes), initialises the pservers if this trainer is granted the
         init lock (with the module's own initial values), then pulls the job's values into the module.
         A module that does not match the job's model raises ModelMismatch with the master's message."""
-        joined = self.client.join([] if adopt else self.specs, self.mode, self.staleness)
+        endpoint = ""
+        if self._token and self.status is None:
+            self.status = StatusServer(self._token, lambda: self.client.trainer_id, self.progress, self._status_port)
+            host = advertised_host(self.client.masters[0])
+            endpoint = "%s:%d" % ("[%s]" % host if ":" in host else host, self.status.port)
+        self.progress.state = "INITIALISING"
+        joined = self.client.join([] if adopt else self.specs, self.mode, self.staleness, endpoint=endpoint)
         job = {p.name: list(p.shape) for p in joined.parameters if not p.sparse}
         mine = {n: list(p.shape) for n, p in self.params.items()}
         if job != mine:
@@ -125,6 +141,22 @@ class Trainer:
         for m in self.sparse:
             m.attach(self.rows)
         return self
+
+    @property
+    def tasks_done(self) -> int:
+        """Tasks trained and reported finished by this trainer."""
+        return self.progress.tasks_done
+
+    @tasks_done.setter
+    def tasks_done(self, n: int) -> None:
+        self.progress.tasks_done = n
+
+    def close(self) -> None:
+        """Stops the status endpoint (the Client is closed by its owner)."""
+        self.progress.state = "STOPPED" if self.progress.state != "FINISHED" else "FINISHED"
+        if self.status is not None:
+            self.status.close()
+            self.status = None
 
     def _to_host(self) -> None:
         with torch.no_grad():
@@ -217,6 +249,7 @@ class Trainer:
             self.rows.next_batch()
         if self.mode != ASYNC:
             self.flush()
+        self.progress.batch(self._size, None if loss is None else float(loss))
         if loss is not None and self.client.loss_every_records:
             w = self._window
             w.records += self._size
@@ -254,8 +287,7 @@ class Trainer:
                 continue
             if features is not None and x.shape[1:] != (features,):
                 raise ValueError("examples have %s features, the model expects %d" % (x.shape[1:], features))
-            order = list(range(len(y)))
-            random.Random(self.seed ^ (task.id * 31 + task.epoch)).shuffle(order)
+            order = shuffled(len(y), self.seed ^ (task.id * 31 + task.epoch))
             yield task, torch.from_numpy(x[order]), torch.from_numpy(y[order])
 
     def _close_window(self) -> None:
@@ -276,6 +308,7 @@ class Trainer:
         self._require("batches")
         for task, x, y in self._tasks(passes, features, sparse):
             self._windows, self._window = [], _Window()
+            self.progress.task, self.progress.pass_ = task.id, getattr(task, "pass")
             for i in range(0, len(y), batch_size):
                 self._size = len(y[i:i + batch_size])
                 if sparse and prefetch and i + batch_size < len(y):
@@ -286,6 +319,8 @@ class Trainer:
             self._close_window()
             self.client.task_finished(task, len(y), self._windows)
             self.tasks_done, self.records_done = self.tasks_done + 1, self.records_done + len(y)
+            self.progress.task = -1
+        self.progress.state = "FINISHED"
 
 
 def _group_configs(params: Dict[str, torch.nn.Parameter], groups: Optional[Sequence[Dict[str, Any]]],

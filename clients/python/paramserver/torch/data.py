@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
-import random
 import time
+import uuid
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
@@ -102,8 +102,7 @@ class TaskDataset(IterableDataset):  # type: ignore[type-arg]
                     continue
                 xt, yt = torch.as_tensor(x), torch.as_tensor(y)
                 n = len(yt)
-                order = list(range(n))
-                random.Random(self.seed ^ (task.id * 31 + task.epoch)).shuffle(order)
+                order = shuffled(n, self.seed ^ (task.id * 31 + task.epoch))
                 index = torch.tensor(order, dtype=torch.int64)
                 xt, yt = xt[index], yt[index]
                 for i in range(0, n, self.batch_size):
@@ -141,6 +140,26 @@ def _report(client: Client, method: str, request: Any) -> None:
                     method, request.task_id, e)
 
 
+def shuffled(n: int, seed: int) -> List[int]:
+    """The order a task's n records are trained in: java.util.Collections.shuffle of 0..n-1 with
+    java.util.Random(seed), as the Java trainer shuffles a task (the same seed gives the same
+    order in both)."""
+    s = (seed ^ 0x5DEECE66D) & ((1 << 48) - 1)
+    order = list(range(n))
+    for i in range(n, 1, -1):
+        while True:  # Random.nextInt(i): next(31), rejecting the values of an incomplete last range
+            s = (s * 0x5DEECE66D + 0xB) & ((1 << 48) - 1)
+            u = s >> 17
+            if i & (i - 1) == 0:
+                j = (i * u) >> 31
+                break
+            j = u % i
+            if u - j + (i - 1) < (1 << 31):
+                break
+        order[i - 1], order[j] = order[j], order[i - 1]
+    return order
+
+
 def _leases(client: Client, passes: Optional[int]) -> Iterator[Tuple[Optional[ma.Task], int]]:
     """(task, loss_every_records) of the master's tasks for the trainer's id, pass after pass, until
     the job is finished or the pass `passes` would start; (None, 0) each time the master had none to
@@ -150,7 +169,9 @@ def _leases(client: Client, passes: Optional[int]) -> Iterator[Tuple[Optional[ma
     while True:
         if passes is not None and current_pass >= passes:
             return
-        req = ma.GetTaskRequest(trainer_id=client.trainer_id)  # no hold: a reader must not block long
+        # no hold: a reader must not block long; request_id: a retry of this request (the same
+        # object, Client._master) at another master gets the tasks of a lost answer back
+        req = ma.GetTaskRequest(trainer_id=client.trainer_id, request_id=uuid.uuid4().hex)
         setattr(req, "pass", current_pass)  # a Python keyword
         r = client._master(ma_grpc.MasterStub, "GetTask", req, "getting a task")
         if r.outcome == R.TASK:
@@ -195,6 +216,7 @@ def loop(trainer: Any, batches: Iterable[Tuple[torch.Tensor, torch.Tensor, TaskB
                 for m in trainer.sparse:
                     m.prefetch(ahead[0])
             trainer._size = len(y)
+            trainer.progress.task, trainer.progress.pass_ = tag.task_id, tag.pass_
             client.loss_every_records = tag.loss_every_records
             last_pass = max(last_pass, tag.pass_)
             open_tasks[(tag.task_id, tag.epoch)] = tag
@@ -212,6 +234,7 @@ def loop(trainer: Any, batches: Iterable[Tuple[torch.Tensor, torch.Tensor, TaskB
         # the readers saw the job end (or the passes asked for): client.current_pass is the pass
         # after the last one trained, as Client.tasks() leaves it (evaluation reports name the last)
         client.current_pass = max(client.current_pass, last_pass + 1)
+        trainer.progress.state, trainer.progress.task = "FINISHED", -1
     finally:
         for tag in open_tasks.values():
             try:

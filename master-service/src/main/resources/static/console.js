@@ -290,6 +290,7 @@
       cell(tr, t.state).title = t.error || '';
       cell(tr, t.pass < 0 ? '–' : t.pass + 1);
       cell(tr, fmt(t.task));
+      cell(tr, fmt(t.tasksDone));
       cell(tr, fmt(t.samplesPerSecond, 0));
       cell(tr, t.loss === null || t.loss === undefined ? '–' : t.loss.toFixed(4));
       cell(tr, t.lastReport ? new Date(t.lastReport).toLocaleTimeString() : 'never');

@@ -209,6 +209,11 @@ public record JobView(
       @JsonPropertyDescription("the task it holds (null: none)") @Nullable Long task,
       @JsonPropertyDescription("samples trained so far") long samples,
       @JsonPropertyDescription(
+              "tasks it trained and reported finished (null: unknown, as for a trainer without"
+                  + " an admin endpoint)")
+          @Nullable
+          Long tasksDone,
+      @JsonPropertyDescription(
               "from its sample counter between two looks, smoothed (a stuck trainer shows 0)")
           double samplesPerSecond,
       @JsonPropertyDescription("its recent training loss (null: none yet)") @Nullable Double loss,

@@ -52,6 +52,18 @@ class HelmPythonTrainersTest {
         .containsEntry("PARAMSERVER_S3_ENDPOINT", "http://minio:9000")
         .containsEntry("PARAMSERVER_S3_PATH_STYLE", "true")
         .containsEntry("PARAMSERVER_DATA_DIR", "/data");
+    // the admin token and the pod's IP: the trainer serves its progress to the console
+    assertThat(list(c, "env"))
+        .anySatisfy(
+            e -> {
+              assertThat(e.get("name")).isEqualTo("PARAMSERVER_ADMIN_TOKEN");
+              assertThat(e).extractingByKey("valueFrom").asString().contains("secretKeyRef");
+            })
+        .anySatisfy(
+            e -> {
+              assertThat(e.get("name")).isEqualTo("PARAMSERVER_STATUS_HOST");
+              assertThat(e).extractingByKey("valueFrom").asString().contains("status.podIP");
+            });
     assertThat(list(c, "volumeMounts"))
         .anySatisfy(m -> assertThat(m.get("name")).isEqualTo("data"));
     assertThat(list(job, "spec.podFailurePolicy.rules"))

@@ -106,6 +106,32 @@ class JobSetManifestTest {
         .orElseThrow(() -> new AssertionError("no replicated job " + name));
   }
 
+  /** The masters' gRPC addresses in the runtime's node: both master pods of the JobSet. */
+  private static final String MASTERS =
+      "$(JOBSET_NAME)-master-0-0.$(JOBSET_NAME):9090,$(JOBSET_NAME)-master-0-1.$(JOBSET_NAME):9090";
+
+  @Test
+  @SuppressWarnings("unchecked")
+  void trainingRuntime_nodeCanBeAPyTorchImage_noJavaProbes_andTheMastersInItsEnvironment() {
+    Map<String, Object> runtime =
+        only("deploy/jobset/paramserver-runtime.yaml", "ClusterTrainingRuntime");
+    Map<String, Object> node =
+        list(
+                replicatedJob((Map<String, Object>) at(runtime, "spec.template"), "node"),
+                "template.spec.template.spec.containers")
+            .get(0);
+    assertThat(node).doesNotContainKeys("startupProbe", "livenessProbe", "readinessProbe");
+    Map<String, Object> masters = replicatedJob(JOBSET, "master");
+    assertThat(at(masters, "template.spec.completions")).isEqualTo(2);
+    assertThat((List<Map<String, Object>>) node.get("env"))
+        .extracting(e -> e.get("name"))
+        .contains("PARAMSERVER_MASTERS", "PARAMSERVER_ADMIN_TOKEN", "PARAMSERVER_ADVERTISE_HOST");
+    assertThat((List<Map<String, Object>>) node.get("env"))
+        .filteredOn(e -> "PARAMSERVER_MASTERS".equals(e.get("name")))
+        .extracting(e -> e.get("value"))
+        .containsExactly(MASTERS);
+  }
+
   @Test
   void pserverIndex_isTheJobCompletionIndex() {
     Map<String, Object> pserver = replicatedJob(JOBSET, "pserver");
@@ -130,6 +156,13 @@ class JobSetManifestTest {
             (Map<String, Object>) ((Map<String, Object>) j.get("template")).get("spec");
         for (Map<String, Object> c : list(jobSpec, "template.spec.containers")) {
           c.put("name", "node");
+          // the node may be a PyTorch image: no probes of the Java trainer's actuator, and the
+          // masters' addresses for paramserver.Client
+          c.remove("startupProbe");
+          c.remove("livenessProbe");
+          List<Object> env = new ArrayList<>((List<Object>) c.get("env"));
+          env.add(Map.of("name", "PARAMSERVER_MASTERS", "value", MASTERS));
+          c.put("env", env);
         }
         for (Map<String, Object> r : list(jobSpec, "podFailurePolicy.rules")) {
           if (r.get("onExitCodes") instanceof Map<?, ?> codes) {

@@ -3,6 +3,7 @@ package dev.paramserver.it;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.within;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import dev.paramserver.it.PythonProcesses.Python;
 import dev.paramserver.localcluster.ClusterSpec;
 import dev.paramserver.localcluster.JobStatusView;
@@ -16,7 +17,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
-import java.util.Set;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -89,22 +90,40 @@ class MixedLanguageTrainingTest {
     try (LocalCluster cluster = new LocalCluster(spec("mixed", 1, train, test))) {
       cluster.start();
       String master = "127.0.0.1:" + cluster.process(Role.MASTER, 0).grpcPort();
+      // with the job's admin token, the Python trainer serves its progress as a Java trainer does
       py =
           PythonProcesses.start(
-              interpreter, pyLog, trainerArgs(master, "py-0", HIDDEN, train, test));
+              interpreter,
+              pyLog,
+              Map.of("PARAMSERVER_ADMIN_TOKEN", cluster.adminToken()),
+              trainerArgs(master, "py-0", HIDDEN, train, test));
       Process python = py;
 
-      // while training: the Java and the Python trainer are members, on the master's console
+      // while training: the Java and the Python trainer are members, on the master's console,
+      // the Python trainer with its progress read from its /admin/status as the Java trainer's
       Poll.until(
           Duration.ofMinutes(2),
           Duration.ofMillis(200),
-          () ->
-              PythonProcesses.consoleTrainers(cluster).containsAll(Set.of("trainer-0", "py-0"))
-                  || !python.isAlive(),
-          "trainer-0 and py-0 on the master's console");
+          () -> {
+            JsonNode p = PythonProcesses.consoleTrainer(cluster, "py-0");
+            return PythonProcesses.consoleTrainers(cluster).contains("trainer-0")
+                    && p.path("samples").asLong() > 0
+                    && p.path("lastReport").isNumber()
+                || !python.isAlive();
+          },
+          "trainer-0, and py-0 with its progress, on the master's console");
+      JsonNode pyOnConsole = PythonProcesses.consoleTrainer(cluster, "py-0");
       assertThat(PythonProcesses.consoleTrainers(cluster))
           .as("the console's trainers; py-0 (alive %s):\n%s", python.isAlive(), tail(pyLog))
           .contains("trainer-0", "py-0");
+      assertThat(pyOnConsole.path("state").asText())
+          .as("py-0's state on the console: %s", pyOnConsole)
+          .isIn("TRAINING", "FINISHED");
+      assertThat(pyOnConsole.path("samples").asLong()).as("py-0's samples").isPositive();
+      assertThat(pyOnConsole.path("tasksDone").isNumber())
+          .as("py-0's tasks done: %s", pyOnConsole)
+          .isTrue();
+      assertThat(pyOnConsole.path("error").asText()).as("py-0's status error").isEmpty();
 
       // the job's model is defined by now: a module with another hidden size is refused at join
       wrong =
@@ -164,6 +183,8 @@ class MixedLanguageTrainingTest {
         .trainersThroughMaster(true)
         .property(Role.MASTER, "paramserver.master.passes", Integer.toString(PASSES))
         .property(Role.MASTER, "paramserver.master.task-records", "1000")
+        // the console looks at the trainers often enough to see the Python trainer's progress
+        .property(Role.MASTER, "paramserver.master.console.sample-interval", "250ms")
         .property(Role.TRAINER, "paramserver.trainer.train-data", train)
         .property(Role.TRAINER, "paramserver.trainer.test-data", test)
         .property(Role.TRAINER, "paramserver.trainer.model", "mlp")

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assumptions.assumeThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.MissingNode;
 import dev.paramserver.coordination.EtcdCoordinator;
 import dev.paramserver.coordination.KeyValueStore;
 import dev.paramserver.localcluster.LocalCluster;
@@ -350,6 +351,25 @@ final class PythonProcesses {
 
   /** The trainer ids on the (single) master's console, {@code GET /admin/job}; empty on error. */
   static Set<String> consoleTrainers(LocalCluster cluster) {
+    Set<String> ids = new TreeSet<>();
+    consoleJob(cluster).path("trainers").forEach(t -> ids.add(t.path("id").asText()));
+    return ids;
+  }
+
+  /**
+   * Trainer {@code id} on the (single) master's console; a missing node when absent or on error.
+   */
+  static JsonNode consoleTrainer(LocalCluster cluster, String id) {
+    for (JsonNode t : consoleJob(cluster).path("trainers")) {
+      if (t.path("id").asText().equals(id)) {
+        return t;
+      }
+    }
+    return MissingNode.getInstance();
+  }
+
+  /** The master's console view, {@code GET /admin/job}; a missing node on error. */
+  private static JsonNode consoleJob(LocalCluster cluster) {
     try {
       HttpResponse<String> r =
           HttpClient.newHttpClient()
@@ -363,17 +383,14 @@ final class PythonProcesses {
                       .timeout(Duration.ofSeconds(10))
                       .build(),
                   BodyHandlers.ofString());
-      Set<String> ids = new TreeSet<>();
-      if (r.statusCode() == 200) {
-        JsonNode job = new ObjectMapper().readTree(r.body());
-        job.path("trainers").forEach(t -> ids.add(t.path("id").asText()));
-      }
-      return ids;
+      return r.statusCode() == 200
+          ? new ObjectMapper().readTree(r.body())
+          : MissingNode.getInstance();
     } catch (IOException e) {
-      return Set.of();
+      return MissingNode.getInstance();
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
-      return Set.of();
+      return MissingNode.getInstance();
     }
   }
 }

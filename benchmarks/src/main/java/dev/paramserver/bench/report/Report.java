@@ -30,23 +30,31 @@ public final class Report {
     }
   }
 
-  /** A bound on a ratio: at least {@code bound} (higher is better) or at most. */
-  public record Target(boolean atLeast, double bound) {
+  /**
+   * A bound on a ratio: at least {@code bound} (higher is better), at most, or, {@code twoSided},
+   * within {@code bound} of 0 either way (a difference that should be near 0).
+   */
+  public record Target(boolean atLeast, double bound, boolean twoSided) {
     public static Target atLeast(double b) {
-      return new Target(true, b);
+      return new Target(true, b, false);
     }
 
     public static Target atMost(double b) {
-      return new Target(false, b);
+      return new Target(false, b, false);
+    }
+
+    /** |value| at most {@code b}. */
+    public static Target within(double b) {
+      return new Target(false, b, true);
     }
 
     boolean met(double v) {
-      return atLeast ? v >= bound : v <= bound;
+      return twoSided ? Math.abs(v) <= bound : atLeast ? v >= bound : v <= bound;
     }
 
     @Override
     public String toString() {
-      return (atLeast ? ">= " : "<= ") + fmt(bound);
+      return twoSided ? "within ±" + fmt(bound) : (atLeast ? ">= " : "<= ") + fmt(bound);
     }
   }
 
@@ -210,7 +218,12 @@ public final class Report {
       rs.put(r.name, Double.isNaN(r.value) ? null : r.value);
       if (r.target != null) {
         Map<String, Object> t = new LinkedHashMap<>();
-        t.put(r.target.atLeast ? "min" : "max", r.target.bound);
+        if (r.target.twoSided) {
+          t.put("min", -r.target.bound);
+          t.put("max", r.target.bound);
+        } else {
+          t.put(r.target.atLeast ? "min" : "max", r.target.bound);
+        }
         t.put("met", r.met());
         ts.put(r.name, t);
       }

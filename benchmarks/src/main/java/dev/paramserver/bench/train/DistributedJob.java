@@ -163,7 +163,7 @@ final class DistributedJob {
         WireSuite.jcmd(
             cluster.process(Role.PSERVER, 0).pid(), "JFR.start", "name=bench", "settings=profile");
       }
-      JobStatusView end = cluster.awaitJobEnd(Duration.ofMinutes(10));
+      JobStatusView end = awaitEvaluatedEnd(cluster, w);
       sampler.sampleNow();
       Map<String, Double> tables =
           w.spec().embeddingWidth() > 0 ? tables(cluster, shape) : Map.of();
@@ -204,7 +204,31 @@ final class DistributedJob {
     }
   }
 
-  /** The figures of a finished job, from the passes its master reported. */
+  /**
+   * Waits until the job ended and, when it finished, until its last pass was evaluated: the master
+   * finishes the job once its last task is done, and the elected trainer evaluates the last pass
+   * after that, so the job's status at its end may not have that evaluation yet (read then, the
+   * click-through job's quality was its second pass's AUC, 0.6951, in some runs and its last
+   * pass's, 0.7012, in others).
+   */
+  static JobStatusView awaitEvaluatedEnd(LocalCluster cluster, Workload w) {
+    JobStatusView end = cluster.awaitJobEnd(Duration.ofMinutes(10));
+    if (!end.isFinished()) {
+      return end;
+    }
+    return cluster.awaitJob(
+        s -> s.isFailed() || lastPassEvaluated(s, w.passes()), Duration.ofMinutes(2));
+  }
+
+  private static boolean lastPassEvaluated(JobStatusView s, int passes) {
+    List<JobStatusView.PassView> p = s.passes();
+    return p.size() >= passes && p.get(passes - 1).evalReports() > 0;
+  }
+
+  /**
+   * The figures of a finished job, from the passes its master reported; its quality is its last
+   * pass's evaluation (NaN when that pass was not evaluated: never an earlier pass's).
+   */
   static Outcome outcome(
       Workload w,
       JobStatusView end,
@@ -222,9 +246,10 @@ final class DistributedJob {
       perPass.add(p.records() * 1000.0 / ms);
       records += p.records();
       lastEnd = Math.max(lastEnd, p.endedMs());
-      if (p.evalReports() > 0) {
-        quality = w.metric().equals("auc") ? evalAuc(end, p.pass()) : p.evalAccuracy();
-      }
+      quality =
+          p.evalReports() == 0
+              ? Double.NaN
+              : w.metric().equals("auc") ? evalAuc(end, p.pass()) : p.evalAccuracy();
     }
     return new Outcome(
         window.rate(),

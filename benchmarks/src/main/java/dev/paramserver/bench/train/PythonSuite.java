@@ -202,17 +202,25 @@ public final class PythonSuite {
       a.add("--hidden");
       a.add(String.join(",", w.spec().hidden().stream().map(String::valueOf).toList()));
     }
-    a.addAll(
-        List.of(
-            "--lr",
-            Float.toString(w.lr()),
-            "--batch-size",
-            Integer.toString(w.batch()),
-            "--data",
-            w.trainGlob(),
-            "--test",
-            w.testGlob()));
+    a.addAll(dataArgs(w, "--test"));
     return a;
+  }
+
+  /**
+   * The options the examples share for {@code w}: its SGD learning rate, batch size and training
+   * data, and its test data after {@code testOption} ({@code train_mlp.py}'s {@code --test}, {@code
+   * train_ctr.py}'s {@code --test-data}).
+   */
+  static List<String> dataArgs(Workload w, String testOption) {
+    return List.of(
+        "--lr",
+        Float.toString(w.lr()),
+        "--batch-size",
+        Integer.toString(w.batch()),
+        "--data",
+        w.trainGlob(),
+        testOption,
+        w.testGlob());
   }
 
   private Outcome single(Workload w) throws Exception {
@@ -272,7 +280,7 @@ public final class PythonSuite {
       } finally {
         p.destroyForcibly();
       }
-      JobStatusView end = cluster.awaitJobEnd(Duration.ofMinutes(2));
+      JobStatusView end = DistributedJob.awaitEvaluatedEnd(cluster, w);
       if (!end.isFinished()) {
         throw new IllegalStateException("python job " + w.name() + " did not finish: " + end);
       }

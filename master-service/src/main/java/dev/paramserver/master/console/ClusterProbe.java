@@ -112,6 +112,7 @@ final class ClusterProbe implements AutoCloseable {
                 s.path("state").asText(""),
                 s.path("pass").asInt(-1),
                 s.path("task").asLong(-1),
+                s.path("tasksDone").asLong(-1),
                 s.path("samples").asLong(),
                 s.path("samplesPerSecond").asDouble(),
                 loss.isNumber() ? loss.asDouble() : null,

@@ -264,6 +264,7 @@ final class ConsoleModel {
               t.pass(),
               t.task() < 0 ? null : t.task(),
               t.samples(),
+              t.tasksDone() < 0 ? null : t.tasksDone(),
               round(rate),
               t.loss(),
               last == 0 ? null : last,

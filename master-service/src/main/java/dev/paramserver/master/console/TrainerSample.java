@@ -9,6 +9,7 @@ package dev.paramserver.master.console;
  * @param state its state (TRAINING, ...) or UNREACHABLE
  * @param pass the pass it works on
  * @param task the task it holds (-1: none)
+ * @param tasksDone the tasks it trained and reported finished (-1: unknown)
  * @param samples samples trained so far
  * @param samplesPerSecond its recent throughput
  * @param loss its recent training loss (null: none yet)
@@ -20,6 +21,7 @@ record TrainerSample(
     String state,
     int pass,
     long task,
+    long tasksDone,
     long samples,
     double samplesPerSecond,
     Double loss,
@@ -29,7 +31,7 @@ record TrainerSample(
   static final String COORDINATED = "JOINED_VIA_MASTER";
 
   static TrainerSample unreachable(String id, String adminAddress, String error) {
-    return new TrainerSample(id, adminAddress, "UNREACHABLE", -1, -1, 0, 0, null, error);
+    return new TrainerSample(id, adminAddress, "UNREACHABLE", -1, -1, -1, 0, 0, null, error);
   }
 
   /**
@@ -37,7 +39,7 @@ record TrainerSample(
    * registration is {@code host:0}): a member, with no status to read.
    */
   static TrainerSample coordinated(String id, String registration) {
-    return new TrainerSample(id, registration, COORDINATED, -1, -1, 0, 0, null, "");
+    return new TrainerSample(id, registration, COORDINATED, -1, -1, -1, 0, 0, null, "");
   }
 
   /** True for a registration {@code host:0}: the trainer has no admin endpoint to probe. */

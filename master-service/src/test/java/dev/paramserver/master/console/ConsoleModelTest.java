@@ -61,7 +61,7 @@ class ConsoleModelTest {
 
   private static TrainerSample trainer(
       String id, double rate, double loss, int pass, long samples) {
-    return new TrainerSample(id, "127.0.0.1:1", "TRAINING", pass, 3, samples, rate, loss, "");
+    return new TrainerSample(id, "127.0.0.1:1", "TRAINING", pass, 3, 2, samples, rate, loss, "");
   }
 
   @Test
@@ -155,6 +155,10 @@ class ConsoleModelTest {
     assertThat(py.state()).isEqualTo(TrainerSample.COORDINATED);
     assertThat(py.error()).isEmpty();
     assertThat(py.straggler()).isFalse();
+    assertThat(py.tasksDone()).as("unknown without an admin endpoint").isNull();
+    assertThat(model.view().trainers().get(0).tasksDone())
+        .as("the tasks done a trainer's status reports")
+        .isEqualTo(2L);
     assertThat(model.view().trainers().get(0).straggler())
         .as("the median is over the trainers that report their status")
         .isFalse();

@@ -99,7 +99,7 @@ class ConsoleViewGoldenTest {
 
   static TrainerSample trainer(String id, int pass, long task, long samples, Double loss) {
     return new TrainerSample(
-        id, "127.0.0.1:82" + id.length(), "TRAINING", pass, task, samples, 100, loss, "");
+        id, "127.0.0.1:82" + id.length(), "TRAINING", pass, task, pass, samples, 100, loss, "");
   }
 
   /** A job sampled four times: pass 0 ends and is evaluated, a pserver dies, a trainer hangs. */

@@ -67,7 +67,7 @@ class RunTrackerTest {
 
   private static JobView.Trainer trainer(String id) {
     return new JobView.Trainer(
-        id, "h:1", "TRAINING", 0, null, 0, 0, null, null, null, null, false, "");
+        id, "h:1", "TRAINING", 0, null, 0, null, 0, null, null, null, null, false, "");
   }
 
   /** Reads an event file back: checks both masked CRC-32Cs of every record and parses it. */

@@ -81,11 +81,12 @@ final class JobReport {
       b.append(
           String.format(
               Locale.ROOT,
-              "  %s  %s  pass %s  task %s  samples/s %s  loss %s  last report %s%s%n",
+              "  %s  %s  pass %s  task %s  tasks done %s  samples/s %s  loss %s  last report %s%s%n",
               t.id(),
               t.state(),
               t.pass() < 0 ? "-" : String.valueOf(t.pass() + 1),
               t.task() != null ? String.valueOf(t.task()) : "-",
+              t.tasksDone() != null ? String.valueOf(t.tasksDone()) : "-",
               num(t.samplesPerSecond(), 0),
               num(t.loss(), 4),
               t.lagSeconds() != null ? duration(t.lagSeconds()) + " ago" : "never",

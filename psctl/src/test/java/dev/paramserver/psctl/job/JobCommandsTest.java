@@ -123,7 +123,7 @@ class JobCommandsTest {
                 + "  checkpoint 12s ago")
         .contains("1  127.0.0.1:9093  SERVING  step 5678")
         .contains("checkpoint none [HOT]")
-        .contains("trainer-1  TRAINING  pass 2  task 8  samples/s 300  loss 0.3100")
+        .contains("trainer-1  TRAINING  pass 2  task 8  tasks done 2  samples/s 300  loss 0.3100")
         .contains("[STRAGGLER]")
         .contains("pass 2 of 3 started");
   }
