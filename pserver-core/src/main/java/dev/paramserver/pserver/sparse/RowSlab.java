@@ -79,6 +79,16 @@ final class RowSlab implements LongSlotIndex.Keys {
     return (slot & MASK) * stride;
   }
 
+  /**
+   * Loads the first float, the update count and the metadata of {@code slot} (cache lines on their
+   * way before an update needs them); the value means nothing.
+   */
+  int touch(int slot) {
+    int c = slot >>> CHUNK_SHIFT;
+    int r = slot & MASK;
+    return Float.floatToRawIntBits(floats[c][r * stride]) + updates[c][r] + meta[c][r];
+  }
+
   int updates(int slot) {
     return updates[slot >>> CHUNK_SHIFT][slot & MASK];
   }
