@@ -20,14 +20,17 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * A request marshaller that parses without copying the received bytes: when the transport's stream
- * exposes its buffers ({@link Detachable} and {@link HasByteBuffer}, as grpc-netty's do), the
- * buffers are detached from the call, wrapped as {@link ByteString}s and parsed with aliasing, so
- * the message's {@code bytes} fields are views of the received buffers. Those buffers stay alive
- * until {@link #release} is called with the message: the handler must call it exactly when it no
- * longer reads the message (the message must not be read after), on every path. Messages a handler
- * never receives are released by {@link ZeroCopyServices#releasingUnary}. Any other stream is
- * parsed the stock way ({@link ProtoUtils#marshaller}); {@code release} is then a no-op.
+ * A request marshaller that parses without copying the received bytes field by field: when the
+ * transport's stream exposes its buffers ({@link Detachable} and {@link HasByteBuffer}, as
+ * grpc-netty's do), the buffers are detached from the call and parsed with aliasing, so the
+ * message's {@code bytes} fields are views of them. A message that arrived in one buffer is parsed
+ * in place; one that arrived in several is gathered into one pooled array first (one copy, then
+ * protobuf's array decoder, the fastest; the transport's buffers are freed at once) and its fields
+ * are views of that array. The buffer or array stays alive until {@link #release} is called with
+ * the message: the handler must call it exactly when it no longer reads the message (the message
+ * must not be read after: a pooled array is reused), on every path. Messages a handler never
+ * receives are released by {@link ZeroCopyServices#releasingUnary}. Any other stream is parsed the
+ * stock way ({@link ProtoUtils#marshaller}); {@code release} is then a no-op.
  */
 public final class ZeroCopyMarshaller<T extends Message>
     implements MethodDescriptor.PrototypeMarshaller<T> {
@@ -40,8 +43,10 @@ public final class ZeroCopyMarshaller<T extends Message>
   private final Parser<T> parser;
   private final MethodDescriptor.PrototypeMarshaller<T> stock;
   private final ParseListener listener;
-  // The detached streams by message (identity: two equal messages hold two streams).
-  private final Map<T, InputStream> held = Collections.synchronizedMap(new IdentityHashMap<>());
+  // What each message aliases, by message (identity: two equal messages hold two): the detached
+  // stream (InputStream) or a pooled array (byte[]).
+  private final Map<T, Object> held = Collections.synchronizedMap(new IdentityHashMap<>());
+  private final ReceiveBuffers arrays = new ReceiveBuffers();
 
   @SuppressWarnings("unchecked")
   public ZeroCopyMarshaller(T prototype, ParseListener listener) {
@@ -76,24 +81,93 @@ public final class ZeroCopyMarshaller<T extends Message>
     }
     InputStream detached = detachable.detach();
     T message;
+    Object alias;
     try {
-      message = parseAliased(detached);
+      Gathered gathered = gather(detached);
+      if (gathered == null) {
+        message = parseInPlace(detached);
+        alias = detached;
+      } else {
+        closeQuietly(detached);
+        detached = null;
+        alias = gathered.array();
+        message = parseGathered(gathered);
+      }
     } catch (IOException | RuntimeException e) {
-      closeQuietly(detached);
+      if (detached != null) {
+        closeQuietly(detached);
+      }
       throw Status.INTERNAL
           .withDescription("invalid protobuf message: " + e.getMessage())
           .withCause(e)
           .asRuntimeException();
     }
     listener.parsed(true);
-    if (message == prototype || held.putIfAbsent(message, detached) != null) {
+    if (message == prototype || held.putIfAbsent(message, alias) != null) {
       // nothing aliases the buffers of an empty message (the parser may share one instance)
-      closeQuietly(detached);
+      free(alias);
     }
     return message;
   }
 
-  private T parseAliased(InputStream detached) throws IOException {
+  /**
+   * The message's bytes gathered into a pooled array when the stream holds them in several buffers
+   * (the stream then read to its end); null when they are in one (the stream as it was).
+   */
+  private Gathered gather(InputStream detached) throws IOException {
+    HasByteBuffer buffers = (HasByteBuffer) detached;
+    int size = detached.available();
+    ByteBuffer first = buffers.getByteBuffer();
+    if (first == null || first.remaining() >= size) {
+      return null;
+    }
+    byte[] out = arrays.take(size);
+    int at = 0;
+    try {
+      while (at < size) {
+        ByteBuffer b = buffers.getByteBuffer();
+        if (b == null) {
+          // the stream stopped exposing buffers part way: read the rest as bytes
+          at += detached.readNBytes(out, at, size - at);
+          break;
+        }
+        int n = Math.min(b.remaining(), size - at);
+        b.get(out, at, n);
+        if (detached.skip(n) != n) {
+          throw new IOException("could not skip " + n + " received bytes");
+        }
+        at += n;
+      }
+      if (at != size) {
+        throw new IOException("read " + at + " of " + size + " received bytes");
+      }
+    } catch (IOException | RuntimeException e) {
+      arrays.give(out);
+      throw e;
+    }
+    return new Gathered(out, size);
+  }
+
+  /** A message's bytes gathered into the first {@code size} bytes of a pooled array. */
+  private record Gathered(byte[] array, int size) {}
+
+  private T parseGathered(Gathered gathered) throws IOException {
+    try {
+      // through a wrapping ByteString: only a decoder over bytes it takes as immutable aliases
+      CodedInputStream in =
+          UnsafeByteOperations.unsafeWrap(gathered.array(), 0, gathered.size()).newCodedInput();
+      in.enableAliasing(true);
+      in.setSizeLimit(Integer.MAX_VALUE);
+      T message = parser.parseFrom(in);
+      in.checkLastTagWas(0);
+      return message;
+    } catch (IOException | RuntimeException e) {
+      arrays.give(gathered.array());
+      throw e;
+    }
+  }
+
+  private T parseInPlace(InputStream detached) throws IOException {
     List<ByteString> parts = new ArrayList<>();
     HasByteBuffer buffers = (HasByteBuffer) detached;
     // Without a mark, skipping past a buffer releases it: the mark keeps every buffer until the
@@ -125,6 +199,14 @@ public final class ZeroCopyMarshaller<T extends Message>
     return message;
   }
 
+  private void free(Object alias) {
+    if (alias instanceof InputStream s) {
+      closeQuietly(s);
+    } else if (alias instanceof byte[] b) {
+      arrays.give(b);
+    }
+  }
+
   /**
    * Releases the received buffers {@code message} aliases (once: later calls, and calls for a
    * message parsed the stock way, do nothing). The message must not be read afterwards.
@@ -133,10 +215,15 @@ public final class ZeroCopyMarshaller<T extends Message>
     if (message == null) {
       return;
     }
-    InputStream s = held.remove(message);
-    if (s != null) {
-      closeQuietly(s);
+    Object alias = held.remove(message);
+    if (alias != null) {
+      free(alias);
     }
+  }
+
+  /** Gathering arrays back in the pool (tests). */
+  int pooledArrays() {
+    return arrays.pooled();
   }
 
   /** Messages parsed with aliasing and not yet released. */

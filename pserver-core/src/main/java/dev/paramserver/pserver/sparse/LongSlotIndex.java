@@ -75,6 +75,14 @@ final class LongSlotIndex {
     return get(id, mix(id));
   }
 
+  /**
+   * Loads the home bucket of hash {@code h} (a cache line on its way before {@link #get} needs it);
+   * the value means nothing.
+   */
+  int home(long h) {
+    return (int) buckets[(int) h & mask];
+  }
+
   /** The slot of {@code id}, whose {@link #mix} is {@code h}, or -1. */
   int get(long id, long h) {
     long[] b = buckets;

@@ -91,16 +91,20 @@ final class StoreUpdate {
       Stripe s = store.stripes[st];
       s.lock.writeLock().lock();
       try {
-        // Probe the run's rows first, then update them: the probes are independent of each
-        // other, so their cache misses overlap instead of queueing behind each row's update.
-        // The slots stay valid meanwhile (this path never removes a row).
+        // Three passes over the run, each of loads independent of each other, so that their
+        // cache misses overlap instead of queueing behind each row's chain of dependent loads:
+        // the rows' home buckets, then the probes (each reads its id beside the row), touching
+        // the rows' values, update counts and metadata, then the updates. The slots stay valid
+        // meanwhile (this path never removes a row).
+        for (int k = start[st]; k < start[st + 1]; k++) {
+          touched += s.index.home(hashes[order[k]]);
+        }
         for (int k = start[st]; k < start[st + 1]; k++) {
           int i = order[k];
           int slot = s.index.get(ids[i], hashes[i]);
           found[k] = slot;
           if (slot >= 0) {
-            // and touch the row, so that its values are on their way too
-            touched += Float.floatToRawIntBits(s.slab.floatChunk(slot)[s.slab.offset(slot)]);
+            touched += s.slab.touch(slot);
           }
         }
         for (int k = start[st]; k < start[st + 1]; k++) {
