@@ -6,17 +6,20 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
 import java.util.EnumMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
  * Makes the services' start-up archives ({@link ClassDataArchives}) from one short training job
  * instead of a start to {@code onRefresh} per service: a master, a pserver and a trainer on a fresh
- * etcd train the demo softmax (20,000 records, 2 passes), each recording as it runs, and write
+ * etcd train the demo softmax (20,000 records, one pass), each recording as it runs, and write
  * their archives as they exit. The archives then hold what a job needs after its context is up too
  * (the etcd client's connection, the gRPC calls between the services, the training loop) and, on an
  * AOT JDK (25), the method profiles of that work, so the JIT of a later start compiles the hot code
@@ -43,12 +46,24 @@ final class ArchiveTrainingJob {
         return false; // a job needs all three services
       }
     }
-    Map<Role, ClassDataArchives.Recording> recordings = new EnumMap<>(Role.class);
-    for (Role role : Role.values()) {
-      Path jar = spec.jar(role);
-      if (ClassDataArchives.launchOf(jar, spec.javaBinary()).archive().isEmpty()) {
-        ClassDataArchives.begin(jar, spec.javaBinary()).ifPresent(r -> recordings.put(role, r));
-      }
+    // each jar is extracted by a JVM of its own: side by side
+    Map<Role, ClassDataArchives.Recording> recordings =
+        Collections.synchronizedMap(new EnumMap<>(Role.class));
+    List<Role> missing =
+        Arrays.stream(Role.values())
+            .filter(
+                role ->
+                    ClassDataArchives.launchOf(spec.jar(role), spec.javaBinary())
+                        .archive()
+                        .isEmpty())
+            .toList();
+    if (!inParallel(
+        missing,
+        role ->
+            ClassDataArchives.begin(spec.jar(role), spec.javaBinary())
+                .ifPresent(r -> recordings.put(role, r)))) {
+      recordings.values().forEach(ClassDataArchives::abandon);
+      return true;
     }
     if (recordings.isEmpty()) {
       return false;
@@ -67,28 +82,23 @@ final class ArchiveTrainingJob {
         if (!end.isFinished()) {
           log.warn("the archives' training job ended {}: recording what it ran", end);
         }
-      } // close() stops each JVM with SIGTERM; each writes what it recorded as it exits
-      // the archives are written side by side (on an AOT JDK each is a JVM of its own)
-      List<Thread> writers = new ArrayList<>();
-      recordings.forEach(
-          (role, r) -> {
-            Thread t =
-                new Thread(
-                    () ->
-                        ClassDataArchives.finish(
-                            r,
-                            extracted -> {
-                              List<String> cmd = new ArrayList<>(spec.jvmOptions(role));
-                              cmd.add("-jar");
-                              cmd.add(extracted.toString());
-                              return cmd;
-                            }),
-                    "class-data-" + role.id());
-            t.start();
-            writers.add(t);
-          });
-      for (Thread t : writers) {
-        t.join();
+        // SIGTERM to the master and the pserver at once: each writes what it recorded as it
+        // exits, which takes seconds (close() would stop them one group after the other)
+        inParallel(List.of(Role.MASTER, Role.PSERVER), role -> cluster.stop(role, 0));
+      }
+      // the archives are written side by side (on an AOT JDK each by a JVM of its own)
+      if (!inParallel(
+          List.copyOf(recordings.keySet()),
+          role ->
+              ClassDataArchives.finish(
+                  recordings.get(role),
+                  extracted -> {
+                    List<String> cmd = new ArrayList<>(spec.jvmOptions(role));
+                    cmd.add("-jar");
+                    cmd.add(extracted.toString());
+                    return cmd;
+                  }))) {
+        return true;
       }
       log.info(
           "start-up archives recorded in {} s", (System.nanoTime() - started) / 1_000_000_000L);
@@ -98,9 +108,6 @@ final class ArchiveTrainingJob {
           "the start-up archives' training job failed ({}): the services start from their jars",
           e.toString());
       recordings.values().forEach(ClassDataArchives::abandon);
-      return true;
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
       return true;
     } finally {
       deleteQuietly(dir.resolve("data"));
@@ -124,7 +131,7 @@ final class ArchiveTrainingJob {
             .startTimeout(JOB_TIMEOUT)
             // writing an archive at exit takes a few seconds on a busy machine: no SIGKILL then
             .stopTimeout(Duration.ofMinutes(2))
-            .property(Role.MASTER, "paramserver.master.passes", "2")
+            .property(Role.MASTER, "paramserver.master.passes", "1")
             .property(Role.PSERVER, "paramserver.pserver.checkpoint-interval", "0s")
             .property(Role.TRAINER, "paramserver.trainer.model", "softmax")
             .property(Role.TRAINER, "paramserver.trainer.optimizer", "sgd")
@@ -154,6 +161,28 @@ final class ArchiveTrainingJob {
       b.jvmOptions(role, options);
     }
     return b.build();
+  }
+
+  /**
+   * Runs {@code action} for each role on a thread of its own and waits for all; false when
+   * interrupted meanwhile (the interrupt flag is kept).
+   */
+  private static boolean inParallel(List<Role> roles, Consumer<Role> action) {
+    List<Thread> threads = new ArrayList<>();
+    for (Role role : roles) {
+      Thread t = new Thread(() -> action.accept(role), "class-data-" + role.id());
+      t.start();
+      threads.add(t);
+    }
+    try {
+      for (Thread t : threads) {
+        t.join();
+      }
+      return true;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return false;
+    }
   }
 
   private static void deleteQuietly(Path dir) {

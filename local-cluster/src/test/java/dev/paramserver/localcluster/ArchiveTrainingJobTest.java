@@ -98,7 +98,7 @@ class ArchiveTrainingJobTest {
         .contains("-XX:SharedArchiveFile=" + pserverEntry.resolve("app.jsa"))
         .noneMatch(o -> o.startsWith("-XX:ArchiveClassesAtExit"));
     // a short job on demo data written into the job's folder
-    assertThat(job.extraProperties(Role.MASTER)).containsEntry("paramserver.master.passes", "2");
+    assertThat(job.extraProperties(Role.MASTER)).containsEntry("paramserver.master.passes", "1");
     assertThat(job.extraProperties(Role.TRAINER).get("paramserver.trainer.train-data"))
         .startsWith(jobDir.resolve("data").toString());
     recordings.values().forEach(ClassDataArchives::abandon);
