@@ -23,7 +23,10 @@
 # Start-up alone: --only startup (run only when named) launches the softmax 1 + 1 job for one pass 3
 # times (5 without --quick) and reports startup_first_task_1x1_s with a timeline of the milestones the
 # services log (JVM up, etcd connected, context refreshed, registered, initialised, first task), in
-# about 2 minutes; the training section tables the same timeline for its 1 + 1 rounds.
+# about 2 minutes (twice that where a Java 17 is installed beside the newest Java: each run is then
+# repeated on Java 17, reported as startup_first_task_1x1_java17_s); each also reports the CPU
+# seconds the job's processes used until the first task (startup_first_task_1x1_cpu_s), which a
+# busy machine changes far less; the training section tables the same timeline for its 1 + 1 rounds.
 #
 # Training workloads alone: --workloads softmax,mlp5m,ctr,ctr100m runs only the named workloads in the
 # training section (default: softmax,mlp5m,ctr, or the softmax alone with --quick), each on the
@@ -66,7 +69,8 @@
 #        [--workloads softmax,mlp5m,ctr,ctr100m] [--quick] [--profile] [--run-dir DIR]
 # Environment: BENCH_SKIP_BUILD=1 reuses what is built; ETCD_BIN points at etcd if not on the PATH;
 # PARAMSERVER_JAVA picks the Java (default: the newest installed, 17 or later: Temurin 25 where it
-# is, whose AOT caches start the services; run once more with a Java 17 to compare start-ups).
+# is, whose AOT caches start the services; the startup section repeats its runs on a Java 17 if one
+# is installed too).
 # Needs Java 17 (JDK: jcmd, attach) and etcd 3.4+. Takes about 21 minutes on 2 cores (training 14:
 # 3 rounds of 1+1 and 2+2 and one 4+4 per workload; the wire 2.5, the write-ahead log 2, sparse
 # tables 1.5 in one JVM with a 4 GiB heap), the build on top; --quick about 5 (training 2: the
@@ -89,5 +93,8 @@ CP="benchmarks/target/classes:$(cat benchmarks/target/classpath.txt)"
 . scripts/lib/java.sh
 pick_java || { echo "bench: Java 17 or newer is needed (a JDK: jcmd, attach)" >&2; exit 2; }
 echo "bench: java $JAVA_VERSION_STRING ($JAVA_BIN)"
-exec "$JAVA_BIN" -Xms1g -Xmx2g -XX:+UseParallelGC --enable-native-access=ALL-UNNAMED -cp "$CP" \
+# the startup section also starts the job with a Java 17 where one is installed beside a newer one
+JAVA17_BIN=$(java_of_feature 17 || true)
+exec "$JAVA_BIN" -Xms1g -Xmx2g -XX:+UseParallelGC --enable-native-access=ALL-UNNAMED \
+  -Dbench.java17="$JAVA17_BIN" -cp "$CP" \
   dev.paramserver.bench.BenchSuite --repo . --out bench "$@"

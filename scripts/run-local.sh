@@ -8,8 +8,9 @@
 # What it does:
 #   1. etcd: uses $ETCD_BIN, `etcd` on the PATH or /usr/bin/etcd; otherwise installs Debian's
 #      etcd-server with apt-get (as root, or through sudo), else stops with the command to run.
-#   2. build: if a service exec jar or the psctl exec jar is missing, runs
-#      `./mvnw -B -q -DskipTests package` at the repository root (first run only).
+#   2. build: if a service exec jar or the psctl exec jar is missing, builds those four jars and what
+#      they need at the repository root (first run only): `./mvnw -B -q -Dmaven.test.skip=true
+#      -pl master-service,pserver-service,trainer-agent,psctl -am package` (no test is compiled).
 #   3. picks the newest installed Java of version 17 or later (scripts/lib/java.sh: JAVA_HOME, the
 #      PATH, /usr/lib/jvm/*; PARAMSERVER_JAVA names one) for psctl and every service, and says which.
 #   4. runs `psctl run-local` from the psctl exec jar with every option unchanged. psctl parses the
@@ -81,7 +82,8 @@ for module in master-service pserver-service trainer-agent psctl; do
 done
 if $need_build; then
   echo "building (first run only)..."
-  (cd "$ROOT" && ./mvnw -B -q -DskipTests package)
+  (cd "$ROOT" && ./mvnw -B -q -Dmaven.test.skip=true \
+    -pl master-service,pserver-service,trainer-agent,psctl -am package)
 fi
 PSCTL_JAR="$(exec_jar psctl)"
 [[ -n "$PSCTL_JAR" ]] || die "psctl/target/psctl-*-exec.jar missing after the build"

@@ -4,6 +4,8 @@
 #
 #   pick_java        sets JAVA_BIN (the java binary), JAVA_FEATURE (25 for 25.0.3) and
 #                    JAVA_VERSION_STRING (25.0.3), or returns 1 when no Java 17+ is found
+#   java_of_feature N  prints the java binary of an installed Java of feature version N (17), from
+#                    the same places (PARAMSERVER_JAVA aside), or returns 1
 #
 # Where it looks, in this order (the newest version wins; on a tie the earlier place):
 #   $PARAMSERVER_JAVA (a java binary or a JDK/JRE home: this one and no other), $JAVA_HOME,
@@ -32,6 +34,21 @@ java_home_of() {
   else
     return 1
   fi
+}
+
+java_of_feature() {
+  local cand home fv
+  for cand in "${JAVA_HOME:-}" "$(command -v java 2>/dev/null || true)" /usr/lib/jvm/* \
+    /opt/java/openjdk /usr/local/opt/openjdk* /Library/Java/JavaVirtualMachines/*/Contents/Home; do
+    [ -n "$cand" ] && [ -e "$cand" ] || continue
+    home=$(java_home_of "$cand") || continue
+    fv=$(java_home_feature "$home") || continue
+    if [ "${fv%% *}" = "$1" ]; then
+      echo "$home/bin/java"
+      return 0
+    fi
+  done
+  return 1
 }
 
 pick_java() {

@@ -141,85 +141,169 @@ public final class ClassDataArchives {
    */
   public static void prepare(
       Path jar, String javaBinary, Extractor extractor, TrainingCommand trainingCommand) {
-    Path entry = null;
-    Path lock = null;
+    Optional<Recording> begun = begin(jar, javaBinary, extractor);
+    if (begun.isEmpty()) {
+      return;
+    }
+    Recording r = begun.get();
+    try {
+      List<String> cmd = new ArrayList<>();
+      cmd.add(javaBinary);
+      cmd.addAll(r.recordOptions());
+      cmd.add("-Dspring.context.exit=onRefresh");
+      cmd.addAll(trainingCommand.build(r.extractedJar()));
+      run(cmd, r.entry.resolve("training.log"), TRAINING_TIMEOUT);
+      finish(r, trainingCommand);
+    } catch (IOException | RuntimeException e) {
+      failed(r, e);
+    } catch (InterruptedException e) {
+      abandon(r);
+      Thread.currentThread().interrupt();
+    }
+  }
+
+  /**
+   * An archive being made: its jar is extracted and a run of the extracted jar with {@link
+   * #recordOptions()} records what it loads, until {@link #finish} writes the archive (or {@link
+   * #abandon} drops the entry). Holds the entry's lock meanwhile.
+   */
+  public static final class Recording {
+    private final Path jar;
+    private final String javaBinary;
+    private final Path entry;
+    private final Path lock;
+    private final boolean aot;
+    private final long started = System.nanoTime();
+
+    private Recording(Path jar, String javaBinary, Path entry, Path lock, boolean aot) {
+      this.jar = jar;
+      this.javaBinary = javaBinary;
+      this.entry = entry;
+      this.lock = lock;
+      this.aot = aot;
+    }
+
+    /** The extracted jar to launch instead of {@code jar} (the archive records its class path). */
+    public Path extractedJar() {
+      return entry.resolve("app").resolve(jar.getFileName());
+    }
+
+    /** The JVM options that make the run record the archive (written when the JVM exits). */
+    public List<String> recordOptions() {
+      return aot
+          ? List.of("-XX:AOTMode=record", "-XX:AOTConfiguration=" + entry.resolve("app.aotconf"))
+          : List.of("-XX:ArchiveClassesAtExit=" + archive());
+    }
+
+    private Path archive() {
+      return entry.resolve(aot ? AOT_FILE : CDS_FILE);
+    }
+  }
+
+  /**
+   * Starts making the archive of {@code jar} for {@code javaBinary}: takes the entry's lock and
+   * extracts the jar. Empty when the archive exists, another process is making it, or extracting
+   * failed (logged: the jar then starts as it is).
+   */
+  public static Optional<Recording> begin(Path jar, String javaBinary, Extractor extractor) {
+    Recording r = null;
     try {
       Path cache = Files.createDirectories(cacheDir());
-      boolean aot = aotCache(javaBinary);
       String key = key(jar, javaBinary);
-      entry = cache.resolve(key);
+      Path entry = cache.resolve(key);
       if (Files.isRegularFile(entry.resolve(READY))) {
-        return;
+        return Optional.empty();
       }
-      lock = cache.resolve(key + ".lock");
+      Path lock = cache.resolve(key + ".lock");
       if (!takeLock(lock)) {
         log.info(
             "another process is making the class-data archive of {}: starting from the jar",
             jar.getFileName());
-        lock = null;
-        return;
+        return Optional.empty();
       }
+      r = new Recording(jar, javaBinary, entry, lock, aotCache(javaBinary));
       // An archive records the class path it was made with, so it is made where it will be used;
       // "ready" is written last, and only an entry with it is used.
       deleteRecursively(entry);
-      long started = System.nanoTime();
       log.info(
           "making a class-data archive of {} for faster starts (once per build of it)",
           jar.getFileName());
-      Path app = entry.resolve("app");
-      extractor.extract(jar, app, entry.resolve("extract.log"));
-      Path extracted = app.resolve(jar.getFileName());
-      if (!Files.isRegularFile(extracted)) {
-        throw new IOException("extracting " + jar + " made no " + extracted);
+      extractor.extract(jar, entry.resolve("app"), entry.resolve("extract.log"));
+      if (!Files.isRegularFile(r.extractedJar())) {
+        throw new IOException("extracting " + jar + " made no " + r.extractedJar());
       }
-      List<String> cmd = new ArrayList<>();
-      cmd.add(javaBinary);
-      Path archive = entry.resolve(aot ? AOT_FILE : CDS_FILE);
-      if (aot) {
-        cmd.add("-XX:AOTMode=record");
-        cmd.add("-XX:AOTConfiguration=" + entry.resolve("app.aotconf"));
+      return Optional.of(r);
+    } catch (IOException | RuntimeException e) {
+      if (r != null) {
+        failed(r, e);
       } else {
-        cmd.add("-XX:ArchiveClassesAtExit=" + archive);
+        log.warn("cannot make a class-data archive of {}: {}", jar.getFileName(), e.toString());
       }
-      cmd.add("-Dspring.context.exit=onRefresh");
-      cmd.addAll(trainingCommand.build(extracted));
-      run(cmd, entry.resolve("training.log"), TRAINING_TIMEOUT);
-      if (aot) {
+    } catch (InterruptedException e) {
+      if (r != null) {
+        abandon(r);
+      }
+      Thread.currentThread().interrupt();
+    }
+    return Optional.empty();
+  }
+
+  /** {@link #begin} with a Spring Boot jar's own extraction. */
+  static Optional<Recording> begin(Path jar, String javaBinary) {
+    return begin(jar, javaBinary, (j, app, l) -> extractBootJar(javaBinary, j, app, l));
+  }
+
+  /**
+   * Ends a recording whose run has exited: on an AOT JDK makes the cache from the recorded
+   * configuration ({@code command} builds the launch it serves, as in the run), then marks the
+   * entry ready. Failures are logged and drop the entry.
+   */
+  public static void finish(Recording r, TrainingCommand command) {
+    try {
+      if (r.aot) {
         // the create step reads the recorded configuration and writes the cache; it runs no main
         List<String> create = new ArrayList<>();
-        create.add(javaBinary);
+        create.add(r.javaBinary);
         create.add("-XX:AOTMode=create");
-        create.add("-XX:AOTConfiguration=" + entry.resolve("app.aotconf"));
-        create.add("-XX:AOTCache=" + archive);
-        create.addAll(trainingCommand.build(extracted));
-        run(create, entry.resolve("create.log"), TRAINING_TIMEOUT);
+        create.add("-XX:AOTConfiguration=" + r.entry.resolve("app.aotconf"));
+        create.add("-XX:AOTCache=" + r.archive());
+        create.addAll(command.build(r.extractedJar()));
+        run(create, r.entry.resolve("create.log"), TRAINING_TIMEOUT);
+        // the configuration is as large as the cache and no longer needed
+        Files.deleteIfExists(r.entry.resolve("app.aotconf"));
       }
-      if (!Files.isRegularFile(archive)) {
-        throw new IOException("no archive was written (see " + entry.resolve("training.log") + ")");
+      if (!Files.isRegularFile(r.archive())) {
+        throw new IOException(
+            "no archive was written (see the logs in " + r.entry + " and of the training run)");
       }
-      Files.writeString(entry.resolve(READY), "");
+      Files.writeString(r.entry.resolve(READY), "");
       log.info(
           "class-data archive of {} ready in {} s ({})",
-          jar.getFileName(),
-          (System.nanoTime() - started) / 1_000_000_000L,
-          entry);
-      entry = null;
-      prune(cache, jar.getFileName().toString());
+          r.jar.getFileName(),
+          (System.nanoTime() - r.started) / 1_000_000_000L,
+          r.entry);
+      deleteRecursively(r.lock);
+      prune(r.entry.getParent(), r.jar.getFileName().toString());
     } catch (IOException | RuntimeException e) {
-      log.warn(
-          "cannot make a class-data archive of {} ({}): it starts from its jar, more slowly",
-          jar.getFileName(),
-          e.toString());
+      failed(r, e);
     } catch (InterruptedException e) {
+      abandon(r);
       Thread.currentThread().interrupt();
-    } finally {
-      if (lock != null) {
-        if (entry != null) {
-          deleteRecursively(entry);
-        }
-        deleteRecursively(lock);
-      }
     }
+  }
+
+  /** Drops the entry of a recording that did not end well, and its lock. */
+  public static void abandon(Recording r) {
+    deleteRecursively(r.entry);
+    deleteRecursively(r.lock);
+  }
+
+  private static void failed(Recording r, Exception e) {
+    log.warn(
+        "cannot make a class-data archive of {} ({}): it starts from its jar, more slowly",
+        r.jar.getFileName(),
+        e.toString());
+    abandon(r);
   }
 
   private static final String READY = "ready";

@@ -34,6 +34,7 @@ public final class ClusterSpec {
   private final Duration stopTimeout;
   private final ServiceCommand command;
   private final boolean classDataSharing;
+  private final boolean archiveTrainingJob;
   private final boolean trainersThroughMaster;
   private final boolean probeHttp;
 
@@ -67,6 +68,7 @@ public final class ClusterSpec {
     this.stopTimeout = b.stopTimeout;
     this.command = b.command;
     this.classDataSharing = b.classDataSharing;
+    this.archiveTrainingJob = b.archiveTrainingJob;
     this.trainersThroughMaster = b.trainersThroughMaster;
     this.probeHttp = b.probeHttp;
   }
@@ -191,6 +193,15 @@ public final class ClusterSpec {
   }
 
   /**
+   * Whether missing archives are recorded by one short training job of the three services ({@link
+   * ArchiveTrainingJob}: smaller start-up cost afterwards, the job's too) rather than by each
+   * service started alone up to its refreshed context (default: quicker to make).
+   */
+  public boolean archiveTrainingJob() {
+    return archiveTrainingJob;
+  }
+
+  /**
    * Whether the trainers coordinate through the masters' Coordination service ({@code
    * paramserver.trainer.coordination.mode=master}, with every master's gRPC address) and are given
    * no etcd settings; false (default): they reach etcd themselves.
@@ -228,6 +239,7 @@ public final class ClusterSpec {
     private Duration stopTimeout = Duration.ofSeconds(20);
     private ServiceCommand command = ServiceCommand.javaServices();
     private boolean classDataSharing = ClassDataArchives.enabled();
+    private boolean archiveTrainingJob;
     private boolean trainersThroughMaster;
     private boolean probeHttp = true;
 
@@ -383,6 +395,12 @@ public final class ClusterSpec {
     /** Starts services from class-data archives of their jars (see {@link ClassDataArchives}). */
     public Builder classDataSharing(boolean on) {
       this.classDataSharing = on;
+      return this;
+    }
+
+    /** See {@link ClusterSpec#archiveTrainingJob()}. */
+    public Builder archiveTrainingJob(boolean on) {
+      this.archiveTrainingJob = on;
       return this;
     }
 

@@ -72,6 +72,9 @@ final class JavaServiceCommand implements ServiceCommand {
    * ClassDataArchives}); the training runs use the cluster's etcd under a job name of their own.
    */
   static void prepareArchives(ClusterSpec spec, String etcdEndpoint) {
+    if (spec.archiveTrainingJob() && ArchiveTrainingJob.run(spec)) {
+      return;
+    }
     List<Thread> threads = new ArrayList<>();
     for (Role role : Role.values()) {
       Path jar = spec.jar(role);

@@ -133,6 +133,8 @@ public final class RunLocal {
     ClusterSpec.Builder b =
         ClusterSpec.builder(runDir).job(o.job).masters(o.masters).pservers(o.pservers);
     b.trainers(o.trainers);
+    // missing start-up archives come from a short training job (once per build and Java)
+    b.archiveTrainingJob(true);
     jars.forEach(b::jar);
     b.startTimeout(o.timeout); // a loaded machine may start JVMs slowly: only --timeout limits it
     b.property(Role.MASTER, "paramserver.master.passes", Integer.toString(o.passes));

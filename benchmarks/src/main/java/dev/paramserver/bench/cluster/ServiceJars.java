@@ -18,8 +18,18 @@ import java.util.Map;
  */
 public final class ServiceJars {
   private final Map<Role, Path> jars = new EnumMap<>(Role.class);
+  // the java that runs the services; null: the one running the bench
+  private String javaBinary;
 
   private ServiceJars() {}
+
+  /** These jars, run by {@code javaBinary} (a java binary, as {@code /usr/bin/java}). */
+  public ServiceJars withJava(String javaBinary) {
+    ServiceJars s = new ServiceJars();
+    s.jars.putAll(jars);
+    s.javaBinary = javaBinary;
+    return s;
+  }
 
   /** Copies the exec jar of each role, found by {@link JarLocator} in {@code repo}. */
   public static ServiceJars copy(Path repo, Path runDir) throws IOException {
@@ -39,8 +49,12 @@ public final class ServiceJars {
 
   /** A cluster spec builder with these jars, in {@code runDir}. */
   public ClusterSpec.Builder spec(Path runDir) {
-    ClusterSpec.Builder b = ClusterSpec.builder(runDir).maxRestarts(0);
+    // missing start-up archives come from a short training job, as run-local's do
+    ClusterSpec.Builder b = ClusterSpec.builder(runDir).maxRestarts(0).archiveTrainingJob(true);
     jars.forEach(b::jar);
+    if (javaBinary != null) {
+      b.javaBinary(javaBinary);
+    }
     return b;
   }
 

@@ -186,10 +186,11 @@ final class DistributedJob {
             "training job " + w.name() + " " + shape.id() + " did not finish: " + end);
       }
       firstTask.close();
-      Map<String, Double> startup =
-          shape.pservers() == 1 && shape.trainers() == 1
-              ? StartupTimeline.read(dir.resolve("logs"), launchedMs)
-              : Map.of();
+      Map<String, Double> startup = new LinkedHashMap<>();
+      if (shape.pservers() == 1 && shape.trainers() == 1) {
+        startup.putAll(StartupTimeline.read(dir.resolve("logs"), launchedMs));
+        startup.putAll(firstTask.cpu()); // "cpu <process>", "cpu jit", "cpu total"
+      }
       warmup.close();
       Yardstick.Window window = Yardstick.of(end, warmup.mark(), launchedMs, launchedNanos);
       Map<String, Double> measured = windowFigures(window, sampler);

@@ -2,7 +2,14 @@ package dev.paramserver.bench.train;
 
 import dev.paramserver.localcluster.JobStatusView;
 import dev.paramserver.localcluster.LocalCluster;
+import dev.paramserver.localcluster.ProcessInfo;
+import java.io.IOException;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.Map;
 import java.util.Optional;
 
 /**
@@ -15,6 +22,10 @@ import java.util.Optional;
  * when every process listens, which may be after the first task. The hand-out lies between the last
  * poll that saw none and the answer of the first that saw one; the later is kept, so the figure is
  * at most one poll and one status call late, never early.
+ *
+ * <p>At the hand-out it also reads the CPU time every process of the job has used since it started
+ * ({@code /proc/<pid>/stat}: master, pserver, trainer, etcd), and how much of it their JIT compiler
+ * threads took: a figure the load of a shared machine changes far less than the seconds.
  */
 final class FirstTaskWatch implements AutoCloseable {
   static final Duration POLL = Duration.ofMillis(25);
@@ -26,6 +37,8 @@ final class FirstTaskWatch implements AutoCloseable {
   private volatile long seenNanos = -1;
   // when the last poll that showed no task was sent
   private volatile long lastMissNanos;
+  // CPU seconds per process (and "jit", "total") at the hand-out; empty until then
+  private volatile Map<String, Double> cpu = Map.of();
 
   private FirstTaskWatch(LocalCluster cluster, long launchedNanos) {
     this.cluster = cluster;
@@ -63,6 +76,7 @@ final class FirstTaskWatch implements AutoCloseable {
       }
       if (status.isPresent() && handedOut(status.get())) {
         seenNanos = System.nanoTime();
+        cpu = cpuSeconds(cluster);
         return;
       }
       lastMissNanos = sent;
@@ -84,6 +98,63 @@ final class FirstTaskWatch implements AutoCloseable {
   double uncertaintySeconds() {
     long seen = seenNanos;
     return seen < 0 ? Double.NaN : (seen - lastMissNanos) / 1e9;
+  }
+
+  /**
+   * CPU seconds each process of the job used up to the first task ({@code cpu <process>}), their
+   * sum ({@code cpu total}) and the part of it in live JIT compiler threads ({@code cpu jit});
+   * empty when not seen yet or not on Linux.
+   */
+  Map<String, Double> cpu() {
+    return cpu;
+  }
+
+  private static Map<String, Double> cpuSeconds(LocalCluster cluster) {
+    Map<String, Double> out = new LinkedHashMap<>();
+    double total = 0;
+    double jit = 0;
+    try {
+      for (ProcessInfo p : cluster.processes()) {
+        double[] s = cpuOf(p.pid());
+        out.put("cpu " + p.name(), s[0]);
+        total += s[0];
+        jit += s[1];
+      }
+      double[] etcd = cpuOf(cluster.etcdPid());
+      out.put("cpu etcd", etcd[0]);
+      total += etcd[0];
+    } catch (IOException | RuntimeException e) {
+      return Map.of();
+    }
+    out.put("cpu jit", jit);
+    out.put("cpu total", total);
+    return out;
+  }
+
+  /** A process's CPU seconds (user + system) and those of its live JIT compiler threads. */
+  private static double[] cpuOf(long pid) throws IOException {
+    Path proc = Path.of("/proc", Long.toString(pid));
+    double all = ticks(Files.readString(proc.resolve("stat")));
+    double jit = 0;
+    try (DirectoryStream<Path> tasks = Files.newDirectoryStream(proc.resolve("task"))) {
+      for (Path t : tasks) {
+        try {
+          String stat = Files.readString(t.resolve("stat"));
+          if (stat.contains("(C1 CompilerThre") || stat.contains("(C2 CompilerThre")) {
+            jit += ticks(stat);
+          }
+        } catch (IOException e) {
+          // the thread ended meanwhile
+        }
+      }
+    }
+    return new double[] {all, jit};
+  }
+
+  /** utime + stime of a {@code stat} line, in seconds (fields 14 and 15, after the name). */
+  private static double ticks(String stat) {
+    String[] f = stat.substring(stat.lastIndexOf(')') + 2).trim().split(" ");
+    return (Long.parseLong(f[11]) + Long.parseLong(f[12])) / 100.0;
   }
 
   /** Stops polling (if still at it) and waits for the thread to end. */

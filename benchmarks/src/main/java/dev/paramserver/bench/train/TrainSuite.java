@@ -319,7 +319,7 @@ public final class TrainSuite {
       report.ratio(
           "startup_first_task_1x1_s",
           firstTask,
-          Target.atMost(4),
+          Target.atMost(6),
           "seconds from launching the softmax 1 + 1 job (etcd first) until the master handed out"
               + " its first task, "
               + of
