@@ -103,7 +103,7 @@ final class OutgoingMove {
     }
   }
 
-  /** Completes when {@link #run} has returned or thrown (at once if it never runs). */
+  /** Completes once this attempt is over: {@link #run} returned or threw, or it will never run. */
   CompletableFuture<Void> ended() {
     return ended;
   }

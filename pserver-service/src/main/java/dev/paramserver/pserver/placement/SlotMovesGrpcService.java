@@ -89,7 +89,7 @@ public final class SlotMovesGrpcService extends SlotMovesGrpc.SlotMovesImplBase 
           }
           try {
             if (before != null) {
-              supersede(before, move);
+              supersede(before, attempt, move);
             }
             return attempt.run(checkMoveOut(move));
           } finally {
@@ -108,9 +108,10 @@ public final class SlotMovesGrpcService extends SlotMovesGrpc.SlotMovesImplBase 
    * now) and waits until it has ended (rolled back what it froze, detached its tap), so two
    * attempts never interleave.
    *
-   * @throws StatusRuntimeException UNAVAILABLE when it did not end within {@code move-timeout}
+   * @throws StatusRuntimeException UNAVAILABLE when it did not end within {@code move-timeout} (it
+   *     stays the attempt the next one waits for)
    */
-  private void supersede(OutgoingMove before, SlotMove move) {
+  private void supersede(OutgoingMove before, OutgoingMove attempt, SlotMove move) {
     before.cancel("attempt " + move.getAttempt() + " of move " + move.getId() + " began");
     try {
       before.ended().get(properties.moveTimeout().toMillis(), TimeUnit.MILLISECONDS);
@@ -118,6 +119,11 @@ public final class SlotMovesGrpcService extends SlotMovesGrpc.SlotMovesImplBase 
       Thread.currentThread().interrupt();
       throw Status.UNAVAILABLE.withDescription("pserver is stopping").asRuntimeException();
     } catch (ExecutionException | TimeoutException e) {
+      synchronized (attempts) {
+        if (running == attempt) {
+          running = before;
+        }
+      }
       throw Status.UNAVAILABLE
           .withDescription(
               before.moving()

@@ -29,6 +29,7 @@ import io.grpc.MethodDescriptor;
 import io.grpc.Status;
 import io.grpc.stub.StreamObserver;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -157,7 +158,7 @@ class FencedMoveAttemptsTest {
       c.setDesired(3);
       c.start(2, 3);
       PlacementPusher.Sums sums = new PlacementPusher.Sums();
-      List<Thread> threads = new java.util.ArrayList<>();
+      List<Thread> threads = new ArrayList<>();
       PlacementPusher pusher = startPusher(c, sums, 19, threads);
 
       SlotMap start = c.committed(2);
@@ -219,7 +220,7 @@ class FencedMoveAttemptsTest {
       c.setDesired(3);
       c.start(2, 3);
       PlacementPusher.Sums sums = new PlacementPusher.Sums();
-      List<Thread> threads = new java.util.ArrayList<>();
+      List<Thread> threads = new ArrayList<>();
       PlacementPusher pusher = startPusher(c, sums, 23, threads);
 
       SlotMap start = c.committed(2);

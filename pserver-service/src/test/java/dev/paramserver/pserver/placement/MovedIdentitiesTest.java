@@ -19,6 +19,7 @@ import dev.paramserver.testsupport.EtcdExtension;
 import dev.paramserver.testsupport.Poll;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -54,7 +55,7 @@ class MovedIdentitiesTest {
       SlotMap start = c.committed(2);
       SlotMap grown = start;
       for (SlotMove m : start.movesTo(start.resized(3), 1 << 14)) {
-        grown = commit(c, grown, m, 0);
+        grown = commit(c, grown, m);
       }
       // the shrink back: one move from pserver 2 to each of 0 and 1
       List<SlotMove> shrink = grown.movesTo(grown.resized(2), 1 << 14);
@@ -74,8 +75,12 @@ class MovedIdentitiesTest {
       // trainer a's push is applied by pserver 2 before the shrink; its answer is lost
       PushGradientsRequest a = push("a", rows, 1f);
       c.ps(2).pushGradients(a);
-      SlotMove first = shrink.get(0).toBuilder().setEpoch(grown.epoch() + 1).build();
-      first = first.toBuilder().setId("shrink-0").setAttempt(HELD).build();
+      SlotMove first =
+          shrink.get(0).toBuilder()
+              .setEpoch(grown.epoch() + 1)
+              .setId("shrink-0")
+              .setAttempt(HELD)
+              .build();
       assertThat(c.store.begin(c.store.read(), first)).isTrue();
       SlotMove held = first;
       CompletableFuture<MoveOutResponse> out =
@@ -89,7 +94,7 @@ class MovedIdentitiesTest {
       out.get(60, TimeUnit.SECONDS);
       SlotMap now = grown.with(first);
       assertThat(c.store.commit(c.store.read(), now.toProto())).isTrue();
-      SlotMap last = commit(c, now, shrink.get(1), now.epoch() + 1);
+      SlotMap last = commit(c, now, shrink.get(1));
       // pserver 2 owns nothing: it is shut down, as the coordinator does after a shrink
       c.stop(2);
 
@@ -118,7 +123,7 @@ class MovedIdentitiesTest {
       for (Map.Entry<Integer, List<Long>> e : byOwner(last, rows).entrySet()) {
         float[] got = c.pullRows(e.getKey(), e.getValue());
         float[] expected = new float[got.length];
-        java.util.Arrays.fill(expected, -3f);
+        Arrays.fill(expected, -3f);
         assertThat(got).as("rows on pserver " + e.getKey()).containsExactly(expected);
       }
     }
@@ -138,7 +143,7 @@ class MovedIdentitiesTest {
   }
 
   /** Begins, runs and commits {@code m} at the epoch after {@code cur}'s. */
-  private static SlotMap commit(ElasticCluster c, SlotMap cur, SlotMove m, long ignored) {
+  private static SlotMap commit(ElasticCluster c, SlotMap cur, SlotMove m) {
     SlotMove move =
         m.toBuilder()
             .setEpoch(cur.epoch() + 1)
@@ -164,7 +169,7 @@ class MovedIdentitiesTest {
   /** An identified push (step 1, part 0, first sent to pserver 2) of {@code g} to each row. */
   private static PushGradientsRequest push(String trainer, List<Long> rows, float g) {
     float[] data = new float[rows.size() * WIDTH];
-    java.util.Arrays.fill(data, g);
+    Arrays.fill(data, g);
     return PushGradientsRequest.newBuilder()
         .setTrainerId(trainer)
         .setSession("s")

@@ -12,6 +12,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.paramserver.proto.v1.AppliedPushes;
 import dev.paramserver.proto.v1.PushGradientsRequest;
+import dev.paramserver.proto.v1.PushPart;
 import dev.paramserver.proto.v1.ShardCheckpoint;
 import dev.paramserver.tensor.TensorCodec;
 import java.util.List;
@@ -52,6 +53,25 @@ class OriginPushTest {
     assertThat(shard.pushOutcome(piece(5, 2, 2)).duplicate()).isFalse();
     assertThat(shard.pushOutcome(piece(5, 2, 2)).duplicate()).isTrue();
     assertThat(shard.pushOutcome(piece(5, 0, 1)).duplicate()).isTrue();
+    assertThat(value(shard)).isEqualTo(7f);
+  }
+
+  @Test
+  void aResentPiece_namingAPushAppliedHere_isADuplicate_andOneNamingAnotherIsApplied() {
+    // pserver 2's part 0 of step 5 (as a moved slot's record brings it)
+    assertThat(shard.pushOutcome(piece(5, 3, 1)).duplicate()).isFalse();
+    PushGradientsRequest.Builder resent = piece(5, 3, 2).toBuilder().setPart(1 << 15);
+    PushGradientsRequest ofApplied =
+        resent.clone().addResentFrom(PushPart.newBuilder().setOrigin(3).setPart(0)).build();
+    assertThat(shard.pushOutcome(ofApplied).duplicate()).isTrue();
+    PushGradientsRequest ofAnother =
+        resent
+            .clone()
+            .setPart((1 << 15) + 1)
+            .addResentFrom(PushPart.newBuilder().setOrigin(3).setPart(1))
+            .build();
+    assertThat(shard.pushOutcome(ofAnother).duplicate()).isFalse();
+    assertThat(shard.pushOutcome(ofAnother).duplicate()).isTrue();
     assertThat(value(shard)).isEqualTo(7f);
   }
 
