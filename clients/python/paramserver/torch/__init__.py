@@ -21,8 +21,8 @@ import torch.utils.data
 
 from .. import recordio
 from .._stubs import example_pb2, optimizer_pb2
-from ..client import ASYNC, BLOCK_SIZE, Client, FloatArray, PendingPush, dense_spec, ma, optimizer
 from ..admin import TOKEN_ENV
+from ..client import ASYNC, BLOCK_SIZE, Client, FloatArray, PendingPush, dense_spec, ma, optimizer
 from ..errors import CallOrderError, ModelMismatch
 from ..status import Progress, StatusServer, advertised_host
 from .data import Decoder, TaskBatch, TaskDataset, loop as _loop, shuffled
@@ -123,7 +123,11 @@ class Trainer:
             host = advertised_host(self.client.masters[0])
             endpoint = "%s:%d" % ("[%s]" % host if ":" in host else host, self.status.port)
         self.progress.state = "INITIALISING"
-        joined = self.client.join([] if adopt else self.specs, self.mode, self.staleness, endpoint=endpoint)
+        try:
+            joined = self.client.join([] if adopt else self.specs, self.mode, self.staleness, endpoint=endpoint)
+        except BaseException:
+            self.close()  # a refused join (ModelMismatch, ...) leaves no endpoint behind
+            raise
         job = {p.name: list(p.shape) for p in joined.parameters if not p.sparse}
         mine = {n: list(p.shape) for n, p in self.params.items()}
         if job != mine:

@@ -48,7 +48,7 @@ public final class Report {
       return new Target(false, b, true);
     }
 
-    boolean met(double v) {
+    public boolean met(double v) {
       return twoSided ? Math.abs(v) <= bound : atLeast ? v >= bound : v <= bound;
     }
 
