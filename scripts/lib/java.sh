@@ -15,9 +15,19 @@
 
 # The feature version of the Java home $1 (17 for 17.0.15), or nothing.
 java_home_feature() {
-  local v
+  local line v=""
   [ -f "$1/release" ] || return 1
-  v=$(sed -n 's/^JAVA_VERSION="\([^"]*\)".*/\1/p' "$1/release" | head -n 1)
+  # read with the shell's own builtins: bin/psctl runs this on every call
+  while IFS= read -r line || [ -n "$line" ]; do
+    case "$line" in
+      JAVA_VERSION=*)
+        v=${line#JAVA_VERSION=}
+        v=${v#\"}
+        v=${v%%\"*}
+        break
+        ;;
+    esac
+  done <"$1/release"
   v=${v#1.}
   [ -n "$v" ] || return 1
   printf '%s %s\n' "${v%%[.+-]*}" "$v"

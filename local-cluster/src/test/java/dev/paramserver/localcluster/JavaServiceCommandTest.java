@@ -3,10 +3,13 @@ package dev.paramserver.localcluster;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -109,6 +112,30 @@ class JavaServiceCommandTest {
         .noneMatch(o -> o.startsWith("-XX:TieredStopAtLevel"));
     assertThat(ClusterSpec.defaultJvmOptions(Role.TRAINER))
         .noneMatch(o -> o.startsWith("-XX:TieredStopAtLevel"));
+  }
+
+  @Test
+  void defaultJvmOptions_raiseTheC1ThresholdsOfEveryRole_andLeaveC2s() {
+    for (Role role : Role.values()) {
+      assertThat(ClusterSpec.defaultJvmOptions(role))
+          .containsSubsequence(ClusterSpec.START_UP_JIT_OPTIONS)
+          .noneMatch(o -> o.startsWith("-XX:Tier4"));
+    }
+  }
+
+  @Test
+  void defaultJvmOptions_areAcceptedByThisJvm() throws Exception {
+    // an option the JVM does not know stops every service at launch
+    for (Role role : Role.values()) {
+      List<String> cmd = new ArrayList<>();
+      cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+      cmd.addAll(ClusterSpec.defaultJvmOptions(role));
+      cmd.add("-version");
+      Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+      String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+      assertThat(p.waitFor(60, TimeUnit.SECONDS)).isTrue();
+      assertThat(p.exitValue()).as(role.id() + ": " + out).isZero();
+    }
   }
 
   @Test
