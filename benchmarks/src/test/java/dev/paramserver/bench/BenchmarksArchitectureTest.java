@@ -13,15 +13,9 @@ class BenchmarksArchitectureTest extends ModuleArchitectureTest {
             "dev.paramserver.bench",
             "the training suites implement the root package's BenchSuite, which the root's runner"
                 + " lists")
-        .foreignPackage(
-            "dev.paramserver.trainer.training",
-            "TrainerThreadBench drives the trainer's package-private training loop from inside its"
-                + " package")
         .grpcPackage("dev.paramserver.bench.wire", "measures the wire: gRPC and its marshallers")
         .grpcPackage("dev.paramserver.bench.component", "measures components over in-process gRPC")
         .grpcPackage(
-            "dev.paramserver.bench.cluster", "measures a real cluster through its gRPC API")
-        .grpcPackage(
-            "dev.paramserver.trainer.training", "TrainerThreadBench wires the trainer's channels");
+            "dev.paramserver.bench.cluster", "measures a real cluster through its gRPC API");
   }
 }

@@ -2,7 +2,6 @@ package dev.paramserver.bench.component;
 
 import dev.paramserver.bench.report.Report;
 import dev.paramserver.bench.report.Report.Target;
-import dev.paramserver.trainer.training.TrainerThreadBench;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;

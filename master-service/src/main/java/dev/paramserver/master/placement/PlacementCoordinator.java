@@ -265,7 +265,7 @@ public final class PlacementCoordinator implements AutoCloseable {
         error,
         phase,
         phase.describe(phaseDetail),
-        current == null ? null : describe(current, null, null, null),
+        current == null ? null : ScalingStatus.move(current, null, null, null),
         lastError,
         new ArrayList<>(history));
   }
@@ -401,7 +401,7 @@ public final class PlacementCoordinator implements AutoCloseable {
         committed.increment();
         stall.record(Duration.ofMillis(answer.getStallMs()));
       }
-      remember(describe(move, "committed", answer, ms), null);
+      remember(ScalingStatus.move(move, "committed", answer, ms), null);
       return true;
     } catch (RuntimeException e) {
       String why = e.getMessage();
@@ -413,7 +413,7 @@ public final class PlacementCoordinator implements AutoCloseable {
       if (rolledBack != null) {
         rolledBack.increment();
       }
-      remember(describe(move, "rolled back: " + why, null, null), why);
+      remember(ScalingStatus.move(move, "rolled back: " + why, null, null), why);
       return false;
     }
   }
@@ -638,29 +638,6 @@ public final class PlacementCoordinator implements AutoCloseable {
 
   private static String baseUrl(String adminAddress) {
     return adminAddress.startsWith("http") ? adminAddress : "http://" + adminAddress;
-  }
-
-  /**
-   * {@code move} as the console shows it: under way ({@code result} null), committed (with the old
-   * owner's {@code answer} and the whole move's {@code ms}) or rolled back.
-   */
-  private static JobView.Move describe(
-      SlotMove move, String result, MoveOutResponse answer, Long ms) {
-    boolean done = answer != null;
-    return new JobView.Move(
-        move.getId(),
-        move.getEpoch(),
-        move.getFrom(),
-        move.getTo(),
-        move.getSlotsCount(),
-        move.getBlocksCount(),
-        result,
-        done ? answer.getBytes() : null,
-        done ? answer.getRecords() : null,
-        done ? answer.getRows() : null,
-        done ? answer.getCopyMs() : null,
-        done ? answer.getStallMs() : null,
-        ms);
   }
 
   @Override

@@ -3,6 +3,8 @@ package dev.paramserver.master.placement;
 import com.fasterxml.jackson.annotation.JsonIgnore;
 import com.fasterxml.jackson.annotation.JsonInclude;
 import dev.paramserver.adminapi.JobView;
+import dev.paramserver.proto.v1.MoveOutResponse;
+import dev.paramserver.proto.v1.SlotMove;
 import java.util.List;
 
 /**
@@ -35,5 +37,27 @@ public record ScalingStatus(
 
   public ScalingStatus {
     moves = List.copyOf(moves);
+  }
+
+  /**
+   * {@code move} as the console shows it: under way ({@code result} null), committed (with the old
+   * owner's {@code answer} and the whole move's {@code ms}) or rolled back.
+   */
+  static JobView.Move move(SlotMove move, String result, MoveOutResponse answer, Long ms) {
+    boolean done = answer != null;
+    return new JobView.Move(
+        move.getId(),
+        move.getEpoch(),
+        move.getFrom(),
+        move.getTo(),
+        move.getSlotsCount(),
+        move.getBlocksCount(),
+        result,
+        done ? answer.getBytes() : null,
+        done ? answer.getRecords() : null,
+        done ? answer.getRows() : null,
+        done ? answer.getCopyMs() : null,
+        done ? answer.getStallMs() : null,
+        ms);
   }
 }

@@ -22,9 +22,10 @@ import org.slf4j.LoggerFactory;
 /**
  * Trains one task's records: shuffle, mini-batches, forward/backward, push (every {@code
  * accumulate} batches, the mean of their gradients), pull. Keeps the progress numbers and logs
- * every {@code log-every} batches.
+ * every {@code log-every} batches. Public for the benchmarks ({@code TrainerThreadBench}), which
+ * run it apart from the network; the trainer's own door is {@code TrainingSession}.
  */
-final class TaskTrainer implements AutoCloseable {
+public final class TaskTrainer implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(TaskTrainer.class);
 
   private final TrainingContext ctx;
@@ -46,7 +47,7 @@ final class TaskTrainer implements AutoCloseable {
   private double windowLoss;
   private int windowBatches;
 
-  TaskTrainer(
+  public TaskTrainer(
       TrainingContext ctx, TrainerProperties props, TrainingProgress progress, StopSignal stop) {
     this.ctx = ctx;
     this.progress = progress;
@@ -96,7 +97,7 @@ final class TaskTrainer implements AutoCloseable {
    * once all of its gradients were pushed and acknowledged (with pipelining, after {@link #train}
    * returned).
    */
-  record Trained(long records, List<LossWindow> loss, Future<?> applied) {}
+  public record Trained(long records, List<LossWindow> loss, Future<?> applied) {}
 
   /**
    * Trains the examples of a task. With pipelining, its last pushes may still be in flight when
@@ -108,7 +109,7 @@ final class TaskTrainer implements AutoCloseable {
    * @throws StoppedException when a stop was requested (after a whole batch, whose gradient is
    *     sent)
    */
-  Trained train(Task task, List<Example> examples, long lossEveryRecords) {
+  public Trained train(Task task, List<Example> examples, long lossEveryRecords) {
     LossWindows loss = new LossWindows(lossEveryRecords);
     Collections.shuffle(examples, new Random(seed ^ (task.getId() * 31 + task.getEpoch())));
     List<Batch> batches = new Dataset(examples, ctx.spec().features()).batches(batchSize);
@@ -162,7 +163,7 @@ final class TaskTrainer implements AutoCloseable {
   }
 
   /** Sends every gradient, waits for them to be acknowledged and takes the latest values in. */
-  void settle() {
+  public void settle() {
     sender.awaitInFlight();
   }
 

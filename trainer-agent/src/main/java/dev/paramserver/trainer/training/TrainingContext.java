@@ -25,7 +25,7 @@ import dev.paramserver.trainer.pserver.ParameterClient;
  * @param scaling the standardization of the dense features read from the data, or null for none
  * @param storage reads data files and objects, writes the model (local or {@code s3://})
  */
-record TrainingContext(
+public record TrainingContext(
     ModelSpec spec,
     Model model,
     Parameters values,
@@ -36,8 +36,8 @@ record TrainingContext(
     Standardization scaling,
     Storage storage) {
 
-  /** A context for local data without label names or feature scaling (tests). */
-  TrainingContext(
+  /** A context for local data without label names or feature scaling (tests, benchmarks). */
+  public TrainingContext(
       ModelSpec spec,
       Model model,
       Parameters values,

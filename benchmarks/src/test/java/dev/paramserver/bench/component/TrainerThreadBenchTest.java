@@ -1,4 +1,4 @@
-package dev.paramserver.trainer.training;
+package dev.paramserver.bench.component;
 
 import static org.assertj.core.api.Assertions.assertThat;
 

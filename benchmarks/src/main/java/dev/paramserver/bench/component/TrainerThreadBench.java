@@ -1,4 +1,4 @@
-package dev.paramserver.trainer.training;
+package dev.paramserver.bench.component;
 
 import dev.paramserver.bench.train.CtrData;
 import dev.paramserver.bench.train.SingleJvmTrainer;
@@ -41,6 +41,10 @@ import dev.paramserver.trainer.pserver.PserverFailures;
 import dev.paramserver.trainer.pserver.PserverTraffic;
 import dev.paramserver.trainer.pserver.RequestPlanner;
 import dev.paramserver.trainer.pserver.ShardInitializer;
+import dev.paramserver.trainer.training.OptimizerConfigs;
+import dev.paramserver.trainer.training.TaskTrainer;
+import dev.paramserver.trainer.training.TrainingContext;
+import dev.paramserver.trainer.training.TrainingProgress;
 import io.grpc.ManagedChannel;
 import io.grpc.Server;
 import io.grpc.ServerInterceptors;
@@ -72,8 +76,7 @@ import org.springframework.core.env.StandardEnvironment;
  * the same batches. A pass of each, unmeasured, first; then the two interleaved over rounds. Prints
  * one {@code name.round=value} line per figure of each round.
  *
- * <p>Lives in the trainer's package to build its package-private {@link TaskTrainer}; benchmark
- * code only. Arguments: {@code rounds records}.
+ * <p>Benchmark code only. Arguments: {@code rounds records}.
  */
 public final class TrainerThreadBench {
   static final int BATCH = 256;
