@@ -2,18 +2,21 @@ package dev.paramserver.rpc;
 
 import java.util.concurrent.ConcurrentLinkedDeque;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * Pooled heap arrays that a message received in several transport buffers is gathered into, so that
  * it parses from one array (protobuf's fastest decoder, its {@code bytes} fields views of the
  * array) and the transport's buffers go back at once. Arrays are pooled by power-of-two size class,
  * from {@value #MIN_BYTES} bytes up to {@value #MAX_POOLED_BYTES}, at most {@value #PER_CLASS} of
- * each class; a larger message gets an array of its own. Thread-safe.
+ * each class and {@value #MAX_KEPT_BYTES} bytes in all (what an idle server keeps); a larger
+ * message gets an array of its own. Thread-safe.
  */
 final class ReceiveBuffers {
   static final int MIN_BYTES = 64 << 10;
   static final int MAX_POOLED_BYTES = 4 << 20;
   static final int PER_CLASS = 8;
+  static final long MAX_KEPT_BYTES = 16 << 20;
   private static final int MIN_SHIFT = Integer.numberOfTrailingZeros(MIN_BYTES);
   private static final int CLASSES =
       Integer.numberOfTrailingZeros(MAX_POOLED_BYTES) - MIN_SHIFT + 1;
@@ -22,6 +25,7 @@ final class ReceiveBuffers {
   private final ConcurrentLinkedDeque<byte[]>[] free = new ConcurrentLinkedDeque[CLASSES];
 
   private final AtomicInteger[] pooled = new AtomicInteger[CLASSES];
+  private final AtomicLong kept = new AtomicLong();
 
   ReceiveBuffers() {
     for (int c = 0; c < CLASSES; c++) {
@@ -39,6 +43,7 @@ final class ReceiveBuffers {
     byte[] b = free[c].pollFirst();
     if (b != null) {
       pooled[c].decrementAndGet();
+      kept.addAndGet(-b.length);
       return b;
     }
     return new byte[MIN_BYTES << c];
@@ -50,10 +55,15 @@ final class ReceiveBuffers {
     if (c < 0 || (MIN_BYTES << c) != b.length) {
       return;
     }
+    if (kept.addAndGet(b.length) > MAX_KEPT_BYTES) {
+      kept.addAndGet(-b.length);
+      return;
+    }
     if (pooled[c].incrementAndGet() <= PER_CLASS) {
       free[c].offerFirst(b);
     } else {
       pooled[c].decrementAndGet();
+      kept.addAndGet(-b.length);
     }
   }
 

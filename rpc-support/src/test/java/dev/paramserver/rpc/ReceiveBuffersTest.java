@@ -37,4 +37,19 @@ class ReceiveBuffersTest {
     pool.give(new byte[ReceiveBuffers.MIN_BYTES + 1]);
     assertThat(pool.pooled()).isEqualTo(ReceiveBuffers.PER_CLASS);
   }
+
+  @Test
+  void give_keepsAtMostMaxKeptBytesInAll() {
+    int largest = ReceiveBuffers.MAX_POOLED_BYTES;
+    int fit = (int) (ReceiveBuffers.MAX_KEPT_BYTES / largest);
+    for (int i = 0; i < ReceiveBuffers.PER_CLASS; i++) {
+      pool.give(new byte[largest]);
+    }
+    assertThat(pool.pooled()).isEqualTo(fit);
+    // taking one makes room for one again
+    pool.take(largest);
+    pool.give(new byte[largest]);
+    pool.give(new byte[largest]);
+    assertThat(pool.pooled()).isEqualTo(fit);
+  }
 }

@@ -206,7 +206,7 @@ public final class SparseRowStore {
     } else {
       a.inOrder();
     }
-    if (after != null) {
+    if (after != null && a.mayRepeat) {
       RepeatedIds.settle(ids, after, width * Float.BYTES);
     }
     return a.applied;

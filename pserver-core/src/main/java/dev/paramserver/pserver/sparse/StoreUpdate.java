@@ -19,6 +19,8 @@ final class StoreUpdate {
   final float[] values;
   final float[][] slots;
   int applied;
+  // whether an id may occur more than once in ids (then the answer's repeats are settled)
+  boolean mayRepeat = true;
   // keeps the loads that touch rows ahead of their update from being optimised away
   int sink;
 
@@ -84,6 +86,7 @@ final class StoreUpdate {
       order[next[store.stripeOf(hashes[i])]++] = i;
     }
     int touched = 0;
+    boolean repeats = false;
     for (int st = 0; st < stripeCount; st++) {
       if (start[st] == start[st + 1]) {
         continue;
@@ -107,6 +110,8 @@ final class StoreUpdate {
             touched += s.slab.touch(slot);
           }
         }
+        // an id occurs once per stripe run it belongs to, so repeats show within a run
+        repeats = repeats || (after != null && scratch.repeats(found, start[st], start[st + 1]));
         for (int k = start[st]; k < start[st + 1]; k++) {
           int i = order[k];
           row(s, ids[i], hashes[i], i, found[k]);
@@ -116,6 +121,7 @@ final class StoreUpdate {
       }
     }
     sink = touched;
+    mayRepeat = repeats;
   }
 
   /**
@@ -190,6 +196,52 @@ final class StoreUpdate {
     long[] hashes = new long[0];
     int[] order = new int[0];
     int[] found = new int[0];
+    private int[] seenSlots = new int[0];
+    private int[] seenStamps = new int[0];
+    private int stamp;
+
+    /**
+     * Whether the probes {@code found[from..to)} of one stripe run may hold an id twice: two that
+     * found the same slot, or two that found none (absent ids, maybe the same).
+     */
+    boolean repeats(int[] found, int from, int to) {
+      int n = to - from;
+      if (n < 2) {
+        return false;
+      }
+      int capacity = Integer.highestOneBit(2 * n - 1) << 1;
+      if (seenSlots.length < capacity) {
+        seenSlots = new int[capacity];
+        seenStamps = new int[capacity];
+        stamp = 0;
+      }
+      if (++stamp == Integer.MAX_VALUE) {
+        Arrays.fill(seenStamps, 0);
+        stamp = 1;
+      }
+      int mask = capacity - 1;
+      int shift = Integer.numberOfLeadingZeros(mask);
+      int absent = 0;
+      for (int k = from; k < to; k++) {
+        int slot = found[k];
+        if (slot < 0) {
+          if (++absent > 1) {
+            return true;
+          }
+          continue;
+        }
+        int b = (slot * 0x9E3779B9) >>> shift;
+        while (seenStamps[b] == stamp) {
+          if (seenSlots[b] == slot) {
+            return true;
+          }
+          b = (b + 1) & mask;
+        }
+        seenSlots[b] = slot;
+        seenStamps[b] = stamp;
+      }
+      return false;
+    }
 
     Scratch ensure(int n) {
       if (hashes.length < n) {

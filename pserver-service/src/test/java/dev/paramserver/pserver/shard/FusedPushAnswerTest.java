@@ -17,8 +17,10 @@ import dev.paramserver.pserver.sparse.SparseSettings;
 import dev.paramserver.tensor.TensorCodec;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.SplittableRandom;
 import org.junit.jupiter.api.Test;
 
@@ -74,7 +76,10 @@ class FusedPushAnswerTest {
         1 << 12);
   }
 
-  /** Push {@code step}: both tables, 60 ids each drawn from a small space (many repeats). */
+  /**
+   * Push {@code step}: both tables, 60 ids each drawn from a small space (many repeats); every
+   * third push's ids are distinct (its answer needs no repeats settled).
+   */
   private static PushGradientsRequest push(long step, boolean returnRows) {
     SplittableRandom r = new SplittableRandom(step);
     PushGradientsRequest.Builder b =
@@ -87,8 +92,13 @@ class FusedPushAnswerTest {
       int width = name.equals("emb") ? 3 : 1;
       SparseRows.Builder rows = SparseRows.newBuilder().setName(name).setDtype(DataType.FLOAT32);
       float[] g = new float[60 * width];
+      Set<Long> seen = new HashSet<>();
       for (int i = 0; i < 60; i++) {
-        rows.addRowIds(r.nextLong(ID_SPACE));
+        long id = r.nextLong(ID_SPACE);
+        while (step % 3 == 0 && !seen.add(id)) {
+          id = r.nextLong(ID_SPACE);
+        }
+        rows.addRowIds(id);
       }
       for (int i = 0; i < g.length; i++) {
         g[i] = (float) r.nextGaussian();
