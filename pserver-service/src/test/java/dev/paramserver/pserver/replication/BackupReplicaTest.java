@@ -35,6 +35,8 @@ import org.junit.jupiter.api.Timeout;
 @Timeout(value = 30, unit = TimeUnit.SECONDS)
 class BackupReplicaTest {
   private static final long SEED = 11;
+  // The lease of the backup's registration (ps_backup/0), which the calls are for.
+  private static final long REGISTRATION = 41;
 
   private final InMemoryCoordinator coordinator = new InMemoryCoordinator();
   private final ParameterShard primary = new ParameterShard(true);
@@ -64,6 +66,7 @@ class BackupReplicaTest {
             coordinator.kv(),
             key,
             coordinator.keys().psSync(0),
+            REGISTRATION,
             Duration.ofSeconds(5),
             b -> {});
     backup.start();
@@ -105,7 +108,7 @@ class BackupReplicaTest {
     install(2, "copy-2");
     ShardState newer = ShardState.of(primary.snapshot());
 
-    backup.install(epoch, 1, older, crc(older));
+    backup.install(epoch, REGISTRATION, 1, older, crc(older));
 
     assertThat(ShardState.of(shard.snapshot()).differences(newer)).isEmpty();
     assertThat(backup.synced()).isTrue();
@@ -125,6 +128,7 @@ class BackupReplicaTest {
         .setEpoch(epoch)
         .setGeneration(generation)
         .setSequence(sequence)
+        .setBackupLease(REGISTRATION)
         .setRecord(WalRecord.newBuilder().addPushes(push).setInitId(Trainers.INIT_ID))
         .build();
   }
@@ -144,7 +148,7 @@ class BackupReplicaTest {
 
   private void install(long generation, String name) throws Exception {
     Path file = copy(name);
-    backup.install(epoch, generation, file, crc(file));
+    backup.install(epoch, REGISTRATION, generation, file, crc(file));
   }
 
   private Path copy(String name) throws IOException {
