@@ -161,7 +161,7 @@ final class BackupCopies {
         CopyUpload.cutAndSend(
             r.shard,
             r.scratch.resolve("replica-copy-" + r.index + ".tmp"),
-            FillChunk.newBuilder().setIndex(r.index).setEpoch(r.epoch),
+            FillChunk.newBuilder().setIndex(r.index).setEpoch(r.epoch).setBackupLease(b.lease),
             b.async,
             r.timeout,
             () -> {

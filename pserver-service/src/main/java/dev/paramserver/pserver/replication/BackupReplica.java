@@ -36,6 +36,8 @@ final class BackupReplica implements AutoCloseable {
   private final KeyValueStore kv;
   private final String primaryKey;
   private final String syncKey;
+  // The lease of this backup's ps_backup/<index> key: its registration, which calls must be for.
+  private final long registration;
   private final Duration timeout;
   private final Consumer<BackupReplica> onPrimaryGone;
   // Guarded by this: the primary's epoch (0: none), the copy installed (-1: none), the sequence
@@ -59,6 +61,7 @@ final class BackupReplica implements AutoCloseable {
       KeyValueStore kv,
       String primaryKey,
       String syncKey,
+      long registration,
       Duration timeout,
       Consumer<BackupReplica> onPrimaryGone) {
     this.shard = shard;
@@ -67,6 +70,7 @@ final class BackupReplica implements AutoCloseable {
     this.kv = kv;
     this.primaryKey = primaryKey;
     this.syncKey = syncKey;
+    this.registration = registration;
     this.timeout = timeout;
     this.onPrimaryGone = onPrimaryGone;
   }
@@ -158,11 +162,24 @@ final class BackupReplica implements AutoCloseable {
     return synced && !closed;
   }
 
-  /** Fails unless {@code callEpoch} is the current primary's (re-read from etcd if newer). */
-  private synchronized void checkEpoch(long callEpoch) {
+  /**
+   * Fails unless {@code callEpoch} is the current primary's (re-read from etcd if newer) and the
+   * call is for this registration of the backup ({@code callLease}, 0: not told).
+   */
+  private synchronized void checkEpoch(long callEpoch, long callLease) {
     if (closed) {
       throw new ServiceException(
           ErrorReason.NOT_PRIMARY, "this pserver is no longer a backup of shard " + index);
+    }
+    if (callLease != 0 && callLease != registration) {
+      // Copies are numbered per registration: a late call of an earlier one (before this backup
+      // lost its lease or restarted) could carry the number of this one's copy. Not NOT_PRIMARY:
+      // the caller may well be the primary, its view of the registration behind.
+      throw new ServiceException(
+          ErrorReason.SHUTTING_DOWN,
+          "the call is for an earlier registration of this backup of shard "
+              + index
+              + ": it registered again; retry with the registration in etcd");
     }
     if (callEpoch > epoch) {
       // The watch may lag behind a new primary's registration.
@@ -205,7 +222,7 @@ final class BackupReplica implements AutoCloseable {
   ReplicateResponse replicate(ReplicateRequest request) throws InterruptedException {
     long deadline = System.nanoTime() + timeout.toNanos();
     synchronized (this) {
-      checkEpoch(request.getEpoch());
+      checkEpoch(request.getEpoch(), request.getBackupLease());
       while (mustWait(request) && !closed) {
         long left = deadline - System.nanoTime();
         if (left <= 0 || epoch != request.getEpoch()) {
@@ -213,7 +230,7 @@ final class BackupReplica implements AutoCloseable {
         }
         TimeUnit.NANOSECONDS.timedWait(this, left);
       }
-      checkEpoch(request.getEpoch());
+      checkEpoch(request.getEpoch(), request.getBackupLease());
       if (installed > request.getGeneration()) {
         return ReplicateResponse.getDefaultInstance(); // the newer copy holds it
       }
@@ -274,14 +291,14 @@ final class BackupReplica implements AutoCloseable {
    *
    * @param file the copy, or null when the primary's shard is not initialised
    */
-  void install(long callEpoch, long generation, Path file, int crc)
+  void install(long callEpoch, long callLease, long generation, Path file, int crc)
       throws IOException, InterruptedException {
     synchronized (this) {
-      checkEpoch(callEpoch);
+      checkEpoch(callEpoch, callLease);
       while (applying || installing) {
         wait();
       }
-      checkEpoch(callEpoch);
+      checkEpoch(callEpoch, callLease);
       if (generation < installed) {
         // A copy that was late (its sender gave up on it and sent a newer one, installed now):
         // installing it would take the shard back.
@@ -326,7 +343,7 @@ final class BackupReplica implements AutoCloseable {
       }
     }
     synchronized (this) {
-      checkEpoch(callEpoch);
+      checkEpoch(callEpoch, callLease);
     }
     log.info(
         "backup of shard {}: installed copy {} of primary epoch {} (step {}) in {} ms",

@@ -58,8 +58,8 @@ final class CopyUpload {
 
   /**
    * Writes a copy of the shard to {@code file}, cut under the shard's write lock where {@code
-   * atCut} runs and gives the copy's generation, then sends it with {@code header} (index and epoch
-   * set) and returns once the backup installed it.
+   * atCut} runs and gives the copy's generation, then sends it with {@code header} (index, epoch
+   * and backup lease set) and returns once the backup installed it.
    */
   static Sent cutAndSend(
       ParameterShard shard,

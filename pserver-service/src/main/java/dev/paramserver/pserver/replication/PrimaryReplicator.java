@@ -115,22 +115,30 @@ final class PrimaryReplicator
             e -> {
               if (e.keyValue().key().equals(backupKey)) {
                 boolean put = e.type() == KeyValueStore.WatchEvent.Type.PUT;
-                backupAt(put ? e.keyValue().valueAsString() : null, true);
+                backupAt(put ? e.keyValue() : null, true);
               }
             });
-    backupAt(kv.get(backupKey).map(KeyValueStore.KeyValue::valueAsString).orElse(null), false);
+    backupAt(kv.get(backupKey).orElse(null), false);
   }
 
-  /** The backup now registered at {@code address} (null: none); the first read loses to events. */
-  private void backupAt(String address, boolean fromWatch) {
+  /**
+   * The backup now registered ({@code registration}: its {@code ps_backup/<index>} key, null:
+   * none); the first read loses to events. A new lease is a new registration, even at the same
+   * address: the backup dropped what it held, and refuses the calls of the earlier one.
+   */
+  private void backupAt(KeyValueStore.KeyValue registration, boolean fromWatch) {
+    String address = registration == null ? null : registration.valueAsString();
+    long lease = registration == null ? 0 : registration.leaseId();
     RegisteredBackup old;
     synchronized (this) {
       old = backup;
       watched |= fromWatch;
-      if (closed || (!fromWatch && watched) || (old != null && old.address.equals(address))) {
+      if (closed
+          || (!fromWatch && watched)
+          || (old != null && old.address.equals(address) && old.lease == lease)) {
         return;
       }
-      backup = address == null ? null : new RegisteredBackup(address, channels);
+      backup = address == null ? null : new RegisteredBackup(address, lease, channels);
       notifyAll();
     }
     releaseWaiters();
@@ -182,6 +190,7 @@ final class PrimaryReplicator
                     .setEpoch(epoch)
                     .setGeneration(generation)
                     .setSequence(sequence)
+                    .setBackupLease(b.lease)
                     .setRecord(record)
                     .build());
     Futures.addCallback(

@@ -312,6 +312,7 @@ public final class Replication implements AutoCloseable {
             coordinator.kv(),
             coordinator.keys().ps(index),
             coordinator.keys().psSync(index),
+            lease.id(),
             properties.replicationTimeout(),
             gone -> {
               try {

@@ -159,6 +159,7 @@ public final class ShardReplicationGrpcService
                 backup(h.getIndex())
                     .install(
                         h.getEpoch(),
+                        h.getBackupLease(),
                         h.getGeneration(),
                         h.getInitialised() ? file : null,
                         (int) crc.getValue());

@@ -1,6 +1,7 @@
 package dev.paramserver.pserver.replication;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.paramserver.coordination.Lease;
 import dev.paramserver.proto.v1.PushGradientsRequest;
@@ -12,6 +13,7 @@ import dev.paramserver.pserver.replication.harness.ShardState;
 import dev.paramserver.pserver.replication.harness.Trainers;
 import dev.paramserver.pserver.role.ShardLifecycle;
 import dev.paramserver.pserver.shard.ParameterShard;
+import dev.paramserver.rpc.ServiceException;
 import dev.paramserver.testsupport.TempDirs;
 import java.io.IOException;
 import java.io.OutputStream;
@@ -35,6 +37,8 @@ import org.junit.jupiter.api.Timeout;
 @Timeout(value = 30, unit = TimeUnit.SECONDS)
 class BackupReplicaTest {
   private static final long SEED = 11;
+  // The lease of the backup's registration (ps_backup/0), which the calls are for.
+  private static final long REGISTRATION = 41;
 
   private final InMemoryCoordinator coordinator = new InMemoryCoordinator();
   private final ParameterShard primary = new ParameterShard(true);
@@ -64,6 +68,7 @@ class BackupReplicaTest {
             coordinator.kv(),
             key,
             coordinator.keys().psSync(0),
+            REGISTRATION,
             Duration.ofSeconds(5),
             b -> {});
     backup.start();
@@ -105,13 +110,36 @@ class BackupReplicaTest {
     install(2, "copy-2");
     ShardState newer = ShardState.of(primary.snapshot());
 
-    backup.install(epoch, 1, older, crc(older));
+    backup.install(epoch, REGISTRATION, 1, older, crc(older));
 
     assertThat(ShardState.of(shard.snapshot()).differences(newer)).isEmpty();
     assertThat(backup.synced()).isTrue();
     // a record of the older copy is held by the newer one: answered, not applied
     assertThat(backup.replicate(record(1, 1, push(1, 1))).getNeedFill()).isFalse();
     assertThat(ShardState.of(shard.snapshot()).differences(newer)).isEmpty();
+  }
+
+  @Test
+  void callsOfAnotherRegistration_areRefused_callsThatDoNotTellOne_areAccepted() throws Exception {
+    install(1, "copy-1");
+    primary.pushOutcome(push(0, 1));
+    ShardState before = ShardState.of(shard.snapshot());
+    ReplicateRequest earlier = record(1, 1, push(0, 1)).toBuilder().setBackupLease(7).build();
+    Path copy = copy("copy-of-another-registration");
+
+    assertThatThrownBy(() -> backup.replicate(earlier))
+        .isInstanceOf(ServiceException.class)
+        .hasMessageContaining("an earlier registration of this backup")
+        .hasMessageNotContaining("7");
+    assertThatThrownBy(() -> backup.install(epoch, 7, 1, copy, crc(copy)))
+        .isInstanceOf(ServiceException.class);
+    assertThat(ShardState.of(shard.snapshot()).differences(before)).isEmpty();
+
+    // a primary that predates backup_lease does not tell it (0): accepted as before
+    ReplicateRequest untold = record(1, 1, push(0, 1)).toBuilder().clearBackupLease().build();
+    assertThat(backup.replicate(untold).getNeedFill()).isFalse();
+    assertThat(ShardState.of(shard.snapshot()).differences(ShardState.of(primary.snapshot())))
+        .isEmpty();
   }
 
   private PushGradientsRequest push(int trainer, long step) {
@@ -125,6 +153,7 @@ class BackupReplicaTest {
         .setEpoch(epoch)
         .setGeneration(generation)
         .setSequence(sequence)
+        .setBackupLease(REGISTRATION)
         .setRecord(WalRecord.newBuilder().addPushes(push).setInitId(Trainers.INIT_ID))
         .build();
   }
@@ -144,7 +173,7 @@ class BackupReplicaTest {
 
   private void install(long generation, String name) throws Exception {
     Path file = copy(name);
-    backup.install(epoch, generation, file, crc(file));
+    backup.install(epoch, REGISTRATION, generation, file, crc(file));
   }
 
   private Path copy(String name) throws IOException {

@@ -75,6 +75,8 @@ final class FaultyNetwork implements ClientInterceptor, AutoCloseable {
   private final AtomicInteger reordered = new AtomicInteger();
   // By method: the calls made that neither reached the server nor failed yet.
   private final Map<String, ConcurrentSkipListSet<Integer>> unsent = new ConcurrentHashMap<>();
+  // By method: the next call is captured rather than sent (see holdNext).
+  private final Map<String, Captured> captures = new ConcurrentHashMap<>();
 
   /**
    * @param plans the faults of each method's calls, by bare method name ("Replicate", "Fill")
@@ -116,6 +118,49 @@ final class FaultyNetwork implements ClientInterceptor, AutoCloseable {
     return n == null ? 0 : n.get();
   }
 
+  /**
+   * The next call of {@code method} (a bare method name) is captured: it neither reaches the server
+   * nor fails until the test says so ({@link Captured}), as a request stuck in the network.
+   */
+  Captured holdNext(String method) {
+    Captured c = new Captured();
+    captures.put(method, c);
+    return c;
+  }
+
+  /**
+   * A call {@link #holdNext} captured: its messages as the client sent them. The caller sees it
+   * fail only on {@link #failCaller}; the test delivers the messages itself, late, to a server.
+   */
+  static final class Captured {
+    private final java.util.concurrent.CompletableFuture<FaultyCall<?, ?>> call =
+        new java.util.concurrent.CompletableFuture<>();
+
+    /** True once the call was made and the client sent all of it (half-closed). */
+    boolean holding() {
+      FaultyCall<?, ?> c = call.getNow(null);
+      if (c == null) {
+        return false;
+      }
+      synchronized (c) {
+        return c.halfClosed;
+      }
+    }
+
+    /** The messages the client sent on the call. */
+    List<Object> messages() {
+      FaultyCall<?, ?> c = call.join();
+      synchronized (c) {
+        return List.copyOf(c.messages);
+      }
+    }
+
+    /** The caller sees the call fail (UNAVAILABLE, a broken connection); the request lives on. */
+    void failCaller() {
+      call.join().fail(Status.UNAVAILABLE.withDescription("harness: connection broken mid-call"));
+    }
+  }
+
   @Override
   public <ReqT, RespT> ClientCall<ReqT, RespT> interceptCall(
       MethodDescriptor<ReqT, RespT> method, CallOptions options, Channel next) {
@@ -127,7 +172,14 @@ final class FaultyNetwork implements ClientInterceptor, AutoCloseable {
     met.computeIfAbsent(fault.kind(), k -> new AtomicInteger()).incrementAndGet();
     Set<Integer> pending = this.unsent.computeIfAbsent(name, k -> new ConcurrentSkipListSet<>());
     pending.add(n);
-    return new FaultyCall<>(this, fault, () -> next.newCall(method, options), () -> sent(name, n));
+    FaultyCall<ReqT, RespT> call =
+        new FaultyCall<>(this, fault, () -> next.newCall(method, options), () -> sent(name, n));
+    Captured captured = captures.remove(name);
+    if (captured != null) {
+      call.captured = true;
+      captured.call.complete(call);
+    }
+    return call;
   }
 
   /** Call {@code n} of {@code method} reached the server, or failed without reaching it. */
@@ -190,6 +242,8 @@ final class FaultyNetwork implements ClientInterceptor, AutoCloseable {
     private boolean halfClosed;
     private boolean finished;
     private ClientCall<ReqT, RespT> delegate;
+    // Captured (see holdNext): never released, its messages kept for the test.
+    private boolean captured;
 
     FaultyCall(
         FaultyNetwork network,
@@ -208,6 +262,9 @@ final class FaultyNetwork implements ClientInterceptor, AutoCloseable {
         listener =
             fault.kind() == Kind.LOSE_REPLY ? new LostReply<>(responseListener) : responseListener;
         headers = metadata;
+      }
+      if (captured) {
+        return;
       }
       switch (fault.kind()) {
         case PASS, LOSE_REPLY -> release();
