@@ -35,10 +35,11 @@ import java.util.concurrent.CompletionException;
  * leader a standby named, so an instance making them belongs to one thread; {@link #at}, {@link
  * #getAsync} and {@link #postAsync} may be called from any thread.
  *
- * <p>The blocking calls to an {@code http://} address go over {@link HttpURLConnection}, which
- * loads a few classes; the JDK's {@link HttpClient} (which sets TLS up whatever the address) is
- * made at the first {@code https://} or asynchronous call, so that {@code psctl status} starts
- * quickly.
+ * <p>The JDK's {@link HttpClient}, which sets TLS up whatever the address, is made at the first
+ * call that needs it. A client made by {@link #forCommandLine} (psctl's) makes its blocking calls
+ * to an {@code http://} address over {@link HttpURLConnection}, which loads a few classes, so that
+ * {@code psctl status} starts quickly; those calls are not interruptible (their timeout bounds
+ * them), which is why the services' clients keep the {@link HttpClient}.
  */
 public final class AdminClient {
   /** Reads answers; a newer service may add fields, an older reader takes the ones it knows. */
@@ -49,10 +50,18 @@ public final class AdminClient {
   private final String token;
   private final Duration timeout;
   private final String what;
+  private final boolean urlConnection;
   private String base;
 
-  private AdminClient(Transport http, String what, String base, String token, Duration timeout) {
+  private AdminClient(
+      Transport http,
+      boolean urlConnection,
+      String what,
+      String base,
+      String token,
+      Duration timeout) {
     this.http = http;
+    this.urlConnection = urlConnection;
     this.what = what;
     this.base = stripSlash(base);
     this.token = token == null ? "" : token;
@@ -66,12 +75,22 @@ public final class AdminClient {
    * @param timeout the connect timeout and the timeout of each call
    */
   public static AdminClient create(String what, String baseUrl, String token, Duration timeout) {
-    return new AdminClient(new Transport(timeout), what, baseUrl, token, timeout);
+    return new AdminClient(new Transport(timeout), false, what, baseUrl, token, timeout);
+  }
+
+  /**
+   * Like {@link #create}, for a command line's few calls: the blocking calls to an {@code http://}
+   * address go over {@link HttpURLConnection} (no TLS set up, no client threads), and are not
+   * interruptible.
+   */
+  public static AdminClient forCommandLine(
+      String what, String baseUrl, String token, Duration timeout) {
+    return new AdminClient(new Transport(timeout), true, what, baseUrl, token, timeout);
   }
 
   /** A client of another service with this one's connections, token and timeout. */
   public AdminClient at(String what, String baseUrl) {
-    return new AdminClient(http, what, baseUrl, token, timeout);
+    return new AdminClient(http, urlConnection, what, baseUrl, token, timeout);
   }
 
   /** The address calls go to (the leader's, once a standby named it). */
@@ -217,13 +236,13 @@ public final class AdminClient {
 
   /**
    * {@code method path} (no body), with the token when {@code authorize}; over {@link
-   * HttpURLConnection} for {@code http://}, else over the {@link HttpClient}. A connect timeout is
-   * a {@link ConnectException}.
+   * HttpURLConnection} for {@code http://} when this client is a command line's, else over the
+   * {@link HttpClient}. A connect timeout is a {@link ConnectException}.
    */
   private Answer send(String method, String path, boolean authorize)
       throws IOException, InterruptedException {
     URI uri = URI.create(base + path);
-    if (!"http".equalsIgnoreCase(uri.getScheme())) {
+    if (!urlConnection || !"http".equalsIgnoreCase(uri.getScheme())) {
       HttpResponse<String> r =
           http.client()
               .send(
