@@ -4,13 +4,20 @@ import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
 import java.net.ConnectException;
+import java.net.HttpURLConnection;
+import java.net.NoRouteToHostException;
+import java.net.SocketTimeoutException;
 import java.net.URI;
+import java.net.UnknownHostException;
 import java.net.http.HttpClient;
 import java.net.http.HttpConnectTimeoutException;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.net.http.HttpTimeoutException;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
@@ -27,20 +34,34 @@ import java.util.concurrent.CompletionException;
  * unreachable service from a refused token from a bad answer. The blocking calls remember the
  * leader a standby named, so an instance making them belongs to one thread; {@link #at}, {@link
  * #getAsync} and {@link #postAsync} may be called from any thread.
+ *
+ * <p>The JDK's {@link HttpClient}, which sets TLS up whatever the address, is made at the first
+ * call that needs it. A client made by {@link #forCommandLine} (psctl's) makes its blocking calls
+ * to an {@code http://} address over {@link HttpURLConnection}, which loads a few classes, so that
+ * {@code psctl status} starts quickly; those calls are not interruptible (their timeout bounds
+ * them), which is why the services' clients keep the {@link HttpClient}.
  */
 public final class AdminClient {
   /** Reads answers; a newer service may add fields, an older reader takes the ones it knows. */
   public static final ObjectMapper JSON =
       new ObjectMapper().configure(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES, false);
 
-  private final HttpClient http;
+  private final Transport http;
   private final String token;
   private final Duration timeout;
   private final String what;
+  private final boolean urlConnection;
   private String base;
 
-  private AdminClient(HttpClient http, String what, String base, String token, Duration timeout) {
+  private AdminClient(
+      Transport http,
+      boolean urlConnection,
+      String what,
+      String base,
+      String token,
+      Duration timeout) {
     this.http = http;
+    this.urlConnection = urlConnection;
     this.what = what;
     this.base = stripSlash(base);
     this.token = token == null ? "" : token;
@@ -54,13 +75,22 @@ public final class AdminClient {
    * @param timeout the connect timeout and the timeout of each call
    */
   public static AdminClient create(String what, String baseUrl, String token, Duration timeout) {
-    return new AdminClient(
-        HttpClient.newBuilder().connectTimeout(timeout).build(), what, baseUrl, token, timeout);
+    return new AdminClient(new Transport(timeout), false, what, baseUrl, token, timeout);
+  }
+
+  /**
+   * Like {@link #create}, for a command line's few calls: the blocking calls to an {@code http://}
+   * address go over {@link HttpURLConnection} (no TLS set up, no client threads), and are not
+   * interruptible.
+   */
+  public static AdminClient forCommandLine(
+      String what, String baseUrl, String token, Duration timeout) {
+    return new AdminClient(new Transport(timeout), true, what, baseUrl, token, timeout);
   }
 
   /** A client of another service with this one's connections, token and timeout. */
   public AdminClient at(String what, String baseUrl) {
-    return new AdminClient(http, what, baseUrl, token, timeout);
+    return new AdminClient(http, urlConnection, what, baseUrl, token, timeout);
   }
 
   /** The address calls go to (the leader's, once a standby named it). */
@@ -131,13 +161,8 @@ public final class AdminClient {
 
   /** Whether {@code GET /actuator/health/readiness} answers 200 (false when unreachable). */
   public boolean ready() throws InterruptedException {
-    HttpRequest request =
-        HttpRequest.newBuilder(URI.create(base + "/actuator/health/readiness"))
-            .timeout(timeout)
-            .GET()
-            .build();
     try {
-      return http.send(request, HttpResponse.BodyHandlers.discarding()).statusCode() == 200;
+      return send("GET", "/actuator/health/readiness", false).status() == 200;
     } catch (IOException e) {
       return false;
     }
@@ -168,7 +193,8 @@ public final class AdminClient {
   }
 
   private CompletableFuture<JsonNode> callAsync(String method, String path, Duration timeout) {
-    return http.sendAsync(request(method, path, timeout), HttpResponse.BodyHandlers.ofString())
+    return http.client()
+        .sendAsync(request(method, path, timeout, true), HttpResponse.BodyHandlers.ofString())
         .handle(
             (r, t) -> {
               try {
@@ -176,7 +202,7 @@ public final class AdminClient {
                   throw failure(
                       t instanceof CompletionException c ? c.getCause() : t, method, path);
                 }
-                return answer(r, method);
+                return answer(new Answer(r.statusCode(), r.body(), r.uri()), method);
               } catch (AdminException e) {
                 throw new CompletionException(e);
               }
@@ -189,13 +215,13 @@ public final class AdminClient {
 
   private JsonNode call(String method, String path, boolean followLeader)
       throws IOException, InterruptedException {
-    HttpResponse<String> r;
+    Answer r;
     try {
-      r = http.send(request(method, path, timeout), HttpResponse.BodyHandlers.ofString());
+      r = send(method, path, true);
     } catch (IOException e) {
       throw failure(e, method, path);
     }
-    if (r.statusCode() == 409 && followLeader) {
+    if (r.status() == 409 && followLeader) {
       JsonNode leader = errorBody(r).path("leaderAdminAddress");
       if (leader.isTextual()) {
         base = "http://" + leader.asText();
@@ -205,13 +231,68 @@ public final class AdminClient {
     return answer(r, method);
   }
 
-  private HttpRequest request(String method, String path, Duration timeout) {
+  /** An answer: its status code, body and the address asked. */
+  private record Answer(int status, String body, URI uri) {}
+
+  /**
+   * {@code method path} (no body), with the token when {@code authorize}; over {@link
+   * HttpURLConnection} for {@code http://} when this client is a command line's, else over the
+   * {@link HttpClient}. A connect timeout is a {@link ConnectException}.
+   */
+  private Answer send(String method, String path, boolean authorize)
+      throws IOException, InterruptedException {
+    URI uri = URI.create(base + path);
+    if (!urlConnection || !"http".equalsIgnoreCase(uri.getScheme())) {
+      HttpResponse<String> r =
+          http.client()
+              .send(
+                  request(method, path, timeout, authorize), HttpResponse.BodyHandlers.ofString());
+      return new Answer(r.statusCode(), r.body(), r.uri());
+    }
+    HttpURLConnection c = (HttpURLConnection) uri.toURL().openConnection();
+    c.setConnectTimeout(millis(timeout));
+    c.setReadTimeout(millis(timeout));
+    c.setInstanceFollowRedirects(false);
+    c.setUseCaches(false);
+    c.setRequestMethod(method);
+    c.setRequestProperty("Accept", "application/json");
+    if (authorize && !token.isEmpty()) {
+      c.setRequestProperty("Authorization", "Bearer " + token);
+    }
+    boolean post = !method.equals("GET");
+    if (post) {
+      // an empty body of a declared length: no chunking, and no silent retry of a POST
+      c.setDoOutput(true);
+      c.setFixedLengthStreamingMode(0);
+    }
+    try {
+      c.connect();
+    } catch (SocketTimeoutException e) {
+      throw (ConnectException) new ConnectException("connect timed out").initCause(e);
+    }
+    if (post) {
+      try (OutputStream none = c.getOutputStream()) {
+        none.flush();
+      }
+    }
+    int status = c.getResponseCode();
+    try (InputStream in = status >= 400 ? c.getErrorStream() : c.getInputStream()) {
+      String body = in == null ? "" : new String(in.readAllBytes(), StandardCharsets.UTF_8);
+      return new Answer(status, body, uri);
+    }
+  }
+
+  private static int millis(Duration d) {
+    return (int) Math.min(Integer.MAX_VALUE, Math.max(1, d.toMillis()));
+  }
+
+  private HttpRequest request(String method, String path, Duration timeout, boolean authorize) {
     HttpRequest.Builder b =
         HttpRequest.newBuilder(URI.create(base + path))
             .timeout(timeout)
             .header("Accept", "application/json")
             .method(method, HttpRequest.BodyPublishers.noBody());
-    if (!token.isEmpty()) {
+    if (authorize && !token.isEmpty()) {
       b.header("Authorization", "Bearer " + token);
     }
     return b.build();
@@ -220,21 +301,24 @@ public final class AdminClient {
   /** A call that got no answer: the service is down, or did not answer in time. */
   private AdminException failure(Throwable e, String method, String path) {
     String message =
-        e instanceof ConnectException || e instanceof HttpConnectTimeoutException
+        e instanceof ConnectException
+                || e instanceof HttpConnectTimeoutException
+                || e instanceof UnknownHostException
+                || e instanceof NoRouteToHostException
             ? "cannot connect to " + what + " at " + base + " (is it running?)"
-            : e instanceof HttpTimeoutException
+            : e instanceof HttpTimeoutException || e instanceof SocketTimeoutException
                 ? what + " at " + base + " did not answer " + method + " " + path + " in time"
                 : "cannot reach " + what + " at " + base + ": " + e;
     return new AdminException(AdminException.Kind.UNREACHABLE, message, e);
   }
 
   /** The body of a 2xx answer; an {@link AdminException} for any other. */
-  private JsonNode answer(HttpResponse<String> r, String method) throws AdminException {
-    if (r.statusCode() / 100 == 2) {
+  private JsonNode answer(Answer r, String method) throws AdminException {
+    if (r.status() / 100 == 2) {
       return parse(r.body(), r.uri());
     }
     JsonNode body = errorBody(r);
-    if (r.statusCode() == 401) {
+    if (r.status() == 401) {
       throw new AdminException(
           AdminException.Kind.UNAUTHORIZED,
           what + " refused the admin token (" + body.path("message").asText("unauthorized") + ")",
@@ -246,14 +330,14 @@ public final class AdminClient {
             + " "
             + r.uri()
             + " answered "
-            + r.statusCode()
+            + r.status()
             + ": "
             + abbreviate(body.path("message").asText(body.path("error").asText(r.body()))),
         null);
   }
 
   /** An error answer's JSON, or a missing node when it is not JSON. */
-  private static JsonNode errorBody(HttpResponse<String> r) {
+  private static JsonNode errorBody(Answer r) {
     try {
       return r.body() == null || r.body().isEmpty() ? JSON.missingNode() : JSON.readTree(r.body());
     } catch (IOException e) {
@@ -275,6 +359,30 @@ public final class AdminClient {
   private static String abbreviate(String s) {
     String one = s == null ? "" : s.replaceAll("\\s+", " ").trim();
     return one.length() > 200 ? one.substring(0, 200) + "..." : one;
+  }
+
+  /** The JDK's HTTP client, made at its first use and shared by the clients {@link #at} makes. */
+  private static final class Transport {
+    private final Duration connectTimeout;
+    private volatile HttpClient client;
+
+    Transport(Duration connectTimeout) {
+      this.connectTimeout = connectTimeout;
+    }
+
+    HttpClient client() {
+      HttpClient c = client;
+      if (c == null) {
+        synchronized (this) {
+          c = client;
+          if (c == null) {
+            c = HttpClient.newBuilder().connectTimeout(connectTimeout).build();
+            client = c;
+          }
+        }
+      }
+      return c;
+    }
   }
 
   private static String stripSlash(String s) {

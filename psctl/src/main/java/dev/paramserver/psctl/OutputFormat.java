@@ -24,13 +24,20 @@ public final class OutputFormat {
     text
   }
 
-  private static final ObjectMapper JSON =
-      new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
-  private static final ObjectMapper YAML =
-      new ObjectMapper(
-          new YAMLFactory()
-              .disable(YAMLGenerator.Feature.WRITE_DOC_START_MARKER)
-              .enable(YAMLGenerator.Feature.MINIMIZE_QUOTES));
+  /** The JSON writer, made at its first use: a table needs none (a quick command's start). */
+  private static final class Json {
+    static final ObjectMapper MAPPER =
+        new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
+  }
+
+  /** The YAML writer, made at its first use. */
+  private static final class Yaml {
+    static final ObjectMapper MAPPER =
+        new ObjectMapper(
+            new YAMLFactory()
+                .disable(YAMLGenerator.Feature.WRITE_DOC_START_MARKER)
+                .enable(YAMLGenerator.Feature.MINIMIZE_QUOTES));
+  }
 
   @Option(
       names = {"-o", "--output"},
@@ -63,7 +70,7 @@ public final class OutputFormat {
   /** Prints {@code value} (records, maps, lists, JSON trees) in the format asked for. */
   public void print(PrintWriter out, Object value) throws JsonProcessingException {
     if (format == Format.yaml) {
-      out.print(YAML.writeValueAsString(value));
+      out.print(Yaml.MAPPER.writeValueAsString(value));
       out.flush();
     } else {
       printJson(out, value);
@@ -72,7 +79,7 @@ public final class OutputFormat {
 
   /** Prints {@code value} (records, maps, lists, JSON trees) as pretty JSON and a line break. */
   public static void printJson(PrintWriter out, Object value) throws JsonProcessingException {
-    out.println(JSON.writeValueAsString(value));
+    out.println(Json.MAPPER.writeValueAsString(value));
     out.flush();
   }
 

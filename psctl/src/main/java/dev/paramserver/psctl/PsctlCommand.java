@@ -22,6 +22,31 @@ import picocli.CommandLine.Spec;
 public abstract class PsctlCommand implements Callable<Integer> {
   @Spec protected CommandSpec spec;
 
+  /** Where this command runs when no picocli command line made it ({@link #runWithout}). */
+  private Direct direct;
+
+  /** The streams, name and flags of a command run without picocli. */
+  private record Direct(
+      String name, PrintWriter out, PrintWriter err, boolean verbose, Map<String, String> env) {}
+
+  /** The usage error of a command run without picocli ({@link #runWithout}). */
+  public static final class UsageError extends RuntimeException {
+    UsageError(String message) {
+      super(message);
+    }
+  }
+
+  /**
+   * Runs this command without picocli, as {@code psctl <name>}: the quick commands' path ({@link
+   * dev.paramserver.psctl.job.QuickCommands}), which sets the options' fields itself. Failures are
+   * reported as {@link #call()} reports them; a usage error is thrown as a {@link UsageError}.
+   */
+  public final int runWithout(
+      String name, PrintWriter out, PrintWriter err, boolean verbose, Map<String, String> env) {
+    direct = new Direct(name, out, err, verbose, env);
+    return call();
+  }
+
   /** Does the work; returns the exit code (normally 0). */
   protected abstract int run() throws Exception;
 
@@ -29,7 +54,7 @@ public abstract class PsctlCommand implements Callable<Integer> {
   public final Integer call() {
     try {
       return run();
-    } catch (ParameterException e) {
+    } catch (ParameterException | UsageError e) {
       throw e;
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
@@ -41,7 +66,7 @@ public abstract class PsctlCommand implements Callable<Integer> {
 
   private int fail(Throwable e) {
     PrintWriter err = err();
-    err.println(spec.qualifiedName() + ": " + describe(e));
+    err.println(name() + ": " + describe(e));
     if (verbose()) {
       e.printStackTrace(err);
     }
@@ -57,22 +82,32 @@ public abstract class PsctlCommand implements Callable<Integer> {
 
   /** The environment PSCTL_* defaults come from (psctl's, else the process's). */
   protected Map<String, String> env() {
+    if (direct != null) {
+      return direct.env();
+    }
     return spec.root().userObject() instanceof Psctl p ? p.env() : System.getenv();
   }
 
   /** Standard output of this command line (tests capture it with {@code setOut}). */
   protected PrintWriter out() {
-    return spec.commandLine().getOut();
+    return direct != null ? direct.out() : spec.commandLine().getOut();
   }
 
   /** Standard error of this command line. */
   protected PrintWriter err() {
-    return spec.commandLine().getErr();
+    return direct != null ? direct.err() : spec.commandLine().getErr();
+  }
+
+  /** The command's name as messages give it, e.g. {@code psctl status}. */
+  protected String name() {
+    return direct != null ? direct.name() : spec.qualifiedName();
   }
 
   /** A usage error (exit code 2) with this message; throw it. */
-  protected ParameterException usageError(String message) {
-    return new ParameterException(spec.commandLine(), message);
+  protected RuntimeException usageError(String message) {
+    return direct != null
+        ? new UsageError(message)
+        : new ParameterException(spec.commandLine(), message);
   }
 
   /**
@@ -88,7 +123,7 @@ public abstract class PsctlCommand implements Callable<Integer> {
     if (deprecatedOutput != null) {
       err()
           .println(
-              spec.qualifiedName()
+              name()
                   + ": warning: --output "
                   + label
                   + " is deprecated, use --out "
@@ -105,6 +140,9 @@ public abstract class PsctlCommand implements Callable<Integer> {
 
   /** Whether --verbose was given. */
   protected boolean verbose() {
+    if (direct != null) {
+      return direct.verbose();
+    }
     return spec.root().userObject() instanceof Psctl p && p.verbose();
   }
 

@@ -49,7 +49,7 @@ abstract class JobCommand extends PsctlCommand {
               + JobTarget.SERVICE_TOKEN_ENV
               + ")");
     }
-    return AdminClient.create("the master", masterUrl(env), token, timeout());
+    return AdminClient.forCommandLine("the master", masterUrl(env), token, timeout());
   }
 
   /** The leader's HTTP address from the options, or a usage error saying what is missing. */

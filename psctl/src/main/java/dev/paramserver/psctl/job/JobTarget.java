@@ -25,6 +25,9 @@ public final class JobTarget {
 
   static final String DEFAULT_JOB = "default";
 
+  /** The default of {@code --timeout}. */
+  static final int DEFAULT_TIMEOUT_SECONDS = 10;
+
   @Option(
       names = "--master",
       paramLabel = "URL",
@@ -96,7 +99,7 @@ public final class JobTarget {
       names = "--timeout",
       paramLabel = "SECONDS",
       description = "Timeout of each call in seconds (default: ${DEFAULT-VALUE}).",
-      defaultValue = "10")
+      defaultValue = "" + DEFAULT_TIMEOUT_SECONDS)
   int timeoutSeconds;
 
   /** The token given, else the environment's, else null. */

@@ -18,6 +18,9 @@ import picocli.CommandLine.Option;
             + " pass, pservers, trainers and the latest events (the master's /admin/job). -o json prints the view as admin-api's"
             + " published schema (GET /admin/job/schema) describes it.")
 public final class StatusCommand extends JobCommand {
+  /** The default of {@code --events}. */
+  static final int DEFAULT_EVENTS = 10;
+
   @Option(
       names = "--json",
       description = "Print the master's JSON answer as it is (fields newer than psctl included).")
@@ -28,7 +31,7 @@ public final class StatusCommand extends JobCommand {
   @Option(
       names = "--events",
       paramLabel = "N",
-      defaultValue = "10",
+      defaultValue = "" + DEFAULT_EVENTS,
       description = "Events to show in text (default: ${DEFAULT-VALUE}).")
   int events;
 

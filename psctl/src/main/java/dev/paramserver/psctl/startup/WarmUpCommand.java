@@ -4,6 +4,7 @@ import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
 import dev.paramserver.psctl.Psctl;
 import dev.paramserver.psctl.PsctlCommand;
+import dev.paramserver.psctl.job.QuickCommands;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -22,7 +23,8 @@ import picocli.CommandLine.Command;
  * ArchiveCommand}). Runs, in this one JVM, what the quick commands load: {@code --help}, {@code
  * version}, and {@code status} (text and JSON) and {@code version} against a stand-in master on
  * 127.0.0.1 that answers a sample {@code /admin/job} and {@code /admin/status}, so that the archive
- * holds the HTTP client, JSON and report classes too. Prints nothing; exits 0.
+ * holds the HTTP client, JSON and report classes too, on the quick path ({@link QuickCommands}) and
+ * picocli's alike. Prints nothing; exits 0.
  */
 @Command(
     name = WarmUpCommand.NAME,
@@ -55,8 +57,11 @@ public final class WarmUpCommand extends PsctlCommand {
               List.of("status", "--master", url, "--token", TOKEN),
               List.of("status", "--master", url, "--token", TOKEN, "-o", "json"),
               List.of("version", "--master", url, "--token", TOKEN))) {
-        CommandLine cl = Psctl.commandLine(env);
         StringWriter sink = new StringWriter();
+        // the quick path (QuickCommands) where it takes the command line, and picocli's
+        QuickCommands.run(
+            args.toArray(String[]::new), env, new PrintWriter(sink), new PrintWriter(sink));
+        CommandLine cl = Psctl.commandLine(env);
         cl.setOut(new PrintWriter(sink));
         cl.setErr(new PrintWriter(sink));
         cl.execute(args.toArray(String[]::new));

@@ -1,0 +1,133 @@
+package dev.paramserver.adminapi;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import com.sun.net.httpserver.HttpExchange;
+import com.sun.net.httpserver.HttpServer;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * Both transports of {@link AdminClient} (the services' {@code HttpClient}, psctl's {@code
+ * HttpURLConnection} for http://) send the same requests and read answers, errors, a standby's 409
+ * and an unreachable service alike.
+ */
+class AdminClientTransportTest {
+  private static final String TOKEN = "t0ken";
+  private HttpServer leader;
+  private HttpServer standby;
+  private final List<String> requests = new CopyOnWriteArrayList<>();
+
+  @BeforeEach
+  void start() throws IOException {
+    leader = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
+    leader.createContext("/", this::leader);
+    leader.start();
+    standby = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
+    standby.createContext(
+        "/",
+        ex ->
+            answer(
+                ex,
+                409,
+                "{\"leaderAdminAddress\":\"127.0.0.1:" + leader.getAddress().getPort() + "\"}"));
+    standby.start();
+  }
+
+  @AfterEach
+  void stop() {
+    leader.stop(0);
+    standby.stop(0);
+  }
+
+  private void leader(HttpExchange ex) throws IOException {
+    String length = ex.getRequestHeaders().getFirst("Content-Length");
+    requests.add(
+        ex.getRequestMethod()
+            + " "
+            + ex.getRequestURI()
+            + " auth="
+            + ex.getRequestHeaders().getFirst("Authorization")
+            + (ex.getRequestMethod().equals("POST") ? " length=" + length : ""));
+    String path = ex.getRequestURI().getPath();
+    if (path.equals("/actuator/health/readiness")) {
+      answer(ex, 200, "{\"status\":\"UP\"}");
+    } else if (!("Bearer " + TOKEN).equals(ex.getRequestHeaders().getFirst("Authorization"))) {
+      answer(ex, 401, "{\"message\":\"wrong admin token\"}");
+    } else if (path.equals("/admin/status")) {
+      answer(ex, 200, "{\"role\":\"master\",\"state\":\"LEADER\",\"version\":\"1\"}");
+    } else if (path.equals("/admin/job/checkpoint")) {
+      answer(ex, 200, "{\"checkpoints\":[]}");
+    } else {
+      answer(ex, 500, "{\"message\":\"boom\"}");
+    }
+  }
+
+  private static void answer(HttpExchange ex, int code, String body) throws IOException {
+    byte[] b = body.getBytes(StandardCharsets.UTF_8);
+    ex.getResponseHeaders().add("Content-Type", "application/json");
+    ex.sendResponseHeaders(code, b.length);
+    ex.getResponseBody().write(b);
+    ex.close();
+  }
+
+  private static String url(HttpServer s) {
+    return "http://127.0.0.1:" + s.getAddress().getPort();
+  }
+
+  private static AdminClient client(boolean commandLine, String url, String token) {
+    Duration timeout = Duration.ofSeconds(10);
+    return commandLine
+        ? AdminClient.forCommandLine("the master", url, token, timeout)
+        : AdminClient.create("the master", url, token, timeout);
+  }
+
+  @ParameterizedTest
+  @ValueSource(booleans = {false, true})
+  void answersErrorsTheLeaderAndUnreachable(boolean commandLine) throws Exception {
+    AdminClient viaStandby = client(commandLine, url(standby), TOKEN);
+    assertThat(viaStandby.status().state()).isEqualTo("LEADER");
+    assertThat(viaStandby.base()).isEqualTo(url(leader));
+    assertThat(viaStandby.checkpoint().path("checkpoints").isArray()).isTrue();
+    assertThat(requests)
+        .contains(
+            "GET /admin/status auth=Bearer " + TOKEN,
+            "POST /admin/job/checkpoint auth=Bearer " + TOKEN + " length=0");
+    assertThat(viaStandby.ready()).isTrue();
+    assertThat(requests.get(requests.size() - 1)).contains("auth=null");
+
+    assertThatThrownBy(() -> client(commandLine, url(leader), "wrong").status())
+        .isInstanceOfSatisfying(
+            AdminException.class,
+            e -> assertThat(e.kind()).isEqualTo(AdminException.Kind.UNAUTHORIZED))
+        .hasMessage("the master refused the admin token (wrong admin token)");
+    assertThatThrownBy(() -> client(commandLine, url(leader), TOKEN).scaling())
+        .isInstanceOfSatisfying(
+            AdminException.class,
+            e -> assertThat(e.kind()).isEqualTo(AdminException.Kind.BAD_ANSWER))
+        .hasMessage("GET " + url(leader) + "/admin/job/scaling answered 500: boom");
+
+    int closed;
+    try (ServerSocket s = new ServerSocket(0)) {
+      closed = s.getLocalPort();
+    }
+    AdminClient down = client(commandLine, "http://127.0.0.1:" + closed, TOKEN);
+    assertThatThrownBy(down::status)
+        .isInstanceOfSatisfying(
+            AdminException.class,
+            e -> assertThat(e.kind()).isEqualTo(AdminException.Kind.UNREACHABLE))
+        .hasMessage(
+            "cannot connect to the master at http://127.0.0.1:" + closed + " (is it running?)");
+    assertThat(down.ready()).isFalse();
+  }
+}
