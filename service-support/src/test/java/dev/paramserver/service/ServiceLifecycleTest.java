@@ -130,7 +130,9 @@ class ServiceLifecycleTest {
                 assertThat(chain(e))
                     .contains(nowhere)
                     .contains("paramserver.etcd.startup-timeout"));
-    assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(6));
+    // Well under the 60 s default, so the 2 s setting was obeyed; the margin is for start-up on a
+    // loaded machine (it took 7.8 s at a load average of 29 on two cores).
+    assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(30));
   }
 
   private static int status(String url) {
