@@ -163,6 +163,16 @@ class Moved(ParamServerError):
     reason_name = "MOVED"
 
 
+class FollowerTooSlow(ParamServerError):
+    """A follower of a shard's change stream fell too far behind and was cut off: follow again."""
+    reason_name = "FOLLOWER_TOO_SLOW"
+
+
+class VersionNotReached(ParamServerError):
+    """Serving: min_version was not reached in time. .metadata: "shard", "wanted", "served"."""
+    reason_name = "VERSION_NOT_REACHED"
+
+
 BY_REASON: Dict[str, Type[ParamServerError]] = {
     c.reason_name: c for c in ParamServerError.__subclasses__() if c.reason_name is not None}
 
