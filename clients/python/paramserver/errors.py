@@ -20,6 +20,7 @@ __all__ = [
     "InitConflict", "NotLeader", "DatasetConflict", "NoDataset", "DatasetUnreadable", "UnknownTask",
     "BadArgument", "ShuttingDown", "TooLarge", "BadOptimizer", "SyncAborted", "NotPrimary",
     "PushWindowExceeded", "NotJoined", "ModelMismatch", "TrainerIdTaken", "NoModel", "WrongShard", "Moved",
+    "FollowerTooSlow", "VersionNotReached",
 ]
 
 
