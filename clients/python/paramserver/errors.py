@@ -20,6 +20,7 @@ __all__ = [
     "InitConflict", "NotLeader", "DatasetConflict", "NoDataset", "DatasetUnreadable", "UnknownTask",
     "BadArgument", "ShuttingDown", "TooLarge", "BadOptimizer", "SyncAborted", "NotPrimary",
     "PushWindowExceeded", "NotJoined", "ModelMismatch", "TrainerIdTaken", "NoModel", "WrongShard", "Moved",
+    "FollowerTooSlow", "VersionNotReached",
 ]
 
 
@@ -161,6 +162,16 @@ class Moved(ParamServerError):
     """Elastic placement: a slot or block moved (nothing applied). .metadata: "owner", "epoch"
     (the placement epoch that gives it), "index" and "slot" or "block". The client resends by itself."""
     reason_name = "MOVED"
+
+
+class FollowerTooSlow(ParamServerError):
+    """A follower of a shard's change stream fell too far behind and was cut off: follow again."""
+    reason_name = "FOLLOWER_TOO_SLOW"
+
+
+class VersionNotReached(ParamServerError):
+    """Serving: min_version was not reached in time. .metadata: "shard", "wanted", "served"."""
+    reason_name = "VERSION_NOT_REACHED"
 
 
 BY_REASON: Dict[str, Type[ParamServerError]] = {

@@ -78,7 +78,7 @@ class PropertyTableTest {
   private static String service(String name, String sourceType) {
     // a service's own key bound through a shared type (paramserver.trainer.s3.* is S3Settings, from
     // the storage library) belongs to that service all the same
-    for (String service : new String[] {"master", "pserver", "trainer"}) {
+    for (String service : new String[] {"master", "pserver", "trainer", "serving"}) {
       if (sourceType.startsWith("dev.paramserver." + service + ".")
           || name.startsWith("paramserver." + service + ".")) {
         return service;

@@ -1,6 +1,7 @@
 package dev.paramserver.pserver;
 
 import dev.paramserver.coordination.Coordinator;
+import dev.paramserver.pserver.follow.ShardFeed;
 import dev.paramserver.pserver.role.ShardLifecycle;
 import dev.paramserver.pserver.shard.ParameterShard;
 import dev.paramserver.pserver.shard.ShardMoves;
@@ -49,6 +50,12 @@ public class PserverConfiguration {
   @Bean
   ShardMoves shardMoves(ParameterShard shard) {
     return new ShardMoves(shard);
+  }
+
+  /** The shard's change stream for read replicas (ShardFollow), attached at the first follower. */
+  @Bean
+  ShardFeed shardFeed(ParameterShard shard) {
+    return new ShardFeed(shard, System::currentTimeMillis);
   }
 
   /**

@@ -35,6 +35,7 @@ final class PushPath {
   private volatile PushLog pushLog = PushLog.NONE;
   private volatile Replica replica;
   private volatile RecordTap tap;
+  private volatile AppliedFeed feed;
   // Held while a logged push is logged, handed to the backup and applied (see logAndApply).
   private final Object order = new Object();
   private volatile SyncAggregator sync;
@@ -101,6 +102,10 @@ final class PushPath {
   /** Hands every record applied from now on to {@code tap} (one at a time: it replaces any). */
   void attachTap(RecordTap tap) {
     this.tap = tap;
+  }
+
+  void attachFeed(AppliedFeed feed) {
+    this.feed = feed;
   }
 
   /** Stops handing records to {@code tap}, if it is still the one attached (see ShardMoves). */
@@ -253,7 +258,8 @@ final class PushPath {
   private long logAndApply(ValidatedPush push, List<PushGradientsRequest> requests, boolean log) {
     Replica r = replica;
     RecordTap t = tap;
-    if (!log || (!pushLog.enabled() && r == null && t == null)) {
+    AppliedFeed f = feed;
+    if (!log || (!pushLog.enabled() && r == null && t == null && f == null)) {
       ValidatedGradients.apply(push);
       return step.incrementAndGet();
     }
@@ -267,7 +273,7 @@ final class PushPath {
       } catch (UncheckedIOException e) {
         throw logFailed(e);
       }
-      if (r == null) {
+      if (r == null && f == null) {
         ValidatedGradients.apply(push);
       } else {
         // The backup gets the record after it was applied, with the rows the tables removed
@@ -282,7 +288,13 @@ final class PushPath {
         }
         // the backup's call may send the record after this push was answered and its received
         // buffers released: it gets a copy
-        r.append(withRemovals(unaliased(record), removals.recorded()));
+        WalRecord full = withRemovals(unaliased(record), removals.recorded());
+        if (r != null) {
+          r.append(full);
+        }
+        if (f != null) {
+          f.applied(step.get() + 1, full);
+        }
       }
       if (t != null) {
         t.append(record);

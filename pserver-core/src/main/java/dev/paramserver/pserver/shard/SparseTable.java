@@ -47,9 +47,12 @@ final class SparseTable {
     return store.rows();
   }
 
-  /** Copies the values of row {@code id} to {@code out} at {@code offset}. */
-  void read(long id, float[] out, int offset) {
-    store.read(id, out, offset);
+  /**
+   * Copies the values of row {@code id} to {@code out} at {@code offset}; false when the table
+   * holds no such row (its initial values were copied).
+   */
+  boolean read(long id, float[] out, int offset) {
+    return store.read(id, out, offset);
   }
 
   /**

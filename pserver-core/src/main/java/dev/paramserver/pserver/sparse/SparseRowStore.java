@@ -156,8 +156,12 @@ public final class SparseRowStore {
     return stripes[stripeOf(LongSlotIndex.mix(id))];
   }
 
-  /** Copies the values of row {@code id} (its initial values if it has no row) to {@code out}. */
-  public void read(long id, float[] out, int offset) {
+  /**
+   * Copies the values of row {@code id} (its initial values if it has no row) to {@code out}.
+   *
+   * @return false when the table holds no row {@code id} (the initial values were copied)
+   */
+  public boolean read(long id, float[] out, int offset) {
     Stripe s = stripe(id);
     s.lock.readLock().lock();
     try {
@@ -166,12 +170,13 @@ public final class SparseRowStore {
       EvictionPolicy p = settings.policy();
       if (slot >= 0 && (!p.expires() || !p.expired(s.slab.meta(slot), clock.getAsLong()))) {
         System.arraycopy(s.slab.floatChunk(slot), s.slab.offset(slot), out, offset, width);
-        return;
+        return true;
       }
     } finally {
       s.lock.readLock().unlock();
     }
     init.fill(id, out, offset);
+    return false;
   }
 
   /**

@@ -1,0 +1,75 @@
+package dev.paramserver.serving.admin;
+
+import dev.paramserver.service.AdminStatusSource;
+import dev.paramserver.serving.replica.ServedVersion;
+import dev.paramserver.serving.replica.ServingReplica;
+import dev.paramserver.serving.replica.ShardFollower;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.springframework.stereotype.Component;
+
+/**
+ * {@code GET /admin/status} of a serving replica: state LOADING (some shard has no copy yet) or
+ * SERVING; identity the replica's instance id; details job, version {number, shards [{index, epoch,
+ * sequence}]} (null while LOADING) and shards [{index, primary, epoch, sequence, connected, copies,
+ * lagMs, records}].
+ */
+@Component
+public final class ServingStatusSource implements AdminStatusSource {
+  private final ServingReplica replica;
+
+  public ServingStatusSource(ServingReplica replica) {
+    this.replica = replica;
+  }
+
+  @Override
+  public String role() {
+    return "serving";
+  }
+
+  @Override
+  public String state() {
+    return replica.model().version() == null ? "LOADING" : "SERVING";
+  }
+
+  @Override
+  public String identity() {
+    return replica.model().replica();
+  }
+
+  @Override
+  public Map<String, Object> details() {
+    Map<String, Object> d = new LinkedHashMap<>();
+    d.put("job", replica.origin());
+    ServedVersion v = replica.model().version();
+    if (v == null) {
+      d.put("version", null);
+    } else {
+      Map<String, Object> vm = new LinkedHashMap<>();
+      vm.put("number", v.number());
+      List<Map<String, Object>> at = new ArrayList<>();
+      for (ServedVersion.Position p : v.shards()) {
+        at.add(Map.of("index", p.index(), "epoch", p.epoch(), "sequence", p.sequence()));
+      }
+      vm.put("shards", at);
+      d.put("version", vm);
+    }
+    List<Map<String, Object>> shards = new ArrayList<>();
+    for (ShardFollower.Status s : replica.shards()) {
+      Map<String, Object> m = new LinkedHashMap<>();
+      m.put("index", s.index());
+      m.put("primary", s.primary());
+      m.put("epoch", s.epoch());
+      m.put("sequence", s.sequence());
+      m.put("connected", s.connected());
+      m.put("copies", s.copies());
+      m.put("lagMs", s.lagMs());
+      m.put("records", s.records());
+      shards.add(m);
+    }
+    d.put("shards", shards);
+    return d;
+  }
+}
