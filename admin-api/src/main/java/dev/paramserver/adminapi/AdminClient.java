@@ -42,9 +42,19 @@ import java.util.concurrent.CompletionException;
  * them), which is why the services' clients keep the {@link HttpClient}.
  */
 public final class AdminClient {
-  /** Reads answers; a newer service may add fields, an older reader takes the ones it knows. */
-  public static final ObjectMapper JSON =
-      new ObjectMapper().configure(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES, false);
+  /**
+   * Reads answers; a newer service may add fields, an older reader takes the ones it knows. Made at
+   * its first use: {@link #job()} and {@link #status()} read the usual answers without it ({@link
+   * JsonRecords}), so that {@code psctl status} and {@code psctl version} do not start Jackson.
+   */
+  public static ObjectMapper json() {
+    return Json.MAPPER;
+  }
+
+  private static final class Json {
+    static final ObjectMapper MAPPER =
+        new ObjectMapper().configure(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES, false);
+  }
 
   private final Transport http;
   private final String token;
@@ -100,7 +110,7 @@ public final class AdminClient {
 
   /** {@code GET /admin/job} of the leader master, as published. */
   public JobView job() throws IOException, InterruptedException {
-    return asJobView(jobJson());
+    return record(exchange("GET", "/admin/job", true), JobView.class, "/admin/job");
   }
 
   /** {@code GET /admin/job} of the leader master as it answered, fields unknown here included. */
@@ -115,7 +125,7 @@ public final class AdminClient {
 
   /** {@code GET /admin/status}: the fields every service has, and the master's build. */
   public ServiceStatus status() throws IOException, InterruptedException {
-    return read(statusJson(), ServiceStatus.class, "/admin/status");
+    return record(exchange("GET", "/admin/status", true), ServiceStatus.class, "/admin/status");
   }
 
   /** {@code GET /admin/status} as it answered. */
@@ -170,7 +180,7 @@ public final class AdminClient {
 
   private <T> T read(JsonNode answer, Class<T> type, String path) throws AdminException {
     try {
-      return JSON.treeToValue(answer, type);
+      return json().treeToValue(answer, type);
     } catch (IOException e) {
       throw new AdminException(
           AdminException.Kind.BAD_ANSWER,
@@ -202,7 +212,8 @@ public final class AdminClient {
                   throw failure(
                       t instanceof CompletionException c ? c.getCause() : t, method, path);
                 }
-                return answer(new Answer(r.statusCode(), r.body(), r.uri()), method);
+                Answer a = answer(new Answer(r.statusCode(), r.body(), r.uri()), method);
+                return parse(a.body(), a.uri());
               } catch (AdminException e) {
                 throw new CompletionException(e);
               }
@@ -215,6 +226,25 @@ public final class AdminClient {
 
   private JsonNode call(String method, String path, boolean followLeader)
       throws IOException, InterruptedException {
+    Answer r = exchange(method, path, followLeader);
+    return parse(r.body(), r.uri());
+  }
+
+  /**
+   * A 2xx answer's body as a {@code type}: read without Jackson's data binding ({@link
+   * JsonRecords}) when it can be, else by Jackson (which coerces what it can and words the error).
+   */
+  private <T extends Record> T record(Answer r, Class<T> type, String path) throws AdminException {
+    try {
+      return JsonRecords.read(r.body() == null || r.body().isEmpty() ? "{}" : r.body(), type);
+    } catch (IllegalArgumentException e) {
+      return read(parse(r.body(), r.uri()), type, path);
+    }
+  }
+
+  /** {@code method path}'s 2xx answer, a standby's 409 followed once; else an exception. */
+  private Answer exchange(String method, String path, boolean followLeader)
+      throws IOException, InterruptedException {
     Answer r;
     try {
       r = send(method, path, true);
@@ -225,7 +255,7 @@ public final class AdminClient {
       JsonNode leader = errorBody(r).path("leaderAdminAddress");
       if (leader.isTextual()) {
         base = "http://" + leader.asText();
-        return call(method, path, false);
+        return exchange(method, path, false);
       }
     }
     return answer(r, method);
@@ -312,10 +342,10 @@ public final class AdminClient {
     return new AdminException(AdminException.Kind.UNREACHABLE, message, e);
   }
 
-  /** The body of a 2xx answer; an {@link AdminException} for any other. */
-  private JsonNode answer(Answer r, String method) throws AdminException {
+  /** A 2xx answer; an {@link AdminException} for any other. */
+  private Answer answer(Answer r, String method) throws AdminException {
     if (r.status() / 100 == 2) {
-      return parse(r.body(), r.uri());
+      return r;
     }
     JsonNode body = errorBody(r);
     if (r.status() == 401) {
@@ -339,15 +369,17 @@ public final class AdminClient {
   /** An error answer's JSON, or a missing node when it is not JSON. */
   private static JsonNode errorBody(Answer r) {
     try {
-      return r.body() == null || r.body().isEmpty() ? JSON.missingNode() : JSON.readTree(r.body());
+      return r.body() == null || r.body().isEmpty()
+          ? json().missingNode()
+          : json().readTree(r.body());
     } catch (IOException e) {
-      return JSON.missingNode();
+      return json().missingNode();
     }
   }
 
   private JsonNode parse(String body, URI uri) throws AdminException {
     try {
-      return JSON.readTree(body == null || body.isEmpty() ? "{}" : body);
+      return json().readTree(body == null || body.isEmpty() ? "{}" : body);
     } catch (IOException e) {
       throw new AdminException(
           AdminException.Kind.BAD_ANSWER,

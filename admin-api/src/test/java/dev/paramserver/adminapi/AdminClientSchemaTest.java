@@ -29,7 +29,7 @@ class AdminClientSchemaTest {
     assertThat(JsonSchemaCheck.of(JobViewSchema.published()).errors(full)).isEmpty();
 
     ObjectMapper strict =
-        AdminClient.JSON.copy().enable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES);
+        AdminClient.json().copy().enable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES);
     JobView view = strict.treeToValue(full, JobView.class);
     // through text, so int and long fields compare alike
     assertThat(json.readTree(json.writeValueAsString(view)))

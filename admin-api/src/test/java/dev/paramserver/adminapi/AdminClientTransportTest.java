@@ -50,6 +50,9 @@ class AdminClientTransportTest {
     standby.stop(0);
   }
 
+  /** What the leader answers {@code GET /admin/job}. */
+  private volatile String jobAnswer = "{}";
+
   private void leader(HttpExchange ex) throws IOException {
     String length = ex.getRequestHeaders().getFirst("Content-Length");
     requests.add(
@@ -66,6 +69,8 @@ class AdminClientTransportTest {
       answer(ex, 401, "{\"message\":\"wrong admin token\"}");
     } else if (path.equals("/admin/status")) {
       answer(ex, 200, "{\"role\":\"master\",\"state\":\"LEADER\",\"version\":\"1\"}");
+    } else if (path.equals("/admin/job")) {
+      answer(ex, 200, jobAnswer);
     } else if (path.equals("/admin/job/checkpoint")) {
       answer(ex, 200, "{\"checkpoints\":[]}");
     } else {
@@ -129,5 +134,31 @@ class AdminClientTransportTest {
         .hasMessage(
             "cannot connect to the master at http://127.0.0.1:" + closed + " (is it running?)");
     assertThat(down.ready()).isFalse();
+  }
+
+  @ParameterizedTest
+  @ValueSource(booleans = {false, true})
+  void job_readsWhatOnlyJacksonReads_andWordsWhatNeitherReads(boolean commandLine)
+      throws Exception {
+    AdminClient client = client(commandLine, url(leader), TOKEN);
+    jobAnswer = "{\"leader\":true,\"job\":{\"state\":\"RUNNING\",\"pass\":2},\"x\":[1]}";
+    assertThat(client.job().job().pass()).isEqualTo(2);
+    // a number as a string: JsonRecords refuses it, Jackson coerces it
+    jobAnswer = "{\"leader\":true,\"job\":{\"state\":\"RUNNING\",\"pass\":\"3\"}}";
+    assertThat(client.job().job().pass()).isEqualTo(3);
+
+    jobAnswer = "{\"leader\":true,\"job\":{\"state\":\"RUNNING\",\"pass\":[]}}";
+    assertThatThrownBy(client::job)
+        .isInstanceOfSatisfying(
+            AdminException.class,
+            e -> assertThat(e.kind()).isEqualTo(AdminException.Kind.BAD_ANSWER))
+        .hasMessageStartingWith(
+            "the master at " + url(leader) + " answered /admin/job in an unexpected shape");
+    jobAnswer = "<html>";
+    assertThatThrownBy(client::job)
+        .isInstanceOfSatisfying(
+            AdminException.class,
+            e -> assertThat(e.kind()).isEqualTo(AdminException.Kind.BAD_ANSWER))
+        .hasMessage(url(leader) + "/admin/job did not answer JSON (is it a paramserver service?)");
   }
 }

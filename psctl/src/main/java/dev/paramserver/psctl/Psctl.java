@@ -7,7 +7,6 @@ import dev.paramserver.psctl.demo.DemoDataCommand;
 import dev.paramserver.psctl.inspect.InspectCommand;
 import dev.paramserver.psctl.job.CheckpointCommand;
 import dev.paramserver.psctl.job.ForceTakeoverCommand;
-import dev.paramserver.psctl.job.QuickCommands;
 import dev.paramserver.psctl.job.ScaleCommand;
 import dev.paramserver.psctl.job.StatusCommand;
 import dev.paramserver.psctl.job.StopCommand;
@@ -18,11 +17,7 @@ import dev.paramserver.psctl.model.ExportCommand;
 import dev.paramserver.psctl.model.PredictCommand;
 import dev.paramserver.psctl.startup.ArchiveCommand;
 import dev.paramserver.psctl.startup.WarmUpCommand;
-import java.io.BufferedWriter;
-import java.io.OutputStreamWriter;
-import java.io.PrintStream;
 import java.io.PrintWriter;
-import java.nio.charset.Charset;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.concurrent.Callable;
@@ -107,30 +102,14 @@ public final class Psctl implements Callable<Integer> {
     this.env = env;
   }
 
-  /**
-   * Runs psctl and exits the JVM with its exit code. {@code status} and {@code version} command
-   * lines that {@link QuickCommands} knows run without building picocli's command line.
-   */
+  /** Runs psctl and exits the JVM with its exit code: as {@link Main#main}. */
   public static void main(String[] args) {
-    Map<String, String> env = System.getenv();
-    PrintWriter out = writer(System.out, "sun.stdout.encoding");
-    PrintWriter err = writer(System.err, "sun.stderr.encoding");
-    Integer quick = QuickCommands.run(args, env, out, err);
-    out.flush();
-    err.flush();
-    System.exit(quick != null ? quick : commandLine(env, args).execute(args));
+    Main.main(args);
   }
 
-  /** A writer of {@code stream} in the encoding picocli would use for it. */
-  private static PrintWriter writer(PrintStream stream, String encodingProperty) {
-    String encoding = System.getProperty(encodingProperty);
-    Charset charset;
-    try {
-      charset = encoding == null ? Charset.defaultCharset() : Charset.forName(encoding);
-    } catch (RuntimeException e) {
-      charset = Charset.defaultCharset();
-    }
-    return new PrintWriter(new BufferedWriter(new OutputStreamWriter(stream, charset)));
+  /** Runs {@code args} with picocli's command line; returns the exit code. */
+  static int execute(Map<String, String> env, String[] args) {
+    return commandLine(env, args).execute(args);
   }
 
   /**

@@ -1,7 +1,7 @@
 package dev.paramserver.psctl.startup;
 
 import dev.paramserver.localcluster.ClassDataArchives;
-import dev.paramserver.psctl.Psctl;
+import dev.paramserver.psctl.Main;
 import dev.paramserver.psctl.PsctlCommand;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -57,7 +57,7 @@ public final class ArchiveCommand extends PsctlCommand {
     ClassDataArchives.prepare(
         jar,
         javaBinary,
-        (j, app, log) -> BootJarLayout.extract(j, app, Psctl.class.getName()),
+        (j, app, log) -> BootJarLayout.extract(j, app, Main.class.getName()),
         extracted -> {
           List<String> cmd = new ArrayList<>(JVM_OPTIONS);
           cmd.addAll(List.of("-jar", extracted.toString(), WarmUpCommand.NAME));
