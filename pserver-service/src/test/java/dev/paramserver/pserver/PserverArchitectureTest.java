@@ -5,6 +5,8 @@ import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
 import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noFields;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import com.tngtech.archunit.core.domain.JavaClasses;
+import com.tngtech.archunit.core.importer.ClassFileImporter;
 import dev.paramserver.pserver.role.ShardLifecycle;
 import dev.paramserver.pserver.shard.MovingSlots;
 import dev.paramserver.pserver.shard.ParameterShard;
@@ -16,6 +18,9 @@ import dev.paramserver.testsupport.arch.ModuleRules;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.stream.Collectors;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 
@@ -143,6 +148,51 @@ class PserverArchitectureTest extends ModuleArchitectureTest {
         .callMethod(ShardLifecycle.class, "backup", int.class)
         .because("the backup relation changes through replication only")
         .check(mainClasses());
+  }
+
+  @Test
+  void noPackage_isSplitBetweenPserverCoreAndThisModule() throws IOException {
+    Set<String> core = packagesOf(Path.of("../pserver-core/src/main/java"));
+    Set<String> service = packagesOf(Path.of("src/main/java"));
+    assertThat(service)
+        .as("packages of pserver-service that pserver-core has too (one package, one module)")
+        .doesNotContainAnyElementsOf(core);
+  }
+
+  @Test
+  void everyPackageOfTheShard_saysWhichClassIsTheDoorForWhom() throws IOException {
+    for (Path root :
+        new Path[] {Path.of("../pserver-core/src/main/java"), Path.of("src/main/java")}) {
+      for (String p : packagesOf(root)) {
+        assertThat(root.resolve(p.replace('.', '/')).resolve("package-info.java"))
+            .as("package-info.java of %s", p)
+            .exists();
+      }
+    }
+  }
+
+  @Test
+  void theShardsDomain_linksNoEtcdClientNorNetworkStack() {
+    JavaClasses core =
+        new ClassFileImporter().importPath(Path.of("../pserver-core/target/classes"));
+    noClasses()
+        .should()
+        .dependOnClassesThat()
+        .resideInAnyPackage(
+            "io.etcd..", "io.netty..", "io.grpc..", "io.vertx..", "dev.paramserver.coordination..")
+        .because(
+            "pserver-core is the shard's domain: etcd stays behind interfaces it owns"
+                + " (CheckpointPointers), gRPC in pserver-service's adapters")
+        .check(core);
+  }
+
+  private static Set<String> packagesOf(Path sources) throws IOException {
+    try (Stream<Path> files = Files.walk(sources)) {
+      return files
+          .filter(f -> f.toString().endsWith(".java"))
+          .map(f -> sources.relativize(f.getParent()).toString().replace('/', '.'))
+          .collect(Collectors.toCollection(TreeSet::new));
+    }
   }
 
   @Test

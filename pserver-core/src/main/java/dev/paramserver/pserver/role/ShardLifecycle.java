@@ -47,6 +47,14 @@ public final class ShardLifecycle {
     return index;
   }
 
+  /**
+   * The index whose state this pserver holds: the claimed index once it serves it (or, deposed, the
+   * one it served last); -1 while none is claimed or the claimed one is still loading.
+   */
+  public synchronized int loadedIndex() {
+    return role == ShardRole.LOADING ? -1 : index;
+  }
+
   /** The shard this pserver is the backup of (or is taking over), or -1. */
   public synchronized int backupOf() {
     return backupOf;

@@ -383,9 +383,12 @@ public final class ShardRegistration
     return state;
   }
 
-  /** The claimed index (the lifecycle's), or -1. */
+  /**
+   * The index this pserver serves (or, deposed, served last), or -1: none, or still loading it (the
+   * lifecycle's {@link ShardLifecycle#loadedIndex}).
+   */
   public int index() {
-    return lifecycle.index();
+    return lifecycle.loadedIndex();
   }
 
   /** The address published in etcd ({@code host:grpcPort}), or null before the server listens. */
