@@ -5,6 +5,7 @@ import dev.paramserver.pserver.follow.ShardFeed;
 import dev.paramserver.pserver.role.ShardLifecycle;
 import dev.paramserver.pserver.shard.ParameterShard;
 import dev.paramserver.pserver.shard.ShardMoves;
+import dev.paramserver.pserver.shard.ShardTraffic;
 import dev.paramserver.pserver.shard.SyncAggregator;
 import dev.paramserver.pserver.sparse.EvictionPolicy;
 import dev.paramserver.pserver.sparse.SparseBudget;
@@ -62,6 +63,11 @@ public class PserverConfiguration {
    * The one owner of the shard's role. Until the index is claimed (and its checkpoint loaded) calls
    * are answered UNAVAILABLE.
    */
+  @Bean
+  ShardTraffic shardTraffic() {
+    return new ShardTraffic();
+  }
+
   @Bean
   ShardLifecycle shardLifecycle(ParameterShard shard) {
     return new ShardLifecycle(shard);

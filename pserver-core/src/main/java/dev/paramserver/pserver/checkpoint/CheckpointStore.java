@@ -1,9 +1,5 @@
 package dev.paramserver.pserver.checkpoint;
 
-import com.google.protobuf.InvalidProtocolBufferException;
-import dev.paramserver.coordination.CoordinationException;
-import dev.paramserver.coordination.JobKeys;
-import dev.paramserver.coordination.KeyValueStore;
 import dev.paramserver.proto.v1.CheckpointMeta;
 import dev.paramserver.proto.v1.ShardCheckpoint;
 import dev.paramserver.proto.v1.SparseTableCheckpoint;
@@ -33,10 +29,11 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Pserver checkpoint files and their metadata in etcd ({@code checkpoints/<idx>}). A checkpoint is
- * written to a temporary file, fsynced and renamed into place; its CRC-32 and path are then
- * compare-and-swapped into etcd, and only after that is the checkpoint before the previous one
- * deleted: the previous one stays as a fallback should the newest prove unreadable.
+ * Pserver checkpoint files and the pointer to each shard's newest ({@link CheckpointPointers}: in
+ * etcd, {@code checkpoints/<idx>}). A checkpoint is written to a temporary file, fsynced and
+ * renamed into place; its CRC-32 and path are then compare-and-swapped into the pointer, and only
+ * after that is the checkpoint before the previous one deleted: the previous one stays as a
+ * fallback should the newest prove unreadable.
  *
  * <p>In an S3-compatible store ({@code s3://bucket/prefix}), which has no rename, the checkpoint is
  * staged in a local temporary file and uploaded with one PUT under a new, unique key (an object
@@ -46,24 +43,22 @@ import org.slf4j.LoggerFactory;
 public final class CheckpointStore {
   private static final Logger log = LoggerFactory.getLogger(CheckpointStore.class);
 
-  private final KeyValueStore kv;
-  private final JobKeys keys;
+  private final CheckpointPointers pointers;
   private final Path dir;
   private final Location remote;
   private final Storage storage;
 
   /** A store of local checkpoint files in {@code dir}. */
-  public CheckpointStore(KeyValueStore kv, JobKeys keys, Path dir) {
-    this(kv, keys, dir.toString(), Storage.create(S3Settings.defaults(), "paramserver.pserver.s3"));
+  public CheckpointStore(CheckpointPointers pointers, Path dir) {
+    this(pointers, dir.toString(), Storage.create(S3Settings.defaults(), "paramserver.pserver.s3"));
   }
 
   /**
    * @param dir a local directory or an {@code s3://bucket/prefix} URI
    * @param storage reaches the object store (and deletes, reads local files)
    */
-  public CheckpointStore(KeyValueStore kv, JobKeys keys, String dir, Storage storage) {
-    this.kv = kv;
-    this.keys = keys;
+  public CheckpointStore(CheckpointPointers pointers, String dir, Storage storage) {
+    this.pointers = pointers;
     this.storage = storage;
     Location loc = Location.parse(dir);
     this.remote = loc.isS3() ? loc : null;
@@ -80,7 +75,7 @@ public final class CheckpointStore {
    * Writes {@code checkpoint} as the newest checkpoint of shard {@code index}.
    *
    * @return the metadata now stored in etcd
-   * @throws CoordinationException if etcd's metadata changed under us (the new file is deleted)
+   * @throws IllegalStateException if the pointer changed under us (the new file is deleted)
    */
   public CheckpointMeta write(int index, ShardCheckpoint checkpoint) {
     return write(
@@ -101,7 +96,7 @@ public final class CheckpointStore {
    * checkpoint of shard {@code index}.
    *
    * @return the metadata now stored in etcd
-   * @throws CoordinationException if etcd's metadata changed under us (the new file is deleted)
+   * @throws IllegalStateException if the pointer changed under us (the new file is deleted)
    */
   public synchronized CheckpointMeta write(int index, CheckpointBody body) {
     String uuid = UUID.randomUUID().toString();
@@ -109,9 +104,8 @@ public final class CheckpointStore {
     String file = w.file();
     long crc = w.crc();
     long step = w.step();
-    String key = keys.checkpoint(index);
-    Optional<KeyValueStore.KeyValue> current = kv.get(key);
-    CheckpointMeta old = current.map(kv -> parseMeta(key, kv.value())).orElse(null);
+    Optional<CheckpointPointers.Pointer> current = pointers.read(index);
+    CheckpointMeta old = current.map(CheckpointPointers.Pointer::meta).orElse(null);
     CheckpointMeta.Builder meta =
         CheckpointMeta.newBuilder()
             .setUuid(uuid)
@@ -123,11 +117,11 @@ public final class CheckpointStore {
       meta.setPreviousPath(old.getPath()).setPreviousCrc32(old.getCrc32());
     }
     CheckpointMeta written = meta.build();
-    long revision = current.map(KeyValueStore.KeyValue::modRevision).orElse(0L);
-    if (!kv.compareAndSwap(key, revision, written.toByteArray())) {
+    long revision = current.map(CheckpointPointers.Pointer::version).orElse(0L);
+    if (!pointers.replace(index, revision, written)) {
       deleteQuietly(file);
-      throw new CoordinationException(
-          key
+      throw new IllegalStateException(
+          pointers.where(index)
               + " changed while checkpoint "
               + file
               + " was written: another process writes"
@@ -315,13 +309,15 @@ public final class CheckpointStore {
    *     empty when there is no readable checkpoint (nothing was installed)
    */
   public Optional<Loaded> load(int index, Supplier<Restorer> restorers) {
-    String key = keys.checkpoint(index);
-    Optional<KeyValueStore.KeyValue> kv0 = kv.get(key);
-    if (kv0.isEmpty()) {
-      log.info("no checkpoint of pserver {} in etcd ({}): starting uninitialised", index, key);
+    Optional<CheckpointPointers.Pointer> pointer = pointers.read(index);
+    if (pointer.isEmpty()) {
+      log.info(
+          "no checkpoint of pserver {} in etcd ({}): starting uninitialised",
+          index,
+          pointers.where(index));
       return Optional.empty();
     }
-    CheckpointMeta meta = parseMeta(key, kv0.get().value());
+    CheckpointMeta meta = pointer.get().meta();
     try {
       return Optional.of(loadFile(meta.getPath(), meta.getCrc32(), restorers.get(), false));
     } catch (IOException | RuntimeException e) {
@@ -390,7 +386,7 @@ public final class CheckpointStore {
   }
 
   /** Reads a whole checkpoint file into memory, checking its CRC-32 (tools and tests). */
-  static ShardCheckpoint read(String path, int expectedCrc) throws IOException {
+  public static ShardCheckpoint read(String path, int expectedCrc) throws IOException {
     return CheckpointReader.read(path, expectedCrc);
   }
 
@@ -398,14 +394,6 @@ public final class CheckpointStore {
   public static ShardCheckpoint read(String path, int expectedCrc, Restorer restorer)
       throws IOException {
     return CheckpointReader.read(path, expectedCrc, restorer);
-  }
-
-  private static CheckpointMeta parseMeta(String key, byte[] value) {
-    try {
-      return CheckpointMeta.parseFrom(value);
-    } catch (InvalidProtocolBufferException e) {
-      throw new CoordinationException(key + " does not hold a CheckpointMeta: " + e.getMessage());
-    }
   }
 
   private static void deleteTemp(Path p) {

@@ -10,8 +10,10 @@ import org.slf4j.LoggerFactory;
 /**
  * The one owner of the shard's {@link ShardRole}: the only caller of the shard's role-changing
  * operations (which index it carries, whether its calls are held, the backup its records go to,
- * draining). Registration, replication and checkpointing ask it for moves; a move the state machine
- * does not allow throws {@link IllegalRoleMoveException} and changes nothing.
+ * draining), and the one holder of the index this pserver claimed or serves and of the shard it is
+ * the backup of: registration and placement ask it. Registration, replication and checkpointing ask
+ * it for moves; a move the state machine does not allow throws {@link IllegalRoleMoveException} and
+ * changes nothing.
  *
  * <p>Every move is short and touches memory only (no etcd, no disk), so it may run under the
  * callers' locks and never waits behind a checkpoint.
@@ -26,6 +28,8 @@ public final class ShardLifecycle {
   private int index = -1;
   // The shard this pserver is the backup of, or takes over (-1: none).
   private int backupOf = -1;
+  // The shard last claimed or backed up, kept when the role ends (-1: none yet).
+  private int lastShard = -1;
 
   /** Starts UNCLAIMED: calls are held until an index is claimed and its state loaded. */
   public ShardLifecycle(ParameterShard shard) {
@@ -43,9 +47,25 @@ public final class ShardLifecycle {
     return index;
   }
 
+  /**
+   * The index whose state this pserver holds: the claimed index once it serves it (or, deposed, the
+   * one it served last); -1 while none is claimed or the claimed one is still loading.
+   */
+  public synchronized int loadedIndex() {
+    return role == ShardRole.LOADING ? -1 : index;
+  }
+
   /** The shard this pserver is the backup of (or is taking over), or -1. */
   public synchronized int backupOf() {
     return backupOf;
+  }
+
+  /**
+   * The shard this pserver last claimed or was the backup of, kept after that role ended (a lost
+   * lease, a takeover that failed), or -1 before any: a new registration tries it first.
+   */
+  public synchronized int lastShard() {
+    return lastShard;
   }
 
   /**
@@ -90,6 +110,7 @@ public final class ShardLifecycle {
     }
     index = claimed;
     backupOf = -1;
+    lastShard = claimed;
     return load;
   }
 
@@ -185,6 +206,7 @@ public final class ShardLifecycle {
     shard.attachReplica(null);
     index = -1;
     backupOf = shardIndex;
+    lastShard = shardIndex;
     shard.reset();
   }
 

@@ -53,6 +53,10 @@ final class CallGate {
     update();
   }
 
+  synchronized SlotMap placement() {
+    return placement;
+  }
+
   synchronized MovingSlots outgoing() {
     return outgoing;
   }

@@ -38,6 +38,24 @@ public final class ShardMoves {
     shard.gate().setPlacement(map, outgoing, incoming);
   }
 
+  /**
+   * The committed placement the shard serves (null: the initial map of pservers). The shard holds
+   * it, with the move in progress; the placement follower is its only writer.
+   */
+  public SlotMap placement() {
+    return shard.gate().placement();
+  }
+
+  /** The move out of this pserver in progress (its slots are refused with MOVED), or null. */
+  public MovingSlots outgoing() {
+    return shard.gate().outgoing();
+  }
+
+  /** The move into this pserver in progress (requests for its slots wait), or null. */
+  public MovingSlots incoming() {
+    return shard.gate().incoming();
+  }
+
   /** What trainers' requests are checked against. */
   public RowOwnership rowOwnership() {
     return shard.gate().rowOwnership();

@@ -3,7 +3,7 @@ package dev.paramserver.pserver.admin;
 import com.google.protobuf.InvalidProtocolBufferException;
 import com.google.protobuf.util.JsonFormat;
 import dev.paramserver.proto.v1.CheckpointMeta;
-import dev.paramserver.pserver.checkpoint.CheckpointService;
+import dev.paramserver.pserver.persistence.CheckpointService;
 import java.util.Optional;
 import org.slf4j.LoggerFactory;
 import org.springframework.http.HttpStatus;

@@ -1,6 +1,6 @@
 package dev.paramserver.pserver.admin;
 
-import dev.paramserver.pserver.checkpoint.CheckpointService;
+import dev.paramserver.pserver.persistence.CheckpointService;
 import dev.paramserver.pserver.registration.ShardRegistration;
 import dev.paramserver.pserver.shard.ParameterShard;
 import dev.paramserver.pserver.shard.SparseTableStats;

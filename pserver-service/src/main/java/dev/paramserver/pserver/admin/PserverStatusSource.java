@@ -3,7 +3,7 @@ package dev.paramserver.pserver.admin;
 import com.google.protobuf.Descriptors;
 import com.google.protobuf.Message;
 import dev.paramserver.proto.v1.ShardStatus;
-import dev.paramserver.pserver.checkpoint.CheckpointService;
+import dev.paramserver.pserver.persistence.CheckpointService;
 import dev.paramserver.pserver.registration.RegistrationState;
 import dev.paramserver.pserver.registration.ShardRegistration;
 import dev.paramserver.pserver.shard.ParameterShard;

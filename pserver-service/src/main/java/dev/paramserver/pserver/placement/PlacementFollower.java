@@ -2,6 +2,7 @@ package dev.paramserver.pserver.placement;
 
 import dev.paramserver.coordination.Coordinator;
 import dev.paramserver.coordination.PlacementStore;
+import dev.paramserver.pserver.role.ShardLifecycle;
 import dev.paramserver.pserver.shard.MoveCounts;
 import dev.paramserver.pserver.shard.MovingSlots;
 import dev.paramserver.pserver.shard.ShardMoves;
@@ -25,13 +26,17 @@ import org.springframework.stereotype.Component;
  * again and the new owner drops what it staged.
  *
  * <p>Every change is made under this object's monitor, from a fresh read of etcd, so the watch
- * thread and the move services never apply an older read over a newer one.
+ * thread and the move services never apply an older read over a newer one. It keeps no copy of what
+ * it follows: the shard holds the committed map and the moves in progress ({@link
+ * ShardMoves#placement}), this class is their only writer, and the index served is the lifecycle's
+ * ({@link ShardLifecycle#index}).
  */
 @Component
 public final class PlacementFollower implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(PlacementFollower.class);
 
   private final ShardMoves shard;
+  private final ShardLifecycle lifecycle;
   private final PlacementStore store;
   private final MoveMetrics metrics;
   private final ScheduledExecutorService timer =
@@ -42,39 +47,39 @@ public final class PlacementFollower implements AutoCloseable {
             return t;
           });
 
-  // Guarded by this.
-  private int index = -1;
+  // Guarded by this: whether an index is followed (follow was called), and the job's number of
+  // pservers then (the initial map's, before the first committed placement).
+  private boolean following;
   private int desired;
-  private SlotMap map;
-  private MovingSlots outgoing;
-  private MovingSlots incoming;
   private AutoCloseable watch;
   private boolean closed;
 
-  public PlacementFollower(Coordinator coordinator, ShardMoves shard, MoveMetrics metrics) {
+  public PlacementFollower(
+      Coordinator coordinator, ShardMoves shard, ShardLifecycle lifecycle, MoveMetrics metrics) {
     this.shard = shard;
+    this.lifecycle = lifecycle;
     this.store = new PlacementStore(coordinator);
     this.metrics = metrics;
   }
 
   /**
-   * This pserver serves {@code index} of a job of {@code desired} pservers (its state loaded):
-   * reads the committed map, drops what the loaded state holds of slots and blocks that moved away
-   * (a restart after a move), and follows the map from now on.
+   * This pserver serves the lifecycle's index of a job of {@code desired} pservers (its state
+   * loaded): reads the committed map, drops what the loaded state holds of slots and blocks that
+   * moved away (a restart after a move), and follows the map from now on.
    */
-  public void follow(int index, int desired) {
+  public void follow(int desired) {
     synchronized (this) {
       if (closed) {
         return;
       }
-      this.index = index;
+      int index = lifecycle.index();
+      this.following = true;
       this.desired = desired;
-      this.outgoing = null;
-      this.incoming = null;
-      this.map = null;
-      PlacementStore.Read read = refresh();
+      PlacementStore.Read read = store.read();
+      // no move of an earlier claim carries over, nor its map
+      apply(read, null, null, null);
       if (read.epoch() > 0) {
-        MoveCounts dropped = shard.dropUnowned(map, index);
+        MoveCounts dropped = shard.dropUnowned(shard.placement(), index);
         if (dropped.rows() > 0 || dropped.blocks() > 0) {
           log.info(
               "pserver {} at placement epoch {}: dropped {} rows and {} blocks it no longer owns",
@@ -101,24 +106,33 @@ public final class PlacementFollower implements AutoCloseable {
   /** Reads etcd and applies what it says; returns the read. */
   public synchronized PlacementStore.Read refresh() {
     PlacementStore.Read read = store.read();
-    apply(read);
+    apply(read, shard.placement(), shard.outgoing(), shard.incoming());
     return read;
   }
 
-  private void apply(PlacementStore.Read read) {
-    if (index < 0) {
+  /**
+   * Applies {@code read} over the map and moves the shard serves ({@code current}, {@code
+   * outgoingNow}, {@code incomingNow}), publishing each step to the shard before the slots it gives
+   * up are dropped.
+   */
+  private void apply(
+      PlacementStore.Read read, SlotMap current, MovingSlots outgoingNow, MovingSlots incomingNow) {
+    MovingSlots outgoing = outgoingNow;
+    MovingSlots incoming = incomingNow;
+    if (!following) {
       return;
     }
     SlotMap next = read.slotMap(SlotMap.initial(List.of(), Math.max(desired, 1)));
-    if (map != null && next.epoch() < map.epoch()) {
+    if (current != null && next.epoch() < current.epoch()) {
       return;
     }
-    map = next;
+    SlotMap map = next;
+    int index = lifecycle.index();
     MovingSlots out = outgoing;
     if (out != null && (map.epoch() >= out.epoch() || !inProgress(read, out))) {
       outgoing = null;
       if (map.epoch() >= out.epoch()) {
-        publish();
+        shard.setPlacement(map, outgoing, incoming);
         MoveCounts dropped = shard.drop(out);
         metrics.committed(out, "out");
         log.info(
@@ -138,7 +152,7 @@ public final class PlacementFollower implements AutoCloseable {
         metrics.committed(in, "in");
         log.info("{} committed: pserver {} serves its slots", in, index);
       } else {
-        publish();
+        shard.setPlacement(map, outgoing, incoming);
         MoveCounts dropped = shard.drop(in);
         log.warn(
             "{} rolled back: dropped the {} rows and {} blocks staged here",
@@ -147,7 +161,7 @@ public final class PlacementFollower implements AutoCloseable {
             dropped.blocks());
       }
     }
-    publish();
+    shard.setPlacement(map, outgoing, incoming);
   }
 
   /**
@@ -158,25 +172,22 @@ public final class PlacementFollower implements AutoCloseable {
     return read.move().isPresent() && read.move().get().equals(m.move());
   }
 
-  private void publish() {
-    shard.setPlacement(map, outgoing, incoming);
-  }
-
   /** The committed map this pserver follows (null before it serves an index). */
   public synchronized SlotMap map() {
-    return map;
+    return shard.placement();
   }
 
-  public synchronized int index() {
-    return index;
+  /** The index served (the lifecycle's), or -1. */
+  public int index() {
+    return lifecycle.index();
   }
 
   public synchronized MovingSlots outgoing() {
-    return outgoing;
+    return shard.outgoing();
   }
 
   public synchronized MovingSlots incoming() {
-    return incoming;
+    return shard.incoming();
   }
 
   /**
@@ -184,8 +195,7 @@ public final class PlacementFollower implements AutoCloseable {
    * with MOVED naming the new owner and the move's epoch from now on.
    */
   public synchronized void freeze(MovingSlots m) {
-    outgoing = m;
-    publish();
+    shard.setPlacement(shard.placement(), m, shard.incoming());
   }
 
   /**
@@ -197,11 +207,11 @@ public final class PlacementFollower implements AutoCloseable {
    * @return false when another move into this pserver is still in progress
    */
   public synchronized boolean expect(MovingSlots m) {
+    MovingSlots incoming = shard.incoming();
     if (incoming != null && incoming.epoch() != m.epoch()) {
       return false;
     }
-    incoming = m;
-    publish();
+    shard.setPlacement(shard.placement(), shard.outgoing(), m);
     return true;
   }
 
@@ -211,13 +221,14 @@ public final class PlacementFollower implements AutoCloseable {
    * it, or the move is over.
    */
   public synchronized void whileIncoming(MovingSlots m, Runnable step) {
+    MovingSlots incoming = shard.incoming();
     if (incoming != m) {
       throw SlotMovesGrpcService.refused(
           m
               + " (attempt "
               + m.move().getAttempt()
               + ") is no longer the move pserver "
-              + index
+              + lifecycle.index()
               + " takes in: "
               + (incoming == null
                   ? "none is"
@@ -231,9 +242,8 @@ public final class PlacementFollower implements AutoCloseable {
    * a newer stream superseded it (that one's staging is kept).
    */
   public synchronized void incomingFailed(MovingSlots m) {
-    if (incoming == m) {
-      incoming = null;
-      publish();
+    if (shard.incoming() == m) {
+      shard.setPlacement(shard.placement(), shard.outgoing(), null);
       shard.drop(m);
     }
   }
@@ -244,15 +254,14 @@ public final class PlacementFollower implements AutoCloseable {
    * A move committed meanwhile is committed (the slots are dropped instead).
    */
   public synchronized void rollBack(MovingSlots m, String why) {
-    for (int attempt = 0; attempt < 5 && outgoing == m; attempt++) {
+    for (int attempt = 0; attempt < 5 && shard.outgoing() == m; attempt++) {
       PlacementStore.Read read = refresh();
-      if (outgoing != m) {
+      if (shard.outgoing() != m) {
         return;
       }
       if (!inProgress(read, m)) {
         // the move in etcd is another one: this one is over without a commit
-        outgoing = null;
-        publish();
+        shard.setPlacement(shard.placement(), null, shard.incoming());
         return;
       }
       if (store.abort(read)) {
@@ -260,7 +269,7 @@ public final class PlacementFollower implements AutoCloseable {
         metrics.rolledBack();
       }
     }
-    if (outgoing == m) {
+    if (shard.outgoing() == m) {
       refresh();
     }
   }

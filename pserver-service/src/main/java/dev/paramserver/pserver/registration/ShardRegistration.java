@@ -69,9 +69,6 @@ public final class ShardRegistration
   private volatile boolean running;
   private volatile String address;
   private volatile Lease lease;
-  private volatile int index = -1;
-  // The shard this pserver was the backup of (-1: none): tried first when registering again.
-  private volatile int backupOf = -1;
 
   public ShardRegistration(
       Coordinator coordinator,
@@ -136,7 +133,9 @@ public final class ShardRegistration
       // the N sparse rows are routed among: checked against the index claimed below
       lifecycle.routeRowsAmong(desired);
       granted = coordinator.grantLease(leaseTtl);
-      int preferred = index >= 0 ? index : backupOf >= 0 ? backupOf : properties.index();
+      // the shard held before (served or backed up) first: its state is here
+      int last = lifecycle.lastShard();
+      int preferred = last >= 0 ? last : properties.index();
       if (replication.enabled()) {
         return registerReplicated(desired, preferred, granted);
       }
@@ -161,7 +160,7 @@ public final class ShardRegistration
       granted.onLost(this::onLeaseLost);
       onClaimed(claimed);
       // the slots and blocks the committed placement gives the index (docs/explanation/elastic.md)
-      placement.follow(claimed, desired);
+      placement.follow(desired);
       lifecycle.serve();
       if (moveTo(RegistrationState.REGISTERED)) {
         log.info("registered as pserver {} ({}) under lease {}", claimed, address, granted.id());
@@ -204,9 +203,8 @@ public final class ShardRegistration
         lease = granted;
         granted.onLost(this::onLeaseLost);
         replication.stop();
-        backupOf = -1;
         onClaimed(i);
-        placement.follow(i, desired);
+        placement.follow(desired);
         replication.becomePrimary(i, granted);
         if (moveTo(RegistrationState.REGISTERED)) {
           log.info(
@@ -222,8 +220,6 @@ public final class ShardRegistration
       if (kv.putIfAbsent(coordinator.keys().psBackup(i), value, granted)) {
         lease = granted;
         granted.onLost(this::onLeaseLost);
-        index = -1;
-        backupOf = i;
         replication.becomeBackup(i, address, granted, this::onPromoted);
         if (moveTo(RegistrationState.REGISTERED)) {
           log.info(
@@ -239,8 +235,8 @@ public final class ShardRegistration
   }
 
   private void onPromoted(int shardIndex) {
-    index = shardIndex;
-    backupOf = -1;
+    // the lifecycle carries the index from the takeover on
+    log.debug("pserver {} ({}) took over shard {}", lifecycle.index(), address, shardIndex);
   }
 
   /**
@@ -252,9 +248,9 @@ public final class ShardRegistration
     if (moveTo(RegistrationState.REGISTERING)) {
       log.warn(
           "pserver {} ({}) lost its part in shard {}: registering again",
-          index,
+          lifecycle.index(),
           address,
-          index >= 0 ? index : backupOf);
+          lifecycle.lastShard());
       revokeQuietly(l);
       worker.execute(this::register);
     }
@@ -290,12 +286,13 @@ public final class ShardRegistration
 
   /** Asks the lifecycle for the claim and loads the index's state if it changes. */
   private void onClaimed(int claimed) {
+    int previous = lifecycle.index();
     if (lifecycle.claimed(claimed)) {
-      if (index >= 0 && index != claimed) {
+      if (previous >= 0 && previous != claimed) {
         log.warn(
             "claimed index {} instead of the previous {}: loading the state of {}",
             claimed,
-            index,
+            previous,
             claimed);
       }
       ShardPersistence p = persistence.getIfAvailable();
@@ -305,12 +302,12 @@ public final class ShardRegistration
         shard.reset();
       }
     }
-    index = claimed;
   }
 
   private void onLeaseLost() {
     // First of all: stop answering, another pserver may own the index by now (a primary paused
     // past its TTL resumes here with pushes queued on its socket).
+    int index = lifecycle.index();
     lifecycle.leaseLost(
         "pserver "
             + index
@@ -369,7 +366,7 @@ public final class ShardRegistration
     moveTo(RegistrationState.STOPPED);
     lifecycle.stopped();
     running = false;
-    log.info("pserver {} deregistered", index);
+    log.info("pserver {} deregistered", lifecycle.index());
   }
 
   @Override
@@ -386,9 +383,12 @@ public final class ShardRegistration
     return state;
   }
 
-  /** The claimed index, or -1. */
+  /**
+   * The index this pserver serves (or, deposed, served last), or -1: none, or still loading it (the
+   * lifecycle's {@link ShardLifecycle#loadedIndex}).
+   */
   public int index() {
-    return index;
+    return lifecycle.loadedIndex();
   }
 
   /** The address published in etcd ({@code host:grpcPort}), or null before the server listens. */

@@ -6,8 +6,8 @@ import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.proto.v1.ReplicateRequest;
 import dev.paramserver.proto.v1.ReplicateResponse;
 import dev.paramserver.proto.v1.WalRecord;
-import dev.paramserver.pserver.checkpoint.CheckpointService;
 import dev.paramserver.pserver.checkpoint.CheckpointStore;
+import dev.paramserver.pserver.persistence.CheckpointService;
 import dev.paramserver.pserver.role.ShardLifecycle;
 import dev.paramserver.pserver.shard.ParameterShard;
 import dev.paramserver.rpc.ServiceException;
@@ -41,16 +41,13 @@ final class BackupReplica implements AutoCloseable {
   private final Duration timeout;
   private final Consumer<BackupReplica> onPrimaryGone;
   // Guarded by this: the primary's epoch (0: none), the copy installed (-1: none), the sequence
-  // number of the last record applied after it, whether a copy is being installed and whether
-  // this backup holds every update of that primary.
+  // number of the last record applied after it, where this backup stands with that primary and
+  // what it is doing to the shard's content.
   private long epoch;
   private long installed = -1;
   private long appliedSequence;
-  private boolean installing;
-  private boolean applying;
-  private boolean synced;
-  private boolean closed;
-  private boolean takingOver;
+  private BackupPhase phase = BackupPhase.FILLING;
+  private BackupWork work = BackupWork.IDLE;
   private AutoCloseable watch;
   private AutoCloseable syncWatch;
 
@@ -128,7 +125,7 @@ final class BackupReplica implements AutoCloseable {
   }
 
   private synchronized void primary(long createRevision) {
-    if (createRevision != epoch && !takingOver) {
+    if (createRevision != epoch && !phase.takingOver()) {
       log.info("backup of shard {}: primary epoch {} -> {}", index, epoch, createRevision);
       epoch = createRevision;
       installed = -1;
@@ -145,21 +142,52 @@ final class BackupReplica implements AutoCloseable {
    * @return whether it holds every update the ended primary acknowledged
    */
   synchronized boolean beginTakeover() {
-    takingOver = true;
-    return synced && !closed;
+    moveTo(phase.withTakeover(true));
+    return phase.synced();
   }
 
   /** The claim failed: another pserver is primary; follow it again. */
   void abortTakeover() {
     synchronized (this) {
-      takingOver = false;
+      moveTo(phase.withTakeover(false));
     }
     kv.get(primaryKey).ifPresent(k -> primary(k.createRevision()));
   }
 
   /** True when this backup holds every update the primary acknowledged. */
   synchronized boolean synced() {
-    return synced && !closed;
+    return phase.synced();
+  }
+
+  /** Where this backup stands with its primary. */
+  synchronized BackupPhase phase() {
+    return phase;
+  }
+
+  // Guarded by this.
+  private void moveTo(BackupPhase next) {
+    if (next == phase) {
+      return;
+    }
+    if (!phase.canMoveTo(next)) {
+      throw new IllegalStateException(
+          "backup of shard " + index + " cannot move from " + phase + " to " + next);
+    }
+    phase = next;
+  }
+
+  // Guarded by this.
+  private void workOn(BackupWork next) {
+    if (!work.canMoveTo(next)) {
+      throw new IllegalStateException(
+          "backup of shard " + index + " cannot go from " + work + " to " + next);
+    }
+    work = next;
+  }
+
+  // Guarded by this.
+  private boolean closed() {
+    return phase == BackupPhase.CLOSED;
   }
 
   /**
@@ -167,7 +195,7 @@ final class BackupReplica implements AutoCloseable {
    * call is for this registration of the backup ({@code callLease}, 0: not told).
    */
   private synchronized void checkEpoch(long callEpoch, long callLease) {
-    if (closed) {
+    if (closed()) {
       throw new ServiceException(
           ErrorReason.NOT_PRIMARY, "this pserver is no longer a backup of shard " + index);
     }
@@ -201,17 +229,19 @@ final class BackupReplica implements AutoCloseable {
    * record before it in the primary's log.
    */
   synchronized boolean ready(ReplicateRequest request) {
-    return !closed && !mustWait(request);
+    return !closed() && !mustWait(request);
   }
 
   // Guarded by this.
   private boolean mustWait(ReplicateRequest request) {
     long generation = request.getGeneration();
     long sequence = request.getSequence();
-    return installing
-        || applying
+    return work != BackupWork.IDLE
         || installed < generation
-        || (installed == generation && synced && sequence > 0 && appliedSequence < sequence - 1);
+        || (installed == generation
+            && phase.synced()
+            && sequence > 0
+            && appliedSequence < sequence - 1);
   }
 
   /**
@@ -223,7 +253,7 @@ final class BackupReplica implements AutoCloseable {
     long deadline = System.nanoTime() + timeout.toNanos();
     synchronized (this) {
       checkEpoch(request.getEpoch(), request.getBackupLease());
-      while (mustWait(request) && !closed) {
+      while (mustWait(request) && !closed()) {
         long left = deadline - System.nanoTime();
         if (left <= 0 || epoch != request.getEpoch()) {
           return ReplicateResponse.newBuilder().setNeedFill(true).build();
@@ -234,7 +264,7 @@ final class BackupReplica implements AutoCloseable {
       if (installed > request.getGeneration()) {
         return ReplicateResponse.getDefaultInstance(); // the newer copy holds it
       }
-      if (!synced) {
+      if (!phase.synced()) {
         return ReplicateResponse.newBuilder().setNeedFill(true).build();
       }
       long sequence = request.getSequence();
@@ -242,13 +272,13 @@ final class BackupReplica implements AutoCloseable {
         return ReplicateResponse.getDefaultInstance(); // applied already (a repeated call)
       }
       // One record at a time; a copy is not installed meanwhile.
-      applying = true;
+      workOn(BackupWork.APPLYING);
     }
     try {
       return apply(request.getRecord());
     } finally {
       synchronized (this) {
-        applying = false;
+        workOn(BackupWork.IDLE);
         appliedSequence = Math.max(appliedSequence, request.getSequence());
         notifyAll();
       }
@@ -280,8 +310,8 @@ final class BackupReplica implements AutoCloseable {
 
   /** Guarded by this: whether this backup holds every update, told to the lifecycle. */
   private void setSynced(boolean value) {
-    synced = value;
-    if (!closed) {
+    if (!closed()) {
+      moveTo(phase.withSynced(value));
       lifecycle.backupSynced(index, value);
     }
   }
@@ -295,7 +325,7 @@ final class BackupReplica implements AutoCloseable {
       throws IOException, InterruptedException {
     synchronized (this) {
       checkEpoch(callEpoch, callLease);
-      while (applying || installing) {
+      while (work != BackupWork.IDLE) {
         wait();
       }
       checkEpoch(callEpoch, callLease);
@@ -310,7 +340,7 @@ final class BackupReplica implements AutoCloseable {
         return;
       }
       // Records wait from now on: none is applied while the shard's content is replaced.
-      installing = true;
+      workOn(BackupWork.INSTALLING);
     }
     long start = System.nanoTime();
     boolean replaced = false;
@@ -329,10 +359,10 @@ final class BackupReplica implements AutoCloseable {
       replaced = true;
     } finally {
       synchronized (this) {
-        installing = false;
+        workOn(BackupWork.IDLE);
         // in the same step as the end of the install: a record of an older copy that was waiting
         // must see the new copy installed, never the old one over the new content
-        if (replaced && epoch == callEpoch && !closed) {
+        if (replaced && epoch == callEpoch && !closed()) {
           installed = generation;
           appliedSequence = 0;
           setSynced(true);
@@ -357,7 +387,7 @@ final class BackupReplica implements AutoCloseable {
   @Override
   public void close() {
     synchronized (this) {
-      closed = true;
+      moveTo(BackupPhase.CLOSED);
       notifyAll();
     }
     for (AutoCloseable w : new AutoCloseable[] {watch, syncWatch}) {

@@ -15,6 +15,8 @@ import dev.paramserver.coordination.EtcdCoordinator;
 import dev.paramserver.coordination.EtcdSettings;
 import dev.paramserver.proto.v1.CheckpointMeta;
 import dev.paramserver.pserver.PserverProperties;
+import dev.paramserver.pserver.persistence.EtcdCheckpointPointers;
+import dev.paramserver.pserver.persistence.TestProperties;
 import dev.paramserver.pserver.shard.ParameterShard;
 import dev.paramserver.storage.S3Settings;
 import dev.paramserver.storage.Storage;
@@ -63,7 +65,9 @@ class CheckpointStoreS3Test {
     String job = etcd.uniqueJob();
     coordinator = EtcdCoordinator.connect(EtcdSettings.of(etcd.endpoint(), job));
     prefix = "s3://ckpt/" + job;
-    store = new CheckpointStore(coordinator.kv(), coordinator.keys(), prefix, storage);
+    store =
+        new CheckpointStore(
+            new EtcdCheckpointPointers(coordinator.kv(), coordinator.keys()), prefix, storage);
   }
 
   @AfterEach

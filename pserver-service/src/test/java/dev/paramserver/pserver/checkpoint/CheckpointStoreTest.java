@@ -16,6 +16,7 @@ import dev.paramserver.proto.v1.CheckpointMeta;
 import dev.paramserver.proto.v1.InitParametersRequest;
 import dev.paramserver.proto.v1.OptimizerConfig;
 import dev.paramserver.proto.v1.TrainingMode;
+import dev.paramserver.pserver.persistence.EtcdCheckpointPointers;
 import dev.paramserver.pserver.shard.ParameterShard;
 import dev.paramserver.testsupport.EtcdExtension;
 import dev.paramserver.testsupport.TempDirs;
@@ -40,7 +41,8 @@ class CheckpointStoreTest {
   void setUp() {
     coordinator = EtcdCoordinator.connect(EtcdSettings.of(etcd.endpoint(), etcd.uniqueJob()));
     dir = TempDirs.create("ckpt-store");
-    store = new CheckpointStore(coordinator.kv(), coordinator.keys(), dir);
+    store =
+        new CheckpointStore(new EtcdCheckpointPointers(coordinator.kv(), coordinator.keys()), dir);
   }
 
   @AfterEach

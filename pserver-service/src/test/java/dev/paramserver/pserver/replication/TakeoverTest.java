@@ -14,7 +14,7 @@ import dev.paramserver.coordination.EtcdSettings;
 import dev.paramserver.coordination.Lease;
 import dev.paramserver.proto.v1.ShardCheckpoint;
 import dev.paramserver.pserver.PserverProperties;
-import dev.paramserver.pserver.checkpoint.TestProperties;
+import dev.paramserver.pserver.persistence.TestProperties;
 import dev.paramserver.pserver.role.ShardLifecycle;
 import dev.paramserver.pserver.role.ShardPersistence;
 import dev.paramserver.pserver.role.ShardRole;

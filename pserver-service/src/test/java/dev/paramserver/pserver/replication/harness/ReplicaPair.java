@@ -1,7 +1,7 @@
 package dev.paramserver.pserver.replication.harness;
 
 import dev.paramserver.proto.v1.ReplicaRole;
-import dev.paramserver.pserver.checkpoint.CheckpointService;
+import dev.paramserver.pserver.persistence.CheckpointService;
 import dev.paramserver.pserver.shard.ParameterShard;
 import dev.paramserver.testsupport.Poll;
 import java.time.Duration;

@@ -1,4 +1,4 @@
-package dev.paramserver.pserver.checkpoint;
+package dev.paramserver.pserver.persistence;
 
 import com.google.protobuf.InvalidProtocolBufferException;
 import dev.paramserver.coordination.JobKeys;
@@ -7,6 +7,7 @@ import dev.paramserver.proto.v1.CheckpointMeta;
 import dev.paramserver.proto.v1.JobCheckpoint;
 import dev.paramserver.proto.v1.ShardCheckpoint;
 import dev.paramserver.proto.v1.TrainingMode;
+import dev.paramserver.pserver.checkpoint.CheckpointStore;
 import dev.paramserver.pserver.shard.ParameterShard;
 import java.util.ArrayList;
 import java.util.List;

@@ -1,4 +1,4 @@
-package dev.paramserver.pserver.checkpoint;
+package dev.paramserver.pserver.persistence;
 
 import static dev.paramserver.pserver.shard.Requests.block;
 import static dev.paramserver.pserver.shard.Requests.dense;
@@ -18,6 +18,7 @@ import dev.paramserver.proto.v1.PushGradientsRequest;
 import dev.paramserver.proto.v1.ShardCheckpoint;
 import dev.paramserver.proto.v1.TrainingMode;
 import dev.paramserver.pserver.PserverProperties;
+import dev.paramserver.pserver.checkpoint.CheckpointStore;
 import dev.paramserver.pserver.shard.ParameterShard;
 import dev.paramserver.pserver.shard.SyncAggregator;
 import dev.paramserver.pserver.sync.EtcdTrainerMembership;

@@ -1,8 +1,9 @@
-package dev.paramserver.pserver.checkpoint;
+package dev.paramserver.pserver.persistence;
 
 import dev.paramserver.coordination.Coordinator;
 import dev.paramserver.proto.v1.CheckpointMeta;
 import dev.paramserver.pserver.PserverProperties;
+import dev.paramserver.pserver.checkpoint.CheckpointStore;
 import dev.paramserver.pserver.role.ShardPersistence;
 import dev.paramserver.pserver.shard.ParameterShard;
 import dev.paramserver.pserver.wal.LogEpoch;
@@ -84,7 +85,9 @@ public final class CheckpointService implements ShardPersistence, SmartLifecycle
     this.shard = shard;
     this.store =
         new CheckpointStore(
-            coordinator.kv(), coordinator.keys(), properties.checkpointDir(), storage);
+            new EtcdCheckpointPointers(coordinator.kv(), coordinator.keys()),
+            properties.checkpointDir(),
+            storage);
     this.interval = properties.checkpointInterval();
     this.coordinator = coordinator;
     this.desired = properties.desired();

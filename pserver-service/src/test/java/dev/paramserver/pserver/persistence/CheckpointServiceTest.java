@@ -1,4 +1,4 @@
-package dev.paramserver.pserver.checkpoint;
+package dev.paramserver.pserver.persistence;
 
 import static dev.paramserver.pserver.shard.Requests.block;
 import static dev.paramserver.pserver.shard.Requests.dense;

@@ -2,14 +2,12 @@ package dev.paramserver.pserver.shard;
 
 import java.util.Arrays;
 import java.util.concurrent.atomic.AtomicLong;
-import org.springframework.stereotype.Component;
 
 /**
  * Counts of the pushes and pulls a shard served and the apply times of the recent pushes, for the
  * status the master's console shows (rates come from the counts' differences over time; the p99
  * from the last {@value #WINDOW} pushes). Thread-safe; recording is lock-free.
  */
-@Component
 public final class ShardTraffic {
   static final int WINDOW = 1024;
 

@@ -1,4 +1,4 @@
-package dev.paramserver.pserver.checkpoint;
+package dev.paramserver.pserver.persistence;
 
 import static dev.paramserver.pserver.shard.Requests.finish;
 import static dev.paramserver.pserver.shard.Requests.init;
@@ -16,6 +16,7 @@ import dev.paramserver.proto.v1.ShardCheckpoint;
 import dev.paramserver.proto.v1.SparseRows;
 import dev.paramserver.proto.v1.SparseRowsRef;
 import dev.paramserver.proto.v1.SparseTableCheckpoint;
+import dev.paramserver.pserver.checkpoint.CheckpointStore;
 import dev.paramserver.pserver.shard.ParameterShard;
 import dev.paramserver.pserver.sparse.EvictionPolicy;
 import dev.paramserver.pserver.sparse.SparseBudget;
@@ -49,7 +50,8 @@ class CappedTableRestartTest {
   void setUp() {
     coordinator = EtcdCoordinator.connect(EtcdSettings.of(etcd.endpoint(), etcd.uniqueJob()));
     dir = TempDirs.create("ckpt-capped");
-    store = new CheckpointStore(coordinator.kv(), coordinator.keys(), dir);
+    store =
+        new CheckpointStore(new EtcdCheckpointPointers(coordinator.kv(), coordinator.keys()), dir);
   }
 
   @AfterEach

@@ -1,4 +1,4 @@
-package dev.paramserver.pserver.checkpoint;
+package dev.paramserver.pserver.persistence;
 
 import dev.paramserver.pserver.PserverProperties;
 import java.nio.file.Path;
@@ -10,17 +10,17 @@ import org.springframework.util.unit.DataSize;
 public final class TestProperties {
   private TestProperties() {}
 
-  static PserverProperties of(Path dir, Duration interval, PserverProperties.Wal wal) {
+  public static PserverProperties of(Path dir, Duration interval, PserverProperties.Wal wal) {
     return of(dir.toString(), interval, wal);
   }
 
   /** With a checkpoint directory that may be an s3:// URI. */
-  static PserverProperties of(String dir, Duration interval, PserverProperties.Wal wal) {
+  public static PserverProperties of(String dir, Duration interval, PserverProperties.Wal wal) {
     return of(dir, interval, wal, PserverProperties.CheckpointConsistency.INDEPENDENT);
   }
 
   /** With the given checkpoint consistency. */
-  static PserverProperties of(
+  public static PserverProperties of(
       String dir,
       Duration interval,
       PserverProperties.Wal wal,
