@@ -1,14 +1,13 @@
 package dev.paramserver.adminapi;
 
+import static dev.paramserver.testsupport.http.JsonHttpServer.answer;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import com.sun.net.httpserver.HttpExchange;
-import com.sun.net.httpserver.HttpServer;
+import dev.paramserver.testsupport.http.JsonHttpServer;
 import java.io.IOException;
-import java.net.InetSocketAddress;
 import java.net.ServerSocket;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -24,30 +23,20 @@ import org.junit.jupiter.params.provider.ValueSource;
  */
 class AdminClientTransportTest {
   private static final String TOKEN = "t0ken";
-  private HttpServer leader;
-  private HttpServer standby;
+  private JsonHttpServer leader;
+  private JsonHttpServer standby;
   private final List<String> requests = new CopyOnWriteArrayList<>();
 
   @BeforeEach
-  void start() throws IOException {
-    leader = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
-    leader.createContext("/", this::leader);
-    leader.start();
-    standby = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
-    standby.createContext(
-        "/",
-        ex ->
-            answer(
-                ex,
-                409,
-                "{\"leaderAdminAddress\":\"127.0.0.1:" + leader.getAddress().getPort() + "\"}"));
-    standby.start();
+  void start() {
+    leader = JsonHttpServer.start("/", this::leader);
+    standby = JsonHttpServer.standbyOf(leader, "/");
   }
 
   @AfterEach
   void stop() {
-    leader.stop(0);
-    standby.stop(0);
+    leader.close();
+    standby.close();
   }
 
   /** What the leader answers {@code GET /admin/job}. */
@@ -78,18 +67,6 @@ class AdminClientTransportTest {
     }
   }
 
-  private static void answer(HttpExchange ex, int code, String body) throws IOException {
-    byte[] b = body.getBytes(StandardCharsets.UTF_8);
-    ex.getResponseHeaders().add("Content-Type", "application/json");
-    ex.sendResponseHeaders(code, b.length);
-    ex.getResponseBody().write(b);
-    ex.close();
-  }
-
-  private static String url(HttpServer s) {
-    return "http://127.0.0.1:" + s.getAddress().getPort();
-  }
-
   private static AdminClient client(boolean commandLine, String url, String token) {
     Duration timeout = Duration.ofSeconds(10);
     return commandLine
@@ -100,9 +77,9 @@ class AdminClientTransportTest {
   @ParameterizedTest
   @ValueSource(booleans = {false, true})
   void answersErrorsTheLeaderAndUnreachable(boolean commandLine) throws Exception {
-    AdminClient viaStandby = client(commandLine, url(standby), TOKEN);
+    AdminClient viaStandby = client(commandLine, standby.url(), TOKEN);
     assertThat(viaStandby.status().state()).isEqualTo("LEADER");
-    assertThat(viaStandby.base()).isEqualTo(url(leader));
+    assertThat(viaStandby.base()).isEqualTo(leader.url());
     assertThat(viaStandby.checkpoint().path("checkpoints").isArray()).isTrue();
     assertThat(requests)
         .contains(
@@ -111,16 +88,16 @@ class AdminClientTransportTest {
     assertThat(viaStandby.ready()).isTrue();
     assertThat(requests.get(requests.size() - 1)).contains("auth=null");
 
-    assertThatThrownBy(() -> client(commandLine, url(leader), "wrong").status())
+    assertThatThrownBy(() -> client(commandLine, leader.url(), "wrong").status())
         .isInstanceOfSatisfying(
             AdminException.class,
             e -> assertThat(e.kind()).isEqualTo(AdminException.Kind.UNAUTHORIZED))
         .hasMessage("the master refused the admin token (wrong admin token)");
-    assertThatThrownBy(() -> client(commandLine, url(leader), TOKEN).scaling())
+    assertThatThrownBy(() -> client(commandLine, leader.url(), TOKEN).scaling())
         .isInstanceOfSatisfying(
             AdminException.class,
             e -> assertThat(e.kind()).isEqualTo(AdminException.Kind.BAD_ANSWER))
-        .hasMessage("GET " + url(leader) + "/admin/job/scaling answered 500: boom");
+        .hasMessage("GET " + leader.url() + "/admin/job/scaling answered 500: boom");
 
     int closed;
     try (ServerSocket s = new ServerSocket(0)) {

@@ -2,7 +2,6 @@ package dev.paramserver.localcluster;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.paramserver.launcher.EtcdProcess;
-import dev.paramserver.launcher.LaunchException;
 import dev.paramserver.launcher.Signals;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -10,7 +9,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
@@ -36,6 +34,8 @@ public final class LocalCluster implements AutoCloseable {
   private final ClusterSpec spec;
   private final Supervisor supervisor;
   private final EtcdProcess etcd;
+  private final LocalEtcd localEtcd;
+  private final LeaderStatus leader;
   private final LocalAdminClient admin;
   private final Thread shutdownHook;
 
@@ -46,13 +46,15 @@ public final class LocalCluster implements AutoCloseable {
     try {
       Files.createDirectories(runDir.resolve("logs"));
       Files.createDirectories(runDir.resolve("checkpoints"));
-      removeEarlierEtcdData(runDir.resolve("etcd"));
+      LocalEtcd.removeEarlierData(runDir.resolve("etcd"));
     } catch (IOException e) {
       throw new UncheckedIOException("could not prepare run folder " + runDir, e);
     }
     this.admin = new LocalAdminClient(spec.adminToken());
     this.supervisor = new Supervisor(spec, new PortAllocator(), this::jobEndedNow);
     this.etcd = supervisor.etcd();
+    this.localEtcd = new LocalEtcd(spec, supervisor);
+    this.leader = new LeaderStatus(supervisor, admin);
     this.shutdownHook = new Thread(this::close, "local-cluster-shutdown");
     supervisor.writeClusterFile();
   }
@@ -68,7 +70,7 @@ public final class LocalCluster implements AutoCloseable {
     }
     Runtime.getRuntime().addShutdownHook(shutdownHook);
     try {
-      startEtcdProcess();
+      localEtcd.startProcess();
       supervisor.emit(
           ClusterEvent.Type.ETCD_STARTED, "etcd", etcd.pid(), "etcd up at " + etcd.endpoint());
       if (spec.classDataSharing() && spec.command() == ServiceCommand.javaServices()) {
@@ -94,7 +96,7 @@ public final class LocalCluster implements AutoCloseable {
       return;
     }
     try (LocalCluster cluster = new LocalCluster(spec)) {
-      cluster.startEtcdProcess();
+      cluster.localEtcd.startProcess();
       JavaServiceCommand.prepareArchives(spec, cluster.etcd.endpoint());
     }
   }
@@ -252,18 +254,12 @@ public final class LocalCluster implements AutoCloseable {
 
   /** Stops etcd gracefully, keeping its ports and data for {@link #startEtcd()}. */
   public void stopEtcd() {
-    long pid = etcd.pid();
-    etcd.stop(spec.stopTimeout());
-    supervisor.emit(ClusterEvent.Type.ETCD_STOPPED, "etcd", pid, "etcd (pid " + pid + ") stopped");
-    supervisor.writeClusterFile();
+    localEtcd.stop();
   }
 
   /** Kills etcd at once (SIGKILL), keeping its ports and data for {@link #startEtcd()}. */
   public void killEtcd() {
-    long pid = etcd.pid();
-    etcd.kill();
-    supervisor.emit(ClusterEvent.Type.ETCD_STOPPED, "etcd", pid, "etcd (pid " + pid + ") killed");
-    supervisor.writeClusterFile();
+    localEtcd.kill();
   }
 
   /**
@@ -271,39 +267,17 @@ public final class LocalCluster implements AutoCloseable {
    * leases it holds end when it runs again, since their time ran on).
    */
   public void pauseEtcd() {
-    long pid = etcd.pid();
-    if (pid < 0 || !Signals.send(pid, "STOP")) {
-      throw new LocalClusterException("kill -STOP " + pid + " (etcd) failed");
-    }
-    supervisor.emit(ClusterEvent.Type.PAUSED, "etcd", pid, "etcd (pid " + pid + ") paused");
+    localEtcd.pause();
   }
 
   /** Lets a paused etcd run again with SIGCONT. */
   public void resumeEtcd() {
-    long pid = etcd.pid();
-    if (pid < 0 || !Signals.send(pid, "CONT")) {
-      throw new LocalClusterException("kill -CONT " + pid + " (etcd) failed");
-    }
-    supervisor.emit(ClusterEvent.Type.RESUMED, "etcd", pid, "etcd (pid " + pid + ") resumed");
+    localEtcd.resume();
   }
 
   /** Starts etcd again on the same ports with the same data and waits until it is healthy. */
   public void startEtcd() {
-    synchronized (supervisor.lifecycle()) {
-      supervisor.requireRunning("start etcd");
-      startEtcdProcess();
-    }
-    supervisor.emit(
-        ClusterEvent.Type.ETCD_STARTED, "etcd", etcd.pid(), "etcd up at " + etcd.endpoint());
-    supervisor.writeClusterFile();
-  }
-
-  private void startEtcdProcess() {
-    try {
-      etcd.start();
-    } catch (LaunchException e) {
-      throw new LocalClusterException(e.getMessage(), e);
-    }
+    localEtcd.restart();
   }
 
   /** The pid of etcd, or -1 when it is not running. */
@@ -340,23 +314,7 @@ public final class LocalCluster implements AutoCloseable {
    * @throws LocalClusterException naming what each master answered when none is the leader
    */
   public JsonNode masterStatus() {
-    List<String> answers = new ArrayList<>();
-    for (ServiceProcess sp : supervisor.group(Role.MASTER)) {
-      if (!sp.state().isLive() || sp.state() == ProcessState.PAUSED) {
-        answers.add(sp.name() + ": " + sp.state());
-        continue;
-      }
-      try {
-        JsonNode status = admin.status(sp.httpPort());
-        if (status.path("leader").asBoolean(false)) {
-          return status;
-        }
-        answers.add(sp.name() + ": state " + status.path("state").asText("?") + ", not leader");
-      } catch (IOException e) {
-        answers.add(sp.name() + ": " + e.getMessage());
-      }
-    }
-    throw new LocalClusterException("no master answers as leader (" + answers + ")");
+    return leader.status();
   }
 
   /** The leader's status, or empty when no master answers as leader right now. */
@@ -370,7 +328,7 @@ public final class LocalCluster implements AutoCloseable {
 
   /** The job as the leader reports it, or empty when no leader answers. */
   public Optional<JobStatusView> jobStatus() {
-    return tryMasterStatus().filter(s -> s.has("job")).map(s -> new JobStatusView(s.get("job")));
+    return leader.job();
   }
 
   /** The {@code /admin/status} JSON of any service process. */
@@ -396,25 +354,7 @@ public final class LocalCluster implements AutoCloseable {
    * @throws LocalClusterException on timeout (with the last status seen)
    */
   public JobStatusView awaitJob(Predicate<JobStatusView> condition, Duration timeout) {
-    long deadline = System.nanoTime() + timeout.toNanos();
-    String last = "no leader answered";
-    while (true) {
-      Optional<JobStatusView> status = jobStatus();
-      if (status.isPresent()) {
-        if (status.get().isFinished() || status.get().isFailed()) {
-          supervisor.markJobEnded();
-        }
-        if (condition.test(status.get())) {
-          return status.get();
-        }
-        last = status.get().toString();
-      }
-      if (System.nanoTime() > deadline) {
-        throw new LocalClusterException(
-            "job condition not reached within " + timeout.toSeconds() + " s; last status: " + last);
-      }
-      sleep(Duration.ofMillis(500));
-    }
+    return leader.awaitJob(condition, timeout);
   }
 
   /**
@@ -497,23 +437,6 @@ public final class LocalCluster implements AutoCloseable {
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
         return;
-      }
-    }
-  }
-
-  /**
-   * A new cluster starts from an empty etcd: the state of an earlier run in the same folder (a
-   * finished job, pserver checkpoint metadata) would otherwise leak into this one. Only a directory
-   * that holds etcd's {@code member/} is removed.
-   */
-  private static void removeEarlierEtcdData(Path dataDir) throws IOException {
-    if (!Files.isDirectory(dataDir.resolve("member"))) {
-      return;
-    }
-    log.info("removing the etcd data of an earlier run in {}", dataDir);
-    try (var paths = Files.walk(dataDir)) {
-      for (Path p : paths.sorted(Comparator.reverseOrder()).toList()) {
-        Files.delete(p);
       }
     }
   }

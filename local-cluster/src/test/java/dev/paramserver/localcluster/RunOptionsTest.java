@@ -109,12 +109,12 @@ class RunOptionsTest {
 
   @Test
   void duration_acceptsSecondsMinutesHoursMillisAndIso() {
-    assertThat(RunOptions.duration("900")).isEqualTo(Duration.ofSeconds(900));
-    assertThat(RunOptions.duration("15m")).isEqualTo(Duration.ofMinutes(15));
-    assertThat(RunOptions.duration("1h")).isEqualTo(Duration.ofHours(1));
-    assertThat(RunOptions.duration("500ms")).isEqualTo(Duration.ofMillis(500));
-    assertThat(RunOptions.duration("1.5s")).isEqualTo(Duration.ofMillis(1500));
-    assertThat(RunOptions.duration("PT2M")).isEqualTo(Duration.ofMinutes(2));
+    assertThat(RunOptionConverters.duration("900")).isEqualTo(Duration.ofSeconds(900));
+    assertThat(RunOptionConverters.duration("15m")).isEqualTo(Duration.ofMinutes(15));
+    assertThat(RunOptionConverters.duration("1h")).isEqualTo(Duration.ofHours(1));
+    assertThat(RunOptionConverters.duration("500ms")).isEqualTo(Duration.ofMillis(500));
+    assertThat(RunOptionConverters.duration("1.5s")).isEqualTo(Duration.ofMillis(1500));
+    assertThat(RunOptionConverters.duration("PT2M")).isEqualTo(Duration.ofMinutes(2));
   }
 
   @Test

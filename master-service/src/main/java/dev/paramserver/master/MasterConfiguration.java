@@ -4,7 +4,7 @@ import dev.paramserver.coordination.Coordinator;
 import dev.paramserver.master.admin.MasterStatusSource;
 import dev.paramserver.master.config.MasterProperties;
 import dev.paramserver.master.console.JobConsole;
-import dev.paramserver.master.coordination.TrainerCoordination;
+import dev.paramserver.master.coordination.CoordinatedTrainers;
 import dev.paramserver.master.dataset.DatasetIndexer;
 import dev.paramserver.master.election.LeadershipHealthIndicator;
 import dev.paramserver.master.election.MasterElection;
@@ -141,7 +141,7 @@ class MasterConfiguration {
 
   @Bean
   MasterMetrics masterMetrics(
-      MasterElection election, MasterJob job, TrainerCoordination coordination) {
+      MasterElection election, MasterJob job, CoordinatedTrainers coordination) {
     return new MasterMetrics(election, job, coordination::coordinatedTrainers);
   }
 

@@ -5,9 +5,6 @@ import dev.paramserver.testsupport.arch.ModuleRules;
 
 /** The shared rules for this module's main code (test-support's {@link ModuleArchitectureTest}). */
 class MasterArchitectureTest extends ModuleArchitectureTest {
-  private static final String SPLIT_PENDING =
-      "split by responsibility pending: the moves (MoveOut, its attempts and fencing) are being"
-          + " changed on another branch; the phase, the typed view and the waits are done";
   private static final String COORDINATION =
       "the master's coordination service (leases, membership) has its gRPC service in the same"
           + " package; the adapter moves to master.grpc with issue 45 item 2";
@@ -18,14 +15,13 @@ class MasterArchitectureTest extends ModuleArchitectureTest {
   @Override
   protected ModuleRules rules() {
     return ModuleRules.forRootPackage("dev.paramserver.master")
-        .longFile("dev/paramserver/master/placement/PlacementCoordinator.java", SPLIT_PENDING)
         .grpcPackage("dev.paramserver.master.coordination", COORDINATION)
         .adapterOutsideAdapterPackages(
             "dev.paramserver.master.coordination.CoordinationGrpcService", COORDINATION)
         .grpcPackage("dev.paramserver.master.console", CONSOLE)
         .grpcPackage(
             "dev.paramserver.master.placement",
-            "PlacementCoordinator calls the pservers' SlotMoves service itself; a client behind"
-                + " an interface is pending with issue 45 item 2");
+            "PlacementPservers calls the pservers' SlotMoves and status services itself; a client"
+                + " behind an interface is pending with issue 45 item 2");
   }
 }

@@ -19,6 +19,7 @@ import dev.paramserver.pserver.shard.ShardTraffic;
 import dev.paramserver.rpc.ChannelFactory;
 import dev.paramserver.rpc.ErrorMappingInterceptor;
 import dev.paramserver.service.AdminAddress;
+import dev.paramserver.testsupport.grpc.InProcessGrpc;
 import dev.paramserver.trainer.StopSignal;
 import dev.paramserver.trainer.config.AgentProperties;
 import dev.paramserver.trainer.config.CommunicationProperties;
@@ -33,23 +34,17 @@ import dev.paramserver.trainer.config.TrainingModeSetting;
 import dev.paramserver.trainer.coordination.JobLocks;
 import dev.paramserver.trainer.coordination.Membership;
 import dev.paramserver.trainer.coordination.PserverRegistry;
-import dev.paramserver.trainer.pserver.CallPolicy;
-import dev.paramserver.trainer.pserver.ModelLayout;
 import dev.paramserver.trainer.pserver.ParameterClient;
 import dev.paramserver.trainer.pserver.PserverDirectory;
-import dev.paramserver.trainer.pserver.PserverFailures;
 import dev.paramserver.trainer.pserver.PserverTraffic;
-import dev.paramserver.trainer.pserver.RequestPlanner;
 import dev.paramserver.trainer.pserver.ShardInitializer;
-import dev.paramserver.trainer.training.OptimizerConfigs;
+import dev.paramserver.trainer.training.PserverClients;
 import dev.paramserver.trainer.training.TaskTrainer;
 import dev.paramserver.trainer.training.TrainingContext;
 import dev.paramserver.trainer.training.TrainingProgress;
 import io.grpc.ManagedChannel;
-import io.grpc.Server;
 import io.grpc.ServerInterceptors;
 import io.grpc.inprocess.InProcessChannelBuilder;
-import io.grpc.inprocess.InProcessServerBuilder;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
@@ -63,7 +58,6 @@ import java.util.Optional;
 import java.util.Random;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.concurrent.TimeUnit;
 import org.springframework.core.env.StandardEnvironment;
 
 /**
@@ -183,56 +177,38 @@ public final class TrainerThreadBench {
   static final class Harness implements AutoCloseable {
     final ExecutorService pserverThread =
         Executors.newSingleThreadExecutor(r -> new Thread(r, "pserver"));
-    final Server server;
+    final InProcessGrpc grpc = new InProcessGrpc();
     final PserverDirectory directory;
     final StopSignal stop = new StopSignal();
     final TaskTrainer trainer;
 
     Harness(ModelSpec spec, TrainerProperties props) throws Exception {
-      String name = InProcessServerBuilder.generateName();
       ParameterShard shard = new ParameterShard(true);
       ShardLifecycle lifecycle = new ShardLifecycle(shard);
       lifecycle.claimed(0);
       lifecycle.serve();
-      server =
-          InProcessServerBuilder.forName(name)
-              .executor(pserverThread)
-              .addService(
-                  ServerInterceptors.intercept(
-                      new ParameterServerGrpcService(
-                          shard,
-                          lifecycle,
-                          pserverThread,
-                          new SimpleMeterRegistry(),
-                          new ShardTraffic(),
-                          new AdminAddress("127.0.0.1", new StandardEnvironment())),
-                      new ErrorMappingInterceptor()))
-              .build()
-              .start();
+      String name =
+          grpc.startServer(
+              b ->
+                  b.executor(pserverThread)
+                      .addService(
+                          ServerInterceptors.intercept(
+                              new ParameterServerGrpcService(
+                                  shard,
+                                  lifecycle,
+                                  pserverThread,
+                                  new SimpleMeterRegistry(),
+                                  new ShardTraffic(),
+                                  new AdminAddress("127.0.0.1", new StandardEnvironment())),
+                              new ErrorMappingInterceptor())));
       Model model = ModelFactory.create(spec);
       directory = new PserverDirectory(new OneRegistry(name), new DirectChannels());
       int count = directory.awaitAll(stop.retryUpTo(Duration.ofSeconds(10)));
-      CommunicationProperties comm = props.communication();
-      ModelLayout layout =
-          new ModelLayout(
-              model,
-              comm.blockSize(),
-              OptimizerConfigs.dense(props.optimizer()),
-              OptimizerConfigs.sparse(props.optimizer()),
-              count);
-      directory.follow(layout);
-      RequestPlanner planner =
-          new RequestPlanner(
-              layout, props.id(), "bench", comm.gradientWireType(), comm.mode().wire(), 0);
-      CallPolicy calls = new CallPolicy(comm.rpcTimeout(), comm.maxBackoff(), stop);
-      ShardInitializer initializer = new ShardInitializer(new Locks(), directory, planner, calls);
-      ParameterClient client =
-          new ParameterClient(
-              directory,
-              planner,
-              new PserverFailures(directory, initializer),
-              calls,
-              new PserverTraffic());
+      PserverClients pc =
+          PserverClients.wire(
+              model, props, directory, count, "bench", 0, new Locks(), stop, new PserverTraffic());
+      ShardInitializer initializer = pc.initializer();
+      ParameterClient client = pc.client();
       Parameters values = Initializers.initial(model, props.agent().seed());
       initializer.ensureAll(values);
       client.pull(values);
@@ -257,7 +233,7 @@ public final class TrainerThreadBench {
     public void close() throws Exception {
       trainer.close();
       directory.close();
-      server.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
+      grpc.close();
       pserverThread.shutdownNow();
     }
   }

@@ -16,13 +16,13 @@ class CoordinationConfiguration {
   static final int PHASE = LifecyclePhases.ROLE + 1;
 
   @Bean
-  TrainerCoordination trainerCoordination(
+  CoordinatedTrainers trainerCoordination(
       Coordinator coordinator, MasterElection election, CommonProperties common) {
     LeaderCheck leader =
         new LeaderCheck(
             election::isLeader,
             () -> election.leaderAddress().filter(a -> !a.equals(election.identity())));
-    return new TrainerCoordination(coordinator, leader, common.etcd().leaseTtl(), PHASE);
+    return new CoordinatedTrainers(coordinator, leader, common.etcd().leaseTtl(), PHASE);
   }
 
   @Bean
@@ -31,7 +31,7 @@ class CoordinationConfiguration {
   }
 
   @Bean
-  ShutdownListener coordinationShutdownListener(TrainerCoordination coordination) {
+  ShutdownListener coordinationShutdownListener(CoordinatedTrainers coordination) {
     return new ShutdownListener(coordination);
   }
 
@@ -40,9 +40,9 @@ class CoordinationConfiguration {
    * its calls (a stream open for good would hold the drain up to its grace period).
    */
   static final class ShutdownListener {
-    private final TrainerCoordination coordination;
+    private final CoordinatedTrainers coordination;
 
-    ShutdownListener(TrainerCoordination coordination) {
+    ShutdownListener(CoordinatedTrainers coordination) {
       this.coordination = coordination;
     }
 

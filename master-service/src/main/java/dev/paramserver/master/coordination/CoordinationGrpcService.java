@@ -20,7 +20,7 @@ import io.grpc.stub.StreamObserver;
 import org.springframework.grpc.server.service.GrpcService;
 
 /**
- * The Coordination gRPC service: a thin adapter over {@link TrainerCoordination}. Unary errors are
+ * The Coordination gRPC service: a thin adapter over {@link CoordinatedTrainers}. Unary errors are
  * thrown as {@link ServiceException} and mapped by the ErrorMappingInterceptor; an Attend stream's
  * end is written here (UNAVAILABLE with reason NOT_LEADER when this master steps down, so the
  * trainer reconnects).
@@ -28,9 +28,9 @@ import org.springframework.grpc.server.service.GrpcService;
 @GrpcService(interceptors = PeerAddressInterceptor.class)
 public final class CoordinationGrpcService extends CoordinationGrpc.CoordinationImplBase {
   private static final String ATTEND = CoordinationGrpc.getAttendMethod().getFullMethodName();
-  private final TrainerCoordination coordination;
+  private final CoordinatedTrainers coordination;
 
-  public CoordinationGrpcService(TrainerCoordination coordination) {
+  public CoordinationGrpcService(CoordinatedTrainers coordination) {
     this.coordination = coordination;
   }
 

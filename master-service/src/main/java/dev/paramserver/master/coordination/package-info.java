@@ -1,6 +1,6 @@
 /**
  * Coordination of trainers without an etcd client (joins, memberships, the cluster map, block
- * placement, locks): {@link dev.paramserver.master.coordination.TrainerCoordination} is the door
+ * placement, locks): {@link dev.paramserver.master.coordination.CoordinatedTrainers} is the door
  * for {@link dev.paramserver.master.coordination.CoordinationGrpcService}, the gRPC adapter (still
  * in this package); {@code LeaderCheck} answers NOT_LEADER on a standby.
  */

@@ -1,30 +1,19 @@
 package dev.paramserver.master.placement;
 
-import dev.paramserver.adminapi.AdminClient;
 import dev.paramserver.adminapi.JobView;
 import dev.paramserver.coordination.Coordinator;
 import dev.paramserver.coordination.KeyValueStore;
 import dev.paramserver.coordination.PlacementStore;
 import dev.paramserver.master.election.MasterElection;
-import dev.paramserver.proto.v1.GetShardStatusRequest;
 import dev.paramserver.proto.v1.MoveOutResponse;
-import dev.paramserver.proto.v1.ParameterServerGrpc;
-import dev.paramserver.proto.v1.ReplicaRole;
-import dev.paramserver.proto.v1.ShardStatus;
 import dev.paramserver.proto.v1.SlotMove;
-import dev.paramserver.proto.v1.SlotMovesGrpc;
-import dev.paramserver.proto.v1.TrainingMode;
 import dev.paramserver.rpc.ChannelFactory;
 import dev.paramserver.rpc.Retry;
 import dev.paramserver.rpc.RpcErrors;
 import dev.paramserver.rpc.StoppedException;
-import dev.paramserver.tensor.BlockSpec;
 import dev.paramserver.tensor.SlotMap;
-import io.grpc.ManagedChannel;
 import io.grpc.StatusRuntimeException;
-import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
-import io.micrometer.core.instrument.Timer;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayDeque;
@@ -34,13 +23,11 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.TreeMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
-import java.util.stream.Collectors;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -59,9 +46,9 @@ public final class PlacementCoordinator implements AutoCloseable {
   private final Coordinator coordinator;
   private final PlacementStore store;
   private final MasterElection election;
-  private final ChannelFactory channels;
   private final ScalingProperties settings;
-  private final String adminToken;
+  private final PlacementPservers servers;
+  private final EmptiedPservers emptied;
   private final ExecutorService worker = daemon("placement-coordinator");
   private final ScheduledExecutorService ticker =
       Executors.newSingleThreadScheduledExecutor(
@@ -78,11 +65,7 @@ public final class PlacementCoordinator implements AutoCloseable {
   private String lastError;
   private boolean queued;
   private volatile boolean closed;
-  private Counter slotsMoved;
-  private Counter bytesMoved;
-  private Counter committed;
-  private Counter rolledBack;
-  private Timer stall;
+  private volatile ScalingMetrics metrics;
 
   public PlacementCoordinator(
       Coordinator coordinator,
@@ -93,9 +76,9 @@ public final class PlacementCoordinator implements AutoCloseable {
     this.coordinator = coordinator;
     this.store = new PlacementStore(coordinator);
     this.election = election;
-    this.channels = channels;
     this.settings = settings;
-    this.adminToken = adminToken;
+    this.servers = new PlacementPservers(coordinator, channels, settings);
+    this.emptied = new EmptiedPservers(coordinator, servers, settings, adminToken, this::poll);
   }
 
   private static ExecutorService daemon(String name) {
@@ -125,31 +108,7 @@ public final class PlacementCoordinator implements AutoCloseable {
 
   /** Registers the coordinator's metrics. */
   public void bindTo(MeterRegistry registry) {
-    slotsMoved =
-        Counter.builder("paramserver.master.scaling.slots.moved")
-            .description("Row slots moved between pservers by committed moves")
-            .register(registry);
-    bytesMoved =
-        Counter.builder("paramserver.master.scaling.bytes.moved")
-            .description("Bytes (copies and records) sent by committed moves")
-            .baseUnit("bytes")
-            .register(registry);
-    committed =
-        Counter.builder("paramserver.master.scaling.moves")
-            .tag("result", "committed")
-            .description("Slot moves, by how they ended")
-            .register(registry);
-    rolledBack =
-        Counter.builder("paramserver.master.scaling.moves")
-            .tag("result", "rolled_back")
-            .description("Slot moves, by how they ended")
-            .register(registry);
-    stall =
-        Timer.builder("paramserver.master.scaling.stall")
-            .description(
-                "Per move: from the old owner refusing the slots to the new owner holding them")
-            .publishPercentiles(0.5, 0.99)
-            .register(registry);
+    metrics = new ScalingMetrics(registry);
   }
 
   /**
@@ -190,7 +149,7 @@ public final class PlacementCoordinator implements AutoCloseable {
       if (pservers == desired) {
         return view();
       }
-      SlotMap initial = initialMap(desired);
+      SlotMap initial = servers.initialMap(desired);
       Map<String, Long> fence = new LinkedHashMap<>();
       fence.put(coordinator.keys().placement(), 0L);
       fence.put(coordinator.keys().psDesired(), desiredKv.get().modRevision());
@@ -206,7 +165,7 @@ public final class PlacementCoordinator implements AutoCloseable {
                       value),
                   List.of());
     } else {
-      checkServers(now);
+      servers.checkServers(now);
       written =
           coordinator
               .kv()
@@ -226,7 +185,7 @@ public final class PlacementCoordinator implements AutoCloseable {
    * scaled-up StatefulSet asks for, so two that start at once never undo each other.
    */
   public synchronized ScalingStatus growTo(int pservers) {
-    int desired = desired();
+    int desired = servers.desired();
     return pservers > desired ? scale(pservers) : view();
   }
 
@@ -249,12 +208,7 @@ public final class PlacementCoordinator implements AutoCloseable {
       PlacementStore.Read read = store.read();
       epoch = read.epoch();
       pservers = read.map().map(m -> m.getPservers()).orElse(null);
-      desired =
-          coordinator
-              .kv()
-              .get(coordinator.keys().psDesired())
-              .map(kv -> Integer.parseInt(kv.valueAsString().trim()))
-              .orElse(null);
+      desired = servers.desiredIfSet().orElse(null);
     } catch (RuntimeException e) {
       error = "etcd: " + e.getMessage();
     }
@@ -323,19 +277,19 @@ public final class PlacementCoordinator implements AutoCloseable {
     if (read.map().isEmpty()) {
       return Step.DONE; // never scaled: the initial map of ps_desired is in force
     }
-    int desired = desired();
+    int desired = servers.desired();
     SlotMap cur = SlotMap.fromProto(read.map().get());
     SlotMap target = cur.resized(desired);
     List<SlotMove> moves = cur.movesTo(target, settings.slotsPerMove());
     if (moves.isEmpty()) {
-      finishShrink(desired);
+      emptied.shutDownFrom(desired, names -> setPhase(ScalingPhase.DRAINING, names, null));
       return Step.DONE;
     }
     for (int i = 0; i < desired; i++) {
       awaitRegistered(i);
     }
     try {
-      checkServers(desired);
+      servers.checkServers(desired);
     } catch (StatusRuntimeException e) {
       if (!RpcErrors.isTransient(e)) {
         throw e;
@@ -376,7 +330,7 @@ public final class PlacementCoordinator implements AutoCloseable {
     }
     long start = System.nanoTime();
     try {
-      MoveOutResponse answer = moveOut(move);
+      MoveOutResponse answer = servers.moveOut(move);
       PlacementStore.Read moving = store.read();
       if (!moving.move().equals(Optional.of(move))
           || !store.commit(moving, now.with(move).toProto())) {
@@ -395,11 +349,9 @@ public final class PlacementCoordinator implements AutoCloseable {
           answer.getCopyMs(),
           answer.getStallMs(),
           ms);
-      if (slotsMoved != null) {
-        slotsMoved.increment(move.getSlotsCount());
-        bytesMoved.increment(answer.getBytes());
-        committed.increment();
-        stall.record(Duration.ofMillis(answer.getStallMs()));
+      ScalingMetrics m = metrics;
+      if (m != null) {
+        m.committed(move, answer);
       }
       remember(ScalingStatus.move(move, "committed", answer, ms), null);
       return true;
@@ -410,23 +362,12 @@ public final class PlacementCoordinator implements AutoCloseable {
       if (after.move().equals(Optional.of(move))) {
         store.abort(after);
       }
-      if (rolledBack != null) {
-        rolledBack.increment();
+      ScalingMetrics m = metrics;
+      if (m != null) {
+        m.rolledBack();
       }
       remember(ScalingStatus.move(move, "rolled back: " + why, null, null), why);
       return false;
-    }
-  }
-
-  private MoveOutResponse moveOut(SlotMove move) {
-    String address = address(move.getFrom());
-    ManagedChannel channel = channels.forAddress(address);
-    try {
-      return SlotMovesGrpc.newBlockingStub(channel)
-          .withDeadlineAfter(settings.moveTimeout().toMillis(), TimeUnit.MILLISECONDS)
-          .moveOut(move);
-    } finally {
-      channel.shutdownNow();
     }
   }
 
@@ -448,20 +389,10 @@ public final class PlacementCoordinator implements AutoCloseable {
     }
   }
 
-  private int desired() {
-    return coordinator
-        .kv()
-        .get(coordinator.keys().psDesired())
-        .map(kv -> Integer.parseInt(kv.valueAsString().trim()))
-        .orElseThrow(() -> new IllegalStateException("ps_desired is not set"));
-  }
-
-  private String address(int index) {
-    return coordinator
-        .kv()
-        .get(coordinator.keys().ps(index))
-        .map(KeyValueStore.KeyValue::valueAsString)
-        .orElseThrow(() -> new IllegalStateException("pserver " + index + " is not registered"));
+  /** Looks every poll-interval until this master closes or stops leading. */
+  private Retry poll() {
+    return new Retry(
+        settings.pollInterval(), settings.pollInterval(), () -> closed || !election.isLeader());
   }
 
   private void awaitRegistered(int index) {
@@ -471,7 +402,7 @@ public final class PlacementCoordinator implements AutoCloseable {
             .until(
                 "waiting for pserver " + index + " to register",
                 attempt -> {
-                  if (coordinator.kv().get(coordinator.keys().ps(index)).isPresent()) {
+                  if (servers.registered(index)) {
                     return Optional.of(true);
                   }
                   if (attempt == 1) {
@@ -488,156 +419,6 @@ public final class PlacementCoordinator implements AutoCloseable {
               + settings.registrationTimeout()
               + ": start it (compose --scale, the StatefulSet's replicas, or a pserver process)");
     }
-  }
-
-  /** Looks every poll-interval until this master closes or stops leading. */
-  private Retry poll() {
-    return new Retry(
-        settings.pollInterval(), settings.pollInterval(), () -> closed || !election.isLeader());
-  }
-
-  private ShardStatus status(int index) {
-    ManagedChannel channel = channels.forAddress(address(index));
-    try {
-      return ParameterServerGrpc.newBlockingStub(channel)
-          .withDeadlineAfter(10, TimeUnit.SECONDS)
-          .getShardStatus(GetShardStatusRequest.getDefaultInstance());
-    } finally {
-      channel.shutdownNow();
-    }
-  }
-
-  /** Refuses to scale a job that is not asynchronous or runs replicas. */
-  private void checkServers(int n) {
-    for (int i = 0; i < n; i++) {
-      if (coordinator.kv().get(coordinator.keys().ps(i)).isEmpty()) {
-        continue; // a new index, not registered yet: nothing to check
-      }
-      refuseUnscalable(i, status(i));
-    }
-  }
-
-  /** Refuses a pserver that runs a replica, or an initialised one not in asynchronous mode. */
-  private static void refuseUnscalable(int index, ShardStatus s) {
-    if (s.getReplicaRole() != ReplicaRole.REPLICA_NONE) {
-      throw new IllegalStateException(
-          "pserver " + index + " runs with a replica: scaling with replicas is not supported yet");
-    }
-    if (s.getInitialised() && s.getMode() != TrainingMode.ASYNC) {
-      throw new IllegalStateException(
-          "the job trains in " + s.getMode() + " mode: only asynchronous jobs can be scaled live");
-    }
-  }
-
-  /**
-   * The initial map of the job's {@code n} pservers, with the dense blocks where they are: every
-   * pserver must be registered and initialised (the blocks are known only then).
-   */
-  private SlotMap initialMap(int n) {
-    List<BlockSpec> dense = new ArrayList<>();
-    Map<String, Integer> owners = new LinkedHashMap<>();
-    for (int i = 0; i < n; i++) {
-      if (coordinator.kv().get(coordinator.keys().ps(i)).isEmpty()) {
-        throw new IllegalStateException(
-            "pserver " + i + " of " + n + " is not registered: scale once every pserver runs");
-      }
-      ShardStatus s = status(i);
-      if (!s.getInitialised()) {
-        throw new IllegalStateException(
-            "pserver "
-                + i
-                + " is not initialised yet: scale once training has started (the parameters"
-                + " are placed then)");
-      }
-      refuseUnscalable(i, s);
-      for (int b = 0; b < s.getBlockRefsCount(); b++) {
-        var ref = s.getBlockRefs(b);
-        long bytes = b < s.getBlockBytesCount() ? s.getBlockBytes(b) : 0;
-        dense.add(new BlockSpec(ref.getName(), ref.getBlock(), 0, (int) (bytes / 4)));
-        owners.put(ref.getName() + "#" + ref.getBlock(), i);
-      }
-    }
-    SlotMap initial = SlotMap.initial(dense, n);
-    for (BlockSpec b : dense) {
-      int where = owners.get(b.id());
-      if (initial.ownerOfBlock(b.name(), b.block()) != where) {
-        throw new IllegalStateException(
-            "block "
-                + b.id()
-                + " is on pserver "
-                + where
-                + ", not where the placement rule puts it: the job's blocks are not placed by the"
-                + " rule the trainers use");
-      }
-    }
-    return initial;
-  }
-
-  /**
-   * After a shrink: shuts down the registered pservers at or above {@code n}, once they have
-   * drained ({@link ScalingProperties#drainTime}): a trainer may still send one a request planned
-   * by a map older than the last commit, or resend a push whose answer it lost; the pserver answers
-   * MOVED (nothing applied) or that it is a duplicate. Once it is gone, such a request goes by the
-   * committed map (docs/explanation/elastic.md).
-   */
-  private void finishShrink(int n) throws InterruptedException {
-    String prefix = coordinator.keys().psPrefix();
-    Map<Integer, String> emptied = new TreeMap<>();
-    for (KeyValueStore.KeyValue kv : coordinator.kv().getPrefix(prefix)) {
-      try {
-        int index = Integer.parseInt(kv.key().substring(prefix.length()));
-        if (index >= n) {
-          emptied.put(index, kv.key());
-        }
-      } catch (NumberFormatException e) {
-        // not a pserver registration
-      }
-    }
-    if (emptied.isEmpty()) {
-      return;
-    }
-    String names = emptied.keySet().stream().map(String::valueOf).collect(Collectors.joining(", "));
-    setPhase(ScalingPhase.DRAINING, names, null);
-    log.info(
-        "placement: pserver {} owns nothing now: it answers MOVED for {}, then it is shut down",
-        names,
-        settings.drainTime());
-    long drained = System.nanoTime() + settings.drainTime().toNanos();
-    poll()
-        .until(
-            "draining pserver " + names,
-            attempt -> System.nanoTime() >= drained ? Optional.of(true) : Optional.empty());
-    for (Map.Entry<Integer, String> e : emptied.entrySet()) {
-      int index = e.getKey();
-      String adminAddress = status(index).getAdminAddress();
-      if (adminAddress.isEmpty()) {
-        throw new IllegalStateException(
-            "pserver " + index + " has no admin address: stop it yourself, it owns nothing now");
-      }
-      log.info("placement: asking pserver {} to shut down", index);
-      try {
-        AdminClient.create(
-                "pserver " + index, baseUrl(adminAddress), adminToken, Duration.ofSeconds(30))
-            .shutdown();
-      } catch (java.io.IOException ex) {
-        throw new IllegalStateException(
-            "pserver " + index + " did not take the shutdown: " + ex.getMessage(), ex);
-      }
-      long deadline = System.nanoTime() + settings.shutdownTimeout().toNanos();
-      poll()
-          .until(
-              "waiting for pserver " + index + " to deregister",
-              attempt ->
-                  coordinator.kv().get(e.getValue()).isEmpty() || System.nanoTime() >= deadline
-                      ? Optional.of(true)
-                      : Optional.empty());
-      coordinator.kv().delete(coordinator.keys().checkpoint(index));
-      log.info("placement: pserver {} is gone", index);
-    }
-  }
-
-  private static String baseUrl(String adminAddress) {
-    return adminAddress.startsWith("http") ? adminAddress : "http://" + adminAddress;
   }
 
   @Override

@@ -3,6 +3,8 @@
  * dev.paramserver.master.placement.PlacementCoordinator} is the door for the web adapter ({@code
  * scale}, {@code growTo}, {@code view}) and the console; it keeps its phase as a {@link
  * dev.paramserver.master.placement.ScalingPhase} (checked transitions) and answers a {@link
- * dev.paramserver.master.placement.ScalingStatus}.
+ * dev.paramserver.master.placement.ScalingStatus}. Behind it, {@code PlacementPservers} reads the
+ * registrations and calls the pservers (status, {@code MoveOut}), {@code EmptiedPservers} shuts
+ * down what a shrink emptied, and {@code ScalingMetrics} counts the moves.
  */
 package dev.paramserver.master.placement;

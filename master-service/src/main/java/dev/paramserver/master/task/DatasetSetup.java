@@ -2,8 +2,8 @@ package dev.paramserver.master.task;
 
 import com.google.protobuf.Value;
 import dev.paramserver.master.config.MasterProperties;
-import dev.paramserver.master.dataset.Dataset;
 import dev.paramserver.master.dataset.DatasetIndexer;
+import dev.paramserver.master.dataset.IndexedDataset;
 import dev.paramserver.master.dataset.TaskSizing;
 import dev.paramserver.proto.v1.DatasetIndex;
 import dev.paramserver.proto.v1.ErrorReason;
@@ -59,7 +59,7 @@ final class DatasetSetup {
       if (served.dataset() != null) {
         return existing(globs);
       }
-      Dataset d = Dataset.of(index);
+      IndexedDataset d = IndexedDataset.of(index);
       TaskQueue q = served.newQueue(d);
       served.install(index, d, q);
       log.info(
@@ -108,7 +108,7 @@ final class DatasetSetup {
 
   /** The answer to a SetDataset once the dataset is set (lock held). */
   private SetDatasetResponse existing(List<String> globs) {
-    Dataset dataset = served.dataset();
+    IndexedDataset dataset = served.dataset();
     if (!dataset.sameGlobs(globs)) {
       throw new ServiceException(
           ErrorReason.DATASET_CONFLICT,
@@ -121,7 +121,7 @@ final class DatasetSetup {
     return response(dataset, served.tip().totalPasses(), true);
   }
 
-  private static SetDatasetResponse response(Dataset d, int passes, boolean alreadySet) {
+  private static SetDatasetResponse response(IndexedDataset d, int passes, boolean alreadySet) {
     return SetDatasetResponse.newBuilder()
         .setAlreadySet(alreadySet)
         .setFiles(d.files())

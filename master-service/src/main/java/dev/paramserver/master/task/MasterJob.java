@@ -2,8 +2,8 @@ package dev.paramserver.master.task;
 
 import com.google.protobuf.Value;
 import dev.paramserver.master.config.MasterProperties;
-import dev.paramserver.master.dataset.Dataset;
 import dev.paramserver.master.dataset.DatasetIndexer;
+import dev.paramserver.master.dataset.IndexedDataset;
 import dev.paramserver.master.state.JobStore;
 import dev.paramserver.proto.v1.GetTaskResponse;
 import dev.paramserver.proto.v1.JobState;
@@ -193,7 +193,7 @@ public final class MasterJob {
   /** The hyperparameters kept with the dataset (empty while none is set, or none were sent). */
   public Map<String, Value> hyperparameters() {
     synchronized (served.lock) {
-      Dataset dataset = served.dataset();
+      IndexedDataset dataset = served.dataset();
       return dataset == null ? Map.of() : dataset.hyperparameters();
     }
   }
@@ -256,12 +256,12 @@ public final class MasterJob {
 
   /** A trainer reports a task trained; false if the report was stale or a duplicate. */
   public boolean taskFinished(String trainer, Finished f) {
-    Report r = served.mutate(q -> q.finished(f.taskId(), f.epoch()));
+    ReportOutcome r = served.mutate(q -> q.finished(f.taskId(), f.epoch()));
     noteFinished(trainer, f, r);
     return r.accepted();
   }
 
-  private void noteFinished(String trainer, Finished f, Report r) {
+  private void noteFinished(String trainer, Finished f, ReportOutcome r) {
     if (r.accepted()) {
       timeouts.record(r.durationMs());
       if (!f.loss().isEmpty()) {
@@ -279,7 +279,7 @@ public final class MasterJob {
   /** A trainer reports a task failed or hands it back; false if the report was stale. */
   public boolean taskFailed(
       String trainer, long taskId, long epoch, String reason, boolean handedBack) {
-    Report r = served.mutate(q -> q.failed(taskId, epoch, reason, handedBack));
+    ReportOutcome r = served.mutate(q -> q.failed(taskId, epoch, reason, handedBack));
     if (r.accepted()) {
       log.info(
           "task {} epoch {} {} by '{}': {}",
@@ -393,7 +393,7 @@ public final class MasterJob {
           .setAdminAddress(adminAddress.get())
           .build();
     }
-    Dataset dataset = served.dataset();
+    IndexedDataset dataset = served.dataset();
     return queue.status().toBuilder()
         .setMasterId(served.identity())
         .setAdminAddress(adminAddress.get())

@@ -1,7 +1,7 @@
 package dev.paramserver.master.task;
 
 import dev.paramserver.master.config.MasterProperties;
-import dev.paramserver.master.dataset.Dataset;
+import dev.paramserver.master.dataset.IndexedDataset;
 import dev.paramserver.master.state.FenceLostException;
 import dev.paramserver.master.state.JobStore;
 import dev.paramserver.proto.v1.DatasetIndex;
@@ -42,7 +42,7 @@ final class ServedQueue {
   private volatile Supplier<Optional<String>> leaderAddress = Optional::empty;
   private volatile Runnable onFenceLost = () -> {};
   private volatile long lastSnapshotBytes;
-  private Dataset dataset;
+  private IndexedDataset dataset;
 
   ServedQueue(MasterProperties props, JobStore store, Clock clock) {
     this.props = props;
@@ -71,7 +71,7 @@ final class ServedQueue {
   }
 
   /** The dataset (lock held; null while none is set or this master does not serve). */
-  Dataset dataset() {
+  IndexedDataset dataset() {
     return dataset;
   }
 
@@ -96,7 +96,7 @@ final class ServedQueue {
     TaskQueue queue = null;
     Optional<DatasetIndex> index = store.loadDataset();
     if (index.isPresent()) {
-      dataset = Dataset.of(index.get());
+      dataset = IndexedDataset.of(index.get());
       Optional<MasterSnapshot> snapshot = store.loadSnapshot();
       if (snapshot.isPresent()) {
         queue =
@@ -118,7 +118,7 @@ final class ServedQueue {
   }
 
   /** A new job's queue over {@code d}. */
-  TaskQueue newQueue(Dataset d) {
+  TaskQueue newQueue(IndexedDataset d) {
     return new TaskQueue(d.taskRecords(), props.passes(), props.maxFailures(), clock);
   }
 
@@ -127,7 +127,7 @@ final class ServedQueue {
    *
    * @throws ServiceException NOT_LEADER when the leadership was lost
    */
-  void install(DatasetIndex index, Dataset d, TaskQueue q) {
+  void install(DatasetIndex index, IndexedDataset d, TaskQueue q) {
     try {
       store.saveDataset(index);
     } catch (FenceLostException e) {

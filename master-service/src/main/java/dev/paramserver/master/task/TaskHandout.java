@@ -1,6 +1,6 @@
 package dev.paramserver.master.task;
 
-import dev.paramserver.master.dataset.Dataset;
+import dev.paramserver.master.dataset.IndexedDataset;
 import dev.paramserver.proto.v1.GetTaskResponse;
 import dev.paramserver.proto.v1.Task;
 import java.time.Duration;
@@ -25,7 +25,7 @@ final class TaskHandout {
   /** Told of each task report a GetTask carried, once its change is saved. */
   @FunctionalInterface
   interface ReportListener {
-    void onReport(String trainer, MasterJob.Finished finished, Report report);
+    void onReport(String trainer, MasterJob.Finished finished, ReportOutcome report);
   }
 
   private final ServedQueue served;
@@ -55,8 +55,8 @@ final class TaskHandout {
       int maxTasks,
       String requestId,
       long lossEveryRecords) {
-    Dataset ds;
-    List<Report> reported = new ArrayList<>();
+    IndexedDataset ds;
+    List<ReportOutcome> reported = new ArrayList<>();
     List<Dispatch> extra = new ArrayList<>();
     int want = Math.max(1, Math.min(maxTasks, MAX_TASKS_PER_CALL));
     // only an asynchronous trainer lets the master hold its WAIT answers: it need not take part in
@@ -152,7 +152,7 @@ final class TaskHandout {
     return a.result();
   }
 
-  private static Task task(Dataset ds, Dispatch d) {
+  private static Task task(IndexedDataset ds, Dispatch d) {
     return Task.newBuilder()
         .setId(d.taskId())
         .setEpoch(d.epoch())

@@ -313,16 +313,16 @@ public final class TaskQueue {
    * A trainer reports the task trained. Accepted when (id, epoch) is the pending dispatch; a report
    * on a task already done counts as a duplicate; anything else is stale and ignored.
    */
-  public Report finished(long taskId, long epoch) {
+  public ReportOutcome finished(long taskId, long epoch) {
     int id = checkId(taskId);
     if (states[id] == DONE && epoch > passStartEpochs[id] && epoch <= epochs[id]) {
       finishes[id]++;
       ledgerOf(id).duplicates++;
       version++;
-      return Report.DUPLICATE;
+      return ReportOutcome.DUPLICATE;
     }
     if (states[id] != PENDING || epochs[id] != epoch) {
-      return Report.STALE;
+      return ReportOutcome.STALE;
     }
     long now = clock.millis();
     long duration = dispatchedMs[id] > 0 ? Math.max(0, now - dispatchedMs[id]) : -1;
@@ -333,17 +333,17 @@ public final class TaskQueue {
     PassCycle.countEnded(this, id, true);
     version++;
     PassCycle.checkPassEnd(this, now);
-    return new Report(true, false, duration);
+    return new ReportOutcome(true, false, duration);
   }
 
   /**
    * A trainer reports the task failed, or hands it back ({@code handedBack}: back to todo without
    * counting as a failure). Accepted when (id, epoch) is the pending dispatch, else ignored.
    */
-  public Report failed(long taskId, long epoch, String reason, boolean handedBack) {
+  public ReportOutcome failed(long taskId, long epoch, String reason, boolean handedBack) {
     int id = checkId(taskId);
     if (states[id] != PENDING || epochs[id] != epoch) {
-      return Report.STALE;
+      return ReportOutcome.STALE;
     }
     long now = clock.millis();
     String holder = holders[id];
@@ -358,7 +358,7 @@ public final class TaskQueue {
     }
     version++;
     PassCycle.checkPassEnd(this, now);
-    return new Report(true, false, -1);
+    return new ReportOutcome(true, false, -1);
   }
 
   /** True if a pending task is past its deadline (read-only; cheap enough to poll). */

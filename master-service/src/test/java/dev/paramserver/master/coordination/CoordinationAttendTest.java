@@ -74,7 +74,7 @@ class CoordinationAttendTest {
         .isEqualTo("127.0.0.1:0");
     assertThat(master.get(master.etcd.keys().trainerSession("t1")).orElseThrow().valueAsString())
         .isEqualTo("s1");
-    assertThat(leader.getBean(TrainerCoordination.class).coordinatedTrainers()).isEqualTo(1);
+    assertThat(leader.getBean(CoordinatedTrainers.class).coordinatedTrainers()).isEqualTo(1);
 
     long until = System.nanoTime() + 2 * CoordinationMaster.TTL.toNanos() + 500_000_000L;
     while (System.nanoTime() < until) {
@@ -92,7 +92,7 @@ class CoordinationAttendTest {
         .isLessThan(CoordinationMaster.TTL);
     Poll.until(
         Duration.ofSeconds(5),
-        () -> leader.getBean(TrainerCoordination.class).coordinatedTrainers() == 0,
+        () -> leader.getBean(CoordinatedTrainers.class).coordinatedTrainers() == 0,
         "the membership to end");
   }
 

@@ -48,7 +48,7 @@ class DatasetIndexerS3Test {
         DatasetIndexerTest.write(dir.resolve("b.rio"), 6, 3, Compressor.NONE),
         "s3://jobs/d/train-1.rio");
     DatasetIndex index = new DatasetIndexer(storage).index(List.of("s3://jobs/d/train-*.rio"), 2);
-    Dataset d = Dataset.of(index);
+    IndexedDataset d = IndexedDataset.of(index);
 
     assertThat(d.files()).isEqualTo(2);
     assertThat(d.chunks()).isEqualTo(5);

@@ -36,7 +36,7 @@ class DatasetIndexerTest {
     write(dir.resolve("a.rio"), 10, 4, Compressor.NONE); // chunks of 4, 4, 2 records
     write(dir.resolve("b.rio"), 6, 3, Compressor.GZIP); // chunks of 3, 3
     DatasetIndex index = DatasetIndexer.localOnly().index(List.of(dir + "/*.rio"), 2);
-    Dataset d = Dataset.of(index);
+    IndexedDataset d = IndexedDataset.of(index);
 
     assertThat(d.files()).isEqualTo(2);
     assertThat(d.chunks()).isEqualTo(5);
@@ -59,7 +59,7 @@ class DatasetIndexerTest {
     write(dir.resolve("b.rio"), 1, 1, Compressor.NONE);
     String a = dir.resolve("a.rio").toString();
     String b = dir.resolve("b.rio").toString();
-    Dataset d = Dataset.of(DatasetIndexer.localOnly().index(List.of(a, b), 1));
+    IndexedDataset d = IndexedDataset.of(DatasetIndexer.localOnly().index(List.of(a, b), 1));
     assertThat(d.sameGlobs(List.of(b, a, a))).isTrue();
     assertThat(d.sameGlobs(List.of(a))).isFalse();
   }
@@ -93,7 +93,8 @@ class DatasetIndexerTest {
     write(dir.resolve("train-00000.recordio"), 4, 2, Compressor.NONE);
     Files.write(dir.resolve("train.dataset.pb"), "not RecordIO".getBytes(StandardCharsets.UTF_8));
 
-    Dataset d = Dataset.of(DatasetIndexer.localOnly().index(List.of(dir + "/train*"), 1));
+    IndexedDataset d =
+        IndexedDataset.of(DatasetIndexer.localOnly().index(List.of(dir + "/train*"), 1));
 
     assertThat(d.files()).isEqualTo(1);
     assertThat(d.records()).isEqualTo(4);

@@ -25,7 +25,8 @@ class TaskSizingTest {
   void groupsChunksIntoTasksOfAboutTheRecordsAsked() {
     // 1,600 chunks of 100 records: 41 chunks make 4,100 records, 40 tasks
     assertThat(TaskSizing.chunksPerTask(index(4, 400, 100), 1, 4096)).isEqualTo(41);
-    assertThat(Dataset.of(index(4, 400, 100).toBuilder().setChunksPerTask(41).build()).tasks())
+    assertThat(
+            IndexedDataset.of(index(4, 400, 100).toBuilder().setChunksPerTask(41).build()).tasks())
         .isEqualTo(40);
   }
 

@@ -24,12 +24,9 @@ import dev.paramserver.recordio.RecordWriter;
 import dev.paramserver.rpc.ErrorMappingInterceptor;
 import dev.paramserver.rpc.RpcErrors;
 import dev.paramserver.testsupport.TempDirs;
-import io.grpc.ManagedChannel;
-import io.grpc.Server;
+import dev.paramserver.testsupport.grpc.InProcessGrpc;
 import io.grpc.ServerInterceptors;
 import io.grpc.Status;
-import io.grpc.inprocess.InProcessChannelBuilder;
-import io.grpc.inprocess.InProcessServerBuilder;
 import io.grpc.protobuf.StatusProto;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -176,8 +173,7 @@ class MasterHostileInputFuzzTest {
     final RecordingStore store = new RecordingStore();
     final MasterJob job;
     private final Path dir = TempDirs.create("master-fuzz");
-    private final Server server;
-    private final ManagedChannel channel;
+    private final InProcessGrpc grpc = new InProcessGrpc();
     private final MasterGrpc.MasterBlockingStub stub;
     private long taskId;
     private long epoch;
@@ -198,7 +194,6 @@ class MasterHostileInputFuzzTest {
               0);
       job = new MasterJob(props, store, Clock.systemUTC());
       job.startServing("127.0.0.1:7001");
-      String name = InProcessServerBuilder.generateName();
       try {
         for (String f : new String[] {"train-0.rio", "train-1.rio"}) {
           try (RecordWriter w = RecordWriter.create(dir.resolve(f), Compressor.NONE, 5)) {
@@ -208,19 +203,14 @@ class MasterHostileInputFuzzTest {
           }
         }
         Files.writeString(dir.resolve("notes.txt"), "not a RecordIO file\n");
-        server =
-            InProcessServerBuilder.forName(name)
-                .directExecutor()
-                .addService(
-                    ServerInterceptors.intercept(
-                        new MasterGrpcService(job), new ErrorMappingInterceptor()))
-                .build()
-                .start();
       } catch (IOException e) {
         throw new UncheckedIOException(e);
       }
-      channel = InProcessChannelBuilder.forName(name).directExecutor().build();
-      stub = MasterGrpc.newBlockingStub(channel);
+      stub =
+          MasterGrpc.newBlockingStub(
+              grpc.startDirect(
+                  ServerInterceptors.intercept(
+                      new MasterGrpcService(job), new ErrorMappingInterceptor())));
       if (start != Start.NO_DATASET) {
         stub().setDataset(HostileMasterCall.dataset("t1", HostileMasterCall.glob(dir)));
         GetTaskResponse r = stub().getTask(HostileMasterCall.getTask("t1").build());
@@ -248,8 +238,7 @@ class MasterHostileInputFuzzTest {
 
     @Override
     public void close() throws InterruptedException {
-      channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
-      server.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
+      grpc.close();
       TempDirs.deleteRecursively(dir);
     }
   }

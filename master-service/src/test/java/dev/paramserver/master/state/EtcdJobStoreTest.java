@@ -6,8 +6,8 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import dev.paramserver.coordination.EtcdCoordinator;
 import dev.paramserver.coordination.Lease;
 import dev.paramserver.master.config.MasterProperties;
-import dev.paramserver.master.dataset.Dataset;
 import dev.paramserver.master.dataset.DatasetIndexer;
+import dev.paramserver.master.dataset.IndexedDataset;
 import dev.paramserver.master.task.MasterJob;
 import dev.paramserver.master.task.TaskQueue;
 import dev.paramserver.proto.v1.DatasetIndex;
@@ -68,7 +68,7 @@ class EtcdJobStoreTest {
   void hundredThousandChunks_datasetAndSnapshotRoundTripUnderTheRequestLimit() throws IOException {
     Path file = writeChunks("big.rio", 100_000);
     DatasetIndex index = DatasetIndexer.localOnly().index(List.of(file.toString()), 1);
-    Dataset dataset = Dataset.of(index);
+    IndexedDataset dataset = IndexedDataset.of(index);
     assertThat(dataset.chunks()).isEqualTo(100_000);
     assertThat(dataset.tasks()).isEqualTo(100_000);
 
@@ -119,7 +119,8 @@ class EtcdJobStoreTest {
         .isEqualTo(
             coordinator.kv().get(coordinator.keys().masterDataset()).orElseThrow().modRevision());
     TaskQueue restored =
-        TaskQueue.restore(loadedSnapshot, Dataset.of(loaded).taskRecords(), 3, Clock.systemUTC());
+        TaskQueue.restore(
+            loadedSnapshot, IndexedDataset.of(loaded).taskRecords(), 3, Clock.systemUTC());
     assertThat(restored.status()).isEqualTo(queue.status());
     assertThat(restored.status().getTasks().getPending()).isEqualTo(1_000 + changes);
     assertThat(restored.status().getTasks().getDone()).isEqualTo(1_000);

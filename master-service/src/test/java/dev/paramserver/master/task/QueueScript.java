@@ -42,14 +42,14 @@ final class QueueScript {
   }
 
   QueueScript finish(int id, long epoch, boolean accepted, boolean duplicate) {
-    Report r = queue.finished(id, epoch);
+    ReportOutcome r = queue.finished(id, epoch);
     assertThat(r.accepted()).as("finish(%d, %d) accepted", id, epoch).isEqualTo(accepted);
     assertThat(r.duplicate()).as("finish(%d, %d) duplicate", id, epoch).isEqualTo(duplicate);
     return this;
   }
 
   QueueScript fail(int id, long epoch, boolean handedBack, boolean accepted) {
-    Report r = queue.failed(id, epoch, "boom", handedBack);
+    ReportOutcome r = queue.failed(id, epoch, "boom", handedBack);
     assertThat(r.accepted()).as("fail(%d, %d) accepted", id, epoch).isEqualTo(accepted);
     return this;
   }

@@ -207,7 +207,7 @@ class TaskQueueModelTest {
       int id = (int) r[0];
       byte[] before = queue.snapshotBytes();
       long version = queue.version();
-      Report got = queue.finished(id, r[1]);
+      ReportOutcome got = queue.finished(id, r[1]);
       String expected = model.finished(id, r[1]);
       String label = String.format("TaskFinished(task %d, epoch %d)", id, r[1]);
       assertThat(got.accepted()).as(at(label + " accepted")).isEqualTo(expected.equals("accepted"));
@@ -226,7 +226,7 @@ class TaskQueueModelTest {
       int id = (int) r[0];
       byte[] before = queue.snapshotBytes();
       long version = queue.version();
-      Report got = queue.failed(id, r[1], "boom", f.handedBack());
+      ReportOutcome got = queue.failed(id, r[1], "boom", f.handedBack());
       boolean expected = model.failed(id, r[1], f.handedBack());
       String label =
           String.format("TaskFailed(task %d, epoch %d, handedBack %s)", id, r[1], f.handedBack());

@@ -1,20 +1,20 @@
 package dev.paramserver.psctl.job;
 
+import static dev.paramserver.testsupport.http.JsonHttpServer.answer;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.sun.net.httpserver.HttpExchange;
-import com.sun.net.httpserver.HttpServer;
 import dev.paramserver.adminapi.BuildInfo;
 import dev.paramserver.adminapi.JobView;
 import dev.paramserver.adminapi.JobViewSchema;
 import dev.paramserver.psctl.ExitCodes;
 import dev.paramserver.psctl.Run;
 import dev.paramserver.testsupport.JsonSchemaCheck;
+import dev.paramserver.testsupport.http.JsonHttpServer;
 import java.io.IOException;
 import java.io.InputStream;
-import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.Map;
@@ -29,8 +29,8 @@ import org.junit.jupiter.api.Test;
  */
 class JobCommandsTest {
   private static final String TOKEN = "s3cret";
-  private HttpServer leader;
-  private HttpServer standby;
+  private JsonHttpServer leader;
+  private JsonHttpServer standby;
   private final List<String> calls = new CopyOnWriteArrayList<>();
   private volatile String jobJson;
 
@@ -40,35 +40,26 @@ class JobCommandsTest {
         getClass().getResourceAsStream("/dev/paramserver/psctl/startup/sample-job.json")) {
       jobJson = new String(in.readAllBytes(), StandardCharsets.UTF_8);
     }
-    leader = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
-    leader.createContext("/admin/job", this::leader);
-    leader.createContext(
-        "/admin/status",
-        ex ->
-            answer(
-                ex,
-                200,
-                "{\"role\":\"master\",\"state\":\"LEADER\",\"identity\":\"127.0.0.1:9091\","
-                    + "\"leader\":true,\"leaderAddress\":\"127.0.0.1:9091\",\"version\":\"9.9.9\","
-                    + "\"commit\":\"abc1234\"}"));
-    leader.start();
-    standby = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
-    standby.createContext(
-        "/admin/job",
-        ex ->
-            answer(
-                ex,
-                409,
-                "{\"error\":\"not the leader\",\"leaderAdminAddress\":\"127.0.0.1:"
-                    + leader.getAddress().getPort()
-                    + "\"}"));
-    standby.start();
+    leader =
+        JsonHttpServer.builder()
+            .context("/admin/job", this::leader)
+            .context(
+                "/admin/status",
+                ex ->
+                    answer(
+                        ex,
+                        200,
+                        "{\"role\":\"master\",\"state\":\"LEADER\",\"identity\":\"127.0.0.1:9091\","
+                            + "\"leader\":true,\"leaderAddress\":\"127.0.0.1:9091\","
+                            + "\"version\":\"9.9.9\",\"commit\":\"abc1234\"}"))
+            .start();
+    standby = JsonHttpServer.standbyOf(leader, "/admin/job");
   }
 
   @AfterEach
   void stop() {
-    leader.stop(0);
-    standby.stop(0);
+    leader.close();
+    standby.close();
   }
 
   private void leader(HttpExchange ex) throws IOException {
@@ -95,21 +86,9 @@ class JobCommandsTest {
     }
   }
 
-  private static void answer(HttpExchange ex, int code, String body) throws IOException {
-    byte[] b = body.getBytes(StandardCharsets.UTF_8);
-    ex.getResponseHeaders().add("Content-Type", "application/json");
-    ex.sendResponseHeaders(code, b.length);
-    ex.getResponseBody().write(b);
-    ex.close();
-  }
-
-  private String url(HttpServer s) {
-    return "http://127.0.0.1:" + s.getAddress().getPort();
-  }
-
   @Test
   void status_printsTheJobPassesPserversTrainersFlagsAndEvents() {
-    Run r = Run.psctl("status", "--master", url(leader), "--token", TOKEN);
+    Run r = Run.psctl("status", "--master", leader.url(), "--token", TOKEN);
     assertThat(r.code()).as(r.err()).isZero();
     assertThat(r.out())
         .contains(
@@ -140,7 +119,7 @@ class JobCommandsTest {
         jobJson
             .replace("\"leader\":true,", "\"leader\":true,\"cluster\":{\"zone\":\"a\"},")
             .replace("\"hot\":true,", "\"hot\":true,\"replicaLag\":3,");
-    Run r = Run.psctl("status", "--master", url(leader), "--token", TOKEN);
+    Run r = Run.psctl("status", "--master", leader.url(), "--token", TOKEN);
     assertThat(r.code()).as(r.err()).isZero();
     assertThat(r.out()).contains("RUNNING  pass 2 of 3").contains("checkpoint none [HOT]");
   }
@@ -168,7 +147,7 @@ class JobCommandsTest {
             JsonSchemaCheck.of(JobViewSchema.published())
                 .errors(new ObjectMapper().readTree(jobJson)))
         .isEmpty();
-    Run r = Run.psctl("status", "--master", url(leader), "--token", TOKEN);
+    Run r = Run.psctl("status", "--master", leader.url(), "--token", TOKEN);
     assertThat(r.code()).as(r.err()).isZero();
     assertThat(r.out())
         .contains(
@@ -182,13 +161,13 @@ class JobCommandsTest {
 
   @Test
   void status_saysNothingOfScaling_forAJobNeverScaled_orAMasterThatDoesNotSendIt() {
-    Run older = Run.psctl("status", "--master", url(leader), "--token", TOKEN);
+    Run older = Run.psctl("status", "--master", leader.url(), "--token", TOKEN);
     assertThat(older.code()).as(older.err()).isZero();
     assertThat(older.out()).doesNotContain("scaling");
     withScaling(
         "{\"epoch\":0,\"pservers\":null,\"desired\":2,\"phase\":\"idle\",\"move\":null,"
             + "\"lastError\":null,\"moves\":[]}");
-    Run never = Run.psctl("status", "--master", url(leader), "--token", TOKEN);
+    Run never = Run.psctl("status", "--master", leader.url(), "--token", TOKEN);
     assertThat(never.code()).as(never.err()).isZero();
     assertThat(never.out()).doesNotContain("scaling");
   }
@@ -240,7 +219,7 @@ class JobCommandsTest {
     jobJson =
         "{\"leader\":true,\"job\":{},\"events\":[{\"time\":1764569940000,\"kind\":\"leader\","
             + "\"message\":\"master 127.0.0.1:9091 leads the job\"}]}";
-    Run r = Run.psctl("status", "--master", url(leader), "--token", TOKEN);
+    Run r = Run.psctl("status", "--master", leader.url(), "--token", TOKEN);
     assertThat(r.code()).as(r.err()).isZero();
     assertThat(r.out())
         .contains("?  pass 0 of 0")
@@ -250,7 +229,7 @@ class JobCommandsTest {
 
   @Test
   void status_followsAStandbyToTheLeader_andJsonPrintsTheAnswer() {
-    Run r = Run.psctl("status", "--master", url(standby) + "/", "--token", TOKEN, "--json");
+    Run r = Run.psctl("status", "--master", standby.url() + "/", "--token", TOKEN, "--json");
     assertThat(r.code()).as(r.err()).isZero();
     assertThat(r.out()).contains("\"totalPasses\" : 3");
     assertThat(calls).containsExactly("GET /admin/job");
@@ -263,10 +242,10 @@ class JobCommandsTest {
     java.io.StringWriter out = new java.io.StringWriter();
     picocli.CommandLine cl = new picocli.CommandLine(cmd);
     cl.setOut(new java.io.PrintWriter(out, true));
-    assertThat(cl.execute("--master", url(leader))).isZero();
+    assertThat(cl.execute("--master", leader.url())).isZero();
     assertThat(out.toString()).contains("pass 2 of 3");
 
-    Run wrong = Run.psctl("status", "--master", url(leader), "--token", "nope");
+    Run wrong = Run.psctl("status", "--master", leader.url(), "--token", "nope");
     assertThat(wrong.code()).isEqualTo(1);
     assertThat(wrong.err())
         .contains("the master refused the admin token (wrong admin token)")
@@ -283,7 +262,7 @@ class JobCommandsTest {
     java.io.StringWriter err = new java.io.StringWriter();
     picocli.CommandLine cl = new picocli.CommandLine(cmd);
     cl.setErr(new java.io.PrintWriter(err, true));
-    assertThat(cl.execute("--master", url(leader))).isEqualTo(2);
+    assertThat(cl.execute("--master", leader.url())).isEqualTo(2);
     Run badUrl = Run.psctl("status", "--master", "127.0.0.1:8081", "--token", TOKEN);
     assertThat(badUrl.code()).isEqualTo(2);
     assertThat(badUrl.err()).contains("--master must be an HTTP URL");
@@ -298,7 +277,7 @@ class JobCommandsTest {
         Run.psctl(
             "watch",
             "--master",
-            url(leader),
+            leader.url(),
             "--token",
             TOKEN,
             "--interval",
@@ -312,7 +291,7 @@ class JobCommandsTest {
         .allSatisfy(l -> assertThat(l).contains("RUNNING  pass 2 of 3").endsWith("loss 0.3000"));
 
     jobJson = jobJson.replace("\"state\":\"RUNNING\"", "\"state\":\"FINISHED\"");
-    Run bar = Run.psctl("watch", "--master", url(leader), "--token", TOKEN, "--bar");
+    Run bar = Run.psctl("watch", "--master", leader.url(), "--token", TOKEN, "--bar");
     assertThat(bar.code()).isZero();
     assertThat(bar.out())
         .contains("pass 3/3 [##############################] 100%")
@@ -321,13 +300,13 @@ class JobCommandsTest {
 
   @Test
   void checkpointStopAndWatch_speakJsonAndYaml() throws Exception {
-    Run cp = Run.psctl("checkpoint", "--master", url(leader), "--token", TOKEN, "-o", "json");
+    Run cp = Run.psctl("checkpoint", "--master", leader.url(), "--token", TOKEN, "-o", "json");
     assertThat(cp.code()).isEqualTo(1); // one pserver failed, in JSON too
     JsonNode checkpoints = new ObjectMapper().readTree(cp.out()).path("checkpoints");
     assertThat(checkpoints.get(0).path("step").asLong()).isEqualTo(1234);
     assertThat(checkpoints.get(1).path("error").asText()).isEqualTo("not initialised");
 
-    Run stop = Run.psctl("stop", "--master", url(leader), "--token", TOKEN, "-o", "yaml");
+    Run stop = Run.psctl("stop", "--master", leader.url(), "--token", TOKEN, "-o", "yaml");
     assertThat(stop.code()).as(stop.err()).isZero();
     assertThat(stop.out()).contains("stopped: true").contains("step: 1300");
 
@@ -335,7 +314,7 @@ class JobCommandsTest {
         Run.psctl(
             "watch",
             "--master",
-            url(leader),
+            leader.url(),
             "--token",
             TOKEN,
             "--interval",
@@ -355,12 +334,12 @@ class JobCommandsTest {
 
   @Test
   void checkpointAndStop_printEachPserversResult() {
-    Run cp = Run.psctl("checkpoint", "--master", url(leader), "--token", TOKEN);
+    Run cp = Run.psctl("checkpoint", "--master", leader.url(), "--token", TOKEN);
     assertThat(cp.code()).isEqualTo(1); // one pserver failed
     assertThat(cp.out())
         .contains("pserver 0: checkpoint at step 1234")
         .contains("pserver 1: FAILED: not initialised");
-    Run stop = Run.psctl("stop", "--master", url(leader), "--token", TOKEN);
+    Run stop = Run.psctl("stop", "--master", leader.url(), "--token", TOKEN);
     assertThat(stop.code()).isZero();
     assertThat(stop.out())
         .contains("pserver 0: checkpoint at step 1300")
@@ -371,7 +350,7 @@ class JobCommandsTest {
   @Test
   void watch_exits3WhenTheJobFailed_and4WhenTheMasterStaysUnreachable() {
     jobJson = jobJson.replace("\"state\":\"RUNNING\"", "\"state\":\"FAILED\"");
-    Run failed = Run.psctl("watch", "--master", url(leader), "--token", TOKEN, "--no-bar");
+    Run failed = Run.psctl("watch", "--master", leader.url(), "--token", TOKEN, "--no-bar");
     assertThat(failed.code()).as(failed.err()).isEqualTo(ExitCodes.JOB_FAILED);
     assertThat(failed.out()).contains("FAILED");
 
@@ -382,35 +361,35 @@ class JobCommandsTest {
     assertThat(down.out().lines()).hasSize(WatchCommand.UNANSWERED - 1);
     assertThat(down.err()).contains("cannot connect to the master at http://127.0.0.1:1");
 
-    Run refused = Run.psctl("watch", "--master", url(leader), "--token", "nope");
+    Run refused = Run.psctl("watch", "--master", leader.url(), "--token", "nope");
     assertThat(refused.code()).isEqualTo(ExitCodes.ERROR);
     assertThat(refused.err()).contains("refused the admin token");
   }
 
   @Test
   void theMasterAndTokenComeFromTheEnvironment_andFlagsOverrideIt() {
-    Map<String, String> env = Map.of("PSCTL_MASTER", url(leader), "PSCTL_TOKEN", TOKEN);
+    Map<String, String> env = Map.of("PSCTL_MASTER", leader.url(), "PSCTL_TOKEN", TOKEN);
     Run fromEnv = Run.withEnv(env, "status");
     assertThat(fromEnv.code()).as(fromEnv.err()).isZero();
     assertThat(fromEnv.out()).contains("RUNNING  pass 2 of 3");
 
     Map<String, String> stale =
         Map.of("PSCTL_MASTER", "http://127.0.0.1:1", "PSCTL_TOKEN", "stale-token");
-    Run flags = Run.withEnv(stale, "status", "--master", url(leader), "--token", TOKEN);
+    Run flags = Run.withEnv(stale, "status", "--master", leader.url(), "--token", TOKEN);
     assertThat(flags.code()).as(flags.err()).isZero();
     Run envOnly = Run.withEnv(stale, "status");
     assertThat(envOnly.code()).isEqualTo(ExitCodes.UNREACHABLE);
 
     Run serviceToken =
         Run.withEnv(
-            Map.of("PSCTL_MASTER", url(leader), "PARAMSERVER_ADMIN_TOKEN", TOKEN), "status");
+            Map.of("PSCTL_MASTER", leader.url(), "PARAMSERVER_ADMIN_TOKEN", TOKEN), "status");
     assertThat(serviceToken.code()).as(serviceToken.err()).isZero();
   }
 
   @Test
   void statusJson_isTheViewAsThePublishedSchemaDescribesIt() throws IOException {
     jobJson = jobJson.replace("\"leader\":true,", "\"leader\":true,\"newerField\":1,");
-    Run r = Run.psctl("status", "--master", url(leader), "--token", TOKEN, "-o", "json");
+    Run r = Run.psctl("status", "--master", leader.url(), "--token", TOKEN, "-o", "json");
     assertThat(r.code()).as(r.err()).isZero();
     JsonNode json = new ObjectMapper().readTree(r.out());
     assertThat(JsonSchemaCheck.of(JobViewSchema.published()).errors(json)).isEmpty();
@@ -418,7 +397,7 @@ class JobCommandsTest {
     assertThat(json.path("job").path("totalPasses").asInt()).isEqualTo(3);
     assertThat(json.has("newerField")).isFalse();
     // --json keeps printing the answer as it is
-    Run raw = Run.psctl("status", "--master", url(leader), "--token", TOKEN, "--json");
+    Run raw = Run.psctl("status", "--master", leader.url(), "--token", TOKEN, "--json");
     assertThat(new ObjectMapper().readTree(raw.out()).has("newerField")).isTrue();
   }
 
@@ -426,13 +405,13 @@ class JobCommandsTest {
   void version_showsTheClientsBuildAndTheMasters() throws IOException {
     BuildInfo build = BuildInfo.current();
     assertThat(build.version()).isNotEqualTo("unknown");
-    Run text = Run.psctl("version", "--master", url(leader), "--token", TOKEN);
+    Run text = Run.psctl("version", "--master", leader.url(), "--token", TOKEN);
     assertThat(text.code()).as(text.err()).isZero();
     assertThat(text.out())
         .contains("psctl " + build.version() + " (commit " + build.commit() + ")")
-        .contains("master 9.9.9 (commit abc1234) at " + url(leader) + ", LEADER");
+        .contains("master 9.9.9 (commit abc1234) at " + leader.url() + ", LEADER");
 
-    Run json = Run.psctl("version", "--master", url(leader), "--token", TOKEN, "-o", "json");
+    Run json = Run.psctl("version", "--master", leader.url(), "--token", TOKEN, "-o", "json");
     assertThat(json.code()).as(json.err()).isZero();
     JsonNode v = new ObjectMapper().readTree(json.out());
     assertThat(v.path("client").path("version").asText()).isEqualTo(build.version());

@@ -16,20 +16,10 @@ import dev.paramserver.proto.v1.ShardStatus;
 import dev.paramserver.pserver.grpc.HostileCall.Mutation;
 import dev.paramserver.pserver.role.ShardLifecycle;
 import dev.paramserver.pserver.shard.ParameterShard;
-import dev.paramserver.pserver.shard.ShardTraffic;
-import dev.paramserver.rpc.ErrorMappingInterceptor;
 import dev.paramserver.rpc.RpcErrors;
-import dev.paramserver.service.AdminAddress;
-import io.grpc.ManagedChannel;
-import io.grpc.Server;
-import io.grpc.ServerInterceptors;
+import dev.paramserver.testsupport.grpc.InProcessGrpc;
 import io.grpc.Status;
-import io.grpc.inprocess.InProcessChannelBuilder;
-import io.grpc.inprocess.InProcessServerBuilder;
 import io.grpc.protobuf.StatusProto;
-import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
-import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.util.List;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -43,7 +33,6 @@ import net.jqwik.api.From;
 import net.jqwik.api.Property;
 import net.jqwik.api.Provide;
 import net.jqwik.api.constraints.Size;
-import org.springframework.core.env.StandardEnvironment;
 
 /**
  * Hostile inputs to the ParameterServer service (issue 26 item 5): random sequences of valid and
@@ -204,32 +193,14 @@ class PserverHostileInputFuzzTest {
     final ParameterShard shard = new ParameterShard(true);
     final ShardLifecycle lifecycle = Lifecycles.serving(shard, 0);
     private final ExecutorService executor = Executors.newCachedThreadPool();
-    private final Server server;
-    private final ManagedChannel channel;
+    private final InProcessGrpc grpc = new InProcessGrpc();
     private final ParameterServerGrpc.ParameterServerBlockingStub stub;
 
     Fixture(Start start) {
-      String name = InProcessServerBuilder.generateName();
-      try {
-        server =
-            InProcessServerBuilder.forName(name)
-                .addService(
-                    ServerInterceptors.intercept(
-                        new ParameterServerGrpcService(
-                            shard,
-                            lifecycle,
-                            executor,
-                            new SimpleMeterRegistry(),
-                            new ShardTraffic(),
-                            new AdminAddress("127.0.0.1", new StandardEnvironment())),
-                        new ErrorMappingInterceptor()))
-                .build()
-                .start();
-      } catch (IOException e) {
-        throw new UncheckedIOException(e);
-      }
-      channel = InProcessChannelBuilder.forName(name).build();
-      stub = ParameterServerGrpc.newBlockingStub(channel);
+      stub =
+          ParameterServerGrpc.newBlockingStub(
+              grpc.start(TestServices.parameterServer(shard, lifecycle, executor)));
+      grpc.afterServers(executor::shutdownNow);
       if (start != Start.EMPTY) {
         stub().initParameters(Mutation.INIT_VALID.initRequest());
       }
@@ -254,9 +225,7 @@ class PserverHostileInputFuzzTest {
 
     @Override
     public void close() throws InterruptedException {
-      channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
-      server.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
-      executor.shutdownNow();
+      grpc.close();
     }
   }
 }

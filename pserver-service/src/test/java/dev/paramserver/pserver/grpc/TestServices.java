@@ -1,5 +1,6 @@
 package dev.paramserver.pserver.grpc;
 
+import dev.paramserver.pserver.role.ShardLifecycle;
 import dev.paramserver.pserver.shard.ParameterShard;
 import dev.paramserver.pserver.shard.ShardTraffic;
 import dev.paramserver.rpc.ErrorMappingInterceptor;
@@ -19,10 +20,16 @@ final class TestServices {
    * errors mapped to statuses as in the service.
    */
   static ServerServiceDefinition parameterServer(ParameterShard shard, ExecutorService executor) {
+    return parameterServer(shard, Lifecycles.serving(shard, 0), executor);
+  }
+
+  /** {@code shard}'s service in the role {@code lifecycle} holds (a test may drain it). */
+  static ServerServiceDefinition parameterServer(
+      ParameterShard shard, ShardLifecycle lifecycle, ExecutorService executor) {
     return ServerInterceptors.intercept(
         new ParameterServerGrpcService(
             shard,
-            Lifecycles.serving(shard, 0),
+            lifecycle,
             executor,
             new SimpleMeterRegistry(),
             new ShardTraffic(),

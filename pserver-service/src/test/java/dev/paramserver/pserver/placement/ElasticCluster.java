@@ -174,6 +174,18 @@ final class ElasticCluster implements AutoCloseable {
     return SlotMovesGrpc.newBlockingStub(channel(index)).withDeadlineAfter(60, TimeUnit.SECONDS);
   }
 
+  /**
+   * Pservers 0 and 1 started and initialised, the job asking for three and pserver 2 started: a
+   * cluster about to grow from two pservers to three.
+   */
+  void startGrowingFromTwoToThree() {
+    start(0, 2);
+    start(1, 2);
+    initialise(2);
+    setDesired(3);
+    start(2, 3);
+  }
+
   /** Initialises pservers 0..n-1 with the blocks the initial map of n gives each. */
   void initialise(int n) {
     for (int i = 0; i < n; i++) {

@@ -87,10 +87,7 @@ class ElasticMoveTest {
               new PlacementPusher(c, "t1", ROWS, 2, 11, sums));
       List<Thread> threads = new ArrayList<>();
       for (PlacementPusher p : pushers) {
-        Thread t = new Thread(p, "pusher");
-        t.setDaemon(true);
-        t.start();
-        threads.add(t);
+        threads.add(p.startThread());
       }
       Poll.until(
           Duration.ofSeconds(20),
@@ -170,16 +167,10 @@ class ElasticMoveTest {
   void newOwnerClosedDuringAMove_theMoveIsRolledBack_andTheOldOwnerServesWithNothingLost()
       throws Exception {
     try (ElasticCluster c = new ElasticCluster(etcd)) {
-      c.start(0, 2);
-      c.start(1, 2);
-      c.initialise(2);
-      c.setDesired(3);
-      c.start(2, 3);
+      c.startGrowingFromTwoToThree();
       PlacementPusher.Sums sums = new PlacementPusher.Sums();
       PlacementPusher pusher = new PlacementPusher(c, "t0", ROWS, 2, 13, sums);
-      Thread thread = new Thread(pusher, "pusher");
-      thread.setDaemon(true);
-      thread.start();
+      Thread thread = pusher.startThread();
       Poll.until(Duration.ofSeconds(20), () -> pusher.steps.get() >= 20, "pushes before the move");
 
       SlotMap start = c.committed(2);
@@ -233,11 +224,7 @@ class ElasticMoveTest {
           "pserver 0 serving its slots again");
       int steps = pusher.steps.get();
       Poll.until(Duration.ofSeconds(20), () -> pusher.steps.get() >= steps + 20, "pushes after");
-      pusher.stop();
-      thread.join(30_000);
-      if (pusher.failure.get() != null) {
-        throw new AssertionError("pusher failed", pusher.failure.get());
-      }
+      pusher.stopAndJoin(thread);
       assertValues(c, c.committed(2), sums);
     }
   }
@@ -247,18 +234,12 @@ class ElasticMoveTest {
   void newOwnerRefusingTheMove_theOldOwnerRollsItBackItself_andServesWithNothingLost()
       throws Exception {
     try (ElasticCluster c = new ElasticCluster(etcd)) {
-      c.start(0, 2);
-      c.start(1, 2);
-      c.initialise(2);
-      c.setDesired(3);
-      c.start(2, 3);
+      c.startGrowingFromTwoToThree();
       // pserver 2 holds another initialisation: it refuses the copy once it has it all
       c.initialise(2, 3, "another-init");
       PlacementPusher.Sums sums = new PlacementPusher.Sums();
       PlacementPusher pusher = new PlacementPusher(c, "t0", ROWS, 2, 17, sums);
-      Thread thread = new Thread(pusher, "pusher");
-      thread.setDaemon(true);
-      thread.start();
+      Thread thread = pusher.startThread();
       Poll.until(Duration.ofSeconds(20), () -> pusher.steps.get() >= 20, "pushes before the move");
 
       SlotMap start = c.committed(2);
@@ -286,11 +267,7 @@ class ElasticMoveTest {
           "pserver 0 serving its slots again");
       int steps = pusher.steps.get();
       Poll.until(Duration.ofSeconds(20), () -> pusher.steps.get() >= steps + 20, "pushes after");
-      pusher.stop();
-      thread.join(30_000);
-      if (pusher.failure.get() != null) {
-        throw new AssertionError("pusher failed", pusher.failure.get());
-      }
+      pusher.stopAndJoin(thread);
       assertValues(c, c.committed(2), sums);
     }
   }
@@ -299,16 +276,10 @@ class ElasticMoveTest {
   @Timeout(120)
   void restartedOldOwner_readsTheCommittedMap_andServesAccordingly() throws Exception {
     try (ElasticCluster c = new ElasticCluster(etcd)) {
-      c.start(0, 2);
-      c.start(1, 2);
-      c.initialise(2);
-      c.setDesired(3);
-      c.start(2, 3);
+      c.startGrowingFromTwoToThree();
       PlacementPusher.Sums sums = new PlacementPusher.Sums();
       PlacementPusher pusher = new PlacementPusher(c, "t0", ROWS, 2, 19, sums);
-      Thread thread = new Thread(pusher, "pusher");
-      thread.setDaemon(true);
-      thread.start();
+      Thread thread = pusher.startThread();
       Poll.until(Duration.ofSeconds(20), () -> pusher.steps.get() >= 20, "pushes before the move");
       SlotMap start = c.committed(2);
       SlotMove move =
@@ -323,11 +294,7 @@ class ElasticMoveTest {
       assertThat(c.store.commit(c.store.read(), moved.toProto())).isTrue();
       int steps = pusher.steps.get();
       Poll.until(Duration.ofSeconds(20), () -> pusher.steps.get() >= steps + 20, "pushes after");
-      pusher.stop();
-      thread.join(30_000);
-      if (pusher.failure.get() != null) {
-        throw new AssertionError("pusher failed", pusher.failure.get());
-      }
+      pusher.stopAndJoin(thread);
 
       c.stop(0);
       c.start(0, 2);
@@ -362,16 +329,10 @@ class ElasticMoveTest {
   @Timeout(180)
   void newOwnerCrashedAfterMoveIn_restartsFromItsLog_withTheMovedRowsExactly() throws Exception {
     try (ElasticCluster c = new ElasticCluster(etcd)) {
-      c.start(0, 2);
-      c.start(1, 2);
-      c.initialise(2);
-      c.setDesired(3);
-      c.start(2, 3);
+      c.startGrowingFromTwoToThree();
       PlacementPusher.Sums sums = new PlacementPusher.Sums();
       PlacementPusher pusher = new PlacementPusher(c, "t0", ROWS, 2, 23, sums);
-      Thread thread = new Thread(pusher, "pusher");
-      thread.setDaemon(true);
-      thread.start();
+      Thread thread = pusher.startThread();
       Poll.until(Duration.ofSeconds(20), () -> pusher.steps.get() >= 20, "pushes before moves");
       SlotMap start = c.committed(2);
       List<MoveOutResponse> answers = new ArrayList<>();
@@ -390,11 +351,7 @@ class ElasticMoveTest {
       }
       int steps = pusher.steps.get();
       Poll.until(Duration.ofSeconds(20), () -> pusher.steps.get() >= steps + 10, "pushes after");
-      pusher.stop();
-      thread.join(30_000);
-      if (pusher.failure.get() != null) {
-        throw new AssertionError("pusher failed", pusher.failure.get());
-      }
+      pusher.stopAndJoin(thread);
 
       // pserver 2's files as a crash now leaves them (a graceful stop would write a checkpoint:
       // without an index it writes none)

@@ -112,10 +112,7 @@ class FencedMoveAttemptsTest {
   private static PlacementPusher startPusher(
       ElasticCluster c, PlacementPusher.Sums sums, long seed, List<Thread> threads) {
     PlacementPusher pusher = new PlacementPusher(c, "t0", ROWS, 2, seed, sums);
-    Thread thread = new Thread(pusher, "pusher");
-    thread.setDaemon(true);
-    thread.start();
-    threads.add(thread);
+    threads.add(pusher.startThread());
     Poll.until(Duration.ofSeconds(20), () -> pusher.steps.get() >= 20, "pushes before the move");
     return pusher;
   }
@@ -129,13 +126,7 @@ class FencedMoveAttemptsTest {
       throws InterruptedException {
     int steps = pusher.steps.get();
     Poll.until(Duration.ofSeconds(20), () -> pusher.steps.get() >= steps + 20, "pushes after");
-    pusher.stop();
-    for (Thread t : threads) {
-      t.join(30_000);
-    }
-    if (pusher.failure.get() != null) {
-      throw new AssertionError("pusher failed", pusher.failure.get());
-    }
+    pusher.stopAndJoin(threads.toArray(Thread[]::new));
     for (int i = 0; i < 3; i++) {
       int index = i;
       Poll.until(
@@ -214,11 +205,7 @@ class FencedMoveAttemptsTest {
   @Timeout(120)
   void aLateChunkOrFailureOfAnOldAttempt_neverTouchesTheCurrentAttemptsSlots() throws Exception {
     try (ElasticCluster c = new ElasticCluster(etcd)) {
-      c.start(0, 2);
-      c.start(1, 2);
-      c.initialise(2);
-      c.setDesired(3);
-      c.start(2, 3);
+      c.startGrowingFromTwoToThree();
       PlacementPusher.Sums sums = new PlacementPusher.Sums();
       List<Thread> threads = new ArrayList<>();
       PlacementPusher pusher = startPusher(c, sums, 23, threads);

@@ -89,6 +89,28 @@ final class PlacementPusher implements Runnable {
     this.sums = sums;
   }
 
+  /** Runs this pusher on a daemon thread of its own, started, and answers the thread. */
+  Thread startThread() {
+    Thread thread = new Thread(this, "pusher");
+    thread.setDaemon(true);
+    thread.start();
+    return thread;
+  }
+
+  /**
+   * Stops this pusher, waits up to 30 s for each of {@code threads}, and fails with the pusher's
+   * failure, if any.
+   */
+  void stopAndJoin(Thread... threads) throws InterruptedException {
+    stop();
+    for (Thread t : threads) {
+      t.join(30_000);
+    }
+    if (failure.get() != null) {
+      throw new AssertionError("pusher failed", failure.get());
+    }
+  }
+
   void stop() {
     stop = true;
   }

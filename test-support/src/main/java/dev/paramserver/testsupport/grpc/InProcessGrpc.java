@@ -95,7 +95,14 @@ public final class InProcessGrpc implements BeforeAllCallback, AfterEachCallback
    * Starts a server that {@code configure} sets up and answers its name, for channels of its own.
    */
   public String startServer(Consumer<InProcessServerBuilder> configure) {
-    String name = InProcessServerBuilder.generateName();
+    return startServer(InProcessServerBuilder.generateName(), configure);
+  }
+
+  /**
+   * Starts a server named {@code name} (an address a test registers, unique in the JVM) that {@code
+   * configure} sets up, and answers the name.
+   */
+  public String startServer(String name, Consumer<InProcessServerBuilder> configure) {
     InProcessServerBuilder builder = InProcessServerBuilder.forName(name);
     configure.accept(builder);
     try {
@@ -135,6 +142,15 @@ public final class InProcessGrpc implements BeforeAllCallback, AfterEachCallback
   @Override
   public void afterAll(ExtensionContext context) throws InterruptedException {
     close();
+  }
+
+  /**
+   * Cuts every channel and server at once without waiting (a process that crashed); {@link #close}
+   * still waits for them to end.
+   */
+  public void shutdownNow() {
+    channels.forEach(ManagedChannel::shutdownNow);
+    servers.forEach(Server::shutdownNow);
   }
 
   /**

@@ -15,13 +15,10 @@ import dev.paramserver.trainer.StopSignal;
 import dev.paramserver.trainer.config.CommunicationProperties;
 import dev.paramserver.trainer.config.TrainerProperties;
 import dev.paramserver.trainer.coordination.Membership;
-import dev.paramserver.trainer.pserver.CallPolicy;
 import dev.paramserver.trainer.pserver.ModelLayout;
 import dev.paramserver.trainer.pserver.ParameterClient;
 import dev.paramserver.trainer.pserver.PserverDirectory;
-import dev.paramserver.trainer.pserver.PserverFailures;
 import dev.paramserver.trainer.pserver.PserverTraffic;
-import dev.paramserver.trainer.pserver.RequestPlanner;
 import dev.paramserver.trainer.pserver.ShardInitializer;
 import java.io.IOException;
 import java.time.Duration;
@@ -146,29 +143,20 @@ public class TrainingSetup {
     // last pserver registered.
     Duration wait = Duration.ofMillis(Math.min(500, comm.maxBackoff().toMillis()));
     int pservers = directory.awaitAll(wait, stop.retry(Duration.ofMillis(5), Duration.ofMillis(5)));
-    ModelLayout layout =
-        new ModelLayout(
-            model,
-            comm.blockSize(),
-            OptimizerConfigs.dense(props.optimizer()),
-            OptimizerConfigs.sparse(props.optimizer()),
-            pservers);
     // routes by the job's committed placement map, and each newer one, from now on
-    directory.follow(layout);
-    RequestPlanner planner =
-        new RequestPlanner(
-            layout,
-            props.id(),
+    PserverClients pc =
+        PserverClients.wire(
+            model,
+            props,
+            directory,
+            pservers,
             session,
-            comm.gradientWireType(),
-            comm.mode().wire(),
-            comm.staleness());
-    CallPolicy calls = new CallPolicy(comm.rpcTimeout(), comm.maxBackoff(), stop);
-    ShardInitializer initializer =
-        new ShardInitializer(membership.locks(), directory, planner, calls);
-    ParameterClient client =
-        new ParameterClient(
-            directory, planner, new PserverFailures(directory, initializer), calls, traffic);
+            comm.staleness(),
+            membership.locks(),
+            stop,
+            traffic);
+    ShardInitializer initializer = pc.initializer();
+    ParameterClient client = pc.client();
 
     progress.moveTo(TrainerState.INITIALISING);
     initializer.ensureAll(values);

@@ -13,9 +13,9 @@ import dev.paramserver.proto.v1.JoinResponse;
 import dev.paramserver.proto.v1.ReleaseLockRequest;
 import dev.paramserver.proto.v1.ReleaseLockResponse;
 import dev.paramserver.rpc.RpcErrors;
+import dev.paramserver.testsupport.grpc.InProcessGrpc;
 import io.grpc.Server;
 import io.grpc.Status;
-import io.grpc.inprocess.InProcessServerBuilder;
 import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
 import io.grpc.protobuf.StatusProto;
 import io.grpc.stub.StreamObserver;
@@ -35,7 +35,8 @@ import java.util.concurrent.atomic.AtomicReference;
 public final class FakeCoordination extends CoordinationGrpc.CoordinationImplBase
     implements AutoCloseable {
   private final String name = "fake-coordination-" + UUID.randomUUID();
-  private final Server server;
+  private final Server server; // over TCP only: null in-process
+  private final InProcessGrpc grpc = new InProcessGrpc();
   public final Queue<JoinRequest> joins = new ConcurrentLinkedQueue<>();
   public final Queue<AcquireLockRequest> acquires = new ConcurrentLinkedQueue<>();
   public final Queue<ReleaseLockRequest> releases = new ConcurrentLinkedQueue<>();
@@ -60,18 +61,22 @@ public final class FakeCoordination extends CoordinationGrpc.CoordinationImplBas
    *     in-process
    */
   public FakeCoordination(boolean tcp) throws IOException {
-    server =
-        tcp
-            ? NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", 0))
-                .addService(this)
-                .build()
-                .start()
-            : InProcessServerBuilder.forName(name).addService(this).build().start();
+    if (tcp) {
+      server =
+          NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", 0))
+              .addService(this)
+              .build()
+              .start();
+    } else {
+      server = null;
+      grpc.startServer(name, b -> b.addService(this));
+    }
   }
 
   /** The in-process name, or {@code 127.0.0.1:port} over TCP. */
   public String address() {
-    return server.getListenSockets().isEmpty()
+    return server == null
+            || server.getListenSockets().isEmpty()
             || !(server.getListenSockets().get(0) instanceof InetSocketAddress a)
         ? name
         : "127.0.0.1:" + a.getPort();
@@ -186,6 +191,14 @@ public final class FakeCoordination extends CoordinationGrpc.CoordinationImplBas
 
   @Override
   public void close() {
-    server.shutdownNow();
+    if (server != null) {
+      server.shutdownNow();
+      return;
+    }
+    try {
+      grpc.close();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
   }
 }

@@ -16,8 +16,7 @@ import dev.paramserver.proto.v1.TaskFinishedRequest;
 import dev.paramserver.proto.v1.TaskFinishedResponse;
 import dev.paramserver.recordio.ChunkInfo;
 import dev.paramserver.rpc.RpcErrors;
-import io.grpc.Server;
-import io.grpc.inprocess.InProcessServerBuilder;
+import dev.paramserver.testsupport.grpc.InProcessGrpc;
 import io.grpc.stub.StreamObserver;
 import java.io.IOException;
 import java.util.ArrayDeque;
@@ -26,7 +25,6 @@ import java.util.List;
 import java.util.Queue;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
@@ -50,10 +48,10 @@ public final class FakeMaster extends MasterGrpc.MasterImplBase implements AutoC
   /** What every task handed out asks for (GetTaskResponse.loss_every_records); 0 by default. */
   public volatile long lossEveryRecords;
 
-  private final Server server;
+  private final InProcessGrpc grpc = new InProcessGrpc();
 
   public FakeMaster() throws IOException {
-    server = InProcessServerBuilder.forName(name).addService(this).build().start();
+    grpc.startServer(name, b -> b.addService(this));
   }
 
   public String address() {
@@ -164,6 +162,6 @@ public final class FakeMaster extends MasterGrpc.MasterImplBase implements AutoC
 
   @Override
   public void close() throws InterruptedException {
-    server.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
+    grpc.close();
   }
 }

@@ -20,9 +20,8 @@ import dev.paramserver.proto.v1.SparseRowsRef;
 import dev.paramserver.proto.v1.TensorBlock;
 import dev.paramserver.rpc.RpcErrors;
 import dev.paramserver.tensor.TensorCodec;
-import io.grpc.Server;
+import dev.paramserver.testsupport.grpc.InProcessGrpc;
 import io.grpc.Status;
-import io.grpc.inprocess.InProcessServerBuilder;
 import io.grpc.stub.ServerCallStreamObserver;
 import io.grpc.stub.StreamObserver;
 import java.io.IOException;
@@ -97,12 +96,11 @@ public final class FakePserver extends ParameterServerGrpc.ParameterServerImplBa
   private volatile long movedEpoch;
   private final AtomicInteger refusedMoved = new AtomicInteger();
   private volatile CountDownLatch releasePush;
-  private final Server server;
+  private final InProcessGrpc grpc = new InProcessGrpc();
 
   public FakePserver(float learningRate) throws IOException {
     this.learningRate = learningRate;
-    this.server = InProcessServerBuilder.forName(name).addService(this).build();
-    server.start();
+    grpc.startServer(name, b -> b.addService(this));
   }
 
   /** The in-process name, registered as this pserver's address. */
@@ -649,6 +647,6 @@ public final class FakePserver extends ParameterServerGrpc.ParameterServerImplBa
   public void close() throws InterruptedException {
     releasePush();
     releaseRowPull();
-    server.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
+    grpc.close();
   }
 }

@@ -12,14 +12,14 @@ import dev.paramserver.pserver.role.ShardRole;
 import dev.paramserver.pserver.shard.PushOutcome;
 import dev.paramserver.rpc.RpcErrors;
 import dev.paramserver.testsupport.Poll;
-import io.grpc.Server;
-import io.grpc.inprocess.InProcessServerBuilder;
+import dev.paramserver.testsupport.grpc.InProcessGrpc;
 import io.grpc.stub.StreamObserver;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * A backup's "you are not the primary" is checked against etcd before the primary steps down. Seen
@@ -32,18 +32,15 @@ import org.junit.jupiter.api.Timeout;
 class BackupRefusalTest {
   private static final long SEED = 27;
 
+  @RegisterExtension final InProcessGrpc grpc = new InProcessGrpc();
+
   @Test
   void aBackupThatRefusesThePrimary_doesNotDeposeAnOwnerEtcdConfirms() throws Exception {
     InMemoryCoordinator etcd = new InMemoryCoordinator();
     FaultyNetwork network = FaultyNetwork.reliable();
     AtomicInteger refusals = new AtomicInteger();
     String liar = "refusing-backup-" + System.nanoTime();
-    Server backup =
-        InProcessServerBuilder.forName(liar)
-            .directExecutor()
-            .addService(new RefusingBackup(refusals))
-            .build()
-            .start();
+    grpc.startServer(liar, b -> b.directExecutor().addService(new RefusingBackup(refusals)));
     try (etcd;
         network;
         InProcessPserver a = new InProcessPserver("ps-a", etcd, network, Duration.ofMillis(300))) {
@@ -67,8 +64,6 @@ class BackupRefusalTest {
       assertThat(etcd.kv().get(etcd.keys().ps(InProcessPserver.INDEX))).isPresent();
       assertThat(a.shard.step()).isEqualTo(5);
       assertThat(a.unreplicated()).isEqualTo(5);
-    } finally {
-      backup.shutdownNow();
     }
   }
 

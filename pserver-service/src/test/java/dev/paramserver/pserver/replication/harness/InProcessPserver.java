@@ -22,15 +22,12 @@ import dev.paramserver.pserver.sparse.SparseSettings;
 import dev.paramserver.pserver.wal.WriteAheadLog;
 import dev.paramserver.rpc.ChannelFactory;
 import dev.paramserver.testsupport.TempDirs;
+import dev.paramserver.testsupport.grpc.InProcessGrpc;
 import io.grpc.ManagedChannel;
-import io.grpc.Server;
 import io.grpc.StatusRuntimeException;
 import io.grpc.inprocess.InProcessChannelBuilder;
-import io.grpc.inprocess.InProcessServerBuilder;
 import io.grpc.stub.StreamObserver;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
-import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -70,7 +67,7 @@ final class InProcessPserver implements AutoCloseable {
   private volatile boolean ownsDir = true;
   private final ExecutorService transport;
   private final ExecutorService blocking;
-  private final Server server;
+  private final InProcessGrpc grpc = new InProcessGrpc();
   private Lease lease;
   private final AtomicInteger promoted = new AtomicInteger(-1);
   private final SimpleMeterRegistry metrics = new SimpleMeterRegistry();
@@ -117,16 +114,11 @@ final class InProcessPserver implements AutoCloseable {
         new Replication(coordinator, shard, lifecycle, properties, persistence, channels, metrics);
     this.transport = Executors.newSingleThreadExecutor(r -> daemon(r, this.name + "-transport"));
     this.blocking = Executors.newFixedThreadPool(8, r -> daemon(r, this.name + "-blocking"));
-    try {
-      this.server =
-          InProcessServerBuilder.forName(this.name)
-              .executor(transport)
-              .addService(new ShardReplicationGrpcService(replication, blocking))
-              .build()
-              .start();
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    }
+    grpc.startServer(
+        this.name,
+        b ->
+            b.executor(transport)
+                .addService(new ShardReplicationGrpcService(replication, blocking)));
   }
 
   private static Thread daemon(Runnable r, String name) {
@@ -217,7 +209,7 @@ final class InProcessPserver implements AutoCloseable {
 
   /** The process ends at once: its lease ends, its keys vanish, it serves nothing more. */
   void crash() {
-    server.shutdownNow();
+    grpc.shutdownNow();
     replication.close();
     if (lease != null) {
       lease.revoke();
@@ -334,7 +326,11 @@ final class InProcessPserver implements AutoCloseable {
 
   @Override
   public void close() {
-    server.shutdownNow();
+    try {
+      grpc.close();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
     replication.close();
     checkpoints.stop();
     WriteAheadLog wal = checkpoints.wal();
@@ -346,11 +342,6 @@ final class InProcessPserver implements AutoCloseable {
     }
     transport.shutdownNow();
     blocking.shutdownNow();
-    try {
-      server.awaitTermination(5, TimeUnit.SECONDS);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-    }
     if (ownsDir) {
       TempDirs.deleteRecursively(dir);
     }

@@ -31,8 +31,8 @@ import org.springframework.context.SmartLifecycle;
  * thread checks heartbeats and leadership every {@link #tickMillis()} and revokes the leases of
  * ended memberships.
  */
-public final class TrainerCoordination implements SmartLifecycle {
-  private static final Logger log = LoggerFactory.getLogger(TrainerCoordination.class);
+public final class CoordinatedTrainers implements SmartLifecycle {
+  private static final Logger log = LoggerFactory.getLogger(CoordinatedTrainers.class);
 
   private final Coordinator coordinator;
   private final LeaderCheck leader;
@@ -52,7 +52,7 @@ public final class TrainerCoordination implements SmartLifecycle {
    * @param ttl the trainers' lease TTL: a membership ends this long after the last heartbeat
    * @param phase the lifecycle phase (stopped before the election resigns)
    */
-  public TrainerCoordination(Coordinator coordinator, LeaderCheck leader, Duration ttl, int phase) {
+  public CoordinatedTrainers(Coordinator coordinator, LeaderCheck leader, Duration ttl, int phase) {
     this.coordinator = coordinator;
     this.leader = leader;
     this.ttl = ttl;

@@ -7,7 +7,7 @@ package dev.paramserver.master.task;
  * @param duplicate true if the task had already been finished in this pass (counted as a duplicate)
  * @param durationMs how long the task was held, from dispatch to the report, or -1 when unknown
  */
-public record Report(boolean accepted, boolean duplicate, long durationMs) {
-  static final Report STALE = new Report(false, false, -1);
-  static final Report DUPLICATE = new Report(false, true, -1);
+public record ReportOutcome(boolean accepted, boolean duplicate, long durationMs) {
+  static final ReportOutcome STALE = new ReportOutcome(false, false, -1);
+  static final ReportOutcome DUPLICATE = new ReportOutcome(false, true, -1);
 }

@@ -12,7 +12,7 @@ import java.util.TreeSet;
  * 1) * c)} of all chunks in file order (a task may span two files), {@code c} being chunks per
  * task. Immutable; compact (parallel arrays) so 100k chunks take a few MB.
  */
-public final class Dataset {
+public final class IndexedDataset {
   private final DatasetIndex index;
   private final int chunksPerTask;
   private final int[] chunkFile;
@@ -22,7 +22,7 @@ public final class Dataset {
   private final long[] taskRecords;
   private final long records;
 
-  private Dataset(DatasetIndex index) {
+  private IndexedDataset(DatasetIndex index) {
     this.index = index;
     this.chunksPerTask = index.getChunksPerTask();
     if (chunksPerTask < 1) {
@@ -63,8 +63,8 @@ public final class Dataset {
   }
 
   /** The dataset an index describes. */
-  public static Dataset of(DatasetIndex index) {
-    return new Dataset(index);
+  public static IndexedDataset of(DatasetIndex index) {
+    return new IndexedDataset(index);
   }
 
   public DatasetIndex index() {
