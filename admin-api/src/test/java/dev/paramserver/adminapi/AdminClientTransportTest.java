@@ -117,7 +117,7 @@ class AdminClientTransportTest {
   @ValueSource(booleans = {false, true})
   void job_readsWhatOnlyJacksonReads_andWordsWhatNeitherReads(boolean commandLine)
       throws Exception {
-    AdminClient client = client(commandLine, url(leader), TOKEN);
+    AdminClient client = client(commandLine, leader.url(), TOKEN);
     jobAnswer = "{\"leader\":true,\"job\":{\"state\":\"RUNNING\",\"pass\":2},\"x\":[1]}";
     assertThat(client.job().job().pass()).isEqualTo(2);
     // a number as a string: JsonRecords refuses it, Jackson coerces it
@@ -130,12 +130,12 @@ class AdminClientTransportTest {
             AdminException.class,
             e -> assertThat(e.kind()).isEqualTo(AdminException.Kind.BAD_ANSWER))
         .hasMessageStartingWith(
-            "the master at " + url(leader) + " answered /admin/job in an unexpected shape");
+            "the master at " + leader.url() + " answered /admin/job in an unexpected shape");
     jobAnswer = "<html>";
     assertThatThrownBy(client::job)
         .isInstanceOfSatisfying(
             AdminException.class,
             e -> assertThat(e.kind()).isEqualTo(AdminException.Kind.BAD_ANSWER))
-        .hasMessage(url(leader) + "/admin/job did not answer JSON (is it a paramserver service?)");
+        .hasMessage(leader.url() + "/admin/job did not answer JSON (is it a paramserver service?)");
   }
 }
