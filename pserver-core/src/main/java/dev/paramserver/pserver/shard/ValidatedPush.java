@@ -13,6 +13,7 @@ import dev.paramserver.tensor.TensorCodec;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.function.IntFunction;
 
 /**
  * A push whose every gradient was checked (known block, element type, element count, finite values)
@@ -57,12 +58,13 @@ final class ValidatedPush {
       Map<String, SparseTable> tables,
       boolean rejectNonFinite,
       RowOwnership owned) {
-    return of(request, parameters, blocks, tables, rejectNonFinite, owned, false);
+    return of(request, parameters, blocks, tables, rejectNonFinite, owned, null);
   }
 
   /**
-   * {@link #of}; with {@code answerRows} each sparse gradient gets a buffer for its rows' values
-   * after the push ({@link SparseGradient#after}), filled as it is applied.
+   * {@link #of}; with {@code answerRows} not null each sparse gradient gets a buffer for its rows'
+   * values after the push ({@link SparseGradient#after}), filled as it is applied: an array from
+   * {@code answerRows} (given at least the bytes asked for), listed by {@link #lentArrays}.
    */
   static ValidatedPush of(
       PushGradientsRequest request,
@@ -71,7 +73,7 @@ final class ValidatedPush {
       Map<String, SparseTable> tables,
       boolean rejectNonFinite,
       RowOwnership owned,
-      boolean answerRows) {
+      IntFunction<byte[]> answerRows) {
     List<DenseGradient> dense = new ArrayList<>(request.getGradientsCount());
     for (TensorBlock g : request.getGradientsList()) {
       owned.checkBlock(g.getName(), g.getBlock());
@@ -110,7 +112,9 @@ final class ValidatedPush {
               table,
               ids,
               values,
-              answerRows ? new byte[ids.length * table.width() * Float.BYTES] : null));
+              answerRows == null
+                  ? null
+                  : answerRows.apply(ids.length * table.width() * Float.BYTES)));
     }
     return new ValidatedPush(dense, sparse, request);
   }
@@ -124,13 +128,27 @@ final class ValidatedPush {
     List<SparseRows> out = new ArrayList<>(sparse.size());
     for (int k = 0; k < sparse.size(); k++) {
       SparseRows g = request.getSparseGradients(k);
+      SparseGradient s = sparse.get(k);
       out.add(
           SparseRows.newBuilder()
               .setName(g.getName())
               .setDtype(DataType.FLOAT32)
               .addAllRowIds(g.getRowIdsList())
-              .setData(UnsafeByteOperations.unsafeWrap(sparse.get(k).after()))
+              .setData(
+                  UnsafeByteOperations.unsafeWrap(
+                      s.after(), 0, s.rowIds().length * s.table().width() * Float.BYTES))
               .build());
+    }
+    return out;
+  }
+
+  /** The arrays the sparse gradients' answers are read into (empty when none were asked for). */
+  List<byte[]> lentArrays() {
+    List<byte[]> out = new ArrayList<>(sparse.size());
+    for (SparseGradient g : sparse) {
+      if (g.after() != null) {
+        out.add(g.after());
+      }
     }
     return out;
   }
