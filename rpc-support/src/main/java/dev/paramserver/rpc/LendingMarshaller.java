@@ -1,6 +1,5 @@
 package dev.paramserver.rpc;
 
-import com.google.protobuf.CodedOutputStream;
 import com.google.protobuf.Message;
 import io.grpc.Drainable;
 import io.grpc.KnownLength;
@@ -112,9 +111,8 @@ public final class LendingMarshaller<T extends Message>
       if (message == null) {
         return copy == null ? 0 : (int) copy.transferTo(target);
       }
-      CodedOutputStream out = CodedOutputStream.newInstance(target, Math.min(size, 64 << 10) + 16);
-      message.writeTo(out);
-      out.flush();
+      // through protobuf's own small buffer (at most 4 KiB): the lent arrays pass through it
+      message.writeTo(target);
       giveBack();
       return size;
     }
