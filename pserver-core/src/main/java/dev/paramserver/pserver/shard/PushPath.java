@@ -183,7 +183,9 @@ final class PushPath {
               shard.gate().rowOwnership(),
               async && request.getReturnRows() && request.getSparseGradientsCount() > 0
                   ? answerArrays::take
-                  : null);
+                  : null,
+              // applied below on this thread, and not read after
+              async ? GradientScratch.ofThread() : null);
       if (async) {
         long reached;
         try {
