@@ -7,12 +7,13 @@ import java.util.concurrent.atomic.AtomicLong;
 /**
  * Pooled heap arrays that a message received in several transport buffers is gathered into, so that
  * it parses from one array (protobuf's fastest decoder, its {@code bytes} fields views of the
- * array) and the transport's buffers go back at once. Arrays are pooled by power-of-two size class,
- * from {@value #MIN_BYTES} bytes up to {@value #MAX_POOLED_BYTES}, at most {@value #PER_CLASS} of
- * each class and {@value #MAX_KEPT_BYTES} bytes in all (what an idle server keeps); a larger
- * message gets an array of its own. Thread-safe.
+ * array) and the transport's buffers go back at once; also the arrays a server's answers are built
+ * in and given back once written ({@link LendingMarshaller}). Arrays are pooled by power-of-two
+ * size class, from {@value #MIN_BYTES} bytes up to {@value #MAX_POOLED_BYTES}, at most {@value
+ * #PER_CLASS} of each class and {@value #MAX_KEPT_BYTES} bytes in all (what an idle server keeps);
+ * a larger message gets an array of its own. Thread-safe.
  */
-final class ReceiveBuffers {
+public final class ReceiveBuffers {
   static final int MIN_BYTES = 64 << 10;
   static final int MAX_POOLED_BYTES = 4 << 20;
   static final int PER_CLASS = 8;
@@ -27,7 +28,7 @@ final class ReceiveBuffers {
   private final AtomicInteger[] pooled = new AtomicInteger[CLASSES];
   private final AtomicLong kept = new AtomicLong();
 
-  ReceiveBuffers() {
+  public ReceiveBuffers() {
     for (int c = 0; c < CLASSES; c++) {
       free[c] = new ConcurrentLinkedDeque<>();
       pooled[c] = new AtomicInteger();
@@ -35,7 +36,7 @@ final class ReceiveBuffers {
   }
 
   /** An array of at least {@code bytes} bytes: pooled when one of its size class is free. */
-  byte[] take(int bytes) {
+  public byte[] take(int bytes) {
     int c = sizeClass(bytes);
     if (c < 0) {
       return new byte[bytes];
@@ -50,7 +51,7 @@ final class ReceiveBuffers {
   }
 
   /** Returns an array from {@link #take}; nothing may read or write it afterwards. */
-  void give(byte[] b) {
+  public void give(byte[] b) {
     int c = sizeClass(b.length);
     if (c < 0 || (MIN_BYTES << c) != b.length) {
       return;

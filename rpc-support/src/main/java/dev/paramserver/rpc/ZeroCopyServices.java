@@ -19,8 +19,19 @@ import java.util.Map;
 public final class ZeroCopyServices {
   private ZeroCopyServices() {}
 
-  /** One method to rebind (its full name) and its request marshaller. */
-  public record Rebinding(String fullMethodName, ZeroCopyMarshaller<?> marshaller) {}
+  /**
+   * One method to rebind (its full name), its request marshaller and, when not null, its response
+   * marshaller (a {@link LendingMarshaller}, say).
+   */
+  public record Rebinding(
+      String fullMethodName,
+      ZeroCopyMarshaller<?> marshaller,
+      MethodDescriptor.Marshaller<?> responses) {
+    /** The request marshaller only. */
+    public Rebinding(String fullMethodName, ZeroCopyMarshaller<?> marshaller) {
+      this(fullMethodName, marshaller, null);
+    }
+  }
 
   /**
    * {@code service} with the methods named in {@code rebindings} taking their requests through the
@@ -30,15 +41,16 @@ public final class ZeroCopyServices {
    */
   public static ServerServiceDefinition rebind(
       ServerServiceDefinition service, List<Rebinding> rebindings) {
-    Map<String, ZeroCopyMarshaller<?>> by = new HashMap<>();
-    rebindings.forEach(r -> by.put(r.fullMethodName(), r.marshaller()));
+    Map<String, Rebinding> by = new HashMap<>();
+    rebindings.forEach(r -> by.put(r.fullMethodName(), r));
     ServiceDescriptor old = service.getServiceDescriptor();
     List<ServerMethodDefinition<?, ?>> methods = new ArrayList<>();
     ServiceDescriptor.Builder descriptor =
         ServiceDescriptor.newBuilder(old.getName()).setSchemaDescriptor(old.getSchemaDescriptor());
     for (ServerMethodDefinition<?, ?> m : service.getMethods()) {
-      ZeroCopyMarshaller<?> marshaller = by.remove(m.getMethodDescriptor().getFullMethodName());
-      ServerMethodDefinition<?, ?> bound = marshaller == null ? m : rebound(m, marshaller);
+      Rebinding r = by.remove(m.getMethodDescriptor().getFullMethodName());
+      ServerMethodDefinition<?, ?> bound =
+          r == null ? m : rebound(m, r.marshaller(), r.responses());
       methods.add(bound);
       descriptor.addMethod(bound.getMethodDescriptor());
     }
@@ -53,11 +65,16 @@ public final class ZeroCopyServices {
 
   @SuppressWarnings("unchecked")
   private static <Q, R> ServerMethodDefinition<Q, R> rebound(
-      ServerMethodDefinition<Q, R> m, ZeroCopyMarshaller<?> marshaller) {
-    MethodDescriptor<Q, R> method =
+      ServerMethodDefinition<Q, R> m,
+      ZeroCopyMarshaller<?> marshaller,
+      MethodDescriptor.Marshaller<?> responses) {
+    MethodDescriptor.Builder<Q, R> b =
         m.getMethodDescriptor().toBuilder()
-            .setRequestMarshaller((MethodDescriptor.Marshaller<Q>) marshaller)
-            .build();
+            .setRequestMarshaller((MethodDescriptor.Marshaller<Q>) marshaller);
+    if (responses != null) {
+      b.setResponseMarshaller((MethodDescriptor.Marshaller<R>) responses);
+    }
+    MethodDescriptor<Q, R> method = b.build();
     ServerCallHandler<Q, R> handler = m.getServerCallHandler();
     if (method.getType().clientSendsOneMessage()) {
       handler = releasingUnary(handler, (ZeroCopyMarshaller<Message>) marshaller);

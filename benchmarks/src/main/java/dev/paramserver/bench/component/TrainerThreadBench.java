@@ -193,13 +193,17 @@ public final class TrainerThreadBench {
                   b.executor(pserverThread)
                       .addService(
                           ServerInterceptors.intercept(
+                              // the stock marshallers: in process the answers reach the trainer
+                              // as objects, not serialized and parsed again (a lent answer would
+                              // be read as bytes), as before answers were lent
                               new ParameterServerGrpcService(
                                   shard,
                                   lifecycle,
                                   pserverThread,
                                   new SimpleMeterRegistry(),
                                   new ShardTraffic(),
-                                  new AdminAddress("127.0.0.1", new StandardEnvironment())),
+                                  new AdminAddress("127.0.0.1", new StandardEnvironment()),
+                                  false),
                               new ErrorMappingInterceptor())));
       Model model = ModelFactory.create(spec);
       directory = new PserverDirectory(new OneRegistry(name), new DirectChannels());

@@ -19,7 +19,8 @@ import java.util.List;
  * section's in-flight rows do, for each size given, in alternating rounds (the first warms up), so
  * that a change of the client's or the pserver's gRPC settings can be compared at 1 MiB and 16 MiB
  * in a minute rather than a whole wire section. Usage: FlowProbe DEPTH MEASURE_MS ROUNDS
- * SIZE_BYTES...
+ * SIZE_BYTES... ({@code -Dflow.pserverOptions="-Xlog:gc:gc.log ..."} adds JVM options to the
+ * pserver's, separated by spaces: a GC log or a JFR recording of the serving).
  */
 public final class FlowProbe {
   private FlowProbe() {}
@@ -40,7 +41,13 @@ public final class FlowProbe {
             .count(Role.MASTER, 0)
             .pservers(1)
             .trainers(0)
-            .jvmOptions(Role.PSERVER, ServiceJars.jvmOptions(Role.PSERVER))
+            .jvmOptions(
+                Role.PSERVER,
+                ServiceJars.jvmOptions(
+                    Role.PSERVER,
+                    System.getProperty("flow.pserverOptions", "").isBlank()
+                        ? new String[0]
+                        : System.getProperty("flow.pserverOptions").trim().split("\\s+")))
             .property(Role.PSERVER, "paramserver.pserver.checkpoint-interval", "0s")
             .startTimeout(Duration.ofSeconds(240))
             .build();

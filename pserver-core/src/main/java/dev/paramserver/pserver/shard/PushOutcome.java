@@ -11,9 +11,11 @@ import java.util.List;
  * @param rows the push's rows after it was applied, read as they were updated, when it asked for
  *     them ({@code return_rows}) and was applied at once (asynchronous mode); null otherwise: read
  *     them with {@link ParameterShard#valuesAfter}
+ * @param lent the pooled arrays {@code rows}' data are views of: hand them back with {@link
+ *     AnswerArrays#giveBack} once the answer was written (empty when none)
  */
-public record PushOutcome(long step, boolean duplicate, List<SparseRows> rows) {
+public record PushOutcome(long step, boolean duplicate, List<SparseRows> rows, List<byte[]> lent) {
   public PushOutcome(long step, boolean duplicate) {
-    this(step, duplicate, null);
+    this(step, duplicate, null, List.of());
   }
 }

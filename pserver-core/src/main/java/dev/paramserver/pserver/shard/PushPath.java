@@ -8,6 +8,7 @@ import dev.paramserver.proto.v1.TrainingMode;
 import dev.paramserver.proto.v1.WalRecord;
 import dev.paramserver.pserver.sparse.Removals;
 import dev.paramserver.pserver.sparse.SparseRowStore;
+import dev.paramserver.rpc.ReceiveBuffers;
 import dev.paramserver.rpc.ServiceException;
 import java.io.UncheckedIOException;
 import java.util.ArrayList;
@@ -32,6 +33,8 @@ final class PushPath {
   private final boolean rejectNonFinite;
   private final AppliedSteps applied = new AppliedSteps();
   private final AtomicLong step = new AtomicLong();
+  // the arrays asynchronous pushes' answer rows are read into, given back once written
+  final ReceiveBuffers answerArrays = new ReceiveBuffers();
   private volatile PushLog pushLog = PushLog.NONE;
   private volatile Replica replica;
   private volatile RecordTap tap;
@@ -183,12 +186,24 @@ final class PushPath {
               shard.tables(),
               rejectNonFinite,
               shard.gate().rowOwnership(),
-              async && request.getReturnRows() && request.getSparseGradientsCount() > 0);
+              async && request.getReturnRows() && request.getSparseGradientsCount() > 0
+                  ? answerArrays::take
+                  : null,
+              // applied below on this thread, and not read after
+              async ? GradientScratch.ofThread() : null);
       if (async) {
-        long reached = applyOneLocked(push, true);
-        return reached < 0 || !request.getReturnRows() || request.getSparseGradientsCount() == 0
-            ? outcome(reached)
-            : new PushOutcome(reached, false, push.answeredRows());
+        long reached;
+        try {
+          reached = applyOneLocked(push, true);
+        } catch (RuntimeException e) {
+          push.lentArrays().forEach(answerArrays::give);
+          throw e;
+        }
+        if (reached < 0 || !request.getReturnRows() || request.getSparseGradientsCount() == 0) {
+          push.lentArrays().forEach(answerArrays::give);
+          return outcome(reached);
+        }
+        return new PushOutcome(reached, false, push.answeredRows(), push.lentArrays());
       }
     } finally {
       shard.structure().readLock().unlock();

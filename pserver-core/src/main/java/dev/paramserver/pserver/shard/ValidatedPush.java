@@ -13,6 +13,7 @@ import dev.paramserver.tensor.TensorCodec;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.function.IntFunction;
 
 /**
  * A push whose every gradient was checked (known block, element type, element count, finite values)
@@ -57,12 +58,16 @@ final class ValidatedPush {
       Map<String, SparseTable> tables,
       boolean rejectNonFinite,
       RowOwnership owned) {
-    return of(request, parameters, blocks, tables, rejectNonFinite, owned, false);
+    return of(request, parameters, blocks, tables, rejectNonFinite, owned, null, null);
   }
 
   /**
-   * {@link #of}; with {@code answerRows} each sparse gradient gets a buffer for its rows' values
-   * after the push ({@link SparseGradient#after}), filled as it is applied.
+   * {@link #of}; with {@code answerRows} not null each sparse gradient gets a buffer for its rows'
+   * values after the push ({@link SparseGradient#after}), filled as it is applied: an array from
+   * {@code answerRows} (given at least the bytes asked for), listed by {@link #lentArrays}. With
+   * {@code scratch} not null the sparse gradients are decoded into its arrays (longer than needed,
+   * reused by the thread's next push): the push must be applied before this thread validates
+   * another and not read after.
    */
   static ValidatedPush of(
       PushGradientsRequest request,
@@ -71,7 +76,8 @@ final class ValidatedPush {
       Map<String, SparseTable> tables,
       boolean rejectNonFinite,
       RowOwnership owned,
-      boolean answerRows) {
+      IntFunction<byte[]> answerRows,
+      GradientScratch scratch) {
     List<DenseGradient> dense = new ArrayList<>(request.getGradientsCount());
     for (TensorBlock g : request.getGradientsList()) {
       owned.checkBlock(g.getName(), g.getBlock());
@@ -80,9 +86,9 @@ final class ValidatedPush {
         throw unknownBlock(g.getName(), g.getBlock(), parameters);
       }
       String what = "parameter '" + g.getName() + "' block " + g.getBlock();
-      float[] values = decode(what, g.getDtype(), g.getData(), block.values.length);
+      float[] values = decode(what, g.getDtype(), g.getData(), block.values.length, null);
       if (rejectNonFinite) {
-        checkFinite("gradient of " + what, values);
+        checkFinite("gradient of " + what, values, values.length);
       }
       dense.add(new DenseGradient(block, values));
     }
@@ -101,16 +107,25 @@ final class ValidatedPush {
               + " rows of width "
               + table.width()
               + ")";
-      float[] values = decode(what, rows.getDtype(), rows.getData(), ids.length * table.width());
+      int count = ids.length * table.width();
+      float[] values =
+          decode(
+              what,
+              rows.getDtype(),
+              rows.getData(),
+              count,
+              scratch == null ? null : scratch.floats(sparse.size(), count));
       if (rejectNonFinite) {
-        checkFinite("gradient of " + what, values);
+        checkFinite("gradient of " + what, values, count);
       }
       sparse.add(
           new SparseGradient(
               table,
               ids,
               values,
-              answerRows ? new byte[ids.length * table.width() * Float.BYTES] : null));
+              answerRows == null
+                  ? null
+                  : answerRows.apply(ids.length * table.width() * Float.BYTES)));
     }
     return new ValidatedPush(dense, sparse, request);
   }
@@ -124,13 +139,27 @@ final class ValidatedPush {
     List<SparseRows> out = new ArrayList<>(sparse.size());
     for (int k = 0; k < sparse.size(); k++) {
       SparseRows g = request.getSparseGradients(k);
+      SparseGradient s = sparse.get(k);
       out.add(
           SparseRows.newBuilder()
               .setName(g.getName())
               .setDtype(DataType.FLOAT32)
               .addAllRowIds(g.getRowIdsList())
-              .setData(UnsafeByteOperations.unsafeWrap(sparse.get(k).after()))
+              .setData(
+                  UnsafeByteOperations.unsafeWrap(
+                      s.after(), 0, s.rowIds().length * s.table().width() * Float.BYTES))
               .build());
+    }
+    return out;
+  }
+
+  /** The arrays the sparse gradients' answers are read into (empty when none were asked for). */
+  List<byte[]> lentArrays() {
+    List<byte[]> out = new ArrayList<>(sparse.size());
+    for (SparseGradient g : sparse) {
+      if (g.after() != null) {
+        out.add(g.after());
+      }
     }
     return out;
   }
@@ -209,7 +238,9 @@ final class ValidatedPush {
     return ids;
   }
 
-  private static float[] decode(String what, DataType dtype, ByteString data, int expected) {
+  /** {@code data} decoded into {@code into} (at least {@code expected} long), or a new array. */
+  private static float[] decode(
+      String what, DataType dtype, ByteString data, int expected, float[] into) {
     if (dtype != DataType.FLOAT32 && dtype != DataType.FLOAT16 && dtype != DataType.BFLOAT16) {
       throw new ServiceException(
           ErrorReason.UNSUPPORTED_DTYPE,
@@ -237,13 +268,14 @@ final class ValidatedPush {
               + got
               + (data.size() % size == 0 ? "" : " " + dtype.name().toLowerCase() + " values"));
     }
-    float[] out = new float[expected];
+    float[] out = into != null ? into : new float[expected];
     TensorCodec.decode(data, dtype, out, 0);
     return out;
   }
 
-  static void checkFinite(String what, float[] values) {
-    for (int i = 0; i < values.length; i++) {
+  /** Throws for the first of the first {@code count} values that is not finite. */
+  static void checkFinite(String what, float[] values, int count) {
+    for (int i = 0; i < count; i++) {
       if (!Float.isFinite(values[i])) {
         throw new ServiceException(
             ErrorReason.NON_FINITE_GRADIENT,

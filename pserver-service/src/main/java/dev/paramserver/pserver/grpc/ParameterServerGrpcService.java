@@ -14,12 +14,14 @@ import dev.paramserver.proto.v1.ShardStatus;
 import dev.paramserver.proto.v1.TrainingMode;
 import dev.paramserver.pserver.PserverProperties;
 import dev.paramserver.pserver.role.ShardLifecycle;
+import dev.paramserver.pserver.shard.AnswerArrays;
 import dev.paramserver.pserver.shard.AsyncPushes;
 import dev.paramserver.pserver.shard.ParameterShard;
 import dev.paramserver.pserver.shard.PushOutcome;
 import dev.paramserver.pserver.shard.ShardMoves;
 import dev.paramserver.pserver.shard.ShardTraffic;
 import dev.paramserver.rpc.ErrorMappingInterceptor;
+import dev.paramserver.rpc.LendingMarshaller;
 import dev.paramserver.rpc.Offload;
 import dev.paramserver.rpc.ZeroCopyMarshaller;
 import dev.paramserver.rpc.ZeroCopyServices;
@@ -68,6 +70,8 @@ public final class ParameterServerGrpcService
   private final boolean zeroCopy;
   private final ZeroCopyMarshaller<PushGradientsRequest> pushes;
   private final ZeroCopyMarshaller<InitParametersRequest> inits;
+  // answers whose rows are views of the shard's pooled arrays, given back once written
+  private final LendingMarshaller<PushGradientsResponse> answers;
 
   /** With zero-copy parsing on (tests). */
   public ParameterServerGrpcService(
@@ -112,6 +116,9 @@ public final class ParameterServerGrpcService
     this.inits =
         new ZeroCopyMarshaller<>(
             InitParametersRequest.getDefaultInstance(), parses(registry, "InitParametersRequest"));
+    this.answers =
+        new LendingMarshaller<>(
+            PushGradientsResponse.getDefaultInstance(), a -> AnswerArrays.giveBack(shard, a));
     this.shard = shard;
     this.moves = new ShardMoves(shard);
     this.lifecycle = lifecycle;
@@ -165,9 +172,9 @@ public final class ParameterServerGrpcService
         stock,
         List.of(
             new ZeroCopyServices.Rebinding(
-                ParameterServerGrpc.getPushGradientsMethod().getFullMethodName(), pushes),
+                ParameterServerGrpc.getPushGradientsMethod().getFullMethodName(), pushes, answers),
             new ZeroCopyServices.Rebinding(
-                ParameterServerGrpc.getStreamPushesMethod().getFullMethodName(), pushes),
+                ParameterServerGrpc.getStreamPushesMethod().getFullMethodName(), pushes, answers),
             new ZeroCopyServices.Rebinding(
                 ParameterServerGrpc.getInitParametersMethod().getFullMethodName(), inits)));
   }
@@ -175,6 +182,11 @@ public final class ParameterServerGrpcService
   /** Push requests parsed as views and not yet released (tests). */
   int heldRequests() {
     return pushes.held() + inits.held();
+  }
+
+  /** Answers lent pooled arrays and neither written nor forgotten (tests). */
+  int lentAnswers() {
+    return answers.lent();
   }
 
   private PushGradientsResponse timedPush(PushGradientsRequest request) {
@@ -225,6 +237,13 @@ public final class ParameterServerGrpcService
       pulledBytes.increment(response.getSerializedSize());
       traffic.pull();
     }
+    if (!r.lent().isEmpty()) {
+      if (r.rows() != null && response.getSparseRowsCount() > 0) {
+        answers.lend(response, r.lent());
+      } else {
+        r.lent().forEach(a -> AnswerArrays.giveBack(shard, a));
+      }
+    }
     return response;
   }
 
@@ -269,7 +288,8 @@ public final class ParameterServerGrpcService
   public void pushGradients(
       PushGradientsRequest request, StreamObserver<PushGradientsResponse> out) {
     // the request's bytes are released before its answer or error is sent, on every path
-    StreamObserver<PushGradientsResponse> answer = new ReleasingObserver<>(out, pushes, request);
+    StreamObserver<PushGradientsResponse> answer =
+        new ReleasingObserver<>(out, pushes, request, answers::forget);
     try {
       if (!shard.pushMayBlock()) {
         reply(answer, timedPush(request));
@@ -296,7 +316,8 @@ public final class ParameterServerGrpcService
         this::timedPushAsync,
         () -> AsyncPushes.eligible(shard),
         blockingExecutor,
-        pushes::release);
+        pushes::release,
+        answers::forget);
   }
 
   @Override

@@ -29,7 +29,8 @@ import java.util.function.Function;
  *
  * <p>Each request is handed to {@code release} exactly once, when nothing reads it any more
  * (applied and logged, refused, or dropped because the call had ended): its bytes may be views of
- * the received buffers.
+ * the received buffers. Each answer built is handed to {@code sent} once its send call returned (or
+ * when the call had ended and it was not sent): its pooled arrays' loan ends there.
  */
 final class PushStream implements StreamObserver<PushGradientsRequest> {
   static final String METHOD = "paramserver.v1.ParameterServer/StreamPushes";
@@ -41,6 +42,7 @@ final class PushStream implements StreamObserver<PushGradientsRequest> {
   private final BooleanSupplier settlesAsync;
   private final Executor blocking;
   private final Consumer<PushGradientsRequest> release;
+  private final Consumer<PushGradientsResponse> sent;
   // guarded by this: the call ended (error sent, client gone, or completed)
   private boolean closed;
   // guarded by this: the client half-closed; complete once the request in hand is answered
@@ -57,9 +59,11 @@ final class PushStream implements StreamObserver<PushGradientsRequest> {
       Function<PushGradientsRequest, CompletableFuture<PushGradientsResponse>> pushAsync,
       BooleanSupplier settlesAsync,
       Executor blocking,
-      Consumer<PushGradientsRequest> release) {
+      Consumer<PushGradientsRequest> release,
+      Consumer<PushGradientsResponse> sent) {
     this.out = out;
     this.release = release;
+    this.sent = sent;
     this.push = push;
     this.mayBlock = mayBlock;
     this.pushAsync = pushAsync;
@@ -137,9 +141,14 @@ final class PushStream implements StreamObserver<PushGradientsRequest> {
     synchronized (this) {
       busy = false;
       if (closed) {
+        sent.accept(response);
         return;
       }
-      out.onNext(response);
+      try {
+        out.onNext(response);
+      } finally {
+        sent.accept(response);
+      }
       if (halfClosed) {
         closed = true;
         out.onCompleted();

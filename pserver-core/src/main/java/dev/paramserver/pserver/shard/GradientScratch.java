@@ -1,0 +1,41 @@
+package dev.paramserver.pserver.shard;
+
+import java.util.Arrays;
+
+/**
+ * Per-thread arrays a push's sparse gradients are decoded into when the push is applied on the
+ * thread that validated it and nothing reads them afterwards (asynchronous mode): slot {@code k}
+ * holds the {@code k}-th sparse gradient of the push being applied, reused by the thread's next
+ * push. An array is at least as long as asked (rows are read at {@code i * width}); one larger than
+ * {@value #MAX_FLOATS} floats is not kept.
+ */
+final class GradientScratch {
+  static final int MAX_FLOATS = 256 << 10;
+  private static final ThreadLocal<GradientScratch> OF_THREAD =
+      ThreadLocal.withInitial(GradientScratch::new);
+
+  private float[][] slots = new float[4][];
+
+  private GradientScratch() {}
+
+  /** This thread's scratch. */
+  static GradientScratch ofThread() {
+    return OF_THREAD.get();
+  }
+
+  /** An array of at least {@code floats} floats for slot {@code k}, its contents undefined. */
+  float[] floats(int k, int floats) {
+    if (floats > MAX_FLOATS) {
+      return new float[floats];
+    }
+    if (k >= slots.length) {
+      slots = Arrays.copyOf(slots, Math.max(k + 1, slots.length * 2));
+    }
+    float[] a = slots[k];
+    if (a == null || a.length < floats) {
+      a = new float[Math.max(floats, a == null ? 0 : Math.min(MAX_FLOATS, a.length * 2))];
+      slots[k] = a;
+    }
+    return a;
+  }
+}
