@@ -164,6 +164,7 @@ final class BackupCopies {
             FillChunk.newBuilder().setIndex(r.index).setEpoch(r.epoch).setBackupLease(b.lease),
             b.async,
             r.timeout,
+            r.clock,
             () -> {
               synchronized (r) {
                 b.generation++;
