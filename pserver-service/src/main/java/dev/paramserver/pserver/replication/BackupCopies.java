@@ -35,7 +35,10 @@ final class BackupCopies {
   void loop() {
     Retry retry =
         new Retry(
-            Duration.ofMillis(100), Duration.ofSeconds(5), () -> r.closed || !needsCopy(r.backup));
+                Duration.ofMillis(100),
+                Duration.ofSeconds(5),
+                () -> r.closed || !needsCopy(r.backup))
+            .pausing(r.clock::sleep);
     try {
       retry.until(
           "copying shard " + r.index + " to its backup",
@@ -93,7 +96,8 @@ final class BackupCopies {
         new Retry(
             Duration.ofMillis(100),
             Duration.ofSeconds(5),
-            () -> r.closed || !synced(r.backup) || r.inSync.recordedInSync());
+                () -> r.closed || !synced(r.backup) || r.inSync.recordedInSync())
+            .pausing(r.clock::sleep);
     try {
       retry.until(
           "recording the backup of shard " + r.index + " in sync",

@@ -122,6 +122,11 @@ public final class Replication implements AutoCloseable {
         .register(registry);
   }
 
+  /** The time, waits and threads of this replication. */
+  ReplicationClock clock() {
+    return clock;
+  }
+
   /** True with {@code replicas = 2}. */
   public boolean enabled() {
     return properties.replicas() > 1;

@@ -42,6 +42,11 @@ public interface ReplicationClock {
     return future.get(nanos, TimeUnit.NANOSECONDS);
   }
 
+  /** Sleeps {@code millis}, as {@link Thread#sleep(long)} (a retry's wait between attempts). */
+  default void sleep(long millis) throws InterruptedException {
+    Thread.sleep(millis);
+  }
+
   /** A new executor running its tasks one at a time, in order, on a daemon thread named {@code name}. */
   default ExecutorService singleThread(String name) {
     return Executors.newSingleThreadExecutor(

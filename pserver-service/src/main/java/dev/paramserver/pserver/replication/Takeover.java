@@ -190,9 +190,10 @@ final class Takeover {
             Duration.ofMillis(200),
             Duration.ofSeconds(2),
             () ->
-                tried.get() >= ATTEMPTS
-                    || !lease.isAlive()
-                    || lifecycle.role() != ShardRole.TAKING_OVER);
+                    tried.get() >= ATTEMPTS
+                        || !lease.isAlive()
+                        || lifecycle.role() != ShardRole.TAKING_OVER)
+            .pausing(replication.clock()::sleep);
     try {
       return retry.until(
           "taking over shard " + index,
