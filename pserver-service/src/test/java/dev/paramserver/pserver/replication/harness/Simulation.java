@@ -7,6 +7,9 @@ import dev.paramserver.pserver.replication.harness.SimulationHistory.Outcome;
 import dev.paramserver.pserver.role.ShardRole;
 import dev.paramserver.pserver.shard.PushOutcome;
 import dev.paramserver.testsupport.TempDirs;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -133,13 +136,29 @@ final class Simulation implements AutoCloseable {
     InProcessPserver p =
         restartOf == null
             ? InProcessPserver.wired(
-                name, etcd, network, TIMEOUT, wiring, TempDirs.create("simulation-" + name))
+                name, etcd, network, TIMEOUT, wiring, disk(name))
             : restartOf.restartOnSameDisk(name, network, TIMEOUT, wiring);
     all.add(p);
     Node n = new Node(name, p, network);
     nodes.put(name, n);
     p.replication.onRoleLost(() -> roleLost(n));
     return n;
+  }
+
+  /**
+   * A pserver's disk: in memory (tmpfs) where the machine has one, since the simulation's crashes
+   * keep the disk and fsync costs it time without making it more faithful.
+   */
+  private static Path disk(String name) {
+    Path shm = Path.of("/dev/shm");
+    if (Files.isDirectory(shm) && Files.isWritable(shm)) {
+      try {
+        return Files.createTempDirectory(shm, "paramserver-simulation-" + name + "-");
+      } catch (IOException e) {
+        // the default temp directory then
+      }
+    }
+    return TempDirs.create("simulation-" + name);
   }
 
   /**
