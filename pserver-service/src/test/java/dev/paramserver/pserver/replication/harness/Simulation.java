@@ -36,53 +36,8 @@ final class Simulation implements AutoCloseable {
   private static final long LEASE_TTL = 3 * SECOND;
   private static final int ATTEMPTS = 6;
 
-  /** What a run explores: its size and how many faults it meets. */
-  record Settings(
-      int trainers,
-      int pushes,
-      int faults,
-      int faultPercent,
-      boolean skipOutOfSync,
-      boolean quickRestart) {
-    static Settings standard() {
-      return new Settings(2, 5, 3, 10, false, Boolean.getBoolean("simulation.quickRestart"));
-    }
-
-    /** With the injected defect: the out-of-sync record is never written. */
-    Settings skippingOutOfSyncRecords() {
-      return new Settings(trainers, pushes, faults, faultPercent, true, quickRestart);
-    }
-  }
-
-  /** A run's outcome: the checker's verdict, the trace hash and what happened. */
-  record Result(
-      long seed,
-      SimulationHistory.Verdict verdict,
-      long traceHash,
-      long steps,
-      List<String> nemesis,
-      List<Event> history) {
-    boolean ok() {
-      return verdict.ok();
-    }
-
-    /** Everything needed to read a failure again, its seed first. */
-    String report() {
-      StringBuilder s = new StringBuilder();
-      s.append("simulation seed ").append(seed).append(": ").append(verdict).append('\n');
-      s.append("replay: ./mvnw -B -o -pl pserver-service -am -DskipITs")
-          .append(" -Dtest=ReplicationSimulationTest -Dsurefire.failIfNoSpecifiedTests=false")
-          .append(" -Dsimulation.seed=")
-          .append(seed)
-          .append(" verify\n");
-      nemesis.forEach(n -> s.append("  nemesis ").append(n).append('\n'));
-      history.forEach(e -> s.append("  ").append(e).append('\n'));
-      return s.toString();
-    }
-  }
-
   private final long seed;
-  private final Settings settings;
+  private final SimulationSettings settings;
   private final Random random;
   private final SimulationScheduler sim;
   private final InMemoryCoordinator etcd;
@@ -111,7 +66,7 @@ final class Simulation implements AutoCloseable {
     }
   }
 
-  Simulation(long seed, Settings settings) {
+  Simulation(long seed, SimulationSettings settings) {
     this.seed = seed;
     this.settings = settings;
     this.random = new Random(seed);
@@ -194,7 +149,7 @@ final class Simulation implements AutoCloseable {
   }
 
   /** Runs the schedule drawn from the seed and checks the final state. */
-  Result run() {
+  SimulationResult run() {
     Node a = start("a", null);
     Node b = start("b", null);
     sim.submit(
@@ -238,9 +193,9 @@ final class Simulation implements AutoCloseable {
       }
     }
     for (Event e : history.events()) {
-      sim.record(e.hashCode());
+      sim.record(e.toString().hashCode());
     }
-    return new Result(seed, verdict, sim.traceHash(), sim.steps(), nemesis, history.events());
+    return new SimulationResult(seed, verdict, sim.traceHash(), sim.steps(), nemesis, history.events());
   }
 
   /** The pservers and etcd's keys, for a failure's report. */

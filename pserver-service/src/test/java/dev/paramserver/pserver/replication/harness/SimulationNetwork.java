@@ -90,7 +90,16 @@ final class SimulationNetwork implements ClientInterceptor {
       }
     }
     sim.record(fate.ordinal() * 31L + latency);
-    return new DelayedCall<>(this, fate, latency, method, options, next);
+    // The deadline runs on the simulated clock: its length, read off the real clock's deadline the
+    // caller just set, rounded to 50 ms (the real time spent since must not leak into the run).
+    Deadline deadline = options.getDeadline();
+    long deadlineNanos = -1;
+    if (deadline != null) {
+      long step = TimeUnit.MILLISECONDS.toNanos(50);
+      deadlineNanos = Math.max(step, Math.round(deadline.timeRemaining(TimeUnit.NANOSECONDS) / (double) step) * step);
+    }
+    return new DelayedCall<>(
+        this, fate, latency, deadlineNanos, method, options.withDeadline(null), next);
   }
 
   /** A call that reaches the server after its latency, with what the client did meanwhile. */
@@ -98,6 +107,7 @@ final class SimulationNetwork implements ClientInterceptor {
     private final SimulationNetwork network;
     private final Fate fate;
     private final long latency;
+    private final long deadlineNanos;
     private final MethodDescriptor<ReqT, RespT> method;
     private final CallOptions options;
     private final Channel next;
@@ -114,12 +124,14 @@ final class SimulationNetwork implements ClientInterceptor {
         SimulationNetwork network,
         Fate fate,
         long latency,
+        long deadlineNanos,
         MethodDescriptor<ReqT, RespT> method,
         CallOptions options,
         Channel next) {
       this.network = network;
       this.fate = fate;
       this.latency = latency;
+      this.deadlineNanos = deadlineNanos;
       this.method = method;
       this.options = options;
       this.next = next;
@@ -133,11 +145,10 @@ final class SimulationNetwork implements ClientInterceptor {
         headers = metadata;
       }
       SimulationScheduler sim = network.sim;
-      Deadline deadline = options.getDeadline();
-      if (deadline != null) {
+      if (deadlineNanos >= 0) {
         sim.schedule(
             network.node,
-            deadline.timeRemaining(TimeUnit.NANOSECONDS),
+            deadlineNanos,
             () -> end(Status.DEADLINE_EXCEEDED.withDescription("simulated deadline")));
       }
       if (fate == Fate.DROP) {
