@@ -94,8 +94,8 @@ final class BackupCopies {
   void recordSynced() {
     Retry retry =
         new Retry(
-            Duration.ofMillis(100),
-            Duration.ofSeconds(5),
+                Duration.ofMillis(100),
+                Duration.ofSeconds(5),
                 () -> r.closed || !synced(r.backup) || r.inSync.recordedInSync())
             .pausing(r.clock::sleep);
     try {

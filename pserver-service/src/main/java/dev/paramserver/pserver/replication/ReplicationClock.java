@@ -47,7 +47,10 @@ public interface ReplicationClock {
     Thread.sleep(millis);
   }
 
-  /** A new executor running its tasks one at a time, in order, on a daemon thread named {@code name}. */
+  /**
+   * A new executor running its tasks one at a time, in order, on a daemon thread named {@code
+   * name}.
+   */
   default ExecutorService singleThread(String name) {
     return Executors.newSingleThreadExecutor(
         r -> {

@@ -187,9 +187,9 @@ final class Takeover {
     boolean[] installed = {false};
     Retry retry =
         new Retry(
-            Duration.ofMillis(200),
-            Duration.ofSeconds(2),
-            () ->
+                Duration.ofMillis(200),
+                Duration.ofSeconds(2),
+                () ->
                     tried.get() >= ATTEMPTS
                         || !lease.isAlive()
                         || lifecycle.role() != ShardRole.TAKING_OVER)

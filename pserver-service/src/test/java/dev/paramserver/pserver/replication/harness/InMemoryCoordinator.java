@@ -218,6 +218,7 @@ public final class InMemoryCoordinator implements Coordinator {
     Store(ExecutorService events) {
       this.events = events;
     }
+
     // Guarded by this.
     private final TreeMap<String, KeyValue> data = new TreeMap<>();
     private final List<Watch> watches = new ArrayList<>();

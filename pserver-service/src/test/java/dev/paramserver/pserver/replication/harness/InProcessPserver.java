@@ -111,7 +111,13 @@ final class InProcessPserver implements AutoCloseable {
       Wiring wiring,
       Path disk) {
     return new InProcessPserver(
-        name, coordinator, network, timeout, SparseSettings.unlimited(), System::nanoTime, disk,
+        name,
+        coordinator,
+        network,
+        timeout,
+        SparseSettings.unlimited(),
+        System::nanoTime,
+        disk,
         wiring);
   }
 

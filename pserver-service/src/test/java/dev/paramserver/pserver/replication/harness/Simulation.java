@@ -80,7 +80,8 @@ final class Simulation implements AutoCloseable {
 
   private Node start(String name, InProcessPserver restartOf) {
     SimulationNetwork network =
-        new SimulationNetwork(sim, name, random.nextLong(), TIMEOUT.toNanos(), settings.faultPercent());
+        new SimulationNetwork(
+            sim, name, random.nextLong(), TIMEOUT.toNanos(), settings.faultPercent());
     InProcessPserver.Wiring wiring =
         new InProcessPserver.Wiring(
             sim.clock(name),
@@ -90,8 +91,7 @@ final class Simulation implements AutoCloseable {
             new SimulationExecutor(sim, name, false));
     InProcessPserver p =
         restartOf == null
-            ? InProcessPserver.wired(
-                name, etcd, network, TIMEOUT, wiring, disk(name))
+            ? InProcessPserver.wired(name, etcd, network, TIMEOUT, wiring, disk(name))
             : restartOf.restartOnSameDisk(name, network, TIMEOUT, wiring);
     all.add(p);
     Node n = new Node(name, p, network);
@@ -189,13 +189,16 @@ final class Simulation implements AutoCloseable {
       if (!extra.isEmpty()) {
         List<String> v = new ArrayList<>(verdict.violations());
         v.addAll(extra);
-        verdict = new SimulationHistory.Verdict(verdict.acknowledged(), verdict.lost(), verdict.doubled(), v);
+        verdict =
+            new SimulationHistory.Verdict(
+                verdict.acknowledged(), verdict.lost(), verdict.doubled(), v);
       }
     }
     for (Event e : history.events()) {
       sim.record(e.toString().hashCode());
     }
-    return new SimulationResult(seed, verdict, sim.traceHash(), sim.steps(), nemesis, history.events());
+    return new SimulationResult(
+        seed, verdict, sim.traceHash(), sim.steps(), nemesis, history.events());
   }
 
   /** The pservers and etcd's keys, for a failure's report. */
@@ -326,8 +329,9 @@ final class Simulation implements AutoCloseable {
           default -> "none";
         };
     nemesis.add(
-        String.format("%s of the %s at %.2f s for %.2f s", what, primary ? "primary" : "backup",
-            at / 1e9, lasts / 1e9));
+        String.format(
+            "%s of the %s at %.2f s for %.2f s",
+            what, primary ? "primary" : "backup", at / 1e9, lasts / 1e9));
     sim.schedule("nemesis", at, () -> inject(kind, primary, lasts));
   }
 
@@ -370,8 +374,8 @@ final class Simulation implements AutoCloseable {
     if (lasts > LEASE_TTL && n.pserver.lease() != null) {
       n.expiry =
           sim.schedule(
-          "nemesis",
-          LEASE_TTL,
+              "nemesis",
+              LEASE_TTL,
               () -> {
                 n.expiry = null;
                 n.leaseExpired = true;

@@ -19,11 +19,12 @@ import java.util.Random;
 
 /**
  * The simulation's model and history (a Jepsen-style checker): every push has an identity (trainer,
- * step) that owns one coordinate of the parameter {@code id}, where it adds exactly 1 (SGD, learning
- * rate 1, zero init), so the final state tells how many times each push was applied; it also adds
- * small integers to {@code w}, whose final value must equal the model's (exact in float32, whatever
- * the order). Every invocation and outcome is recorded; {@link #check} counts acknowledged pushes
- * lost and pushes applied twice apart, and any value that differs from the model.
+ * step) that owns one coordinate of the parameter {@code id}, where it adds exactly 1 (SGD,
+ * learning rate 1, zero init), so the final state tells how many times each push was applied; it
+ * also adds small integers to {@code w}, whose final value must equal the model's (exact in
+ * float32, whatever the order). Every invocation and outcome is recorded; {@link #check} counts
+ * acknowledged pushes lost and pushes applied twice apart, and any value that differs from the
+ * model.
  */
 final class SimulationHistory {
   static final String ID = "id";
@@ -83,10 +84,7 @@ final class SimulationHistory {
   /** Defines {@code id} and {@code w} at zero, with SGD at learning rate 1. */
   void initialise(ParameterShard shard) {
     OptimizerConfig sgd =
-        OptimizerConfig.newBuilder()
-            .setKind(OptimizerConfig.Kind.SGD)
-            .setLearningRate(1f)
-            .build();
+        OptimizerConfig.newBuilder().setKind(OptimizerConfig.Kind.SGD).setLearningRate(1f).build();
     InitParametersRequest.Builder init =
         InitParametersRequest.newBuilder().setTrainerId("t0").setInitId(Trainers.INIT_ID);
     int blocks = 0;

@@ -96,7 +96,10 @@ final class SimulationNetwork implements ClientInterceptor {
     long deadlineNanos = -1;
     if (deadline != null) {
       long step = TimeUnit.MILLISECONDS.toNanos(50);
-      deadlineNanos = Math.max(step, Math.round(deadline.timeRemaining(TimeUnit.NANOSECONDS) / (double) step) * step);
+      deadlineNanos =
+          Math.max(
+              step,
+              Math.round(deadline.timeRemaining(TimeUnit.NANOSECONDS) / (double) step) * step);
     }
     return new DelayedCall<>(
         this, fate, latency, deadlineNanos, method, options.withDeadline(null), next);
@@ -140,8 +143,7 @@ final class SimulationNetwork implements ClientInterceptor {
     @Override
     public void start(Listener<RespT> responseListener, Metadata metadata) {
       synchronized (this) {
-        listener =
-            fate == Fate.LOSE_REPLY ? new LostReply<>(responseListener) : responseListener;
+        listener = fate == Fate.LOSE_REPLY ? new LostReply<>(responseListener) : responseListener;
         headers = metadata;
       }
       SimulationScheduler sim = network.sim;

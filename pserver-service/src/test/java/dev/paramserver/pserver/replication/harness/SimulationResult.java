@@ -20,7 +20,8 @@ record SimulationResult(
     StringBuilder s = new StringBuilder();
     s.append("simulation seed ").append(seed).append(": ").append(verdict).append('\n');
     s.append("replay: ./mvnw -B -o -pl pserver-service -am -DskipITs")
-        .append(" -Dtest='ReplicationSimulationTest#manySchedules*' -Dsurefire.failIfNoSpecifiedTests=false")
+        .append(
+            " -Dtest='ReplicationSimulationTest#manySchedules*' -Dsurefire.failIfNoSpecifiedTests=false")
         .append(" -Dsimulation.seed=")
         .append(seed)
         .append(" verify\n");

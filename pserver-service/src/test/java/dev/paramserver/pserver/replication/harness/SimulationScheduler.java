@@ -15,13 +15,12 @@ import java.util.concurrent.TimeoutException;
 import java.util.function.BooleanSupplier;
 
 /**
- * A seeded scheduler with a simulated clock, as FoundationDB's simulator and TigerBeetle's VOPR
- * run their code: the real protocol code runs on real threads, but one at a time, each until it
- * parks in a {@link ReplicationClock} wait or its task ends, and the next one to run is drawn from
- * the seed. Time moves only when nothing can run: to the next timer or wait deadline. Threads
- * belong to a node (a pserver, etcd, a trainer): a paused node's threads do not run, a crashed
- * node's never again. The same seed gives the same order of every step, so a run replays bit for
- * bit.
+ * A seeded scheduler with a simulated clock, as FoundationDB's simulator and TigerBeetle's VOPR run
+ * their code: the real protocol code runs on real threads, but one at a time, each until it parks
+ * in a {@link ReplicationClock} wait or its task ends, and the next one to run is drawn from the
+ * seed. Time moves only when nothing can run: to the next timer or wait deadline. Threads belong to
+ * a node (a pserver, etcd, a trainer): a paused node's threads do not run, a crashed node's never
+ * again. The same seed gives the same order of every step, so a run replays bit for bit.
  *
  * <p>A wait may be resumed while its condition does not hold (a spurious wake-up, which every wait
  * loop of the replication tolerates): after any step that was not such a futile wake-up, every
@@ -112,7 +111,9 @@ final class SimulationScheduler implements AutoCloseable {
     crashed.add(node);
   }
 
-  /** The clock of {@code node}'s code: simulated time, waits that park, this scheduler's threads. */
+  /**
+   * The clock of {@code node}'s code: simulated time, waits that park, this scheduler's threads.
+   */
   ReplicationClock clock(String node) {
     return new NodeClock(this, node);
   }
@@ -311,7 +312,9 @@ final class SimulationScheduler implements AutoCloseable {
     }
   }
 
-  /** Called by a simulation thread holding {@code monitor}: parks until the scheduler resumes it. */
+  /**
+   * Called by a simulation thread holding {@code monitor}: parks until the scheduler resumes it.
+   */
   void park(Object monitor, long nanos) {
     Worker w = current.get();
     if (w.aborted) {
@@ -418,7 +421,8 @@ final class SimulationScheduler implements AutoCloseable {
     @Override
     public void timedWait(Object monitor, long nanos) throws InterruptedException {
       if (sim.current.get() == null) {
-        ReplicationClock.super.timedWait(monitor, Math.min(nanos, TimeUnit.MILLISECONDS.toNanos(1)));
+        ReplicationClock.super.timedWait(
+            monitor, Math.min(nanos, TimeUnit.MILLISECONDS.toNanos(1)));
         return;
       }
       sim.park(monitor, nanos);

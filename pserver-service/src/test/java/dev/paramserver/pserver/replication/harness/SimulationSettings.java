@@ -9,7 +9,8 @@ record SimulationSettings(
     boolean skipOutOfSync,
     boolean quickRestart) {
   static SimulationSettings standard() {
-    return new SimulationSettings(2, 5, 3, 10, false, Boolean.getBoolean("simulation.quickRestart"));
+    return new SimulationSettings(
+        2, 5, 3, 10, false, Boolean.getBoolean("simulation.quickRestart"));
   }
 
   /** With the injected defect: the out-of-sync record is never written. */
