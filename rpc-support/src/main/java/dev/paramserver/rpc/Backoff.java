@@ -28,10 +28,15 @@ public final class Backoff {
 
   /** The next wait, with up to 20% jitter. */
   public long nextDelayMs() {
+    long capped = nextBaseDelayMs();
+    return capped - ThreadLocalRandom.current().nextLong(capped / 5 + 1);
+  }
+
+  /** The next wait without jitter (a caller that jitters, or must not, itself). */
+  public long nextBaseDelayMs() {
     long base = initialMs << Math.min(attempt, 20);
     attempt++;
-    long capped = Math.min(maxMs, base);
-    return capped - ThreadLocalRandom.current().nextLong(capped / 5 + 1);
+    return Math.min(maxMs, base);
   }
 
   /** Sleeps for the next wait. */

@@ -17,6 +17,14 @@ public final class Retry {
   private final Duration initial;
   private final Duration max;
   private final BooleanSupplier stopping;
+  private final Pause pause;
+
+  /** How the loop waits between attempts, when not {@link Backoff#pause}. */
+  @FunctionalInterface
+  public interface Pause {
+    /** Waits {@code millis} (the backoff's wait, without jitter). */
+    void sleep(long millis) throws InterruptedException;
+  }
 
   /**
    * @param initial the first wait
@@ -31,6 +39,22 @@ public final class Retry {
     this.initial = initial;
     this.max = max;
     this.stopping = stopping;
+    this.pause = null;
+  }
+
+  private Retry(Duration initial, Duration max, BooleanSupplier stopping, Pause pause) {
+    this.initial = initial;
+    this.max = max;
+    this.stopping = stopping;
+    this.pause = pause;
+  }
+
+  /**
+   * This loop, waiting between attempts with {@code pause} (a simulated clock's) instead of {@link
+   * Thread#sleep}.
+   */
+  public Retry pausing(Pause pause) {
+    return new Retry(initial, max, stopping, pause);
   }
 
   /** Waits starting at 100 ms, doubling up to {@code max}. */
@@ -73,7 +97,11 @@ public final class Retry {
         if (stopping.getAsBoolean()) {
           throw new StoppedException(what);
         }
-        backoff.pause();
+        if (pause == null) {
+          backoff.pause();
+        } else {
+          pause.sleep(backoff.nextBaseDelayMs());
+        }
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
         throw new StoppedException(what);

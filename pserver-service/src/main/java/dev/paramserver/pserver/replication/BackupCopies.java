@@ -35,7 +35,10 @@ final class BackupCopies {
   void loop() {
     Retry retry =
         new Retry(
-            Duration.ofMillis(100), Duration.ofSeconds(5), () -> r.closed || !needsCopy(r.backup));
+                Duration.ofMillis(100),
+                Duration.ofSeconds(5),
+                () -> r.closed || !needsCopy(r.backup))
+            .pausing(r.clock::sleep);
     try {
       retry.until(
           "copying shard " + r.index + " to its backup",
@@ -91,9 +94,10 @@ final class BackupCopies {
   void recordSynced() {
     Retry retry =
         new Retry(
-            Duration.ofMillis(100),
-            Duration.ofSeconds(5),
-            () -> r.closed || !synced(r.backup) || r.inSync.recordedInSync());
+                Duration.ofMillis(100),
+                Duration.ofSeconds(5),
+                () -> r.closed || !synced(r.backup) || r.inSync.recordedInSync())
+            .pausing(r.clock::sleep);
     try {
       retry.until(
           "recording the backup of shard " + r.index + " in sync",
@@ -164,6 +168,7 @@ final class BackupCopies {
             FillChunk.newBuilder().setIndex(r.index).setEpoch(r.epoch).setBackupLease(b.lease),
             b.async,
             r.timeout,
+            r.clock,
             () -> {
               synchronized (r) {
                 b.generation++;

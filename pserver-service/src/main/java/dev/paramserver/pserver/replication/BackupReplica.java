@@ -15,7 +15,6 @@ import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Optional;
-import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -39,6 +38,7 @@ final class BackupReplica implements AutoCloseable {
   // The lease of this backup's ps_backup/<index> key: its registration, which calls must be for.
   private final long registration;
   private final Duration timeout;
+  private final ReplicationClock clock;
   private final Consumer<BackupReplica> onPrimaryGone;
   // Guarded by this: the primary's epoch (0: none), the copy installed (-1: none), the sequence
   // number of the last record applied after it, where this backup stands with that primary and
@@ -61,6 +61,32 @@ final class BackupReplica implements AutoCloseable {
       long registration,
       Duration timeout,
       Consumer<BackupReplica> onPrimaryGone) {
+    this(
+        shard,
+        lifecycle,
+        index,
+        kv,
+        primaryKey,
+        syncKey,
+        registration,
+        timeout,
+        onPrimaryGone,
+        ReplicationClock.SYSTEM);
+  }
+
+  /** As above, on {@code clock}'s time and waits. */
+  BackupReplica(
+      ParameterShard shard,
+      ShardLifecycle lifecycle,
+      int index,
+      KeyValueStore kv,
+      String primaryKey,
+      String syncKey,
+      long registration,
+      Duration timeout,
+      Consumer<BackupReplica> onPrimaryGone,
+      ReplicationClock clock) {
+    this.clock = clock;
     this.shard = shard;
     this.lifecycle = lifecycle;
     this.index = index;
@@ -250,15 +276,15 @@ final class BackupReplica implements AutoCloseable {
    * order, so it ends with the primary's values bit for bit.
    */
   ReplicateResponse replicate(ReplicateRequest request) throws InterruptedException {
-    long deadline = System.nanoTime() + timeout.toNanos();
+    long deadline = clock.nanoTime() + timeout.toNanos();
     synchronized (this) {
       checkEpoch(request.getEpoch(), request.getBackupLease());
       while (mustWait(request) && !closed()) {
-        long left = deadline - System.nanoTime();
+        long left = deadline - clock.nanoTime();
         if (left <= 0 || epoch != request.getEpoch()) {
           return ReplicateResponse.newBuilder().setNeedFill(true).build();
         }
-        TimeUnit.NANOSECONDS.timedWait(this, left);
+        clock.timedWait(this, left);
       }
       checkEpoch(request.getEpoch(), request.getBackupLease());
       if (installed > request.getGeneration()) {
@@ -326,7 +352,7 @@ final class BackupReplica implements AutoCloseable {
     synchronized (this) {
       checkEpoch(callEpoch, callLease);
       while (work != BackupWork.IDLE) {
-        wait();
+        clock.timedWait(this, Long.MAX_VALUE);
       }
       checkEpoch(callEpoch, callLease);
       if (generation < installed) {

@@ -17,8 +17,6 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.function.LongSupplier;
@@ -31,16 +29,6 @@ final class CopyUpload {
   private static final int CHUNK = 1 << 20;
 
   private CopyUpload() {}
-
-  /** The single thread that cuts and sends a primary's copies. */
-  static ExecutorService copier(int index) {
-    return Executors.newSingleThreadExecutor(
-        r -> {
-          Thread t = new Thread(r, "pserver-replica-copy-" + index);
-          t.setDaemon(true);
-          return t;
-        });
-  }
 
   /** A copy sent: its generation and size. */
   record Sent(long generation, long bytes) {
@@ -67,6 +55,7 @@ final class CopyUpload {
       FillChunk.Builder header,
       ShardReplicationGrpc.ShardReplicationStub async,
       Duration timeout,
+      ReplicationClock clock,
       LongSupplier atCut)
       throws IOException, InterruptedException {
     Files.createDirectories(file.getParent());
@@ -81,7 +70,8 @@ final class CopyUpload {
         file,
         bytes,
         header.setGeneration(generation[0]).setInitialised(initialised),
-        timeout);
+        timeout,
+        clock);
     return new Sent(generation[0], bytes);
   }
 
@@ -94,7 +84,8 @@ final class CopyUpload {
       Path file,
       long bytes,
       FillChunk.Builder header,
-      Duration timeout)
+      Duration timeout,
+      ReplicationClock clock)
       throws IOException, InterruptedException {
     CompletableFuture<FillResponse> done = new CompletableFuture<>();
     StreamObserver<FillChunk> upload =
@@ -137,7 +128,7 @@ final class CopyUpload {
       Files.deleteIfExists(file);
     }
     try {
-      done.get(timeout.toMillis() + bytes / 50_000 + 1000, TimeUnit.MILLISECONDS);
+      clock.get(done, TimeUnit.MILLISECONDS.toNanos(timeout.toMillis() + bytes / 50_000 + 1000));
     } catch (ExecutionException e) {
       if (e.getCause() instanceof StatusRuntimeException s) {
         throw s;

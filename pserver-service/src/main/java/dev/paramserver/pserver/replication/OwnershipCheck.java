@@ -6,7 +6,6 @@ import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.rpc.ServiceException;
 import java.time.Duration;
 import java.util.Optional;
-import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -36,6 +35,7 @@ final class OwnershipCheck {
   private final long epoch;
   private final Lease lease;
   private final Duration timeout;
+  private final ReplicationClock clock;
   // Guarded by this: the send time of the newest read completed and what it found, whether a read
   // is in flight, and how many reads were sent (for tests and logs).
   private boolean read;
@@ -52,6 +52,18 @@ final class OwnershipCheck {
    *     coordinator's call timeout too)
    */
   OwnershipCheck(KeyValueStore kv, String key, long epoch, Lease lease, Duration timeout) {
+    this(kv, key, epoch, lease, timeout, ReplicationClock.SYSTEM);
+  }
+
+  /** As above, on {@code clock}'s time and waits. */
+  OwnershipCheck(
+      KeyValueStore kv,
+      String key,
+      long epoch,
+      Lease lease,
+      Duration timeout,
+      ReplicationClock clock) {
+    this.clock = clock;
     this.kv = kv;
     this.key = key;
     this.epoch = epoch;
@@ -77,7 +89,7 @@ final class OwnershipCheck {
    *     within the timeout: the push must not be acknowledged
    */
   void confirm() {
-    long asked = System.nanoTime();
+    long asked = clock.nanoTime();
     long deadline = asked + timeout.toNanos();
     if (!lease.isAlive()) {
       throw refused(Verdict.NOT_OWNER, "its lease " + Long.toHexString(lease.id()) + " is lost");
@@ -95,12 +107,12 @@ final class OwnershipCheck {
           if (!reading) {
             break;
           }
-          long left = deadline - System.nanoTime();
+          long left = deadline - clock.nanoTime();
           if (left <= 0) {
             throw refused(Verdict.UNKNOWN, "etcd did not confirm it within " + timeout);
           }
           try {
-            TimeUnit.NANOSECONDS.timedWait(this, left);
+            clock.timedWait(this, left);
           } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw refused(Verdict.UNKNOWN, "interrupted while confirming it");
@@ -108,7 +120,7 @@ final class OwnershipCheck {
         }
         reading = true;
         reads++;
-        sent = System.nanoTime();
+        sent = clock.nanoTime();
       }
       Verdict verdict;
       String why;

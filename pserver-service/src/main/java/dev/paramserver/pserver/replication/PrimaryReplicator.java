@@ -59,6 +59,7 @@ final class PrimaryReplicator
   private final Consumer<String> onDeposed;
   private final AtomicLong unreplicated;
   private final ExecutorService copier;
+  final ReplicationClock clock;
   private final BackupCopies copies = new BackupCopies(this);
   volatile RegisteredBackup backup;
   volatile boolean closed;
@@ -81,6 +82,7 @@ final class PrimaryReplicator
    * @param onDeposed called (once, with why) when a backup reports that this pserver is no longer
    *     primary
    * @param unreplicated counts pushes answered without the backup's acknowledgement
+   * @param clock the time, waits and copier thread of this replication
    */
   PrimaryReplicator(
       ParameterShard shard,
@@ -92,7 +94,9 @@ final class PrimaryReplicator
       InSyncRecorder inSync,
       Path scratch,
       Consumer<String> onDeposed,
-      AtomicLong unreplicated) {
+      AtomicLong unreplicated,
+      ReplicationClock clock) {
+    this.clock = clock;
     this.shard = shard;
     this.channels = channels;
     this.index = index;
@@ -104,7 +108,7 @@ final class PrimaryReplicator
     this.onDeposed = onDeposed;
     this.unreplicated = unreplicated;
     this.waiters = new SettleWaiters<>(this, index);
-    this.copier = CopyUpload.copier(index);
+    this.copier = clock.singleThread("pserver-replica-copy-" + index);
   }
 
   /** Starts following {@code ps_backup/<index>}. */
@@ -297,7 +301,7 @@ final class PrimaryReplicator
   @Override
   public void settle() {
     RegisteredBackup b = backup;
-    long deadline = System.nanoTime() + timeout.toNanos();
+    long deadline = clock.nanoTime() + timeout.toNanos();
     long mine;
     synchronized (this) {
       mine = issued;
@@ -312,7 +316,7 @@ final class PrimaryReplicator
   @Override
   public CompletableFuture<Void> settleAsync(Executor blocking) {
     RegisteredBackup b = backup;
-    long deadline = System.nanoTime() + timeout.toNanos();
+    long deadline = clock.nanoTime() + timeout.toNanos();
     SettleWaiters.Waiter<RegisteredBackup> w;
     synchronized (this) {
       w = waiters.ask(issued, b, deadline, blocking);
@@ -343,13 +347,13 @@ final class PrimaryReplicator
           && deposedWhy == null
           && ((!outstanding.isEmpty() && outstanding.first() <= mine)
               || (b != null && backup == b && b.phase != Phase.SYNCED))) {
-        long left = deadline - System.nanoTime();
+        long left = deadline - clock.nanoTime();
         if (left <= 0) {
           late = true;
           break;
         }
         try {
-          TimeUnit.NANOSECONDS.timedWait(this, left);
+          clock.timedWait(this, left);
         } catch (InterruptedException e) {
           Thread.currentThread().interrupt();
           throw new ServiceException(

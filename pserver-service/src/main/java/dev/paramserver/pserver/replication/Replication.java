@@ -18,13 +18,13 @@ import io.micrometer.core.instrument.MeterRegistry;
 import java.nio.file.Path;
 import java.util.Optional;
 import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.IntConsumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.stereotype.Component;
 
 /**
@@ -50,13 +50,8 @@ public final class Replication implements AutoCloseable {
   private final AtomicLong unreplicated = new AtomicLong();
   private final AtomicLong takeovers = new AtomicLong();
   private final AtomicLong takeoversRefused = new AtomicLong();
-  private final ExecutorService worker =
-      Executors.newSingleThreadExecutor(
-          r -> {
-            Thread t = new Thread(r, "pserver-replication");
-            t.setDaemon(true);
-            return t;
-          });
+  private final ReplicationClock clock;
+  private final ExecutorService worker;
   // Written under this (read without it on the replication calls' path).
   private volatile PrimaryReplicator primary;
   private volatile BackupReplica backup;
@@ -66,6 +61,7 @@ public final class Replication implements AutoCloseable {
   // Why this pserver's log failed (a write or an fsync), or null: it serves no shard any more.
   private volatile String storageFailure;
 
+  @Autowired
   public Replication(
       Coordinator coordinator,
       ParameterShard shard,
@@ -74,6 +70,32 @@ public final class Replication implements AutoCloseable {
       ObjectProvider<ShardPersistence> persistence,
       ChannelFactory channels,
       MeterRegistry registry) {
+    this(
+        coordinator,
+        shard,
+        lifecycle,
+        properties,
+        persistence,
+        channels,
+        registry,
+        ReplicationClock.SYSTEM);
+  }
+
+  /**
+   * As the service wires it, on {@code clock}'s time, waits and threads (a deterministic simulation
+   * gives its own; see {@link ReplicationClock}).
+   */
+  public Replication(
+      Coordinator coordinator,
+      ParameterShard shard,
+      ShardLifecycle lifecycle,
+      PserverProperties properties,
+      ObjectProvider<ShardPersistence> persistence,
+      ChannelFactory channels,
+      MeterRegistry registry,
+      ReplicationClock clock) {
+    this.clock = clock;
+    this.worker = clock.singleThread("pserver-replication");
     this.channels = channels;
     this.coordinator = coordinator;
     this.shard = shard;
@@ -98,6 +120,11 @@ public final class Replication implements AutoCloseable {
             "paramserver.pserver.replication.backup.synced", this, r -> r.backupSynced() ? 1 : 0)
         .description("1 when this primary's backup holds every acknowledged update")
         .register(registry);
+  }
+
+  /** The time, waits and threads of this replication. */
+  ReplicationClock clock() {
+    return clock;
   }
 
   /** True with {@code replicas = 2}. */
@@ -175,11 +202,12 @@ public final class Replication implements AutoCloseable {
             mine.createRevision(),
             properties.replicationTimeout(),
             new OwnershipCheck(
-                kv, key, mine.createRevision(), lease, properties.replicationTimeout()),
+                kv, key, mine.createRevision(), lease, properties.replicationTimeout(), clock),
             inSync,
             scratch(),
             this::deposed,
-            unreplicated);
+            unreplicated,
+            clock);
     synchronized (this) {
       if (closed) {
         p.close();
@@ -320,7 +348,8 @@ public final class Replication implements AutoCloseable {
               } catch (RejectedExecutionException e) {
                 log.debug("replication is closed: no takeover of shard {}", index);
               }
-            });
+            },
+            clock);
     synchronized (this) {
       if (closed) {
         return;

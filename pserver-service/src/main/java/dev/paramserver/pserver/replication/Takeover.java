@@ -187,12 +187,13 @@ final class Takeover {
     boolean[] installed = {false};
     Retry retry =
         new Retry(
-            Duration.ofMillis(200),
-            Duration.ofSeconds(2),
-            () ->
-                tried.get() >= ATTEMPTS
-                    || !lease.isAlive()
-                    || lifecycle.role() != ShardRole.TAKING_OVER);
+                Duration.ofMillis(200),
+                Duration.ofSeconds(2),
+                () ->
+                    tried.get() >= ATTEMPTS
+                        || !lease.isAlive()
+                        || lifecycle.role() != ShardRole.TAKING_OVER)
+            .pausing(replication.clock()::sleep);
     try {
       return retry.until(
           "taking over shard " + index,

@@ -6,6 +6,7 @@ import dev.paramserver.coordination.JobKeys;
 import dev.paramserver.coordination.KeyValueStore;
 import dev.paramserver.coordination.LeaderElection;
 import dev.paramserver.coordination.Lease;
+import dev.paramserver.coordination.ShardSyncRecord;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -28,7 +29,31 @@ import java.util.function.Consumer;
  */
 public final class InMemoryCoordinator implements Coordinator {
   private final JobKeys keys = new JobKeys("harness");
-  private final Store store = new Store();
+  private final Store store;
+
+  /** Watch events on a thread of its own. */
+  public InMemoryCoordinator() {
+    this(
+        Executors.newSingleThreadExecutor(
+            r -> {
+              Thread t = new Thread(r, "harness-etcd-events");
+              t.setDaemon(true);
+              return t;
+            }));
+  }
+
+  /** Watch events, in order, on {@code events} (a serial executor: a simulation's). */
+  InMemoryCoordinator(ExecutorService events) {
+    this.store = new Store(events);
+  }
+
+  /**
+   * An injected defect, to show that the simulation finds one: from now on a write that records a
+   * shard's backup out of sync is answered as done but not made (as if the primary skipped it).
+   */
+  void skipOutOfSyncRecords() {
+    store.skipOutOfSync = true;
+  }
 
   @Override
   public JobKeys keys() {
@@ -187,13 +212,13 @@ public final class InMemoryCoordinator implements Coordinator {
     private final java.util.Set<Long> expired = java.util.concurrent.ConcurrentHashMap.newKeySet();
     private final Map<String, Long> reads = new java.util.concurrent.ConcurrentHashMap<>();
     private volatile boolean unreachable;
-    private final ExecutorService events =
-        Executors.newSingleThreadExecutor(
-            r -> {
-              Thread t = new Thread(r, "harness-etcd-events");
-              t.setDaemon(true);
-              return t;
-            });
+    private volatile boolean skipOutOfSync;
+    private final ExecutorService events;
+
+    Store(ExecutorService events) {
+      this.events = events;
+    }
+
     // Guarded by this.
     private final TreeMap<String, KeyValue> data = new TreeMap<>();
     private final List<Watch> watches = new ArrayList<>();
@@ -268,6 +293,14 @@ public final class InMemoryCoordinator implements Coordinator {
       KeyValue fence = data.get(fenceKey);
       if (fence == null || fence.createRevision() != fenceCreateRevision) {
         return false;
+      }
+      if (skipOutOfSync
+          && puts.entrySet().stream()
+              .anyMatch(
+                  e ->
+                      e.getKey().contains("/ps_sync/")
+                          && !ShardSyncRecord.decode(e.getValue()).inSync())) {
+        return true;
       }
       puts.forEach((k, v) -> write(k, v, 0));
       deletes.forEach(this::delete);

@@ -13,6 +13,7 @@ import dev.paramserver.pserver.PserverProperties;
 import dev.paramserver.pserver.persistence.CheckpointService;
 import dev.paramserver.pserver.persistence.TestProperties;
 import dev.paramserver.pserver.replication.Replication;
+import dev.paramserver.pserver.replication.ReplicationClock;
 import dev.paramserver.pserver.replication.ShardReplicationGrpcService;
 import dev.paramserver.pserver.role.ShardLifecycle;
 import dev.paramserver.pserver.role.ShardPersistence;
@@ -23,6 +24,7 @@ import dev.paramserver.pserver.wal.WriteAheadLog;
 import dev.paramserver.rpc.ChannelFactory;
 import dev.paramserver.testsupport.TempDirs;
 import dev.paramserver.testsupport.grpc.InProcessGrpc;
+import io.grpc.ClientInterceptor;
 import io.grpc.ManagedChannel;
 import io.grpc.StatusRuntimeException;
 import io.grpc.inprocess.InProcessChannelBuilder;
@@ -35,8 +37,10 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Executor;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -68,6 +72,8 @@ final class InProcessPserver implements AutoCloseable {
   private final ExecutorService transport;
   private final ExecutorService blocking;
   private final InProcessGrpc grpc = new InProcessGrpc();
+  // On a simulation's threads: nothing runs unless its scheduler runs it, so close does not wait.
+  private final boolean simulated;
   private Lease lease;
   private final AtomicInteger promoted = new AtomicInteger(-1);
   private final SimpleMeterRegistry metrics = new SimpleMeterRegistry();
@@ -75,6 +81,41 @@ final class InProcessPserver implements AutoCloseable {
   InProcessPserver(
       String name, InMemoryCoordinator coordinator, FaultyNetwork network, Duration timeout) {
     this(name, coordinator, network, timeout, SparseSettings.unlimited(), System::nanoTime);
+  }
+
+  /**
+   * The threads and clock a harness pserver runs on, when not its own: a simulation's.
+   *
+   * @param clock the replication's time, waits and threads
+   * @param transport runs the gRPC server's calls
+   * @param blocking the service's blocking executor
+   * @param timer gRPC deadlines, on the simulated clock
+   * @param calls runs the answers to this pserver's outgoing calls
+   */
+  record Wiring(
+      ReplicationClock clock,
+      ExecutorService transport,
+      ExecutorService blocking,
+      ScheduledExecutorService timer,
+      Executor calls) {}
+
+  /** A pserver on {@code wiring}'s threads and clock, its log and checkpoints in {@code disk}. */
+  static InProcessPserver wired(
+      String name,
+      InMemoryCoordinator coordinator,
+      ClientInterceptor network,
+      Duration timeout,
+      Wiring wiring,
+      Path disk) {
+    return new InProcessPserver(
+        name,
+        coordinator,
+        network,
+        timeout,
+        SparseSettings.unlimited(),
+        System::nanoTime,
+        disk,
+        wiring);
   }
 
   /**
@@ -88,37 +129,56 @@ final class InProcessPserver implements AutoCloseable {
       Duration timeout,
       SparseSettings sparse,
       LongSupplier clock) {
-    this(name, coordinator, network, timeout, sparse, clock, null);
+    this(name, coordinator, network, timeout, sparse, clock, null, null);
   }
 
   private InProcessPserver(
       String name,
       InMemoryCoordinator coordinator,
-      FaultyNetwork network,
+      ClientInterceptor network,
       Duration timeout,
       SparseSettings sparse,
       LongSupplier clock,
-      Path disk) {
+      Path disk,
+      Wiring wiring) {
     // unique in the JVM: a try that timed out may still hold its servers' names
     this.name = name + "-" + INSTANCES.incrementAndGet();
     this.coordinator = coordinator;
+    this.simulated = wiring != null;
     this.dir = disk != null ? disk : TempDirs.create("replication-harness-" + this.name);
     PserverProperties properties = properties(dir, timeout);
     this.shard = new ParameterShard(true, sparse, clock);
     this.lifecycle = new ShardLifecycle(shard);
     this.checkpoints = new CheckpointService(shard, coordinator, properties);
-    ChannelFactory channels = new InProcessChannels(network);
+    ChannelFactory channels = new InProcessChannels(network, wiring);
     StaticListableBeanFactory beans = new StaticListableBeanFactory(Map.of("cs", checkpoints));
     ObjectProvider<ShardPersistence> persistence = beans.getBeanProvider(ShardPersistence.class);
     this.replication =
-        new Replication(coordinator, shard, lifecycle, properties, persistence, channels, metrics);
-    this.transport = Executors.newSingleThreadExecutor(r -> daemon(r, this.name + "-transport"));
-    this.blocking = Executors.newFixedThreadPool(8, r -> daemon(r, this.name + "-blocking"));
+        new Replication(
+            coordinator,
+            shard,
+            lifecycle,
+            properties,
+            persistence,
+            channels,
+            metrics,
+            wiring == null ? ReplicationClock.SYSTEM : wiring.clock());
+    this.transport =
+        wiring != null
+            ? wiring.transport()
+            : Executors.newSingleThreadExecutor(r -> daemon(r, this.name + "-transport"));
+    this.blocking =
+        wiring != null
+            ? wiring.blocking()
+            : Executors.newFixedThreadPool(8, r -> daemon(r, this.name + "-blocking"));
     grpc.startServer(
         this.name,
-        b ->
-            b.executor(transport)
-                .addService(new ShardReplicationGrpcService(replication, blocking)));
+        b -> {
+          b.executor(transport).addService(new ShardReplicationGrpcService(replication, blocking));
+          if (wiring != null) {
+            b.scheduledExecutorService(wiring.timer());
+          }
+        });
   }
 
   private static Thread daemon(Runnable r, String name) {
@@ -160,7 +220,26 @@ final class InProcessPserver implements AutoCloseable {
   InProcessPserver restartOnSameDisk(String newName, FaultyNetwork network, Duration timeout) {
     ownsDir = false;
     return new InProcessPserver(
-        newName, coordinator, network, timeout, SparseSettings.unlimited(), System::nanoTime, dir);
+        newName,
+        coordinator,
+        network,
+        timeout,
+        SparseSettings.unlimited(),
+        System::nanoTime,
+        dir,
+        null);
+  }
+
+  /** As {@link #restartOnSameDisk}, on {@code wiring}'s threads and clock. */
+  InProcessPserver restartOnSameDisk(
+      String newName, ClientInterceptor network, Duration timeout, Wiring wiring) {
+    ownsDir = false;
+    return wired(newName, coordinator, network, timeout, wiring, dir);
+  }
+
+  /** This pserver's lease (null before it registered). */
+  Lease lease() {
+    return lease;
   }
 
   /**
@@ -214,6 +293,14 @@ final class InProcessPserver implements AutoCloseable {
     if (lease != null) {
       lease.revoke();
     }
+  }
+
+  /**
+   * {@code kill -9} in a simulation: the server stops answering; nothing else of this process runs
+   * (its scheduler runs none of its threads again); its lease ends when etcd expires it.
+   */
+  void crashKeepingDisk() {
+    grpc.shutdownNow();
   }
 
   /** etcd expires this pserver's lease while it is paused (see InMemoryCoordinator#expire). */
@@ -326,10 +413,14 @@ final class InProcessPserver implements AutoCloseable {
 
   @Override
   public void close() {
-    try {
-      grpc.close();
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
+    if (simulated) {
+      grpc.shutdownNow();
+    } else {
+      try {
+        grpc.close();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
     }
     replication.close();
     checkpoints.stop();
@@ -361,16 +452,22 @@ final class InProcessPserver implements AutoCloseable {
 
   /** Channels to in-process servers by name, through the harness network. */
   private static final class InProcessChannels extends ChannelFactory {
-    private final FaultyNetwork network;
+    private final ClientInterceptor network;
+    private final Wiring wiring;
 
-    InProcessChannels(FaultyNetwork network) {
+    InProcessChannels(ClientInterceptor network, Wiring wiring) {
       super(null, java.util.List.of());
       this.network = network;
+      this.wiring = wiring;
     }
 
     @Override
     public ManagedChannel forAddress(String name) {
-      return InProcessChannelBuilder.forName(name).directExecutor().intercept(network).build();
+      InProcessChannelBuilder b = InProcessChannelBuilder.forName(name).intercept(network);
+      if (wiring == null) {
+        return b.directExecutor().build();
+      }
+      return b.executor(wiring.calls()).scheduledExecutorService(wiring.timer()).build();
     }
   }
 }

@@ -1,0 +1,62 @@
+package dev.paramserver.pserver.replication;
+
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+/**
+ * The time, timed waits and threads of a shard's replication: the process's own ({@link #SYSTEM})
+ * in a pserver; a deterministic simulation supplies one whose time is simulated, whose waits park
+ * the thread until its scheduler resumes it, and whose threads it runs one at a time (see
+ * docs/explanation/reliability.md, "Deterministic simulation"). Every wait of the replication is a
+ * loop that checks its condition again after {@link #timedWait} returns, so a waiter may be resumed
+ * at any time (as a spurious wake-up).
+ */
+public interface ReplicationClock {
+
+  /** The process's clock, monitors and threads. */
+  ReplicationClock SYSTEM = new ReplicationClock() {};
+
+  /** Monotonic nanoseconds, as {@link System#nanoTime()}. */
+  default long nanoTime() {
+    return System.nanoTime();
+  }
+
+  /**
+   * Waits on {@code monitor} (held by the caller) for at most {@code nanos}, as {@link
+   * TimeUnit#timedWait}; returns early on a notification or spuriously.
+   */
+  default void timedWait(Object monitor, long nanos) throws InterruptedException {
+    TimeUnit.NANOSECONDS.timedWait(monitor, nanos);
+  }
+
+  /**
+   * The result of {@code future}, waiting at most {@code nanos}, as {@link
+   * CompletableFuture#get(long, TimeUnit)}.
+   */
+  default <T> T get(CompletableFuture<T> future, long nanos)
+      throws InterruptedException, ExecutionException, TimeoutException {
+    return future.get(nanos, TimeUnit.NANOSECONDS);
+  }
+
+  /** Sleeps {@code millis}, as {@link Thread#sleep(long)} (a retry's wait between attempts). */
+  default void sleep(long millis) throws InterruptedException {
+    Thread.sleep(millis);
+  }
+
+  /**
+   * A new executor running its tasks one at a time, in order, on a daemon thread named {@code
+   * name}.
+   */
+  default ExecutorService singleThread(String name) {
+    return Executors.newSingleThreadExecutor(
+        r -> {
+          Thread t = new Thread(r, name);
+          t.setDaemon(true);
+          return t;
+        });
+  }
+}
