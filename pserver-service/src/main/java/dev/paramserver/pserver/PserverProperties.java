@@ -209,9 +209,10 @@ public record PserverProperties(
    *
    * @param maxCalls unary calls in flight at once (pushes, pulls, their waits); 0 (default) for the
    *     larger of 64 and one per 4 MiB of the heap
-   * @param maxQueuedBytes bytes of received requests not yet answered, over all calls and streams
-   *     (a lone request is always taken, up to the transport's message size cap); 0B (default) for
-   *     a quarter of the heap
+   * @param maxQueuedBytes bytes of requests received (or being received) and not yet answered, over
+   *     all calls and streams: a unary call counts the transport's message size cap (64MB) from its
+   *     start until its request arrived, then the request's size (a lone call is always taken); 0B
+   *     (default) for a quarter of the heap
    * @param blockingQueue calls that may wait (synchronous barriers, {@code wal.sync=always}) queued
    *     for a thread of {@code blocking-threads}
    * @param retryAfter the retry hint sent with a refusal

@@ -1,4 +1,4 @@
-package dev.paramserver.pserver.limits;
+package dev.paramserver.pserver.grpc;
 
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;

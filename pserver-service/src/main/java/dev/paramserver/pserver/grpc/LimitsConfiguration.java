@@ -1,7 +1,6 @@
-package dev.paramserver.pserver.limits;
+package dev.paramserver.pserver.grpc;
 
 import dev.paramserver.pserver.PserverProperties;
-import dev.paramserver.pserver.grpc.ParameterServerGrpcService;
 import dev.paramserver.rpc.QueueFull;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.util.concurrent.ArrayBlockingQueue;
@@ -12,11 +11,13 @@ import java.util.concurrent.atomic.AtomicInteger;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.beans.factory.annotation.Value;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.core.Ordered;
 import org.springframework.core.annotation.Order;
 import org.springframework.grpc.server.GlobalServerInterceptor;
+import org.springframework.util.unit.DataSize;
 
 /**
  * The pserver's admission limits ({@code paramserver.pserver.limits.*}): the call and byte limits
@@ -46,7 +47,8 @@ public class LimitsConfiguration {
   CallLimits callLimits(
       PserverProperties properties,
       RefusalCounter refusals,
-      ObjectProvider<ParameterServerGrpcService> services) {
+      ObjectProvider<ParameterServerGrpcService> services,
+      @Value("${spring.grpc.server.inbound.message.max-size:64MB}") DataSize messageCap) {
     PserverProperties.Limits limits = properties.limits();
     long heap = Runtime.getRuntime().maxMemory();
     int calls = limits.effectiveMaxCalls(heap);
@@ -59,6 +61,7 @@ public class LimitsConfiguration {
     return new CallLimits(
         calls,
         bytes,
+        messageCap.toBytes(),
         limits.retryAfter(),
         refusals,
         message -> services.ifAvailable(s -> s.releaseUnreferenced(message)));

@@ -1,4 +1,4 @@
-package dev.paramserver.pserver.limits;
+package dev.paramserver.pserver.grpc;
 
 import com.google.protobuf.MessageLite;
 import dev.paramserver.rpc.RpcErrors;
@@ -23,10 +23,13 @@ import java.util.function.Consumer;
  * <ul>
  *   <li><b>calls</b>: unary (and server-streaming) calls in flight, from their headers to their
  *       close; one more is refused before its request is read (the transport drops its bytes).
- *   <li><b>bytes</b>: bytes of received requests not yet answered, over all calls: a unary request
- *       counts until its call closes, a request of a client stream (StreamPushes, MoveIn, Fill)
- *       until the server sends the answer after it or the call ends. A request past the limit is
- *       never handed to the service: it is released ({@code unreferenced}) and the call closed.
+ *   <li><b>bytes</b>: bytes of requests received (or being received) and not yet answered, over all
+ *       calls: a unary call holds the transport's message size cap from its start until its request
+ *       arrived, then the request's size until it closes (past the limit it is refused before its
+ *       request is read, so the transport never holds more than the limit of unary requests); a
+ *       request of a client stream (StreamPushes, MoveIn, Fill) until the service asks for the next
+ *       one (it is done with it) or the call ends. A request past the limit is never handed to the
+ *       service: it is released ({@code unreferenced}) and the call closed.
  * </ul>
  *
  * Refusals are RESOURCE_EXHAUSTED with reason OVERLOADED and a retry hint ({@link
@@ -41,6 +44,7 @@ public final class CallLimits implements ServerInterceptor {
 
   private final int maxCalls;
   private final long maxQueuedBytes;
+  private final long reserve;
   private final Duration retryAfter;
   private final RefusalCounter refusals;
   private final Consumer<Object> unreferenced;
@@ -48,12 +52,15 @@ public final class CallLimits implements ServerInterceptor {
   private final AtomicLong queuedBytes = new AtomicLong();
 
   /**
+   * @param reserve bytes a unary call holds until its request arrived: the transport's message size
+   *     cap
    * @param unreferenced releases a request the service never receives (its bytes may be views of
    *     the transport's buffers)
    */
   public CallLimits(
       int maxCalls,
       long maxQueuedBytes,
+      long reserve,
       Duration retryAfter,
       RefusalCounter refusals,
       Consumer<Object> unreferenced) {
@@ -63,6 +70,7 @@ public final class CallLimits implements ServerInterceptor {
     }
     this.maxCalls = maxCalls;
     this.maxQueuedBytes = maxQueuedBytes;
+    this.reserve = reserve;
     this.retryAfter = retryAfter;
     this.refusals = refusals;
     this.unreferenced = unreferenced;
@@ -93,7 +101,19 @@ public final class CallLimits implements ServerInterceptor {
               + " calls in flight (paramserver.pserver.limits.max-calls): retry after the hint");
       return new ServerCall.Listener<>() {};
     }
-    Limited<Q, R> limited = new Limited<>(call, counted);
+    if (counted) {
+      // The request is received whole before the service sees it, in the transport's buffers:
+      // a unary call reserves the largest request the transport takes until it arrived (then its
+      // real size). An idle server always takes one.
+      long before = queuedBytes.getAndAdd(reserve);
+      if (before > 0 && before + reserve > maxQueuedBytes) {
+        queuedBytes.addAndGet(-reserve);
+        calls.decrementAndGet();
+        refuse(call, BYTES, bytesMessage());
+        return new ServerCall.Listener<>() {};
+      }
+    }
+    Limited<Q, R> limited = new Limited<>(call, counted, counted ? reserve : 0);
     ServerCall.Listener<Q> inner;
     try {
       inner = next.startCall(limited, headers);
@@ -111,6 +131,13 @@ public final class CallLimits implements ServerInterceptor {
     call.close(e.getStatus(), trailers == null ? new Metadata() : trailers);
   }
 
+  private String bytesMessage() {
+    return "the pserver holds "
+        + maxQueuedBytes
+        + " bytes of requests received or being received and not yet answered"
+        + " (paramserver.pserver.limits.max-queued-bytes): retry after the hint";
+  }
+
   private static long sizeOf(Object message) {
     return message instanceof MessageLite m ? m.getSerializedSize() : 0;
   }
@@ -124,10 +151,13 @@ public final class CallLimits implements ServerInterceptor {
     private boolean released;
     // guarded by this: refused at the byte limit; nothing more reaches the service
     private boolean refused;
+    // guarded by this: a unary call's bytes (its reservation, then its request's size)
+    private long reserved;
 
-    Limited(ServerCall<Q, R> call, boolean counted) {
+    Limited(ServerCall<Q, R> call, boolean counted, long reserved) {
       super(call);
       this.counted = counted;
+      this.reserved = reserved;
     }
 
     ServerCall.Listener<Q> listener(ServerCall.Listener<Q> inner) {
@@ -168,6 +198,12 @@ public final class CallLimits implements ServerInterceptor {
         if (refused || released) {
           return !refused;
         }
+        if (counted) {
+          // admitted at its start: its reservation becomes its size
+          queuedBytes.addAndGet(size - reserved);
+          reserved = size;
+          return true;
+        }
         if (queuedBytes.addAndGet(size) > maxQueuedBytes && queuedBytes.get() > size) {
           // one request alone is always admitted (the transport caps its size): an idle server
           // must take the largest request a client may send
@@ -178,13 +214,7 @@ public final class CallLimits implements ServerInterceptor {
           return true;
         }
       }
-      refuse(
-          delegate(),
-          BYTES,
-          "the pserver holds "
-              + maxQueuedBytes
-              + " bytes of requests not yet answered (paramserver.pserver.limits.max-queued-bytes):"
-              + " retry after the hint");
+      refuse(delegate(), BYTES, bytesMessage());
       release();
       return false;
     }
@@ -193,17 +223,21 @@ public final class CallLimits implements ServerInterceptor {
       return refused;
     }
 
+    /**
+     * A streaming call's service asks for the next request once it is done with the ones before
+     * (PushStream: once it answered; automatic flow control: once {@code onMessage} returned):
+     * their bytes are no longer held for it.
+     */
     @Override
-    public void sendMessage(R message) {
-      if (!getMethodDescriptor().getType().clientSendsOneMessage()) {
+    public void request(int numMessages) {
+      if (!counted) {
         synchronized (this) {
-          Long size = held.pollFirst();
-          if (size != null) {
-            queuedBytes.addAndGet(-size);
+          for (int i = 0; i < numMessages && !held.isEmpty(); i++) {
+            queuedBytes.addAndGet(-held.pollFirst());
           }
         }
       }
-      super.sendMessage(message);
+      super.request(numMessages);
     }
 
     @Override
@@ -218,7 +252,8 @@ public final class CallLimits implements ServerInterceptor {
           return;
         }
         released = true;
-        long total = 0;
+        long total = reserved;
+        reserved = 0;
         for (long size : held) {
           total += size;
         }
