@@ -113,9 +113,30 @@ public final class AdminClient {
     return record(exchange("GET", "/admin/job", true), JobView.class, "/admin/job");
   }
 
+  /**
+   * {@code GET /admin/job?passes=N}: the view with only the latest {@code passes} passes (and the
+   * count of the earlier ones, {@code passesOmitted}), whose size does not grow with the job.
+   */
+  public JobView job(int passes) throws IOException, InterruptedException {
+    String path = jobPath(passes);
+    return record(exchange("GET", path, true), JobView.class, path);
+  }
+
   /** {@code GET /admin/job} of the leader master as it answered, fields unknown here included. */
   public JsonNode jobJson() throws IOException, InterruptedException {
     return call("GET", "/admin/job");
+  }
+
+  /** {@code GET /admin/job?passes=N} as it answered, fields unknown here included. */
+  public JsonNode jobJson(int passes) throws IOException, InterruptedException {
+    return call("GET", jobPath(passes));
+  }
+
+  private static String jobPath(int passes) {
+    if (passes < 0) {
+      throw new IllegalArgumentException("passes must be 0 or more, got " + passes);
+    }
+    return "/admin/job?passes=" + passes;
   }
 
   /** A {@code GET /admin/job} answer as admin-api's records. */

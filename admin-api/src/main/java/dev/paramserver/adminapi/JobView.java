@@ -48,11 +48,30 @@ public record JobView(
         @JsonPropertyDescription(
             "the job's pserver count and its elastic placement (docs/explanation/elastic.md):"
                 + " the committed epoch, the move under way and the last moves")
-        Scaling scaling) {
+        Scaling scaling,
+    @JsonInclude(JsonInclude.Include.NON_NULL)
+        @JsonPropertyDescription(
+            "the earlier passes left out of passes when GET /admin/job?passes=N asked for the"
+                + " latest N (absent without the parameter: passes then holds every pass)")
+        Integer passesOmitted) {
 
   /** The view before the first sample: only the events. */
   public static JobView unsampled(List<Event> events) {
-    return new JobView(null, true, null, null, null, null, null, events, null);
+    return new JobView(null, true, null, null, null, null, null, events, null, null);
+  }
+
+  /** A view of every pass (no {@code passesOmitted}). */
+  public JobView(
+      Long time,
+      boolean leader,
+      Job job,
+      List<Pass> passes,
+      Series series,
+      List<Pserver> pservers,
+      List<Trainer> trainers,
+      List<Event> events,
+      Scaling scaling) {
+    this(time, leader, job, passes, series, pservers, trainers, events, scaling, null);
   }
 
   /** A view without {@code scaling} (a master that does not sample the placement). */
@@ -76,7 +95,26 @@ public record JobView(
 
   /** This view with {@code events} instead of its own. */
   public JobView withEvents(List<Event> events) {
-    return new JobView(time, leader, job, passes, series, pservers, trainers, events, scaling);
+    return new JobView(
+        time, leader, job, passes, series, pservers, trainers, events, scaling, passesOmitted);
+  }
+
+  /**
+   * This view with only its latest {@code n} passes and, in {@code passesOmitted}, how many earlier
+   * ones it leaves out ({@code GET /admin/job?passes=N}), so that the answer's size does not grow
+   * with the job's length. A view before the first sample (no passes) is returned as it is.
+   */
+  public JobView withLatestPasses(int n) {
+    if (n < 0) {
+      throw new IllegalArgumentException("passes must be 0 or more, got " + n);
+    }
+    if (passes == null) {
+      return this;
+    }
+    int omitted = Math.max(0, passes.size() - n) + (passesOmitted == null ? 0 : passesOmitted);
+    List<Pass> latest = List.copyOf(passes.subList(Math.max(0, passes.size() - n), passes.size()));
+    return new JobView(
+        time, leader, job, latest, series, pservers, trainers, events, scaling, omitted);
   }
 
   /** Whether the master has sampled the job yet (before that, only the events are there). */

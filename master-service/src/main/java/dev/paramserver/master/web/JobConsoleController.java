@@ -1,6 +1,5 @@
 package dev.paramserver.master.web;
 
-import dev.paramserver.adminapi.JobView;
 import dev.paramserver.adminapi.JobViewSchema;
 import dev.paramserver.master.console.JobConsole;
 import dev.paramserver.master.console.JobStop;
@@ -19,11 +18,12 @@ import org.springframework.web.bind.annotation.RequestParam;
 import org.springframework.web.bind.annotation.RestController;
 
 /**
- * {@code GET /admin/job} (the whole job, see docs/console.md; its JSON Schema at {@code GET
- * /admin/job/schema}), {@code POST /admin/job/checkpoint} (every pserver checkpoints now) and
- * {@code POST /admin/job/stop} (checkpoint, then end the job), {@code POST /admin/job/scale} and
- * {@code GET /admin/job/scaling} (a live job's pserver count). Token-protected like every {@code
- * /admin} endpoint. A standby answers 409 naming the leader ({@link NotLeaderAdvice}).
+ * {@code GET /admin/job} (the whole job, see docs/console.md; {@code ?passes=N}: its latest N
+ * passes only; its JSON Schema at {@code GET /admin/job/schema}), {@code POST
+ * /admin/job/checkpoint} (every pserver checkpoints now) and {@code POST /admin/job/stop}
+ * (checkpoint, then end the job), {@code POST /admin/job/scale} and {@code GET /admin/job/scaling}
+ * (a live job's pserver count). Token-protected like every {@code /admin} endpoint. A standby
+ * answers 409 naming the leader ({@link NotLeaderAdvice}).
  */
 @RestController
 @RequestMapping("/admin/job")
@@ -63,10 +63,25 @@ final class JobConsoleController {
     return placement.view();
   }
 
+  /**
+   * The whole job; with {@code passes=N} only the latest N passes and the count of the earlier ones
+   * ({@code passesOmitted}), so that a poller's answer does not grow with the job. 400 when N is
+   * negative.
+   */
   @GetMapping
-  JobView job() {
+  ResponseEntity<?> job(@RequestParam(name = "passes", required = false) Integer passes) {
     requireLeader();
-    return console.view();
+    if (passes == null) {
+      return ResponseEntity.ok(console.view());
+    }
+    if (passes < 0) {
+      return ResponseEntity.badRequest()
+          .body(
+              Map.of(
+                  "error",
+                  "passes must be 0 or more (the latest passes to return), got " + passes));
+    }
+    return ResponseEntity.ok(console.view().withLatestPasses(passes));
   }
 
   /**

@@ -121,6 +121,17 @@ class JobConsoleEndpointTest {
     assertThat(scaling.path("phase").asText()).isEqualTo("idle");
     assertThat(scaling.path("move").isNull()).isTrue();
     assertThat(scaling.path("moves").isArray()).isTrue();
+    // without ?passes every pass and no count (the answer as it always was); with it, the latest
+    // N and the count of the earlier ones; a negative count is refused
+    assertThat(view.has("passesOmitted")).as(view.toString()).isFalse();
+    JsonNode latest = json(masters.get(leader, "/admin/job?passes=0", true));
+    assertThat(latest.path("passes").isArray()).as(latest.toString()).isTrue();
+    assertThat(latest.path("passes").size()).isZero();
+    assertThat(latest.path("passesOmitted").isInt()).as(latest.toString()).isTrue();
+    assertThat(latest.path("passesOmitted").asInt()).isEqualTo(view.path("passes").size());
+    HttpResponse<String> negative = masters.get(leader, "/admin/job?passes=-1", true);
+    assertThat(negative.statusCode()).isEqualTo(400);
+    assertThat(json(negative).path("error").asText()).contains("passes must be 0 or more");
 
     // admin-api's client, as psctl uses it: sent to the standby, it follows it to the leader,
     // reads the view into the records and the leader's build from /admin/status
@@ -129,6 +140,8 @@ class JobConsoleEndpointTest {
             "the master", "http://" + standbyHttp, MasterContexts.TOKEN, Duration.ofSeconds(5));
     JobView typed = client.job();
     assertThat(client.base()).isEqualTo("http://" + leaderHttp);
+    assertThat(typed.passesOmitted()).isNull();
+    assertThat(client.job(10).passesOmitted()).isNotNull();
     assertThat(typed.job().state()).isEqualTo("WAITING_FOR_DATASET");
     assertThat(typed.trainers()).extracting(JobView.Trainer::id).containsExactly("t-1");
     ServiceStatus status = client.status();
@@ -143,6 +156,7 @@ class JobConsoleEndpointTest {
         .hasValueSatisfying(t -> assertThat(t).startsWith("application/json"));
     assertThat(schema.body()).isEqualTo(JobViewSchema.published());
     assertThat(JsonSchemaCheck.of(schema.body()).errors(view)).as(view.toString()).isEmpty();
+    assertThat(JsonSchemaCheck.of(schema.body()).errors(latest)).as(latest.toString()).isEmpty();
 
     HttpResponse<String> fromStandby = masters.get(standby, "/admin/job", true);
     assertThat(fromStandby.statusCode()).isEqualTo(409);

@@ -35,9 +35,14 @@ final class JobReport {
     if (scaling != null) {
       b.append(scaling).append('\n');
     }
-    if (!list(v.passes()).isEmpty()) {
+    int omitted = v.passesOmitted() == null ? 0 : v.passesOmitted();
+    if (!list(v.passes()).isEmpty() || omitted > 0) {
       b.append("\npasses:\n");
-      for (JobView.Pass p : v.passes()) {
+      if (omitted > 0) {
+        b.append(
+            String.format(Locale.ROOT, "  (%d earlier passes not shown: --passes all)%n", omitted));
+      }
+      for (JobView.Pass p : list(v.passes())) {
         b.append(
             String.format(
                 Locale.ROOT,

@@ -13,12 +13,12 @@ import java.util.Set;
  * hand, without picocli, whose classes (compiled for Java 5) no AOT cache can hold, so that
  * building its command line costs a quick command most of its start. Only command lines it fully
  * knows take this path: the options {@code --verbose}, {@code --master}, {@code --job}, {@code
- * --token}, {@code --timeout}, {@code -o/--output}, and {@code --json} and {@code --events} of
- * {@code status} or {@code --client} of {@code version}, each at most once with a valid value, a
- * master reached over HTTP with a token (or no master for {@code version}). Anything else (help, an
- * unknown or repeated option, a bad value, {@code --etcd}, a missing token) returns null and
- * picocli parses the command line, so help, usage errors and their exit codes stay picocli's. Both
- * paths run the same command classes; QuickCommandsTest checks they print the same.
+ * --token}, {@code --timeout}, {@code -o/--output}, and {@code --json}, {@code --events} and {@code
+ * --passes} of {@code status} or {@code --client} of {@code version}, each at most once with a
+ * valid value, a master reached over HTTP with a token (or no master for {@code version}). Anything
+ * else (help, an unknown or repeated option, a bad value, {@code --etcd}, a missing token) returns
+ * null and picocli parses the command line, so help, usage errors and their exit codes stay
+ * picocli's. Both paths run the same command classes; QuickCommandsTest checks they print the same.
  */
 public final class QuickCommands {
   private QuickCommands() {}
@@ -78,6 +78,7 @@ public final class QuickCommands {
     boolean json = false;
     boolean clientOnly = false;
     int events = StatusCommand.DEFAULT_EVENTS;
+    String passes = null;
     for (; i < args.length; i++) {
       String a = args[i];
       String option = a;
@@ -115,6 +116,13 @@ public final class QuickCommands {
         case "--timeout" -> target.timeoutSeconds = number(value);
         case "-o", "--output" -> format = format(value);
         case "--events" -> events = status ? number(value) : -1;
+        case "--passes" -> {
+          Integer n = status ? StatusCommand.passes(value) : Integer.valueOf(-1);
+          if (n != null && n < 0) {
+            return null; // picocli's path words the usage error
+          }
+          passes = value;
+        }
         default -> {
           return null;
         }
@@ -138,6 +146,7 @@ public final class QuickCommands {
       c.output = output;
       c.json = json;
       c.events = events;
+      c.passes = passes;
       return c;
     }
     VersionCommand c = new VersionCommand();
@@ -157,7 +166,7 @@ public final class QuickCommands {
   }
 
   /** A non-negative decimal as picocli reads it, or -1 for anything else. */
-  private static int number(String s) {
+  static int number(String s) {
     if (s.isEmpty() || s.length() > 9 || (s.length() > 1 && s.charAt(0) == '0')) {
       return -1;
     }

@@ -3,6 +3,7 @@ package dev.paramserver.psctl.job;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.paramserver.adminapi.AdminClient;
+import dev.paramserver.adminapi.JobView;
 import dev.paramserver.psctl.OutputFormat;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -35,19 +36,44 @@ public final class StatusCommand extends JobCommand {
       description = "Events to show in text (default: ${DEFAULT-VALUE}).")
   int events;
 
+  /** The default of {@code --passes} in text. */
+  static final int DEFAULT_PASSES = 10;
+
+  @Option(
+      names = "--passes",
+      paramLabel = "N|all",
+      description =
+          "The latest passes to show, or all (default: "
+              + DEFAULT_PASSES
+              + " in text, all with --json or -o). Only these are asked of the master"
+              + " (GET /admin/job?passes=N), so status costs the same however long the job ran.")
+  String passes;
+
+  /** What {@code --passes} asks for: a count, null for every pass; -1 when it is not valid. */
+  static Integer passes(String value) {
+    return value.equals("all") ? null : QuickCommands.number(value);
+  }
+
   @Override
   protected int runJob() throws Exception {
     AdminClient client = client();
+    boolean text = !json && !output.structured();
+    Integer latest = passes == null ? (text ? DEFAULT_PASSES : null) : passes(passes);
+    if (latest != null && latest < 0) {
+      throw usageError("--passes expects a count of 0 or more or 'all', got '" + passes + "'");
+    }
     if (json) {
       // the answer as it is, fields this psctl does not know included
-      JsonNode v = client.jobJson();
+      JsonNode v = latest == null ? client.jobJson() : client.jobJson(latest);
       out().println(new ObjectMapper().writerWithDefaultPrettyPrinter().writeValueAsString(v));
-    } else if (output.structured()) {
+    } else if (!text) {
       // the records psctl knows: the JSON follows the schema published with this psctl
-      output.print(out(), client.asJobView(client.jobJson()));
+      JsonNode v = latest == null ? client.jobJson() : client.jobJson(latest);
+      output.print(out(), client.asJobView(v));
     } else {
       // read without Jackson's data binding (a third of the command's start otherwise)
-      out().print(JobReport.status(client.job(), events));
+      JobView v = latest == null ? client.job() : client.job(latest);
+      out().print(JobReport.status(v, events));
     }
     out().flush();
     return 0;

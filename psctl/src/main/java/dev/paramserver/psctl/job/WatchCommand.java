@@ -70,7 +70,7 @@ public final class WatchCommand extends JobCommand {
     while (true) {
       JobView v;
       try {
-        v = client.job();
+        v = client.job(0); // its state and pass: no pass list, however long the job ran
         failures = 0;
       } catch (AdminException e) {
         // a master failing over: say so and keep watching for a while

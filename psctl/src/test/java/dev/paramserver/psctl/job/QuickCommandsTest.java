@@ -35,6 +35,9 @@ class QuickCommandsTest {
   private HttpServer master;
   private String jobJson;
 
+  /** The query of every {@code /admin/job} call ("" without one). */
+  private final List<String> jobQueries = java.util.Collections.synchronizedList(new ArrayList<>());
+
   @BeforeEach
   void start() throws IOException {
     try (InputStream in =
@@ -42,7 +45,13 @@ class QuickCommandsTest {
       jobJson = new String(in.readAllBytes(), StandardCharsets.UTF_8);
     }
     master = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
-    master.createContext("/admin/job", ex -> answer(ex, jobJson));
+    master.createContext(
+        "/admin/job",
+        ex -> {
+          String query = ex.getRequestURI().getRawQuery();
+          jobQueries.add(query == null ? "" : query);
+          answer(ex, jobJson);
+        });
     master.createContext(
         "/admin/status",
         ex ->
@@ -97,6 +106,9 @@ class QuickCommandsTest {
             List.of("status", "--output=yaml"),
             List.of("status", "--json"),
             List.of("status", "--events", "1", "-o", "table"),
+            List.of("status", "--passes", "1"),
+            List.of("status", "--passes=all"),
+            List.of("status", "--passes", "0", "-o", "json"),
             List.of("--verbose", "status", "--timeout", "5", "--job", "j"),
             List.of("status", "--token", "wrong"),
             List.of("status", "--master", "http://127.0.0.1:" + closed),
@@ -151,6 +163,9 @@ class QuickCommandsTest {
             List.of("status", "-ojson"),
             List.of("status", "--events", "-1"),
             List.of("status", "--events", "x"),
+            List.of("status", "--passes", "x"),
+            List.of("status", "--passes", "-1"),
+            List.of("version", "--passes", "1"),
             List.of("status", "--timeout", "0"),
             List.of("status", "--timeout", "010"),
             List.of("status", "--token"),
@@ -171,6 +186,25 @@ class QuickCommandsTest {
     Run noToken = Run.withEnv(Map.of("PSCTL_MASTER", url()), "status");
     assertThat(noToken.code()).isEqualTo(2);
     assertThat(noToken.err()).contains("no admin token");
+  }
+
+  @Test
+  void status_asksForTheLatestTenPassesInText_everyOneWithAll_andSaysHowManyItLeftOut() {
+    Map<String, String> env = Map.of("PSCTL_MASTER", url(), "PSCTL_TOKEN", TOKEN);
+    jobJson = jobJson.replaceFirst("\\{", "{\"passesOmitted\":990,");
+    Run text = quick(env, "status");
+    assertThat(text.code()).as(text.err()).isZero();
+    assertThat(text.out()).contains("(990 earlier passes not shown: --passes all)");
+    quick(env, "status", "--passes", "3");
+    quick(env, "status", "--passes", "all");
+    quick(env, "status", "--json");
+    quick(env, "status", "-o", "yaml", "--passes", "0");
+    assertThat(jobQueries).containsExactly("passes=10", "passes=3", "", "", "passes=0");
+    jobQueries.clear();
+    Run picocli = Run.withEnv(env, "status", "--passes", "-2");
+    assertThat(picocli.code()).isEqualTo(2);
+    assertThat(picocli.err()).contains("--passes expects a count of 0 or more or 'all'");
+    assertThat(jobQueries).isEmpty();
   }
 
   @Test
