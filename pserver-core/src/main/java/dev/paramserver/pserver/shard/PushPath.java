@@ -77,9 +77,7 @@ final class PushPath {
     if (s == null) {
       throw new ServiceException(
           ErrorReason.SYNC_ABORTED,
-          "training mode "
-              + shard.mode()
-              + " needs trainer membership, which this pserver does not have");
+          "training mode " + shard.mode() + " needs trainer membership, which this pserver lacks");
     }
     return s;
   }
