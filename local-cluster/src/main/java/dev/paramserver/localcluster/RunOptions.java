@@ -278,6 +278,17 @@ public final class RunOptions {
   int trainers;
 
   @Option(
+      names = "--serving",
+      paramLabel = "N",
+      defaultValue = "0",
+      converter = ZeroOrMore.class,
+      description = {
+        "serving replicas (serving-service) following the job, answering Lookup and Pull",
+        "on their gRPC ports (listed in cluster.json and printed); default 0"
+      })
+  int serving;
+
+  @Option(
       names = "--run-dir",
       paramLabel = "DIR",
       description = "run folder for logs, checkpoints, cluster.json (default ./runs/<time>)")
@@ -309,7 +320,7 @@ public final class RunOptions {
       paramLabel = "ROLE.KEY=VALUE",
       converter = ExtraConverter.class,
       description = {
-        "extra property for master|pserver|trainer, e.g.",
+        "extra property for master|pserver|trainer|serving, e.g.",
         "--set pserver.paramserver.pserver.checkpoint-interval=10s (repeatable)"
       })
   List<Extra> extras = new ArrayList<>();
@@ -674,7 +685,9 @@ public final class RunOptions {
       int dot = value.indexOf('.');
       if (eq < 0 || dot < 0 || dot > eq || dot == 0 || dot + 1 == eq) {
         throw new TypeConversionException(
-            "expects ROLE.KEY=VALUE (ROLE master, pserver or trainer), got '" + value + "'");
+            "expects ROLE.KEY=VALUE (ROLE master, pserver, trainer or serving), got '"
+                + value
+                + "'");
       }
       Role role;
       try {
