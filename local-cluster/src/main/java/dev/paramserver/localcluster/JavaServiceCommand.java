@@ -53,11 +53,21 @@ final class JavaServiceCommand implements ServiceCommand {
     return args;
   }
 
+  /**
+   * Whether the role's jar gets a class-data archive. Not serving-service's: it waits for the job's
+   * shard count in etcd before its context is refreshed, so a run of its own would not end; its
+   * processes start from the jar.
+   */
+  private static boolean recordsArchive(Role role) {
+    return role != Role.SERVING;
+  }
+
   /** Whether every jar the cluster launches has its class-data archive already. */
   static boolean archivesReady(ClusterSpec spec) {
     for (Role role : Role.values()) {
       Path jar = spec.jar(role);
-      if (spec.count(role) > 0
+      if (recordsArchive(role)
+          && spec.count(role) > 0
           && jar != null
           && Files.isRegularFile(jar)
           && ClassDataArchives.launchOf(jar, spec.javaBinary()).archive().isEmpty()) {
@@ -77,6 +87,7 @@ final class JavaServiceCommand implements ServiceCommand {
     for (Role role : Role.values()) {
       Path jar = spec.jar(role);
       if ((trained && ArchiveTrainingJob.ROLES.contains(role))
+          || !recordsArchive(role)
           || spec.count(role) == 0
           || jar == null
           || !Files.isRegularFile(jar)
