@@ -65,7 +65,13 @@
 # of 0.1, 0.5 and 2 ms one way at 10 Gbit/s (and 1 Gbit/s without --quick), tabling the training
 # thread's blocked share (ratios delay_ctr_1x1_blocked_share_d<d>ms and _spread).
 #
-# Usage: scripts/bench.sh [--only kernels,component,wire,wal,train,memory,sparse,startup,staleness,scaling,delay,python]
+# Serving while training: --only serving (run only when named, about 3 minutes) starts the
+# click-through 1+1 job with one serving replica process (run-local --serving 1) and measures lookups
+# of 100 ids at 1,000 requests/s, open loop, against the same lookups on a replica followed in the
+# bench's JVM (serving_lookup100_p99_ms, serving_lookup100_p99_vs_in_jvm), and the freshness from a
+# push's acknowledgement to the version holding it being served (serving_freshness_p99_ms).
+#
+# Usage: scripts/bench.sh [--only kernels,component,wire,wal,train,memory,sparse,startup,staleness,scaling,delay,python,serving]
 #        [--workloads softmax,mlp5m,ctr,ctr100m] [--quick] [--profile] [--run-dir DIR]
 # Environment: BENCH_SKIP_BUILD=1 reuses what is built; ETCD_BIN points at etcd if not on the PATH;
 # PARAMSERVER_JAVA picks the Java (default: the newest installed, 17 or later: Temurin 25 where it
@@ -81,7 +87,7 @@ cd "$(dirname "$0")/.."
 if [[ "${BENCH_SKIP_BUILD:-0}" != 1 ]]; then
   echo "building the services and the benchmarks (./mvnw -B -q -DskipTests package)..."
   ./mvnw -B -q -DskipTests package \
-    -pl benchmarks,master-service,pserver-service,trainer-agent -am
+    -pl benchmarks,master-service,pserver-service,trainer-agent,serving-service -am
 fi
 if [[ ! -f benchmarks/target/classpath.txt ]]; then
   echo "benchmarks/target/classpath.txt is missing: run without BENCH_SKIP_BUILD=1" >&2

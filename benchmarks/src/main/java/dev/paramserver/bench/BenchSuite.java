@@ -5,6 +5,7 @@ import dev.paramserver.bench.component.ComponentSuite;
 import dev.paramserver.bench.kernels.KernelSuite;
 import dev.paramserver.bench.memory.MemorySuite;
 import dev.paramserver.bench.report.Report;
+import dev.paramserver.bench.serving.ServingSuite;
 import dev.paramserver.bench.sparse.SparseSuite;
 import dev.paramserver.bench.train.DelaySuite;
 import dev.paramserver.bench.train.PythonSuite;
@@ -36,7 +37,7 @@ import java.util.stream.Stream;
  * <p>Options: {@code --repo DIR} (where the services' exec jars were built, default "."), {@code
  * --out DIR} (default bench), {@code --run-dir DIR} (logs, recordings; default a temp folder),
  * {@code --only
- * kernels,component,wire,wal,train,memory,sparse,startup,staleness,scaling,delay,python}
+ * kernels,component,wire,wal,train,memory,sparse,startup,staleness,scaling,delay,python,serving}
  * (component: the pserver's push path and the trainer's training thread in one JVM each, against
  * one JVM's work on the same batches, {@link ComponentSuite}; startup, the start-up of a 1 + 1 job
  * on its own, runs only when named: the training section measures it too; staleness, the
@@ -50,7 +51,9 @@ import java.util.stream.Stream;
  * with --quick; ctr100m, click-through over a 100M-id space with a fixed heap, one 1 + 1 job and
  * one single JVM, runs only when named), {@code --quick} (shorter measurements), {@code --profile}
  * (JFR of the softmax 1 + 1 training job's pserver and trainer, summarised in the report; off by
- * default because recording slows the run it measures).
+ * default because recording slows the run it measures), serving (a serving replica process beside a
+ * training click-through 1 + 1 job: lookups of 100 ids at 1,000 requests/s against a replica in
+ * this JVM, and freshness, {@link ServingSuite}; only when named).
  */
 public final class BenchSuite {
   private BenchSuite() {}
@@ -78,7 +81,7 @@ public final class BenchSuite {
           System.err.println(
               "usage: BenchSuite [--repo DIR] [--out DIR] [--run-dir DIR]"
                   + " [--only"
-                  + " kernels,component,wire,wal,train,memory,sparse,startup,staleness,scaling,delay,python]"
+                  + " kernels,component,wire,wal,train,memory,sparse,startup,staleness,scaling,delay,python,serving]"
                   + " [--workloads "
                   + String.join(",", TrainSuite.WORKLOADS)
                   + "] [--quick] [--profile]");
@@ -144,7 +147,8 @@ public final class BenchSuite {
         || only.contains("python")
         || only.contains("delay")
         || only.contains("memory")
-        || only.contains("sparse")) {
+        || only.contains("sparse")
+        || only.contains("serving")) {
       jars = ServiceJars.copy(repo, runDir);
     }
     if (only.contains("kernels")) {
@@ -194,6 +198,10 @@ public final class BenchSuite {
     if (only.contains("sparse")) {
       ServiceJars j = jars;
       section(runDir, "sparse", () -> new SparseSuite(runDir, j, quick).run(report));
+    }
+    if (only.contains("serving")) {
+      ServiceJars j = jars;
+      section(runDir, "serving", () -> new ServingSuite(runDir, j, quick).run(report));
     }
     report.machine(
         "suite wall time", String.format(Locale.ROOT, "%.0f s", (System.nanoTime() - t0) / 1e9));

@@ -16,6 +16,9 @@ class BenchmarksArchitectureTest extends ModuleArchitectureTest {
         .grpcPackage("dev.paramserver.bench.wire", "measures the wire: gRPC and its marshallers")
         .grpcPackage("dev.paramserver.bench.component", "measures components over in-process gRPC")
         .grpcPackage(
-            "dev.paramserver.bench.cluster", "measures a real cluster through its gRPC API");
+            "dev.paramserver.bench.cluster", "measures a real cluster through its gRPC API")
+        .grpcPackage(
+            "dev.paramserver.bench.serving",
+            "measures a serving replica process through its gRPC API, open loop");
   }
 }

@@ -125,7 +125,7 @@ class EmbeddingCapEndToEndTest {
    * from a hidden logistic model over the values. A push of 64 records carries at most 640 ids,
    * well under a quarter of the ~4000 distinct ones, so a cap at a quarter can hold.
    */
-  private static void writeZipfClickLog(Path file, int records, long seed) throws Exception {
+  static void writeZipfClickLog(Path file, int records, long seed) throws Exception {
     Random hidden = new Random(7);
     double[][] weight = new double[FIELDS][VALUES];
     for (double[] field : weight) {

@@ -6,7 +6,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.Collections;
 import java.util.EnumMap;
 import java.util.List;
@@ -33,6 +32,9 @@ final class ArchiveTrainingJob {
   private static final Duration JOB_TIMEOUT = Duration.ofMinutes(4);
   private static final int RECORDS = 20_000;
 
+  /** The roles a training job runs and so records archives of (serving replicas are not). */
+  static final List<Role> ROLES = List.of(Role.MASTER, Role.PSERVER, Role.TRAINER);
+
   private ArchiveTrainingJob() {}
 
   /**
@@ -40,7 +42,7 @@ final class ArchiveTrainingJob {
    * job in {@code <runDir>/class-data-training}; returns whether it ran one.
    */
   static boolean run(ClusterSpec spec) {
-    for (Role role : Role.values()) {
+    for (Role role : ROLES) {
       Path jar = spec.jar(role);
       if (jar == null || !Files.isRegularFile(jar)) {
         return false; // a job needs all three services
@@ -50,7 +52,7 @@ final class ArchiveTrainingJob {
     Map<Role, ClassDataArchives.Recording> recordings =
         Collections.synchronizedMap(new EnumMap<>(Role.class));
     List<Role> missing =
-        Arrays.stream(Role.values())
+        ROLES.stream()
             .filter(
                 role ->
                     ClassDataArchives.launchOf(spec.jar(role), spec.javaBinary())
@@ -145,7 +147,7 @@ final class ArchiveTrainingJob {
                 Role.TRAINER,
                 "paramserver.trainer.test-data",
                 dir.resolve("data").resolve("test-*.recordio").toString());
-    for (Role role : Role.values()) {
+    for (Role role : ROLES) {
       List<String> options = new ArrayList<>();
       Optional<ClassDataArchives.Recording> r = Optional.ofNullable(recordings.get(role));
       if (r.isPresent()) {

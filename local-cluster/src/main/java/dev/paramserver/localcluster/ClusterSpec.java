@@ -98,7 +98,7 @@ public final class ClusterSpec {
               // a roomy young generation: every push and pull allocates its tensors, and a 64 MB
               // start heap made the pserver collect about eight times a second (JFR,
               // bench/results.md)
-              case PSERVER, TRAINER ->
+              case PSERVER, TRAINER, SERVING ->
                   List.of(
                       "-Xms256m",
                       "-Xmn128m",
@@ -295,6 +295,11 @@ public final class ClusterSpec {
 
     public Builder trainers(int n) {
       return count(Role.TRAINER, n);
+    }
+
+    /** Serving replicas (serving-service) following the job; none by default. */
+    public Builder serving(int n) {
+      return count(Role.SERVING, n);
     }
 
     /**

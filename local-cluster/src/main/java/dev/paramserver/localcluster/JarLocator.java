@@ -19,15 +19,20 @@ import java.util.regex.Pattern;
 import java.util.stream.Stream;
 
 /**
- * Finds the executable jars of the three services: in a given directory (flat, or one {@code
- * <module>/target} per service), else under the repository root: {@code $PARAMSERVER_HOME}, else
- * the working directory or one of its parents, else a parent of this library's own location. Used
- * by {@code run-local}, the benchmarks and the end-to-end tests; the tests also refuse jars older
- * than the sources they were built from ({@link #locateFresh()}).
+ * Finds the executable jars of the three services, and of serving-service when it was built: in a
+ * given directory (flat, or one {@code <module>/target} per service), else under the repository
+ * root: {@code $PARAMSERVER_HOME}, else the working directory or one of its parents, else a parent
+ * of this library's own location. Used by {@code run-local}, the benchmarks and the end-to-end
+ * tests; the tests also refuse jars older than the sources they were built from ({@link
+ * #locateFresh()}).
  */
 public final class JarLocator {
   static final String REBUILD = "./mvnw -B -DskipTests package";
   private static final List<Role> SERVICES = List.of(Role.MASTER, Role.PSERVER, Role.TRAINER);
+
+  /** Roles whose jar is used when it was built and only needed when the cluster runs the role. */
+  private static final List<Role> OPTIONAL = List.of(Role.SERVING);
+
   private static final Pattern DEPENDENCY =
       Pattern.compile("<dependency>(.*?)</dependency>", Pattern.DOTALL);
   private static final Pattern PROJECT_ARTIFACT =
@@ -162,10 +167,7 @@ public final class JarLocator {
     Map<Role, Path> jars = new EnumMap<>(Role.class);
     List<String> missing = new ArrayList<>();
     for (Role role : SERVICES) {
-      Path jar = find(dir, role.module());
-      if (jar == null) {
-        jar = find(dir.resolve(role.module()).resolve("target"), role.module());
-      }
+      Path jar = findIn(dir, role);
       if (jar == null) {
         missing.add(role.module() + "-*-exec.jar");
       } else {
@@ -182,7 +184,19 @@ public final class JarLocator {
               + REBUILD
               + " (scripts/run-local.sh does)");
     }
+    for (Role role : OPTIONAL) {
+      Path jar = findIn(dir, role);
+      if (jar != null) {
+        jars.put(role, jar);
+      }
+    }
     return jars;
+  }
+
+  /** The role's newest jar in {@code dir} or in {@code dir/<module>/target}, or null. */
+  private static Path findIn(Path dir, Role role) {
+    Path jar = find(dir, role.module());
+    return jar != null ? jar : find(dir.resolve(role.module()).resolve("target"), role.module());
   }
 
   /** The newest {@code <module>-*-exec.jar} in {@code dir}, or null. */

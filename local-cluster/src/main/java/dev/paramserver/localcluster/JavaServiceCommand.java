@@ -53,11 +53,21 @@ final class JavaServiceCommand implements ServiceCommand {
     return args;
   }
 
+  /**
+   * Whether the role's jar gets a class-data archive. Not serving-service's: it waits for the job's
+   * shard count in etcd before its context is refreshed, so a run of its own would not end; its
+   * processes start from the jar.
+   */
+  private static boolean recordsArchive(Role role) {
+    return role != Role.SERVING;
+  }
+
   /** Whether every jar the cluster launches has its class-data archive already. */
   static boolean archivesReady(ClusterSpec spec) {
     for (Role role : Role.values()) {
       Path jar = spec.jar(role);
-      if (spec.count(role) > 0
+      if (recordsArchive(role)
+          && spec.count(role) > 0
           && jar != null
           && Files.isRegularFile(jar)
           && ClassDataArchives.launchOf(jar, spec.javaBinary()).archive().isEmpty()) {
@@ -72,13 +82,13 @@ final class JavaServiceCommand implements ServiceCommand {
    * ClassDataArchives}); the training runs use the cluster's etcd under a job name of their own.
    */
   static void prepareArchives(ClusterSpec spec, String etcdEndpoint) {
-    if (spec.archiveTrainingJob() && ArchiveTrainingJob.run(spec)) {
-      return;
-    }
+    boolean trained = spec.archiveTrainingJob() && ArchiveTrainingJob.run(spec);
     List<Thread> threads = new ArrayList<>();
     for (Role role : Role.values()) {
       Path jar = spec.jar(role);
-      if (spec.count(role) == 0
+      if ((trained && ArchiveTrainingJob.ROLES.contains(role))
+          || !recordsArchive(role)
+          || spec.count(role) == 0
           || jar == null
           || !Files.isRegularFile(jar)
           || ClassDataArchives.launchOf(jar, spec.javaBinary()).archive().isPresent()) {
@@ -170,6 +180,8 @@ final class JavaServiceCommand implements ServiceCommand {
       // run tracking in the run folder: metrics.jsonl, params.json and the TensorBoard event file
       // (so `tensorboard --logdir runs` shows every run, with its hyperparameters)
       case MASTER -> props.put("paramserver.master.tracking.dir", spec.runDir().toString());
+      // a serving replica reads the number of shards and their primaries from etcd
+      case SERVING -> {}
     }
     props.putAll(spec.extraProperties(ctx.role()));
     return props;

@@ -77,7 +77,7 @@ public final class LocalCluster implements AutoCloseable {
         JavaServiceCommand.prepareArchives(spec, etcd.endpoint());
       }
       supervisor.startProbing();
-      supervisor.launchAll(List.of(Role.MASTER, Role.PSERVER, Role.TRAINER));
+      supervisor.launchAll(List.of(Role.MASTER, Role.PSERVER, Role.TRAINER, Role.SERVING));
       awaitAllRunning(spec.startTimeout());
     } catch (RuntimeException | Error e) {
       close();
@@ -381,8 +381,9 @@ public final class LocalCluster implements AutoCloseable {
   }
 
   /**
-   * Stops everything: trainers, then masters, then pservers, then etcd; each group gets SIGTERM and
-   * the stop timeout, then SIGKILL. Idempotent; also run by the JVM shutdown hook.
+   * Stops everything: serving replicas, trainers, then masters, then pservers, then etcd; each
+   * group gets SIGTERM and the stop timeout, then SIGKILL. Idempotent; also run by the JVM shutdown
+   * hook.
    */
   @Override
   public void close() {
@@ -402,7 +403,7 @@ public final class LocalCluster implements AutoCloseable {
     if (Thread.currentThread() != shutdownHook && supervisor.isStarted() && jobEndedNow()) {
       awaitTrainersEnding(spec.stopTimeout());
     }
-    for (Role role : List.of(Role.TRAINER, Role.MASTER, Role.PSERVER)) {
+    for (Role role : List.of(Role.SERVING, Role.TRAINER, Role.MASTER, Role.PSERVER)) {
       List<ServiceProcess> group = supervisor.group(role);
       List<String> killed = GracefulStop.stopAll(group, spec.stopTimeout());
       if (!killed.isEmpty()) {

@@ -6,7 +6,9 @@ import java.util.Locale;
 public enum Role {
   MASTER("master-service", true),
   PSERVER("pserver-service", true),
-  TRAINER("trainer-agent", false);
+  TRAINER("trainer-agent", false),
+  /** A read replica of the model (serving-service), started by {@code run-local --serving N}. */
+  SERVING("serving-service", true);
 
   private final String module;
   private final boolean grpcServer;
@@ -16,7 +18,10 @@ public enum Role {
     this.grpcServer = grpcServer;
   }
 
-  /** The lower-case name used in logs, file names and cluster.json: master, pserver, trainer. */
+  /**
+   * The lower-case name used in logs, file names and cluster.json: master, pserver, trainer,
+   * serving.
+   */
   public String id() {
     return name().toLowerCase(Locale.ROOT);
   }
@@ -31,7 +36,9 @@ public enum Role {
     return grpcServer;
   }
 
-  /** The role for {@code master}, {@code pserver} or {@code trainer} (any case). */
+  /**
+   * The role for {@code master}, {@code pserver}, {@code trainer} or {@code serving} (any case).
+   */
   public static Role parse(String text) {
     for (Role role : values()) {
       if (role.id().equalsIgnoreCase(text.trim())) {
@@ -39,6 +46,6 @@ public enum Role {
       }
     }
     throw new IllegalArgumentException(
-        "unknown role '" + text + "': expected master, pserver or trainer");
+        "unknown role '" + text + "': expected master, pserver, trainer or serving");
   }
 }

@@ -133,6 +133,7 @@ public final class RunLocal {
     ClusterSpec.Builder b =
         ClusterSpec.builder(runDir).job(o.job).masters(o.masters).pservers(o.pservers);
     b.trainers(o.trainers);
+    b.serving(o.serving);
     // missing start-up archives come from a short training job (once per build and Java)
     b.archiveTrainingJob(true);
     jars.forEach(b::jar);
@@ -206,6 +207,17 @@ public final class RunLocal {
     b.append("  export PSCTL_ETCD=").append(cluster.etcdEndpoint()).append("\n");
     b.append("  export PSCTL_JOB=").append(cluster.spec().job()).append("\n");
     b.append("  export PSCTL_TOKEN=").append(cluster.adminToken()).append("\n");
+    cluster.processes().stream()
+        .filter(p -> p.role() == Role.SERVING)
+        .forEach(
+            p ->
+                b.append("serving replica ")
+                    .append(p.name())
+                    .append(": gRPC 127.0.0.1:")
+                    .append(p.grpcPort())
+                    .append(", http://127.0.0.1:")
+                    .append(p.httpPort())
+                    .append("/admin/status\n"));
     return b.toString();
   }
 

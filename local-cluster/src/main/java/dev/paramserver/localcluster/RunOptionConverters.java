@@ -236,7 +236,9 @@ final class RunOptionConverters {
       int dot = value.indexOf('.');
       if (eq < 0 || dot < 0 || dot > eq || dot == 0 || dot + 1 == eq) {
         throw new TypeConversionException(
-            "expects ROLE.KEY=VALUE (ROLE master, pserver or trainer), got '" + value + "'");
+            "expects ROLE.KEY=VALUE (ROLE master, pserver, trainer or serving), got '"
+                + value
+                + "'");
       }
       Role role;
       try {

@@ -283,6 +283,17 @@ public final class RunOptions {
   int trainers;
 
   @Option(
+      names = "--serving",
+      paramLabel = "N",
+      defaultValue = "0",
+      converter = ZeroOrMore.class,
+      description = {
+        "serving replicas (serving-service) following the job, answering Lookup and Pull",
+        "on their gRPC ports (listed in cluster.json and printed); default 0"
+      })
+  int serving;
+
+  @Option(
       names = "--run-dir",
       paramLabel = "DIR",
       description = "run folder for logs, checkpoints, cluster.json (default ./runs/<time>)")
@@ -314,7 +325,7 @@ public final class RunOptions {
       paramLabel = "ROLE.KEY=VALUE",
       converter = ExtraConverter.class,
       description = {
-        "extra property for master|pserver|trainer, e.g.",
+        "extra property for master|pserver|trainer|serving, e.g.",
         "--set pserver.paramserver.pserver.checkpoint-interval=10s (repeatable)"
       })
   List<Extra> extras = new ArrayList<>();

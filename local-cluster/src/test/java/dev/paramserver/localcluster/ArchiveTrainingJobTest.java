@@ -78,9 +78,10 @@ class ArchiveTrainingJobTest {
     // one of each, on its own job, in its own folder, with the run's Java
     assertThat(job.runDir()).isEqualTo(jobDir);
     assertThat(job.job()).isEqualTo("class-data");
-    for (Role role : Role.values()) {
+    for (Role role : ArchiveTrainingJob.ROLES) {
       assertThat(job.count(role)).as(role.id()).isEqualTo(1);
     }
+    assertThat(job.count(Role.SERVING)).as("serving replicas").isZero();
     assertThat(job.javaBinary()).isEqualTo(JAVA);
     assertThat(job.classDataSharing()).isFalse();
     for (Role role : recordings.keySet()) {

@@ -164,7 +164,10 @@ class RunLocalTest {
     for (Role r : Role.values()) {
       Files.createFile(flat.resolve(r.module() + "-0.1.0-SNAPSHOT-exec.jar"));
     }
-    assertThat(JarLocator.locate(flat)).hasSize(3);
+    assertThat(JarLocator.locate(flat)).hasSize(4).containsKey(Role.SERVING);
+    // serving-service's jar is used when built, not required
+    Files.delete(flat.resolve(Role.SERVING.module() + "-0.1.0-SNAPSHOT-exec.jar"));
+    assertThat(JarLocator.locate(flat)).hasSize(3).doesNotContainKey(Role.SERVING);
 
     Path repo = dir.resolve("repo");
     for (Role r : Role.values()) {

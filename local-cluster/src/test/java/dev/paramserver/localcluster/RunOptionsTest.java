@@ -108,6 +108,22 @@ class RunOptionsTest {
   }
 
   @Test
+  void parse_serving_startsServingReplicas_noneByDefault_andTakesTheirProperties() {
+    assertThat(RunLocal.spec(RunOptions.parse("--train", "x"), Map.of()).count(Role.SERVING))
+        .isZero();
+    RunOptions o =
+        RunOptions.parse(
+            "--train", "x", "--serving", "2", "--set", "serving.paramserver.serving.max-ids=50");
+    assertThat(o.serving).isEqualTo(2);
+    ClusterSpec spec = RunLocal.spec(o, Map.of());
+    assertThat(spec.count(Role.SERVING)).isEqualTo(2);
+    assertThat(spec.extraProperties(Role.SERVING))
+        .containsEntry("paramserver.serving.max-ids", "50");
+    assertThatThrownBy(() -> RunOptions.parse("--train", "x", "--serving", "-1"))
+        .isInstanceOf(RunOptions.UsageException.class);
+  }
+
+  @Test
   void duration_acceptsSecondsMinutesHoursMillisAndIso() {
     assertThat(RunOptionConverters.duration("900")).isEqualTo(Duration.ofSeconds(900));
     assertThat(RunOptionConverters.duration("15m")).isEqualTo(Duration.ofMinutes(15));

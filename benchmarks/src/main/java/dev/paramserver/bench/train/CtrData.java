@@ -45,7 +45,7 @@ public final class CtrData {
   }
 
   /** Writes {@code train} and {@code test} records as {@code dir/{train-*,test-*}.recordio}. */
-  void write(Path dir, int train, int test, int shards) throws IOException {
+  public void write(Path dir, int train, int test, int shards) throws IOException {
     Files.createDirectories(dir);
     write(ShardedWriter.shardPaths(dir.resolve("train").toString(), shards), train, 1);
     write(ShardedWriter.shardPaths(dir.resolve("test").toString(), 1), test, 2);

@@ -1,0 +1,104 @@
+package dev.paramserver.bench.serving;
+
+import dev.paramserver.coordination.EtcdCoordinator;
+import dev.paramserver.coordination.EtcdSettings;
+import dev.paramserver.proto.v1.LookupRequest;
+import dev.paramserver.rpc.ChannelFactory;
+import dev.paramserver.rpc.ServiceException;
+import dev.paramserver.serving.grpc.GrpcFollowSource;
+import dev.paramserver.serving.replica.Lookups;
+import dev.paramserver.serving.replica.ServedModel;
+import dev.paramserver.serving.replica.ServedVersion;
+import dev.paramserver.serving.replica.ServingReplica;
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * The baseline of the serving section: the serving-service's own replica ({@link ServingReplica},
+ * {@link Lookups}) following the job's pserver from inside the bench's JVM, so that its lookups
+ * cost what the replica process does for them without gRPC, the network and another process.
+ */
+final class InJvmReplica implements AutoCloseable {
+  private final EtcdCoordinator coordinator;
+  private final ServingReplica replica;
+  private final Lookups lookups;
+
+  private InJvmReplica(EtcdCoordinator coordinator, ServingReplica replica, Lookups lookups) {
+    this.coordinator = coordinator;
+    this.replica = replica;
+    this.lookups = lookups;
+  }
+
+  /** A replica of the job's single shard, following it from now on. */
+  static InJvmReplica follow(String etcdEndpoint, String job) {
+    EtcdCoordinator coordinator = EtcdCoordinator.connect(EtcdSettings.of(etcdEndpoint, job));
+    ServedModel model = new ServedModel("bench-in-jvm", 1);
+    ServingReplica replica =
+        new ServingReplica(
+            model,
+            new GrpcFollowSource(coordinator, ChannelFactory.plaintext(), Duration.ofMinutes(10)),
+            job,
+            Duration.ofMillis(100),
+            Duration.ofSeconds(2),
+            System::currentTimeMillis);
+    replica.start();
+    return new InJvmReplica(
+        coordinator, replica, new Lookups(model, 10_000, Duration.ofSeconds(2)));
+  }
+
+  /** Waits until the replica serves {@code table}. */
+  void awaitTable(String table, Duration timeout) {
+    long deadline = System.nanoTime() + timeout.toNanos();
+    while (true) {
+      try {
+        lookups.lookup(table, new long[] {1}, 0, ServedVersion.Minimum.ANY, Duration.ofMillis(100));
+        return;
+      } catch (ServiceException e) {
+        if (System.nanoTime() > deadline) {
+          throw new IllegalStateException(
+              "the in-JVM replica serves no table '" + table + "' after " + timeout, e);
+        }
+        LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(100));
+      }
+    }
+  }
+
+  /** The requests' lookups one after the other on this thread for {@code duration}. */
+  OpenLoop.Result lookups(List<LookupRequest> requests, Duration duration) {
+    long[][] ids =
+        requests.stream()
+            .map(r -> r.getIdsList().stream().mapToLong(Long::longValue).toArray())
+            .toArray(long[][]::new);
+    String table = requests.get(0).getTable();
+    int width = requests.get(0).getWidth();
+    double[] latencies = new double[1 << 16];
+    int n = 0;
+    long errors = 0;
+    long start = System.nanoTime();
+    long end = start + duration.toNanos();
+    for (long now = start; now < end; ) {
+      try {
+        lookups.lookup(table, ids[n % ids.length], width, ServedVersion.Minimum.ANY, Duration.ZERO);
+      } catch (ServiceException e) {
+        errors++;
+      }
+      long after = System.nanoTime();
+      if (n == latencies.length) {
+        latencies = Arrays.copyOf(latencies, n * 2);
+      }
+      latencies[n++] = (after - now) / 1e6;
+      now = after;
+    }
+    return new OpenLoop.Result(
+        Arrays.copyOf(latencies, n), errors, (System.nanoTime() - start) / 1e9, 0);
+  }
+
+  @Override
+  public void close() {
+    replica.stop();
+    coordinator.close();
+  }
+}

@@ -1,0 +1,223 @@
+package dev.paramserver.bench.serving;
+
+import dev.paramserver.bench.cluster.ServiceJars;
+import dev.paramserver.bench.report.Report;
+import dev.paramserver.bench.report.Report.Target;
+import dev.paramserver.bench.train.CtrData;
+import dev.paramserver.localcluster.ClusterSpec;
+import dev.paramserver.localcluster.LocalCluster;
+import dev.paramserver.localcluster.Role;
+import dev.paramserver.proto.v1.LookupRequest;
+import dev.paramserver.proto.v1.ServingGrpc;
+import dev.paramserver.rpc.Channels;
+import io.grpc.ManagedChannel;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.SplittableRandom;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Serving while a model trains: a 1 + 1 click-through job (sparse-lr, embedding 8) with one serving
+ * replica process ({@code run-local --serving 1}). Lookups of 100 Zipf ids of the embedding table
+ * at {@value #RATE} requests/s, open-loop from a thread pool of this JVM, against the same lookups
+ * on a replica of the same table followed in this JVM ({@link InJvmReplica}); and freshness, from a
+ * push's acknowledgement to the answer of a lookup that asks for the version holding it ({@link
+ * Freshness}).
+ */
+public final class ServingSuite {
+  static final int RATE = 1_000;
+  static final int IDS = 100;
+  static final String TABLE = "emb";
+  static final int WIDTH = 8;
+  private static final String JOB = "bench-serving";
+
+  private final Path runDir;
+  private final ServiceJars jars;
+  private final boolean quick;
+
+  public ServingSuite(Path runDir, ServiceJars jars, boolean quick) {
+    this.runDir = runDir;
+    this.jars = jars;
+    this.quick = quick;
+  }
+
+  public void run(Report report) throws Exception {
+    Path dir = runDir.resolve("serving");
+    CtrData ctr = new CtrData(10_000_000L);
+    ctr.write(dir.resolve("data"), quick ? 40_000 : 60_000, 2_000, 4);
+    List<LookupRequest> requests = requests(ctr, 512);
+    Duration warm = Duration.ofSeconds(quick ? 5 : 10);
+    Duration measured = Duration.ofSeconds(quick ? 10 : 20);
+    OpenLoop.Result wire;
+    OpenLoop.Result inJvm;
+    Freshness.Result fresh;
+    try (LocalCluster cluster = new LocalCluster(spec(dir).build())) {
+      cluster.start();
+      cluster.awaitReady(Role.SERVING, 0, Duration.ofMinutes(4));
+      String serving = "127.0.0.1:" + cluster.process(Role.SERVING, 0).grpcPort();
+      String pserver = "127.0.0.1:" + cluster.process(Role.PSERVER, 0).grpcPort();
+      ManagedChannel ch = Channels.forAddress(serving);
+      try (InJvmReplica local = InJvmReplica.follow(cluster.etcdEndpoint(), JOB)) {
+        Freshness.awaitTable(ch, TABLE, WIDTH, Duration.ofMinutes(4));
+        var stub = ServingGrpc.newFutureStub(ch);
+        // the replica process and this JVM compile their lookup paths in the warm-up
+        OpenLoop.run(
+            RATE,
+            warm,
+            Duration.ofSeconds(10),
+            i -> stub.withDeadlineAfter(10, TimeUnit.SECONDS).lookup(requests.get(i % 512)));
+        wire =
+            OpenLoop.run(
+                RATE,
+                measured,
+                Duration.ofSeconds(10),
+                i -> stub.withDeadlineAfter(10, TimeUnit.SECONDS).lookup(requests.get(i % 512)));
+        local.awaitTable(TABLE, Duration.ofMinutes(2));
+        local.lookups(requests, warm);
+        inJvm = local.lookups(requests, measured);
+        fresh = Freshness.measure(pserver, ch, quick ? 50 : 100, Duration.ofMillis(200));
+      } finally {
+        Channels.close(ch);
+      }
+    }
+    report(report, wire, inJvm, fresh);
+  }
+
+  private ClusterSpec.Builder spec(Path dir) {
+    ClusterSpec.Builder b =
+        jars.spec(dir.resolve("cluster"))
+            .job(JOB)
+            .masters(1)
+            .pservers(1)
+            .trainers(1)
+            .serving(1)
+            // more passes than the measurement lasts: the job trains throughout, and the
+            // cluster is stopped after it
+            .property(Role.MASTER, "paramserver.master.passes", "1000")
+            .property(Role.MASTER, "paramserver.master.chunks-per-task", "4")
+            .property(Role.PSERVER, "paramserver.pserver.checkpoint-interval", "0s")
+            .property(
+                Role.TRAINER,
+                "paramserver.trainer.train-data",
+                dir.resolve("data").resolve("train-*.recordio").toString())
+            .property(
+                Role.TRAINER,
+                "paramserver.trainer.test-data",
+                dir.resolve("data").resolve("test-*.recordio").toString())
+            .startTimeout(Duration.ofSeconds(240));
+    Map.of(
+            "model", "sparse-lr",
+            "embedding-width", Integer.toString(WIDTH),
+            "optimizer", "sgd",
+            "learning-rate", "0.05",
+            "batch-size", "256")
+        .forEach((k, v) -> b.property(Role.TRAINER, "paramserver.trainer." + k, v));
+    return b;
+  }
+
+  /** {@code n} lookups of {@value #IDS} ids each, drawn as the training data draws its ids. */
+  static List<LookupRequest> requests(CtrData ctr, int n) {
+    SplittableRandom r = new SplittableRandom(3);
+    long[] record = new long[CtrData.FIELDS];
+    List<LookupRequest> list = new ArrayList<>(n);
+    for (int i = 0; i < n; i++) {
+      LookupRequest.Builder b = LookupRequest.newBuilder().setTable(TABLE).setWidth(WIDTH);
+      while (b.getIdsCount() < IDS) {
+        ctr.ids(r, record, 0);
+        for (int f = 0; f < CtrData.FIELDS && b.getIdsCount() < IDS; f++) {
+          b.addIds(record[f]);
+        }
+      }
+      list.add(b.build());
+    }
+    return list;
+  }
+
+  private static void report(
+      Report report, OpenLoop.Result wire, OpenLoop.Result inJvm, Freshness.Result fresh) {
+    Report.Table t =
+        report.table(
+            "Serving",
+            "Lookup of "
+                + IDS
+                + " ids (table '"
+                + TABLE
+                + "', width "
+                + WIDTH
+                + ") while a 1 + 1 click-through job trains",
+            "where",
+            "offered/s",
+            "answered/s",
+            "errors",
+            "p50 ms",
+            "p99 ms");
+    t.row(
+        "serving replica process, gRPC, open loop",
+        wire.offeredPerSecond(),
+        wire.qps(),
+        wire.errors(),
+        wire.percentileMs(50),
+        wire.percentileMs(99));
+    t.row(
+        "replica followed in this JVM, one thread",
+        "closed loop",
+        inJvm.qps(),
+        inJvm.errors(),
+        inJvm.percentileMs(50),
+        inJvm.percentileMs(99));
+    Report.Table f =
+        report.table(
+            "Serving",
+            "Freshness: a push's acknowledgement to the answer of a lookup at its min_version",
+            "samples",
+            "p50 ms",
+            "p99 ms",
+            "max ms");
+    f.row(fresh.samples(), fresh.percentileMs(50), fresh.percentileMs(99), fresh.maxMs());
+    double p99 = wire.percentileMs(99);
+    report.ratio(
+        "serving_lookup100_p99_ms",
+        p99,
+        Target.atMost(5),
+        "p99 ms of a lookup of 100 ids from a serving replica process at "
+            + RATE
+            + " requests/s, open loop, while a 1 + 1 job trains");
+    report.ratio(
+        "serving_lookup100_p99_vs_in_jvm",
+        p99 / inJvm.percentileMs(99),
+        null,
+        "p99 of the same lookups on a replica followed in the bench's JVM");
+    report.ratio(
+        "serving_freshness_p99_ms",
+        fresh.percentileMs(99),
+        Target.atMost(1000),
+        "p99 ms from a push's acknowledgement to the served version holding it (1 + 1 job"
+            + " training)");
+    Map<String, Object> extra = new LinkedHashMap<>();
+    extra.put("wire_qps", wire.qps());
+    extra.put("wire_errors", wire.errors());
+    extra.put("wire_p50_ms", wire.percentileMs(50));
+    extra.put("wire_p99_ms", p99);
+    extra.put("in_jvm_p50_ms", inJvm.percentileMs(50));
+    extra.put("in_jvm_p99_ms", inJvm.percentileMs(99));
+    extra.put("freshness_p50_ms", fresh.percentileMs(50));
+    extra.put("freshness_p99_ms", fresh.percentileMs(99));
+    report.extra("serving", extra);
+    System.out.println(
+        String.format(
+            Locale.ROOT,
+            "serving: lookup100 p50 %.3f p99 %.3f ms at %.0f/s (in JVM p99 %.4f ms);"
+                + " freshness p50 %.1f p99 %.1f ms",
+            wire.percentileMs(50),
+            p99,
+            wire.qps(),
+            inJvm.percentileMs(99),
+            fresh.percentileMs(50),
+            fresh.percentileMs(99)));
+  }
+}
