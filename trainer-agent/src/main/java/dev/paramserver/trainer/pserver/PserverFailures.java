@@ -22,12 +22,7 @@ public final class PserverFailures {
     /** The pserver withdrew the synchronous step the call belonged to. */
     WITHDRAWN_STEP,
     /** The pserver did not answer (down, restarting, moved, deadline passed). */
-    UNREACHABLE,
-    /**
-     * The pserver is at one of its limits (OVERLOADED, RESOURCE_EXHAUSTED) and did nothing: retry
-     * the same request after a backoff of at least its hint, at the same address.
-     */
-    OVERLOADED
+    UNREACHABLE
   }
 
   private final PserverDirectory directory;
@@ -51,9 +46,6 @@ public final class PserverFailures {
     }
     if (reason == ErrorReason.SYNC_ABORTED) {
       return Kind.WITHDRAWN_STEP;
-    }
-    if (reason == ErrorReason.OVERLOADED) {
-      return Kind.OVERLOADED;
     }
     if (RpcErrors.isTransient(cause)) {
       return Kind.UNREACHABLE;
@@ -95,14 +87,6 @@ public final class PserverFailures {
             action);
         directory.invalidate(ps);
       }
-      case OVERLOADED ->
-          log.debug(
-              "{} pserver {}: refused at a limit ({}); {} after the hint of {}",
-              call,
-              ps,
-              cause.getMessage(),
-              action,
-              RpcErrors.retryAfterOf(cause).orElse(java.time.Duration.ZERO));
     }
     return kind;
   }
