@@ -124,6 +124,12 @@ class ServingFollowsJobTest {
                   "--paramserver.pserver.checkpoint-dir=" + checkpoints,
                   "--paramserver.pserver.checkpoint-interval=0s",
                   "--paramserver.pserver.desired=1");
+      // The pserver registers its index once the shard is served, which may be after run()
+      // returns.
+      Poll.until(
+          Duration.ofSeconds(30),
+          () -> coordinator.kv().get(coordinator.keys().ps(0)).isPresent(),
+          "pserver 0 registered");
       ps =
           Channels.forAddress(
               coordinator.kv().get(coordinator.keys().ps(0)).orElseThrow().valueAsString());

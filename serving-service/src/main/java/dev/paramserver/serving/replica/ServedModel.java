@@ -137,8 +137,8 @@ public final class ServedModel {
   /**
    * Runs {@code read} on one version at least {@code min}, waiting up to {@code wait} for it.
    *
-   * @throws ServiceException NOT_INITIALIZED while some shard has no copy yet, VERSION_NOT_REACHED
-   *     when {@code min} is not reached in time
+   * @throws ServiceException NOT_INITIALIZED when some shard still has no copy once the wait is
+   *     spent, VERSION_NOT_REACHED when {@code min} is not reached in time
    */
   public <T> T read(ServedVersion.Minimum min, Duration wait, Function<View, T> read) {
     long deadline = System.nanoTime() + wait.toNanos();
@@ -146,18 +146,22 @@ public final class ServedModel {
       lock.readLock().lock();
       try {
         ServedVersion v = version;
+        boolean timeLeft = deadline - System.nanoTime() > 0;
         if (v == null) {
-          throw new ServiceException(
-              ErrorReason.NOT_INITIALIZED,
-              "this serving replica holds no copy of some shard yet: retry shortly");
-        }
-        ServedVersion.Position behind = v.behind(min);
-        if (behind == null) {
-          return read.apply(new View(v, shards.clone()));
-        }
-        long left = deadline - System.nanoTime();
-        if (left <= 0 || behind.index() >= v.shards().size()) {
-          throw notReached(v, behind);
+          // a read that may wait also waits for the first copy of every shard
+          if (!timeLeft) {
+            throw new ServiceException(
+                ErrorReason.NOT_INITIALIZED,
+                "this serving replica holds no copy of some shard yet: retry shortly");
+          }
+        } else {
+          ServedVersion.Position behind = v.behind(min);
+          if (behind == null) {
+            return read.apply(new View(v, shards.clone()));
+          }
+          if (!timeLeft || behind.index() >= v.shards().size()) {
+            throw notReached(v, behind);
+          }
         }
       } finally {
         lock.readLock().unlock();
