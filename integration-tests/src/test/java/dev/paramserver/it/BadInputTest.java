@@ -4,13 +4,13 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.catchThrowable;
 
 import com.google.protobuf.ByteString;
+import dev.paramserver.errors.ErrorReason;
 import dev.paramserver.localcluster.LocalCluster;
 import dev.paramserver.localcluster.ProcessInfo;
 import dev.paramserver.localcluster.Role;
 import dev.paramserver.proto.v1.BlockRef;
 import dev.paramserver.proto.v1.CheckpointMeta;
 import dev.paramserver.proto.v1.DataType;
-import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.proto.v1.Example;
 import dev.paramserver.proto.v1.FinishInitRequest;
 import dev.paramserver.proto.v1.GetShardStatusRequest;

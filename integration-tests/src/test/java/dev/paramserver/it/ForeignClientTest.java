@@ -3,6 +3,7 @@ package dev.paramserver.it;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.fail;
 
+import dev.paramserver.errors.ServiceException;
 import dev.paramserver.localcluster.Role;
 import dev.paramserver.proto.v1.FinishInitRequest;
 import dev.paramserver.proto.v1.GetShardStatusRequest;
@@ -15,7 +16,6 @@ import dev.paramserver.proto.v1.PushGradientsResponse;
 import dev.paramserver.pserver.shard.ParameterShard;
 import dev.paramserver.pserver.shard.PushOutcome;
 import dev.paramserver.rpc.Channels;
-import dev.paramserver.rpc.ServiceException;
 import dev.paramserver.testsupport.EtcdExtension;
 import dev.paramserver.testsupport.Poll;
 import dev.paramserver.testsupport.TempDirs;

@@ -5,8 +5,8 @@ import static org.assertj.core.api.Assertions.catchThrowableOfType;
 
 import dev.paramserver.coordination.EtcdCoordinator;
 import dev.paramserver.coordination.EtcdSettings;
+import dev.paramserver.errors.ErrorReason;
 import dev.paramserver.proto.v1.DataType;
-import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.proto.v1.FinishInitRequest;
 import dev.paramserver.proto.v1.InitParametersRequest;
 import dev.paramserver.proto.v1.LookupRequest;

@@ -8,8 +8,8 @@ import static org.assertj.core.api.Assertions.catchThrowableOfType;
 
 import dev.paramserver.coordination.EtcdCoordinator;
 import dev.paramserver.coordination.EtcdSettings;
+import dev.paramserver.errors.ErrorReason;
 import dev.paramserver.proto.v1.DataType;
-import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.proto.v1.GetShardStatusRequest;
 import dev.paramserver.proto.v1.ParameterServerGrpc;
 import dev.paramserver.proto.v1.ParameterSpec;

@@ -1,5 +1,6 @@
 package dev.paramserver.rpc;
 
+import dev.paramserver.errors.ServiceException;
 import io.grpc.ForwardingServerCallListener.SimpleForwardingServerCallListener;
 import io.grpc.Metadata;
 import io.grpc.ServerCall;

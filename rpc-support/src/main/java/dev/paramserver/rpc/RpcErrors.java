@@ -6,7 +6,8 @@ import com.google.protobuf.Any;
 import com.google.protobuf.InvalidProtocolBufferException;
 import com.google.rpc.ErrorInfo;
 import com.google.rpc.Status;
-import dev.paramserver.proto.v1.ErrorReason;
+import dev.paramserver.errors.ErrorReason;
+import dev.paramserver.errors.ServiceException;
 import io.grpc.Status.Code;
 import io.grpc.StatusRuntimeException;
 import io.grpc.protobuf.StatusProto;
@@ -15,9 +16,10 @@ import java.util.Map;
 import java.util.Optional;
 
 /**
- * The one mapping from {@link ErrorReason} to gRPC status codes, and the way to read a reason back
- * from a failed call. The reason travels as a {@code google.rpc.ErrorInfo} detail with domain
- * {@value #DOMAIN}.
+ * The one mapping from {@link ErrorReason} (the errors module's, which domain code throws in a
+ * {@link ServiceException}) to gRPC status codes and {@code google.rpc} details, and the way to
+ * read a reason back from a failed call. The reason travels as a {@code google.rpc.ErrorInfo}
+ * detail with domain {@value #DOMAIN}.
  */
 public final class RpcErrors {
   public static final String DOMAIN = "paramserver.dev";
@@ -51,8 +53,22 @@ public final class RpcErrors {
       case TOO_LARGE, FOLLOWER_TOO_SLOW -> Code.RESOURCE_EXHAUSTED;
       case SYNC_ABORTED -> Code.ABORTED;
       case PUSH_WINDOW_EXCEEDED -> Code.OUT_OF_RANGE;
-      case ERROR_REASON_UNSPECIFIED, UNRECOGNIZED -> Code.UNKNOWN;
+      case ERROR_REASON_UNSPECIFIED -> Code.UNKNOWN;
     };
+  }
+
+  /** The proto enum's value of {@code reason} (same number). */
+  public static dev.paramserver.proto.v1.ErrorReason toProto(ErrorReason reason) {
+    return dev.paramserver.proto.v1.ErrorReason.forNumber(reason.number());
+  }
+
+  /**
+   * The Java reason of a proto enum value (same number); ERROR_REASON_UNSPECIFIED for UNRECOGNIZED.
+   */
+  public static ErrorReason fromProto(dev.paramserver.proto.v1.ErrorReason reason) {
+    return reason == dev.paramserver.proto.v1.ErrorReason.UNRECOGNIZED
+        ? ErrorReason.ERROR_REASON_UNSPECIFIED
+        : ErrorReason.forNumber(reason.getNumber());
   }
 
   /** A status exception carrying the reason as an ErrorInfo detail. */
@@ -97,13 +113,9 @@ public final class RpcErrors {
 
   /** The reason a failed call carried, or ERROR_REASON_UNSPECIFIED when it carried none. */
   public static ErrorReason reasonOf(Throwable t) {
-    try {
-      return errorInfoOf(t)
-          .map(info -> ErrorReason.valueOf(info.getReason()))
-          .orElse(ErrorReason.ERROR_REASON_UNSPECIFIED);
-    } catch (IllegalArgumentException e) {
-      return ErrorReason.ERROR_REASON_UNSPECIFIED;
-    }
+    return errorInfoOf(t)
+        .map(info -> ErrorReason.ofName(info.getReason()))
+        .orElse(ErrorReason.ERROR_REASON_UNSPECIFIED);
   }
 
   /**

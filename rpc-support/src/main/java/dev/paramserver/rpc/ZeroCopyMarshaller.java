@@ -5,6 +5,7 @@ import com.google.protobuf.CodedInputStream;
 import com.google.protobuf.Message;
 import com.google.protobuf.Parser;
 import com.google.protobuf.UnsafeByteOperations;
+import dev.paramserver.tensor.ReceiveBuffers;
 import io.grpc.Detachable;
 import io.grpc.HasByteBuffer;
 import io.grpc.MethodDescriptor;

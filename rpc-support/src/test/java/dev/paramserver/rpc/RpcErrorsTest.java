@@ -2,7 +2,8 @@ package dev.paramserver.rpc;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.paramserver.proto.v1.ErrorReason;
+import dev.paramserver.errors.ErrorReason;
+import dev.paramserver.errors.ServiceException;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import java.nio.channels.ClosedChannelException;

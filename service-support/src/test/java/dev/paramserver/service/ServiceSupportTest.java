@@ -6,7 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.paramserver.coordination.Coordinator;
-import dev.paramserver.proto.v1.ErrorReason;
+import dev.paramserver.errors.ErrorReason;
 import dev.paramserver.proto.v1.GetStatusRequest;
 import dev.paramserver.proto.v1.MasterGrpc;
 import dev.paramserver.rpc.ChannelFactory;

@@ -2,9 +2,9 @@ package dev.paramserver.bench.serving;
 
 import dev.paramserver.coordination.EtcdCoordinator;
 import dev.paramserver.coordination.EtcdSettings;
+import dev.paramserver.errors.ServiceException;
 import dev.paramserver.proto.v1.LookupRequest;
 import dev.paramserver.rpc.ChannelFactory;
-import dev.paramserver.rpc.ServiceException;
 import dev.paramserver.serving.grpc.GrpcFollowSource;
 import dev.paramserver.serving.replica.Lookups;
 import dev.paramserver.serving.replica.ServedModel;

@@ -1,7 +1,7 @@
 package dev.paramserver.master.coordination;
 
+import dev.paramserver.errors.ServiceException;
 import dev.paramserver.proto.v1.ClusterMap;
-import dev.paramserver.rpc.ServiceException;
 
 /**
  * Where the answers of one Attend stream go (the gRPC adapter writes them to the response stream).

@@ -1,12 +1,13 @@
 package dev.paramserver.master.coordination;
 
 import dev.paramserver.coordination.Coordinator;
+import dev.paramserver.errors.ErrorReason;
+import dev.paramserver.errors.ServiceException;
 import dev.paramserver.master.coordination.JobModels.Agreed;
 import dev.paramserver.master.coordination.Membership.Ending;
 import dev.paramserver.proto.v1.AcquireLockRequest;
 import dev.paramserver.proto.v1.AcquireLockResponse;
 import dev.paramserver.proto.v1.AttendRequest;
-import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.proto.v1.GetPlacementRequest;
 import dev.paramserver.proto.v1.JobModel;
 import dev.paramserver.proto.v1.JoinRequest;
@@ -14,7 +15,6 @@ import dev.paramserver.proto.v1.JoinResponse;
 import dev.paramserver.proto.v1.Placement;
 import dev.paramserver.proto.v1.ReleaseLockRequest;
 import dev.paramserver.proto.v1.TrainingMode;
-import dev.paramserver.rpc.ServiceException;
 import java.time.Duration;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;

@@ -1,5 +1,6 @@
 package dev.paramserver.master.coordination;
 
+import dev.paramserver.errors.ServiceException;
 import dev.paramserver.proto.v1.AcquireLockRequest;
 import dev.paramserver.proto.v1.AcquireLockResponse;
 import dev.paramserver.proto.v1.AttendRequest;
@@ -13,7 +14,6 @@ import dev.paramserver.proto.v1.ReleaseLockRequest;
 import dev.paramserver.proto.v1.ReleaseLockResponse;
 import dev.paramserver.rpc.ErrorMappingInterceptor;
 import dev.paramserver.rpc.RpcErrors;
-import dev.paramserver.rpc.ServiceException;
 import io.grpc.Status;
 import io.grpc.stub.ServerCallStreamObserver;
 import io.grpc.stub.StreamObserver;

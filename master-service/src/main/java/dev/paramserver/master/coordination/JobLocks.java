@@ -4,11 +4,11 @@ import dev.paramserver.coordination.JobKeys;
 import dev.paramserver.coordination.KeyValueStore;
 import dev.paramserver.coordination.KeyValueStore.KeyValue;
 import dev.paramserver.coordination.Lease;
+import dev.paramserver.errors.ErrorReason;
+import dev.paramserver.errors.ServiceException;
 import dev.paramserver.proto.v1.AcquireLockResponse;
 import dev.paramserver.proto.v1.AcquireLockResponse.Outcome;
-import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.proto.v1.LockName;
-import dev.paramserver.rpc.ServiceException;
 import java.nio.charset.StandardCharsets;
 import java.util.Optional;
 

@@ -2,10 +2,10 @@ package dev.paramserver.master.coordination;
 
 import com.google.protobuf.InvalidProtocolBufferException;
 import dev.paramserver.coordination.KeyValueStore;
-import dev.paramserver.proto.v1.ErrorReason;
+import dev.paramserver.errors.ErrorReason;
+import dev.paramserver.errors.ServiceException;
 import dev.paramserver.proto.v1.JobModel;
 import dev.paramserver.proto.v1.ParameterSpec;
-import dev.paramserver.rpc.ServiceException;
 import dev.paramserver.tensor.BlockLayout;
 import java.util.HashSet;
 import java.util.Optional;

@@ -2,8 +2,8 @@ package dev.paramserver.master.coordination;
 
 import dev.paramserver.coordination.JobKeys;
 import dev.paramserver.coordination.KeyValueStore;
-import dev.paramserver.proto.v1.ErrorReason;
-import dev.paramserver.rpc.ServiceException;
+import dev.paramserver.errors.ErrorReason;
+import dev.paramserver.errors.ServiceException;
 import java.security.SecureRandom;
 import java.util.HexFormat;
 import java.util.Map;

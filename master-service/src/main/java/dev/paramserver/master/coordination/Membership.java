@@ -1,8 +1,8 @@
 package dev.paramserver.master.coordination;
 
 import dev.paramserver.coordination.Lease;
+import dev.paramserver.errors.ServiceException;
 import dev.paramserver.proto.v1.ClusterMap;
-import dev.paramserver.rpc.ServiceException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Consumer;
 

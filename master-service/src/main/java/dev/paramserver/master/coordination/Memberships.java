@@ -2,10 +2,10 @@ package dev.paramserver.master.coordination;
 
 import dev.paramserver.coordination.Coordinator;
 import dev.paramserver.coordination.Lease;
+import dev.paramserver.errors.ErrorReason;
+import dev.paramserver.errors.ServiceException;
 import dev.paramserver.master.coordination.JoinedTrainers.Joined;
 import dev.paramserver.master.coordination.Membership.Ending;
-import dev.paramserver.proto.v1.ErrorReason;
-import dev.paramserver.rpc.ServiceException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;

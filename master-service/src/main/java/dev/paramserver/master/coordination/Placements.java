@@ -1,12 +1,12 @@
 package dev.paramserver.master.coordination;
 
+import dev.paramserver.errors.ErrorReason;
+import dev.paramserver.errors.ServiceException;
 import dev.paramserver.proto.v1.BlockPlacement;
-import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.proto.v1.JobModel;
 import dev.paramserver.proto.v1.ParameterSpec;
 import dev.paramserver.proto.v1.Placement;
 import dev.paramserver.proto.v1.SparseTablePlacement;
-import dev.paramserver.rpc.ServiceException;
 import dev.paramserver.tensor.BlockLayout;
 import dev.paramserver.tensor.BlockSpec;
 import dev.paramserver.tensor.ShardPlacement;

@@ -1,7 +1,7 @@
 package dev.paramserver.master.coordination;
 
-import dev.paramserver.proto.v1.ErrorReason;
-import dev.paramserver.rpc.ServiceException;
+import dev.paramserver.errors.ErrorReason;
+import dev.paramserver.errors.ServiceException;
 import java.net.InetAddress;
 import java.net.UnknownHostException;
 

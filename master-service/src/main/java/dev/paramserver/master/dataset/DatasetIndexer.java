@@ -1,11 +1,11 @@
 package dev.paramserver.master.dataset;
 
+import dev.paramserver.errors.ErrorReason;
+import dev.paramserver.errors.ServiceException;
 import dev.paramserver.proto.v1.DatasetFile;
 import dev.paramserver.proto.v1.DatasetIndex;
-import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.recordio.ChunkInfo;
 import dev.paramserver.recordio.CorruptRecordException;
-import dev.paramserver.rpc.ServiceException;
 import dev.paramserver.storage.S3Settings;
 import dev.paramserver.storage.Storage;
 import java.io.IOException;

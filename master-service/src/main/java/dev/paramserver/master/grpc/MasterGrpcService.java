@@ -1,7 +1,8 @@
 package dev.paramserver.master.grpc;
 
+import dev.paramserver.errors.ErrorReason;
+import dev.paramserver.errors.ServiceException;
 import dev.paramserver.master.task.MasterJob;
-import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.proto.v1.GetStatusRequest;
 import dev.paramserver.proto.v1.GetTaskRequest;
 import dev.paramserver.proto.v1.GetTaskResponse;
@@ -15,7 +16,6 @@ import dev.paramserver.proto.v1.TaskFailedRequest;
 import dev.paramserver.proto.v1.TaskFailedResponse;
 import dev.paramserver.proto.v1.TaskFinishedRequest;
 import dev.paramserver.proto.v1.TaskFinishedResponse;
-import dev.paramserver.rpc.ServiceException;
 import io.grpc.stub.StreamObserver;
 import java.util.ArrayList;
 import java.util.List;

@@ -1,14 +1,14 @@
 package dev.paramserver.master.task;
 
 import com.google.protobuf.Value;
+import dev.paramserver.errors.ErrorReason;
+import dev.paramserver.errors.ServiceException;
 import dev.paramserver.master.config.MasterProperties;
 import dev.paramserver.master.dataset.DatasetIndexer;
 import dev.paramserver.master.dataset.IndexedDataset;
 import dev.paramserver.master.dataset.TaskSizing;
 import dev.paramserver.proto.v1.DatasetIndex;
-import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.proto.v1.SetDatasetResponse;
-import dev.paramserver.rpc.ServiceException;
 import java.util.List;
 import java.util.Map;
 import org.slf4j.Logger;

@@ -1,13 +1,13 @@
 package dev.paramserver.master.task;
 
+import dev.paramserver.errors.ErrorReason;
+import dev.paramserver.errors.ServiceException;
 import dev.paramserver.master.config.MasterProperties;
 import dev.paramserver.master.dataset.IndexedDataset;
 import dev.paramserver.master.state.FenceLostException;
 import dev.paramserver.master.state.JobStore;
 import dev.paramserver.proto.v1.DatasetIndex;
-import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.proto.v1.MasterSnapshot;
-import dev.paramserver.rpc.ServiceException;
 import java.time.Clock;
 import java.util.Map;
 import java.util.Optional;

@@ -1,12 +1,12 @@
 package dev.paramserver.master.task;
 
-import dev.paramserver.proto.v1.ErrorReason;
+import dev.paramserver.errors.ErrorReason;
+import dev.paramserver.errors.ServiceException;
 import dev.paramserver.proto.v1.JobState;
 import dev.paramserver.proto.v1.JobStatus;
 import dev.paramserver.proto.v1.MasterSnapshot;
 import dev.paramserver.proto.v1.PassStatus;
 import dev.paramserver.proto.v1.TaskCounts;
-import dev.paramserver.rpc.ServiceException;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;

@@ -3,8 +3,8 @@ package dev.paramserver.master.coordination;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.paramserver.coordination.PlacementStore;
+import dev.paramserver.errors.ErrorReason;
 import dev.paramserver.proto.v1.ClusterMap;
-import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.proto.v1.JoinRequest;
 import dev.paramserver.proto.v1.PlacementMap;
 import dev.paramserver.proto.v1.PserverEntry;

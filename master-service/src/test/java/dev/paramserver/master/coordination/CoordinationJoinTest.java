@@ -4,8 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.catchThrowable;
 
 import dev.paramserver.coordination.Lease;
+import dev.paramserver.errors.ErrorReason;
 import dev.paramserver.proto.v1.CoordinationGrpc.CoordinationBlockingStub;
-import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.proto.v1.JobModel;
 import dev.paramserver.proto.v1.JoinRequest;
 import dev.paramserver.proto.v1.JoinResponse;

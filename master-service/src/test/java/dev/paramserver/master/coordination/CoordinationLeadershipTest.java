@@ -3,9 +3,9 @@ package dev.paramserver.master.coordination;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.catchThrowable;
 
+import dev.paramserver.errors.ErrorReason;
 import dev.paramserver.master.MasterContexts;
 import dev.paramserver.master.election.MasterElection;
-import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.proto.v1.GetStatusRequest;
 import dev.paramserver.proto.v1.JoinRequest;
 import dev.paramserver.proto.v1.MasterGrpc;

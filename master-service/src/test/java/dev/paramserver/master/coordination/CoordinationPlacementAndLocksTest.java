@@ -3,12 +3,12 @@ package dev.paramserver.master.coordination;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.catchThrowable;
 
+import dev.paramserver.errors.ErrorReason;
 import dev.paramserver.proto.v1.AcquireLockRequest;
 import dev.paramserver.proto.v1.AcquireLockResponse;
 import dev.paramserver.proto.v1.AcquireLockResponse.Outcome;
 import dev.paramserver.proto.v1.BlockPlacement;
 import dev.paramserver.proto.v1.CoordinationGrpc.CoordinationBlockingStub;
-import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.proto.v1.GetPlacementRequest;
 import dev.paramserver.proto.v1.JoinRequest;
 import dev.paramserver.proto.v1.LockName;

@@ -3,8 +3,8 @@ package dev.paramserver.master.coordination;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.catchThrowableOfType;
 
-import dev.paramserver.proto.v1.ErrorReason;
-import dev.paramserver.rpc.ServiceException;
+import dev.paramserver.errors.ErrorReason;
+import dev.paramserver.errors.ServiceException;
 import org.junit.jupiter.api.Test;
 
 /** A coordinated trainer's registration: its own endpoint, or the peer's host with port 0. */

@@ -3,10 +3,10 @@ package dev.paramserver.master.dataset;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.paramserver.errors.ServiceException;
 import dev.paramserver.proto.v1.Chunk;
 import dev.paramserver.proto.v1.DatasetIndex;
 import dev.paramserver.recordio.Compressor;
-import dev.paramserver.rpc.ServiceException;
 import dev.paramserver.storage.S3Settings;
 import dev.paramserver.storage.Storage;
 import dev.paramserver.testsupport.S3Server;

@@ -3,12 +3,12 @@ package dev.paramserver.master.dataset;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.paramserver.errors.ErrorReason;
+import dev.paramserver.errors.ServiceException;
 import dev.paramserver.proto.v1.Chunk;
 import dev.paramserver.proto.v1.DatasetIndex;
-import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.recordio.Compressor;
 import dev.paramserver.recordio.RecordWriter;
-import dev.paramserver.rpc.ServiceException;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;

@@ -5,12 +5,12 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.paramserver.coordination.EtcdCoordinator;
 import dev.paramserver.coordination.EtcdSettings;
+import dev.paramserver.errors.ErrorReason;
+import dev.paramserver.errors.ServiceException;
 import dev.paramserver.master.config.MasterProperties;
 import dev.paramserver.master.state.EtcdJobStore;
 import dev.paramserver.master.task.MasterJob;
-import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.proto.v1.JobState;
-import dev.paramserver.rpc.ServiceException;
 import dev.paramserver.testsupport.EtcdExtension;
 import dev.paramserver.testsupport.Poll;
 import java.time.Clock;

@@ -4,10 +4,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.catchThrowable;
 
 import com.google.protobuf.Value;
+import dev.paramserver.errors.ErrorReason;
 import dev.paramserver.master.config.MasterProperties;
 import dev.paramserver.master.state.JobStore;
 import dev.paramserver.master.task.MasterJob;
-import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.proto.v1.GetStatusRequest;
 import dev.paramserver.proto.v1.GetTaskRequest;
 import dev.paramserver.proto.v1.GetTaskResponse;

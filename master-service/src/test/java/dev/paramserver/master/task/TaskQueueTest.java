@@ -8,10 +8,10 @@ import static dev.paramserver.master.task.Dispatch.Outcome.WAIT;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.paramserver.proto.v1.ErrorReason;
+import dev.paramserver.errors.ErrorReason;
+import dev.paramserver.errors.ServiceException;
 import dev.paramserver.proto.v1.JobState;
 import dev.paramserver.proto.v1.MasterSnapshot;
-import dev.paramserver.rpc.ServiceException;
 import java.time.Duration;
 import java.util.function.Consumer;
 import java.util.stream.Stream;

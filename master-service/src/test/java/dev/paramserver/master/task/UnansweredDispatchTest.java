@@ -4,12 +4,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import com.google.protobuf.InvalidProtocolBufferException;
+import dev.paramserver.errors.ServiceException;
 import dev.paramserver.master.state.FenceLostException;
 import dev.paramserver.master.state.JobStore;
 import dev.paramserver.proto.v1.DatasetIndex;
 import dev.paramserver.proto.v1.GetTaskResponse;
 import dev.paramserver.proto.v1.MasterSnapshot;
-import dev.paramserver.rpc.ServiceException;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.util.ArrayList;

@@ -1,11 +1,11 @@
 package dev.paramserver.pserver.shard;
 
+import dev.paramserver.errors.ErrorReason;
+import dev.paramserver.errors.ServiceException;
 import dev.paramserver.proto.v1.AppliedPushes;
 import dev.paramserver.proto.v1.AppliedStep;
-import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.proto.v1.PushGradientsRequest;
 import dev.paramserver.proto.v1.PushPart;
-import dev.paramserver.rpc.ServiceException;
 import java.util.ArrayList;
 import java.util.BitSet;
 import java.util.Comparator;

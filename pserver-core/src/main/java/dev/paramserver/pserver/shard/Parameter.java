@@ -1,11 +1,10 @@
 package dev.paramserver.pserver.shard;
 
-import dev.paramserver.optimizers.InvalidOptimizerException;
+import dev.paramserver.errors.ErrorReason;
+import dev.paramserver.errors.ServiceException;
 import dev.paramserver.optimizers.ParameterOptimizer;
 import dev.paramserver.proto.v1.DataType;
-import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.proto.v1.ParameterSpec;
-import dev.paramserver.rpc.ServiceException;
 import dev.paramserver.tensor.BlockLayout;
 
 /** A validated parameter definition: a dense parameter cut into blocks, or a sparse table. */
@@ -56,12 +55,8 @@ final class Parameter {
           ErrorReason.SHAPE_MISMATCH,
           "parameter '" + name + "' has an empty shape: give its dimensions");
     }
-    ParameterOptimizer optimizer;
-    try {
-      optimizer = ParameterOptimizer.of(name, spec.getOptimizer());
-    } catch (InvalidOptimizerException e) {
-      throw new ServiceException(ErrorReason.BAD_OPTIMIZER, e.getMessage(), e);
-    }
+    // a bad configuration throws InvalidOptimizerException, a ServiceException (BAD_OPTIMIZER)
+    ParameterOptimizer optimizer = ParameterOptimizer.of(name, spec.getOptimizer());
     if (spec.getSparse()) {
       if (spec.getShapeCount() != 2
           || spec.getShape(0) < 0

@@ -1,6 +1,6 @@
 package dev.paramserver.pserver.shard;
 
-import dev.paramserver.rpc.ServiceException;
+import dev.paramserver.errors.ServiceException;
 
 /**
  * A trainer's request names a slot or block moving to this pserver whose move is not committed yet:

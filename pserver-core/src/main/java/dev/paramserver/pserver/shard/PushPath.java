@@ -1,15 +1,15 @@
 package dev.paramserver.pserver.shard;
 
 import com.google.protobuf.InvalidProtocolBufferException;
-import dev.paramserver.proto.v1.ErrorReason;
+import dev.paramserver.errors.ErrorReason;
+import dev.paramserver.errors.ServiceException;
 import dev.paramserver.proto.v1.PushGradientsRequest;
 import dev.paramserver.proto.v1.RowRemoval;
 import dev.paramserver.proto.v1.TrainingMode;
 import dev.paramserver.proto.v1.WalRecord;
 import dev.paramserver.pserver.sparse.Removals;
 import dev.paramserver.pserver.sparse.SparseRowStore;
-import dev.paramserver.rpc.ReceiveBuffers;
-import dev.paramserver.rpc.ServiceException;
+import dev.paramserver.tensor.ReceiveBuffers;
 import java.io.UncheckedIOException;
 import java.util.ArrayList;
 import java.util.IdentityHashMap;

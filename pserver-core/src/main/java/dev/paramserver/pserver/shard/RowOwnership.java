@@ -1,7 +1,7 @@
 package dev.paramserver.pserver.shard;
 
-import dev.paramserver.proto.v1.ErrorReason;
-import dev.paramserver.rpc.ServiceException;
+import dev.paramserver.errors.ErrorReason;
+import dev.paramserver.errors.ServiceException;
 import dev.paramserver.tensor.ShardPlacement;
 import dev.paramserver.tensor.SlotMap;
 import java.util.List;

@@ -1,15 +1,15 @@
 package dev.paramserver.pserver.shard;
 
 import com.google.protobuf.TextFormat;
+import dev.paramserver.errors.ErrorReason;
+import dev.paramserver.errors.ServiceException;
 import dev.paramserver.proto.v1.DataType;
-import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.proto.v1.FinishInitRequest;
 import dev.paramserver.proto.v1.InitParametersRequest;
 import dev.paramserver.proto.v1.ParameterSpec;
 import dev.paramserver.proto.v1.SparseRows;
 import dev.paramserver.proto.v1.TensorBlock;
 import dev.paramserver.proto.v1.TrainingMode;
-import dev.paramserver.rpc.ServiceException;
 import dev.paramserver.tensor.TensorCodec;
 import java.util.ArrayList;
 import java.util.Arrays;

@@ -1,12 +1,12 @@
 package dev.paramserver.pserver.shard;
 
 import com.google.protobuf.ByteString;
-import dev.paramserver.proto.v1.ErrorReason;
+import dev.paramserver.errors.ErrorReason;
+import dev.paramserver.errors.ServiceException;
 import dev.paramserver.proto.v1.ParameterSpec;
 import dev.paramserver.proto.v1.ShardCheckpoint;
 import dev.paramserver.proto.v1.SparseTableCheckpoint;
 import dev.paramserver.pserver.sparse.SparseRowStore;
-import dev.paramserver.rpc.ServiceException;
 import dev.paramserver.tensor.TensorCodec;
 import java.util.ArrayList;
 import java.util.HashMap;

@@ -1,8 +1,8 @@
 package dev.paramserver.pserver.shard;
 
-import dev.paramserver.proto.v1.ErrorReason;
+import dev.paramserver.errors.ErrorReason;
+import dev.paramserver.errors.ServiceException;
 import dev.paramserver.proto.v1.TrainingMode;
-import dev.paramserver.rpc.ServiceException;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.HashSet;

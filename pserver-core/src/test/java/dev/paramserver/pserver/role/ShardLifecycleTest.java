@@ -10,12 +10,12 @@ import static dev.paramserver.pserver.shard.Requests.sgd;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.paramserver.proto.v1.ErrorReason;
+import dev.paramserver.errors.ErrorReason;
+import dev.paramserver.errors.ServiceException;
 import dev.paramserver.proto.v1.ReplicaRole;
 import dev.paramserver.proto.v1.WalRecord;
 import dev.paramserver.pserver.shard.ParameterShard;
 import dev.paramserver.pserver.shard.Replica;
-import dev.paramserver.rpc.ServiceException;
 import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;

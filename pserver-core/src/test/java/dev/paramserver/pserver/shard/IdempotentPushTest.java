@@ -11,10 +11,10 @@ import static dev.paramserver.pserver.shard.Requests.sgd;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.paramserver.proto.v1.ErrorReason;
+import dev.paramserver.errors.ErrorReason;
+import dev.paramserver.errors.ServiceException;
 import dev.paramserver.proto.v1.PushGradientsRequest;
 import dev.paramserver.proto.v1.ShardCheckpoint;
-import dev.paramserver.rpc.ServiceException;
 import dev.paramserver.tensor.TensorCodec;
 import java.util.List;
 import org.junit.jupiter.api.BeforeEach;

@@ -7,8 +7,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.catchThrowableOfType;
 
 import com.google.protobuf.ByteString;
+import dev.paramserver.errors.ErrorReason;
+import dev.paramserver.errors.ServiceException;
 import dev.paramserver.proto.v1.DataType;
-import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.proto.v1.ParameterSpec;
 import dev.paramserver.proto.v1.PullParametersRequest;
 import dev.paramserver.proto.v1.PushGradientsRequest;
@@ -17,7 +18,6 @@ import dev.paramserver.proto.v1.SlotMove;
 import dev.paramserver.proto.v1.SparseRows;
 import dev.paramserver.proto.v1.SparseRowsRef;
 import dev.paramserver.proto.v1.WalRecord;
-import dev.paramserver.rpc.ServiceException;
 import dev.paramserver.tensor.ShardPlacement;
 import dev.paramserver.tensor.SlotMap;
 import dev.paramserver.tensor.TensorCodec;

@@ -8,8 +8,9 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.within;
 
 import com.google.protobuf.ByteString;
+import dev.paramserver.errors.ErrorReason;
+import dev.paramserver.errors.ServiceException;
 import dev.paramserver.proto.v1.DataType;
-import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.proto.v1.InitParametersRequest;
 import dev.paramserver.proto.v1.OptimizerConfig;
 import dev.paramserver.proto.v1.ParameterSpec;
@@ -19,7 +20,6 @@ import dev.paramserver.proto.v1.SparseRows;
 import dev.paramserver.proto.v1.SparseRowsRef;
 import dev.paramserver.pserver.sparse.SparseSettings;
 import dev.paramserver.pserver.sparse.TableSettings;
-import dev.paramserver.rpc.ServiceException;
 import dev.paramserver.tensor.TensorCodec;
 import java.util.Arrays;
 import java.util.List;

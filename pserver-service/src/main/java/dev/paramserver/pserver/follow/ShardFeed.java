@@ -1,11 +1,11 @@
 package dev.paramserver.pserver.follow;
 
-import dev.paramserver.proto.v1.ErrorReason;
+import dev.paramserver.errors.ErrorReason;
+import dev.paramserver.errors.ServiceException;
 import dev.paramserver.proto.v1.WalRecord;
 import dev.paramserver.pserver.shard.AppliedFeed;
 import dev.paramserver.pserver.shard.ParameterShard;
 import dev.paramserver.pserver.shard.ShardFeeds;
-import dev.paramserver.rpc.ServiceException;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.util.ArrayDeque;

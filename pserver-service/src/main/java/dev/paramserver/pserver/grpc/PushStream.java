@@ -1,11 +1,11 @@
 package dev.paramserver.pserver.grpc;
 
-import dev.paramserver.proto.v1.ErrorReason;
+import dev.paramserver.errors.ErrorReason;
+import dev.paramserver.errors.ServiceException;
 import dev.paramserver.proto.v1.PushGradientsRequest;
 import dev.paramserver.proto.v1.PushGradientsResponse;
 import dev.paramserver.rpc.ErrorMappingInterceptor;
 import dev.paramserver.rpc.Offload;
-import dev.paramserver.rpc.ServiceException;
 import io.grpc.stub.ServerCallStreamObserver;
 import io.grpc.stub.StreamObserver;
 import java.util.concurrent.CompletableFuture;

@@ -1,7 +1,8 @@
 package dev.paramserver.pserver.grpc;
 
 import com.google.protobuf.ByteString;
-import dev.paramserver.proto.v1.ErrorReason;
+import dev.paramserver.errors.ErrorReason;
+import dev.paramserver.errors.ServiceException;
 import dev.paramserver.proto.v1.FollowMessage;
 import dev.paramserver.proto.v1.FollowRequest;
 import dev.paramserver.proto.v1.FollowedRecord;
@@ -11,7 +12,6 @@ import dev.paramserver.pserver.follow.Follower;
 import dev.paramserver.pserver.follow.ShardFeed;
 import dev.paramserver.pserver.role.ShardLifecycle;
 import dev.paramserver.rpc.RpcErrors;
-import dev.paramserver.rpc.ServiceException;
 import io.grpc.stub.ServerCallStreamObserver;
 import io.grpc.stub.StreamObserver;
 import java.io.IOException;

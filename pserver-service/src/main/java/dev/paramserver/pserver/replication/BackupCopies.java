@@ -1,6 +1,6 @@
 package dev.paramserver.pserver.replication;
 
-import dev.paramserver.proto.v1.ErrorReason;
+import dev.paramserver.errors.ErrorReason;
 import dev.paramserver.proto.v1.FillChunk;
 import dev.paramserver.pserver.replication.RegisteredBackup.Phase;
 import dev.paramserver.rpc.Retry;

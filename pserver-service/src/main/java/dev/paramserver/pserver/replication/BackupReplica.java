@@ -2,7 +2,8 @@ package dev.paramserver.pserver.replication;
 
 import dev.paramserver.coordination.KeyValueStore;
 import dev.paramserver.coordination.ShardSyncRecord;
-import dev.paramserver.proto.v1.ErrorReason;
+import dev.paramserver.errors.ErrorReason;
+import dev.paramserver.errors.ServiceException;
 import dev.paramserver.proto.v1.ReplicateRequest;
 import dev.paramserver.proto.v1.ReplicateResponse;
 import dev.paramserver.proto.v1.WalRecord;
@@ -10,7 +11,6 @@ import dev.paramserver.pserver.checkpoint.CheckpointStore;
 import dev.paramserver.pserver.persistence.CheckpointService;
 import dev.paramserver.pserver.role.ShardLifecycle;
 import dev.paramserver.pserver.shard.ParameterShard;
-import dev.paramserver.rpc.ServiceException;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Duration;

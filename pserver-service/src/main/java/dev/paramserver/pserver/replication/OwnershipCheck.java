@@ -2,8 +2,8 @@ package dev.paramserver.pserver.replication;
 
 import dev.paramserver.coordination.KeyValueStore;
 import dev.paramserver.coordination.Lease;
-import dev.paramserver.proto.v1.ErrorReason;
-import dev.paramserver.rpc.ServiceException;
+import dev.paramserver.errors.ErrorReason;
+import dev.paramserver.errors.ServiceException;
 import java.time.Duration;
 import java.util.Optional;
 import org.slf4j.Logger;

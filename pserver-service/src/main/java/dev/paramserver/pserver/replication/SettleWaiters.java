@@ -1,7 +1,7 @@
 package dev.paramserver.pserver.replication;
 
-import dev.paramserver.proto.v1.ErrorReason;
-import dev.paramserver.rpc.ServiceException;
+import dev.paramserver.errors.ErrorReason;
+import dev.paramserver.errors.ServiceException;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Iterator;

@@ -1,6 +1,7 @@
 package dev.paramserver.pserver.replication;
 
-import dev.paramserver.proto.v1.ErrorReason;
+import dev.paramserver.errors.ErrorReason;
+import dev.paramserver.errors.ServiceException;
 import dev.paramserver.proto.v1.FillChunk;
 import dev.paramserver.proto.v1.FillResponse;
 import dev.paramserver.proto.v1.ReplicateRequest;
@@ -8,7 +9,6 @@ import dev.paramserver.proto.v1.ReplicateResponse;
 import dev.paramserver.proto.v1.ShardReplicationGrpc;
 import dev.paramserver.rpc.ErrorMappingInterceptor;
 import dev.paramserver.rpc.Offload;
-import dev.paramserver.rpc.ServiceException;
 import io.grpc.stub.StreamObserver;
 import java.io.IOException;
 import java.io.OutputStream;

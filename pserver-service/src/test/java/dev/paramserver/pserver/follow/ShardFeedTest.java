@@ -8,9 +8,9 @@ import static dev.paramserver.pserver.shard.Requests.sgd;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.paramserver.errors.ServiceException;
 import dev.paramserver.proto.v1.WalRecord;
 import dev.paramserver.pserver.shard.ParameterShard;
-import dev.paramserver.rpc.ServiceException;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 

@@ -11,7 +11,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.catchThrowable;
 
 import com.google.common.util.concurrent.ListenableFuture;
-import dev.paramserver.proto.v1.ErrorReason;
+import dev.paramserver.errors.ErrorReason;
+import dev.paramserver.errors.ServiceException;
 import dev.paramserver.proto.v1.ParameterServerGrpc;
 import dev.paramserver.proto.v1.ParameterSpec;
 import dev.paramserver.proto.v1.PushGradientsRequest;
@@ -21,7 +22,6 @@ import dev.paramserver.pserver.shard.AsyncPushes;
 import dev.paramserver.pserver.shard.ParameterShard;
 import dev.paramserver.pserver.shard.Replica;
 import dev.paramserver.rpc.RpcErrors;
-import dev.paramserver.rpc.ServiceException;
 import dev.paramserver.testsupport.grpc.InProcessGrpc;
 import io.grpc.ManagedChannel;
 import io.grpc.Status;

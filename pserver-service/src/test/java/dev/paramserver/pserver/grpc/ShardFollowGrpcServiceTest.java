@@ -10,7 +10,7 @@ import static dev.paramserver.pserver.shard.Requests.sgd;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.paramserver.proto.v1.ErrorReason;
+import dev.paramserver.errors.ErrorReason;
 import dev.paramserver.proto.v1.FollowMessage;
 import dev.paramserver.proto.v1.FollowRequest;
 import dev.paramserver.proto.v1.ParameterSpec;

@@ -13,7 +13,7 @@ import com.google.common.util.concurrent.ListenableFuture;
 import dev.paramserver.coordination.EtcdCoordinator;
 import dev.paramserver.coordination.EtcdSettings;
 import dev.paramserver.coordination.Lease;
-import dev.paramserver.proto.v1.ErrorReason;
+import dev.paramserver.errors.ErrorReason;
 import dev.paramserver.proto.v1.ParameterServerGrpc;
 import dev.paramserver.proto.v1.PullParametersRequest;
 import dev.paramserver.proto.v1.PullParametersResponse;

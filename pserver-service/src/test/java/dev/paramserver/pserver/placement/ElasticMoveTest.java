@@ -9,8 +9,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.catchThrowableOfType;
 
 import dev.paramserver.coordination.PlacementStore;
+import dev.paramserver.errors.ErrorReason;
 import dev.paramserver.proto.v1.DataType;
-import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.proto.v1.GetShardStatusRequest;
 import dev.paramserver.proto.v1.MoveOutResponse;
 import dev.paramserver.proto.v1.PushGradientsRequest;

@@ -7,8 +7,8 @@ import static dev.paramserver.pserver.placement.ElasticCluster.TABLE;
 import static dev.paramserver.pserver.placement.ElasticCluster.WIDTH;
 
 import dev.paramserver.coordination.PlacementStore;
+import dev.paramserver.errors.ErrorReason;
 import dev.paramserver.proto.v1.DataType;
-import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.proto.v1.PushGradientsRequest;
 import dev.paramserver.proto.v1.SparseRows;
 import dev.paramserver.pserver.shard.Requests;

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.paramserver.coordination.Lease;
+import dev.paramserver.errors.ServiceException;
 import dev.paramserver.proto.v1.PushGradientsRequest;
 import dev.paramserver.proto.v1.ReplicateRequest;
 import dev.paramserver.proto.v1.ReplicateResponse;
@@ -13,7 +14,6 @@ import dev.paramserver.pserver.replication.harness.ShardState;
 import dev.paramserver.pserver.replication.harness.Trainers;
 import dev.paramserver.pserver.role.ShardLifecycle;
 import dev.paramserver.pserver.shard.ParameterShard;
-import dev.paramserver.rpc.ServiceException;
 import dev.paramserver.testsupport.TempDirs;
 import java.io.IOException;
 import java.io.OutputStream;

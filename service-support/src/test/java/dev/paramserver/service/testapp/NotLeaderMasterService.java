@@ -1,10 +1,10 @@
 package dev.paramserver.service.testapp;
 
-import dev.paramserver.proto.v1.ErrorReason;
+import dev.paramserver.errors.ErrorReason;
+import dev.paramserver.errors.ServiceException;
 import dev.paramserver.proto.v1.GetStatusRequest;
 import dev.paramserver.proto.v1.JobStatus;
 import dev.paramserver.proto.v1.MasterGrpc;
-import dev.paramserver.rpc.ServiceException;
 import io.grpc.stub.StreamObserver;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.springframework.context.event.EventListener;

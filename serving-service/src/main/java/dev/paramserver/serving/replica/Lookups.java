@@ -1,8 +1,8 @@
 package dev.paramserver.serving.replica;
 
-import dev.paramserver.proto.v1.ErrorReason;
+import dev.paramserver.errors.ErrorReason;
+import dev.paramserver.errors.ServiceException;
 import dev.paramserver.proto.v1.ParameterSpec;
-import dev.paramserver.rpc.ServiceException;
 import dev.paramserver.tensor.ShardPlacement;
 import java.time.Duration;
 import java.util.ArrayList;

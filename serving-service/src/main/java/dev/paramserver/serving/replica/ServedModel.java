@@ -1,10 +1,10 @@
 package dev.paramserver.serving.replica;
 
-import dev.paramserver.proto.v1.ErrorReason;
+import dev.paramserver.errors.ErrorReason;
+import dev.paramserver.errors.ServiceException;
 import dev.paramserver.proto.v1.ShardCheckpoint;
 import dev.paramserver.proto.v1.WalRecord;
 import dev.paramserver.pserver.shard.ParameterShard;
-import dev.paramserver.rpc.ServiceException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;

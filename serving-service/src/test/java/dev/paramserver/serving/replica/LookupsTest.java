@@ -3,8 +3,9 @@ package dev.paramserver.serving.replica;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.paramserver.errors.ErrorReason;
+import dev.paramserver.errors.ServiceException;
 import dev.paramserver.proto.v1.DataType;
-import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.proto.v1.FinishInitRequest;
 import dev.paramserver.proto.v1.InitParametersRequest;
 import dev.paramserver.proto.v1.OptimizerConfig;
@@ -15,7 +16,6 @@ import dev.paramserver.proto.v1.SparseRows;
 import dev.paramserver.proto.v1.SparseRowsRef;
 import dev.paramserver.proto.v1.WalRecord;
 import dev.paramserver.pserver.shard.ParameterShard;
-import dev.paramserver.rpc.ServiceException;
 import dev.paramserver.tensor.ShardPlacement;
 import dev.paramserver.tensor.TensorCodec;
 import java.nio.ByteBuffer;

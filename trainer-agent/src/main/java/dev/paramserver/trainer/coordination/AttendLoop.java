@@ -1,9 +1,9 @@
 package dev.paramserver.trainer.coordination;
 
+import dev.paramserver.errors.ErrorReason;
 import dev.paramserver.proto.v1.AttendRequest;
 import dev.paramserver.proto.v1.ClusterMap;
 import dev.paramserver.proto.v1.CoordinationGrpc;
-import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.proto.v1.JoinRequest;
 import dev.paramserver.proto.v1.JoinResponse;
 import dev.paramserver.rpc.Backoff;

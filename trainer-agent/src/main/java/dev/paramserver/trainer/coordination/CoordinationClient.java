@@ -1,7 +1,7 @@
 package dev.paramserver.trainer.coordination;
 
+import dev.paramserver.errors.ErrorReason;
 import dev.paramserver.proto.v1.CoordinationGrpc;
-import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.rpc.ChannelFactory;
 import dev.paramserver.rpc.Channels;
 import dev.paramserver.rpc.Retry;

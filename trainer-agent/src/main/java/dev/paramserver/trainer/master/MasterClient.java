@@ -1,6 +1,6 @@
 package dev.paramserver.trainer.master;
 
-import dev.paramserver.proto.v1.ErrorReason;
+import dev.paramserver.errors.ErrorReason;
 import dev.paramserver.proto.v1.MasterGrpc;
 import dev.paramserver.rpc.ChannelFactory;
 import dev.paramserver.rpc.Channels;

@@ -1,6 +1,6 @@
 package dev.paramserver.trainer.pserver;
 
-import dev.paramserver.proto.v1.ErrorReason;
+import dev.paramserver.errors.ErrorReason;
 import dev.paramserver.rpc.RpcErrors;
 import java.util.Map;
 import java.util.Optional;

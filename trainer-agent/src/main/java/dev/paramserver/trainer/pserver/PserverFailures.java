@@ -1,7 +1,7 @@
 package dev.paramserver.trainer.pserver;
 
+import dev.paramserver.errors.ErrorReason;
 import dev.paramserver.models.Parameters;
-import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.rpc.RpcErrors;
 import io.grpc.StatusRuntimeException;
 import org.slf4j.Logger;

@@ -3,7 +3,7 @@ package dev.paramserver.trainer.pserver;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.paramserver.proto.v1.ErrorReason;
+import dev.paramserver.errors.ErrorReason;
 import dev.paramserver.rpc.RpcErrors;
 import dev.paramserver.trainer.pserver.PserverFailures.Kind;
 import io.grpc.Status;

@@ -2,12 +2,12 @@ package dev.paramserver.trainer.testing;
 
 import com.google.protobuf.Any;
 import com.google.rpc.ErrorInfo;
+import dev.paramserver.errors.ErrorReason;
 import dev.paramserver.proto.v1.AcquireLockRequest;
 import dev.paramserver.proto.v1.AcquireLockResponse;
 import dev.paramserver.proto.v1.AttendRequest;
 import dev.paramserver.proto.v1.ClusterMap;
 import dev.paramserver.proto.v1.CoordinationGrpc;
-import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.proto.v1.JoinRequest;
 import dev.paramserver.proto.v1.JoinResponse;
 import dev.paramserver.proto.v1.ReleaseLockRequest;

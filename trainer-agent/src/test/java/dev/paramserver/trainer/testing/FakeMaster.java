@@ -1,7 +1,7 @@
 package dev.paramserver.trainer.testing;
 
+import dev.paramserver.errors.ErrorReason;
 import dev.paramserver.proto.v1.Chunk;
-import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.proto.v1.GetTaskRequest;
 import dev.paramserver.proto.v1.GetTaskResponse;
 import dev.paramserver.proto.v1.MasterGrpc;

@@ -1,8 +1,8 @@
 package dev.paramserver.trainer.testing;
 
+import dev.paramserver.errors.ErrorReason;
 import dev.paramserver.proto.v1.BlockRef;
 import dev.paramserver.proto.v1.DataType;
-import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.proto.v1.FinishInitRequest;
 import dev.paramserver.proto.v1.FinishInitResponse;
 import dev.paramserver.proto.v1.GetShardStatusRequest;

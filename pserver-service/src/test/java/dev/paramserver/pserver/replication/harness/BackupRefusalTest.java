@@ -2,7 +2,7 @@ package dev.paramserver.pserver.replication.harness;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.paramserver.proto.v1.ErrorReason;
+import dev.paramserver.errors.ErrorReason;
 import dev.paramserver.proto.v1.FillChunk;
 import dev.paramserver.proto.v1.FillResponse;
 import dev.paramserver.proto.v1.ReplicateRequest;

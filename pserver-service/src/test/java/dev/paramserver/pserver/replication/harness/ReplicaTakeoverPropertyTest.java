@@ -2,10 +2,10 @@ package dev.paramserver.pserver.replication.harness;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.paramserver.errors.ServiceException;
 import dev.paramserver.proto.v1.PullParametersRequest;
 import dev.paramserver.pserver.shard.ParameterShard;
 import dev.paramserver.pserver.shard.PushOutcome;
-import dev.paramserver.rpc.ServiceException;
 import dev.paramserver.testsupport.Poll;
 import java.time.Duration;
 import net.jqwik.api.Arbitrary;

@@ -3,7 +3,7 @@ package dev.paramserver.pserver.replication.harness;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.catchThrowable;
 
-import dev.paramserver.proto.v1.ErrorReason;
+import dev.paramserver.errors.ErrorReason;
 import dev.paramserver.proto.v1.ReplicateRequest;
 import dev.paramserver.proto.v1.ShardReplicationGrpc;
 import dev.paramserver.proto.v1.WalRecord;

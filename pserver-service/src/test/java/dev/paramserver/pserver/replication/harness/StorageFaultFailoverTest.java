@@ -3,10 +3,10 @@ package dev.paramserver.pserver.replication.harness;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.paramserver.errors.ServiceException;
 import dev.paramserver.proto.v1.PushGradientsRequest;
 import dev.paramserver.pserver.role.ShardRole;
 import dev.paramserver.pserver.wal.WalDisk;
-import dev.paramserver.rpc.ServiceException;
 import dev.paramserver.testsupport.Poll;
 import java.io.IOException;
 import java.nio.ByteBuffer;

@@ -1,4 +1,4 @@
-package dev.paramserver.rpc;
+package dev.paramserver.tensor;
 
 import static org.assertj.core.api.Assertions.assertThat;
 

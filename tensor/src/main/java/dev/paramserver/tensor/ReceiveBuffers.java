@@ -1,4 +1,4 @@
-package dev.paramserver.rpc;
+package dev.paramserver.tensor;
 
 import java.util.concurrent.ConcurrentLinkedDeque;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -8,10 +8,10 @@ import java.util.concurrent.atomic.AtomicLong;
  * Pooled heap arrays that a message received in several transport buffers is gathered into, so that
  * it parses from one array (protobuf's fastest decoder, its {@code bytes} fields views of the
  * array) and the transport's buffers go back at once; also the arrays a server's answers are built
- * in and given back once written ({@link LendingMarshaller}). Arrays are pooled by power-of-two
- * size class, from {@value #MIN_BYTES} bytes up to {@value #MAX_POOLED_BYTES}, at most {@value
- * #PER_CLASS} of each class and {@value #MAX_KEPT_BYTES} bytes in all (what an idle server keeps);
- * a larger message gets an array of its own. Thread-safe.
+ * in and given back once written (rpc-support's {@code LendingMarshaller}). Arrays are pooled by
+ * power-of-two size class, from {@value #MIN_BYTES} bytes up to {@value #MAX_POOLED_BYTES}, at most
+ * {@value #PER_CLASS} of each class and {@value #MAX_KEPT_BYTES} bytes in all (what an idle server
+ * keeps); a larger message gets an array of its own. Thread-safe.
  */
 public final class ReceiveBuffers {
   static final int MIN_BYTES = 64 << 10;
@@ -68,8 +68,8 @@ public final class ReceiveBuffers {
     }
   }
 
-  /** Arrays waiting in the pool (tests). */
-  int pooled() {
+  /** Arrays waiting in the pool (for tests and metrics). */
+  public int pooled() {
     int n = 0;
     for (AtomicInteger p : pooled) {
       n += p.get();

@@ -1,12 +1,12 @@
-package dev.paramserver.rpc;
+package dev.paramserver.errors;
 
-import dev.paramserver.proto.v1.ErrorReason;
 import java.util.Map;
 
 /**
  * A domain error with a machine-readable reason. Domain classes throw it without knowing about
- * gRPC; {@link ErrorMappingInterceptor} turns it into the status code that {@link RpcErrors}
- * assigns to the reason. The message goes to the client as is: it names the thing and what to do.
+ * gRPC; rpc-support's {@code ErrorMappingInterceptor} turns it into the status code that its {@code
+ * RpcErrors} assigns to the reason. The message goes to the client as is: it names the thing and
+ * what to do.
  */
 public class ServiceException extends RuntimeException {
   private final ErrorReason reason;
