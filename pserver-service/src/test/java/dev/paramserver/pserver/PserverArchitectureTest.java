@@ -32,12 +32,6 @@ import org.junit.jupiter.api.Test;
  * lines.
  */
 class PserverArchitectureTest extends ModuleArchitectureTest {
-  private static final String MOVES =
-      "slot moves: service, outgoing move and its channels in one package; the adapter moves to"
-          + " pserver.grpc with issue 45 item 4 (the move code is being changed on another branch)";
-  private static final String REPLICATION =
-      "replication: the primary streams to its backups over gRPC; the adapter moves to"
-          + " pserver.grpc with issue 45 item 4 (being changed on another branch)";
 
   @Override
   protected ModuleRules rules() {
@@ -46,12 +40,14 @@ class PserverArchitectureTest extends ModuleArchitectureTest {
         .grpcPackage(
             "dev.paramserver.pserver",
             "PserverConfiguration tunes the Netty gRPC server (the wiring of every package)")
-        .grpcPackage("dev.paramserver.pserver.placement", MOVES)
-        .adapterOutsideAdapterPackages(
-            "dev.paramserver.pserver.placement.SlotMovesGrpcService", MOVES)
-        .grpcPackage("dev.paramserver.pserver.replication", REPLICATION)
-        .adapterOutsideAdapterPackages(
-            "dev.paramserver.pserver.replication.ShardReplicationGrpcService", REPLICATION)
+        .grpcPackage(
+            "dev.paramserver.pserver.placement",
+            "a move's old owner streams the slots to the new one over gRPC (OutgoingMove's"
+                + " client call, IncomingMove's stream, refusals as FAILED_PRECONDITION)")
+        .grpcPackage(
+            "dev.paramserver.pserver.replication",
+            "the primary streams records and copies to its backups over gRPC (PrimaryReplicator,"
+                + " CopyUpload, RegisteredBackup's channel)")
         .grpcPackage(
             "dev.paramserver.pserver.k8s",
             "the Kubernetes hooks find the leader master over gRPC (LeaderMaster)")

@@ -92,7 +92,7 @@ final class IncomingMove implements StreamObserver<MoveInChunk> {
         begin(chunk.getMove());
       }
       if (moving == null) {
-        throw SlotMovesGrpcService.refused("MoveIn must name its move in its first chunk");
+        throw MoveRequests.refused("MoveIn must name its move in its first chunk");
       }
       if (!chunk.getCopy().isEmpty()) {
         chunk.getCopy().writeTo(copy);
@@ -125,18 +125,16 @@ final class IncomingMove implements StreamObserver<MoveInChunk> {
   private void begin(SlotMove move) {
     int index = follower.index();
     if (index != move.getTo()) {
-      throw SlotMovesGrpcService.refused(
+      throw MoveRequests.refused(
           "move " + move.getId() + " moves slots to pserver " + move.getTo() + ", not " + index);
     }
     PlacementStore.Read read = follower.refresh();
     if (read.move().isEmpty() || !read.move().get().equals(move)) {
-      throw SlotMovesGrpcService.refused(
-          "move " + move.getId() + " is not the move in progress in etcd");
+      throw MoveRequests.refused("move " + move.getId() + " is not the move in progress in etcd");
     }
     MovingSlots m = new MovingSlots(move);
     if (!follower.expect(m)) {
-      throw SlotMovesGrpcService.refused(
-          "pserver " + index + " is still taking in " + follower.incoming());
+      throw MoveRequests.refused("pserver " + index + " is still taking in " + follower.incoming());
     }
     moving = m;
   }
@@ -148,7 +146,7 @@ final class IncomingMove implements StreamObserver<MoveInChunk> {
       try {
         c = ShardCheckpoint.parseFrom(copyBytes);
       } catch (InvalidProtocolBufferException e) {
-        throw SlotMovesGrpcService.refused(moving + ": its copy does not parse: " + e.getMessage());
+        throw MoveRequests.refused(moving + ": its copy does not parse: " + e.getMessage());
       }
       boolean fresh = !moves.initialised();
       installed = moves.install(c, moving);
@@ -232,7 +230,7 @@ final class IncomingMove implements StreamObserver<MoveInChunk> {
               () -> {
                 synchronized (this) {
                   if (!done) {
-                    fail(SlotMovesGrpcService.refused("MoveIn ended before caught_up"));
+                    fail(MoveRequests.refused("MoveIn ended before caught_up"));
                   }
                 }
               },

@@ -252,7 +252,7 @@ final class OutgoingMove {
       }
       if (cause instanceof StatusRuntimeException sre
           && sre.getStatus().getCode() == Status.Code.FAILED_PRECONDITION) {
-        throw SlotMovesGrpcService.refused(
+        throw MoveRequests.refused(
             moving + ": the new owner refused it: " + sre.getStatus().getDescription());
       }
       throw Status.UNAVAILABLE

@@ -223,7 +223,7 @@ public final class PlacementFollower implements AutoCloseable {
   public synchronized void whileIncoming(MovingSlots m, Runnable step) {
     MovingSlots incoming = shard.incoming();
     if (incoming != m) {
-      throw SlotMovesGrpcService.refused(
+      throw MoveRequests.refused(
           m
               + " (attempt "
               + m.move().getAttempt()

@@ -10,11 +10,12 @@ import dev.paramserver.proto.v1.ReplicateResponse;
 import dev.paramserver.proto.v1.ShardCheckpoint;
 import dev.paramserver.proto.v1.ShardReplicationGrpc;
 import dev.paramserver.pserver.PserverProperties;
+import dev.paramserver.pserver.grpc.ShardReplicationGrpcService;
 import dev.paramserver.pserver.persistence.CheckpointService;
 import dev.paramserver.pserver.persistence.TestProperties;
+import dev.paramserver.pserver.replication.BackupCalls;
 import dev.paramserver.pserver.replication.Replication;
 import dev.paramserver.pserver.replication.ReplicationClock;
-import dev.paramserver.pserver.replication.ShardReplicationGrpcService;
 import dev.paramserver.pserver.role.ShardLifecycle;
 import dev.paramserver.pserver.role.ShardPersistence;
 import dev.paramserver.pserver.role.ShardRole;
@@ -174,7 +175,8 @@ final class InProcessPserver implements AutoCloseable {
     grpc.startServer(
         this.name,
         b -> {
-          b.executor(transport).addService(new ShardReplicationGrpcService(replication, blocking));
+          b.executor(transport)
+              .addService(new ShardReplicationGrpcService(new BackupCalls(replication), blocking));
           if (wiring != null) {
             b.scheduledExecutorService(wiring.timer());
           }

@@ -1,4 +1,4 @@
-package dev.paramserver.pserver.replication;
+package dev.paramserver.pserver.grpc;
 
 import dev.paramserver.errors.ErrorReason;
 import dev.paramserver.errors.ServiceException;
@@ -7,6 +7,7 @@ import dev.paramserver.proto.v1.FillResponse;
 import dev.paramserver.proto.v1.ReplicateRequest;
 import dev.paramserver.proto.v1.ReplicateResponse;
 import dev.paramserver.proto.v1.ShardReplicationGrpc;
+import dev.paramserver.pserver.replication.BackupCalls;
 import dev.paramserver.rpc.ErrorMappingInterceptor;
 import dev.paramserver.rpc.Offload;
 import io.grpc.stub.StreamObserver;
@@ -25,77 +26,42 @@ import org.springframework.grpc.server.service.GrpcService;
 
 /**
  * The ShardReplication gRPC service of a backup: stages a copy of the primary's shard in a local
- * file and installs it, and applies the records that follow. Both may wait (for a copy, for the
- * shard's write lock), so they run on the blocking executor, never on a transport thread.
+ * file and has {@link BackupCalls} install it, and applies the records that follow. Both may wait
+ * (for a copy, for the shard's write lock), so they run on the blocking executor, never on a
+ * transport thread.
  */
 @GrpcService
 public final class ShardReplicationGrpcService
     extends ShardReplicationGrpc.ShardReplicationImplBase {
   private static final Logger log = LoggerFactory.getLogger(ShardReplicationGrpcService.class);
 
-  private final Replication replication;
+  private final BackupCalls backup;
   private final Executor blockingExecutor;
   private final Path scratch;
 
   public ShardReplicationGrpcService(
-      Replication replication, @Qualifier("pserverBlockingExecutor") Executor blockingExecutor) {
-    this.replication = replication;
+      BackupCalls backup, @Qualifier("pserverBlockingExecutor") Executor blockingExecutor) {
+    this.backup = backup;
     this.blockingExecutor = blockingExecutor;
-    this.scratch = replication.scratch();
-  }
-
-  /**
-   * This pserver's backup role. Without one, a pserver that serves shard {@code index} itself (a
-   * backup that took it over) refuses the sender as deposed (NOT_PRIMARY); any other answers
-   * UNAVAILABLE, which the primary retries: a pserver that registered as the backup may be reached
-   * before it has set its backup role up, and must not depose a live primary.
-   */
-  private BackupReplica backup(int index) {
-    BackupReplica b = replication.backup();
-    if (b != null) {
-      return b;
-    }
-    if (replication.serves(index)) {
-      throw new ServiceException(
-          ErrorReason.NOT_PRIMARY,
-          "this pserver is the primary of shard " + index + ": the sender is no longer");
-    }
-    throw new ServiceException(
-        ErrorReason.SHUTTING_DOWN,
-        "this pserver is not (yet) a backup of shard " + index + ": retry shortly");
+    this.scratch = backup.scratch();
   }
 
   @Override
   public void replicate(ReplicateRequest request, StreamObserver<ReplicateResponse> out) {
-    BackupReplica b = replication.backup();
-    if (b != null && b.ready(request)) {
-      // the copy it follows is installed: applying it does not wait, so no thread hop
-      ReplicateResponse r;
-      try {
-        r = b.replicate(request);
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        r = ReplicateResponse.newBuilder().setNeedFill(true).build();
-      } catch (RuntimeException e) {
-        out.onError(
-            ErrorMappingInterceptor.map(ShardReplicationGrpc.SERVICE_NAME + "/Replicate", e));
-        return;
-      }
+    ReplicateResponse r;
+    try {
+      // applied at once when the copy it follows is installed: no thread hop
+      r = backup.replicateIfReady(request);
+    } catch (RuntimeException e) {
+      out.onError(ErrorMappingInterceptor.map(ShardReplicationGrpc.SERVICE_NAME + "/Replicate", e));
+      return;
+    }
+    if (r != null) {
       out.onNext(r);
       out.onCompleted();
       return;
     }
-    run(
-        "Replicate",
-        out,
-        () -> {
-          try {
-            return backup(request.getIndex()).replicate(request);
-          } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new ServiceException(ErrorReason.SHUTTING_DOWN, "backup is stopping");
-          }
-        });
+    run("Replicate", out, () -> backup.replicate(request));
   }
 
   @Override
@@ -156,19 +122,10 @@ public final class ShardReplicationGrpcService
             () -> {
               try {
                 stream.close();
-                backup(h.getIndex())
-                    .install(
-                        h.getEpoch(),
-                        h.getBackupLease(),
-                        h.getGeneration(),
-                        h.getInitialised() ? file : null,
-                        (int) crc.getValue());
+                backup.install(h, file, (int) crc.getValue());
                 return FillResponse.getDefaultInstance();
               } catch (IOException e) {
-                throw new UncheckedIOException("installing the copy failed", e);
-              } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new ServiceException(ErrorReason.SHUTTING_DOWN, "backup is stopping");
+                throw new UncheckedIOException("staging the copy failed", e);
               } finally {
                 cleanup();
               }

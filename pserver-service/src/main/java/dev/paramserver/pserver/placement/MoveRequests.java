@@ -7,14 +7,12 @@ import dev.paramserver.proto.v1.MoveInChunk;
 import dev.paramserver.proto.v1.MoveInResponse;
 import dev.paramserver.proto.v1.MoveOutResponse;
 import dev.paramserver.proto.v1.SlotMove;
-import dev.paramserver.proto.v1.SlotMovesGrpc;
 import dev.paramserver.proto.v1.TrainingMode;
 import dev.paramserver.pserver.PserverProperties;
 import dev.paramserver.pserver.role.ShardPersistence;
 import dev.paramserver.pserver.shard.ParameterShard;
 import dev.paramserver.pserver.shard.ShardMoves;
 import dev.paramserver.rpc.ChannelFactory;
-import dev.paramserver.rpc.Offload;
 import dev.paramserver.tensor.SlotMap;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
@@ -25,15 +23,17 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.beans.factory.annotation.Qualifier;
-import org.springframework.grpc.server.service.GrpcService;
+import org.springframework.stereotype.Component;
 
 /**
- * The SlotMoves service (docs/explanation/elastic.md): {@code MoveOut} from the coordinator to a
- * slot's old owner ({@link OutgoingMove}) and {@code MoveIn} from the old owner to the new one
- * ({@link IncomingMove}). Both run off the transport threads where they wait.
+ * The move calls this pserver takes (docs/explanation/elastic.md), the door of the SlotMoves
+ * adapter ({@code pserver.grpc.SlotMovesGrpcService}): {@code MoveOut} from the coordinator to a
+ * slot's old owner, checked and run by an {@link OutgoingMove}, one attempt at a time, and {@code
+ * MoveIn} from the old owner to the new one ({@link IncomingMove}). Calls that are refused throw
+ * FAILED_PRECONDITION.
  */
-@GrpcService
-public final class SlotMovesGrpcService extends SlotMovesGrpc.SlotMovesImplBase {
+@Component
+public final class MoveRequests {
   private final ParameterShard shard;
   private final ShardMoves moves;
   private final PlacementFollower follower;
@@ -51,7 +51,7 @@ public final class SlotMovesGrpcService extends SlotMovesGrpc.SlotMovesImplBase 
    * @param channels dials the new owner of moving slots (the service's TLS and interceptors, as
    *     replication's calls)
    */
-  public SlotMovesGrpcService(
+  public MoveRequests(
       ParameterShard shard,
       ShardMoves moves,
       PlacementFollower follower,
@@ -72,35 +72,32 @@ public final class SlotMovesGrpcService extends SlotMovesGrpc.SlotMovesImplBase 
     this.channels = channels;
   }
 
-  @Override
-  public void moveOut(SlotMove move, StreamObserver<MoveOutResponse> out) {
-    Offload.run(
-        blocking,
-        SlotMovesGrpc.SERVICE_NAME + "/MoveOut",
-        out,
-        () -> {
-          checkCurrent(move);
-          OutgoingMove attempt =
-              new OutgoingMove(moves, follower, metrics, properties.moveTimeout(), move, channels);
-          OutgoingMove before;
-          synchronized (attempts) {
-            before = running;
-            running = attempt;
-          }
-          try {
-            if (before != null) {
-              supersede(before, attempt, move);
-            }
-            return attempt.run(checkMoveOut(move));
-          } finally {
-            attempt.ended().complete(null);
-            synchronized (attempts) {
-              if (running == attempt) {
-                running = null;
-              }
-            }
-          }
-        });
+  /**
+   * Moves {@code move}'s slots out of this pserver; waits until the new owner has caught up (a
+   * blocking thread's call). A running earlier attempt is cancelled and waited for first.
+   */
+  public MoveOutResponse moveOut(SlotMove move) {
+    checkCurrent(move);
+    OutgoingMove attempt =
+        new OutgoingMove(moves, follower, metrics, properties.moveTimeout(), move, channels);
+    OutgoingMove before;
+    synchronized (attempts) {
+      before = running;
+      running = attempt;
+    }
+    try {
+      if (before != null) {
+        supersede(before, attempt, move);
+      }
+      return attempt.run(checkMoveOut(move));
+    } finally {
+      attempt.ended().complete(null);
+      synchronized (attempts) {
+        if (running == attempt) {
+          running = null;
+        }
+      }
+    }
   }
 
   /**
@@ -243,7 +240,7 @@ public final class SlotMovesGrpcService extends SlotMovesGrpc.SlotMovesImplBase 
     return Status.FAILED_PRECONDITION.withDescription(why).asRuntimeException();
   }
 
-  @Override
+  /** Takes moving slots in from their old owner: the stream of {@code MoveIn}'s chunks. */
   public StreamObserver<MoveInChunk> moveIn(StreamObserver<MoveInResponse> out) {
     return new IncomingMove(moves, follower, metrics, persistence, blocking, out);
   }
