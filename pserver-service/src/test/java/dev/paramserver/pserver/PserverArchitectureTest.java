@@ -8,6 +8,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import com.tngtech.archunit.core.domain.JavaClasses;
 import com.tngtech.archunit.core.importer.ClassFileImporter;
 import dev.paramserver.pserver.role.ShardLifecycle;
+import dev.paramserver.pserver.shard.IndexHolder;
 import dev.paramserver.pserver.shard.MovingSlots;
 import dev.paramserver.pserver.shard.ParameterShard;
 import dev.paramserver.pserver.shard.Replica;
@@ -70,7 +71,7 @@ class PserverArchitectureTest extends ModuleArchitectureTest {
         .orShould()
         .callMethod(ParameterShard.class, "releaseCalls")
         .orShould()
-        .callMethod(ParameterShard.class, "setIndex", int.class)
+        .callMethod(ParameterShard.class, "indexFrom", IndexHolder.class)
         .orShould()
         .callMethod(ParameterShard.class, "setPservers", int.class)
         .orShould()
@@ -88,16 +89,13 @@ class PserverArchitectureTest extends ModuleArchitectureTest {
         .haveNameMatching("index|backupOf|lastShard")
         .and()
         .areDeclaredInClassesThat()
-        .resideOutsideOfPackages(
-            "dev.paramserver.pserver.role..",
-            "dev.paramserver.pserver.shard..",
-            "dev.paramserver.pserver.wal..")
+        .resideOutsideOfPackages("dev.paramserver.pserver.role..", "dev.paramserver.pserver.wal..")
         .should()
         .beFinal()
         .because(
             "ShardLifecycle holds which index this pserver serves and which shard it backs up;"
                 + " a field elsewhere is the index an object was made for, never a copy that"
-                + " follows the lifecycle's")
+                + " follows the lifecycle's (the shard asks it: IndexHolder)")
         .allowEmptyShould(true)
         .check(mainClasses());
   }

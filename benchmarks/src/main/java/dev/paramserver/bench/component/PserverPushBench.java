@@ -189,7 +189,7 @@ public final class PserverPushBench {
     Service(CtrPushes work, Path logDir) throws Exception {
       this.work = work;
       ParameterShard shard = new ParameterShard(true);
-      shard.setIndex(0);
+      shard.indexFrom(() -> 0);
       if (logDir != null) {
         log =
             new WriteAheadLog(

@@ -66,7 +66,7 @@ public final class WalInJvmBench {
   private static double measure(Path dir, String setting, int bytes, long measureMs) {
     int n = bytes / 4;
     ParameterShard shard = new ParameterShard(false);
-    shard.setIndex(0);
+    shard.indexFrom(() -> 0);
     WriteAheadLog log = null;
     if (!setting.equals("off")) {
       log =

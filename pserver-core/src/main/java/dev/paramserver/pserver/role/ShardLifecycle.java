@@ -2,6 +2,7 @@ package dev.paramserver.pserver.role;
 
 import dev.paramserver.proto.v1.ReplicaRole;
 import dev.paramserver.proto.v1.ShardStatus;
+import dev.paramserver.pserver.shard.IndexHolder;
 import dev.paramserver.pserver.shard.ParameterShard;
 import dev.paramserver.pserver.shard.Replica;
 import org.slf4j.Logger;
@@ -18,7 +19,7 @@ import org.slf4j.LoggerFactory;
  * <p>Every move is short and touches memory only (no etcd, no disk), so it may run under the
  * callers' locks and never waits behind a checkpoint.
  */
-public final class ShardLifecycle {
+public final class ShardLifecycle implements IndexHolder {
   private static final Logger log = LoggerFactory.getLogger(ShardLifecycle.class);
 
   private final ParameterShard shard;
@@ -26,6 +27,9 @@ public final class ShardLifecycle {
   private ShardRole role = ShardRole.UNCLAIMED;
   // The index claimed, served or being taken over (-1: none).
   private int index = -1;
+  // The index whose state the shard holds and carries (-1: none; loading, a backup, deposed): the
+  // shard reads it on its calls' path (IndexHolder), without this monitor.
+  private volatile int carried = -1;
   // The shard this pserver is the backup of, or takes over (-1: none).
   private int backupOf = -1;
   // The shard last claimed or backed up, kept when the role ends (-1: none yet).
@@ -36,6 +40,18 @@ public final class ShardLifecycle {
     this.shard = shard;
     shard.holdCalls(
         "pserver is starting (claiming its index, loading its checkpoint): retry shortly");
+    shard.indexFrom(this);
+  }
+
+  /** The index the shard carries (its state is that index's), or -1. */
+  @Override
+  public int carriedIndex() {
+    return carried;
+  }
+
+  private void carry(int carriedIndex) {
+    carried = carriedIndex;
+    shard.indexFrom(this);
   }
 
   public synchronized ShardRole role() {
@@ -103,10 +119,10 @@ public final class ShardLifecycle {
       return false;
     }
     move(ShardRole.LOADING, "claimed index " + claimed);
-    boolean load = claimed != index || shard.index() != claimed;
+    boolean load = claimed != index || carried != claimed;
     if (load) {
       shard.holdCalls("pserver " + claimed + " is loading its checkpoint: retry shortly");
-      shard.setIndex(-1);
+      carry(-1);
     }
     index = claimed;
     backupOf = -1;
@@ -127,7 +143,7 @@ public final class ShardLifecycle {
       return;
     }
     move(ShardRole.SERVING, "state of index " + index + " loaded");
-    shard.setIndex(index);
+    carry(index);
     shard.releaseCalls();
   }
 
@@ -137,7 +153,7 @@ public final class ShardLifecycle {
    */
   public synchronized void servePrimary(Replica replica) {
     move(ShardRole.PRIMARY, "primary of shard " + index);
-    shard.setIndex(index);
+    carry(index);
     backupOf = -1;
     shard.attachReplica(replica);
     shard.releaseCalls();
@@ -185,7 +201,7 @@ public final class ShardLifecycle {
     move(ShardRole.UNCLAIMED, why);
     shard.holdCalls("pserver holds no shard (" + why + "): registering again, retry shortly");
     shard.attachReplica(null);
-    shard.setIndex(-1);
+    carry(-1);
     index = -1;
     backupOf = -1;
   }
@@ -202,7 +218,7 @@ public final class ShardLifecycle {
             + ": call the primary (ps/"
             + shardIndex
             + ")");
-    shard.setIndex(-1);
+    carry(-1);
     shard.attachReplica(null);
     index = -1;
     backupOf = shardIndex;
@@ -258,7 +274,7 @@ public final class ShardLifecycle {
   public synchronized void takeoverInstalled() {
     require(role == ShardRole.TAKING_OVER, ShardRole.PRIMARY, "no takeover in progress");
     index = backupOf;
-    shard.setIndex(index);
+    carry(index);
   }
 
   /**
@@ -293,7 +309,7 @@ public final class ShardLifecycle {
     // Calls are refused before anything else changes: a push that passed the gate meanwhile is
     // refused by the backup's settle (see PushPath.pushOutcome).
     shard.holdCalls(why);
-    shard.setIndex(-1);
+    carry(-1);
   }
 
   /**

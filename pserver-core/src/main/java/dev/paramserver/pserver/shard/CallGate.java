@@ -5,16 +5,17 @@ import dev.paramserver.errors.ServiceException;
 import dev.paramserver.tensor.SlotMap;
 
 /**
- * Whether the shard answers calls, the index it carries (for messages and checkpoints) and the
- * sparse rows it takes under that index ({@link RowOwnership}). The role lifecycle sets them
- * through {@link ParameterShard}; the shard only reads them.
+ * Whether the shard answers calls and the sparse rows it takes under the index it carries ({@link
+ * RowOwnership}). The role lifecycle sets them through {@link ParameterShard}; the shard only reads
+ * them. The index itself is the {@link IndexHolder}'s (the lifecycle's): the gate asks it.
  */
 final class CallGate {
   private volatile String held;
   private volatile boolean draining;
-  private volatile int index = -1;
-  // The job's number of pservers (0: unknown); with index it gives rowOwnership. Both are written
-  // under this gate's monitor, rowOwnership read without it.
+  // Where the index the shard carries is read (the role lifecycle; before it is set: none).
+  private volatile IndexHolder indexHolder = () -> -1;
+  // The job's number of pservers (0: unknown); with the index it gives rowOwnership. Both are
+  // written under this gate's monitor, rowOwnership read without it.
   private int pservers;
   // The committed placement (null: the initial map of pservers) and the move this pserver takes
   // part in (elastic placement); written under this gate's monitor.
@@ -35,8 +36,9 @@ final class CallGate {
     draining = true;
   }
 
-  synchronized void setIndex(int index) {
-    this.index = index;
+  /** The index is {@code holder}'s from now on, or it changed: the rows owned are worked out. */
+  synchronized void indexFrom(IndexHolder holder) {
+    this.indexHolder = holder;
     update();
   }
 
@@ -66,6 +68,7 @@ final class CallGate {
   }
 
   private void update() {
+    int index = index();
     rowOwnership =
         placement != null
             ? RowOwnership.of(index, placement, outgoing, incoming)
@@ -96,7 +99,7 @@ final class CallGate {
   }
 
   int index() {
-    return index;
+    return indexHolder.carriedIndex();
   }
 
   /** Fails while calls are held; reported as UNAVAILABLE, so that trainers retry. */
@@ -111,6 +114,7 @@ final class CallGate {
   void checkServing(boolean initialised) {
     checkNotHeld();
     if (!initialised) {
+      int index = index();
       throw new ServiceException(
           ErrorReason.NOT_INITIALIZED,
           "pserver "
@@ -120,7 +124,7 @@ final class CallGate {
     if (draining) {
       throw new ServiceException(
           ErrorReason.SHUTTING_DOWN,
-          "pserver " + index + " is shutting down: retry on its replacement");
+          "pserver " + index() + " is shutting down: retry on its replacement");
     }
   }
 }

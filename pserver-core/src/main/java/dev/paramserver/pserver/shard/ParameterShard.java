@@ -31,7 +31,7 @@ import java.util.function.LongSupplier;
  * <p>A passive store: the push path ({@link PushPath}), the pull path ({@link ShardReads}), init
  * ({@link ShardInit}) and snapshots ({@link ShardSnapshots}) are its parts. Which index it carries
  * and whether it answers calls is decided by the role lifecycle ({@code ShardLifecycle}), the only
- * caller of {@link #holdCalls}, {@link #releaseCalls}, {@link #setIndex}, {@link #setPservers},
+ * caller of {@link #holdCalls}, {@link #releaseCalls}, {@link #indexFrom}, {@link #setPservers},
  * {@link #attachReplica} and {@link #beginDraining} in the service.
  *
  * <p>Before {@link #finishInit} every push and pull fails with NOT_INITIALIZED.
@@ -263,9 +263,9 @@ public final class ParameterShard {
     pushes.awaitInFlight("pserver " + gate.index() + " is shutting down");
   }
 
-  /** Sets the index the shard carries (-1: none). Role lifecycle only. */
-  public void setIndex(int index) {
-    gate.setIndex(index);
+  /** Carries {@code holder}'s index (before: -1); again when it changed. Role lifecycle only. */
+  public void indexFrom(IndexHolder holder) {
+    gate.indexFrom(holder);
   }
 
   /** Sets the job's number of pservers (0: unknown), see {@link RowOwnership}. Lifecycle only. */

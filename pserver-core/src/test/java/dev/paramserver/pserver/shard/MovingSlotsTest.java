@@ -53,7 +53,7 @@ class MovingSlotsTest {
                     .build()),
             List.of()));
     shard.finishInit(finish("s", 0));
-    shard.setIndex(index);
+    shard.indexFrom(() -> index);
     return shard;
   }
 
@@ -156,7 +156,7 @@ class MovingSlotsTest {
 
     List<WalRecord> logged = new ArrayList<>();
     ParameterShard next = new ParameterShard(true);
-    next.setIndex(MOVE.getTo());
+    next.indexFrom(MOVE::getTo);
     next.attachLog(
         new PushLog() {
           @Override
@@ -183,7 +183,7 @@ class MovingSlotsTest {
     assertThat(row(next)).containsExactly(-4f, -4f);
 
     ParameterShard restarted = new ParameterShard(true);
-    restarted.setIndex(MOVE.getTo());
+    restarted.indexFrom(MOVE::getTo);
     assertThat(restarted.replay(logged.get(0))).isTrue();
     assertThat(row(restarted)).containsExactly(-4f, -4f);
     assertThat(next.replay(logged.get(0))).isTrue();

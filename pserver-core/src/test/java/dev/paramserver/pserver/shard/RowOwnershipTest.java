@@ -44,7 +44,7 @@ class RowOwnershipTest {
                     .build()),
             List.of()));
     shard.finishInit(finish("s", 0));
-    shard.setIndex(index);
+    shard.indexFrom(() -> index);
     shard.setPservers(pservers);
     return shard;
   }
@@ -196,9 +196,9 @@ class RowOwnershipTest {
     assertThat(bare.push(push(other))).isEqualTo(1);
     bare.setPservers(2);
     assertThat(bare.gate().rowOwnership().checked()).isTrue();
-    bare.setIndex(-1); // deposed, loading: no index, nothing checked (calls are held then)
+    bare.indexFrom(() -> -1); // deposed, loading: no index, nothing checked (calls are held then)
     assertThat(bare.gate().rowOwnership()).isSameAs(RowOwnership.UNCHECKED);
-    bare.setIndex(1);
+    bare.indexFrom(() -> 1);
     assertThat(bare.push(push(other))).isEqualTo(2);
   }
 }

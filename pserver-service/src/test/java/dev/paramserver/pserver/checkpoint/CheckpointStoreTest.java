@@ -70,7 +70,7 @@ class CheckpointStoreTest {
     shard.finishInit(finish("i7", 2));
     shard.push(push(gradient("w", 0, 1, -1, 2), gradient("w", 1, 3, 3)));
     shard.push(push(gradient("w", 0, 0.5f, 0.5f, -2)));
-    shard.setIndex(3);
+    shard.indexFrom(() -> 3);
     return shard;
   }
 

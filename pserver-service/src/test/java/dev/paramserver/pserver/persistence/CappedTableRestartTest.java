@@ -70,7 +70,7 @@ class CappedTableRestartTest {
     ParameterShard shard = new ParameterShard(true, settings);
     shard.init(init("i1", List.of(table("wide", 2)), List.of()));
     shard.finishInit(finish("i1", 0));
-    shard.setIndex(4);
+    shard.indexFrom(() -> 4);
     long[] ids = new long[20_000];
     for (int i = 0; i < ids.length; i++) {
       ids[i] = i;
@@ -91,7 +91,7 @@ class CappedTableRestartTest {
     long usedByOriginal = budget.used();
 
     ParameterShard restarted = new ParameterShard(true, settings);
-    restarted.setIndex(4);
+    restarted.indexFrom(() -> 4);
     CheckpointStore.Loaded loaded =
         store.load(4, () -> CheckpointService.restorer(restarted)).orElseThrow();
 
@@ -160,7 +160,7 @@ class CappedTableRestartTest {
     ParameterShard shard = new ParameterShard(true, cappedEmb());
     shard.init(init("i1", List.of(table("emb", 4), table("wide", 1)), List.of()));
     shard.finishInit(finish("i1", 0));
-    shard.setIndex(3);
+    shard.indexFrom(() -> 3);
     SplittableRandom random = new SplittableRandom(11);
     for (int p = 0; p < 200; p++) {
       long[] ids = new long[32];
@@ -182,7 +182,7 @@ class CappedTableRestartTest {
 
     store.write(3, shard::writeCheckpoint);
     ParameterShard restarted = new ParameterShard(true, cappedEmb());
-    restarted.setIndex(3);
+    restarted.indexFrom(() -> 3);
     assertThat(store.load(3, () -> CheckpointService.restorer(restarted))).isPresent();
 
     ShardCheckpoint before = shard.snapshot();

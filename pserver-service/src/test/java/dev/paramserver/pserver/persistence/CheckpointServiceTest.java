@@ -67,7 +67,7 @@ class CheckpointServiceTest {
   @Test
   void timer_checkpointsWhileServing_andRecoveryKeepsCheckpointing() {
     ParameterShard shard = new ParameterShard(true);
-    shard.setIndex(0);
+    shard.indexFrom(() -> 0);
     shard.init(init("i", List.of(dense("w", 2, 2, sgd(1))), List.of(block("w", 0, 2, 1, 1))));
     shard.finishInit(finish("i", 1));
     CheckpointService service =
@@ -90,7 +90,7 @@ class CheckpointServiceTest {
     CheckpointService recovered =
         new CheckpointService(restarted, coordinator, properties(Duration.ofMillis(100)));
     recovered.load(0);
-    restarted.setIndex(0);
+    restarted.indexFrom(() -> 0);
     assertThat(restarted.pull(pullAll())).isEqualTo(expected);
     recovered.start();
     try {
@@ -104,7 +104,7 @@ class CheckpointServiceTest {
   @Test
   void checkpointAgeAndDuration_areDefinedFromInitialisation_beforeTheFirstCheckpoint() {
     ParameterShard shard = new ParameterShard(true);
-    shard.setIndex(0);
+    shard.indexFrom(() -> 0);
     // the write-ahead log off: nothing checkpoints the fresh shard before the test does
     PserverProperties.Wal walOff =
         new PserverProperties.Wal(
@@ -132,7 +132,7 @@ class CheckpointServiceTest {
   @Test
   void stop_drainsAndWritesAFinalCheckpoint_evenWithTheTimerOff() {
     ParameterShard shard = new ParameterShard(true);
-    shard.setIndex(0);
+    shard.indexFrom(() -> 0);
     shard.init(init("i", List.of(dense("w", 2, 2, sgd(1))), List.of(block("w", 0, 2, 1, 1))));
     shard.finishInit(finish("i", 1));
     CheckpointService service =
@@ -148,7 +148,7 @@ class CheckpointServiceTest {
   @Test
   void uninitialisedShard_isNotCheckpointed() {
     ParameterShard shard = new ParameterShard(true);
-    shard.setIndex(0);
+    shard.indexFrom(() -> 0);
     CheckpointService service =
         new CheckpointService(shard, coordinator, properties(Duration.ZERO));
     assertThat(service.checkpointNow()).isEmpty();

@@ -107,7 +107,7 @@ class JobCheckpointTest {
     ParameterShard shard = new ParameterShard(true);
     shard.attachSync(new SyncAggregator(shard, membership, WAIT));
     CheckpointService service = new CheckpointService(shard, coordinator, props);
-    shard.setIndex(index);
+    shard.indexFrom(() -> index);
     service.load(index);
     Pserver p = new Pserver(shard, service);
     started.add(p);

@@ -65,7 +65,7 @@ class WalRecoveryTest {
   private Pserver start(boolean wal) {
     ParameterShard shard = new ParameterShard(true);
     CheckpointService service = new CheckpointService(shard, coordinator, properties(wal));
-    shard.setIndex(0);
+    shard.indexFrom(() -> 0);
     service.load(0);
     return new Pserver(shard, service);
   }

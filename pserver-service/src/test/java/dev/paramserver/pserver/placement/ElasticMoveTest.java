@@ -358,7 +358,7 @@ class ElasticMoveTest {
       Path crashed = Files.createTempDirectory("elastic-crashed");
       try {
         copyTree(c.dir(2), crashed);
-        c.context(2).getBean(ParameterShard.class).setIndex(-1);
+        c.context(2).getBean(ParameterShard.class).indexFrom(() -> -1);
         c.stop(2);
         TempDirs.deleteRecursively(c.dir(2));
         copyTree(crashed, c.dir(2));
