@@ -51,13 +51,7 @@ class PserverArchitectureTest extends ModuleArchitectureTest {
                 + " CopyUpload, RegisteredBackup's channel)")
         .grpcPackage(
             "dev.paramserver.pserver.k8s",
-            "the Kubernetes hooks find the leader master over gRPC (LeaderMaster)")
-        .adapterOutsideAdapterPackages(
-            "dev.paramserver.pserver.k8s.PreStopController",
-            "Kubernetes' pre-stop endpoint, kept beside the drain it starts")
-        .adapterOutsideAdapterPackages(
-            "dev.paramserver.pserver.admin.CheckpointController",
-            "the pserver's admin endpoints (checkpoints); a web package is issue 45 item 4");
+            "the Kubernetes hooks find the leader master over gRPC (LeaderMaster)");
   }
 
   @Test

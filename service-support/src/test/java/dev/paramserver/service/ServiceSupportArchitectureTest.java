@@ -13,6 +13,8 @@ class ServiceSupportArchitectureTest extends ModuleArchitectureTest {
             "the services' shared gRPC server set-up: interceptors, TLS, channel factory, health")
         .adapterOutsideAdapterPackages(
             "dev.paramserver.service.AdminController",
-            "the admin endpoints every service shares; one package for now (issue 45 item 4)");
+            "the admin endpoints every service shares: the auto-configuration in the root package"
+                + " builds it over the root's AdminStatusSource and AdminShutdown, so a web package"
+                + " would form a cycle with the root");
   }
 }

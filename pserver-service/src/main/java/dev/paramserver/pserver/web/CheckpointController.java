@@ -1,4 +1,4 @@
-package dev.paramserver.pserver.admin;
+package dev.paramserver.pserver.web;
 
 import com.google.protobuf.InvalidProtocolBufferException;
 import com.google.protobuf.util.JsonFormat;

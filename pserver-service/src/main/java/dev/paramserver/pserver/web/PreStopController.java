@@ -1,5 +1,6 @@
-package dev.paramserver.pserver.k8s;
+package dev.paramserver.pserver.web;
 
+import dev.paramserver.pserver.k8s.PreStopHook;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnExpression;
@@ -11,7 +12,8 @@ import org.springframework.web.bind.annotation.RestController;
 
 /**
  * {@code GET /k8s/pre-stop}: the pserver container's preStop hook ({@code httpGet}), present only
- * when {@code paramserver.pserver.kubernetes.stateful-set} is set. See {@link PreStopHook}.
+ * when {@code paramserver.pserver.kubernetes.stateful-set} is set. See {@link PreStopHook} (package
+ * {@code k8s}).
  *
  * <p>It is not under {@code /admin}, so it needs no admin token: a kubelet's {@code httpGet} hook
  * cannot send one. That is safe because the hook acts only on what the Kubernetes API says: it
