@@ -37,7 +37,7 @@ class ConsoleViewGoldenTest {
    */
   static final JsonMapper SPRING_JSON = bootJsonMapper();
 
-  /** Jackson 2, as a client such as psctl reads and writes the answers. */
+  /** A plain Jackson 3 mapper, as a client such as psctl reads and writes the answers. */
   static final ObjectMapper CLIENT_JSON = new ObjectMapper();
 
   private static JsonMapper bootJsonMapper() {
@@ -170,7 +170,7 @@ class ConsoleViewGoldenTest {
     }
     JsonNode tree = CLIENT_JSON.readTree(actual);
     assertThat(CLIENT_JSON.readTree(CLIENT_JSON.writeValueAsString(view)))
-        .as("%s as Jackson 2 writes it", name)
+        .as("%s as a plain mapper writes it", name)
         .isEqualTo(tree);
     if (!tree.equals(expected)) {
       Path out = Path.of("target", "golden", name);
