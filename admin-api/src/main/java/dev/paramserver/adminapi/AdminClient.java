@@ -1,8 +1,5 @@
 package dev.paramserver.adminapi;
 
-import com.fasterxml.jackson.databind.DeserializationFeature;
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -21,6 +18,11 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
+import tools.jackson.core.JacksonException;
+import tools.jackson.databind.DeserializationFeature;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.ObjectMapper;
+import tools.jackson.databind.json.JsonMapper;
 
 /**
  * The one client of the services' admin HTTP API ({@code /admin/**} with the bearer token, and the
@@ -43,8 +45,9 @@ import java.util.concurrent.CompletionException;
  */
 public final class AdminClient {
   /**
-   * Reads answers; a newer service may add fields, an older reader takes the ones it knows. Made at
-   * its first use: {@link #job()} and {@link #status()} read the usual answers without it ({@link
+   * Reads answers; a newer service may add fields, an older reader takes the ones it knows, and a
+   * field an older service leaves out reads as its type's default (0, false). Made at its first
+   * use: {@link #job()} and {@link #status()} read the usual answers without it ({@link
    * JsonRecords}), so that {@code psctl status} and {@code psctl version} do not start Jackson.
    */
   public static ObjectMapper json() {
@@ -53,7 +56,10 @@ public final class AdminClient {
 
   private static final class Json {
     static final ObjectMapper MAPPER =
-        new ObjectMapper().configure(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES, false);
+        JsonMapper.builder()
+            .disable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES)
+            .disable(DeserializationFeature.FAIL_ON_NULL_FOR_PRIMITIVES)
+            .build();
   }
 
   private final Transport http;
@@ -202,7 +208,7 @@ public final class AdminClient {
   private <T> T read(JsonNode answer, Class<T> type, String path) throws AdminException {
     try {
       return json().treeToValue(answer, type);
-    } catch (IOException e) {
+    } catch (JacksonException e) {
       throw new AdminException(
           AdminException.Kind.BAD_ANSWER,
           what + " at " + base + " answered " + path + " in an unexpected shape: " + e.getMessage(),
@@ -274,8 +280,8 @@ public final class AdminClient {
     }
     if (r.status() == 409 && followLeader) {
       JsonNode leader = errorBody(r).path("leaderAdminAddress");
-      if (leader.isTextual()) {
-        base = "http://" + leader.asText();
+      if (leader.isString()) {
+        base = "http://" + leader.asString();
         return exchange(method, path, false);
       }
     }
@@ -372,7 +378,7 @@ public final class AdminClient {
     if (r.status() == 401) {
       throw new AdminException(
           AdminException.Kind.UNAUTHORIZED,
-          what + " refused the admin token (" + body.path("message").asText("unauthorized") + ")",
+          what + " refused the admin token (" + body.path("message").asString("unauthorized") + ")",
           null);
     }
     throw new AdminException(
@@ -383,7 +389,7 @@ public final class AdminClient {
             + " answered "
             + r.status()
             + ": "
-            + abbreviate(body.path("message").asText(body.path("error").asText(r.body()))),
+            + abbreviate(body.path("message").asString(body.path("error").asString(r.body()))),
         null);
   }
 
@@ -393,7 +399,7 @@ public final class AdminClient {
       return r.body() == null || r.body().isEmpty()
           ? json().missingNode()
           : json().readTree(r.body());
-    } catch (IOException e) {
+    } catch (JacksonException e) {
       return json().missingNode();
     }
   }
@@ -401,7 +407,7 @@ public final class AdminClient {
   private JsonNode parse(String body, URI uri) throws AdminException {
     try {
       return json().readTree(body == null || body.isEmpty() ? "{}" : body);
-    } catch (IOException e) {
+    } catch (JacksonException e) {
       throw new AdminException(
           AdminException.Kind.BAD_ANSWER,
           uri + " did not answer JSON (is it a paramserver service?)",

@@ -1,33 +1,17 @@
 package dev.paramserver.adminapi;
 
-import com.fasterxml.jackson.core.JsonGenerator;
-import com.fasterxml.jackson.databind.JsonSerializer;
-import com.fasterxml.jackson.databind.SerializerProvider;
-import java.io.IOException;
+import tools.jackson.core.JsonGenerator;
+import tools.jackson.databind.SerializationContext;
+import tools.jackson.databind.ValueSerializer;
 
 /**
  * Writes a null object as {@code {}} (the answer's {@code job} before the first sample); the schema
- * allows an empty object there. Use as {@code @JsonSerialize(nullsUsing = ...)} with Jackson 2's
- * annotation, beside {@link Jackson3} with Jackson 3's: the services write the answers with Jackson
- * 3 (Spring Boot 4), clients may read and write them with either.
+ * allows an empty object there. Use as {@code @JsonSerialize(nullsUsing = ...)}.
  */
-public final class EmptyObjectWhenNull extends JsonSerializer<Object> {
+public final class EmptyObjectWhenNull extends ValueSerializer<Object> {
   @Override
-  public void serialize(Object value, JsonGenerator gen, SerializerProvider serializers)
-      throws IOException {
+  public void serialize(Object value, JsonGenerator gen, SerializationContext context) {
     gen.writeStartObject();
     gen.writeEndObject();
-  }
-
-  /** The same for Jackson 3. */
-  public static final class Jackson3 extends tools.jackson.databind.ValueSerializer<Object> {
-    @Override
-    public void serialize(
-        Object value,
-        tools.jackson.core.JsonGenerator gen,
-        tools.jackson.databind.SerializationContext context) {
-      gen.writeStartObject();
-      gen.writeEndObject();
-    }
   }
 }

@@ -4,9 +4,9 @@ import com.fasterxml.jackson.annotation.JsonClassDescription;
 import com.fasterxml.jackson.annotation.JsonIgnore;
 import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.annotation.JsonPropertyDescription;
-import com.fasterxml.jackson.databind.annotation.JsonSerialize;
 import java.util.List;
 import java.util.Map;
+import tools.jackson.databind.annotation.JsonSerialize;
 
 /**
  * The leader master's answer to {@code GET /admin/job}: the whole job as the console shows it.
@@ -26,8 +26,6 @@ public record JobView(
         Long time,
     @JsonPropertyDescription("true (a standby answers 409 instead)") boolean leader,
     @JsonSerialize(nullsUsing = EmptyObjectWhenNull.class)
-        @tools.jackson.databind.annotation.JsonSerialize(
-            nullsUsing = EmptyObjectWhenNull.Jackson3.class)
         @JsonPropertyDescription("the job's state and progress ({} before the first sample)")
         Job job,
     @JsonInclude(JsonInclude.Include.NON_NULL) @JsonPropertyDescription("every pass so far")

@@ -3,11 +3,6 @@ package dev.paramserver.adminapi;
 import com.fasterxml.jackson.annotation.JsonClassDescription;
 import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.annotation.JsonPropertyDescription;
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.annotation.JsonSerialize;
-import com.fasterxml.jackson.databind.node.ArrayNode;
-import com.fasterxml.jackson.databind.node.JsonNodeFactory;
-import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
@@ -18,6 +13,11 @@ import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import tools.jackson.databind.ObjectMapper;
+import tools.jackson.databind.annotation.JsonSerialize;
+import tools.jackson.databind.node.ArrayNode;
+import tools.jackson.databind.node.JsonNodeFactory;
+import tools.jackson.databind.node.ObjectNode;
 
 /**
  * The JSON Schema (draft 2020-12) of {@link JobView}, generated from the records: a record is an
@@ -51,11 +51,7 @@ public final class JobViewSchema {
 
   /** The schema the records give, pretty-printed as the committed file is. */
   public static String generateText() {
-    try {
-      return JSON.writerWithDefaultPrettyPrinter().writeValueAsString(generate()) + "\n";
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    }
+    return JSON.writerWithDefaultPrettyPrinter().writeValueAsString(generate()) + "\n";
   }
 
   /** The schema the records give. */

@@ -2,15 +2,15 @@ package dev.paramserver.adminapi;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import com.fasterxml.jackson.databind.DeserializationFeature;
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.node.ArrayNode;
-import com.fasterxml.jackson.databind.node.JsonNodeFactory;
-import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.paramserver.testsupport.JsonSchemaCheck;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
+import tools.jackson.databind.DeserializationFeature;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.ObjectMapper;
+import tools.jackson.databind.node.ArrayNode;
+import tools.jackson.databind.node.JsonNodeFactory;
+import tools.jackson.databind.node.ObjectNode;
 
 /**
  * The admin client's view of {@code GET /admin/job} and the published schema cannot drift: an
@@ -29,7 +29,10 @@ class AdminClientSchemaTest {
     assertThat(JsonSchemaCheck.of(JobViewSchema.published()).errors(full)).isEmpty();
 
     ObjectMapper strict =
-        AdminClient.json().copy().enable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES);
+        AdminClient.json()
+            .rebuild()
+            .enable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES)
+            .build();
     JobView view = strict.treeToValue(full, JobView.class);
     // through text, so int and long fields compare alike
     assertThat(json.readTree(json.writeValueAsString(view)))
@@ -40,14 +43,14 @@ class AdminClientSchemaTest {
   /** A value for {@code node}: every property present, the first type of a union. */
   private static JsonNode instance(JsonNode node, JsonNode root) {
     if (node.has("$ref")) {
-      String name = node.get("$ref").asText().substring("#/$defs/".length());
+      String name = node.get("$ref").asString().substring("#/$defs/".length());
       return instance(root.get("$defs").get(name), root);
     }
     if (node.has("anyOf")) {
       return instance(node.get("anyOf").get(0), root);
     }
     JsonNode type = node.path("type");
-    String t = type.isArray() ? type.get(0).asText() : type.asText();
+    String t = type.isArray() ? type.get(0).asString() : type.asString();
     switch (t) {
       case "object" -> {
         ObjectNode o = NODES.objectNode();

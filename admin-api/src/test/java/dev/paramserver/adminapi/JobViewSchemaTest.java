@@ -2,10 +2,6 @@ package dev.paramserver.adminapi;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.node.ArrayNode;
-import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.paramserver.testsupport.JsonSchemaCheck;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -14,6 +10,10 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.ObjectMapper;
+import tools.jackson.databind.node.ArrayNode;
+import tools.jackson.databind.node.ObjectNode;
 
 /**
  * The published schema of {@code GET /admin/job} is the one the records give, and it accepts what
@@ -21,7 +21,7 @@ import org.junit.jupiter.api.Test;
  * be).
  */
 class JobViewSchemaTest {
-  private static final ObjectMapper JSON = new ObjectMapper();
+  private static final ObjectMapper JSON = AdminClient.json();
 
   /** A view with every kind of value: nulls, an empty map, an empty list, a list with a null. */
   static JobView sample() {

@@ -2,7 +2,6 @@ package dev.paramserver.it;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import com.google.protobuf.ByteString;
 import dev.paramserver.adminapi.AdminClient;
 import dev.paramserver.coordination.EtcdCoordinator;
@@ -62,6 +61,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.CleanupMode;
 import org.junit.jupiter.api.io.TempDir;
 import picocli.CommandLine;
+import tools.jackson.databind.JsonNode;
 
 /**
  * Exactly once across live moves, on real processes (etcd, a master, pservers): two clients push
@@ -256,7 +256,7 @@ class ElasticExactlyOnceTest {
     java.util.Set<String> seen = new java.util.HashSet<>();
     while (System.nanoTime() < deadline) {
       JsonNode m = admin.scaling().path("move");
-      if (m.isObject() && seen.add(m.path("id").asText()) && seen.size() > nth) {
+      if (m.isObject() && seen.add(m.path("id").asString()) && seen.size() > nth) {
         move = m;
         break;
       }

@@ -2,7 +2,6 @@ package dev.paramserver.it;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import dev.paramserver.coordination.EtcdCoordinator;
 import dev.paramserver.coordination.EtcdSettings;
 import dev.paramserver.coordination.KeyValueStore;
@@ -33,6 +32,7 @@ import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import tools.jackson.databind.JsonNode;
 
 /**
  * Job-wide checkpoints on real processes: a synchronous job on two pservers with {@code

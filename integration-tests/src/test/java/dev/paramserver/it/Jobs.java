@@ -2,7 +2,6 @@ package dev.paramserver.it;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import dev.paramserver.localcluster.ClusterSpec;
 import dev.paramserver.localcluster.JarLocator;
 import dev.paramserver.localcluster.JobStatusView;
@@ -15,6 +14,7 @@ import java.net.http.HttpResponse.BodyHandlers;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Map;
+import tools.jackson.databind.JsonNode;
 
 /** Shared pieces of the end-to-end tests: the service jars and the accounting checks. */
 final class Jobs {

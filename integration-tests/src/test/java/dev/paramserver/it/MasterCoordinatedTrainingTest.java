@@ -2,8 +2,6 @@ package dev.paramserver.it;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.paramserver.coordination.EtcdCoordinator;
 import dev.paramserver.coordination.EtcdSettings;
 import dev.paramserver.coordination.KeyValueStore;
@@ -28,6 +26,8 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.ObjectMapper;
 
 /**
  * Java trainers coordinated by the master (issue 30): real etcd, two masters, two pservers and two
@@ -104,7 +104,7 @@ class MasterCoordinatedTrainingTest {
       for (int i = 0; i < 2; i++) {
         JsonNode health =
             get(cluster.process(Role.TRAINER, i).httpPort(), "/actuator/health", null);
-        assertThat(health.path("status").asText()).as("trainer %d health", i).isEqualTo("UP");
+        assertThat(health.path("status").asString()).as("trainer %d health", i).isEqualTo("UP");
         assertThat(health.path("components").has("master")).as("trainer %d health", i).isTrue();
         assertThat(health.path("components").has("etcd")).as("trainer %d health", i).isFalse();
       }
@@ -127,7 +127,7 @@ class MasterCoordinatedTrainingTest {
           tryGet(cluster.process(Role.MASTER, m).httpPort(), "/admin/job", cluster.adminToken());
       if (job.isPresent()) {
         Set<String> ids = new HashSet<>();
-        job.get().path("trainers").forEach(t -> ids.add(t.path("id").asText()));
+        job.get().path("trainers").forEach(t -> ids.add(t.path("id").asString()));
         return ids;
       }
     }

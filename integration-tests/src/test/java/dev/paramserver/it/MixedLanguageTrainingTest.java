@@ -3,7 +3,6 @@ package dev.paramserver.it;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.within;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import dev.paramserver.it.PythonProcesses.Python;
 import dev.paramserver.localcluster.ClusterSpec;
 import dev.paramserver.localcluster.JobStatusView;
@@ -23,6 +22,7 @@ import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
+import tools.jackson.databind.JsonNode;
 
 /**
  * A Java trainer and a Python trainer train one job (issue 30): real etcd, a master, two pservers
@@ -116,14 +116,14 @@ class MixedLanguageTrainingTest {
       assertThat(PythonProcesses.consoleTrainers(cluster))
           .as("the console's trainers; py-0 (alive %s):\n%s", python.isAlive(), tail(pyLog))
           .contains("trainer-0", "py-0");
-      assertThat(pyOnConsole.path("state").asText())
+      assertThat(pyOnConsole.path("state").asString())
           .as("py-0's state on the console: %s", pyOnConsole)
           .isIn("TRAINING", "FINISHED");
       assertThat(pyOnConsole.path("samples").asLong()).as("py-0's samples").isPositive();
       assertThat(pyOnConsole.path("tasksDone").isNumber())
           .as("py-0's tasks done: %s", pyOnConsole)
           .isTrue();
-      assertThat(pyOnConsole.path("error").asText()).as("py-0's status error").isEmpty();
+      assertThat(pyOnConsole.path("error").asString()).as("py-0's status error").isEmpty();
 
       // the job's model is defined by now: a module with another hidden size is refused at join
       wrong =

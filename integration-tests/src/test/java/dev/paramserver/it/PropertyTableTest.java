@@ -2,8 +2,6 @@ package dev.paramserver.it;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.InputStream;
 import java.net.URL;
 import java.nio.charset.StandardCharsets;
@@ -16,6 +14,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import org.junit.jupiter.api.Test;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.ObjectMapper;
 
 /**
  * The property table of the configuration reference ({@code docs/reference/configuration.md}) is
@@ -42,10 +42,10 @@ class PropertyTableTest {
                 .getResources("META-INF/spring-configuration-metadata.json"));
     for (URL url : files) {
       try (InputStream in = url.openStream()) {
-        for (Iterator<JsonNode> it = json.readTree(in).path("properties").elements();
+        for (Iterator<JsonNode> it = json.readTree(in).path("properties").iterator();
             it.hasNext(); ) {
           JsonNode p = it.next();
-          String name = p.path("name").asText();
+          String name = p.path("name").asString();
           if (name.startsWith("paramserver.")) {
             out.putIfAbsent(name, p);
           }
@@ -66,11 +66,11 @@ class PropertyTableTest {
                 "| `"
                     + name
                     + "` | "
-                    + service(name, p.path("sourceType").asText())
+                    + service(name, p.path("sourceType").asString())
                     + " | "
                     + defaultValue(p.path("defaultValue"))
                     + " | "
-                    + cell(p.path("description").asText())
+                    + cell(p.path("description").asString())
                     + " |"));
     return String.join("\n", rows);
   }
@@ -93,10 +93,10 @@ class PropertyTableTest {
     }
     if (d.isArray()) {
       List<String> parts = new ArrayList<>();
-      d.forEach(e -> parts.add(e.asText()));
+      d.forEach(e -> parts.add(e.asString()));
       return "`" + String.join(",", parts) + "`";
     }
-    return "`" + d.asText() + "`";
+    return "`" + d.asString() + "`";
   }
 
   private static String cell(String text) {
@@ -117,7 +117,7 @@ class PropertyTableTest {
         .anyMatch(n -> n.startsWith("paramserver.trainer."));
     assertThat(all.values())
         .as("properties without a description (document them in the record's javadoc)")
-        .allSatisfy(p -> assertThat(p.path("description").asText()).isNotBlank());
+        .allSatisfy(p -> assertThat(p.path("description").asString()).isNotBlank());
   }
 
   @Test

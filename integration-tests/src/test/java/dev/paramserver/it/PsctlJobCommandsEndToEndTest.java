@@ -2,8 +2,6 @@ package dev.paramserver.it;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.paramserver.adminapi.BuildInfo;
 import dev.paramserver.adminapi.JobViewSchema;
 import dev.paramserver.localcluster.ClusterSpec;
@@ -21,6 +19,8 @@ import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import picocli.CommandLine;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.ObjectMapper;
 
 /**
  * psctl's job commands against a real local cluster, the master and token from the environment:
@@ -73,17 +73,18 @@ class PsctlJobCommandsEndToEndTest {
       Result version = psctl(env, "version", "-o", "json");
       assertThat(version.code()).as(version.err()).isZero();
       JsonNode v = JSON.readTree(version.out());
-      assertThat(v.path("server").path("version").asText())
+      assertThat(v.path("server").path("version").asString())
           .isEqualTo(BuildInfo.current().version());
-      assertThat(v.path("server").path("commit").asText()).isEqualTo(BuildInfo.current().commit());
-      assertThat(v.path("server").path("state").asText()).isEqualTo("LEADER");
+      assertThat(v.path("server").path("commit").asString())
+          .isEqualTo(BuildInfo.current().commit());
+      assertThat(v.path("server").path("state").asString()).isEqualTo("LEADER");
 
       // the console samples the job every sample-interval: its view may still be the one from
       // before the dataset was set, so read it until it catches up (bounded)
       Result status = psctl(env, "status", "-o", "json");
       long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
       while (status.code() == 0
-          && !"RUNNING".equals(JSON.readTree(status.out()).path("job").path("state").asText())
+          && !"RUNNING".equals(JSON.readTree(status.out()).path("job").path("state").asString())
           && System.nanoTime() < deadline) {
         Thread.sleep(200);
         status = psctl(env, "status", "-o", "json");
@@ -91,7 +92,7 @@ class PsctlJobCommandsEndToEndTest {
       assertThat(status.code()).as(status.err()).isZero();
       JsonNode view = JSON.readTree(status.out());
       assertThat(JsonSchemaCheck.of(JobViewSchema.published()).errors(view)).isEmpty();
-      assertThat(view.path("job").path("state").asText()).isEqualTo("RUNNING");
+      assertThat(view.path("job").path("state").asString()).isEqualTo("RUNNING");
       assertThat(view.path("job").path("totalPasses").asInt()).isEqualTo(100);
 
       Result viaEtcd =

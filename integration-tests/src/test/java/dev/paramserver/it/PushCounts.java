@@ -1,6 +1,5 @@
 package dev.paramserver.it;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import dev.paramserver.localcluster.LocalCluster;
 import dev.paramserver.localcluster.ProcessInfo;
 import dev.paramserver.localcluster.ProcessState;
@@ -13,6 +12,7 @@ import java.util.Map;
 import java.util.TreeMap;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import tools.jackson.databind.JsonNode;
 
 /**
  * The push accounting of a job's end, read from the running processes: each pserver's update count

@@ -3,9 +3,6 @@ package dev.paramserver.it;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assumptions.assumeThat;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.node.MissingNode;
 import dev.paramserver.coordination.EtcdCoordinator;
 import dev.paramserver.coordination.KeyValueStore;
 import dev.paramserver.localcluster.LocalCluster;
@@ -31,6 +28,10 @@ import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.concurrent.TimeUnit;
+import tools.jackson.core.JacksonException;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.ObjectMapper;
+import tools.jackson.databind.node.MissingNode;
 
 /**
  * Python processes of the end-to-end tests, under each Python the client is tested with ({@link
@@ -352,7 +353,7 @@ final class PythonProcesses {
   /** The trainer ids on the (single) master's console, {@code GET /admin/job}; empty on error. */
   static Set<String> consoleTrainers(LocalCluster cluster) {
     Set<String> ids = new TreeSet<>();
-    consoleJob(cluster).path("trainers").forEach(t -> ids.add(t.path("id").asText()));
+    consoleJob(cluster).path("trainers").forEach(t -> ids.add(t.path("id").asString()));
     return ids;
   }
 
@@ -361,7 +362,7 @@ final class PythonProcesses {
    */
   static JsonNode consoleTrainer(LocalCluster cluster, String id) {
     for (JsonNode t : consoleJob(cluster).path("trainers")) {
-      if (t.path("id").asText().equals(id)) {
+      if (t.path("id").asString().equals(id)) {
         return t;
       }
     }
@@ -386,7 +387,7 @@ final class PythonProcesses {
       return r.statusCode() == 200
           ? new ObjectMapper().readTree(r.body())
           : MissingNode.getInstance();
-    } catch (IOException e) {
+    } catch (IOException | JacksonException e) {
       return MissingNode.getInstance();
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();

@@ -2,8 +2,6 @@ package dev.paramserver.it;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import com.google.protobuf.Value;
 import dev.paramserver.localcluster.JobStatusView;
 import dev.paramserver.localcluster.LocalCluster;
@@ -25,6 +23,8 @@ import java.util.Map;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.ObjectMapper;
 
 /**
  * Run tracking during a real job (etcd, a master, a pserver and two trainers as processes), into a
@@ -135,11 +135,11 @@ class RunTrackingEndToEndTest {
 
       // params.json beside metrics.jsonl
       JsonNode params = JSON.readTree(tracking.resolve("params.json").toFile());
-      assertThat(params.get("model").asText()).isEqualTo("softmax");
-      assertThat(params.get("optimizer").asText()).isEqualTo("sgd");
+      assertThat(params.get("model").asString()).isEqualTo("softmax");
+      assertThat(params.get("optimizer").asString()).isEqualTo("sgd");
       assertThat(params.get("learning-rate").asDouble()).isEqualTo(0.1);
       assertThat(params.get("batch-size").asInt()).isEqualTo(50);
-      assertThat(params.get("mode").asText()).isEqualTo("async");
+      assertThat(params.get("mode").asString()).isEqualTo("async");
       assertThat(params.get("passes").asInt()).isEqualTo(passes);
       assertThat(params.get("pservers").asInt()).isEqualTo(1);
       assertThat(params.get("trainers").asInt()).isBetween(1, 2);
@@ -152,7 +152,7 @@ class RunTrackingEndToEndTest {
     List<JsonNode> out = new ArrayList<>();
     for (String l : Files.readAllLines(file)) {
       JsonNode n = JSON.readTree(l);
-      if (lossPoints == "loss".equals(n.path("kind").asText())) {
+      if (lossPoints == "loss".equals(n.path("kind").asString())) {
         out.add(n);
       }
     }

@@ -2,8 +2,6 @@ package dev.paramserver.it;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.paramserver.localcluster.ClusterSpec;
 import dev.paramserver.localcluster.LocalCluster;
 import dev.paramserver.localcluster.ProcessInfo;
@@ -34,6 +32,8 @@ import java.util.stream.LongStream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.ObjectMapper;
 
 /**
  * {@code run-local --serving 1} as real processes: a 1 + 1 sparse-lr job trains while a serving
@@ -143,7 +143,7 @@ class ServingReplicaProcessTest {
         new ObjectMapper().readTree(cluster.clusterFile().toFile()).get("processes");
     JsonNode serving = null;
     for (JsonNode p : processes) {
-      if (p.path("role").asText().equals("serving")) {
+      if (p.path("role").asString().equals("serving")) {
         serving = p;
       }
     }

@@ -3,7 +3,6 @@ package dev.paramserver.it;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.within;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import dev.paramserver.localcluster.ClusterSpec;
 import dev.paramserver.localcluster.JobStatusView;
 import dev.paramserver.localcluster.LocalCluster;
@@ -29,6 +28,7 @@ import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
+import tools.jackson.databind.JsonNode;
 
 /**
  * Warm start on real processes: a softmax trained in this JVM is saved as a model file; a job of
@@ -80,20 +80,20 @@ class WarmStartEndToEndTest {
 
       for (int i = 0; i < 2; i++) {
         JsonNode status = cluster.adminStatus(Role.PSERVER, i);
-        assertThat(status.at("/mode").asText()).isEqualTo("BOUNDED_STALENESS");
+        assertThat(status.at("/mode").asString()).isEqualTo("BOUNDED_STALENESS");
         assertThat(status.at("/staleness").asInt()).isEqualTo(3);
         JsonNode optimizers = status.at("/optimizers");
         assertThat(optimizers.size()).as("parameters on pserver %d", i).isPositive();
-        for (Iterator<JsonNode> it = optimizers.elements(); it.hasNext(); ) {
+        for (Iterator<JsonNode> it = optimizers.iterator(); it.hasNext(); ) {
           JsonNode o = it.next();
-          assertThat(o.path("kind").asText()).isEqualTo("ADAM");
+          assertThat(o.path("kind").asString()).isEqualTo("ADAM");
           assertThat(o.path("learningRate").asDouble()).isCloseTo(1e-12, within(1e-15));
           assertThat(o.path("beta1").asDouble()).isCloseTo(0.8, within(1e-6));
           assertThat(o.path("beta2").asDouble()).isCloseTo(0.99, within(1e-6));
           assertThat(o.path("epsilon").asDouble()).isCloseTo(1e-6, within(1e-9));
           assertThat(o.path("clipValue").asDouble()).isEqualTo(3.0);
           assertThat(o.path("clipNorm").asDouble()).isEqualTo(7.0);
-          assertThat(o.at("/schedule/kind").asText()).isEqualTo("EXPONENTIAL");
+          assertThat(o.at("/schedule/kind").asString()).isEqualTo("EXPONENTIAL");
           assertThat(o.at("/schedule/gamma").asDouble()).isEqualTo(0.5);
         }
       }

@@ -1,9 +1,5 @@
 package dev.paramserver.localcluster;
 
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.SerializationFeature;
-import com.fasterxml.jackson.databind.node.ArrayNode;
-import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.AtomicMoveNotSupportedException;
@@ -12,6 +8,11 @@ import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.time.Instant;
 import java.util.List;
+import tools.jackson.databind.ObjectMapper;
+import tools.jackson.databind.SerializationFeature;
+import tools.jackson.databind.json.JsonMapper;
+import tools.jackson.databind.node.ArrayNode;
+import tools.jackson.databind.node.ObjectNode;
 
 /**
  * Writes {@code cluster.json}: the job, etcd, the admin token and every process, replaced
@@ -20,7 +21,7 @@ import java.util.List;
 final class ClusterFile {
   static final String NAME = "cluster.json";
   private static final ObjectMapper JSON =
-      new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
+      JsonMapper.builder().enable(SerializationFeature.INDENT_OUTPUT).build();
 
   private final Path file;
 
@@ -73,7 +74,7 @@ final class ClusterFile {
     Path tmp = file.resolveSibling(NAME + ".tmp");
     try {
       Files.createDirectories(file.getParent());
-      JSON.writeValue(tmp.toFile(), root);
+      Files.writeString(tmp, JSON.writeValueAsString(root));
       try {
         Files.move(tmp, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
       } catch (AtomicMoveNotSupportedException ex) {

@@ -1,10 +1,10 @@
 package dev.paramserver.localcluster;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import java.io.PrintStream;
 import java.time.Duration;
 import java.util.List;
 import java.util.Locale;
+import tools.jackson.databind.JsonNode;
 
 /**
  * Follows a job through the leader's status until it ends: prints progress, and returns the {@code

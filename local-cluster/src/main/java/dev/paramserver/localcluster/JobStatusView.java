@@ -1,9 +1,9 @@
 package dev.paramserver.localcluster;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.node.MissingNode;
 import java.util.ArrayList;
 import java.util.List;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.node.MissingNode;
 
 /**
  * A typed view of the master's JobStatus as proto3 JSON (the {@code job} field of the leader's
@@ -99,9 +99,9 @@ public final class JobStatusView {
     if (n.isNumber()) {
       return n.asLong();
     }
-    if (n.isTextual()) {
+    if (n.isString()) {
       try {
-        return Long.parseLong(n.asText().trim());
+        return Long.parseLong(n.asString().trim());
       } catch (NumberFormatException e) {
         return 0;
       }
@@ -114,8 +114,8 @@ public final class JobStatusView {
     if (n.isNumber()) {
       return n.asDouble();
     }
-    if (n.isTextual()) {
-      String t = n.asText().trim();
+    if (n.isString()) {
+      String t = n.asString().trim();
       return switch (t) {
         case "NaN" -> Double.NaN;
         case "Infinity" -> Double.POSITIVE_INFINITY;
@@ -134,6 +134,6 @@ public final class JobStatusView {
 
   private static String text(JsonNode parent, String field, String fallback) {
     JsonNode n = parent.path(field);
-    return n.isValueNode() ? n.asText() : fallback;
+    return n.isValueNode() ? n.asString() : fallback;
   }
 }

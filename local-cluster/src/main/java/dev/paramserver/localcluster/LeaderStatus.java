@@ -1,12 +1,12 @@
 package dev.paramserver.localcluster;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import java.io.IOException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.function.Predicate;
+import tools.jackson.databind.JsonNode;
 
 /**
  * The job as the {@link LocalCluster}'s leader master reports it on {@code /admin/status}: read
@@ -40,7 +40,7 @@ final class LeaderStatus {
         if (status.path("leader").asBoolean(false)) {
           return status;
         }
-        answers.add(sp.name() + ": state " + status.path("state").asText("?") + ", not leader");
+        answers.add(sp.name() + ": state " + status.path("state").asString("?") + ", not leader");
       } catch (IOException e) {
         answers.add(sp.name() + ": " + e.getMessage());
       }

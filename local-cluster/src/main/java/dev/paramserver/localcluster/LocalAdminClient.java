@@ -1,8 +1,8 @@
 package dev.paramserver.localcluster;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import java.io.IOException;
 import java.time.Duration;
+import tools.jackson.databind.JsonNode;
 
 /**
  * The services' {@code /admin/**} endpoints and readiness probe on 127.0.0.1, by HTTP port, with

@@ -1,6 +1,5 @@
 package dev.paramserver.localcluster;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import dev.paramserver.launcher.EtcdProcess;
 import dev.paramserver.launcher.Signals;
 import java.io.IOException;
@@ -16,6 +15,7 @@ import java.util.function.Consumer;
 import java.util.function.Predicate;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import tools.jackson.databind.JsonNode;
 
 /**
  * A real etcd plus K masters, N pservers and M trainers as separate processes on 127.0.0.1, the way

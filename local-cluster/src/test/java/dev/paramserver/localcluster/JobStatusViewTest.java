@@ -2,11 +2,11 @@ package dev.paramserver.localcluster;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import org.junit.jupiter.api.Test;
+import tools.jackson.databind.ObjectMapper;
 
 class JobStatusViewTest {
   private static final ObjectMapper JSON = new ObjectMapper();

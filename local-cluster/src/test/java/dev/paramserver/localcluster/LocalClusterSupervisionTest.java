@@ -4,8 +4,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -23,6 +21,8 @@ import java.util.function.UnaryOperator;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.ObjectMapper;
 
 /**
  * The supervision mechanics (launch, kill, restart, stop, pause, close, etcd stop/start) with a
@@ -96,9 +96,9 @@ class LocalClusterSupervisionTest {
     assertThat(cluster.process(Role.TRAINER, 0).grpcPort()).isZero();
 
     JsonNode json = clusterJson();
-    assertThat(json.path("job").asText()).isEqualTo("t");
-    assertThat(json.path("adminToken").asText()).isEqualTo(cluster.adminToken()).hasSize(32);
-    assertThat(json.path("etcd").path("endpoint").asText()).isEqualTo(cluster.etcdEndpoint());
+    assertThat(json.path("job").asString()).isEqualTo("t");
+    assertThat(json.path("adminToken").asString()).isEqualTo(cluster.adminToken()).hasSize(32);
+    assertThat(json.path("etcd").path("endpoint").asString()).isEqualTo(cluster.etcdEndpoint());
     assertThat(json.path("etcd").path("pid").asLong()).isEqualTo(cluster.etcdPid());
     List<Long> pids = new ArrayList<>();
     json.path("processes").forEach(p -> pids.add(p.path("pid").asLong()));
@@ -412,7 +412,8 @@ class LocalClusterSupervisionTest {
     assertThat(pids).noneMatch(LocalClusterSupervisionTest::alive);
     assertThat(cluster.processes()).allMatch(p -> p.state() == ProcessState.STOPPED);
     JsonNode json = clusterJson();
-    json.path("processes").forEach(p -> assertThat(p.path("state").asText()).isEqualTo("STOPPED"));
+    json.path("processes")
+        .forEach(p -> assertThat(p.path("state").asString()).isEqualTo("STOPPED"));
     assertThat(json.path("etcd").path("pid").isNull()).isTrue();
     assertThatThrownBy(() -> cluster.restart(Role.MASTER, 0))
         .isInstanceOf(IllegalStateException.class)
@@ -469,7 +470,7 @@ class LocalClusterSupervisionTest {
   private static String etcdGet(String endpoint, String key) throws Exception {
     JsonNode range =
         JSON.readTree(httpPost(endpoint + "/v3/kv/range", "{\"key\":\"" + b64(key) + "\"}"));
-    String value = range.path("kvs").path(0).path("value").asText();
+    String value = range.path("kvs").path(0).path("value").asString();
     return new String(Base64.getDecoder().decode(value), StandardCharsets.UTF_8);
   }
 }

@@ -3,8 +3,6 @@ package dev.paramserver.localcluster;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -12,6 +10,8 @@ import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.ObjectMapper;
 
 /** Children must not outlive an orchestrator that is killed without a chance to stop them. */
 class OrchestratorDeathTest {
@@ -61,11 +61,11 @@ class OrchestratorDeathTest {
         pids.add(json.path("etcd").path("pid").asLong());
       }
       for (JsonNode p : json.path("processes")) {
-        if (p.path("state").asText().equals("RUNNING")) {
+        if (p.path("state").asString().equals("RUNNING")) {
           pids.add(p.path("pid").asLong());
         }
       }
-    } catch (java.io.IOException e) {
+    } catch (tools.jackson.core.JacksonException e) {
       pids.clear(); // read while being replaced: try again
     }
     return pids;

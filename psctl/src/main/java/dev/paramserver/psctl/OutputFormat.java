@@ -1,12 +1,13 @@
 package dev.paramserver.psctl;
 
-import com.fasterxml.jackson.core.JsonProcessingException;
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.SerializationFeature;
-import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
-import com.fasterxml.jackson.dataformat.yaml.YAMLGenerator;
 import java.io.PrintWriter;
 import picocli.CommandLine.Option;
+import tools.jackson.core.JacksonException;
+import tools.jackson.databind.ObjectMapper;
+import tools.jackson.databind.SerializationFeature;
+import tools.jackson.databind.json.JsonMapper;
+import tools.jackson.dataformat.yaml.YAMLMapper;
+import tools.jackson.dataformat.yaml.YAMLWriteFeature;
 
 /**
  * {@code -o, --output table|json|yaml} of every command that prints a result: {@code table} (the
@@ -27,16 +28,16 @@ public final class OutputFormat {
   /** The JSON writer, made at its first use: a table needs none (a quick command's start). */
   private static final class Json {
     static final ObjectMapper MAPPER =
-        new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
+        JsonMapper.builder().enable(SerializationFeature.INDENT_OUTPUT).build();
   }
 
   /** The YAML writer, made at its first use. */
   private static final class Yaml {
     static final ObjectMapper MAPPER =
-        new ObjectMapper(
-            new YAMLFactory()
-                .disable(YAMLGenerator.Feature.WRITE_DOC_START_MARKER)
-                .enable(YAMLGenerator.Feature.MINIMIZE_QUOTES));
+        YAMLMapper.builder()
+            .disable(YAMLWriteFeature.WRITE_DOC_START_MARKER)
+            .enable(YAMLWriteFeature.MINIMIZE_QUOTES)
+            .build();
   }
 
   @Option(
@@ -68,7 +69,7 @@ public final class OutputFormat {
   }
 
   /** Prints {@code value} (records, maps, lists, JSON trees) in the format asked for. */
-  public void print(PrintWriter out, Object value) throws JsonProcessingException {
+  public void print(PrintWriter out, Object value) throws JacksonException {
     if (format == Format.yaml) {
       out.print(Yaml.MAPPER.writeValueAsString(value));
       out.flush();
@@ -78,13 +79,13 @@ public final class OutputFormat {
   }
 
   /** Prints {@code value} (records, maps, lists, JSON trees) as pretty JSON and a line break. */
-  public static void printJson(PrintWriter out, Object value) throws JsonProcessingException {
+  public static void printJson(PrintWriter out, Object value) throws JacksonException {
     out.println(Json.MAPPER.writeValueAsString(value));
     out.flush();
   }
 
   /** {@code value} as one line of JSON (a stream of them is JSON Lines). */
-  public static String jsonLine(Object value) throws JsonProcessingException {
+  public static String jsonLine(Object value) throws JacksonException {
     return new ObjectMapper().writeValueAsString(value);
   }
 }

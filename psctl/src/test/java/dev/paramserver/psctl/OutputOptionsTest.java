@@ -2,14 +2,14 @@ package dev.paramserver.psctl;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Set;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import picocli.CommandLine;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.ObjectMapper;
 
 /**
  * psctl's output norms: {@code -o FORMAT} (table, json, yaml) on every command that prints a
@@ -63,8 +63,8 @@ class OutputOptionsTest {
     assertThat(json.err()).isEmpty();
     JsonNode summary = new ObjectMapper().readTree(json.out());
     assertThat(summary.path("trainRecords").asLong()).isEqualTo(40);
-    assertThat(summary.path("test").asText()).endsWith(".recordio");
-    assertThat(Files.isRegularFile(Path.of(summary.path("test").asText()))).isTrue();
+    assertThat(summary.path("test").asString()).endsWith(".recordio");
+    assertThat(Files.isRegularFile(Path.of(summary.path("test").asString()))).isTrue();
 
     Run yaml =
         Run.psctl(

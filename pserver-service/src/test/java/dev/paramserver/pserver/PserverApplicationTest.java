@@ -11,8 +11,6 @@ import static dev.paramserver.pserver.shard.Requests.sgd;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.catchThrowable;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.paramserver.coordination.EtcdCoordinator;
 import dev.paramserver.coordination.EtcdSettings;
 import dev.paramserver.coordination.Lease;
@@ -45,6 +43,8 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 import org.springframework.boot.builder.SpringApplicationBuilder;
 import org.springframework.boot.web.server.context.WebServerApplicationContext;
 import org.springframework.context.ConfigurableApplicationContext;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.ObjectMapper;
 
 /** The whole pserver app against a real etcd, on free loopback ports. */
 class PserverApplicationTest {
@@ -134,9 +134,9 @@ class PserverApplicationTest {
           .isEqualTo("1");
       assertThat(readiness(ctx)).isEqualTo(503);
       JsonNode status = JSON.readTree(http(ctx, "GET", "/admin/status").body());
-      assertThat(status.get("role").asText()).isEqualTo("pserver");
-      assertThat(status.get("state").asText()).isEqualTo("UNINITIALISED");
-      assertThat(status.get("identity").asText()).isEqualTo(address);
+      assertThat(status.get("role").asString()).isEqualTo("pserver");
+      assertThat(status.get("state").asString()).isEqualTo("UNINITIALISED");
+      assertThat(status.get("identity").asString()).isEqualTo(address);
 
       ManagedChannel channel = Channels.forAddress(address);
       try {
@@ -162,10 +162,10 @@ class PserverApplicationTest {
           Duration.ofSeconds(10), () -> readiness(ctx) == 200, "readiness UP after FinishInit");
       assertThat(http(ctx, "GET", "/actuator/health/liveness").statusCode()).isEqualTo(200);
       status = JSON.readTree(http(ctx, "GET", "/admin/status").body());
-      assertThat(status.get("state").asText()).isEqualTo("SERVING");
+      assertThat(status.get("state").asString()).isEqualTo("SERVING");
       assertThat(status.get("step").asLong()).isEqualTo(1);
       // the optimizer each parameter was initialised with, as the trainer sent it
-      assertThat(status.at("/optimizers/w/kind").asText()).isEqualTo("SGD");
+      assertThat(status.at("/optimizers/w/kind").asString()).isEqualTo("SGD");
       assertThat(status.at("/optimizers/w/learningRate").asDouble()).isEqualTo(0.5);
       assertThat(status.get("staleness").asInt()).isZero();
 
@@ -186,7 +186,7 @@ class PserverApplicationTest {
       assertThat(cp.statusCode()).isEqualTo(200);
       JsonNode meta = JSON.readTree(cp.body());
       assertThat(meta.get("step").asLong()).isEqualTo(1);
-      assertThat(Files.exists(Path.of(meta.get("path").asText()))).isTrue();
+      assertThat(Files.exists(Path.of(meta.get("path").asString()))).isTrue();
       // two writes: the freshly initialised shard (the write-ahead log's base), then this one
       assertThat(http(ctx, "GET", "/actuator/prometheus").body())
           .contains("paramserver_pserver_checkpoint_write_seconds_count{" + tags + "} 2")

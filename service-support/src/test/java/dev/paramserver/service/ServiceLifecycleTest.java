@@ -3,8 +3,6 @@ package dev.paramserver.service;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.paramserver.coordination.EtcdCoordinator;
 import dev.paramserver.coordination.EtcdSettings;
 import dev.paramserver.service.testapp.TestServiceApp;
@@ -20,6 +18,8 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 import org.springframework.boot.builder.SpringApplicationBuilder;
 import org.springframework.boot.web.server.context.WebServerApplicationContext;
 import org.springframework.context.ConfigurableApplicationContext;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.ObjectMapper;
 
 /** Whole-application behaviour: shutdown through the admin endpoint, health, refusing to start. */
 class ServiceLifecycleTest {
@@ -52,7 +52,7 @@ class ServiceLifecycleTest {
     try {
       HttpResponse<String> r = Http.post(url(ctx, "/admin/shutdown"), "tok");
       assertThat(r.statusCode()).isEqualTo(202);
-      assertThat(JSON.readTree(r.body()).get("status").asText()).isEqualTo("shutting down");
+      assertThat(JSON.readTree(r.body()).get("status").asString()).isEqualTo("shutting down");
       Poll.until(Duration.ofSeconds(20), () -> !ctx.isActive(), "the context to close");
     } finally {
       ctx.close();
@@ -78,7 +78,7 @@ class ServiceLifecycleTest {
             () -> status(readiness) == 503,
             "readiness DOWN while etcd is paused");
         JsonNode body = JSON.readTree(Http.get(readiness, null).body());
-        assertThat(body.at("/components/etcd/status").asText()).isEqualTo("DOWN");
+        assertThat(body.at("/components/etcd/status").asString()).isEqualTo("DOWN");
         assertThat(Http.get(url(ctx, "/actuator/health/liveness"), null).statusCode())
             .isEqualTo(200);
       } finally {

@@ -3,8 +3,6 @@ package dev.paramserver.service;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.paramserver.coordination.Coordinator;
 import dev.paramserver.errors.ErrorReason;
 import dev.paramserver.proto.v1.GetStatusRequest;
@@ -35,6 +33,8 @@ import org.springframework.context.ApplicationContext;
 import org.springframework.core.env.Environment;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.ObjectMapper;
 
 // metrics export is off in Boot tests unless asked for: the prometheus check needs it
 @AutoConfigureMetrics
@@ -70,8 +70,8 @@ class ServiceSupportTest {
     HttpResponse<String> r = Http.get(url("/admin/status"), null);
     assertThat(r.statusCode()).isEqualTo(401);
     JsonNode body = JSON.readTree(r.body());
-    assertThat(body.get("error").asText()).isEqualTo("unauthorized");
-    assertThat(body.get("message").asText()).contains("Authorization");
+    assertThat(body.get("error").asString()).isEqualTo("unauthorized");
+    assertThat(body.get("message").asString()).contains("Authorization");
   }
 
   @Test
@@ -79,7 +79,7 @@ class ServiceSupportTest {
     assertThat(Http.get(url("/admin/status"), "wrong").statusCode()).isEqualTo(401);
     HttpResponse<String> r = Http.post(url("/admin/shutdown"), "s3cre");
     assertThat(r.statusCode()).isEqualTo(401);
-    assertThat(JSON.readTree(r.body()).get("message").asText()).contains("wrong admin token");
+    assertThat(JSON.readTree(r.body()).get("message").asString()).contains("wrong admin token");
     assertThat(context.getBean(AdminShutdown.class).isShuttingDown()).isFalse();
   }
 
@@ -88,9 +88,9 @@ class ServiceSupportTest {
     HttpResponse<String> r = Http.get(url("/admin/status"), "s3cret");
     assertThat(r.statusCode()).isEqualTo(200);
     JsonNode body = JSON.readTree(r.body());
-    assertThat(body.get("role").asText()).isEqualTo("tester");
-    assertThat(body.get("state").asText()).isEqualTo("RUNNING");
-    assertThat(body.get("identity").asText()).isEqualTo("127.0.0.1:1234");
+    assertThat(body.get("role").asString()).isEqualTo("tester");
+    assertThat(body.get("state").asString()).isEqualTo("RUNNING");
+    assertThat(body.get("identity").asString()).isEqualTo("127.0.0.1:1234");
     assertThat(body.get("answer").asInt()).isEqualTo(42);
   }
 
@@ -99,9 +99,9 @@ class ServiceSupportTest {
     HttpResponse<String> r = Http.get(url("/actuator/health/readiness"), null);
     assertThat(r.statusCode()).isEqualTo(200);
     JsonNode body = JSON.readTree(r.body());
-    assertThat(body.get("status").asText()).isEqualTo("UP");
-    assertThat(body.at("/components/etcd/status").asText()).isEqualTo("UP");
-    assertThat(body.at("/components/readinessState/status").asText()).isEqualTo("UP");
+    assertThat(body.get("status").asString()).isEqualTo("UP");
+    assertThat(body.at("/components/etcd/status").asString()).isEqualTo("UP");
+    assertThat(body.at("/components/readinessState/status").asString()).isEqualTo("UP");
     assertThat(Http.get(url("/actuator/health/liveness"), null).statusCode()).isEqualTo(200);
   }
 

@@ -1,11 +1,11 @@
 package dev.paramserver.testsupport;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import com.networknt.schema.Error;
 import com.networknt.schema.Schema;
 import com.networknt.schema.SchemaRegistry;
 import com.networknt.schema.SpecificationVersion;
 import java.util.List;
+import tools.jackson.databind.JsonNode;
 
 /** Validates JSON against a JSON Schema (draft 2020-12 unless the schema names another). */
 public final class JsonSchemaCheck {

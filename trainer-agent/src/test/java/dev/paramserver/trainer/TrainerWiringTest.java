@@ -2,8 +2,6 @@ package dev.paramserver.trainer;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.paramserver.coordination.Coordinator;
 import dev.paramserver.proto.v1.Example;
 import dev.paramserver.recordio.Compressor;
@@ -26,6 +24,8 @@ import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.web.server.LocalServerPort;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.ObjectMapper;
 
 /**
  * The trainer's Spring wiring against a real etcd with no pservers yet: it registers itself under
@@ -82,12 +82,12 @@ class TrainerWiringTest {
     Poll.until(
         Duration.ofSeconds(20),
         Duration.ofMillis(100),
-        () -> status(http, req).path("state").asText().equals("WAITING_FOR_PSERVERS"),
+        () -> status(http, req).path("state").asString().equals("WAITING_FOR_PSERVERS"),
         "trainer waiting for pservers");
     JsonNode status = status(http, req);
-    assertThat(status.path("role").asText()).isEqualTo("trainer");
-    assertThat(status.path("identity").asText()).isEqualTo("t-wiring");
-    assertThat(status.path("model").asText()).isEqualTo("softmax");
+    assertThat(status.path("role").asString()).isEqualTo("trainer");
+    assertThat(status.path("identity").asString()).isEqualTo("t-wiring");
+    assertThat(status.path("model").asString()).isEqualTo("softmax");
 
     HttpRequest noToken =
         HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/admin/status")).build();

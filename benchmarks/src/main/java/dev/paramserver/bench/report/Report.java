@@ -1,7 +1,5 @@
 package dev.paramserver.bench.report;
 
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.SerializationFeature;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -10,6 +8,8 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import tools.jackson.databind.SerializationFeature;
+import tools.jackson.databind.json.JsonMapper;
 
 /**
  * Everything one run of the suite measured: tables per section (also kept as JSON records), the
@@ -247,8 +247,11 @@ public final class Report {
   public void write(Path dir) throws IOException {
     Files.createDirectories(dir);
     Files.writeString(dir.resolve("results.md"), markdown());
-    new ObjectMapper()
-        .enable(SerializationFeature.INDENT_OUTPUT)
-        .writeValue(dir.resolve("results.json").toFile(), json());
+    Files.writeString(
+        dir.resolve("results.json"),
+        JsonMapper.builder()
+            .enable(SerializationFeature.INDENT_OUTPUT)
+            .build()
+            .writeValueAsString(json()));
   }
 }

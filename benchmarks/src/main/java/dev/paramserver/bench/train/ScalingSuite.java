@@ -1,6 +1,5 @@
 package dev.paramserver.bench.train;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import dev.paramserver.adminapi.AdminClient;
 import dev.paramserver.bench.BenchSuite;
 import dev.paramserver.bench.cluster.ServiceJars;
@@ -22,6 +21,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import tools.jackson.databind.JsonNode;
 
 /**
  * Live scaling ({@code --only scaling}, run only when named): the click-through job ({@link
@@ -175,7 +175,7 @@ public final class ScalingSuite {
         stalls.add(m.path("stallMs").asDouble());
         t.row(
             round,
-            m.path("id").asText(),
+            m.path("id").asString(),
             m.path("slots").asInt(),
             m.path("rows").asLong(),
             m.path("bytes").asLong(),
@@ -264,16 +264,16 @@ public final class ScalingSuite {
     long deadline = System.nanoTime() + Duration.ofMinutes(5).toNanos();
     while (System.nanoTime() < deadline) {
       JsonNode s = admin.scaling();
-      if (s.path("phase").asText().equals("failed")) {
-        throw new IllegalStateException("scaling failed: " + s.path("lastError").asText());
+      if (s.path("phase").asString().equals("failed")) {
+        throw new IllegalStateException("scaling failed: " + s.path("lastError").asString());
       }
-      if (s.path("phase").asText().equals("idle")
+      if (s.path("phase").asString().equals("idle")
           && s.path("pservers").asInt() == n
           && s.path("desired").asInt() == n) {
         List<JsonNode> moves = new ArrayList<>();
         JsonNode all = s.path("moves");
         for (int i = Math.min(seen, all.size()); i < all.size(); i++) {
-          if (all.get(i).path("result").asText().equals("committed")) {
+          if (all.get(i).path("result").asString().equals("committed")) {
             moves.add(all.get(i));
           }
         }

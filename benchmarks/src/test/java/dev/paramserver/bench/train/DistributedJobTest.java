@@ -2,10 +2,10 @@ package dev.paramserver.bench.train;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.paramserver.bench.report.Report.Target;
 import dev.paramserver.localcluster.JobStatusView;
 import org.junit.jupiter.api.Test;
+import tools.jackson.databind.ObjectMapper;
 
 class DistributedJobTest {
   private static final ObjectMapper JSON = new ObjectMapper();

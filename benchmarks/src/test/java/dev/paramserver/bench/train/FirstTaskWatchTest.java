@@ -2,9 +2,9 @@ package dev.paramserver.bench.train;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.paramserver.localcluster.JobStatusView;
 import org.junit.jupiter.api.Test;
+import tools.jackson.databind.ObjectMapper;
 
 class FirstTaskWatchTest {
   private static final ObjectMapper JSON = new ObjectMapper();

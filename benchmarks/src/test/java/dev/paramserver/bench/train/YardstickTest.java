@@ -3,9 +3,9 @@ package dev.paramserver.bench.train;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.within;
 
-import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.paramserver.localcluster.JobStatusView;
 import org.junit.jupiter.api.Test;
+import tools.jackson.databind.ObjectMapper;
 
 class YardstickTest {
   private static final ObjectMapper JSON = new ObjectMapper();

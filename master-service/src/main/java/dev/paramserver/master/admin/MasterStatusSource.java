@@ -1,7 +1,5 @@
 package dev.paramserver.master.admin;
 
-import com.fasterxml.jackson.core.type.TypeReference;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import com.google.protobuf.InvalidProtocolBufferException;
 import com.google.protobuf.util.JsonFormat;
 import dev.paramserver.adminapi.BuildInfo;
@@ -9,11 +7,12 @@ import dev.paramserver.master.election.MasterElection;
 import dev.paramserver.master.task.MasterJob;
 import dev.paramserver.proto.v1.JobStatus;
 import dev.paramserver.service.AdminStatusSource;
-import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Optional;
+import tools.jackson.core.JacksonException;
+import tools.jackson.core.type.TypeReference;
+import tools.jackson.databind.ObjectMapper;
 
 /**
  * The master's {@code GET /admin/status}: role "master", state LEADER / STANDBY / ..., identity
@@ -75,8 +74,8 @@ public final class MasterStatusSource implements AdminStatusSource {
       return JSON.readValue(PRINTER.print(status), MAP);
     } catch (InvalidProtocolBufferException e) {
       throw new IllegalStateException("cannot print the job status as JSON", e);
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
+    } catch (JacksonException e) {
+      throw new IllegalStateException("cannot read the job status's JSON", e);
     }
   }
 }

@@ -1,6 +1,5 @@
 package dev.paramserver.master.console;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import dev.paramserver.adminapi.AdminClient;
 import dev.paramserver.coordination.Coordinator;
 import dev.paramserver.coordination.KeyValueStore;
@@ -18,6 +17,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import tools.jackson.databind.JsonNode;
 
 /**
  * Looks at the job's pservers and trainers: their etcd registrations ({@code ps/<i>} holds a
@@ -109,7 +109,7 @@ final class ClusterProbe implements AutoCloseable {
             new TrainerSample(
                 e.getKey(),
                 e.getValue(),
-                s.path("state").asText(""),
+                s.path("state").asString(""),
                 s.path("pass").asInt(-1),
                 s.path("task").asLong(-1),
                 s.path("tasksDone").asLong(-1),
@@ -133,7 +133,7 @@ final class ClusterProbe implements AutoCloseable {
       int index, String address, long registration, String admin, JsonNode s) {
     Map<String, Long> rows = new LinkedHashMap<>();
     for (JsonNode t : s.path("sparseTables")) {
-      rows.put(t.path("name").asText(), t.path("rows").asLong());
+      rows.put(t.path("name").asString(), t.path("rows").asLong());
     }
     JsonNode p99 = s.path("applyP99Ms");
     return new PserverSample(
@@ -141,8 +141,8 @@ final class ClusterProbe implements AutoCloseable {
         address,
         registration,
         admin,
-        s.path("state").asText(""),
-        s.path("initId").asText(""),
+        s.path("state").asString(""),
+        s.path("initId").asString(""),
         s.path("step").asLong(),
         s.path("bytes").asLong(),
         rows,

@@ -1,6 +1,5 @@
 package dev.paramserver.master.console;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import dev.paramserver.adminapi.AdminClient;
 import dev.paramserver.adminapi.JobView;
 import dev.paramserver.coordination.Coordinator;
@@ -28,6 +27,7 @@ import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.context.SmartLifecycle;
+import tools.jackson.databind.JsonNode;
 
 /**
  * What the leader knows of the whole job, for {@code /admin/job}, the console and {@code psctl}:

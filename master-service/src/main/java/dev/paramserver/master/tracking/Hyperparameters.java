@@ -1,14 +1,13 @@
 package dev.paramserver.master.tracking;
 
-import com.fasterxml.jackson.core.JsonProcessingException;
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.SerializationFeature;
 import com.google.protobuf.Value;
 import dev.paramserver.adminapi.JobView;
-import java.io.UncheckedIOException;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.TreeMap;
+import tools.jackson.databind.ObjectMapper;
+import tools.jackson.databind.SerializationFeature;
+import tools.jackson.databind.json.JsonMapper;
 
 /**
  * The job's hyperparameters: those the trainers sent with SetDataset (model, optimizer and its
@@ -18,7 +17,7 @@ import java.util.TreeMap;
  */
 final class Hyperparameters {
   private static final ObjectMapper JSON =
-      new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
+      JsonMapper.builder().enable(SerializationFeature.INDENT_OUTPUT).build();
 
   private int mostTrainers;
 
@@ -37,11 +36,7 @@ final class Hyperparameters {
   static String toJson(Map<String, Value> params) {
     Map<String, Object> plain = new LinkedHashMap<>();
     params.forEach((k, v) -> plain.put(k, plain(v)));
-    try {
-      return JSON.writeValueAsString(plain) + "\n";
-    } catch (JsonProcessingException e) {
-      throw new UncheckedIOException(e);
-    }
+    return JSON.writeValueAsString(plain) + "\n";
   }
 
   private static Object plain(Value v) {

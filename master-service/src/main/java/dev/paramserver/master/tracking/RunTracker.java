@@ -1,7 +1,5 @@
 package dev.paramserver.master.tracking;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import com.google.protobuf.Value;
 import dev.paramserver.adminapi.JobView;
 import java.io.IOException;
@@ -20,6 +18,9 @@ import java.util.Map;
 import java.util.Set;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import tools.jackson.core.JacksonException;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.ObjectMapper;
 
 /**
  * Run tracking: appends one JSON line per ended pass to a {@code metrics.jsonl} (step, pass,
@@ -246,8 +247,8 @@ public final class RunTracker {
         if (n != null && n.has("pass") && !n.has("kind")) {
           written.add(n.get("pass").asInt() - 1);
         }
-      } catch (IOException e) {
-        throw new UncheckedIOException("a line of " + metricsFile + " is not JSON: " + l, e);
+      } catch (JacksonException e) {
+        throw new IOException("a line of " + metricsFile + " is not JSON: " + l, e);
       }
     }
   }

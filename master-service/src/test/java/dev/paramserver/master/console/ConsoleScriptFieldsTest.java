@@ -2,8 +2,6 @@ package dev.paramserver.master.console;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.paramserver.adminapi.JobViewSchema;
 import java.io.IOException;
 import java.io.InputStream;
@@ -16,6 +14,8 @@ import java.util.Set;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.ObjectMapper;
 
 /**
  * The console's JavaScript reads only fields of the published {@code /admin/job} schema: in each
@@ -208,7 +208,7 @@ class ConsoleScriptFieldsTest {
       }
       return null;
     }
-    return "object".equals(t.path("type").asText()) ? t : null;
+    return "object".equals(t.path("type").asString()) ? t : null;
   }
 
   /** The items' schema of an array schema {@code t}, or null. */
@@ -219,7 +219,7 @@ class ConsoleScriptFieldsTest {
 
   private JsonNode deref(JsonNode t) {
     while (t.has("$ref")) {
-      t = schema.path("$defs").path(t.get("$ref").asText().replace("#/$defs/", ""));
+      t = schema.path("$defs").path(t.get("$ref").asString().replace("#/$defs/", ""));
     }
     return t;
   }

@@ -2,8 +2,6 @@ package dev.paramserver.master.console;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.paramserver.adminapi.JobViewSchema;
 import dev.paramserver.proto.v1.JobState;
 import dev.paramserver.proto.v1.JobStatus;
@@ -21,6 +19,8 @@ import org.junit.jupiter.api.Test;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.jackson.autoconfigure.JacksonAutoConfiguration;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.ObjectMapper;
 import tools.jackson.databind.json.JsonMapper;
 
 /**
@@ -37,7 +37,7 @@ class ConsoleViewGoldenTest {
    */
   static final JsonMapper SPRING_JSON = bootJsonMapper();
 
-  /** Jackson 2, as a client such as psctl reads and writes the answers. */
+  /** A plain Jackson 3 mapper, as a client such as psctl reads and writes the answers. */
   static final ObjectMapper CLIENT_JSON = new ObjectMapper();
 
   private static JsonMapper bootJsonMapper() {
@@ -170,7 +170,7 @@ class ConsoleViewGoldenTest {
     }
     JsonNode tree = CLIENT_JSON.readTree(actual);
     assertThat(CLIENT_JSON.readTree(CLIENT_JSON.writeValueAsString(view)))
-        .as("%s as Jackson 2 writes it", name)
+        .as("%s as a plain mapper writes it", name)
         .isEqualTo(tree);
     if (!tree.equals(expected)) {
       Path out = Path.of("target", "golden", name);

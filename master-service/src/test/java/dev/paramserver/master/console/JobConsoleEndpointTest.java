@@ -2,8 +2,6 @@ package dev.paramserver.master.console;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.paramserver.adminapi.AdminClient;
 import dev.paramserver.adminapi.BuildInfo;
 import dev.paramserver.adminapi.JobView;
@@ -26,6 +24,8 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 import org.springframework.context.ConfigurableApplicationContext;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.ObjectMapper;
 
 /**
  * {@code /admin/job} and the console page on two real master contexts against a real etcd: the
@@ -45,14 +45,14 @@ class JobConsoleEndpointTest {
   /** A JSON object's keys, in order. */
   private static java.util.List<String> keys(JsonNode json) {
     java.util.List<String> keys = new java.util.ArrayList<>();
-    json.fieldNames().forEachRemaining(keys::add);
+    json.propertyNames().forEach(keys::add);
     return keys;
   }
 
   private static JsonNode json(HttpResponse<String> r) {
     try {
       return new ObjectMapper().readTree(r.body());
-    } catch (java.io.IOException e) {
+    } catch (tools.jackson.core.JacksonException e) {
       throw new AssertionError("not JSON: " + r.body(), e);
     }
   }
@@ -102,23 +102,23 @@ class JobConsoleEndpointTest {
         "the leader's /admin/job to show the registered trainer and pserver");
     JsonNode view = json(masters.get(leader, "/admin/job", true));
     assertThat(view.path("leader").asBoolean()).isTrue();
-    assertThat(view.path("job").path("state").asText()).isEqualTo("WAITING_FOR_DATASET");
-    assertThat(view.path("job").path("adminAddress").asText()).isEqualTo(leaderHttp);
+    assertThat(view.path("job").path("state").asString()).isEqualTo("WAITING_FOR_DATASET");
+    assertThat(view.path("job").path("adminAddress").asString()).isEqualTo(leaderHttp);
     assertThat(view.path("series").path("time").isArray()).isTrue();
     JsonNode trainer = view.path("trainers").get(0);
-    assertThat(trainer.path("id").asText()).isEqualTo("t-1");
-    assertThat(trainer.path("state").asText()).isEqualTo("STANDBY"); // read with the token
-    assertThat(trainer.path("error").asText()).isEmpty();
+    assertThat(trainer.path("id").asString()).isEqualTo("t-1");
+    assertThat(trainer.path("state").asString()).isEqualTo("STANDBY"); // read with the token
+    assertThat(trainer.path("error").asString()).isEmpty();
     assertThat(view.path("pservers").size()).as(view.toString()).isEqualTo(1);
     JsonNode pserver = view.path("pservers").get(0);
     assertThat(pserver.path("index").asInt()).isZero();
-    assertThat(pserver.path("state").asText()).isEqualTo("UNREACHABLE");
+    assertThat(pserver.path("state").asString()).isEqualTo("UNREACHABLE");
     assertThat(pserver.path("down").asBoolean()).isTrue();
     assertThat(view.path("events").toString()).contains("leads the job");
     // the placement coordinator's view: never scaled, no ps_desired written in this job
     JsonNode scaling = view.path("scaling");
     assertThat(scaling.path("epoch").asLong()).as(view.toString()).isZero();
-    assertThat(scaling.path("phase").asText()).isEqualTo("idle");
+    assertThat(scaling.path("phase").asString()).isEqualTo("idle");
     assertThat(scaling.path("move").isNull()).isTrue();
     assertThat(scaling.path("moves").isArray()).isTrue();
     // without ?passes every pass and no count (the answer as it always was); with it, the latest
@@ -131,7 +131,7 @@ class JobConsoleEndpointTest {
     assertThat(latest.path("passesOmitted").asInt()).isEqualTo(view.path("passes").size());
     HttpResponse<String> negative = masters.get(leader, "/admin/job?passes=-1", true);
     assertThat(negative.statusCode()).isEqualTo(400);
-    assertThat(json(negative).path("error").asText()).contains("passes must be 0 or more");
+    assertThat(json(negative).path("error").asString()).contains("passes must be 0 or more");
 
     // admin-api's client, as psctl uses it: sent to the standby, it follows it to the leader,
     // reads the view into the records and the leader's build from /admin/status
@@ -161,8 +161,8 @@ class JobConsoleEndpointTest {
     HttpResponse<String> fromStandby = masters.get(standby, "/admin/job", true);
     assertThat(fromStandby.statusCode()).isEqualTo(409);
     JsonNode s = json(fromStandby);
-    assertThat(s.path("leaderAddress").asText()).isEqualTo(election.identity());
-    assertThat(s.path("leaderAdminAddress").asText()).isEqualTo(leaderHttp);
+    assertThat(s.path("leaderAddress").asString()).isEqualTo(election.identity());
+    assertThat(s.path("leaderAdminAddress").asString()).isEqualTo(leaderHttp);
     // every leader-only endpoint answers a standby the same way (one handler)
     for (HttpResponse<String> r :
         java.util.List.of(
@@ -172,23 +172,23 @@ class JobConsoleEndpointTest {
             masters.post(standby, "/admin/job/stop"))) {
       assertThat(r.statusCode()).as(r.body()).isEqualTo(409);
       JsonNode body = json(r);
-      assertThat(body.path("error").asText()).isEqualTo("not the leader");
+      assertThat(body.path("error").asString()).isEqualTo("not the leader");
       assertThat(body.path("leader").asBoolean(true)).isFalse();
-      assertThat(body.path("leaderAddress").asText()).isEqualTo(election.identity());
-      assertThat(body.path("message").asText()).contains("the leader is at");
+      assertThat(body.path("leaderAddress").asString()).isEqualTo(election.identity());
+      assertThat(body.path("message").asString()).contains("the leader is at");
     }
     // the scaling's own endpoint: the keys it always had
     JsonNode scalingNow = json(masters.get(leader, "/admin/job/scaling", true));
     assertThat(keys(scalingNow))
         .containsExactly("epoch", "pservers", "desired", "phase", "move", "lastError", "moves");
-    assertThat(scalingNow.path("phase").asText()).isEqualTo("idle");
+    assertThat(scalingNow.path("phase").asString()).isEqualTo("idle");
 
     // no pserver answers: nothing checkpointed; no dataset yet: the job cannot be stopped
     JsonNode cp = json(masters.post(leader, "/admin/job/checkpoint"));
     assertThat(cp.path("checkpoints").size()).isZero();
     JsonNode stop = json(masters.post(leader, "/admin/job/stop"));
     assertThat(stop.path("stopped").asBoolean()).isFalse();
-    assertThat(stop.path("message").asText()).contains("no dataset");
+    assertThat(stop.path("message").asString()).contains("no dataset");
 
     // the console page is served without the token (it asks for it) and its chart library too
     HttpResponse<String> page = masters.get(leader, "/", false);

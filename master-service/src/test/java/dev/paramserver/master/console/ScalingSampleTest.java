@@ -2,7 +2,6 @@ package dev.paramserver.master.console;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import dev.paramserver.adminapi.JobView;
 import dev.paramserver.adminapi.JobViewSchema;
 import dev.paramserver.master.placement.ScalingPhase;
@@ -12,6 +11,7 @@ import dev.paramserver.testsupport.JsonSchemaCheck;
 import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;
+import tools.jackson.databind.JsonNode;
 
 /**
  * The {@code scaling} of {@code /admin/job} from a placement coordinator's {@link ScalingStatus}:
@@ -105,19 +105,19 @@ class ScalingSampleTest {
     assertThat(scaling.path("epoch").asLong()).isEqualTo(2);
     assertThat(scaling.path("pservers").asInt()).isEqualTo(2);
     assertThat(scaling.path("desired").asInt()).isEqualTo(3);
-    assertThat(scaling.path("phase").asText()).isEqualTo("moving");
-    assertThat(scaling.path("move").path("id").asText()).isEqualTo("m-3");
+    assertThat(scaling.path("phase").asString()).isEqualTo("moving");
+    assertThat(scaling.path("move").path("id").asString()).isEqualTo("m-3");
     assertThat(scaling.path("move").path("from").asInt()).isZero();
     assertThat(scaling.path("move").path("to").asInt()).isEqualTo(2);
     assertThat(scaling.path("move").path("slots").asInt()).isEqualTo(128);
     assertThat(scaling.path("move").path("result").isNull()).isTrue();
     JsonNode done = scaling.path("moves").get(0);
-    assertThat(done.path("result").asText()).isEqualTo("committed");
+    assertThat(done.path("result").asString()).isEqualTo("committed");
     assertThat(done.path("bytes").asLong()).isEqualTo(1_048_576L);
     assertThat(done.path("copyMs").asLong()).isEqualTo(80);
     assertThat(done.path("stallMs").asLong()).isEqualTo(6);
     assertThat(done.path("durationMs").asLong()).isEqualTo(95);
-    assertThat(scaling.path("moves").get(1).path("result").asText()).startsWith("rolled back");
+    assertThat(scaling.path("moves").get(1).path("result").asString()).startsWith("rolled back");
     assertThat(scaling.path("moves").get(1).path("stallMs").isNull()).isTrue();
     assertThat(JsonSchemaCheck.of(JobViewSchema.published()).errors(json))
         .as(json.toString())
@@ -180,7 +180,7 @@ class ScalingSampleTest {
             ConsoleViewGoldenTest.SPRING_JSON.writeValueAsString(growing()));
     assertThat(keys(json))
         .containsExactly("epoch", "pservers", "desired", "phase", "move", "lastError", "moves");
-    assertThat(json.path("phase").asText()).isEqualTo("moving");
+    assertThat(json.path("phase").asString()).isEqualTo("moving");
     assertThat(json.path("moves").get(0).path("stallMs").asLong()).isEqualTo(6);
     ScalingStatus unreadable =
         status(null, null, null, "etcd: down", ScalingPhase.IDLE, null, null, List.of());
@@ -193,7 +193,7 @@ class ScalingSampleTest {
 
   private static List<String> keys(JsonNode json) {
     List<String> keys = new ArrayList<>();
-    json.fieldNames().forEachRemaining(keys::add);
+    json.propertyNames().forEach(keys::add);
     return keys;
   }
 }

@@ -2,8 +2,6 @@ package dev.paramserver.master.election;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.paramserver.coordination.EtcdCoordinator;
 import dev.paramserver.coordination.EtcdSettings;
 import dev.paramserver.coordination.KeyValueStore;
@@ -23,6 +21,8 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.springframework.context.ConfigurableApplicationContext;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.ObjectMapper;
 
 /** Two master contexts against a real etcd: one leads and serves, the other stands by. */
 class MasterElectionWiringTest {
@@ -77,17 +77,19 @@ class MasterElectionWiringTest {
       assertThat(masters.get(second, "/actuator/health/liveness", false).statusCode())
           .isEqualTo(200);
       JsonNode leaderStatus = json(masters.get(first, "/admin/status", true).body());
-      assertThat(leaderStatus.path("role").asText()).isEqualTo("master");
-      assertThat(leaderStatus.path("state").asText()).isEqualTo("LEADER");
-      assertThat(leaderStatus.path("identity").asText()).isEqualTo(firstElection.identity());
+      assertThat(leaderStatus.path("role").asString()).isEqualTo("master");
+      assertThat(leaderStatus.path("state").asString()).isEqualTo("LEADER");
+      assertThat(leaderStatus.path("identity").asString()).isEqualTo(firstElection.identity());
       assertThat(leaderStatus.path("leader").asBoolean()).isTrue();
-      assertThat(leaderStatus.path("job").path("state").asText()).isEqualTo("WAITING_FOR_DATASET");
+      assertThat(leaderStatus.path("job").path("state").asString())
+          .isEqualTo("WAITING_FOR_DATASET");
       assertThat(leaderStatus.path("job").path("pass").asInt(-1)).isZero();
       assertThat(leaderStatus.path("job").path("totalPasses").asInt()).isEqualTo(1);
       JsonNode standbyStatus = json(masters.get(second, "/admin/status", true).body());
-      assertThat(standbyStatus.path("state").asText()).isEqualTo("STANDBY");
+      assertThat(standbyStatus.path("state").asString()).isEqualTo("STANDBY");
       assertThat(standbyStatus.path("leader").asBoolean()).isFalse();
-      assertThat(standbyStatus.path("leaderAddress").asText()).isEqualTo(firstElection.identity());
+      assertThat(standbyStatus.path("leaderAddress").asString())
+          .isEqualTo(firstElection.identity());
       assertThat(standbyStatus.has("job")).isFalse();
       assertThat(masters.get(second, "/admin/status", false).statusCode()).isEqualTo(401);
       assertThat(masters.get(first, "/actuator/prometheus", false).body())

@@ -2,8 +2,6 @@ package dev.paramserver.master.tracking;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import com.google.protobuf.Value;
 import dev.paramserver.adminapi.JobView;
 import dev.paramserver.proto.tensorboard.Event;
@@ -18,6 +16,8 @@ import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.ObjectMapper;
 
 class RunTrackerTest {
   @TempDir Path dir;
@@ -135,7 +135,7 @@ class RunTrackerTest {
     assertThat(first.get("accuracy").asDouble()).isEqualTo(0.9);
     assertThat(first.get("auc").asDouble()).isEqualTo(0.95);
     assertThat(first.get("samplesPerSecond").asDouble()).isEqualTo(500.0); // 1000 in 2 s
-    assertThat(first.get("time").asText()).isEqualTo("1970-01-01T00:00:14Z");
+    assertThat(first.get("time").asString()).isEqualTo("1970-01-01T00:00:14Z");
     JsonNode second = new ObjectMapper().readTree(lines.get(1));
     assertThat(second.get("pass").asInt()).isEqualTo(2);
     assertThat(second.get("testLoss").isNull()).isTrue();
@@ -195,11 +195,11 @@ class RunTrackerTest {
     List<String> lines = Files.readAllLines(metrics);
     assertThat(lines).hasSize(3);
     JsonNode first = new ObjectMapper().readTree(lines.get(0));
-    assertThat(first.get("kind").asText()).isEqualTo("loss");
+    assertThat(first.get("kind").asString()).isEqualTo("loss");
     assertThat(first.get("samples").asLong()).isEqualTo(1024);
     assertThat(first.get("trainLoss").asDouble()).isEqualTo(0.9);
     assertThat(first.get("batches").asLong()).isEqualTo(16);
-    assertThat(first.get("time").asText()).isEqualTo("1970-01-01T00:00:11Z");
+    assertThat(first.get("time").asString()).isEqualTo("1970-01-01T00:00:11Z");
     assertThat(first.has("pass")).isFalse();
 
     List<Event> events = readEvents(eventFile(dir));
@@ -250,7 +250,7 @@ class RunTrackerTest {
 
     JsonNode params =
         new ObjectMapper().readTree(dir.resolve("run").resolve("params.json").toFile());
-    assertThat(params.get("optimizer").asText()).isEqualTo("adam");
+    assertThat(params.get("optimizer").asString()).isEqualTo("adam");
     assertThat(params.get("learning-rate").asDouble()).isEqualTo(0.01);
     assertThat(params.get("batch-size").isIntegralNumber()).isTrue();
     assertThat(params.get("batch-size").asInt()).isEqualTo(64);

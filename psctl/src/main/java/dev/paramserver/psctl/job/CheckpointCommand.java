@@ -1,9 +1,9 @@
 package dev.paramserver.psctl.job;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import dev.paramserver.psctl.OutputFormat;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
+import tools.jackson.databind.JsonNode;
 
 /** {@code psctl checkpoint}: every pserver of the job writes a checkpoint now. */
 @Command(

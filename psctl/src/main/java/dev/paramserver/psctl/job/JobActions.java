@@ -1,7 +1,7 @@
 package dev.paramserver.psctl.job;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import java.io.PrintWriter;
+import tools.jackson.databind.JsonNode;
 
 /** Prints the answers of the master's job actions. */
 final class JobActions {
@@ -19,7 +19,8 @@ final class JobActions {
                 + c.path("step").asLong());
       } else {
         failed++;
-        out.println("pserver " + c.path("index").asInt() + ": FAILED: " + c.path("error").asText());
+        out.println(
+            "pserver " + c.path("index").asInt() + ": FAILED: " + c.path("error").asString());
       }
     }
     if (results.size() == 0) {

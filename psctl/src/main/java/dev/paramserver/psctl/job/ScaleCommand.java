@@ -1,6 +1,5 @@
 package dev.paramserver.psctl.job;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import dev.paramserver.adminapi.AdminClient;
 import dev.paramserver.psctl.OutputFormat;
 import java.io.PrintWriter;
@@ -10,6 +9,7 @@ import java.util.Set;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
+import tools.jackson.databind.JsonNode;
 
 /**
  * {@code psctl scale --pservers N}: a live job gets N pservers. Growing: start the new pservers
@@ -55,25 +55,26 @@ public final class ScaleCommand extends JobCommand {
     if (output.structured()) {
       return structured(client, r, limit);
     }
-    out.printf("scaling to %d pservers (placement epoch %s)%n", pservers, r.path("epoch").asText());
+    out.printf(
+        "scaling to %d pservers (placement epoch %s)%n", pservers, r.path("epoch").asString());
     out.flush();
     if (noWait) {
       return 0;
     }
     Set<String> shown = new HashSet<>();
     for (JsonNode m : r.path("moves")) {
-      shown.add(m.path("id").asText() + m.path("result").asText());
+      shown.add(m.path("id").asString() + m.path("result").asString());
     }
     long deadline = System.nanoTime() + limit.toNanos();
     String lastPhase = "";
     while (System.nanoTime() < deadline) {
       JsonNode s = client.scaling();
       for (JsonNode m : s.path("moves")) {
-        if (shown.add(m.path("id").asText() + m.path("result").asText())) {
+        if (shown.add(m.path("id").asString() + m.path("result").asString())) {
           out.println(describe(m));
         }
       }
-      String phase = s.path("phase").asText();
+      String phase = s.path("phase").asString();
       if (!phase.equals(lastPhase) && !phase.equals("moving") && !phase.equals("idle")) {
         out.println(phase);
       }
@@ -82,12 +83,12 @@ public final class ScaleCommand extends JobCommand {
       if (phase.equals("idle")
           && s.path("pservers").asInt() == pservers
           && s.path("desired").asInt() == pservers) {
-        out.printf("done: %d pservers, placement epoch %s%n", pservers, s.path("epoch").asText());
+        out.printf("done: %d pservers, placement epoch %s%n", pservers, s.path("epoch").asString());
         out.flush();
         return 0;
       }
       if (phase.equals("failed")) {
-        out.println("scaling failed: " + s.path("lastError").asText());
+        out.println("scaling failed: " + s.path("lastError").asString());
         out.flush();
         return 1;
       }
@@ -111,7 +112,7 @@ public final class ScaleCommand extends JobCommand {
     long deadline = System.nanoTime() + limit.toNanos();
     while (true) {
       JsonNode s = client.scaling();
-      String phase = s.path("phase").asText();
+      String phase = s.path("phase").asString();
       boolean done =
           phase.equals("idle")
               && s.path("pservers").asInt() == pservers
@@ -125,11 +126,11 @@ public final class ScaleCommand extends JobCommand {
   }
 
   static String describe(JsonNode m) {
-    String result = m.path("result").asText();
+    String result = m.path("result").asString();
     if (!result.equals("committed")) {
       return String.format(
           "move %s (%d slots, %d blocks, pserver %d -> %d): %s",
-          m.path("id").asText(),
+          m.path("id").asString(),
           m.path("slots").asInt(),
           m.path("blocks").asInt(),
           m.path("from").asInt(),
@@ -139,7 +140,7 @@ public final class ScaleCommand extends JobCommand {
     return String.format(
         "move %s: pserver %d -> %d, %d slots, %d blocks, %d rows, %d bytes; copy %d ms, stall %d"
             + " ms, %d ms in all",
-        m.path("id").asText(),
+        m.path("id").asString(),
         m.path("from").asInt(),
         m.path("to").asInt(),
         m.path("slots").asInt(),

@@ -1,13 +1,13 @@
 package dev.paramserver.psctl.job;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.paramserver.adminapi.AdminClient;
 import dev.paramserver.adminapi.JobView;
 import dev.paramserver.psctl.OutputFormat;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.ObjectMapper;
 
 /**
  * {@code psctl status}: the job's state, its scaling, passes, pservers, trainers and latest events.

@@ -1,9 +1,9 @@
 package dev.paramserver.psctl.job;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import dev.paramserver.psctl.OutputFormat;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
+import tools.jackson.databind.JsonNode;
 
 /** {@code psctl stop}: checkpoint every pserver, then end the job. */
 @Command(
@@ -22,7 +22,7 @@ public final class StopCommand extends JobCommand {
       return r.path("stopped").asBoolean() && JobActions.allWritten(r.path("checkpoints")) ? 0 : 1;
     }
     int code = JobActions.printCheckpoints(out(), r.path("checkpoints"));
-    out().println(r.path("message").asText(r.path("stopped").asBoolean() ? "stopped" : ""));
+    out().println(r.path("message").asString(r.path("stopped").asBoolean() ? "stopped" : ""));
     out().flush();
     return r.path("stopped").asBoolean() ? code : 1;
   }

@@ -90,18 +90,17 @@ class InspectCommandTest {
     Files.write(dir.resolve("c.recordio"), new byte[] {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
     Run r = Run.psctl("inspect", dir + "/*.recordio", "--records", "1", "-o", "json");
     assertThat(r.code()).isEqualTo(1);
-    com.fasterxml.jackson.databind.JsonNode j =
-        new com.fasterxml.jackson.databind.ObjectMapper().readTree(r.out());
+    tools.jackson.databind.JsonNode j = new tools.jackson.databind.ObjectMapper().readTree(r.out());
     assertThat(j.path("files")).hasSize(3);
-    com.fasterxml.jackson.databind.JsonNode first = j.path("files").get(0);
-    assertThat(first.path("file").asText()).isEqualTo(a.toString());
+    tools.jackson.databind.JsonNode first = j.path("files").get(0);
+    assertThat(first.path("file").asString()).isEqualTo(a.toString());
     assertThat(first.path("chunks").asInt()).isEqualTo(3);
     assertThat(first.path("records").asLong()).isEqualTo(10);
     assertThat(first.path("bytes").asLong()).isEqualTo(Files.size(a));
-    assertThat(first.path("compressors").get(0).asText()).isEqualTo("gzip");
-    assertThat(first.path("samples").get(0).asText()).isEqualTo("label=0 dense[2]=[0.0, 0.5]");
+    assertThat(first.path("compressors").get(0).asString()).isEqualTo("gzip");
+    assertThat(first.path("samples").get(0).asString()).isEqualTo("label=0 dense[2]=[0.0, 0.5]");
     assertThat(first.has("error")).isFalse();
-    assertThat(j.path("files").get(2).path("error").asText()).isNotEmpty();
+    assertThat(j.path("files").get(2).path("error").asString()).isNotEmpty();
     assertThat(j.path("total").path("files").asInt()).isEqualTo(3);
     assertThat(j.path("total").path("records").asLong()).isEqualTo(13);
     assertThat(j.path("total").path("corrupt").asInt()).isEqualTo(1);

@@ -3,8 +3,6 @@ package dev.paramserver.psctl.job;
 import static dev.paramserver.testsupport.http.JsonHttpServer.answer;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import com.sun.net.httpserver.HttpExchange;
 import dev.paramserver.adminapi.BuildInfo;
 import dev.paramserver.adminapi.JobView;
@@ -22,6 +20,8 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.ObjectMapper;
 
 /**
  * The job commands' output and errors against an HTTP server answering as a master's {@code
@@ -304,7 +304,7 @@ class JobCommandsTest {
     assertThat(cp.code()).isEqualTo(1); // one pserver failed, in JSON too
     JsonNode checkpoints = new ObjectMapper().readTree(cp.out()).path("checkpoints");
     assertThat(checkpoints.get(0).path("step").asLong()).isEqualTo(1234);
-    assertThat(checkpoints.get(1).path("error").asText()).isEqualTo("not initialised");
+    assertThat(checkpoints.get(1).path("error").asString()).isEqualTo("not initialised");
 
     Run stop = Run.psctl("stop", "--master", leader.url(), "--token", TOKEN, "-o", "yaml");
     assertThat(stop.code()).as(stop.err()).isZero();
@@ -327,7 +327,7 @@ class JobCommandsTest {
     List<String> lines = watch.out().lines().toList();
     assertThat(lines).hasSize(2); // JSON Lines: one view per poll
     for (String line : lines) {
-      assertThat(new ObjectMapper().readTree(line).path("job").path("state").asText())
+      assertThat(new ObjectMapper().readTree(line).path("job").path("state").asString())
           .isEqualTo("RUNNING");
     }
   }
@@ -393,7 +393,7 @@ class JobCommandsTest {
     assertThat(r.code()).as(r.err()).isZero();
     JsonNode json = new ObjectMapper().readTree(r.out());
     assertThat(JsonSchemaCheck.of(JobViewSchema.published()).errors(json)).isEmpty();
-    assertThat(json.path("job").path("state").asText()).isEqualTo("RUNNING");
+    assertThat(json.path("job").path("state").asString()).isEqualTo("RUNNING");
     assertThat(json.path("job").path("totalPasses").asInt()).isEqualTo(3);
     assertThat(json.has("newerField")).isFalse();
     // --json keeps printing the answer as it is
@@ -414,10 +414,10 @@ class JobCommandsTest {
     Run json = Run.psctl("version", "--master", leader.url(), "--token", TOKEN, "-o", "json");
     assertThat(json.code()).as(json.err()).isZero();
     JsonNode v = new ObjectMapper().readTree(json.out());
-    assertThat(v.path("client").path("version").asText()).isEqualTo(build.version());
-    assertThat(v.path("client").path("commit").asText()).isEqualTo(build.commit());
-    assertThat(v.path("server").path("version").asText()).isEqualTo("9.9.9");
-    assertThat(v.path("server").path("state").asText()).isEqualTo("LEADER");
+    assertThat(v.path("client").path("version").asString()).isEqualTo(build.version());
+    assertThat(v.path("client").path("commit").asString()).isEqualTo(build.commit());
+    assertThat(v.path("server").path("version").asString()).isEqualTo("9.9.9");
+    assertThat(v.path("server").path("state").asString()).isEqualTo("LEADER");
     assertThat(v.has("serverError")).isFalse();
   }
 
@@ -433,9 +433,10 @@ class JobCommandsTest {
             "version", "--master", "http://127.0.0.1:1", "--token", TOKEN, "--output", "json");
     assertThat(json.code()).isEqualTo(ExitCodes.UNREACHABLE);
     JsonNode v = new ObjectMapper().readTree(json.out());
-    assertThat(v.path("client").path("version").asText()).isEqualTo(BuildInfo.current().version());
+    assertThat(v.path("client").path("version").asString())
+        .isEqualTo(BuildInfo.current().version());
     assertThat(v.has("server")).isFalse();
-    assertThat(v.path("serverError").asText()).contains("cannot connect");
+    assertThat(v.path("serverError").asString()).contains("cannot connect");
 
     Run clientOnly = Run.withEnv(Map.of(), "version");
     assertThat(clientOnly.code()).isZero();

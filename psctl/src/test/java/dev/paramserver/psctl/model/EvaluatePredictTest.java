@@ -85,9 +85,8 @@ class EvaluatePredictTest {
             "-o",
             "json");
     assertThat(r.code()).as(r.err()).isZero();
-    com.fasterxml.jackson.databind.JsonNode j =
-        new com.fasterxml.jackson.databind.ObjectMapper().readTree(r.out());
-    assertThat(j.path("model").asText()).isEqualTo("softmax");
+    tools.jackson.databind.JsonNode j = new tools.jackson.databind.ObjectMapper().readTree(r.out());
+    assertThat(j.path("model").asString()).isEqualTo("softmax");
     assertThat(j.path("samples").asLong()).isEqualTo(500);
     assertThat(j.path("accuracy").asDouble()).isCloseTo(expected.accuracy(), within(1e-9));
     assertThat(j.path("loss").asDouble()).isCloseTo(expected.loss(), within(1e-6));

@@ -1,7 +1,7 @@
 package dev.paramserver.pserver.k8s;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import java.io.IOException;
+import tools.jackson.databind.JsonNode;
 
 /** The leader master's scaling endpoints, as a pserver calls them (see {@link LeaderMaster}). */
 public interface JobScaler {

@@ -1,7 +1,5 @@
 package dev.paramserver.pserver.k8s;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
 import java.io.InputStream;
 import java.net.URI;
@@ -22,6 +20,9 @@ import java.util.Map;
 import java.util.function.Supplier;
 import javax.net.ssl.SSLContext;
 import javax.net.ssl.TrustManagerFactory;
+import tools.jackson.core.JacksonException;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.ObjectMapper;
 
 /**
  * The one call the pserver makes to the Kubernetes API: {@code GET
@@ -145,7 +146,7 @@ public final class KubernetesApi {
     JsonNode body;
     try {
       body = JSON.readTree(r.body());
-    } catch (IOException e) {
+    } catch (JacksonException e) {
       throw new KubernetesApiException(
           "the Kubernetes API answered GET " + what + " with something that is not JSON", e);
     }
@@ -166,10 +167,10 @@ public final class KubernetesApi {
   private static String reason(String body) {
     try {
       JsonNode status = JSON.readTree(body == null ? "" : body);
-      if (status != null && status.path("message").isTextual()) {
-        return status.path("message").asText();
+      if (status != null && status.path("message").isString()) {
+        return status.path("message").asString();
       }
-    } catch (IOException e) {
+    } catch (JacksonException e) {
       // not a Status object: the raw body says it
     }
     return abbreviate(body);

@@ -1,6 +1,5 @@
 package dev.paramserver.pserver.k8s;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import dev.paramserver.adminapi.AdminClient;
 import dev.paramserver.adminapi.AdminException;
 import dev.paramserver.coordination.Coordinator;
@@ -13,6 +12,7 @@ import io.grpc.StatusRuntimeException;
 import java.io.IOException;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
+import tools.jackson.databind.JsonNode;
 
 /**
  * The leader master's admin HTTP API, found as {@code psctl --etcd} finds it: the leader's gRPC

@@ -1,6 +1,5 @@
 package dev.paramserver.pserver.k8s;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import java.io.IOException;
 import java.time.Duration;
 import java.util.Objects;
@@ -11,6 +10,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import tools.jackson.databind.JsonNode;
 
 /**
  * What the pserver container's preStop hook does. When the StatefulSet's {@code spec.replicas} is

@@ -2,8 +2,6 @@ package dev.paramserver.pserver.k8s;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import com.sun.net.httpserver.HttpServer;
 import dev.paramserver.coordination.EtcdCoordinator;
 import dev.paramserver.coordination.EtcdSettings;
@@ -35,6 +33,8 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 import org.springframework.boot.builder.SpringApplicationBuilder;
 import org.springframework.boot.web.server.context.WebServerApplicationContext;
 import org.springframework.context.ConfigurableApplicationContext;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.ObjectMapper;
 
 /**
  * The whole pserver app as pod 1 of an elastic StatefulSet: a real etcd, a stand-in master ({@link
@@ -151,14 +151,14 @@ class PserverOnKubernetesTest {
       // no token: the hook answers, the admin endpoints still refuse
       HttpResponse<String> restart = get(ctx, "/k8s/pre-stop");
       assertThat(restart.statusCode()).isEqualTo(200);
-      assertThat(JSON.readTree(restart.body()).get("action").asText()).isEqualTo("none");
+      assertThat(JSON.readTree(restart.body()).get("action").asString()).isEqualTo("none");
       assertThat(get(ctx, "/admin/status").statusCode()).isEqualTo(401);
       assertThat(master.calls).doesNotContain("POST /admin/job/scale?pservers=1");
 
       // the StatefulSet is scaled to 1: pod 1 leaves, the job shrinks to 1
       replicas.set(1);
       JsonNode leaving = JSON.readTree(get(ctx, "/k8s/pre-stop").body());
-      assertThat(leaving.get("action").asText()).isEqualTo("emptied");
+      assertThat(leaving.get("action").asString()).isEqualTo("emptied");
       assertThat(master.calls).contains("POST /admin/job/scale?pservers=1");
       assertThat(master.desired()).isEqualTo(1);
     } finally {
@@ -199,7 +199,7 @@ class PserverOnKubernetesTest {
       assertThat(shutdown.statusCode()).isEqualTo(202);
 
       HttpResponse<String> answer = hook.get(20, TimeUnit.SECONDS);
-      assertThat(JSON.readTree(answer.body()).get("action").asText()).isEqualTo("shutdown");
+      assertThat(JSON.readTree(answer.body()).get("action").asString()).isEqualTo("shutdown");
       Poll.until(Duration.ofSeconds(20), () -> !ctx.isActive(), "the pserver shut down");
     } finally {
       zero.revoke();
