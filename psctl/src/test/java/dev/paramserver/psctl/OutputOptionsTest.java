@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.paramserver.psctl.command.ExitCodes;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Set;

@@ -1,4 +1,4 @@
-package dev.paramserver.psctl;
+package dev.paramserver.psctl.command;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;

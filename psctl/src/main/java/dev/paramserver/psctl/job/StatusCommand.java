@@ -4,7 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.paramserver.adminapi.AdminClient;
 import dev.paramserver.adminapi.JobView;
-import dev.paramserver.psctl.OutputFormat;
+import dev.paramserver.psctl.command.OutputFormat;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;

@@ -1,7 +1,7 @@
 package dev.paramserver.psctl.job;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import dev.paramserver.psctl.OutputFormat;
+import dev.paramserver.psctl.command.OutputFormat;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 
