@@ -1,5 +1,6 @@
 package dev.paramserver.bench;
 
+import dev.paramserver.bench.cluster.CheckpointDirs;
 import dev.paramserver.bench.cluster.ServiceJars;
 import dev.paramserver.bench.component.ComponentSuite;
 import dev.paramserver.bench.kernels.KernelSuite;
@@ -15,18 +16,15 @@ import dev.paramserver.bench.train.StartupSuite;
 import dev.paramserver.bench.train.TrainSuite;
 import dev.paramserver.bench.wire.WalSuite;
 import dev.paramserver.bench.wire.WireSuite;
-import java.io.IOException;
 import java.lang.management.ManagementFactory;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Instant;
 import java.time.temporal.ChronoUnit;
-import java.util.Comparator;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Set;
-import java.util.stream.Stream;
 
 /**
  * The performance suite's entry point (run by {@code scripts/bench.sh}): kernels, wire, training
@@ -223,28 +221,8 @@ public final class BenchSuite {
     try {
       s.run();
     } finally {
-      dropCheckpoints(runDir);
+      CheckpointDirs.drop(runDir);
     }
     System.out.printf("== %s done in %.0f s%n", name, (System.nanoTime() - t) / 1e9);
-  }
-
-  /**
-   * Deletes the pservers' checkpoint directories (with their write-ahead logs) under {@code
-   * runDir}: a full run wrote about 25 GB of them, and filled the disk; logs and recordings stay.
-   */
-  public static void dropCheckpoints(Path runDir) throws IOException {
-    List<Path> dirs;
-    try (Stream<Path> all = Files.walk(runDir)) {
-      dirs =
-          all.filter(p -> Files.isDirectory(p) && p.getFileName().toString().equals("checkpoints"))
-              .toList();
-    }
-    for (Path d : dirs) {
-      try (Stream<Path> tree = Files.walk(d)) {
-        for (Path p : tree.sorted(Comparator.reverseOrder()).toList()) {
-          Files.deleteIfExists(p);
-        }
-      }
-    }
   }
 }

@@ -8,11 +8,6 @@ class BenchmarksArchitectureTest extends ModuleArchitectureTest {
   @Override
   protected ModuleRules rules() {
     return ModuleRules.forRootPackage("dev.paramserver.bench")
-        .cycleEdge(
-            "dev.paramserver.bench.train",
-            "dev.paramserver.bench",
-            "the training suites implement the root package's BenchSuite, which the root's runner"
-                + " lists")
         .grpcPackage("dev.paramserver.bench.wire", "measures the wire: gRPC and its marshallers")
         .grpcPackage("dev.paramserver.bench.component", "measures components over in-process gRPC")
         .grpcPackage(

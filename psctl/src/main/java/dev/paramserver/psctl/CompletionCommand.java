@@ -1,5 +1,7 @@
 package dev.paramserver.psctl;
 
+import dev.paramserver.psctl.command.ExitCodes;
+import dev.paramserver.psctl.command.PsctlCommand;
 import picocli.AutoComplete;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Parameters;

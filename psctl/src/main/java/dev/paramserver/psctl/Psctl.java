@@ -2,6 +2,9 @@ package dev.paramserver.psctl;
 
 import dev.paramserver.adminapi.BuildInfo;
 import dev.paramserver.psctl.cluster.RunLocalCommand;
+import dev.paramserver.psctl.command.ExitCodes;
+import dev.paramserver.psctl.command.GlobalOptions;
+import dev.paramserver.psctl.command.PsctlCommand;
 import dev.paramserver.psctl.convert.ConvertCommand;
 import dev.paramserver.psctl.demo.DemoDataCommand;
 import dev.paramserver.psctl.inspect.InspectCommand;
@@ -15,8 +18,6 @@ import dev.paramserver.psctl.job.WatchCommand;
 import dev.paramserver.psctl.model.EvaluateCommand;
 import dev.paramserver.psctl.model.ExportCommand;
 import dev.paramserver.psctl.model.PredictCommand;
-import dev.paramserver.psctl.startup.ArchiveCommand;
-import dev.paramserver.psctl.startup.WarmUpCommand;
 import java.io.PrintWriter;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -53,7 +54,7 @@ import picocli.CommandLine.UnmatchedArgumentException;
       "3:the job failed or was stopped (watch)",
       "4:the master cannot be reached"
     })
-public final class Psctl implements Callable<Integer> {
+public final class Psctl implements Callable<Integer>, GlobalOptions {
   /**
    * Every subcommand by name, in the order the help lists them. A command line is built with the
    * one subcommand its arguments name ({@link #commandLine(Map, String[])}), so that a quick
@@ -175,12 +176,12 @@ public final class Psctl implements Callable<Integer> {
     return null;
   }
 
-  /** Whether {@code --verbose} was given (before or after the subcommand name). */
+  @Override
   public boolean verbose() {
     return verbose;
   }
 
-  /** The environment psctl reads its PSCTL_* defaults from. */
+  @Override
   public Map<String, String> env() {
     return env;
   }

@@ -2,6 +2,7 @@ package dev.paramserver.psctl;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.paramserver.psctl.command.ExitCodes;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Set;

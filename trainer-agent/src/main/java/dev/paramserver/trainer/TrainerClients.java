@@ -7,6 +7,7 @@ import dev.paramserver.trainer.coordination.TrainerCoordination;
 import dev.paramserver.trainer.master.MasterClient;
 import dev.paramserver.trainer.master.MasterReports;
 import dev.paramserver.trainer.pserver.PserverDirectory;
+import dev.paramserver.trainer.stop.StopSignal;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 

@@ -11,16 +11,6 @@ class TrainerArchitectureTest extends ModuleArchitectureTest {
         .longFile(
             "dev/paramserver/trainer/pserver/ParameterClient.java",
             "split pending: the trainer's data path is being changed on another branch (issue 45)")
-        .cycleEdge(
-            "dev.paramserver.trainer.coordination",
-            "dev.paramserver.trainer",
-            "StopSignal lives in the root package; it moves with the coordination package's"
-                + " rename (issue 45 item 6), being changed on another branch")
-        .cycleEdge(
-            "dev.paramserver.trainer.training",
-            "dev.paramserver.trainer.admin",
-            "TrainerExit waits for the last metrics scrape (admin.ScrapeWatch) while the admin"
-                + " status reads the training progress; pending with issue 45 item 3")
         .grpcPackage("dev.paramserver.trainer.pserver", "the trainer's client of the pservers")
         .grpcPackage("dev.paramserver.trainer.master", "the trainer's client of the master")
         .grpcPackage(

@@ -1,6 +1,6 @@
 package dev.paramserver.bench.train;
 
-import dev.paramserver.bench.BenchSuite;
+import dev.paramserver.bench.cluster.CheckpointDirs;
 import dev.paramserver.bench.cluster.ServiceJars;
 import dev.paramserver.bench.cpu.CpuSampler;
 import dev.paramserver.bench.cpu.CpuWindow;
@@ -124,7 +124,7 @@ final class DistributedJob {
       return run(w, shape, spec, dir, observe, line);
     } finally {
       // a 5M-parameter job logs gigabytes of pushes; a section runs many jobs
-      BenchSuite.dropCheckpoints(dir);
+      CheckpointDirs.drop(dir);
     }
   }
 

@@ -1,6 +1,6 @@
 package dev.paramserver.bench.train;
 
-import dev.paramserver.bench.BenchSuite;
+import dev.paramserver.bench.cluster.CheckpointDirs;
 import dev.paramserver.bench.cluster.ServiceJars;
 import dev.paramserver.bench.report.Report;
 import dev.paramserver.bench.report.Report.Target;
@@ -313,7 +313,7 @@ public final class PythonSuite {
               "window_ahead_records",
               (double) window.aheadRecords()));
     } finally {
-      BenchSuite.dropCheckpoints(dir);
+      CheckpointDirs.drop(dir);
     }
   }
 }

@@ -1,7 +1,7 @@
 package dev.paramserver.bench.train;
 
 import dev.paramserver.adminapi.AdminClient;
-import dev.paramserver.bench.BenchSuite;
+import dev.paramserver.bench.cluster.CheckpointDirs;
 import dev.paramserver.bench.cluster.ServiceJars;
 import dev.paramserver.bench.report.Report;
 import dev.paramserver.localcluster.ClusterSpec;
@@ -202,7 +202,7 @@ public final class ScalingSuite {
       out.put("moves", concat(grow, shrink).stream().map(JsonNode::toString).toList());
       cluster.awaitJobEnd(Duration.ofMinutes(10));
     } finally {
-      BenchSuite.dropCheckpoints(dir);
+      CheckpointDirs.drop(dir);
     }
     return out;
   }

@@ -3,8 +3,8 @@ package dev.paramserver.master.coordination;
 import dev.paramserver.coordination.Coordinator;
 import dev.paramserver.errors.ErrorReason;
 import dev.paramserver.errors.ServiceException;
+import dev.paramserver.master.coordination.Attendance.Ending;
 import dev.paramserver.master.coordination.JobModels.Agreed;
-import dev.paramserver.master.coordination.Membership.Ending;
 import dev.paramserver.proto.v1.AcquireLockRequest;
 import dev.paramserver.proto.v1.AcquireLockResponse;
 import dev.paramserver.proto.v1.AttendRequest;
@@ -29,7 +29,7 @@ import org.springframework.context.SmartLifecycle;
  * the cluster map, the block placement and the job's locks. Only the leader serves; when this
  * master stops leading (or stops) every membership ends and its stream is told to reconnect. One
  * thread checks heartbeats and leadership every {@link #tickMillis()} and revokes the leases of
- * ended memberships.
+ * ended attendances.
  */
 public final class CoordinatedTrainers implements SmartLifecycle {
   private static final Logger log = LoggerFactory.getLogger(CoordinatedTrainers.class);
@@ -42,8 +42,8 @@ public final class CoordinatedTrainers implements SmartLifecycle {
   private final JobModels models;
   private final JoinedTrainers trainers;
   private final ClusterMapFeed feed;
-  private final Memberships memberships;
-  private final JobLocks locks;
+  private final Attendances attendances;
+  private final LockGrants locks;
   private volatile boolean running;
   private volatile boolean closing;
   private boolean wasLeader;
@@ -67,8 +67,8 @@ public final class CoordinatedTrainers implements SmartLifecycle {
     this.models = new JobModels(coordinator.kv(), coordinator.keys().model());
     this.trainers = new JoinedTrainers(coordinator.kv(), coordinator.keys());
     this.feed = new ClusterMapFeed(coordinator.kv(), coordinator.keys(), executor);
-    this.memberships = new Memberships(coordinator, trainers, feed, ttl, executor);
-    this.locks = new JobLocks(coordinator.kv(), coordinator.keys());
+    this.attendances = new Attendances(coordinator, trainers, feed, ttl, executor);
+    this.locks = new LockGrants(coordinator.kv(), coordinator.keys());
   }
 
   /**
@@ -108,19 +108,19 @@ public final class CoordinatedTrainers implements SmartLifecycle {
   }
 
   /** Starts the membership named by an Attend stream's first message. */
-  Membership attend(AttendRequest first, AttendSink sink) {
+  Attendance attend(AttendRequest first, AttendSink sink) {
     requireServing();
     if (first.getTrainerId().isEmpty() || first.getSession().isEmpty()) {
       throw new ServiceException(
           ErrorReason.BAD_ARGUMENT,
           "the first Attend message must name trainer_id and session, as joined");
     }
-    return memberships.attend(first.getTrainerId(), first.getSession(), sink);
+    return attendances.attend(first.getTrainerId(), first.getSession(), sink);
   }
 
   /** The trainer ended its stream: on purpose ({@code leftOnPurpose}) or not. */
-  void left(Membership m, boolean leftOnPurpose) {
-    memberships.end(m, leftOnPurpose ? Ending.LEFT : Ending.GONE, null);
+  void left(Attendance m, boolean leftOnPurpose) {
+    attendances.end(m, leftOnPurpose ? Ending.LEFT : Ending.GONE, null);
   }
 
   Placement placement(GetPlacementRequest req) {
@@ -142,7 +142,7 @@ public final class CoordinatedTrainers implements SmartLifecycle {
   AcquireLockResponse acquire(AcquireLockRequest req) {
     requireServing();
     return locks.acquire(
-        memberships.require(req.getTrainerId()),
+        attendances.require(req.getTrainerId()),
         req.getLock(),
         req.getPass(),
         req.getReinitialise());
@@ -151,12 +151,12 @@ public final class CoordinatedTrainers implements SmartLifecycle {
   void release(ReleaseLockRequest req) {
     requireServing();
     locks.release(
-        memberships.require(req.getTrainerId()), req.getLock(), req.getPass(), req.getDone());
+        attendances.require(req.getTrainerId()), req.getLock(), req.getPass(), req.getDone());
   }
 
   /** How many trainers attend through this master now. */
   public int coordinatedTrainers() {
-    return memberships.size();
+    return attendances.size();
   }
 
   /** The lease TTL given to trainers. */
@@ -170,7 +170,7 @@ public final class CoordinatedTrainers implements SmartLifecycle {
    */
   public void shutdown() {
     closing = true;
-    memberships.endAll(leader.notLeader("this master is shutting down"));
+    attendances.endAll(leader.notLeader("this master is shutting down"));
   }
 
   private void requireServing() {
@@ -183,8 +183,8 @@ public final class CoordinatedTrainers implements SmartLifecycle {
   private void tick() {
     try {
       if (closing || !leader.isLeader()) {
-        if (memberships.size() > 0) {
-          memberships.endAll(leader.notLeader("this master stopped leading"));
+        if (attendances.size() > 0) {
+          attendances.endAll(leader.notLeader("this master stopped leading"));
         }
         if (wasLeader) {
           trainers.clear();
@@ -194,7 +194,7 @@ public final class CoordinatedTrainers implements SmartLifecycle {
         return;
       }
       wasLeader = true;
-      memberships.expireSilent();
+      attendances.expireSilent();
     } catch (RuntimeException e) {
       log.warn("checking the trainers' memberships failed: {}", e.toString());
     }

@@ -44,7 +44,7 @@ public final class CoordinationGrpcService extends CoordinationGrpc.Coordination
     ServerCallStreamObserver<ClusterMap> call = (ServerCallStreamObserver<ClusterMap>) out;
     return new StreamObserver<>() {
       // grpc-java calls these one at a time for a call
-      private Membership membership;
+      private Attendance membership;
       private boolean refused;
 
       @Override

@@ -36,14 +36,14 @@ class EtcdJobStoreTest {
   private static final Logger log = LoggerFactory.getLogger(EtcdJobStoreTest.class);
   @RegisterExtension static final EtcdExtension etcd = new EtcdExtension();
   @TempDir Path dir;
-  private EtcdLeader leader;
+  private WonLeadership leader;
   private EtcdCoordinator coordinator;
   private Lease lease;
   private EtcdJobStore store;
 
   @BeforeEach
   void lead() throws InterruptedException {
-    leader = new EtcdLeader(etcd);
+    leader = new WonLeadership(etcd);
     coordinator = leader.coordinator;
     lease = leader.lease;
     store = leader.store();

@@ -9,7 +9,7 @@ import dev.paramserver.errors.ErrorReason;
 import dev.paramserver.errors.ServiceException;
 import dev.paramserver.master.config.MasterProperties;
 import dev.paramserver.master.state.EtcdJobStore;
-import dev.paramserver.master.state.EtcdLeader;
+import dev.paramserver.master.state.WonLeadership;
 import dev.paramserver.proto.v1.GetTaskResponse;
 import dev.paramserver.proto.v1.JobState;
 import dev.paramserver.proto.v1.JobStatus;
@@ -54,14 +54,14 @@ class MasterJobOnEtcdTest {
   private static final int TRAINERS = 8;
 
   @TempDir Path dir;
-  private EtcdLeader leader;
+  private WonLeadership leader;
   private CountingKv kv;
   private EtcdJobStore store;
   private ExecutorService pool;
 
   @BeforeEach
   void lead() throws Exception {
-    leader = new EtcdLeader(etcd);
+    leader = new WonLeadership(etcd);
     kv = new CountingKv(leader.coordinator.kv());
     store = leader.store(kv);
     pool = Executors.newFixedThreadPool(TRAINERS);

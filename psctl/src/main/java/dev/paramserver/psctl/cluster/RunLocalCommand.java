@@ -2,7 +2,7 @@ package dev.paramserver.psctl.cluster;
 
 import dev.paramserver.localcluster.RunLocal;
 import dev.paramserver.localcluster.RunOptions;
-import dev.paramserver.psctl.PsctlCommand;
+import dev.paramserver.psctl.command.PsctlCommand;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 

@@ -1,10 +1,10 @@
 package dev.paramserver.psctl.demo;
 
 import dev.paramserver.models.demo.DemoData;
-import dev.paramserver.psctl.CompressorConverter;
-import dev.paramserver.psctl.FileOutputOptions;
-import dev.paramserver.psctl.OutputFormat;
-import dev.paramserver.psctl.PsctlCommand;
+import dev.paramserver.psctl.command.CompressorConverter;
+import dev.paramserver.psctl.command.FileOutputOptions;
+import dev.paramserver.psctl.command.OutputFormat;
+import dev.paramserver.psctl.command.PsctlCommand;
 import dev.paramserver.recordio.Compressor;
 import java.io.PrintWriter;
 import java.nio.file.Path;

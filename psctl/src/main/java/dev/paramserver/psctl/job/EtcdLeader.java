@@ -5,7 +5,7 @@ import dev.paramserver.coordination.EtcdSettings;
 import dev.paramserver.coordination.KeyValueStore;
 import dev.paramserver.proto.v1.GetStatusRequest;
 import dev.paramserver.proto.v1.MasterGrpc;
-import dev.paramserver.psctl.UnreachableException;
+import dev.paramserver.psctl.command.UnreachableException;
 import dev.paramserver.rpc.ChannelFactory;
 import io.grpc.ManagedChannel;
 import java.time.Duration;

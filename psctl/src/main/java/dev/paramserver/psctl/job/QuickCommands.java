@@ -1,8 +1,8 @@
 package dev.paramserver.psctl.job;
 
-import dev.paramserver.psctl.ExitCodes;
-import dev.paramserver.psctl.OutputFormat;
-import dev.paramserver.psctl.PsctlCommand;
+import dev.paramserver.psctl.command.ExitCodes;
+import dev.paramserver.psctl.command.OutputFormat;
+import dev.paramserver.psctl.command.PsctlCommand;
 import java.io.PrintWriter;
 import java.util.HashSet;
 import java.util.Map;

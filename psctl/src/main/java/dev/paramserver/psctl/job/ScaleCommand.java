@@ -1,7 +1,7 @@
 package dev.paramserver.psctl.job;
 
 import dev.paramserver.adminapi.AdminClient;
-import dev.paramserver.psctl.OutputFormat;
+import dev.paramserver.psctl.command.OutputFormat;
 import java.io.PrintWriter;
 import java.time.Duration;
 import java.util.HashSet;

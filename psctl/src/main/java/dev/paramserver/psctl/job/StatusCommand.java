@@ -2,7 +2,7 @@ package dev.paramserver.psctl.job;
 
 import dev.paramserver.adminapi.AdminClient;
 import dev.paramserver.adminapi.JobView;
-import dev.paramserver.psctl.OutputFormat;
+import dev.paramserver.psctl.command.OutputFormat;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;

@@ -1,6 +1,6 @@
 package dev.paramserver.psctl.job;
 
-import dev.paramserver.psctl.OutputFormat;
+import dev.paramserver.psctl.command.OutputFormat;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import tools.jackson.databind.JsonNode;

@@ -24,7 +24,7 @@ import java.util.zip.ZipFile;
  * BOOT-INF/lib}. What Spring Boot's {@code -Djarmode=tools extract} does for the services, for
  * psctl, which carries no Spring Boot tools.
  */
-final class BootJarLayout {
+public final class BootJarLayout {
   private static final String CLASSES = "BOOT-INF/classes/";
   private static final String LIB = "BOOT-INF/lib/";
   private static final String INDEX = "BOOT-INF/classpath.idx";
@@ -36,7 +36,7 @@ final class BootJarLayout {
    *
    * @throws IOException when the jar is no Boot jar (no {@value #INDEX}) or cannot be read
    */
-  static void extract(Path bootJar, Path app, String mainClass) throws IOException {
+  public static void extract(Path bootJar, Path app, String mainClass) throws IOException {
     Files.createDirectories(app.resolve("lib"));
     try (ZipFile zip = new ZipFile(bootJar.toFile())) {
       ZipEntry index = zip.getEntry(INDEX);

@@ -24,7 +24,6 @@ public final class ModuleRules {
   private final Map<String, String> foreignPackages = new LinkedHashMap<>();
   private final Map<String, String> grpcPackages = new LinkedHashMap<>();
   private final Map<String, String> adapterClasses = new LinkedHashMap<>();
-  private final Map<String, String> cycleEdges = new LinkedHashMap<>();
 
   private ModuleRules(String rootPackage) {
     modules.add(new Module(Path.of(""), rootPackage));
@@ -88,15 +87,6 @@ public final class ModuleRules {
     return this;
   }
 
-  /**
-   * Leaves the dependencies of package {@code from} on package {@code to} (both fully qualified,
-   * subpackages included) out of the cycle check: a known cycle, broken by removing them.
-   */
-  public ModuleRules cycleEdge(String from, String to, String reason) {
-    cycleEdges.put(from + " -> " + to, requireReason(from + " -> " + to, reason));
-    return this;
-  }
-
   private static String requireReason(String what, String reason) {
     if (reason == null || reason.isBlank()) {
       throw new IllegalArgumentException(
@@ -123,9 +113,5 @@ public final class ModuleRules {
 
   Map<String, String> adapterClasses() {
     return Map.copyOf(adapterClasses);
-  }
-
-  Map<String, String> cycleEdges() {
-    return Map.copyOf(cycleEdges);
   }
 }

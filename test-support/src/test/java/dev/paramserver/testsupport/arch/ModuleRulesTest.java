@@ -13,9 +13,8 @@ class ModuleRulesTest {
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("MasterJob.java")
         .hasMessageContaining("needs a reason");
-    assertThatThrownBy(
-            () -> rules.cycleEdge("dev.paramserver.master.task", "dev.paramserver.master", null))
-        .hasMessageContaining("dev.paramserver.master.task -> dev.paramserver.master");
+    assertThatThrownBy(() -> rules.foreignPackage("dev.paramserver.master.task", null))
+        .hasMessageContaining("dev.paramserver.master.task");
     assertThatThrownBy(() -> rules.grpcPackage("dev.paramserver.master.console", ""))
         .hasMessageContaining("dev.paramserver.master.console");
   }

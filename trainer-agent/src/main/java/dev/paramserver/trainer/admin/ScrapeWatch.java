@@ -1,5 +1,6 @@
 package dev.paramserver.trainer.admin;
 
+import dev.paramserver.trainer.training.MetricsScrapes;
 import jakarta.servlet.FilterChain;
 import jakarta.servlet.ServletException;
 import jakarta.servlet.http.HttpServletRequest;
@@ -16,7 +17,7 @@ import org.springframework.web.filter.OncePerRequestFilter;
  * scrapes and its trainers' last figures, or the trainers themselves, never reach Prometheus.
  */
 @Component
-public class ScrapeWatch extends OncePerRequestFilter {
+public class ScrapeWatch extends OncePerRequestFilter implements MetricsScrapes {
   static final String PATH = "/actuator/prometheus";
 
   private final Object lock = new Object();
@@ -47,12 +48,7 @@ public class ScrapeWatch extends OncePerRequestFilter {
     }
   }
 
-  /**
-   * Waits until a scrape ends after {@code sinceNanos} (a System.nanoTime() instant), for at most
-   * {@code max}.
-   *
-   * @return whether such a scrape happened
-   */
+  @Override
   public boolean awaitScrapeAfter(long sinceNanos, Duration max) throws InterruptedException {
     long deadline = System.nanoTime() + max.toNanos();
     synchronized (lock) {

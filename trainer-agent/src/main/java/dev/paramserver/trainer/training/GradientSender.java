@@ -2,9 +2,9 @@ package dev.paramserver.trainer.training;
 
 import dev.paramserver.models.Model;
 import dev.paramserver.models.Parameters;
-import dev.paramserver.trainer.StopSignal;
 import dev.paramserver.trainer.pserver.ParameterClient;
 import dev.paramserver.trainer.pserver.StreamedPush;
+import dev.paramserver.trainer.stop.StopSignal;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.Deque;

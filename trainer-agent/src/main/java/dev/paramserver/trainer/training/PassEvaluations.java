@@ -2,7 +2,7 @@ package dev.paramserver.trainer.training;
 
 import dev.paramserver.models.Parameters;
 import dev.paramserver.rpc.StoppedException;
-import dev.paramserver.trainer.StopSignal;
+import dev.paramserver.trainer.stop.StopSignal;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;

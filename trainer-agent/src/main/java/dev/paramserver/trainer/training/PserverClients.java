@@ -1,7 +1,6 @@
 package dev.paramserver.trainer.training;
 
 import dev.paramserver.models.Model;
-import dev.paramserver.trainer.StopSignal;
 import dev.paramserver.trainer.config.CommunicationProperties;
 import dev.paramserver.trainer.config.TrainerProperties;
 import dev.paramserver.trainer.coordination.JobLocks;
@@ -13,6 +12,7 @@ import dev.paramserver.trainer.pserver.PserverFailures;
 import dev.paramserver.trainer.pserver.PserverTraffic;
 import dev.paramserver.trainer.pserver.RequestPlanner;
 import dev.paramserver.trainer.pserver.ShardInitializer;
+import dev.paramserver.trainer.stop.StopSignal;
 
 /**
  * The trainer's client of the pservers, wired over the model's layout: what {@link TrainingSetup}

@@ -1,6 +1,5 @@
 package dev.paramserver.trainer.training;
 
-import dev.paramserver.trainer.admin.ScrapeWatch;
 import dev.paramserver.trainer.config.TrainerProperties;
 import java.time.Duration;
 import org.slf4j.Logger;
@@ -22,10 +21,10 @@ public class TrainerExit {
 
   private final TrainerProperties props;
   private final ConfigurableApplicationContext context;
-  private final ScrapeWatch scrapes;
+  private final MetricsScrapes scrapes;
 
   public TrainerExit(
-      TrainerProperties props, ConfigurableApplicationContext context, ScrapeWatch scrapes) {
+      TrainerProperties props, ConfigurableApplicationContext context, MetricsScrapes scrapes) {
     this.props = props;
     this.context = context;
     this.scrapes = scrapes;

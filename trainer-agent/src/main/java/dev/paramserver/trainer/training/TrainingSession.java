@@ -1,7 +1,7 @@
 package dev.paramserver.trainer.training;
 
 import dev.paramserver.rpc.StoppedException;
-import dev.paramserver.trainer.StopSignal;
+import dev.paramserver.trainer.stop.StopSignal;
 import java.io.IOException;
 import java.time.Duration;
 import org.slf4j.Logger;

@@ -2,7 +2,6 @@ package dev.paramserver.trainer.training;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.paramserver.trainer.admin.ScrapeWatch;
 import dev.paramserver.trainer.testing.TestProperties;
 import org.junit.jupiter.api.Test;
 import org.springframework.context.support.GenericApplicationContext;
@@ -13,7 +12,8 @@ class TrainerExitTest {
     try (GenericApplicationContext context = new GenericApplicationContext()) {
       context.refresh();
       // the test properties set exit-when-done=false, as a trainer embedded in a test would
-      new TrainerExit(TestProperties.of("/d/*.rio", null, true, null), context, new ScrapeWatch())
+      new TrainerExit(
+              TestProperties.of("/d/*.rio", null, true, null), context, (since, max) -> false)
           .exit(0);
       assertThat(context.isActive()).isTrue();
     }

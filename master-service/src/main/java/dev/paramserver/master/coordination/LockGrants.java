@@ -13,17 +13,18 @@ import java.nio.charset.StandardCharsets;
 import java.util.Optional;
 
 /**
- * The job's locks on the keys the Java trainers take in etcd themselves, with the same values, so
- * that a trainer coordinated here and one on etcd exclude each other: {@code init_ps/lock}, {@code
- * export/lock} and {@code eval/<pass>} hold the holder's trainer id, created if absent under the
- * holder's membership lease (they vanish when the membership ends); {@code init_ps/done} (no lease)
- * holds the init id of the initialisation finished.
+ * Grants and releases the job's locks for attending trainers (the trainer agent's {@code JobLocks}
+ * is a trainer's side of them), on the keys the Java trainers take in etcd themselves, with the
+ * same values, so that a trainer coordinated here and one on etcd exclude each other: {@code
+ * init_ps/lock}, {@code export/lock} and {@code eval/<pass>} hold the holder's trainer id, created
+ * if absent under the holder's membership lease (they vanish when the membership ends); {@code
+ * init_ps/done} (no lease) holds the init id of the initialisation finished.
  */
-final class JobLocks {
+final class LockGrants {
   private final KeyValueStore kv;
   private final JobKeys keys;
 
-  JobLocks(KeyValueStore kv, JobKeys keys) {
+  LockGrants(KeyValueStore kv, JobKeys keys) {
     this.kv = kv;
     this.keys = keys;
   }
@@ -33,7 +34,7 @@ final class JobLocks {
    * INIT_PARAMETERS is granted even when an initialisation is recorded done, with that init id in
    * {@code done} (a pserver restarted without a checkpoint needs it again, under the same id).
    */
-  AcquireLockResponse acquire(Membership member, LockName lock, int pass, boolean reinitialise) {
+  AcquireLockResponse acquire(Attendance member, LockName lock, int pass, boolean reinitialise) {
     String key = key(lock, pass);
     if (lock == LockName.INIT_PARAMETERS && !reinitialise) {
       Optional<KeyValue> done = kv.get(keys.initDone());
@@ -75,7 +76,7 @@ final class JobLocks {
    * non-empty {@code done}, records {@code init_ps/done} first. EVALUATE_PASS is never released (it
    * ends with the membership), as the Java trainers do.
    */
-  void release(Membership member, LockName lock, int pass, String done) {
+  void release(Attendance member, LockName lock, int pass, String done) {
     String key = key(lock, pass);
     if (lock == LockName.EVALUATE_PASS) {
       return;

@@ -1,4 +1,4 @@
-package dev.paramserver.trainer;
+package dev.paramserver.trainer.stop;
 
 import dev.paramserver.rpc.Retry;
 import dev.paramserver.rpc.StoppedException;

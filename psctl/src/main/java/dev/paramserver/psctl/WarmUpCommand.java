@@ -1,9 +1,8 @@
-package dev.paramserver.psctl.startup;
+package dev.paramserver.psctl;
 
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
-import dev.paramserver.psctl.Psctl;
-import dev.paramserver.psctl.PsctlCommand;
+import dev.paramserver.psctl.command.PsctlCommand;
 import dev.paramserver.psctl.job.QuickCommands;
 import java.io.IOException;
 import java.io.InputStream;

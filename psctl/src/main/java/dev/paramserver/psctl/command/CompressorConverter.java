@@ -1,4 +1,4 @@
-package dev.paramserver.psctl;
+package dev.paramserver.psctl.command;
 
 import dev.paramserver.recordio.Compressor;
 import picocli.CommandLine.ITypeConverter;

@@ -1,8 +1,8 @@
-package dev.paramserver.psctl.startup;
+package dev.paramserver.psctl;
 
 import dev.paramserver.localcluster.ClassDataArchives;
-import dev.paramserver.psctl.Main;
-import dev.paramserver.psctl.PsctlCommand;
+import dev.paramserver.psctl.command.PsctlCommand;
+import dev.paramserver.psctl.startup.BootJarLayout;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;

@@ -1,4 +1,4 @@
-package dev.paramserver.psctl;
+package dev.paramserver.psctl.command;
 
 import java.io.IOException;
 

@@ -1,4 +1,4 @@
-package dev.paramserver.psctl;
+package dev.paramserver.psctl.command;
 
 import dev.paramserver.adminapi.AdminException;
 import java.io.PrintWriter;
@@ -85,7 +85,7 @@ public abstract class PsctlCommand implements Callable<Integer> {
     if (direct != null) {
       return direct.env();
     }
-    return spec.root().userObject() instanceof Psctl p ? p.env() : System.getenv();
+    return spec.root().userObject() instanceof GlobalOptions p ? p.env() : System.getenv();
   }
 
   /** Standard output of this command line (tests capture it with {@code setOut}). */
@@ -143,7 +143,7 @@ public abstract class PsctlCommand implements Callable<Integer> {
     if (direct != null) {
       return direct.verbose();
     }
-    return spec.root().userObject() instanceof Psctl p && p.verbose();
+    return spec.root().userObject() instanceof GlobalOptions p && p.verbose();
   }
 
   /** One readable line for an exception, with the JDK's terse file errors spelled out. */

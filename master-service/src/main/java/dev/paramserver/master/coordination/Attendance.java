@@ -7,11 +7,12 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Consumer;
 
 /**
- * One trainer's membership, held by this master while the trainer's Attend stream is open: the etcd
- * lease its {@code trainers/<id>} key lives under, and when it last sent a heartbeat. It ends once;
- * ending revokes the lease (the caller does, off the stream's thread).
+ * One attending trainer: its membership of the job as this master holds it while the trainer's
+ * Attend stream is open (the trainer's own handle on it is the trainer agent's {@code Membership}):
+ * the etcd lease its {@code trainers/<id>} key lives under, and when it last sent a heartbeat. It
+ * ends once; ending revokes the lease (the caller does, off the stream's thread).
  */
-final class Membership implements Consumer<ClusterMap> {
+final class Attendance implements Consumer<ClusterMap> {
   private final String trainerId;
   private final String session;
   private final Lease lease;
@@ -19,7 +20,7 @@ final class Membership implements Consumer<ClusterMap> {
   private final AtomicBoolean ended = new AtomicBoolean();
   private volatile long lastHeartbeatNanos;
 
-  Membership(String trainerId, String session, Lease lease, AttendSink sink) {
+  Attendance(String trainerId, String session, Lease lease, AttendSink sink) {
     this.trainerId = trainerId;
     this.session = session;
     this.lease = lease;

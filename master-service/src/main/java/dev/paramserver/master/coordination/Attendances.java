@@ -5,7 +5,7 @@ import dev.paramserver.coordination.Lease;
 import dev.paramserver.errors.ErrorReason;
 import dev.paramserver.errors.ServiceException;
 import dev.paramserver.master.coordination.JoinedTrainers.Joined;
-import dev.paramserver.master.coordination.Membership.Ending;
+import dev.paramserver.master.coordination.Attendance.Ending;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
@@ -17,24 +17,24 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The memberships this master holds, one per attending trainer. Attending grants the trainer an
- * etcd lease and puts {@code trainer_sessions/<id>} (its session) and {@code trainers/<id>} (its
- * endpoint) under it, so every part of the job that counts trainers through etcd counts this one. A
- * membership ends when its stream ends, when no heartbeat came for the lease TTL, when the lease is
- * lost, or when this master steps down; ending revokes the lease at once, so its keys (and the
- * locks taken under it) vanish.
+ * The attendances this master holds: one membership per attending trainer. Attending grants the
+ * trainer an etcd lease and puts {@code trainer_sessions/<id>} (its session) and {@code
+ * trainers/<id>} (its endpoint) under it, so every part of the job that counts trainers through
+ * etcd counts this one. A membership ends when its stream ends, when no heartbeat came for the
+ * lease TTL, when the lease is lost, or when this master steps down; ending revokes the lease at
+ * once, so its keys (and the locks taken under it) vanish.
  */
-final class Memberships {
-  private static final Logger log = LoggerFactory.getLogger(Memberships.class);
+final class Attendances {
+  private static final Logger log = LoggerFactory.getLogger(Attendances.class);
 
   private final Coordinator coordinator;
   private final JoinedTrainers trainers;
   private final ClusterMapFeed feed;
   private final Duration ttl;
   private final Executor revoker;
-  private final Map<String, Membership> live = new ConcurrentHashMap<>();
+  private final Map<String, Attendance> live = new ConcurrentHashMap<>();
 
-  Memberships(
+  Attendances(
       Coordinator coordinator,
       JoinedTrainers trainers,
       ClusterMapFeed feed,
@@ -51,7 +51,7 @@ final class Memberships {
    * Starts the membership of a joined trainer and sends it the cluster map; a membership of the
    * same trainer held already (an older stream) ends first.
    */
-  Membership attend(String id, String session, AttendSink sink) {
+  Attendance attend(String id, String session, AttendSink sink) {
     Joined joined =
         trainers
             .joined(id, session)
@@ -64,12 +64,12 @@ final class Memberships {
                             + "' (session '"
                             + session
                             + "') has not joined this master: call Join first, then Attend"));
-    Membership older = live.get(id);
+    Attendance older = live.get(id);
     if (older != null) {
       end(older, Ending.FAILED, notJoined(id, "a newer Attend stream of the trainer replaced it"));
     }
     Lease lease = coordinator.grantLease(ttl);
-    Membership m = new Membership(id, session, lease, sink);
+    Attendance m = new Attendance(id, session, lease, sink);
     try {
       trainers.requireFree(id, session, lease.id());
       coordinator.kv().put(coordinator.keys().trainerSession(id), bytes(session), lease);
@@ -102,8 +102,8 @@ final class Memberships {
   }
 
   /** The live membership of {@code id}, or NOT_JOINED. */
-  Membership require(String id) {
-    Membership m = live.get(id);
+  Attendance require(String id) {
+    Attendance m = live.get(id);
     if (m == null || !m.isLive()) {
       throw new ServiceException(
           ErrorReason.NOT_JOINED,
@@ -115,7 +115,7 @@ final class Memberships {
     return m;
   }
 
-  Optional<Membership> get(String id) {
+  Optional<Attendance> get(String id) {
     return Optional.ofNullable(live.get(id));
   }
 
@@ -126,7 +126,7 @@ final class Memberships {
   /** Ends every membership whose trainer sent no heartbeat for the lease TTL. */
   void expireSilent() {
     long now = System.nanoTime();
-    for (Membership m : List.copyOf(live.values())) {
+    for (Attendance m : List.copyOf(live.values())) {
       if (m.silentFor(ttl.toNanos(), now)) {
         end(
             m,
@@ -138,13 +138,13 @@ final class Memberships {
 
   /** Ends every membership: this master steps down or stops. */
   void endAll(ServiceException notLeader) {
-    for (Membership m : List.copyOf(live.values())) {
+    for (Attendance m : List.copyOf(live.values())) {
       end(m, Ending.RECONNECT, notLeader);
     }
   }
 
   /** Ends {@code m} (once) and revokes its lease off the caller's thread. */
-  void end(Membership m, Ending how, ServiceException why) {
+  void end(Attendance m, Ending how, ServiceException why) {
     live.remove(m.trainerId(), m);
     feed.unsubscribe(m);
     if (!m.end(how, why)) {

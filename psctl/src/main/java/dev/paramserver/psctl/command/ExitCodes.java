@@ -1,4 +1,4 @@
-package dev.paramserver.psctl;
+package dev.paramserver.psctl.command;
 
 /** psctl's exit codes, the same for every command (listed by {@code psctl --help}). */
 public final class ExitCodes {

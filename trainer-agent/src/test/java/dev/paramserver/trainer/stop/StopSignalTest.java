@@ -1,4 +1,4 @@
-package dev.paramserver.trainer;
+package dev.paramserver.trainer.stop;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;

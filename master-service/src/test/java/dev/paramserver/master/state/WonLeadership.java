@@ -10,12 +10,12 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 
 /** A master's leadership won in a test's etcd (a job of its own), and job stores fenced on it. */
-public final class EtcdLeader implements AutoCloseable {
+public final class WonLeadership implements AutoCloseable {
   public final EtcdCoordinator coordinator;
   public final Lease lease;
   private final Leadership leadership;
 
-  public EtcdLeader(EtcdExtension etcd) throws InterruptedException {
+  public WonLeadership(EtcdExtension etcd) throws InterruptedException {
     coordinator = EtcdCoordinator.connect(EtcdSettings.of(etcd.endpoint(), etcd.uniqueJob()));
     lease = coordinator.grantLease(Duration.ofSeconds(5));
     leadership =
