@@ -5,9 +5,6 @@ import dev.paramserver.testsupport.arch.ModuleRules;
 
 /** The shared rules for this module's main code (test-support's {@link ModuleArchitectureTest}). */
 class MasterArchitectureTest extends ModuleArchitectureTest {
-  private static final String COORDINATION =
-      "the master's coordination service (leases, membership) has its gRPC service in the same"
-          + " package; the adapter moves to master.grpc with issue 45 item 2";
   private static final String CONSOLE =
       "the console samples the pservers' and trainers' status over gRPC (ClusterProbe); a client"
           + " behind an interface is pending";
@@ -15,9 +12,6 @@ class MasterArchitectureTest extends ModuleArchitectureTest {
   @Override
   protected ModuleRules rules() {
     return ModuleRules.forRootPackage("dev.paramserver.master")
-        .grpcPackage("dev.paramserver.master.coordination", COORDINATION)
-        .adapterOutsideAdapterPackages(
-            "dev.paramserver.master.coordination.CoordinationGrpcService", COORDINATION)
         .grpcPackage("dev.paramserver.master.console", CONSOLE)
         .grpcPackage(
             "dev.paramserver.master.placement",

@@ -7,7 +7,7 @@ import dev.paramserver.proto.v1.ClusterMap;
  * Where the answers of one Attend stream go (the gRPC adapter writes them to the response stream).
  * Calls come from several threads, never at once for one sink.
  */
-interface AttendSink {
+public interface AttendSink {
   /** A cluster map for the trainer. */
   void send(ClusterMap map);
 

@@ -12,7 +12,7 @@ import java.util.function.Consumer;
  * the etcd lease its {@code trainers/<id>} key lives under, and when it last sent a heartbeat. It
  * ends once; ending revokes the lease (the caller does, off the stream's thread).
  */
-final class Attendance implements Consumer<ClusterMap> {
+public final class Attendance implements Consumer<ClusterMap> {
   private final String trainerId;
   private final String session;
   private final Lease lease;
@@ -44,7 +44,7 @@ final class Attendance implements Consumer<ClusterMap> {
     return !ended.get() && lease.isAlive();
   }
 
-  void heartbeat() {
+  public void heartbeat() {
     lastHeartbeatNanos = System.nanoTime();
   }
 

@@ -74,7 +74,7 @@ public final class CoordinatedTrainers implements SmartLifecycle {
   /**
    * Joins a trainer; {@code peerHost} names it in {@code trainers/<id>} when it has no endpoint.
    */
-  JoinResponse join(JoinRequest req, String peerHost) {
+  public JoinResponse join(JoinRequest req, String peerHost) {
     requireServing();
     String id = trainers.resolveId(req.getTrainerId(), req.getSession());
     String endpoint = TrainerEndpoints.registration(req.getEndpoint(), peerHost);
@@ -108,7 +108,7 @@ public final class CoordinatedTrainers implements SmartLifecycle {
   }
 
   /** Starts the membership named by an Attend stream's first message. */
-  Attendance attend(AttendRequest first, AttendSink sink) {
+  public Attendance attend(AttendRequest first, AttendSink sink) {
     requireServing();
     if (first.getTrainerId().isEmpty() || first.getSession().isEmpty()) {
       throw new ServiceException(
@@ -119,11 +119,11 @@ public final class CoordinatedTrainers implements SmartLifecycle {
   }
 
   /** The trainer ended its stream: on purpose ({@code leftOnPurpose}) or not. */
-  void left(Attendance m, boolean leftOnPurpose) {
+  public void left(Attendance m, boolean leftOnPurpose) {
     attendances.end(m, leftOnPurpose ? Ending.LEFT : Ending.GONE, null);
   }
 
-  Placement placement(GetPlacementRequest req) {
+  public Placement placement(GetPlacementRequest req) {
     requireServing();
     JobModel model = models.require();
     int pservers = req.getPservers();
@@ -139,7 +139,7 @@ public final class CoordinatedTrainers implements SmartLifecycle {
     return Placements.of(model, pservers);
   }
 
-  AcquireLockResponse acquire(AcquireLockRequest req) {
+  public AcquireLockResponse acquire(AcquireLockRequest req) {
     requireServing();
     return locks.acquire(
         attendances.require(req.getTrainerId()),
@@ -148,7 +148,7 @@ public final class CoordinatedTrainers implements SmartLifecycle {
         req.getReinitialise());
   }
 
-  void release(ReleaseLockRequest req) {
+  public void release(ReleaseLockRequest req) {
     requireServing();
     locks.release(
         attendances.require(req.getTrainerId()), req.getLock(), req.getPass(), req.getDone());

@@ -9,7 +9,7 @@ import org.springframework.context.annotation.Configuration;
 import org.springframework.context.event.ContextClosedEvent;
 import org.springframework.context.event.EventListener;
 
-/** The Coordination service's beans: the domain, and the peer address for its handlers. */
+/** The Coordination service's domain beans (its gRPC adapter is in {@code master.grpc}). */
 @Configuration(proxyBeanMethods = false)
 class CoordinationConfiguration {
   /** Stopped just before the election resigns (higher phases stop first). */
@@ -23,11 +23,6 @@ class CoordinationConfiguration {
             election::isLeader,
             () -> election.leaderAddress().filter(a -> !a.equals(election.identity())));
     return new CoordinatedTrainers(coordinator, leader, common.etcd().leaseTtl(), PHASE);
-  }
-
-  @Bean
-  PeerAddressInterceptor coordinationPeerAddressInterceptor() {
-    return new PeerAddressInterceptor();
   }
 
   @Bean

@@ -1,7 +1,7 @@
 /**
  * Coordination of trainers without an etcd client (joins, memberships, the cluster map, block
  * placement, locks): {@link dev.paramserver.master.coordination.CoordinatedTrainers} is the door
- * for {@link dev.paramserver.master.coordination.CoordinationGrpcService}, the gRPC adapter (still
- * in this package); {@code LeaderCheck} answers NOT_LEADER on a standby.
+ * for {@code master.grpc.CoordinationGrpcService}, the gRPC adapter; {@code LeaderCheck} answers
+ * NOT_LEADER on a standby.
  */
 package dev.paramserver.master.coordination;

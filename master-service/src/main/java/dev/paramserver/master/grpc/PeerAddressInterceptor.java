@@ -1,4 +1,4 @@
-package dev.paramserver.master.coordination;
+package dev.paramserver.master.grpc;
 
 import io.grpc.Context;
 import io.grpc.Contexts;
@@ -9,11 +9,13 @@ import io.grpc.ServerCallHandler;
 import io.grpc.ServerInterceptor;
 import java.net.InetSocketAddress;
 import java.net.SocketAddress;
+import org.springframework.stereotype.Component;
 
 /**
  * Makes the calling peer's host known to the Coordination service's handlers ({@link #host()}): a
  * trainer that joins without an endpoint is registered as {@code <peer host>:0}.
  */
+@Component
 public final class PeerAddressInterceptor implements ServerInterceptor {
   private static final Context.Key<String> PEER_HOST = Context.key("paramserver-peer-host");
 

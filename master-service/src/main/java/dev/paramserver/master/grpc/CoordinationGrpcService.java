@@ -1,6 +1,9 @@
-package dev.paramserver.master.coordination;
+package dev.paramserver.master.grpc;
 
 import dev.paramserver.errors.ServiceException;
+import dev.paramserver.master.coordination.AttendSink;
+import dev.paramserver.master.coordination.Attendance;
+import dev.paramserver.master.coordination.CoordinatedTrainers;
 import dev.paramserver.proto.v1.AcquireLockRequest;
 import dev.paramserver.proto.v1.AcquireLockResponse;
 import dev.paramserver.proto.v1.AttendRequest;
