@@ -208,7 +208,7 @@ class ConsoleScriptFieldsTest {
       }
       return null;
     }
-    return "object".equals(t.path("type").asString()) ? t : null;
+    return "object".equals(t.path("type").asString("")) ? t : null;
   }
 
   /** The items' schema of an array schema {@code t}, or null. */
