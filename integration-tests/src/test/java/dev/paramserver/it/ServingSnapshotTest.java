@@ -32,7 +32,6 @@ import dev.paramserver.pserver.checkpoint.CheckpointPointers;
 import dev.paramserver.pserver.checkpoint.CheckpointStore;
 import dev.paramserver.pserver.shard.ParameterShard;
 import dev.paramserver.rpc.Channels;
-import dev.paramserver.serving.ServingApplication;
 import dev.paramserver.tensor.ShardPlacement;
 import dev.paramserver.tensor.TensorCodec;
 import dev.paramserver.testsupport.EtcdExtension;
@@ -53,7 +52,6 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
-import org.springframework.boot.builder.SpringApplicationBuilder;
 import org.springframework.boot.logging.LoggingSystem;
 import org.springframework.context.ConfigurableApplicationContext;
 
@@ -201,22 +199,19 @@ class ServingSnapshotTest {
     ConfigurableApplicationContext serving = null;
     ManagedChannel ch = null;
     try (EtcdCoordinator c = EtcdCoordinator.connect(EtcdSettings.of(etcd.endpoint(), job))) {
+      // the first call after connecting may be slow on a loaded machine
+      assertThat(c.awaitConnected(Duration.ofSeconds(60))).isTrue();
       CheckpointStore files = new CheckpointStore(IN_MEMORY, dir);
       writeJobCheckpoint(c, files, 1, 10, 2);
       writeJobCheckpoint(c, files, 2, 20, 2);
       writeJobCheckpoint(c, files, 3, 30, 1); // incomplete: shard 1's file missing
       // no ps_desired, no pserver: the job ended; the shard count comes from the checkpoint
       serving =
-          new SpringApplicationBuilder(ServingApplication.class)
-              .run(
-                  "--server.port=0",
-                  "--server.address=127.0.0.1",
-                  "--spring.grpc.server.port=" + grpcPort,
-                  "--spring.grpc.server.address=127.0.0.1",
-                  "--paramserver.etcd.endpoints=" + etcd.endpoint(),
-                  "--paramserver.job=" + job,
-                  "--paramserver.admin.token=tok");
-      String http = "http://127.0.0.1:" + serving.getEnvironment().getProperty("local.server.port");
+          ServingContexts.start(
+              grpcPort,
+              "--paramserver.etcd.endpoints=" + etcd.endpoint(),
+              "--paramserver.job=" + job);
+      String http = ServingContexts.http(serving);
       ch = Channels.forAddress("127.0.0.1:" + grpcPort);
       var stub = ServingGrpc.newBlockingStub(ch);
       Poll.until(
@@ -290,16 +285,11 @@ class ServingSnapshotTest {
     ManagedChannel ch = null;
     try {
       serving =
-          new SpringApplicationBuilder(ServingApplication.class)
-              .run(
-                  "--server.port=0",
-                  "--server.address=127.0.0.1",
-                  "--spring.grpc.server.port=" + grpcPort,
-                  "--spring.grpc.server.address=127.0.0.1",
-                  // nothing listens there: a replica serving a file must not need etcd
-                  "--paramserver.etcd.endpoints=http://127.0.0.1:" + FreePorts.next(),
-                  "--paramserver.admin.token=tok",
-                  "--paramserver.serving.model=" + file);
+          ServingContexts.start(
+              grpcPort,
+              // nothing listens there: a replica serving a file must not need etcd
+              "--paramserver.etcd.endpoints=http://127.0.0.1:" + FreePorts.next(),
+              "--paramserver.serving.model=" + file);
       ch = Channels.forAddress("127.0.0.1:" + grpcPort);
       var stub = ServingGrpc.newBlockingStub(ch);
       Poll.until(
@@ -330,7 +320,7 @@ class ServingSnapshotTest {
           assertThat(got).as(def.name()).containsExactly(params.dense(def.name()));
         }
       }
-      String http = "http://127.0.0.1:" + serving.getEnvironment().getProperty("local.server.port");
+      String http = ServingContexts.http(serving);
       HttpResponse<String> pin = admin("POST", http + "/admin/serving/pin?checkpoint=1");
       assertThat(pin.statusCode()).as(pin.body()).isEqualTo(409);
     } finally {

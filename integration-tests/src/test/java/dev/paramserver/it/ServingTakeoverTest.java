@@ -23,7 +23,6 @@ import dev.paramserver.proto.v1.ShardPosition;
 import dev.paramserver.proto.v1.SparseRows;
 import dev.paramserver.proto.v1.SparseRowsRef;
 import dev.paramserver.rpc.Channels;
-import dev.paramserver.serving.ServingApplication;
 import dev.paramserver.tensor.TensorCodec;
 import dev.paramserver.testsupport.EtcdExtension;
 import dev.paramserver.testsupport.FreePorts;
@@ -49,7 +48,6 @@ import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.CleanupMode;
 import org.junit.jupiter.api.io.TempDir;
-import org.springframework.boot.builder.SpringApplicationBuilder;
 import org.springframework.boot.logging.LoggingSystem;
 import org.springframework.context.ConfigurableApplicationContext;
 
@@ -61,7 +59,7 @@ import org.springframework.context.ConfigurableApplicationContext;
  * version numbers never go back, a shard's sequence goes back only with a new feed epoch, and after
  * the pushes the replica holds the new primary's rows bit for bit.
  */
-@Timeout(600)
+@Timeout(1200)
 class ServingTakeoverTest {
   @RegisterExtension static final EtcdExtension etcd = new EtcdExtension();
 
@@ -131,10 +129,11 @@ class ServingTakeoverTest {
     List<Thread> threads = new ArrayList<>();
     try (EtcdCoordinator c = EtcdCoordinator.connect(EtcdSettings.of(etcd.endpoint(), job))) {
       runs.add(pserver(job, "a"));
-      Poll.until(Duration.ofSeconds(120), () -> !primary(c).isEmpty(), "a primary registered");
+      // a pserver process may take minutes to start on a loaded machine
+      Poll.until(Duration.ofSeconds(300), () -> !primary(c).isEmpty(), "a primary registered");
       runs.add(pserver(job, "b"));
       Poll.until(
-          Duration.ofSeconds(120),
+          Duration.ofSeconds(300),
           () -> c.kv().get(c.keys().psBackup(0)).isPresent(),
           "a backup registered");
       String first = primary(c);
@@ -176,16 +175,11 @@ class ServingTakeoverTest {
 
       int grpcPort = FreePorts.next();
       serving =
-          new SpringApplicationBuilder(ServingApplication.class)
-              .run(
-                  "--server.port=0",
-                  "--server.address=127.0.0.1",
-                  "--spring.grpc.server.port=" + grpcPort,
-                  "--spring.grpc.server.address=127.0.0.1",
-                  "--paramserver.etcd.endpoints=" + etcd.endpoint(),
-                  "--paramserver.job=" + job,
-                  "--paramserver.admin.token=tok",
-                  "--paramserver.serving.follow-backoff-max=500ms");
+          ServingContexts.start(
+              grpcPort,
+              "--paramserver.etcd.endpoints=" + etcd.endpoint(),
+              "--paramserver.job=" + job,
+              "--paramserver.serving.follow-backoff-max=500ms");
       ManagedChannel sch = Channels.forAddress("127.0.0.1:" + grpcPort);
       channels.add(sch);
       var sv = ServingGrpc.newBlockingStub(sch);
