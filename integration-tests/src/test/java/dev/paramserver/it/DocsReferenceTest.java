@@ -15,6 +15,7 @@ import org.junit.jupiter.api.Test;
 import org.springframework.beans.factory.config.BeanDefinition;
 import org.springframework.context.annotation.ClassPathScanningCandidateComponentProvider;
 import org.springframework.core.type.filter.AnnotationTypeFilter;
+import org.springframework.web.bind.annotation.DeleteMapping;
 import org.springframework.web.bind.annotation.GetMapping;
 import org.springframework.web.bind.annotation.PostMapping;
 import org.springframework.web.bind.annotation.RequestMapping;
@@ -58,6 +59,10 @@ class DocsReferenceTest {
         PostMapping post = m.getAnnotation(PostMapping.class);
         if (post != null) {
           served.add("POST " + prefix + first(post.value(), post.path()));
+        }
+        DeleteMapping delete = m.getAnnotation(DeleteMapping.class);
+        if (delete != null) {
+          served.add("DELETE " + prefix + first(delete.value(), delete.path()));
         }
       }
     }

@@ -4,52 +4,119 @@ import dev.paramserver.coordination.Coordinator;
 import dev.paramserver.rpc.ChannelFactory;
 import dev.paramserver.rpc.Retry;
 import dev.paramserver.service.CommonProperties;
+import dev.paramserver.service.EtcdOptOut;
 import dev.paramserver.serving.grpc.GrpcFollowSource;
 import dev.paramserver.serving.grpc.ServingGrpcService;
 import dev.paramserver.serving.replica.Lookups;
 import dev.paramserver.serving.replica.ServedModel;
 import dev.paramserver.serving.replica.ServingReplica;
+import dev.paramserver.serving.snapshot.CheckpointSnapshots;
+import dev.paramserver.serving.snapshot.JobCheckpointCatalog;
+import dev.paramserver.serving.snapshot.ModelFileSnapshot;
+import dev.paramserver.storage.Storage;
+import java.util.Optional;
 import java.util.UUID;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnExpression;
 import org.springframework.context.SmartLifecycle;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 
-/** The serving replica's beans: the model it serves, its followers and its gRPC service. */
+/**
+ * The serving replica's beans: the model it serves, where it loads and follows it from, and its
+ * gRPC service. With {@code paramserver.serving.model} set it serves that file and uses no etcd.
+ */
 @Configuration(proxyBeanMethods = false)
 public class ServingConfiguration {
+  static final String FOLLOWS_JOB = "'${paramserver.serving.model:}'.isBlank()";
+  static final String SERVES_FILE = "!'${paramserver.serving.model:}'.isBlank()";
 
-  /** The served model, with as many shards as the job has ({@code ps_desired}, waited for). */
-  @Bean
-  ServedModel servedModel(Coordinator coordinator, ServingProperties properties) {
-    String key = coordinator.keys().psDesired();
-    long deadline = System.nanoTime() + properties.shardsTimeout().toNanos();
-    int shards =
-        Retry.upTo(properties.followBackoffMax(), () -> System.nanoTime() > deadline)
-            .until(
-                "waiting for ps_desired in etcd (start the job's pservers, or raise"
-                    + " paramserver.serving.shards-timeout)",
-                attempt ->
-                    coordinator
-                        .kv()
-                        .get(key)
-                        .map(kv -> Integer.parseInt(kv.valueAsString().trim())));
-    return new ServedModel(UUID.randomUUID().toString(), shards);
+  @Bean(destroyMethod = "close")
+  Storage servingStorage(ServingStorageProperties storage) {
+    return Storage.create(storage.s3(), "paramserver.serving.s3");
   }
 
-  @Bean
-  ServingReplica servingReplica(
-      ServedModel model,
-      Coordinator coordinator,
-      ChannelFactory channels,
-      ServingProperties properties,
-      CommonProperties common) {
-    return new ServingReplica(
-        model,
-        new GrpcFollowSource(coordinator, channels, properties.followStreamMax()),
-        common.job(),
-        properties.followBackoff(),
-        properties.followBackoffMax(),
-        System::currentTimeMillis);
+  /** Follows the job {@code paramserver.job}: its pservers' streams and job-wide checkpoints. */
+  @Configuration(proxyBeanMethods = false)
+  @ConditionalOnExpression(FOLLOWS_JOB)
+  static class FollowsJob {
+    @Bean
+    JobCheckpointCatalog jobCheckpointCatalog(Coordinator coordinator) {
+      return new JobCheckpointCatalog(coordinator.kv(), coordinator.keys());
+    }
+
+    /**
+     * The served model, with as many shards as the job has ({@code ps_desired}, else the shard
+     * count of its newest complete job-wide checkpoint; waited for).
+     */
+    @Bean
+    ServedModel servedModel(
+        Coordinator coordinator, JobCheckpointCatalog catalog, ServingProperties properties) {
+      String key = coordinator.keys().psDesired();
+      long deadline = System.nanoTime() + properties.shardsTimeout().toNanos();
+      int shards =
+          Retry.upTo(properties.followBackoffMax(), () -> System.nanoTime() > deadline)
+              .until(
+                  "waiting for ps_desired or a job-wide checkpoint in etcd (start the job's"
+                      + " pservers, or raise paramserver.serving.shards-timeout)",
+                  attempt -> {
+                    Optional<Integer> desired =
+                        coordinator
+                            .kv()
+                            .get(key)
+                            .map(kv -> Integer.parseInt(kv.valueAsString().trim()));
+                    return desired.isPresent()
+                        ? desired
+                        : catalog.newest().map(JobCheckpointCatalog.Complete::shards);
+                  });
+      return new ServedModel(UUID.randomUUID().toString(), shards);
+    }
+
+    @Bean
+    ServingReplica servingReplica(
+        ServedModel model,
+        Coordinator coordinator,
+        JobCheckpointCatalog catalog,
+        Storage storage,
+        ChannelFactory channels,
+        ServingProperties properties,
+        CommonProperties common) {
+      return new ServingReplica(
+          model,
+          new GrpcFollowSource(coordinator, channels, properties.followStreamMax()),
+          new CheckpointSnapshots(catalog, storage),
+          common.job(),
+          properties.followBackoff(),
+          properties.followBackoffMax(),
+          System::currentTimeMillis);
+    }
+  }
+
+  /** Serves the saved model {@code paramserver.serving.model}: no job, no etcd. */
+  @Configuration(proxyBeanMethods = false)
+  @ConditionalOnExpression(SERVES_FILE)
+  static class ServesFile {
+    @Bean
+    EtcdOptOut servingEtcdOptOut() {
+      return new EtcdOptOut("paramserver.serving.model is set");
+    }
+
+    @Bean
+    ServedModel servedModel() {
+      return new ServedModel(UUID.randomUUID().toString(), 1);
+    }
+
+    @Bean
+    ServingReplica servingReplica(
+        ServedModel model, Storage storage, ServingProperties properties) {
+      return new ServingReplica(
+          model,
+          null,
+          new ModelFileSnapshot(storage, properties.model()),
+          properties.model(),
+          properties.followBackoff(),
+          properties.followBackoffMax(),
+          System::currentTimeMillis);
+    }
   }
 
   @Bean

@@ -21,6 +21,10 @@ import org.springframework.validation.annotation.Validated;
  * @param followBackoffMax the longest such pause
  * @param followStreamMax the deadline of one change stream: when it passes the replica follows
  *     again from where it was (no copy)
+ * @param model a saved model file (as psctl and run-local write it; a path or {@code
+ *     s3://bucket/key}) to serve instead of following a job: the replica then needs no etcd and no
+ *     pserver; empty: follow the job {@code paramserver.job}, starting from its newest complete
+ *     job-wide checkpoint
  */
 @Validated
 @ConfigurationProperties("paramserver.serving")
@@ -31,4 +35,11 @@ public record ServingProperties(
     @DefaultValue("5m") @NotNull Duration shardsTimeout,
     @DefaultValue("100ms") @NotNull Duration followBackoff,
     @DefaultValue("2s") @NotNull Duration followBackoffMax,
-    @DefaultValue("10m") @NotNull Duration followStreamMax) {}
+    @DefaultValue("10m") @NotNull Duration followStreamMax,
+    @DefaultValue("") @NotNull String model) {
+
+  /** True when the replica serves a model file rather than following a job. */
+  public boolean servesModelFile() {
+    return !model.isBlank();
+  }
+}

@@ -12,7 +12,9 @@ import org.springframework.stereotype.Component;
 
 /**
  * {@code GET /admin/status} of a serving replica: state LOADING (some shard has no copy yet) or
- * SERVING; identity the replica's instance id; details job, version {number, shards [{index, epoch,
+ * SERVING; identity the replica's instance id; details job (or the model file served), source
+ * (FOLLOWING, PINNED or MODEL_FILE), pinned (the job-wide checkpoint pinned, 0: none), loadedFrom
+ * (the snapshot last loaded whole, "" when none), version {number, shards [{index, epoch,
  * sequence}]} (null while LOADING) and shards [{index, primary, epoch, sequence, connected, copies,
  * lagMs, records}].
  */
@@ -43,6 +45,9 @@ public final class ServingStatusSource implements AdminStatusSource {
   public Map<String, Object> details() {
     Map<String, Object> d = new LinkedHashMap<>();
     d.put("job", replica.origin());
+    d.put("source", replica.source().name());
+    d.put("pinned", replica.pinned());
+    d.put("loadedFrom", replica.loadedFrom());
     ServedVersion v = replica.model().version();
     if (v == null) {
       d.put("version", null);

@@ -93,6 +93,29 @@ public final class ServedModel {
   }
 
   /**
+   * Replaces every shard at once with {@code loaded} (a job-wide checkpoint or a saved model, each
+   * shard restored already), publishing one version: a read sees all of them or none. Their epoch
+   * is {@code epoch} (0: not of any primary's stream, so a follower starts from a copy).
+   */
+  public void installAll(List<ParameterShard> loaded, long epoch) {
+    if (loaded.size() != shardCount) {
+      throw new IllegalArgumentException(
+          "a snapshot of " + loaded.size() + " shards for a model of " + shardCount);
+    }
+    lock.writeLock().lock();
+    try {
+      for (int i = 0; i < shardCount; i++) {
+        shards[i] = loaded.get(i);
+        epochs[i] = epoch;
+        sequences[i] = shards[i].step();
+      }
+      publishLocked();
+    } finally {
+      lock.writeLock().unlock();
+    }
+  }
+
+  /**
    * Applies shard {@code index}'s record {@code sequence} as its primary did.
    *
    * @return false when the record does not follow on what the copy holds (another epoch, a gap, a

@@ -7,19 +7,38 @@ import dev.paramserver.rpc.Backoff;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.function.LongSupplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
- * A serving replica following a job: one {@link ShardFollower} thread per shard, all applying to
- * one {@link ServedModel}. Started and stopped by the service's lifecycle.
+ * A serving replica: at start it serves the newest snapshot its {@link SnapshotSource} has (a
+ * job-wide checkpoint, or a saved model file), then, when it follows a job, one {@link
+ * ShardFollower} thread per shard applies the primaries' streams to the same {@link ServedModel}.
+ * It may be pinned to a job-wide checkpoint ({@link #pin}): the followers stop and that checkpoint
+ * is served until {@link #unpin}. Started and stopped by the service's lifecycle.
  */
 public final class ServingReplica {
+  private static final Logger log = LoggerFactory.getLogger(ServingReplica.class);
+
   private final ServedModel model;
   private final FollowSource source;
+  private final SnapshotSource snapshots;
   private final String origin;
+  private final boolean follows;
+  private final Duration backoffInitial;
+  private final Duration backoffMax;
+  private final LongSupplier clock;
+  // Guarded by this.
   private final List<ShardFollower> followers = new ArrayList<>();
   private final List<Thread> threads = new ArrayList<>();
+  private boolean started;
+  private volatile long pinned;
+  private volatile String loadedFrom = "";
+  private Thread starter;
 
+  /** A replica that follows {@code source} without snapshots. */
   public ServingReplica(
       ServedModel model,
       FollowSource source,
@@ -27,66 +46,200 @@ public final class ServingReplica {
       Duration backoffInitial,
       Duration backoffMax,
       LongSupplier clock) {
+    this(model, source, SnapshotSource.NONE, origin, backoffInitial, backoffMax, clock);
+  }
+
+  /**
+   * @param source the primaries' streams, or null to follow none (a saved model file)
+   * @param origin the job followed, or the model file served
+   */
+  public ServingReplica(
+      ServedModel model,
+      FollowSource source,
+      SnapshotSource snapshots,
+      String origin,
+      Duration backoffInitial,
+      Duration backoffMax,
+      LongSupplier clock) {
     this.model = model;
     this.source = source;
+    this.snapshots = snapshots;
     this.origin = origin;
+    this.follows = source != null;
+    this.backoffInitial = backoffInitial;
+    this.backoffMax = backoffMax;
+    this.clock = clock;
     for (int i = 0; i < model.shardCount(); i++) {
-      followers.add(
-          new ShardFollower(i, model, source, new Backoff(backoffInitial, backoffMax), clock));
+      followers.add(newFollower(i));
     }
+  }
+
+  private ShardFollower newFollower(int index) {
+    return new ShardFollower(index, model, source, new Backoff(backoffInitial, backoffMax), clock);
   }
 
   public ServedModel model() {
     return model;
   }
 
-  /** Starts following every shard. */
+  /**
+   * Loads the newest snapshot, then follows every shard, on a thread of its own (the context starts
+   * meanwhile; reads wait or answer NOT_INITIALIZED until a version is served).
+   */
   public synchronized void start() {
-    if (!threads.isEmpty()) {
+    if (started) {
       return;
     }
-    for (ShardFollower f : followers) {
-      Thread t = new Thread(f, "serving-follow-" + f.status().index());
+    started = true;
+    starter =
+        new Thread(
+            () -> {
+              loadLatest();
+              synchronized (this) {
+                if (started && pinned == 0) {
+                  startFollowersLocked();
+                }
+              }
+            },
+            "serving-start");
+    starter.setDaemon(true);
+    starter.start();
+  }
+
+  private void loadLatest() {
+    try {
+      Optional<Snapshot> s = snapshots.latest(model.shardCount());
+      if (s.isEmpty()) {
+        log.info("no snapshot to start from: serving once every shard is copied from its primary");
+        return;
+      }
+      synchronized (this) {
+        if (model.version() != null || pinned != 0) {
+          return;
+        }
+        model.installAll(s.get().shards(), 0);
+        loadedFrom = s.get().origin();
+      }
+      log.info("serving {} ({})", s.get().origin(), model.version());
+    } catch (RuntimeException e) {
+      log.warn("the newest snapshot cannot be loaded: following the primaries only", e);
+    }
+  }
+
+  private void startFollowersLocked() {
+    if (!follows || !threads.isEmpty()) {
+      return;
+    }
+    for (int i = 0; i < followers.size(); i++) {
+      // a follower stopped before starts afresh (its stream's epoch is not what is served now)
+      ShardFollower f = newFollower(i);
+      followers.set(i, f);
+      Thread t = new Thread(f, "serving-follow-" + i);
       t.setDaemon(true);
       threads.add(t);
       t.start();
     }
   }
 
-  /** Stops following; what is held stays served. */
-  public synchronized void stop() {
+  private void stopFollowersLocked() {
     followers.forEach(ShardFollower::stop);
     threads.forEach(Thread::interrupt);
-    source.close();
+    if (source != null) {
+      source.close();
+    }
     for (Thread t : threads) {
       try {
         t.join(5_000);
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
-        return;
+        break;
       }
     }
     threads.clear();
   }
 
+  /** Stops following; what is held stays served. */
+  public synchronized void stop() {
+    started = false;
+    if (starter != null) {
+      starter.interrupt();
+    }
+    stopFollowersLocked();
+  }
+
   public synchronized boolean running() {
-    return !threads.isEmpty();
+    return started;
+  }
+
+  /**
+   * Serves job-wide checkpoint {@code id} (a rollback when it is older than what is served) and
+   * stops following until {@link #unpin}. Version numbers still grow; each shard's sequence is the
+   * checkpoint's step, with epoch 0.
+   *
+   * @return the version now served
+   * @throws java.util.NoSuchElementException when {@code id} is not a complete checkpoint of this
+   *     model
+   * @throws IllegalStateException when the replica serves a model file
+   */
+  public synchronized ServedVersion pin(long id) {
+    if (!follows) {
+      throw new IllegalStateException(
+          "this replica serves the model file " + origin + ", not a job's checkpoints");
+    }
+    Snapshot s = snapshots.checkpoint(id, model.shardCount());
+    stopFollowersLocked();
+    model.installAll(s.shards(), 0);
+    pinned = id;
+    loadedFrom = s.origin();
+    return model.version();
+  }
+
+  /**
+   * Follows the primaries again (each shard from a copy); nothing when not pinned.
+   *
+   * @return the checkpoint id that was pinned, 0 when none
+   */
+  public synchronized long unpin() {
+    long was = pinned;
+    pinned = 0;
+    if (was != 0 && started) {
+      startFollowersLocked();
+    }
+    return was;
+  }
+
+  /** The job-wide checkpoint pinned, 0 when none. */
+  public long pinned() {
+    return pinned;
+  }
+
+  /** The snapshot last loaded whole (a checkpoint or a model file), "" when none. */
+  public String loadedFrom() {
+    return loadedFrom;
   }
 
   /** How each shard is followed. */
-  public List<ShardFollower.Status> shards() {
+  public synchronized List<ShardFollower.Status> shards() {
     return followers.stream().map(ShardFollower::status).toList();
   }
 
-  /** The job followed. */
+  /** The job followed, or the model file served. */
   public String origin() {
     return origin;
+  }
+
+  /** Where the served values come from. */
+  public ServingSource source() {
+    if (!follows) {
+      return ServingSource.MODEL_FILE;
+    }
+    return pinned != 0 ? ServingSource.PINNED : ServingSource.FOLLOWING;
   }
 
   /** The wire form of the replica's status. */
   public ServingStatus toProto() {
     ServingStatus.Builder b =
-        ServingStatus.newBuilder().setSource(ServingSource.FOLLOWING).setOrigin(origin);
+        ServingStatus.newBuilder().setSource(source()).setOrigin(origin).setPinned(pinned);
     ServedVersion v = model.version();
     if (v != null) {
       b.setVersion(v.toProto());

@@ -99,6 +99,10 @@ public final class ShardFollower implements Runnable, FollowSource.Sink {
 
   @Override
   public boolean accept(FollowMessage m) {
+    if (!running) {
+      // stopped (shutdown, or the replica pinned to a checkpoint): change nothing more
+      return false;
+    }
     if (m.hasCopy()) {
       return acceptCopy(m.getEpoch(), m.getCopy());
     }
