@@ -1,4 +1,4 @@
-package dev.paramserver.serving.rest;
+package dev.paramserver.serving.web;
 
 import static org.assertj.core.api.Assertions.assertThat;
 

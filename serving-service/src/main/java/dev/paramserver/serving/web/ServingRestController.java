@@ -1,4 +1,4 @@
-package dev.paramserver.serving.rest;
+package dev.paramserver.serving.web;
 
 import com.fasterxml.jackson.annotation.JsonProperty;
 import dev.paramserver.proto.v1.ErrorReason;
