@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the paramserver images: paramserver/{master-service,pserver-service,trainer-agent,psctl}
+# Builds the paramserver images: paramserver/{master-service,pserver-service,trainer-agent,serving-service,psctl}
 # from docker/Dockerfile, named [PREFIX/]paramserver/<service>:<TAG>.
 #
 #   scripts/build-images.sh                                # Maven runs inside Docker (needs a registry
@@ -22,7 +22,7 @@
 #                       host's extra CA certificates. Needs root, debootstrap and a Debian mirror
 #                       (DEBIAN_MIRROR, default http://deb.debian.org/debian). Existing base images
 #                       are reused; --rebuild-base builds them again.
-#   --services "A B"    build only these services (default: all four)
+#   --services "A B"    build only these services (default: all five)
 #
 # Local base images: paramserver-local/{debian:bookworm,jdk:17,jre:17,etcd:3.4,prometheus:2.42}.
 # docker-compose.yml uses them through PARAMSERVER_ETCD_IMAGE / PARAMSERVER_PROMETHEUS_IMAGE.
@@ -36,7 +36,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 die() { echo "build-images: $*" >&2; exit 2; }
 
 TAG="" REGISTRY="" PUSH=false KIND="" PREBUILT=false LOCAL_BASE=false REBUILD_BASE=false
-SERVICES="master-service pserver-service trainer-agent psctl"
+SERVICES="master-service pserver-service trainer-agent serving-service psctl"
 while [ $# -gt 0 ]; do
   case "$1" in
     --tag) TAG=${2:?--tag needs a value}; shift 2 ;;
@@ -52,8 +52,8 @@ while [ $# -gt 0 ]; do
   esac
 done
 for s in $SERVICES; do
-  case "$s" in master-service | pserver-service | trainer-agent | psctl) ;;
-    *) die "unknown service '$s' in --services: use master-service, pserver-service, trainer-agent or psctl" ;;
+  case "$s" in master-service | pserver-service | trainer-agent | serving-service | psctl) ;;
+    *) die "unknown service '$s' in --services: use master-service, pserver-service, trainer-agent, serving-service or psctl" ;;
   esac
 done
 if [ -z "$TAG" ]; then

@@ -7,7 +7,8 @@
 #      with ./mvnw when missing);
 #   3. `docker-compose up -d` the demo as project "paramserver-smoke" (no Grafana: its profile is
 #      off), on free host ports, and waits until the one-shot "evaluate" service has evaluated the
-#      exported model; prints its RESULT line;
+#      exported model; prints its RESULT line; checks that the serving replica answers POST /v1/pull
+#      with the model's dense parameters;
 #   4. checks that Prometheus scraped every service (up == 1 at some point for each target), that
 #      the Helm chart's alert expressions evaluate there on the metrics they read, and that none of
 #      them fires at the end of the successful job, also once masters and pservers are stopped (as the
@@ -108,12 +109,12 @@ phase_done install
 
 # ---- 2. images ----
 jars_missing=false
-for s in master-service pserver-service trainer-agent psctl; do
+for s in master-service pserver-service trainer-agent serving-service psctl; do
   compgen -G "$ROOT/$s/target/$s-*-exec.jar" >/dev/null || jars_missing=true
 done
 if $jars_missing; then
   say "building the service jars (./mvnw -B -q -DskipTests package)"
-  (cd "$ROOT" && ./mvnw -B -q -DskipTests -pl master-service,pserver-service,trainer-agent,psctl -am package)
+  (cd "$ROOT" && ./mvnw -B -q -DskipTests -pl master-service,pserver-service,trainer-agent,serving-service,psctl -am package)
 fi
 phase_done jars
 "$ROOT/scripts/build-images.sh" --local-base --prebuilt
@@ -125,7 +126,8 @@ export PARAMSERVER_PROMETHEUS_IMAGE=paramserver-local/prometheus:2.42
 export PARAMSERVER_JOB=smoke
 # free host ports: nothing collides with services already listening on this machine
 export PARAMSERVER_MASTER_1_PORT="" PARAMSERVER_MASTER_2_PORT="" PARAMSERVER_PSERVER_1_PORT="" \
-  PARAMSERVER_PSERVER_2_PORT="" PARAMSERVER_PROMETHEUS_PORT="" GRAFANA_PORT=""
+  PARAMSERVER_PSERVER_2_PORT="" PARAMSERVER_SERVING_PORT="" PARAMSERVER_SERVING_GRPC_PORT="" \
+  PARAMSERVER_PROMETHEUS_PORT="" GRAFANA_PORT=""
 COMPOSE_UP=1
 compose down -v --remove-orphans --timeout 10 >/dev/null 2>&1 || true # a killed earlier run
 say "docker-compose up -d (project $PROJECT)"
@@ -165,6 +167,15 @@ for t in trainer-1 trainer-2; do
   code=$("$DOCKER" inspect -f '{{.State.ExitCode}}' "$(compose ps -q "$t")")
   [ "$code" = 0 ] || fail "$t exited with $code"
 done
+# the serving replica followed the job and keeps serving its last version over REST
+served=""
+for _ in $(seq 60); do
+  served=$(compose exec -T serving-1 curl -fsS -X POST -H 'Content-Type: application/json' -d '{}' \
+    http://127.0.0.1:8084/v1/pull 2>/dev/null </dev/null) && break
+  sleep 2
+done
+grep -q '"tensors":\[{' <<<"$served" || fail "serving-1 answered no dense parameters on POST /v1/pull: $served"
+say "serving-1 serves the trained model ($(grep -o '"number":[0-9]*' <<<"$served" | head -1))"
 phase_done job
 
 # ---- 4. Prometheus scraped every service ----
@@ -172,7 +183,7 @@ phase_done job
 query() {
   compose exec -T prometheus wget -q -O - "http://127.0.0.1:9090/api/v1/query?query=$1" 2>/dev/null </dev/null
 }
-targets="master-1:8080 master-2:8080 pserver-1:8082 pserver-2:8082 trainer-1:8083 trainer-2:8083 etcd:2381"
+targets="master-1:8080 master-2:8080 pserver-1:8082 pserver-2:8082 trainer-1:8083 trainer-2:8083 serving-1:8084 etcd:2381"
 # max_over_time(up[1h]): 1 if a scrape of the target ever succeeded during the run
 answer=$(query 'max_over_time(up%5B1h%5D)')
 for t in $targets; do

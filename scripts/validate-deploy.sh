@@ -129,6 +129,11 @@ echo "Python trainers only: $(kinds "$WORK/python.yaml")"
 grep -q 'name: ps-paramserver-trainer-python-' "$WORK/python.yaml" || die "trainer.python must render the Python trainer Job"
 grep -q 'name: ps-paramserver-trainer-python-' "$WORK/default.yaml" && die "default values must not render a Python trainer Job"
 grep -q '^kind: ServiceMonitor' "$WORK/default.yaml" && die "default values must not render a ServiceMonitor"
+grep -q 'name: ps-paramserver-serving$' "$WORK/default.yaml" && die "default values (serving.replicas 0) must not render serving replicas"
+for kind in Deployment Service PodDisruptionBudget HorizontalPodAutoscaler; do
+  awk -v k="$kind" '/^kind: /{cur=$2} /^  name: ps-paramserver-serving$/ && cur==k {found=1} END{exit !found}' "$WORK/external.yaml" \
+    || die "serving.replicas and serving.autoscaling.enabled must render the serving $kind"
+done
 grep -q '^kind: ServiceMonitor' "$WORK/external.yaml" || die "serviceMonitor.enabled must render a ServiceMonitor"
 grep -q 'name: ps-paramserver-etcd$' "$WORK/default.yaml" || die "default values must render the bundled etcd"
 grep -q 'name: ps-paramserver-etcd$' "$WORK/external.yaml" && die "external etcd must not render the bundled etcd"

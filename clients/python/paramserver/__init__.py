@@ -33,11 +33,15 @@ def _version() -> str:
 
 __version__ = _version()
 _LAZY = ("Client", "Tls", "PendingPush", "optimizer", "dense_spec", "ASYNC", "SYNC", "BOUNDED_STALENESS")
-__all__ = ["__version__", *_LAZY, *_errors]
+_SERVING = ("lookup",)  # paramserver.serving_lookup: reads of a serving replica
+__all__ = ["__version__", *_LAZY, *_SERVING, *_errors]
 
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
         from . import client
         return getattr(client, name)
+    if name in _SERVING:
+        from . import serving_lookup
+        return getattr(serving_lookup, name)
     raise AttributeError("module 'paramserver' has no attribute %r" % name)

@@ -16,6 +16,7 @@ try:
     from .v1 import example_pb2, optimizer_pb2, placement_pb2, tensor_pb2
     from .v1 import master_pb2 as ma, master_pb2_grpc as ma_grpc
     from .v1 import pserver_pb2 as pb, pserver_pb2_grpc as pb_grpc
+    from .v1 import serving_pb2, serving_pb2_grpc
 except ImportError as e:
     raise ImportError(
         "paramserver's gRPC stubs (paramserver.v1) are missing: they are generated when the package is "
@@ -28,4 +29,4 @@ except Exception as e:  # protobuf's VersionError, grpc's RuntimeError: stubs ne
         % (google.protobuf.__version__, getattr(grpc, "__version__", "?"), e)) from e
 
 __all__ = ["co", "co_grpc", "example_pb2", "ma", "ma_grpc", "optimizer_pb2", "pb", "pb_grpc",
-           "placement_pb2", "tensor_pb2"]
+           "placement_pb2", "serving_pb2", "serving_pb2_grpc", "tensor_pb2"]

@@ -99,7 +99,7 @@ template is immutable, so a changed spec must be a new Job (Helm deletes the old
 Environment of every paramserver container: the pod IP as advertise host (what the service
 publishes in etcd), the admin token from the Secret, the S3 store and its credentials, the JVM
 options, the role's config file, then the component's extraEnv. Call with (dict "ctx" $
-"component" .Values.master).
+"component" .Values.master); add "noS3" true for a service that reads no object store.
 */}}
 {{- define "paramserver.env" -}}
 {{- $v := .ctx.Values -}}
@@ -119,7 +119,9 @@ options, the role's config file, then the component's extraEnv. Call with (dict 
       name: {{ $v.etcd.auth.passwordSecret }}
       key: {{ $v.etcd.auth.passwordKey }}
 {{- end }}
+{{- if not .noS3 }}
 {{- include "paramserver.s3Env" .ctx }}
+{{- end }}
 - name: SPRING_CONFIG_ADDITIONAL_LOCATION
   value: optional:file:/config/
 - name: JAVA_TOOL_OPTIONS

@@ -97,6 +97,24 @@ paramserver.pserver.{{ $k }}={{ $v }}
 {{- end }}
 {{- end }}
 
+{{- define "paramserver.servingProperties" -}}
+server.port={{ .Values.serving.httpPort }}
+spring.grpc.server.port={{ .Values.serving.grpcPort }}
+{{- with include "paramserver.grpcServerTls" . | trim }}
+{{ . }}
+{{- end }}
+{{ include "paramserver.commonProperties" . }}
+paramserver.serving.max-ids={{ .Values.serving.maxIds }}
+paramserver.serving.min-version-wait={{ .Values.serving.minVersionWait }}
+paramserver.serving.shards-timeout={{ .Values.serving.shardsTimeout }}
+# Ready = serving a version, without etcd: once the job ended (jobEnd scales etcd and the pservers
+# to 0) a replica keeps answering with the last version it holds
+management.endpoint.health.group.readiness.include=readinessState,served
+{{- range $k, $v := .Values.serving.extraProperties }}
+paramserver.serving.{{ $k }}={{ $v }}
+{{- end }}
+{{- end }}
+
 {{- define "paramserver.trainerProperties" -}}
 server.port={{ .Values.trainer.httpPort }}
 {{ include "paramserver.commonProperties" . }}

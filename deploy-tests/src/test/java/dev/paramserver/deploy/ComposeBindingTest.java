@@ -54,7 +54,7 @@ class ComposeBindingTest {
 
   @Test
   void commonProperties_bindForEveryService() {
-    for (String service : List.of("master-1", "pserver-2", "trainer-1")) {
+    for (String service : List.of("master-1", "pserver-2", "trainer-1", "serving-1")) {
       CommonProperties common =
           binderFor(service).bindOrCreate("paramserver", CommonProperties.class);
       assertThat(common.job()).isEqualTo("demo");

@@ -80,7 +80,8 @@ class ComposeRunTest {
         .contains("FROM jars-${JARS} AS extract")
         .contains("ARG JARS=maven");
     String ignore = RepoFiles.read("docker/Dockerfile.dockerignore");
-    for (String module : List.of("master-service", "pserver-service", "trainer-agent", "psctl")) {
+    for (String module :
+        List.of("master-service", "pserver-service", "trainer-agent", "serving-service", "psctl")) {
       assertThat(dockerfile).contains("COPY " + module + "/target/" + module + "-*-exec.jar");
       assertThat(ignore).contains("!" + module + "/target/" + module + "-*-exec.jar");
     }

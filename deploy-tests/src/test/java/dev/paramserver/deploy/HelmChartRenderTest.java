@@ -162,12 +162,13 @@ class HelmChartRenderTest {
   @Test
   void networkPolicies_areOffByDefault_andCoverEveryComponentWhenOn() {
     assertThat(DEFAULTS.ofKind("NetworkPolicy")).isEmpty();
-    HelmChart.Rendered on = HelmChart.template("networkPolicy.enabled=true");
+    HelmChart.Rendered on = HelmChart.template("networkPolicy.enabled=true", "serving.replicas=1");
     assertThat(on.ofKind("NetworkPolicy"))
         .extracting(o -> at(o, "metadata.name"))
         .containsExactlyInAnyOrder(
             "ps-paramserver-master",
             "ps-paramserver-pserver",
+            "ps-paramserver-serving",
             "ps-paramserver-trainer",
             "ps-paramserver-etcd");
   }

@@ -4,6 +4,7 @@ import dev.paramserver.master.config.MasterProperties;
 import dev.paramserver.pserver.PserverProperties;
 import dev.paramserver.pserver.k8s.KubernetesProperties;
 import dev.paramserver.service.CommonProperties;
+import dev.paramserver.serving.ServingProperties;
 import dev.paramserver.trainer.config.AgentProperties;
 import dev.paramserver.trainer.config.CommunicationProperties;
 import dev.paramserver.trainer.config.DataProperties;
@@ -21,7 +22,7 @@ import java.util.Set;
 import java.util.TreeSet;
 
 /**
- * The three services as the deployment files see them: image name, the properties they bind and the
+ * The four services as the deployment files see them: image name, the properties they bind and the
  * ports their packaged configuration starts them on.
  */
 enum ServiceRole {
@@ -43,7 +44,11 @@ enum ServiceRole {
       DataProperties.class,
       ModelProperties.class,
       OptimizerProperties.class,
-      CommunicationProperties.class);
+      CommunicationProperties.class),
+  SERVING(
+      "serving-service",
+      "serving-service/src/main/resources/application.yml",
+      ServingProperties.class);
 
   final String module;
   final List<Class<?>> propertiesRecords;

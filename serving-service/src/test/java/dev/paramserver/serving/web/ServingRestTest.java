@@ -1,0 +1,261 @@
+package dev.paramserver.serving.web;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.paramserver.coordination.EtcdCoordinator;
+import dev.paramserver.coordination.EtcdSettings;
+import dev.paramserver.proto.v1.DataType;
+import dev.paramserver.proto.v1.FinishInitRequest;
+import dev.paramserver.proto.v1.InitParametersRequest;
+import dev.paramserver.proto.v1.LookupRequest;
+import dev.paramserver.proto.v1.LookupResponse;
+import dev.paramserver.proto.v1.OptimizerConfig;
+import dev.paramserver.proto.v1.ParameterSpec;
+import dev.paramserver.proto.v1.PushGradientsRequest;
+import dev.paramserver.proto.v1.ServingGrpc;
+import dev.paramserver.proto.v1.SparseRows;
+import dev.paramserver.pserver.shard.ParameterShard;
+import dev.paramserver.rpc.Channels;
+import dev.paramserver.serving.ServingApplication;
+import dev.paramserver.serving.replica.ServedModel;
+import dev.paramserver.tensor.TensorCodec;
+import dev.paramserver.testsupport.EtcdExtension;
+import dev.paramserver.testsupport.FreePorts;
+import io.grpc.ManagedChannel;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.ByteOrder;
+import java.nio.FloatBuffer;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.springframework.boot.builder.SpringApplicationBuilder;
+import org.springframework.boot.web.server.context.WebServerApplicationContext;
+import org.springframework.context.ConfigurableApplicationContext;
+
+/**
+ * {@code POST /v1/lookup} and {@code POST /v1/pull} on the whole serving app (real etcd, real HTTP
+ * and gRPC servers on loopback ports): the same values as the gRPC Lookup, and the same errors as
+ * 400/503 answers naming the problem. The replica's one shard is installed from a shard built in
+ * the test (no pserver runs: the replica finds no primary to follow and keeps what it holds).
+ */
+class ServingRestTest {
+  @RegisterExtension static final EtcdExtension etcd = new EtcdExtension();
+  private static final ObjectMapper JSON = new ObjectMapper();
+  private static final HttpClient HTTP =
+      HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+  private static final int WIDTH = 4;
+  private static final OptimizerConfig SGD =
+      OptimizerConfig.newBuilder().setKind(OptimizerConfig.Kind.SGD).setLearningRate(0.5f).build();
+
+  private static ConfigurableApplicationContext ctx;
+  private static EtcdCoordinator coordinator;
+  private static int grpcPort;
+
+  @BeforeAll
+  static void start() {
+    String job = etcd.uniqueJob();
+    coordinator = EtcdCoordinator.connect(EtcdSettings.of(etcd.endpoint(), job));
+    coordinator.kv().put(coordinator.keys().psDesired(), "1".getBytes(StandardCharsets.UTF_8));
+    grpcPort = FreePorts.next();
+    ctx =
+        new SpringApplicationBuilder(ServingApplication.class)
+            .run(
+                "--server.port=0",
+                "--server.address=127.0.0.1",
+                "--spring.grpc.server.port=" + grpcPort,
+                "--spring.grpc.server.address=127.0.0.1",
+                "--paramserver.etcd.endpoints=" + etcd.endpoint(),
+                "--paramserver.job=" + job,
+                "--paramserver.serving.max-ids=10",
+                "--paramserver.serving.min-version-wait=100ms");
+  }
+
+  @AfterAll
+  static void stop() {
+    if (ctx != null) {
+      ctx.close();
+    }
+    if (coordinator != null) {
+      coordinator.close();
+    }
+  }
+
+  /** Installs a shard holding sparse "emb" (rows 3 and 4 pushed) and dense "w" (2 x 3). */
+  private static void install() {
+    ParameterShard primary = new ParameterShard(true);
+    primary.init(
+        InitParametersRequest.newBuilder()
+            .setTrainerId("t0")
+            .setInitId("i1")
+            .addParameters(
+                ParameterSpec.newBuilder()
+                    .setName("emb")
+                    .addShape(1000)
+                    .addShape(WIDTH)
+                    .setDtype(DataType.FLOAT32)
+                    .setSparse(true)
+                    .setInitStddev(0.1f)
+                    .setOptimizer(SGD))
+            .addParameters(
+                ParameterSpec.newBuilder()
+                    .setName("w")
+                    .addShape(2)
+                    .addShape(3)
+                    .setDtype(DataType.FLOAT32)
+                    .setInitStddev(0.1f)
+                    .setOptimizer(SGD))
+            .build());
+    primary.finishInit(FinishInitRequest.newBuilder().setTrainerId("t0").setInitId("i1").build());
+    primary.push(
+        PushGradientsRequest.newBuilder()
+            .setTrainerId("t0")
+            .addSparseGradients(
+                SparseRows.newBuilder()
+                    .setName("emb")
+                    .addRowIds(3)
+                    .addRowIds(4)
+                    .setDtype(DataType.FLOAT32)
+                    .setData(TensorCodec.encode(new float[] {1, 2, 3, 4, -1, -2, -3, -4})))
+            .build());
+    ctx.getBean(ServedModel.class).install(0, 7, primary.snapshot());
+  }
+
+  private static HttpResponse<String> post(String path, String body) throws Exception {
+    int port = ((WebServerApplicationContext) ctx).getWebServer().getPort();
+    return HTTP.send(
+        HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path))
+            .timeout(Duration.ofSeconds(10))
+            .header("Content-Type", "application/json")
+            .POST(HttpRequest.BodyPublishers.ofString(body))
+            .build(),
+        HttpResponse.BodyHandlers.ofString());
+  }
+
+  private static JsonNode expectError(String path, String body, int status, String reason)
+      throws Exception {
+    HttpResponse<String> r = post(path, body);
+    assertThat(r.statusCode()).as("%s %s -> %s", path, body, r.body()).isEqualTo(status);
+    JsonNode error = JSON.readTree(r.body());
+    assertThat(error.get("error").asText()).isEqualTo(reason);
+    assertThat(r.body()).doesNotContain("Exception").doesNotContain("\tat ");
+    return error;
+  }
+
+  @Test
+  void lookupAndPull_answerTheGrpcValues_andBadRequestsGet400NamingTheProblem() throws Exception {
+    // nothing served yet: 503, retry
+    assertThat(
+            expectError("/v1/lookup", "{\"table\":\"emb\",\"ids\":[1]}", 503, "NOT_INITIALIZED")
+                .get("message")
+                .asText())
+        .contains("no copy of some shard yet");
+    install();
+
+    HttpResponse<String> ok =
+        post("/v1/lookup", "{\"table\":\"emb\",\"ids\":[3,500,4],\"width\":4}");
+    assertThat(ok.statusCode()).as(ok.body()).isEqualTo(200);
+    JsonNode rows = JSON.readTree(ok.body());
+    assertThat(rows.get("width").asInt()).isEqualTo(WIDTH);
+    assertThat(rows.get("defaulted").toString()).isEqualTo("[1]");
+    assertThat(rows.at("/version/number").asLong()).isEqualTo(1);
+    assertThat(rows.at("/version/shards/0/sequence").asLong()).isEqualTo(1);
+    ManagedChannel channel = Channels.forAddress("127.0.0.1:" + grpcPort);
+    try {
+      LookupResponse grpc =
+          ServingGrpc.newBlockingStub(channel)
+              .withDeadlineAfter(10, TimeUnit.SECONDS)
+              .lookup(
+                  LookupRequest.newBuilder()
+                      .setTable("emb")
+                      .addIds(3)
+                      .addIds(500)
+                      .addIds(4)
+                      .build());
+      FloatBuffer values =
+          grpc.getValues().asReadOnlyByteBuffer().order(ByteOrder.LITTLE_ENDIAN).asFloatBuffer();
+      for (int i = 0; i < 3; i++) {
+        for (int j = 0; j < WIDTH; j++) {
+          assertThat((float) rows.at("/rows/" + i + "/" + j).asDouble())
+              .as("row %d value %d", i, j)
+              .isEqualTo(values.get(i * WIDTH + j));
+        }
+      }
+      assertThat(grpc.getVersion().getReplica()).isEqualTo(rows.at("/version/replica").asText());
+    } finally {
+      channel.shutdownNow();
+    }
+
+    HttpResponse<String> pull = post("/v1/pull", "{}");
+    assertThat(pull.statusCode()).as(pull.body()).isEqualTo(200);
+    JsonNode dense = JSON.readTree(pull.body());
+    assertThat(dense.at("/tensors/0/name").asText()).isEqualTo("w");
+    assertThat(dense.at("/tensors/0/shape").toString()).isEqualTo("[2,3]");
+    assertThat(dense.at("/tensors/0/values").size()).isEqualTo(6);
+
+    assertThat(
+            expectError("/v1/lookup", "{\"table\":\"nope\",\"ids\":[1]}", 400, "UNKNOWN_PARAMETER")
+                .get("message")
+                .asText())
+        .contains("sparse table 'nope' is not served: the tables are [emb]");
+    assertThat(
+            expectError(
+                    "/v1/lookup",
+                    "{\"table\":\"emb\",\"ids\":[1],\"width\":8}",
+                    400,
+                    "SHAPE_MISMATCH")
+                .get("message")
+                .asText())
+        .contains("rows of 4 float32 values, the request expects 8");
+    assertThat(
+            expectError(
+                    "/v1/lookup",
+                    "{\"table\":\"emb\",\"ids\":[1,2,3,4,5,6,7,8,9,10,11]}",
+                    400,
+                    "TOO_LARGE")
+                .get("message")
+                .asText())
+        .contains("at most 10 ids (paramserver.serving.max-ids), got 11");
+    assertThat(
+            expectError("/v1/lookup", "{\"ids\":[1]}", 400, "BAD_ARGUMENT").get("message").asText())
+        .contains("'table' is missing");
+    assertThat(
+            expectError("/v1/lookup", "{\"table\":\"emb\",\"ids\":[\"x\"", 400, "BAD_ARGUMENT")
+                .get("message")
+                .asText())
+        .startsWith("the request body is not the JSON this call takes");
+    assertThat(
+            expectError("/v1/pull", "{\"names\":[\"emb\"]}", 400, "UNKNOWN_PARAMETER")
+                .get("message")
+                .asText())
+        .contains("'emb' is not a dense parameter of the model: the dense ones are [w]");
+    JsonNode behind =
+        expectError(
+            "/v1/lookup",
+            "{\"table\":\"emb\",\"ids\":[1],\"min_version\":{\"shards\":[{\"index\":0,\"sequence\":5}],"
+                + "\"wait_ms\":20}}",
+            503,
+            "VERSION_NOT_REACHED");
+    assertThat(behind.get("message").asText()).contains("shard 0 is at sequence 1");
+    assertThat(behind.at("/metadata/wanted").asText()).isEqualTo("5");
+    expectError(
+        "/v1/lookup",
+        "{\"table\":\"emb\",\"ids\":[1],\"min_version\":{\"shards\":[{\"index\":3,\"sequence\":1}]}}",
+        400,
+        "BAD_ARGUMENT");
+    // a reached min_version answers at once
+    HttpResponse<String> reached =
+        post(
+            "/v1/lookup",
+            "{\"table\":\"emb\",\"ids\":[3],\"min_version\":{\"shards\":[{\"index\":0,\"sequence\":1}]}}");
+    assertThat(reached.statusCode()).as(reached.body()).isEqualTo(200);
+  }
+}
