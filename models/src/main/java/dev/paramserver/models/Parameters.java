@@ -68,14 +68,55 @@ public final class Parameters {
       }
     }
 
-    /** The row, created as zeros if absent. */
+    /** The row, created as zeros if absent (one probe either way). */
     public float[] row(long id) {
-      float[] r = rowOrNull(id);
-      if (r == null) {
-        r = new float[width];
-        insert(id, r);
+      if (id == EMPTY) {
+        if (minRow == null) {
+          minRow = new float[width];
+          size++;
+        }
+        return minRow;
       }
+      int i = slot(id);
+      if (keys[i] == id) {
+        return vals[i];
+      }
+      float[] r = new float[width];
+      addAt(i, id, r);
       return r;
+    }
+
+    /**
+     * Puts a copy of {@code values} (of the table's width) as row {@code id} unless the table has
+     * that row already (one probe either way).
+     *
+     * @return whether it was put
+     */
+    public boolean putCopyIfAbsent(long id, float[] values) {
+      if (id == EMPTY) {
+        if (minRow != null) {
+          return false;
+        }
+        minRow = Arrays.copyOf(values, width);
+        size++;
+        return true;
+      }
+      int i = slot(id);
+      if (keys[i] == id) {
+        return false;
+      }
+      addAt(i, id, Arrays.copyOf(values, width));
+      return true;
+    }
+
+    // adds id, absent, at its free slot i
+    private void addAt(int i, long id, float[] values) {
+      keys[i] = id;
+      vals[i] = values;
+      size++;
+      if (size * 2L > keys.length) {
+        grow();
+      }
     }
 
     /** The row, or null if absent. */

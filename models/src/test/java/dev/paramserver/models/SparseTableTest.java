@@ -54,6 +54,29 @@ class SparseTableTest {
   }
 
   @Test
+  void putCopyIfAbsent_copiesOnlyARowNotHeld_andRowAddsZerosThroughGrowth() {
+    Parameters.SparseTable t = new Parameters.SparseTable(2);
+    float[] src = {1f, 2f};
+    for (long id : new long[] {Long.MIN_VALUE, 0, 7}) {
+      assertThat(t.putCopyIfAbsent(id, src)).isTrue();
+      float[] held = t.rowOrNull(id);
+      assertThat(held).containsExactly(1f, 2f).isNotSameAs(src);
+      assertThat(t.putCopyIfAbsent(id, new float[] {9f, 9f})).isFalse();
+      assertThat(t.rowOrNull(id)).isSameAs(held);
+    }
+    Map<Long, float[]> ref = new HashMap<>();
+    for (long id = 100; id < 1_100; id++) {
+      float[] row = t.row(id * 977);
+      assertThat(row).containsExactly(0f, 0f);
+      row[0] = id;
+      ref.put(id * 977, row);
+    }
+    assertThat(t.size()).isEqualTo(3 + ref.size());
+    ref.forEach((id, row) -> assertThat(t.row(id)).isSameAs(row));
+    assertThat(t.size()).isEqualTo(3 + ref.size());
+  }
+
+  @Test
   void put_ofAWrongWidth_isRefusedNamingTheRow() {
     Parameters.SparseTable t = new Parameters.SparseTable(3);
     assertThatThrownBy(() -> t.put(9, new float[2]))

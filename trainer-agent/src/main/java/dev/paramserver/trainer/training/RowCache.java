@@ -2,9 +2,11 @@ package dev.paramserver.trainer.training;
 
 import dev.paramserver.models.Parameters;
 import dev.paramserver.optimizers.ParameterOptimizer;
+import dev.paramserver.proto.v1.DataType;
 import dev.paramserver.proto.v1.ParameterSpec;
 import dev.paramserver.proto.v1.SparseRows;
 import dev.paramserver.tensor.TensorCodec;
+import java.nio.FloatBuffer;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -212,7 +214,7 @@ final class RowCache {
       if (t == null) {
         continue;
       }
-      float[] all = TensorCodec.decode(r.getData(), r.getDtype());
+      FloatBuffer all = values(r);
       for (int i = 0; i < r.getRowIdsCount(); i++) {
         long id = r.getRowIds(i);
         int s = t.rows.add(id);
@@ -227,7 +229,7 @@ final class RowCache {
           }
           continue;
         }
-        System.arraycopy(all, i * t.width, row, 0, t.width);
+        all.get(i * t.width, row, 0, t.width);
         t.rows.set(s, RowMeta.READ, readAt);
         if (view) {
           t.view.put(id, row);
@@ -275,11 +277,7 @@ final class RowCache {
                   return;
                 }
                 if (to != null) {
-                  int had = to.size();
-                  float[] copy = to.row(id);
-                  if (to.size() != had) {
-                    System.arraycopy(w, 0, copy, 0, t.width);
-                  }
+                  to.putCopyIfAbsent(id, w);
                 }
                 System.arraycopy(g, 0, t.scratch, 0, t.width);
                 float[][] state = none;
@@ -345,8 +343,9 @@ final class RowCache {
         continue;
       }
       Parameters.SparseTable b = base.sparse(t.name);
-      float[] all = TensorCodec.decode(r.getData(), r.getDtype());
+      FloatBuffer all = values(r);
       int w = t.width;
+      float[] answer = t.scratch;
       for (int k = 0; k < r.getRowIdsCount(); k++) {
         long id = r.getRowIds(k);
         int s = t.rows.slot(id);
@@ -354,19 +353,30 @@ final class RowCache {
           continue; // evicted: a later use pulls it
         }
         float[] v = t.rows.row(s);
-        int at = k * w;
         if (v == null) {
-          t.rows.setRow(s, Arrays.copyOfRange(all, at, at + w));
+          v = new float[w];
+          all.get(k * w, v, 0, w);
+          t.rows.setRow(s, v);
           bytes += t.rowBytes;
         } else {
+          all.get(k * w, answer, 0, w);
           float[] from = b.rowOrNull(id);
           for (int i = 0; i < w; i++) {
-            v[i] = all[at + i] + (from == null ? 0f : v[i] - from[i]);
+            v[i] = answer[i] + (from == null ? 0f : v[i] - from[i]);
           }
         }
         t.rows.set(s, RowMeta.READ, now);
       }
     }
+  }
+
+  /** The values of {@code r}'s rows: FLOAT32 bytes read in place (no copy), other types decoded. */
+  private static FloatBuffer values(SparseRows r) {
+    if (r.getDtype() == DataType.FLOAT32) {
+      TensorCodec.elementCount(r.getData(), r.getDtype());
+      return TensorCodec.floats(r.getData());
+    }
+    return FloatBuffer.wrap(TensorCodec.decode(r.getData(), r.getDtype()));
   }
 
   /**
