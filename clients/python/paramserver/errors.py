@@ -20,6 +20,7 @@ __all__ = [
     "InitConflict", "NotLeader", "DatasetConflict", "NoDataset", "DatasetUnreadable", "UnknownTask",
     "BadArgument", "ShuttingDown", "TooLarge", "BadOptimizer", "SyncAborted", "NotPrimary",
     "PushWindowExceeded", "NotJoined", "ModelMismatch", "TrainerIdTaken", "NoModel", "WrongShard", "Moved",
+    "Overloaded",
     "FollowerTooSlow", "VersionNotReached",
 ]
 
@@ -162,6 +163,13 @@ class Moved(ParamServerError):
     """Elastic placement: a slot or block moved (nothing applied). .metadata: "owner", "epoch"
     (the placement epoch that gives it), "index" and "slot" or "block". The client resends by itself."""
     reason_name = "MOVED"
+
+
+class Overloaded(ParamServerError):
+    """The server is at one of its limits (concurrent calls, queued bytes, queued work) and refused
+    the call before doing anything (RESOURCE_EXHAUSTED). .metadata: "retry_after_ms" (the hint) and
+    "limit". The client retries the same request after the hint by itself."""
+    reason_name = "OVERLOADED"
 
 
 class FollowerTooSlow(ParamServerError):

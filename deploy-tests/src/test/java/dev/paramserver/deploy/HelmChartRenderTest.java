@@ -160,10 +160,9 @@ class HelmChartRenderTest {
   }
 
   @Test
-  void networkPolicies_areOffByDefault_andCoverEveryComponentWhenOn() {
-    assertThat(DEFAULTS.ofKind("NetworkPolicy")).isEmpty();
-    HelmChart.Rendered on = HelmChart.template("networkPolicy.enabled=true");
-    assertThat(on.ofKind("NetworkPolicy"))
+  void networkPolicies_areOnByDefault_coverEveryComponent_andCanBeTurnedOff() {
+    assertThat(HelmChart.template("networkPolicy.enabled=false").ofKind("NetworkPolicy")).isEmpty();
+    assertThat(DEFAULTS.ofKind("NetworkPolicy"))
         .extracting(o -> at(o, "metadata.name"))
         .containsExactlyInAnyOrder(
             "ps-paramserver-master",

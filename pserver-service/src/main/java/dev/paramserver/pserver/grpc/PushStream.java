@@ -1,11 +1,9 @@
 package dev.paramserver.pserver.grpc;
 
-import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.proto.v1.PushGradientsRequest;
 import dev.paramserver.proto.v1.PushGradientsResponse;
 import dev.paramserver.rpc.ErrorMappingInterceptor;
 import dev.paramserver.rpc.Offload;
-import dev.paramserver.rpc.ServiceException;
 import io.grpc.stub.ServerCallStreamObserver;
 import io.grpc.stub.StreamObserver;
 import java.util.concurrent.CompletableFuture;
@@ -118,9 +116,7 @@ final class PushStream implements StreamObserver<PushGradientsRequest> {
       blocking.execute(() -> handle(request));
     } catch (RejectedExecutionException e) {
       release.accept(request);
-      fail(
-          new ServiceException(
-              ErrorReason.SHUTTING_DOWN, "the server is shutting down: retry on its replacement"));
+      fail(Offload.refusalOf(e));
     }
   }
 
