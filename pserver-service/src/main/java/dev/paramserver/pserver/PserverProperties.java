@@ -208,11 +208,10 @@ public record PserverProperties(
    * The defaults follow the heap ({@code -Xmx}) and never refuse a normal job.
    *
    * @param maxCalls unary calls in flight at once (pushes, pulls, their waits); 0 (default) for the
-   *     larger of 64 and one per 4 MiB of the heap
+   *     larger of 1024 and one per MiB of the heap, far above what a job's trainers keep in flight
    * @param maxQueuedBytes bytes of requests received (or being received) and not yet answered, over
-   *     all calls and streams: a unary call counts the transport's message size cap (64MB) from its
-   *     start until its request arrived, then the request's size (a lone call is always taken); 0B
-   *     (default) for a quarter of the heap
+   *     all calls and streams, counted as they are really received (a unary call from its request's
+   *     first bytes; a lone call is always taken); 0B (default) for a quarter of the heap
    * @param blockingQueue calls that may wait (synchronous barriers, {@code wal.sync=always}) queued
    *     for a thread of {@code blocking-threads}
    * @param retryAfter the retry hint sent with a refusal
@@ -232,7 +231,7 @@ public record PserverProperties(
 
     /** The calls limit in force: the property, or the default that follows the heap. */
     public int effectiveMaxCalls(long maxHeap) {
-      return maxCalls > 0 ? maxCalls : (int) Math.max(64, Math.min(1 << 20, maxHeap >> 22));
+      return maxCalls > 0 ? maxCalls : (int) Math.max(1024, Math.min(1 << 20, maxHeap >> 20));
     }
 
     /** The byte limit in force: the property, or a quarter of the heap. */

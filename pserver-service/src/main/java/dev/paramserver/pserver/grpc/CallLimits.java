@@ -24,12 +24,16 @@ import java.util.function.Consumer;
  *   <li><b>calls</b>: unary (and server-streaming) calls in flight, from their headers to their
  *       close; one more is refused before its request is read (the transport drops its bytes).
  *   <li><b>bytes</b>: bytes of requests received (or being received) and not yet answered, over all
- *       calls: a unary call holds the transport's message size cap from its start until its request
- *       arrived, then the request's size until it closes (past the limit it is refused before its
- *       request is read, so the transport never holds more than the limit of unary requests); a
- *       request of a client stream (StreamPushes, MoveIn, Fill) until the service asks for the next
- *       one (it is done with it) or the call ends. A request past the limit is never handed to the
- *       service: it is released ({@code unreferenced}) and the call closed.
+ *       calls: a unary call holds the bytes of its request really read so far ({@link
+ *       ReceivedBytes}, as they come off the wire; without it the request's size once whole) until
+ *       it closes; a request of a client stream (StreamPushes, MoveIn, Fill) until the service asks
+ *       for the next one (it is done with it) or the call ends. A call whose bytes take the total
+ *       past the limit while other calls hold some is refused at once, mid-request if need be, and
+ *       gives its bytes back; a call that starts with the total at the limit is refused before its
+ *       request is read. A request past the limit is never handed to the service: it is released
+ *       ({@code unreferenced}) and the call closed. One request alone is always taken (the
+ *       transport caps its size), and ordinary concurrency, many calls of ordinary size, holds far
+ *       less than the limit: only a flood of large requests is refused.
  * </ul>
  *
  * Refusals are RESOURCE_EXHAUSTED with reason OVERLOADED and a retry hint ({@link
@@ -44,7 +48,6 @@ public final class CallLimits implements ServerInterceptor {
 
   private final int maxCalls;
   private final long maxQueuedBytes;
-  private final long reserve;
   private final Duration retryAfter;
   private final RefusalCounter refusals;
   private final Consumer<Object> unreferenced;
@@ -52,15 +55,12 @@ public final class CallLimits implements ServerInterceptor {
   private final AtomicLong queuedBytes = new AtomicLong();
 
   /**
-   * @param reserve bytes a unary call holds until its request arrived: the transport's message size
-   *     cap
    * @param unreferenced releases a request the service never receives (its bytes may be views of
    *     the transport's buffers)
    */
   public CallLimits(
       int maxCalls,
       long maxQueuedBytes,
-      long reserve,
       Duration retryAfter,
       RefusalCounter refusals,
       Consumer<Object> unreferenced) {
@@ -70,7 +70,6 @@ public final class CallLimits implements ServerInterceptor {
     }
     this.maxCalls = maxCalls;
     this.maxQueuedBytes = maxQueuedBytes;
-    this.reserve = reserve;
     this.retryAfter = retryAfter;
     this.refusals = refusals;
     this.unreferenced = unreferenced;
@@ -101,19 +100,16 @@ public final class CallLimits implements ServerInterceptor {
               + " calls in flight (paramserver.pserver.limits.max-calls): retry after the hint");
       return new ServerCall.Listener<>() {};
     }
-    if (counted) {
-      // The request is received whole before the service sees it, in the transport's buffers:
-      // a unary call reserves the largest request the transport takes until it arrived (then its
-      // real size). An idle server always takes one.
-      long before = queuedBytes.getAndAdd(reserve);
-      if (before > 0 && before + reserve > maxQueuedBytes) {
-        queuedBytes.addAndGet(-reserve);
-        calls.decrementAndGet();
-        refuse(call, BYTES, bytesMessage());
-        return new ServerCall.Listener<>() {};
-      }
+    if (counted && queuedBytes.get() >= maxQueuedBytes) {
+      // the limit is reached by calls already admitted: refused before a byte of it is read
+      calls.decrementAndGet();
+      refuse(call, BYTES, bytesMessage());
+      return new ServerCall.Listener<>() {};
     }
-    Limited<Q, R> limited = new Limited<>(call, counted, counted ? reserve : 0);
+    Limited<Q, R> limited = new Limited<>(call, counted);
+    if (counted) {
+      ReceivedBytes.listen(limited::received);
+    }
     ServerCall.Listener<Q> inner;
     try {
       inner = next.startCall(limited, headers);
@@ -151,13 +147,33 @@ public final class CallLimits implements ServerInterceptor {
     private boolean released;
     // guarded by this: refused at the byte limit; nothing more reaches the service
     private boolean refused;
-    // guarded by this: a unary call's bytes (its reservation, then its request's size)
+    // guarded by this: a unary call's bytes (of its request read so far, then its request's size)
     private long reserved;
 
-    Limited(ServerCall<Q, R> call, boolean counted, long reserved) {
+    Limited(ServerCall<Q, R> call, boolean counted) {
       super(call);
       this.counted = counted;
-      this.reserved = reserved;
+    }
+
+    /**
+     * A unary call's request bytes as the transport reads them (before the request is whole): held
+     * from now on, and the call refused if they take the total past the limit while other calls
+     * hold bytes too.
+     */
+    void received(long bytes) {
+      synchronized (this) {
+        if (refused || released) {
+          return;
+        }
+        reserved += bytes;
+        long total = queuedBytes.addAndGet(bytes);
+        if (total <= maxQueuedBytes || total <= reserved) {
+          return;
+        }
+        refused = true;
+      }
+      refuse(delegate(), BYTES, bytesMessage());
+      release();
     }
 
     ServerCall.Listener<Q> listener(ServerCall.Listener<Q> inner) {
@@ -199,12 +215,14 @@ public final class CallLimits implements ServerInterceptor {
           return !refused;
         }
         if (counted) {
-          // admitted at its start: its reservation becomes its size
-          queuedBytes.addAndGet(size - reserved);
+          // what it read so far (all of it, or nothing without a tracer) becomes its size
+          long total = queuedBytes.addAndGet(size - reserved);
           reserved = size;
-          return true;
-        }
-        if (queuedBytes.addAndGet(size) > maxQueuedBytes && queuedBytes.get() > size) {
+          if (total <= maxQueuedBytes || total <= size) {
+            return true;
+          }
+          refused = true;
+        } else if (queuedBytes.addAndGet(size) > maxQueuedBytes && queuedBytes.get() > size) {
           // one request alone is always admitted (the transport caps its size): an idle server
           // must take the largest request a client may send
           queuedBytes.addAndGet(-size);

@@ -2,6 +2,7 @@ package dev.paramserver.pserver.grpc;
 
 import dev.paramserver.pserver.PserverProperties;
 import dev.paramserver.rpc.QueueFull;
+import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.ExecutorService;
@@ -11,13 +12,12 @@ import java.util.concurrent.atomic.AtomicInteger;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.beans.factory.ObjectProvider;
-import org.springframework.beans.factory.annotation.Value;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.core.Ordered;
 import org.springframework.core.annotation.Order;
 import org.springframework.grpc.server.GlobalServerInterceptor;
-import org.springframework.util.unit.DataSize;
+import org.springframework.grpc.server.ServerBuilderCustomizer;
 
 /**
  * The pserver's admission limits ({@code paramserver.pserver.limits.*}): the call and byte limits
@@ -47,8 +47,7 @@ public class LimitsConfiguration {
   CallLimits callLimits(
       PserverProperties properties,
       RefusalCounter refusals,
-      ObjectProvider<ParameterServerGrpcService> services,
-      @Value("${spring.grpc.server.inbound.message.max-size:64MB}") DataSize messageCap) {
+      ObjectProvider<ParameterServerGrpcService> services) {
     PserverProperties.Limits limits = properties.limits();
     long heap = Runtime.getRuntime().maxMemory();
     int calls = limits.effectiveMaxCalls(heap);
@@ -61,10 +60,17 @@ public class LimitsConfiguration {
     return new CallLimits(
         calls,
         bytes,
-        messageCap.toBytes(),
         limits.retryAfter(),
         refusals,
         message -> services.ifAvailable(s -> s.releaseUnreferenced(message)));
+  }
+
+  /**
+   * Counts the request bytes each call really received, as they arrive (for {@link CallLimits}).
+   */
+  @Bean
+  ServerBuilderCustomizer<NettyServerBuilder> receivedBytesTracer() {
+    return builder -> builder.addStreamTracerFactory(new ReceivedBytes());
   }
 
   /**
