@@ -408,12 +408,17 @@ class Client:
                     log.warning("%s: pserver %d lost its state; re-initialising it", err, ps)
                     self._init_one(ps, self._init_id or self.session)
                     continue
-                if err.code not in TRANSIENT and err.reason not in ("SYNC_ABORTED", "SHUTTING_DOWN"):
+                if err.code not in TRANSIENT and err.reason not in ("SYNC_ABORTED", "SHUTTING_DOWN", "OVERLOADED"):
                     raise err
                 if time.monotonic() > deadline:
                     raise err
-                log.warning("%s; retrying", err)
-                time.sleep(delay)
+                if err.reason == "OVERLOADED":
+                    # refused at a server limit before anything was done: back off at least the hint
+                    log.debug("%s; retrying", err)
+                    time.sleep(max(delay, int(err.metadata.get("retry_after_ms", "0")) / 1000.0))
+                else:
+                    log.warning("%s; retrying", err)
+                    time.sleep(delay)
                 delay = min(2 * delay, 5.0)
 
     def _all(self, planned: Sequence[Tuple[int, Any]], method: str, what: str) -> List[Any]:

@@ -20,7 +20,7 @@ __all__ = [
     "InitConflict", "NotLeader", "DatasetConflict", "NoDataset", "DatasetUnreadable", "UnknownTask",
     "BadArgument", "ShuttingDown", "TooLarge", "BadOptimizer", "SyncAborted", "NotPrimary",
     "PushWindowExceeded", "NotJoined", "ModelMismatch", "TrainerIdTaken", "NoModel", "WrongShard", "Moved",
-    "FollowerTooSlow", "VersionNotReached",
+    "FollowerTooSlow", "VersionNotReached", "Overloaded",
 ]
 
 
@@ -172,6 +172,13 @@ class FollowerTooSlow(ParamServerError):
 class VersionNotReached(ParamServerError):
     """Serving: min_version was not reached in time. .metadata: "shard", "wanted", "served"."""
     reason_name = "VERSION_NOT_REACHED"
+
+
+class Overloaded(ParamServerError):
+    """The server is at one of its limits (concurrent calls, queued bytes, queued work) and refused
+    the call before doing anything (RESOURCE_EXHAUSTED). .metadata: "retry_after_ms" (the hint) and
+    "limit". The client retries the same request after the hint by itself."""
+    reason_name = "OVERLOADED"
 
 
 BY_REASON: Dict[str, Type[ParamServerError]] = {

@@ -43,6 +43,7 @@ class Pserver(pb_grpc.ParameterServerServicer):
         self.pservers, self.slot_map, self.rows, self.widths = pservers, None, {}, {}
         self.fail_if = lambda req: True  # which pushes fail_pushes applies to
         self.applied, self.pushes, self.pulls, self.fail_pushes, self.lock = set(), [], [], 0, threading.Lock()
+        self.overload_pushes = 0  # pushes refused OVERLOADED (at a limit, nothing applied) first
 
     def InitParameters(self, req, context):
         self.widths.update({p.name: int(p.shape[-1]) for p in req.parameters if p.sparse})
@@ -90,6 +91,10 @@ class Pserver(pb_grpc.ParameterServerServicer):
             if not self.initialised:
                 refuse(context, grpc.StatusCode.FAILED_PRECONDITION, "not initialised", "NOT_INITIALIZED")
             self.pushes.append(req)
+            if self.overload_pushes > 0:
+                self.overload_pushes -= 1
+                refuse(context, grpc.StatusCode.RESOURCE_EXHAUSTED, "at a limit", "OVERLOADED",
+                       {"limit": "calls", "retry_after_ms": "20"})
             identity = (req.trainer_id, req.session, req.origin, req.step, req.part)
             duplicate = identity in self.applied
             if not duplicate:

@@ -121,6 +121,18 @@ def test_a_push_whose_answer_is_lost_is_retried_with_the_same_identity(cluster):
     c.close()
 
 
+def test_a_push_refused_overloaded_is_retried_after_the_hint_and_applied_once(cluster):
+    c, values = joined(cluster)
+    ps0 = cluster.pservers[0][1]
+    ps0.overload_pushes = 2
+    c.push({"w": np.ones(12, np.float32), "b": np.ones(3, np.float32)})
+    assert ps0.overload_pushes == 0
+    into = {k: np.zeros_like(v) for k, v in values.items()}
+    c.pull(into)
+    np.testing.assert_array_equal(into["w"], np.arange(12) - 1)
+    c.close()
+
+
 def test_pull_rows_routes_ids_and_returns_them_in_order(cluster):
     c, _ = joined(cluster)
     rows = c.pull_rows("emb", [5, -3, 1 << 40])

@@ -160,10 +160,10 @@ class HelmChartRenderTest {
   }
 
   @Test
-  void networkPolicies_areOffByDefault_andCoverEveryComponentWhenOn() {
-    assertThat(DEFAULTS.ofKind("NetworkPolicy")).isEmpty();
-    HelmChart.Rendered on = HelmChart.template("networkPolicy.enabled=true", "serving.replicas=1");
-    assertThat(on.ofKind("NetworkPolicy"))
+  void networkPolicies_areOnByDefault_coverEveryComponent_andCanBeTurnedOff() {
+    assertThat(HelmChart.template("networkPolicy.enabled=false").ofKind("NetworkPolicy")).isEmpty();
+    assertThat(DEFAULTS.ofKind("NetworkPolicy")).hasSize(4); // serving.replicas is 0 by default
+    assertThat(HelmChart.template("serving.replicas=1").ofKind("NetworkPolicy"))
         .extracting(o -> at(o, "metadata.name"))
         .containsExactlyInAnyOrder(
             "ps-paramserver-master",

@@ -45,12 +45,23 @@ final class ServiceRun implements AutoCloseable {
 
   /** Starts the role's jar on free loopback ports with the given properties (they win). */
   static ServiceRun start(Role role, Path log, Map<String, String> properties) throws IOException {
+    return start(role, log, properties, List.of());
+  }
+
+  /**
+   * Like {@link #start(Role, Path, Map)}, with JVM options after the role's defaults (so that, for
+   * example, an {@code -Xmx} given here wins).
+   */
+  static ServiceRun start(
+      Role role, Path log, Map<String, String> properties, List<String> jvmOptions)
+      throws IOException {
     int http = freePort();
     int grpc = freePort();
     List<String> cmd = new ArrayList<>();
     String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
     cmd.add(java);
     cmd.addAll(ClusterSpec.defaultJvmOptions(role));
+    cmd.addAll(jvmOptions);
     // from the build's class-data archive when a cluster (or prepareClassData) made one
     ClassDataArchives.Launch launch =
         ClassDataArchives.enabled()

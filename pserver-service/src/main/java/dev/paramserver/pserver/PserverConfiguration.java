@@ -3,6 +3,7 @@ package dev.paramserver.pserver;
 import dev.paramserver.coordination.Coordinator;
 import dev.paramserver.pserver.follow.ShardFeed;
 import dev.paramserver.pserver.role.ShardLifecycle;
+import dev.paramserver.pserver.shard.AppliedWindow;
 import dev.paramserver.pserver.shard.ParameterShard;
 import dev.paramserver.pserver.shard.ShardMoves;
 import dev.paramserver.pserver.shard.ShardTraffic;
@@ -15,11 +16,6 @@ import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.LinkedBlockingQueue;
-import java.util.concurrent.ThreadPoolExecutor;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import org.springframework.beans.factory.annotation.Value;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
@@ -44,7 +40,11 @@ public class PserverConfiguration {
 
   @Bean
   ParameterShard parameterShard(PserverProperties properties) {
-    return new ParameterShard(properties.rejectNonFinite(), sparseSettings(properties.sparse()));
+    ParameterShard shard =
+        new ParameterShard(properties.rejectNonFinite(), sparseSettings(properties.sparse()));
+    AppliedWindow.apply(
+        shard, properties.limits().appliedWindow(), properties.limits().appliedIdentities());
+    return shard;
   }
 
   /** The shard's side of elastic placement (slot moves), used by the placement package. */
@@ -117,25 +117,5 @@ public class PserverConfiguration {
     SyncAggregator sync = new SyncAggregator(shard, membership, properties.syncTimeout());
     shard.attachSync(sync);
     return sync;
-  }
-
-  /** Runs calls that may wait (synchronous barriers) off gRPC's threads. */
-  @Bean(destroyMethod = "shutdownNow")
-  ExecutorService pserverBlockingExecutor(PserverProperties properties) {
-    AtomicInteger n = new AtomicInteger();
-    ThreadPoolExecutor pool =
-        new ThreadPoolExecutor(
-            properties.blockingThreads(),
-            properties.blockingThreads(),
-            30,
-            TimeUnit.SECONDS,
-            new LinkedBlockingQueue<>(),
-            r -> {
-              Thread t = new Thread(r, "pserver-blocking-" + n.incrementAndGet());
-              t.setDaemon(true);
-              return t;
-            });
-    pool.allowCoreThreadTimeOut(true);
-    return pool;
   }
 }

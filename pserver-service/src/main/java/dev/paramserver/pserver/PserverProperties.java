@@ -68,6 +68,7 @@ import org.springframework.validation.annotation.Validated;
  *     (or roll it back) before it rolls the move back itself (a fenced delete of {@code
  *     placement_move}) and serves the slots again: a coordinator that died mid-move must not leave
  *     the slots refused for ever
+ * @param limits the admission limits that bound the memory a pserver spends on calls
  */
 @Validated
 @ConfigurationProperties("paramserver.pserver")
@@ -87,7 +88,8 @@ public record PserverProperties(
     @DefaultValue("10s") @NotNull Duration replicationTimeout,
     @DefaultValue("0") @Min(0) @Max(65535) int advertisePort,
     @DefaultValue("true") boolean zeroCopy,
-    @DefaultValue("10s") @NotNull Duration moveTimeout) {
+    @DefaultValue("10s") @NotNull Duration moveTimeout,
+    @DefaultValue @Valid @NotNull Limits limits) {
 
   /** Whether the shards' checkpoints are cut independently or at one job-wide step. */
   public enum CheckpointConsistency {
@@ -197,5 +199,45 @@ public record PserverProperties(
      */
     public record TableCap(
         @DefaultValue("0") @Min(0) long maxRows, @DefaultValue("0B") @NotNull DataSize maxBytes) {}
+  }
+
+  /**
+   * Admission limits ({@code paramserver.pserver.limits.*}): calls past them are refused before
+   * anything is done, with RESOURCE_EXHAUSTED (reason OVERLOADED) and a retry hint, and counted in
+   * {@code paramserver_pserver_refused_total{reason}}; trainers and the Python client retry them.
+   * The defaults follow the heap ({@code -Xmx}) and never refuse a normal job.
+   *
+   * @param maxCalls unary calls in flight at once (pushes, pulls, their waits); 0 (default) for the
+   *     larger of 1024 and one per MiB of the heap, far above what a job's trainers keep in flight
+   * @param maxQueuedBytes bytes of requests received (or being received) and not yet answered, over
+   *     all calls and streams, counted as they are really received (a unary call from its request's
+   *     first bytes; a lone call is always taken); 0B (default) for a quarter of the heap
+   * @param blockingQueue calls that may wait (synchronous barriers, {@code wal.sync=always}) queued
+   *     for a thread of {@code blocking-threads}
+   * @param retryAfter the retry hint sent with a refusal
+   * @param appliedWindow applied-push records (the identities that make a resent push a duplicate)
+   *     are kept per trainer identity for this long after its last push; a push resent later is
+   *     refused (PUSH_WINDOW_EXCEEDED), never applied twice. At least twice the clients' retry time
+   * @param appliedIdentities trainer identities (trainer, session and origin) whose applied pushes
+   *     are kept; past it the identity idle longest is dropped first, with the same effect
+   */
+  public record Limits(
+      @DefaultValue("0") @Min(0) @Max(1048576) int maxCalls,
+      @DefaultValue("0B") @NotNull DataSize maxQueuedBytes,
+      @DefaultValue("1024") @Min(1) @Max(1048576) int blockingQueue,
+      @DefaultValue("200ms") @NotNull Duration retryAfter,
+      @DefaultValue("1h") @NotNull Duration appliedWindow,
+      @DefaultValue("100000") @Min(1) int appliedIdentities) {
+
+    /** The calls limit in force: the property, or the default that follows the heap. */
+    public int effectiveMaxCalls(long maxHeap) {
+      return maxCalls > 0 ? maxCalls : (int) Math.max(1024, Math.min(1 << 20, maxHeap >> 20));
+    }
+
+    /** The byte limit in force: the property, or a quarter of the heap. */
+    public long effectiveMaxQueuedBytes(long maxHeap) {
+      long bytes = maxQueuedBytes.toBytes();
+      return bytes > 0 ? bytes : Math.max(1, maxHeap / 4);
+    }
   }
 }

@@ -12,7 +12,7 @@ import java.util.function.Supplier;
 /**
  * Runs a unary call's work that may wait off the gRPC transport thread: the answer (or the error,
  * mapped as {@link ErrorMappingInterceptor} maps errors thrown inline) is sent from the executor's
- * thread; a full or stopped executor answers UNAVAILABLE (SHUTTING_DOWN).
+ * thread; a full executor answers OVERLOADED, a stopped one UNAVAILABLE (SHUTTING_DOWN).
  */
 public final class Offload {
   private Offload() {}
@@ -64,12 +64,18 @@ public final class Offload {
     try {
       executor.execute(task);
     } catch (RejectedExecutionException e) {
-      out.onError(
-          ErrorMappingInterceptor.map(
-              method,
-              new ServiceException(
-                  ErrorReason.SHUTTING_DOWN,
-                  "the server is shutting down: retry on its replacement")));
+      out.onError(ErrorMappingInterceptor.map(method, refusalOf(e)));
     }
+  }
+
+  /**
+   * What a refused execution is answered with: OVERLOADED with a retry hint when the executor's
+   * queue is full ({@link QueueFull}), SHUTTING_DOWN when it is stopped.
+   */
+  public static ServiceException refusalOf(RejectedExecutionException e) {
+    return e instanceof QueueFull full
+        ? full.refusal()
+        : new ServiceException(
+            ErrorReason.SHUTTING_DOWN, "the server is shutting down: retry on its replacement");
   }
 }

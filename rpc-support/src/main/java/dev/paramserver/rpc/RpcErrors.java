@@ -3,8 +3,10 @@ package dev.paramserver.rpc;
 import static io.grpc.Status.fromThrowable;
 
 import com.google.protobuf.Any;
+import com.google.protobuf.Duration;
 import com.google.protobuf.InvalidProtocolBufferException;
 import com.google.rpc.ErrorInfo;
+import com.google.rpc.RetryInfo;
 import com.google.rpc.Status;
 import dev.paramserver.errors.ErrorReason;
 import dev.paramserver.errors.ServiceException;
@@ -23,6 +25,9 @@ import java.util.Optional;
  */
 public final class RpcErrors {
   public static final String DOMAIN = "paramserver.dev";
+
+  /** ErrorInfo metadata of OVERLOADED: the retry hint in milliseconds. */
+  public static final String RETRY_AFTER_MS = "retry_after_ms";
 
   private RpcErrors() {}
 
@@ -50,7 +55,7 @@ public final class RpcErrors {
           Code.INVALID_ARGUMENT;
       case INIT_CONFLICT, TRAINER_ID_TAKEN -> Code.ALREADY_EXISTS;
       case SHUTTING_DOWN, VERSION_NOT_REACHED -> Code.UNAVAILABLE;
-      case TOO_LARGE, FOLLOWER_TOO_SLOW -> Code.RESOURCE_EXHAUSTED;
+      case TOO_LARGE, OVERLOADED, FOLLOWER_TOO_SLOW -> Code.RESOURCE_EXHAUSTED;
       case SYNC_ABORTED -> Code.ABORTED;
       case PUSH_WINDOW_EXCEEDED -> Code.OUT_OF_RANGE;
       case ERROR_REASON_UNSPECIFIED -> Code.UNKNOWN;
@@ -92,7 +97,7 @@ public final class RpcErrors {
    */
   public static StatusRuntimeException toStatus(
       Code code, ErrorReason reason, String message, Map<String, String> metadata) {
-    Status status =
+    Status.Builder status =
         Status.newBuilder()
             .setCode(code.value())
             .setMessage(message == null ? reason.name() : message)
@@ -102,9 +107,60 @@ public final class RpcErrors {
                         .setReason(reason.name())
                         .setDomain(DOMAIN)
                         .putAllMetadata(metadata)
-                        .build()))
-            .build();
-    return StatusProto.toStatusRuntimeException(status);
+                        .build()));
+    String retryAfterMs = metadata.get(RETRY_AFTER_MS);
+    if (reason == ErrorReason.OVERLOADED && retryAfterMs != null) {
+      // the standard hint too, for stock clients (google.rpc.RetryInfo)
+      long ms = Long.parseLong(retryAfterMs);
+      status.addDetails(
+          Any.pack(
+              RetryInfo.newBuilder()
+                  .setRetryDelay(
+                      Duration.newBuilder()
+                          .setSeconds(ms / 1000)
+                          .setNanos((int) (ms % 1000) * 1_000_000))
+                  .build()));
+    }
+    return StatusProto.toStatusRuntimeException(status.build());
+  }
+
+  /**
+   * OVERLOADED (RESOURCE_EXHAUSTED): the server is at {@code limit} and did nothing; the client
+   * retries the same request after {@code retryAfter}, given both as a {@code google.rpc.RetryInfo}
+   * detail and as ErrorInfo metadata {@code retry_after_ms} (with {@code limit}).
+   */
+  public static StatusRuntimeException overloaded(
+      String limit, String message, java.time.Duration retryAfter) {
+    return toStatus(ErrorReason.OVERLOADED, message, overloadedMetadata(limit, retryAfter));
+  }
+
+  /** The ErrorInfo metadata of an OVERLOADED refusal: {@code limit} and {@code retry_after_ms}. */
+  public static Map<String, String> overloadedMetadata(
+      String limit, java.time.Duration retryAfter) {
+    return Map.of(
+        "limit", limit, RETRY_AFTER_MS, Long.toString(Math.max(1, retryAfter.toMillis())));
+  }
+
+  /**
+   * The retry hint of a failed call: its {@code google.rpc.RetryInfo} delay, or empty when it
+   * carried none.
+   */
+  public static Optional<java.time.Duration> retryAfterOf(Throwable t) {
+    Status status = StatusProto.fromThrowable(t);
+    if (status == null) {
+      return Optional.empty();
+    }
+    for (Any detail : status.getDetailsList()) {
+      if (detail.is(RetryInfo.class)) {
+        try {
+          Duration d = detail.unpack(RetryInfo.class).getRetryDelay();
+          return Optional.of(java.time.Duration.ofSeconds(d.getSeconds(), d.getNanos()));
+        } catch (InvalidProtocolBufferException e) {
+          return Optional.empty();
+        }
+      }
+    }
+    return Optional.empty();
   }
 
   public static StatusRuntimeException toStatus(ServiceException e) {
@@ -151,10 +207,14 @@ public final class RpcErrors {
     return fromThrowable(t).getCode();
   }
 
-  /** True for failures worth retrying after re-resolving the peer (it was unreachable or busy). */
+  /**
+   * True for failures worth retrying after re-resolving the peer (it was unreachable or busy),
+   * OVERLOADED included (a refusal at a server limit: nothing was done).
+   */
   public static boolean isTransient(Throwable t) {
     Code code = codeOf(t);
     return code == Code.UNAVAILABLE
+        || code == Code.RESOURCE_EXHAUSTED && reasonOf(t) == ErrorReason.OVERLOADED
         || code == Code.DEADLINE_EXCEEDED
         || code == Code.CANCELLED && !Thread.currentThread().isInterrupted()
         || code == Code.UNKNOWN && closedConnection(t);

@@ -5,11 +5,14 @@ import dev.paramserver.coordination.EtcdCoordinator;
 import dev.paramserver.rpc.ChannelFactory;
 import dev.paramserver.rpc.ClientTls;
 import dev.paramserver.rpc.ErrorMappingInterceptor;
+import dev.paramserver.rpc.JobToken;
 import io.grpc.ClientInterceptor;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.binder.MeterBinder;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.beans.factory.ObjectProvider;
@@ -111,14 +114,22 @@ public class ServiceSupportAutoConfiguration {
   /**
    * The client channels of this service: TLS when {@code paramserver.grpc-client.tls.enabled} (see
    * {@link ClientTlsConfiguration}), and client-side call metrics ({@link ClientCallMetrics}) on
-   * every call when Micrometer is present.
+   * every call when Micrometer is present, and the job's token ({@code paramserver.admin.token},
+   * {@link JobToken}) on every call when one is set: internal calls are refused without it.
    */
   @Bean
   @ConditionalOnMissingBean
   public ChannelFactory channelFactory(
-      ObjectProvider<ClientTls> tls, ObjectProvider<ClientCallMetrics> metrics) {
-    return new ChannelFactory(
-        tls.getIfAvailable(), metrics.stream().map(m -> (ClientInterceptor) m).toList());
+      ObjectProvider<ClientTls> tls,
+      ObjectProvider<ClientCallMetrics> metrics,
+      CommonProperties properties) {
+    List<ClientInterceptor> interceptors = new ArrayList<>();
+    metrics.stream().forEach(interceptors::add);
+    String token = properties.admin().token();
+    if (token != null && !token.isEmpty()) {
+      interceptors.add(JobToken.attach(token));
+    }
+    return new ChannelFactory(tls.getIfAvailable(), interceptors);
   }
 
   /**

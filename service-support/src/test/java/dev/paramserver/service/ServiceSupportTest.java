@@ -10,6 +10,7 @@ import dev.paramserver.proto.v1.MasterGrpc;
 import dev.paramserver.rpc.ChannelFactory;
 import dev.paramserver.rpc.Channels;
 import dev.paramserver.rpc.ErrorMappingInterceptor;
+import dev.paramserver.rpc.JobToken;
 import dev.paramserver.rpc.RpcErrors;
 import dev.paramserver.service.testapp.NotLeaderMasterService;
 import dev.paramserver.service.testapp.TestServiceApp;
@@ -175,10 +176,14 @@ class ServiceSupportTest {
   }
 
   @Test
-  void channelFactory_isPlaintext_withTheClientCallMetrics() {
+  void channelFactory_isPlaintext_withTheClientCallMetrics_andTheJobToken() {
     ChannelFactory factory = context.getBean(ChannelFactory.class);
     assertThat(factory.tls()).isNull();
-    assertThat(factory.interceptors()).containsExactly(context.getBean(ClientCallMetrics.class));
+    // the admin token is set: internal calls carry it (JobToken.attach)
+    assertThat(factory.interceptors()).hasSize(2);
+    assertThat(factory.interceptors().get(0)).isSameAs(context.getBean(ClientCallMetrics.class));
+    assertThat(factory.interceptors().get(1).getClass().getName())
+        .startsWith(JobToken.class.getName());
   }
 
   @Test

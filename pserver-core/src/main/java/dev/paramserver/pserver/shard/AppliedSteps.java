@@ -6,13 +6,16 @@ import dev.paramserver.proto.v1.AppliedPushes;
 import dev.paramserver.proto.v1.AppliedStep;
 import dev.paramserver.proto.v1.PushGradientsRequest;
 import dev.paramserver.proto.v1.PushPart;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.BitSet;
 import java.util.Comparator;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.LongSupplier;
 
 /**
  * Per trainer run (trainer id, session, origin): which pushes a shard applied, as a window. Every
@@ -28,38 +31,110 @@ import java.util.concurrent.ConcurrentHashMap;
  * (0: this one): a piece another pserver refused with MOVED and the trainer resent here has the
  * step and part numbers of that server's part, so it is kept apart from this server's own part of
  * the same step.
+ *
+ * <p>The records are pruned ({@link #configure}): a run idle for longer than the window, or the run
+ * idle longest when there are more than the most runs kept, is dropped and leaves a tombstone (a
+ * 64-bit hash of its identity and the highest step it recorded). A push of that identity at or
+ * below that step is then refused (PUSH_WINDOW_EXCEEDED, it may have been applied: it is never
+ * applied twice); steps above it start a new record. As many tombstones are kept as runs, in memory
+ * only.
  */
 final class AppliedSteps {
   /** The most steps above a windowed push's {@code acknowledged_through} a shard keeps track of. */
   static final int WINDOW = 1024;
 
   private final Map<String, Run> runs = new ConcurrentHashMap<>();
+  private final LongSupplier nanoClock;
+  // guarded by itself: hash of a dropped run's identity -> the highest step it recorded
+  private final LinkedHashMap<Long, Long> dropped = new LinkedHashMap<>();
+  private volatile long idleNanos = Duration.ofHours(1).toNanos();
+  private volatile int maxRuns = 100_000;
+  private volatile long lastPrune;
+
+  AppliedSteps() {
+    this(System::nanoTime);
+  }
+
+  AppliedSteps(LongSupplier nanoClock) {
+    this.nanoClock = nanoClock;
+    this.lastPrune = nanoClock.getAsLong();
+  }
+
+  /**
+   * Sets the pruning window: runs idle longer than {@code idle} are dropped, and at most {@code
+   * maxRuns} runs (and as many tombstones) are kept.
+   */
+  void configure(Duration idle, int maxRuns) {
+    if (idle.isNegative() || idle.isZero() || maxRuns < 1) {
+      throw new IllegalArgumentException(
+          "applied-push records need a positive window and run count, got "
+              + idle
+              + " and "
+              + maxRuns);
+    }
+    this.idleNanos = idle.toNanos();
+    this.maxRuns = maxRuns;
+  }
 
   /** One trainer run's record; synchronise on it to check, apply and record a push atomically. */
-  static final class Run {
+  final class Run {
     final String trainerId;
     final String session;
     final int origin;
     private long complete;
     // steps are uint64: ordered unsigned
     private final TreeMap<Long, BitSet> open = new TreeMap<>(Long::compareUnsigned);
+    // a dropped identity's highest step (0: none): a step at or below it not recorded here may
+    // have been applied before the drop
+    private long floor;
+    private long lastUsed;
+    // dropped from the map: refuses what it has not recorded (a new run takes its place)
+    private boolean dead;
 
     private Run(String trainerId, String session, int origin) {
       this.trainerId = trainerId;
       this.session = session;
       this.origin = origin;
+      this.lastUsed = nanoClock.getAsLong();
     }
 
-    /** True if push (step, part) of this run was applied already. */
+    /**
+     * True if push (step, part) of this run was applied already.
+     *
+     * @throws ServiceException PUSH_WINDOW_EXCEEDED for a step the dropped record of this identity
+     *     may have held
+     */
     boolean applied(long pushStep, int part) {
       if (Long.compareUnsigned(pushStep, complete) <= 0) {
         return true;
       }
       BitSet parts = open.get(pushStep);
-      return parts != null && parts.get(part);
+      if (parts != null && parts.get(part)) {
+        return true;
+      }
+      if (dead || Long.compareUnsigned(pushStep, floor) <= 0) {
+        throw new ServiceException(
+            ErrorReason.PUSH_WINDOW_EXCEEDED,
+            "push step "
+                + Long.toUnsignedString(pushStep)
+                + " of trainer '"
+                + trainerId
+                + "' (session '"
+                + session
+                + "') was sent after this pserver dropped the record of that trainer's pushes"
+                + " (idle longer than paramserver.pserver.limits.applied-window, or past"
+                + " limits.applied-identities): it may have been applied, so it is not applied"
+                + " again; push later steps");
+      }
+      return false;
+    }
+
+    private long highest() {
+      return open.isEmpty() ? Math.max(complete, floor) : Math.max(open.lastKey(), floor);
     }
 
     void record(PushGradientsRequest request) {
+      lastUsed = nanoClock.getAsLong();
       long pushStep = request.getStep();
       long done =
           request.hasAcknowledgedThrough() ? request.getAcknowledgedThrough() : pushStep - 1;
@@ -135,11 +210,92 @@ final class AppliedSteps {
     }
   }
 
-  /** The record of the request's run (created empty). */
+  /** The record of the request's run (created empty, or from its tombstone). */
   Run run(PushGradientsRequest request) {
-    return runs.computeIfAbsent(
-        key(request.getTrainerId(), request.getSession(), request.getOrigin()),
-        k -> new Run(request.getTrainerId(), request.getSession(), request.getOrigin()));
+    String key = key(request.getTrainerId(), request.getSession(), request.getOrigin());
+    Run r = runs.get(key);
+    if (r != null) {
+      return r;
+    }
+    r =
+        runs.computeIfAbsent(
+            key,
+            k -> {
+              Run n = new Run(request.getTrainerId(), request.getSession(), request.getOrigin());
+              synchronized (dropped) {
+                Long floor = dropped.remove(hash(k));
+                n.floor = floor == null ? 0 : floor;
+              }
+              return n;
+            });
+    pruneIfDue();
+    return r;
+  }
+
+  /** Drops runs idle past the window, and the idlest past the most runs kept. */
+  void pruneIfDue() {
+    long now = nanoClock.getAsLong();
+    if (runs.size() <= maxRuns && now - lastPrune < idleNanos / 16) {
+      return;
+    }
+    lastPrune = now;
+    List<Map.Entry<String, Run>> idlest = new ArrayList<>();
+    for (Map.Entry<String, Run> e : runs.entrySet()) {
+      Run r = e.getValue();
+      long used;
+      synchronized (r) {
+        used = r.lastUsed;
+      }
+      if (now - used > idleNanos) {
+        drop(e.getKey(), r);
+      } else {
+        idlest.add(e);
+      }
+    }
+    int excess = runs.size() - maxRuns;
+    if (excess > 0) {
+      idlest.sort(Comparator.comparingLong(e -> lastUsedOf(e.getValue())));
+      for (int i = 0; i < excess && i < idlest.size(); i++) {
+        drop(idlest.get(i).getKey(), idlest.get(i).getValue());
+      }
+    }
+  }
+
+  private static long lastUsedOf(Run r) {
+    synchronized (r) {
+      return r.lastUsed;
+    }
+  }
+
+  private void drop(String key, Run r) {
+    synchronized (r) {
+      if (r.dead) {
+        return;
+      }
+      r.dead = true;
+      synchronized (dropped) {
+        // put before the run leaves the map: a new run of this identity finds the tombstone
+        dropped.put(hash(key), r.highest());
+        while (dropped.size() > maxRuns) {
+          dropped.remove(dropped.keySet().iterator().next());
+        }
+      }
+      runs.remove(key, r);
+    }
+  }
+
+  /** Runs kept now (tests). */
+  int runCount() {
+    return runs.size();
+  }
+
+  private static long hash(String key) {
+    long h = 0xcbf29ce484222325L;
+    for (int i = 0; i < key.length(); i++) {
+      h ^= key.charAt(i);
+      h *= 0x100000001b3L;
+    }
+    return h;
   }
 
   /** True if {@code request} (identified) was applied already; records nothing. */
@@ -159,9 +315,14 @@ final class AppliedSteps {
     if (!identified(request)) {
       return;
     }
-    Run r = run(request);
-    synchronized (r) {
-      r.record(request);
+    while (true) {
+      Run r = run(request);
+      synchronized (r) {
+        if (!r.dead) {
+          r.record(request);
+          return;
+        }
+      }
     }
   }
 

@@ -179,6 +179,18 @@ public final class ParameterServerGrpcService
                 ParameterServerGrpc.getInitParametersMethod().getFullMethodName(), inits)));
   }
 
+  /**
+   * Releases a request that an interceptor kept from the service (refused at a limit): its bytes
+   * may be views of the transport's buffers. Any other message is ignored.
+   */
+  public void releaseUnreferenced(Object message) {
+    if (message instanceof PushGradientsRequest p) {
+      pushes.release(p);
+    } else if (message instanceof InitParametersRequest i) {
+      inits.release(i);
+    }
+  }
+
   /** Push requests parsed as views and not yet released (tests). */
   int heldRequests() {
     return pushes.held() + inits.held();

@@ -118,9 +118,7 @@ final class PushStream implements StreamObserver<PushGradientsRequest> {
       blocking.execute(() -> handle(request));
     } catch (RejectedExecutionException e) {
       release.accept(request);
-      fail(
-          new ServiceException(
-              ErrorReason.SHUTTING_DOWN, "the server is shutting down: retry on its replacement"));
+      fail(Offload.refusalOf(e));
     }
   }
 

@@ -19,8 +19,12 @@ import io.grpc.StatusRuntimeException;
 import io.grpc.stub.ClientCallStreamObserver;
 import io.grpc.stub.ClientResponseObserver;
 import io.grpc.stub.StreamObserver;
-import java.io.ByteArrayOutputStream;
+import java.io.BufferedOutputStream;
 import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentLinkedQueue;
@@ -191,18 +195,8 @@ final class OutgoingMove {
     boolean frozen = false;
     try {
       send(to, answer, MoveInChunk.newBuilder().setMove(moving.move()).build());
-      ByteArrayOutputStream copy = new ByteArrayOutputStream();
       long cut = System.nanoTime();
-      MoveCounts counts = shard.writeCopy(moving, copy, () -> shard.attachTap(tap));
-      byte[] bytesOfCopy = copy.toByteArray();
-      for (int at = 0; at < bytesOfCopy.length; at += CHUNK_BYTES) {
-        int n = Math.min(CHUNK_BYTES, bytesOfCopy.length - at);
-        send(
-            to,
-            answer,
-            MoveInChunk.newBuilder().setCopy(ByteString.copyFrom(bytesOfCopy, at, n)).build());
-      }
-      bytes += bytesOfCopy.length;
+      MoveCounts counts = sendCopy(to);
       send(to, answer, MoveInChunk.newBuilder().setCopyDone(true).build());
       sendRecords(to, answer);
       long copyMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - cut);
@@ -268,6 +262,37 @@ final class OutgoingMove {
       throw Status.UNAVAILABLE.withDescription("pserver is stopping").asRuntimeException();
     } finally {
       Channels.close(channel);
+    }
+  }
+
+  /**
+   * Cuts the copy into a temporary file (under the shard's write lock: a local write, never the
+   * network) and streams it from there in chunks of {@value #CHUNK_BYTES} bytes as the new owner
+   * takes them: the copy is never held in memory whole.
+   */
+  private MoveCounts sendCopy(StreamObserver<MoveInChunk> to)
+      throws IOException, InterruptedException, ExecutionException {
+    Path file = Files.createTempFile("paramserver-move-", ".copy");
+    try {
+      MoveCounts counts;
+      try (OutputStream out = new BufferedOutputStream(Files.newOutputStream(file), 1 << 16)) {
+        counts = shard.writeCopy(moving, out, () -> shard.attachTap(tap));
+      }
+      try (InputStream in = Files.newInputStream(file)) {
+        byte[] chunk = new byte[CHUNK_BYTES];
+        for (int n = in.readNBytes(chunk, 0, CHUNK_BYTES);
+            n > 0;
+            n = in.readNBytes(chunk, 0, CHUNK_BYTES)) {
+          send(
+              to,
+              answer,
+              MoveInChunk.newBuilder().setCopy(ByteString.copyFrom(chunk, 0, n)).build());
+          bytes += n;
+        }
+      }
+      return counts;
+    } finally {
+      Files.deleteIfExists(file);
     }
   }
 

@@ -61,6 +61,8 @@ public final class TestProperties {
         replicationTimeout,
         0,
         true,
-        Duration.ofSeconds(10));
+        Duration.ofSeconds(10),
+        new PserverProperties.Limits(
+            0, DataSize.ofBytes(0), 1024, Duration.ofMillis(200), Duration.ofHours(1), 100000));
   }
 }

@@ -23,12 +23,14 @@ import dev.paramserver.pserver.registration.ShardRegistration;
 import dev.paramserver.pserver.shard.Requests;
 import dev.paramserver.rpc.ChannelFactory;
 import dev.paramserver.rpc.Channels;
+import dev.paramserver.rpc.JobToken;
 import dev.paramserver.tensor.BlockSpec;
 import dev.paramserver.tensor.SlotMap;
 import dev.paramserver.tensor.TensorCodec;
 import dev.paramserver.testsupport.EtcdExtension;
 import dev.paramserver.testsupport.Poll;
 import dev.paramserver.testsupport.TempDirs;
+import io.grpc.ClientInterceptor;
 import io.grpc.ManagedChannel;
 import io.grpc.StatusRuntimeException;
 import java.nio.charset.StandardCharsets;
@@ -101,8 +103,12 @@ final class ElasticCluster implements AutoCloseable {
     Path dir = checkpoints.resolve("ps" + index);
     SpringApplicationBuilder builder = new SpringApplicationBuilder(PserverApplication.class);
     if (factory != null) {
+      // the job's token on its calls, as the service's own factory sends it
+      List<ClientInterceptor> withToken = new ArrayList<>(factory.interceptors());
+      withToken.add(JobToken.attach("tok"));
+      ChannelFactory tokened = factory.withInterceptors(withToken);
       builder.initializers(
-          ctx -> ctx.getBeanFactory().registerSingleton("channelFactory", factory));
+          ctx -> ctx.getBeanFactory().registerSingleton("channelFactory", tokened));
     }
     ConfigurableApplicationContext ctx =
         builder.run(
@@ -161,8 +167,10 @@ final class ElasticCluster implements AutoCloseable {
     return channels.computeIfAbsent(
         index,
         i ->
+            // as the master does: with the job's token (internal calls need it)
             Channels.forAddress(
-                coordinator.kv().get(coordinator.keys().ps(i)).orElseThrow().valueAsString()));
+                coordinator.kv().get(coordinator.keys().ps(i)).orElseThrow().valueAsString(),
+                JobToken.attach("tok")));
   }
 
   ParameterServerGrpc.ParameterServerBlockingStub ps(int index) {

@@ -22,7 +22,12 @@ public final class PserverFailures {
     /** The pserver withdrew the synchronous step the call belonged to. */
     WITHDRAWN_STEP,
     /** The pserver did not answer (down, restarting, moved, deadline passed). */
-    UNREACHABLE
+    UNREACHABLE,
+    /**
+     * The pserver is at one of its limits (OVERLOADED, RESOURCE_EXHAUSTED) and did nothing: retry
+     * the same request after a backoff of at least its hint, at the same address.
+     */
+    OVERLOADED
   }
 
   private final PserverDirectory directory;
@@ -46,6 +51,9 @@ public final class PserverFailures {
     }
     if (reason == ErrorReason.SYNC_ABORTED) {
       return Kind.WITHDRAWN_STEP;
+    }
+    if (reason == ErrorReason.OVERLOADED) {
+      return Kind.OVERLOADED;
     }
     if (RpcErrors.isTransient(cause)) {
       return Kind.UNREACHABLE;
@@ -87,6 +95,14 @@ public final class PserverFailures {
             action);
         directory.invalidate(ps);
       }
+      case OVERLOADED ->
+          log.debug(
+              "{} pserver {}: refused at a limit ({}); {} after the hint of {}",
+              call,
+              ps,
+              cause.getMessage(),
+              action,
+              RpcErrors.retryAfterOf(cause).orElse(java.time.Duration.ZERO));
     }
     return kind;
   }

@@ -7,6 +7,7 @@ import dev.paramserver.proto.v1.PushGradientsResponse;
 import dev.paramserver.proto.v1.SparseRows;
 import dev.paramserver.proto.v1.TensorBlock;
 import dev.paramserver.rpc.Backoff;
+import dev.paramserver.rpc.RpcErrors;
 import dev.paramserver.rpc.StoppedException;
 import dev.paramserver.trainer.pserver.PushLane.Event;
 import dev.paramserver.trainer.pserver.PushLane.Part;
@@ -425,9 +426,15 @@ public final class StreamedPushes {
       throw e;
     }
     long delayNanos =
-        kind == PserverFailures.Kind.UNREACHABLE
-            ? TimeUnit.MILLISECONDS.toNanos(backoff(lane).nextDelayMs())
-            : 0;
+        switch (kind) {
+          case UNREACHABLE -> TimeUnit.MILLISECONDS.toNanos(backoff(lane).nextDelayMs());
+          // at least the server's hint: it refused before doing anything
+          case OVERLOADED ->
+              Math.max(
+                  TimeUnit.MILLISECONDS.toNanos(backoff(lane).nextDelayMs()),
+                  RpcErrors.retryAfterOf(cause).map(java.time.Duration::toNanos).orElse(0L));
+          case LOST_STATE, WITHDRAWN_STEP -> 0;
+        };
     lane.retryAt(System.nanoTime() + delayNanos);
   }
 

@@ -29,6 +29,16 @@ class PserverFailuresTest {
   }
 
   @Test
+  void classify_overloaded_isRetriedAtTheSameAddress_andTooLargeIsNot() {
+    assertThat(
+            PserverFailures.classify(
+                0, "push to", RpcErrors.overloaded("bytes", "x", java.time.Duration.ofMillis(5))))
+        .isEqualTo(Kind.OVERLOADED);
+    StatusRuntimeException tooLarge = RpcErrors.toStatus(ErrorReason.TOO_LARGE, "x");
+    assertThatThrownBy(() -> PserverFailures.classify(0, "push to", tooLarge)).isSameAs(tooLarge);
+  }
+
+  @Test
   void classify_throwsTheOthers() {
     StatusRuntimeException bad = RpcErrors.toStatus(ErrorReason.UNKNOWN_PARAMETER, "no fc9.w");
     assertThatThrownBy(() -> PserverFailures.classify(2, "pull from", bad)).isSameAs(bad);
