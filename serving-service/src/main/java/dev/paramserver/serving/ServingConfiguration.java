@@ -7,12 +7,21 @@ import dev.paramserver.service.CommonProperties;
 import dev.paramserver.serving.grpc.GrpcFollowSource;
 import dev.paramserver.serving.grpc.ServingGrpcService;
 import dev.paramserver.serving.replica.Lookups;
+import dev.paramserver.serving.replica.ModelDescription;
+import dev.paramserver.serving.replica.Predictions;
 import dev.paramserver.serving.replica.ServedModel;
 import dev.paramserver.serving.replica.ServingReplica;
+import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
 import java.util.UUID;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.springframework.context.SmartLifecycle;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
+import org.springframework.grpc.server.ServerBuilderCustomizer;
 
 /** The serving replica's beans: the model it serves, its followers and its gRPC service. */
 @Configuration(proxyBeanMethods = false)
@@ -57,9 +66,54 @@ public class ServingConfiguration {
     return new Lookups(model, properties.maxIds(), properties.minVersionWait());
   }
 
+  /**
+   * Runs the gRPC handlers on the transport threads: a lookup whose version is served already reads
+   * a published copy without waiting (see {@code ServedModel}), so it is answered where it arrives,
+   * without a hop through an executor; reads that may wait (for {@code min_version} or the first
+   * copies) and heavier work go to {@link #servingReadExecutor}.
+   */
   @Bean
-  ServingGrpcService servingGrpcService(Lookups lookups, ServingReplica replica) {
-    return new ServingGrpcService(lookups, replica);
+  ServerBuilderCustomizer<NettyServerBuilder> servingGrpcServerTuning() {
+    return builder -> builder.directExecutor();
+  }
+
+  /** Reads that may wait, and pulls: a bounded pool (the threads end when idle). */
+  @Bean(destroyMethod = "shutdownNow")
+  ExecutorService servingReadExecutor(ServingProperties properties) {
+    AtomicInteger n = new AtomicInteger();
+    ThreadPoolExecutor pool =
+        new ThreadPoolExecutor(
+            properties.readThreads(),
+            properties.readThreads(),
+            30,
+            TimeUnit.SECONDS,
+            new LinkedBlockingQueue<>(),
+            r -> {
+              Thread t = new Thread(r, "serving-read-" + n.incrementAndGet());
+              t.setDaemon(true);
+              return t;
+            });
+    pool.allowCoreThreadTimeOut(true);
+    return pool;
+  }
+
+  /** Predictions, with the model's description from etcd ({@code model/description}). */
+  @Bean
+  Predictions predictions(
+      ServedModel model, Coordinator coordinator, ServingProperties properties) {
+    return new Predictions(
+        model,
+        new ModelDescription(coordinator.kv(), coordinator.keys().modelDescription()),
+        properties.maxExamples());
+  }
+
+  @Bean
+  ServingGrpcService servingGrpcService(
+      Lookups lookups,
+      Predictions predictions,
+      ServingReplica replica,
+      ExecutorService servingReadExecutor) {
+    return new ServingGrpcService(lookups, predictions, replica, servingReadExecutor);
   }
 
   /** Starts following once the context is up; stops before the channels close. */

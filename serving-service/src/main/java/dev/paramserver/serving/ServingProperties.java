@@ -21,6 +21,9 @@ import org.springframework.validation.annotation.Validated;
  * @param followBackoffMax the longest such pause
  * @param followStreamMax the deadline of one change stream: when it passes the replica follows
  *     again from where it was (no copy)
+ * @param readThreads threads answering the reads that may wait (a {@code min_version} not reached
+ *     yet, no copy yet) and pulls; a lookup of a version served already is answered on gRPC's
+ *     transport thread
  */
 @Validated
 @ConfigurationProperties("paramserver.serving")
@@ -31,4 +34,5 @@ public record ServingProperties(
     @DefaultValue("5m") @NotNull Duration shardsTimeout,
     @DefaultValue("100ms") @NotNull Duration followBackoff,
     @DefaultValue("2s") @NotNull Duration followBackoffMax,
-    @DefaultValue("10m") @NotNull Duration followStreamMax) {}
+    @DefaultValue("10m") @NotNull Duration followStreamMax,
+    @DefaultValue("16") @Min(1) @Max(1024) int readThreads) {}
