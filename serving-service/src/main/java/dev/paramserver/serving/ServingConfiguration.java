@@ -11,7 +11,6 @@ import dev.paramserver.serving.replica.ModelDescription;
 import dev.paramserver.serving.replica.Predictions;
 import dev.paramserver.serving.replica.ServedModel;
 import dev.paramserver.serving.replica.ServingReplica;
-import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
 import java.util.UUID;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.LinkedBlockingQueue;
@@ -21,7 +20,6 @@ import java.util.concurrent.atomic.AtomicInteger;
 import org.springframework.context.SmartLifecycle;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
-import org.springframework.grpc.server.ServerBuilderCustomizer;
 
 /** The serving replica's beans: the model it serves, its followers and its gRPC service. */
 @Configuration(proxyBeanMethods = false)
@@ -67,17 +65,9 @@ public class ServingConfiguration {
   }
 
   /**
-   * Runs the gRPC handlers on the transport threads: a lookup whose version is served already reads
-   * a published copy without waiting (see {@code ServedModel}), so it is answered where it arrives,
-   * without a hop through an executor; reads that may wait (for {@code min_version} or the first
-   * copies) and heavier work go to {@link #servingReadExecutor}.
+   * Reads that may wait, pulls and predictions: a bounded pool (the threads end when idle). A
+   * lookup of a served version runs on gRPC's transport thread ({@code ServingGrpcServerTuning}).
    */
-  @Bean
-  ServerBuilderCustomizer<NettyServerBuilder> servingGrpcServerTuning() {
-    return builder -> builder.directExecutor();
-  }
-
-  /** Reads that may wait, and pulls: a bounded pool (the threads end when idle). */
   @Bean(destroyMethod = "shutdownNow")
   ExecutorService servingReadExecutor(ServingProperties properties) {
     AtomicInteger n = new AtomicInteger();
