@@ -16,7 +16,7 @@ public class ServingGrpcServerTuning {
    * copies), pulls and predictions go to the {@code servingReadExecutor} pool.
    */
   @Bean
-  ServerBuilderCustomizer<NettyServerBuilder> servingGrpcServerTuning() {
+  ServerBuilderCustomizer<NettyServerBuilder> servingHandlersOnTransportThreads() {
     return builder -> builder.directExecutor();
   }
 }
