@@ -154,6 +154,15 @@ public final class JobKeys {
     return prefix + "model/specs";
   }
 
+  /**
+   * How the job's model predicts ({@code model/description}): a {@code ModelFile} without
+   * parameters (model type, configuration, label names, feature scaling), written once by the first
+   * trainer that joins, no lease. Serving replicas read it to answer Predict.
+   */
+  public String modelDescription() {
+    return prefix + "model/description";
+  }
+
   /** The election of the one trainer that evaluates pass {@code pass} (its id, under its lease). */
   public String evaluator(int pass) {
     return prefix + "eval/" + pass;

@@ -61,16 +61,7 @@ public final class ModelFiles {
   public static void write(
       Path path, ModelSpec spec, Model model, Parameters params, String job, DatasetInfo data)
       throws IOException {
-    ModelFile.Builder b =
-        ModelFile.newBuilder()
-            .setModel(spec.type())
-            .putAllConfig(spec.toConfig())
-            .setCreatedMs(System.currentTimeMillis())
-            .setJob(job == null ? "" : job)
-            .addAllLabelNames(data.getLabelNamesList());
-    if (data.hasFeatureScaling()) {
-      b.setFeatureScaling(data.getFeatureScaling());
-    }
+    ModelFile.Builder b = description(spec, job, data).toBuilder();
     for (ParameterDef def : model.parameters()) {
       if (def.sparse()) {
         Parameters.SparseTable t = params.sparse(def.name());
@@ -92,6 +83,26 @@ public final class ModelFiles {
       }
     }
     AtomicFiles.write(path, b.build());
+  }
+
+  /**
+   * A model file without parameters: the model's type and configuration, and the training data's
+   * label names and feature scaling ({@code data}, a dataset's info; the default instance for
+   * none). What predicting needs besides the parameters; {@link #read(InputStream, String)} reads
+   * it back with every parameter at zero.
+   */
+  public static ModelFile description(ModelSpec spec, String job, DatasetInfo data) {
+    ModelFile.Builder b =
+        ModelFile.newBuilder()
+            .setModel(spec.type())
+            .putAllConfig(spec.toConfig())
+            .setCreatedMs(System.currentTimeMillis())
+            .setJob(job == null ? "" : job)
+            .addAllLabelNames(data.getLabelNamesList());
+    if (data.hasFeatureScaling()) {
+      b.setFeatureScaling(data.getFeatureScaling());
+    }
+    return b.build();
   }
 
   /** Reads a model file and checks every parameter against the model it describes. */

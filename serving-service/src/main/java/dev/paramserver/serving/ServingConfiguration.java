@@ -1,6 +1,7 @@
 package dev.paramserver.serving;
 
 import dev.paramserver.coordination.Coordinator;
+import dev.paramserver.models.ModelFiles;
 import dev.paramserver.rpc.ChannelFactory;
 import dev.paramserver.rpc.Retry;
 import dev.paramserver.service.CommonProperties;
@@ -8,6 +9,8 @@ import dev.paramserver.service.EtcdOptOut;
 import dev.paramserver.serving.grpc.GrpcFollowSource;
 import dev.paramserver.serving.grpc.ServingGrpcService;
 import dev.paramserver.serving.replica.Lookups;
+import dev.paramserver.serving.replica.ModelDescription;
+import dev.paramserver.serving.replica.Predictions;
 import dev.paramserver.serving.replica.ServedModel;
 import dev.paramserver.serving.replica.ServingReplica;
 import dev.paramserver.serving.snapshot.CheckpointSnapshots;
@@ -16,6 +19,13 @@ import dev.paramserver.serving.snapshot.ModelFileSnapshot;
 import dev.paramserver.storage.Storage;
 import java.util.Optional;
 import java.util.UUID;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Supplier;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnExpression;
 import org.springframework.context.SmartLifecycle;
 import org.springframework.context.annotation.Bean;
@@ -72,6 +82,11 @@ public class ServingConfiguration {
     }
 
     @Bean
+    Supplier<ModelFiles.Loaded> modelDescription(Coordinator coordinator) {
+      return new ModelDescription(coordinator.kv(), coordinator.keys().modelDescription());
+    }
+
+    @Bean
     ServingReplica servingReplica(
         ServedModel model,
         Coordinator coordinator,
@@ -105,6 +120,15 @@ public class ServingConfiguration {
       return new ServedModel(UUID.randomUUID().toString(), 1);
     }
 
+    /** The file's model description (its type, labels, scaling), read once when first asked. */
+    @Bean
+    Supplier<ModelFiles.Loaded> modelDescription(Storage storage, ServingProperties properties) {
+      AtomicReference<ModelFiles.Loaded> read = new AtomicReference<>();
+      return () ->
+          read.updateAndGet(
+              known -> known != null ? known : ModelFileSnapshot.load(storage, properties.model()));
+    }
+
     @Bean
     ServingReplica servingReplica(
         ServedModel model, Storage storage, ServingProperties properties) {
@@ -124,9 +148,46 @@ public class ServingConfiguration {
     return new Lookups(model, properties.maxIds(), properties.minVersionWait());
   }
 
+  /**
+   * Reads that may wait, pulls and predictions: a bounded pool (the threads end when idle). A
+   * lookup of a served version runs on gRPC's transport thread ({@code ServingGrpcServerTuning}).
+   */
+  @Bean(destroyMethod = "shutdownNow")
+  ExecutorService servingReadExecutor(ServingProperties properties) {
+    AtomicInteger n = new AtomicInteger();
+    ThreadPoolExecutor pool =
+        new ThreadPoolExecutor(
+            properties.readThreads(),
+            properties.readThreads(),
+            30,
+            TimeUnit.SECONDS,
+            new LinkedBlockingQueue<>(),
+            r -> {
+              Thread t = new Thread(r, "serving-read-" + n.incrementAndGet());
+              t.setDaemon(true);
+              return t;
+            });
+    pool.allowCoreThreadTimeOut(true);
+    return pool;
+  }
+
+  /**
+   * Predictions, with the model's description: from etcd ({@code model/description}) when
+   * following a job, from the model file when serving one.
+   */
   @Bean
-  ServingGrpcService servingGrpcService(Lookups lookups, ServingReplica replica) {
-    return new ServingGrpcService(lookups, replica);
+  Predictions predictions(
+      ServedModel model, Supplier<ModelFiles.Loaded> description, ServingProperties properties) {
+    return new Predictions(model, description, properties.maxExamples());
+  }
+
+  @Bean
+  ServingGrpcService servingGrpcService(
+      Lookups lookups,
+      Predictions predictions,
+      ServingReplica replica,
+      ExecutorService servingReadExecutor) {
+    return new ServingGrpcService(lookups, predictions, replica, servingReadExecutor);
   }
 
   /** Starts following once the context is up; stops before the channels close. */

@@ -25,6 +25,9 @@ import org.springframework.validation.annotation.Validated;
  *     s3://bucket/key}) to serve instead of following a job: the replica then needs no etcd and no
  *     pserver; empty: follow the job {@code paramserver.job}, starting from its newest complete
  *     job-wide checkpoint
+ * @param readThreads threads answering the reads that may wait (a {@code min_version} not reached
+ *     yet, no copy yet) and pulls; a lookup of a version served already is answered on gRPC's
+ *     transport thread
  */
 @Validated
 @ConfigurationProperties("paramserver.serving")
@@ -36,7 +39,8 @@ public record ServingProperties(
     @DefaultValue("100ms") @NotNull Duration followBackoff,
     @DefaultValue("2s") @NotNull Duration followBackoffMax,
     @DefaultValue("10m") @NotNull Duration followStreamMax,
-    @DefaultValue("") @NotNull String model) {
+    @DefaultValue("") @NotNull String model,
+    @DefaultValue("16") @Min(1) @Max(1024) int readThreads) {
 
   /** True when the replica serves a model file rather than following a job. */
   public boolean servesModelFile() {

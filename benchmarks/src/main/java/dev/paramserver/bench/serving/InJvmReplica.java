@@ -7,6 +7,8 @@ import dev.paramserver.proto.v1.LookupRequest;
 import dev.paramserver.rpc.ChannelFactory;
 import dev.paramserver.serving.grpc.GrpcFollowSource;
 import dev.paramserver.serving.replica.Lookups;
+import dev.paramserver.serving.replica.ModelDescription;
+import dev.paramserver.serving.replica.Predictions;
 import dev.paramserver.serving.replica.ServedModel;
 import dev.paramserver.serving.replica.ServedVersion;
 import dev.paramserver.serving.replica.ServingReplica;
@@ -25,11 +27,22 @@ final class InJvmReplica implements AutoCloseable {
   private final EtcdCoordinator coordinator;
   private final ServingReplica replica;
   private final Lookups lookups;
+  private final Predictions predictions;
 
-  private InJvmReplica(EtcdCoordinator coordinator, ServingReplica replica, Lookups lookups) {
+  private InJvmReplica(
+      EtcdCoordinator coordinator,
+      ServingReplica replica,
+      Lookups lookups,
+      Predictions predictions) {
     this.coordinator = coordinator;
     this.replica = replica;
     this.lookups = lookups;
+    this.predictions = predictions;
+  }
+
+  /** Predictions on this replica, with the job's model description from etcd. */
+  Predictions predictions() {
+    return predictions;
   }
 
   /** A replica of the job's single shard, following it from now on. */
@@ -46,7 +59,13 @@ final class InJvmReplica implements AutoCloseable {
             System::currentTimeMillis);
     replica.start();
     return new InJvmReplica(
-        coordinator, replica, new Lookups(model, 10_000, Duration.ofSeconds(2)));
+        coordinator,
+        replica,
+        new Lookups(model, 10_000, Duration.ofSeconds(2)),
+        new Predictions(
+            model,
+            new ModelDescription(coordinator.kv(), coordinator.keys().modelDescription()),
+            4096));
   }
 
   /** Waits until the replica serves {@code table}. */

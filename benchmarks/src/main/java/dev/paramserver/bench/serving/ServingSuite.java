@@ -7,6 +7,7 @@ import dev.paramserver.bench.train.CtrData;
 import dev.paramserver.localcluster.ClusterSpec;
 import dev.paramserver.localcluster.LocalCluster;
 import dev.paramserver.localcluster.Role;
+import dev.paramserver.proto.v1.Example;
 import dev.paramserver.proto.v1.LookupRequest;
 import dev.paramserver.proto.v1.ServingGrpc;
 import dev.paramserver.rpc.Channels;
@@ -34,6 +35,7 @@ public final class ServingSuite {
   static final int IDS = 100;
   static final String TABLE = "emb";
   static final int WIDTH = 8;
+  static final int[] PREDICT_SIZES = {1, 256};
   private static final String JOB = "bench-serving";
 
   private final Path runDir;
@@ -56,13 +58,16 @@ public final class ServingSuite {
     OpenLoop.Result wire;
     OpenLoop.Result inJvm;
     Freshness.Result fresh;
+    // predictions of 1 and of 256 examples: over gRPC, then in this JVM
+    Map<Integer, OpenLoop.Result[]> predicts = new LinkedHashMap<>();
+    Duration predictFor = Duration.ofSeconds(quick ? 5 : 10);
     try (LocalCluster cluster = new LocalCluster(spec(dir).build())) {
       cluster.start();
       cluster.awaitReady(Role.SERVING, 0, Duration.ofMinutes(4));
       String serving = "127.0.0.1:" + cluster.process(Role.SERVING, 0).grpcPort();
       String pserver = "127.0.0.1:" + cluster.process(Role.PSERVER, 0).grpcPort();
       ManagedChannel ch = Channels.forAddress(serving);
-      try (InJvmReplica local = InJvmReplica.follow(cluster.etcdEndpoint(), JOB)) {
+      try {
         Freshness.awaitTable(ch, TABLE, WIDTH, Duration.ofMinutes(4));
         var stub = ServingGrpc.newFutureStub(ch);
         // the replica process and this JVM compile their lookup paths in the warm-up
@@ -77,15 +82,81 @@ public final class ServingSuite {
                 measured,
                 Duration.ofSeconds(10),
                 i -> stub.withDeadlineAfter(10, TimeUnit.SECONDS).lookup(requests.get(i % 512)));
-        local.awaitTable(TABLE, Duration.ofMinutes(2));
-        local.lookups(requests, warm);
-        inJvm = local.lookups(requests, measured);
+        for (int n : PREDICT_SIZES) {
+          List<List<Example>> batches = batches(ctr, n);
+          Predicts.overGrpc(ch, batches, Duration.ofSeconds(2));
+          predicts.put(n, new OpenLoop.Result[] {Predicts.overGrpc(ch, batches, predictFor), null});
+        }
+        // the in-JVM replica follows only from here: while the process is measured, this JVM
+        // applies no records of its own
+        try (InJvmReplica local = InJvmReplica.follow(cluster.etcdEndpoint(), JOB)) {
+          local.awaitTable(TABLE, Duration.ofMinutes(2));
+          local.lookups(requests, warm);
+          inJvm = local.lookups(requests, measured);
+          for (int n : PREDICT_SIZES) {
+            List<List<Example>> batches = batches(ctr, n);
+            Predicts.inJvm(local.predictions(), batches, Duration.ofSeconds(2));
+            predicts.get(n)[1] = Predicts.inJvm(local.predictions(), batches, predictFor);
+          }
+        }
         fresh = Freshness.measure(pserver, ch, quick ? 50 : 100, Duration.ofMillis(200));
       } finally {
         Channels.close(ch);
       }
     }
     report(report, wire, inJvm, fresh);
+    reportPredicts(report, predicts);
+  }
+
+  /** 16 batches of {@code n} examples drawn as the training data is. */
+  private static List<List<Example>> batches(CtrData ctr, int n) {
+    List<List<Example>> out = new ArrayList<>();
+    for (int i = 0; i < 16; i++) {
+      out.add(ctr.examples(n, 100 + i));
+    }
+    return out;
+  }
+
+  private static void reportPredicts(Report report, Map<Integer, OpenLoop.Result[]> predicts) {
+    Report.Table t =
+        report.table(
+            "Serving",
+            "Predict (sparse-lr) while a 1 + 1 click-through job trains, one thread, closed loop",
+            "examples",
+            "where",
+            "calls/s",
+            "errors",
+            "p50 ms",
+            "p99 ms");
+    Map<String, Object> extra = new LinkedHashMap<>();
+    predicts.forEach(
+        (n, r) -> {
+          String[] where = {"serving replica process, gRPC", "replica followed in this JVM"};
+          for (int k = 0; k < 2; k++) {
+            t.row(
+                n,
+                where[k],
+                r[k].qps(),
+                r[k].errors(),
+                r[k].percentileMs(50),
+                r[k].percentileMs(99));
+          }
+          extra.put("predict" + n + "_qps", r[0].qps());
+          extra.put("predict" + n + "_p50_ms", r[0].percentileMs(50));
+          extra.put("predict" + n + "_p99_ms", r[0].percentileMs(99));
+          extra.put("predict" + n + "_in_jvm_p99_ms", r[1].percentileMs(99));
+          System.out.println(
+              String.format(
+                  Locale.ROOT,
+                  "serving: predict of %d: %.0f/s p50 %.3f p99 %.3f ms (in JVM %.0f/s p99 %.3f ms)",
+                  n,
+                  r[0].qps(),
+                  r[0].percentileMs(50),
+                  r[0].percentileMs(99),
+                  r[1].qps(),
+                  r[1].percentileMs(99)));
+        });
+    report.extra("serving_predict", extra);
   }
 
   private ClusterSpec.Builder spec(Path dir) {

@@ -2,37 +2,54 @@ package dev.paramserver.serving.grpc;
 
 import com.google.protobuf.UnsafeByteOperations;
 import dev.paramserver.proto.v1.DataType;
+import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.proto.v1.LookupRequest;
 import dev.paramserver.proto.v1.LookupResponse;
 import dev.paramserver.proto.v1.MinVersion;
 import dev.paramserver.proto.v1.NamedTensor;
 import dev.paramserver.proto.v1.ParameterSpec;
+import dev.paramserver.proto.v1.PredictRequest;
+import dev.paramserver.proto.v1.PredictResponse;
 import dev.paramserver.proto.v1.ServingGrpc;
 import dev.paramserver.proto.v1.ServingPullRequest;
 import dev.paramserver.proto.v1.ServingPullResponse;
 import dev.paramserver.proto.v1.ServingStatus;
 import dev.paramserver.proto.v1.ServingStatusRequest;
 import dev.paramserver.proto.v1.ServingVersion;
+import dev.paramserver.rpc.Offload;
+import dev.paramserver.rpc.ServiceException;
 import dev.paramserver.serving.replica.Lookups;
+import dev.paramserver.serving.replica.Predictions;
 import dev.paramserver.serving.replica.ServedVersion;
 import dev.paramserver.serving.replica.ServingReplica;
 import io.grpc.stub.StreamObserver;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.Executor;
 
 /**
  * The Serving gRPC service: converts requests, calls {@link Lookups}, converts answers. Errors are
  * {@code ServiceException}s mapped to statuses by the service's error interceptor.
+ *
+ * <p>Handlers run on gRPC's transport threads. A lookup of a version served already never waits and
+ * is answered there; a read that may wait (its {@code min_version} not reached yet, no copy yet)
+ * and pulls run on {@code reads}, a bounded pool.
  */
 public final class ServingGrpcService extends ServingGrpc.ServingImplBase {
   private final Lookups lookups;
+  private final Predictions predictions;
   private final ServingReplica status;
+  private final Executor reads;
 
-  public ServingGrpcService(Lookups lookups, ServingReplica status) {
+  public ServingGrpcService(
+      Lookups lookups, Predictions predictions, ServingReplica status, Executor reads) {
     this.lookups = lookups;
+    this.predictions = predictions;
     this.status = status;
+    this.reads = reads;
   }
 
   @Override
@@ -41,13 +58,27 @@ public final class ServingGrpcService extends ServingGrpc.ServingImplBase {
     for (int i = 0; i < ids.length; i++) {
       ids[i] = request.getIds(i);
     }
-    Lookups.Rows rows =
-        lookups.lookup(
-            request.getTable(),
-            ids,
-            request.getWidth(),
-            minimum(request.getMinVersion()),
-            lookups.waitFor(request.getMinVersion().getWaitMs()));
+    ServedVersion.Minimum min = minimum(request.getMinVersion());
+    if (lookups.servedNow(min)) {
+      try {
+        answer(out, lookup(request, ids, min, Duration.ZERO));
+        return;
+      } catch (ServiceException e) {
+        if (e.reason() != ErrorReason.VERSION_NOT_REACHED
+            && e.reason() != ErrorReason.NOT_INITIALIZED) {
+          throw e;
+        }
+        // a shard reloaded from a primary that lost records stepped back: wait as asked
+      }
+    }
+    Duration wait = lookups.waitFor(request.getMinVersion().getWaitMs());
+    Offload.run(
+        reads, ServingGrpc.SERVICE_NAME + "/Lookup", out, () -> lookup(request, ids, min, wait));
+  }
+
+  private LookupResponse lookup(
+      LookupRequest request, long[] ids, ServedVersion.Minimum min, Duration wait) {
+    Lookups.Rows rows = lookups.lookup(request.getTable(), ids, request.getWidth(), min, wait);
     LookupResponse.Builder b =
         LookupResponse.newBuilder()
             .setVersion(version(rows.version()))
@@ -56,12 +87,20 @@ public final class ServingGrpcService extends ServingGrpc.ServingImplBase {
     for (int d : rows.defaulted()) {
       b.addDefaulted(d);
     }
-    out.onNext(b.build());
+    return b.build();
+  }
+
+  private static <T> void answer(StreamObserver<T> out, T value) {
+    out.onNext(value);
     out.onCompleted();
   }
 
   @Override
   public void pull(ServingPullRequest request, StreamObserver<ServingPullResponse> out) {
+    Offload.run(reads, ServingGrpc.SERVICE_NAME + "/Pull", out, () -> pull(request));
+  }
+
+  private ServingPullResponse pull(ServingPullRequest request) {
     Lookups.Dense dense =
         lookups.pull(
             request.getNamesList(),
@@ -78,8 +117,29 @@ public final class ServingGrpcService extends ServingGrpc.ServingImplBase {
               .setDtype(DataType.FLOAT32)
               .setData(UnsafeByteOperations.unsafeWrap(floats(e.getValue()))));
     }
-    out.onNext(b.build());
-    out.onCompleted();
+    return b.build();
+  }
+
+  @Override
+  public void predict(PredictRequest request, StreamObserver<PredictResponse> out) {
+    Offload.run(reads, ServingGrpc.SERVICE_NAME + "/Predict", out, () -> predict(request));
+  }
+
+  private PredictResponse predict(PredictRequest request) {
+    Predictions.Answer a =
+        predictions.predict(
+            request.getExamplesList(),
+            minimum(request.getMinVersion()),
+            lookups.waitFor(request.getMinVersion().getWaitMs()));
+    PredictResponse.Builder b =
+        PredictResponse.newBuilder().setVersion(version(a.version())).setClasses(a.classes());
+    for (float p : a.probabilities()) {
+      b.addProbabilities(p);
+    }
+    for (int c : a.predicted()) {
+      b.addPredicted(c);
+    }
+    return b.build();
   }
 
   @Override

@@ -32,6 +32,15 @@ public final class Lookups {
     this.defaultWait = defaultWait;
   }
 
+  /**
+   * True when a read at least {@code min} can be answered now, without waiting: the version served
+   * reached it (versions only grow, save a shard reloaded from a primary that lost records).
+   */
+  public boolean servedNow(ServedVersion.Minimum min) {
+    ServedVersion v = model.version();
+    return v != null && v.behind(min) == null;
+  }
+
   /** The wait a request asked for, or the default. */
   public Duration waitFor(int waitMs) {
     return waitMs > 0 ? Duration.ofMillis(waitMs) : defaultWait;

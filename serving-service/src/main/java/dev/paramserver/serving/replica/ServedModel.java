@@ -9,26 +9,40 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.locks.ReentrantReadWriteLock;
 import java.util.function.Function;
 
 /**
  * What a serving replica holds: a copy of every shard of the model, each at a prefix of its
- * primary's applied records, and the version those copies make up. A copy changes only here, one
- * record or one whole installed copy at a time, under the write lock, and each change publishes a
- * new version; a read runs under the read lock, so it sees one version, never a part of a record.
+ * primary's applied records, and the version those copies make up.
+ *
+ * <p>Reads never wait for the change stream. Each shard is held twice: the <em>active</em> copy,
+ * which reads use, and a <em>standby</em>, which the stream writes. A record is applied to the
+ * standby (first the record the standby still lacks, then the new one); the standby then becomes
+ * the active copy in a newly published {@link Cut} (with a new version), and once every read of the
+ * previous cut has left, the former active copy is the standby, one record behind. A read enters
+ * the cut published when it starts and reads only that cut's copies, which nothing changes while it
+ * is in: it sees one version, never a part of a record. The price: twice the memory of the shards,
+ * and each record applied twice.
+ *
+ * <p>Changes (records applied, copies installed) are made one at a time.
  */
 public final class ServedModel {
   private final String replica;
   private final int shardCount;
-  private final ReentrantReadWriteLock lock = new ReentrantReadWriteLock();
+  private final Object writes = new Object();
   private final Object published = new Object();
-  // Written under the write lock.
-  private final ParameterShard[] shards;
+  // Guarded by writes.
+  private final ParameterShard[] active;
+  private final ParameterShard[] standby;
+  // the record each standby lacks (the last one applied to its active copy), or null
+  private final WalRecord[] behind;
   private final long[] epochs;
   private final long[] sequences;
   private long number;
-  private volatile ServedVersion version;
+  // the cut the last change replaced: reads may still be in it
+  private Cut superseded;
+  // Written under writes; read by anyone.
+  private volatile Cut cut;
 
   public ServedModel(String replica, int shardCount) {
     if (shardCount < 1) {
@@ -36,9 +50,13 @@ public final class ServedModel {
     }
     this.replica = replica;
     this.shardCount = shardCount;
-    this.shards = new ParameterShard[shardCount];
+    this.active = new ParameterShard[shardCount];
+    this.standby = new ParameterShard[shardCount];
+    this.behind = new WalRecord[shardCount];
     this.epochs = new long[shardCount];
     this.sequences = new long[shardCount];
+    this.cut = new Cut(null, active.clone(), epochs.clone(), sequences.clone());
+    this.superseded = cut;
   }
 
   public int shardCount() {
@@ -52,43 +70,41 @@ public final class ServedModel {
 
   /** The version served now; null until every shard holds a copy. */
   public ServedVersion version() {
-    return version;
+    return cut.version;
   }
 
   /** Shard {@code index}'s place now (sequence 0 before its first copy). */
   public ServedVersion.Position position(int index) {
-    lock.readLock().lock();
-    try {
-      return new ServedVersion.Position(index, epochs[index], sequences[index]);
-    } finally {
-      lock.readLock().unlock();
-    }
+    Cut c = cut;
+    return new ServedVersion.Position(index, c.epochs[index], c.sequences[index]);
   }
 
   /** The initialisation shard {@code index} holds, or "" before its first copy. */
   public String initId(int index) {
-    lock.readLock().lock();
+    Cut c = Cut.enter(this::published);
     try {
-      ParameterShard s = shards[index];
+      ParameterShard s = c.shards[index];
       String id = s == null ? null : s.initId();
       return id == null ? "" : id;
     } finally {
-      lock.readLock().unlock();
+      c.leave();
     }
   }
 
   /** Replaces shard {@code index} with {@code copy} (a copy cut at {@code copy.step}). */
   public void install(int index, long epoch, ShardCheckpoint copy) {
-    ParameterShard s = new ParameterShard(false);
-    s.restore(copy);
-    lock.writeLock().lock();
-    try {
-      shards[index] = s;
+    ParameterShard a = new ParameterShard(false);
+    a.restore(copy);
+    ParameterShard b = new ParameterShard(false);
+    b.restore(copy);
+    synchronized (writes) {
+      superseded.drain();
+      active[index] = a;
+      standby[index] = b;
+      behind[index] = null;
       epochs[index] = epoch;
-      sequences[index] = s.step();
+      sequences[index] = a.step();
       publishLocked();
-    } finally {
-      lock.writeLock().unlock();
     }
   }
 
@@ -119,42 +135,67 @@ public final class ServedModel {
    * Applies shard {@code index}'s record {@code sequence} as its primary did.
    *
    * @return false when the record does not follow on what the copy holds (another epoch, a gap, a
-   *     record of another initialisation): the shard needs a new copy, and nothing was changed
+   *     record of another initialisation): the shard needs a new copy, and what is served did not
+   *     change
    */
   public boolean apply(int index, long epoch, long sequence, WalRecord record) {
-    lock.writeLock().lock();
-    try {
-      ParameterShard s = shards[index];
+    synchronized (writes) {
+      // the standby may be the copy the replaced cut named
+      superseded.drain();
+      ParameterShard s = standby[index];
       if (s == null || epochs[index] != epoch || sequence != sequences[index] + 1) {
         return false;
       }
-      if (!s.replayReplicated(record) || s.step() != sequence) {
+      WalRecord lacking = behind[index];
+      behind[index] = null;
+      if ((lacking != null && !s.replayReplicated(lacking))
+          || !s.replayReplicated(record)
+          || s.step() != sequence) {
         // skipped (a push the copy held, or of another initialisation): the copy no longer
-        // follows the primary; it keeps serving what it held until the new copy
+        // follows the primary. The active copy keeps serving what it held until the new copy;
+        // the standby may hold part of this record, so none is kept.
+        standby[index] = null;
         return false;
       }
+      ParameterShard former = active[index];
+      active[index] = s;
       sequences[index] = sequence;
       publishLocked();
+      standby[index] = former;
+      behind[index] = record;
       return true;
-    } finally {
-      lock.writeLock().unlock();
     }
   }
 
+  /**
+   * Publishes the writer's state as a new cut. The cut it replaces is {@link #superseded}: once
+   * every read of it has left, only the new cut is read, and the copies it does not name may
+   * change.
+   */
   private void publishLocked() {
-    for (ParameterShard s : shards) {
-      if (s == null) {
-        return;
+    boolean complete = true;
+    for (ParameterShard s : active) {
+      complete &= s != null;
+    }
+    ServedVersion v = null;
+    if (complete) {
+      List<ServedVersion.Position> at = new ArrayList<>(shardCount);
+      for (int i = 0; i < shardCount; i++) {
+        at.add(new ServedVersion.Position(i, epochs[i], sequences[i]));
+      }
+      v = new ServedVersion(++number, at, replica);
+    }
+    superseded = cut;
+    cut = new Cut(v, active.clone(), epochs.clone(), sequences.clone());
+    if (v != null) {
+      synchronized (published) {
+        published.notifyAll();
       }
     }
-    List<ServedVersion.Position> at = new ArrayList<>(shardCount);
-    for (int i = 0; i < shardCount; i++) {
-      at.add(new ServedVersion.Position(i, epochs[i], sequences[i]));
-    }
-    version = new ServedVersion(++number, at, replica);
-    synchronized (published) {
-      published.notifyAll();
-    }
+  }
+
+  private Cut published() {
+    return cut;
   }
 
   /**
@@ -166,9 +207,9 @@ public final class ServedModel {
   public <T> T read(ServedVersion.Minimum min, Duration wait, Function<View, T> read) {
     long deadline = System.nanoTime() + wait.toNanos();
     while (true) {
-      lock.readLock().lock();
+      Cut c = Cut.enter(this::published);
       try {
-        ServedVersion v = version;
+        ServedVersion v = c.version;
         boolean timeLeft = deadline - System.nanoTime() > 0;
         if (v == null) {
           // a read that may wait also waits for the first copy of every shard
@@ -178,16 +219,16 @@ public final class ServedModel {
                 "this serving replica holds no copy of some shard yet: retry shortly");
           }
         } else {
-          ServedVersion.Position behind = v.behind(min);
-          if (behind == null) {
-            return read.apply(new View(v, shards.clone()));
+          ServedVersion.Position behindMin = v.behind(min);
+          if (behindMin == null) {
+            return read.apply(new View(v, c.shards));
           }
-          if (!timeLeft || behind.index() >= v.shards().size()) {
-            throw notReached(v, behind);
+          if (!timeLeft || behindMin.index() >= v.shards().size()) {
+            throw notReached(v, behindMin);
           }
         }
       } finally {
-        lock.readLock().unlock();
+        c.leave();
       }
       awaitPublished(deadline);
     }

@@ -34,17 +34,21 @@ public final class ModelFileSnapshot implements SnapshotSource {
     this.location = location;
   }
 
+  /** The model file at {@code location}, read whole. */
+  public static ModelFiles.Loaded load(Storage storage, String location) {
+    try {
+      return ModelFiles.read(storage, location);
+    } catch (IOException e) {
+      throw new UncheckedIOException("model file " + location + " cannot be read", e);
+    }
+  }
+
   @Override
   public Optional<Snapshot> latest(int shards) {
     if (shards != 1) {
       throw new IllegalArgumentException("a model file is served as 1 shard, not " + shards);
     }
-    ModelFile file;
-    try {
-      file = ModelFiles.read(storage, location).file();
-    } catch (IOException e) {
-      throw new UncheckedIOException("model file " + location + " cannot be read", e);
-    }
+    ModelFile file = load(storage, location).file();
     return Optional.of(new Snapshot("model file " + location, 0, List.of(shardOf(file))));
   }
 

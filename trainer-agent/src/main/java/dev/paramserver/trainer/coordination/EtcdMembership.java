@@ -4,6 +4,7 @@ import dev.paramserver.coordination.Coordinator;
 import dev.paramserver.coordination.KeyValueStore;
 import dev.paramserver.coordination.Lease;
 import dev.paramserver.coordination.LeasedKeys;
+import dev.paramserver.proto.v1.ModelFile;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Optional;
@@ -97,6 +98,21 @@ public final class EtcdMembership implements Membership, JobLocks {
       return Optional.empty();
     }
     return Optional.of(new EtcdInitLock(lockKey));
+  }
+
+  /** {@code model/description}, created once (a trainer that finds it there leaves it). */
+  @Override
+  public void describeModel(ModelFile description) {
+    String key = coordinator.keys().modelDescription();
+    try {
+      if (coordinator.kv().compareAndSwap(key, 0, description.toByteArray())) {
+        log.info("recorded the job's model description at {}", key);
+      }
+    } catch (RuntimeException e) {
+      log.warn(
+          "cannot record the job's model description ({}): Predict will not answer",
+          e.getMessage());
+    }
   }
 
   /** Waits for the membership while its lease is renewed; held again under every new lease. */

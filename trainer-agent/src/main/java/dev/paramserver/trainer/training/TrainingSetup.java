@@ -4,6 +4,7 @@ import dev.paramserver.models.Dataset;
 import dev.paramserver.models.Initializers;
 import dev.paramserver.models.Model;
 import dev.paramserver.models.ModelFactory;
+import dev.paramserver.models.ModelFiles;
 import dev.paramserver.models.ModelSpec;
 import dev.paramserver.models.Parameters;
 import dev.paramserver.models.Standardization;
@@ -119,6 +120,7 @@ public class TrainingSetup {
             .specs();
     Membership membership = registration.join(session, specs);
     try {
+      membership.describeModel(ModelFiles.description(spec, membership.job(), data));
       return prepare(spec, model, values, test, data, scaling, session, membership);
     } catch (RuntimeException | Error e) {
       membership.close();
