@@ -94,7 +94,14 @@ public enum ErrorReason {
    * wait (UNAVAILABLE): retry, or ask another replica. ErrorInfo metadata: {@code shard} (the first
    * shard behind), {@code wanted}, {@code served}.
    */
-  VERSION_NOT_REACHED(26);
+  VERSION_NOT_REACHED(26),
+  /**
+   * The server is at one of its limits (concurrent calls, queued bytes, a stream's queue) and did
+   * nothing with the request (RESOURCE_EXHAUSTED): retry the same request after the hint given as a
+   * google.rpc.RetryInfo detail and as ErrorInfo metadata {@code retry_after_ms} (with {@code
+   * limit}).
+   */
+  OVERLOADED(27);
 
   private final int number;
 

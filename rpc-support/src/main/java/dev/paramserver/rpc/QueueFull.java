@@ -1,6 +1,7 @@
 package dev.paramserver.rpc;
 
-import dev.paramserver.proto.v1.ErrorReason;
+import dev.paramserver.errors.ErrorReason;
+import dev.paramserver.errors.ServiceException;
 import java.time.Duration;
 import java.util.concurrent.RejectedExecutionException;
 

@@ -172,8 +172,8 @@ public class ServingConfiguration {
   }
 
   /**
-   * Predictions, with the model's description: from etcd ({@code model/description}) when
-   * following a job, from the model file when serving one.
+   * Predictions, with the model's description: from etcd ({@code model/description}) when following
+   * a job, from the model file when serving one.
    */
   @Bean
   Predictions predictions(

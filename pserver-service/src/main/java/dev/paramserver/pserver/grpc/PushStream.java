@@ -1,7 +1,5 @@
 package dev.paramserver.pserver.grpc;
 
-import dev.paramserver.errors.ErrorReason;
-import dev.paramserver.errors.ServiceException;
 import dev.paramserver.proto.v1.PushGradientsRequest;
 import dev.paramserver.proto.v1.PushGradientsResponse;
 import dev.paramserver.rpc.ErrorMappingInterceptor;

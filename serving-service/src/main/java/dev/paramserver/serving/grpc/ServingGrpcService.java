@@ -1,8 +1,9 @@
 package dev.paramserver.serving.grpc;
 
 import com.google.protobuf.UnsafeByteOperations;
+import dev.paramserver.errors.ErrorReason;
+import dev.paramserver.errors.ServiceException;
 import dev.paramserver.proto.v1.DataType;
-import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.proto.v1.LookupRequest;
 import dev.paramserver.proto.v1.LookupResponse;
 import dev.paramserver.proto.v1.MinVersion;
@@ -17,7 +18,6 @@ import dev.paramserver.proto.v1.ServingStatus;
 import dev.paramserver.proto.v1.ServingStatusRequest;
 import dev.paramserver.proto.v1.ServingVersion;
 import dev.paramserver.rpc.Offload;
-import dev.paramserver.rpc.ServiceException;
 import dev.paramserver.serving.replica.Lookups;
 import dev.paramserver.serving.replica.Predictions;
 import dev.paramserver.serving.replica.ServedVersion;

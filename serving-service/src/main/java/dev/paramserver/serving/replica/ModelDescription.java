@@ -1,9 +1,9 @@
 package dev.paramserver.serving.replica;
 
 import dev.paramserver.coordination.KeyValueStore;
+import dev.paramserver.errors.ErrorReason;
+import dev.paramserver.errors.ServiceException;
 import dev.paramserver.models.ModelFiles;
-import dev.paramserver.proto.v1.ErrorReason;
-import dev.paramserver.rpc.ServiceException;
 import java.io.ByteArrayInputStream;
 import java.io.IOException;
 import java.util.Optional;

@@ -1,14 +1,14 @@
 package dev.paramserver.serving.replica;
 
+import dev.paramserver.errors.ErrorReason;
+import dev.paramserver.errors.ServiceException;
 import dev.paramserver.models.Batch;
 import dev.paramserver.models.Model;
 import dev.paramserver.models.ModelFiles;
 import dev.paramserver.models.ParameterDef;
 import dev.paramserver.models.Parameters;
-import dev.paramserver.proto.v1.ErrorReason;
 import dev.paramserver.proto.v1.Example;
 import dev.paramserver.proto.v1.ParameterSpec;
-import dev.paramserver.rpc.ServiceException;
 import dev.paramserver.tensor.ShardPlacement;
 import java.time.Duration;
 import java.util.List;

@@ -118,16 +118,21 @@ public final class ServedModel {
       throw new IllegalArgumentException(
           "a snapshot of " + loaded.size() + " shards for a model of " + shardCount);
     }
-    lock.writeLock().lock();
-    try {
+    ParameterShard[] copies = new ParameterShard[shardCount];
+    for (int i = 0; i < shardCount; i++) {
+      copies[i] = new ParameterShard(false);
+      copies[i].restore(loaded.get(i).snapshot());
+    }
+    synchronized (writes) {
+      superseded.drain();
       for (int i = 0; i < shardCount; i++) {
-        shards[i] = loaded.get(i);
+        active[i] = loaded.get(i);
+        standby[i] = copies[i];
+        behind[i] = null;
         epochs[i] = epoch;
-        sequences[i] = shards[i].step();
+        sequences[i] = active[i].step();
       }
       publishLocked();
-    } finally {
-      lock.writeLock().unlock();
     }
   }
 

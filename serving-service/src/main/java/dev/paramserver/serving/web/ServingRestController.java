@@ -1,9 +1,9 @@
 package dev.paramserver.serving.web;
 
 import com.fasterxml.jackson.annotation.JsonProperty;
-import dev.paramserver.proto.v1.ErrorReason;
+import dev.paramserver.errors.ErrorReason;
+import dev.paramserver.errors.ServiceException;
 import dev.paramserver.proto.v1.ParameterSpec;
-import dev.paramserver.rpc.ServiceException;
 import dev.paramserver.serving.replica.Lookups;
 import dev.paramserver.serving.replica.ServedVersion;
 import java.util.ArrayList;

@@ -2,8 +2,6 @@ package dev.paramserver.serving.web;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.paramserver.coordination.EtcdCoordinator;
 import dev.paramserver.coordination.EtcdSettings;
 import dev.paramserver.proto.v1.DataType;
@@ -40,6 +38,8 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 import org.springframework.boot.builder.SpringApplicationBuilder;
 import org.springframework.boot.web.server.context.WebServerApplicationContext;
 import org.springframework.context.ConfigurableApplicationContext;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.ObjectMapper;
 
 /**
  * {@code POST /v1/lookup} and {@code POST /v1/pull} on the whole serving app (real etcd, real HTTP
@@ -145,7 +145,7 @@ class ServingRestTest {
     HttpResponse<String> r = post(path, body);
     assertThat(r.statusCode()).as("%s %s -> %s", path, body, r.body()).isEqualTo(status);
     JsonNode error = JSON.readTree(r.body());
-    assertThat(error.get("error").asText()).isEqualTo(reason);
+    assertThat(error.get("error").asString()).isEqualTo(reason);
     assertThat(r.body()).doesNotContain("Exception").doesNotContain("\tat ");
     return error;
   }
@@ -156,7 +156,7 @@ class ServingRestTest {
     assertThat(
             expectError("/v1/lookup", "{\"table\":\"emb\",\"ids\":[1]}", 503, "NOT_INITIALIZED")
                 .get("message")
-                .asText())
+                .asString())
         .contains("no copy of some shard yet");
     install();
 
@@ -189,7 +189,7 @@ class ServingRestTest {
               .isEqualTo(values.get(i * WIDTH + j));
         }
       }
-      assertThat(grpc.getVersion().getReplica()).isEqualTo(rows.at("/version/replica").asText());
+      assertThat(grpc.getVersion().getReplica()).isEqualTo(rows.at("/version/replica").asString());
     } finally {
       channel.shutdownNow();
     }
@@ -197,14 +197,14 @@ class ServingRestTest {
     HttpResponse<String> pull = post("/v1/pull", "{}");
     assertThat(pull.statusCode()).as(pull.body()).isEqualTo(200);
     JsonNode dense = JSON.readTree(pull.body());
-    assertThat(dense.at("/tensors/0/name").asText()).isEqualTo("w");
+    assertThat(dense.at("/tensors/0/name").asString()).isEqualTo("w");
     assertThat(dense.at("/tensors/0/shape").toString()).isEqualTo("[2,3]");
     assertThat(dense.at("/tensors/0/values").size()).isEqualTo(6);
 
     assertThat(
             expectError("/v1/lookup", "{\"table\":\"nope\",\"ids\":[1]}", 400, "UNKNOWN_PARAMETER")
                 .get("message")
-                .asText())
+                .asString())
         .contains("sparse table 'nope' is not served: the tables are [emb]");
     assertThat(
             expectError(
@@ -213,7 +213,7 @@ class ServingRestTest {
                     400,
                     "SHAPE_MISMATCH")
                 .get("message")
-                .asText())
+                .asString())
         .contains("rows of 4 float32 values, the request expects 8");
     assertThat(
             expectError(
@@ -222,20 +222,22 @@ class ServingRestTest {
                     400,
                     "TOO_LARGE")
                 .get("message")
-                .asText())
+                .asString())
         .contains("at most 10 ids (paramserver.serving.max-ids), got 11");
     assertThat(
-            expectError("/v1/lookup", "{\"ids\":[1]}", 400, "BAD_ARGUMENT").get("message").asText())
+            expectError("/v1/lookup", "{\"ids\":[1]}", 400, "BAD_ARGUMENT")
+                .get("message")
+                .asString())
         .contains("'table' is missing");
     assertThat(
             expectError("/v1/lookup", "{\"table\":\"emb\",\"ids\":[\"x\"", 400, "BAD_ARGUMENT")
                 .get("message")
-                .asText())
+                .asString())
         .startsWith("the request body is not the JSON this call takes");
     assertThat(
             expectError("/v1/pull", "{\"names\":[\"emb\"]}", 400, "UNKNOWN_PARAMETER")
                 .get("message")
-                .asText())
+                .asString())
         .contains("'emb' is not a dense parameter of the model: the dense ones are [w]");
     JsonNode behind =
         expectError(
@@ -244,8 +246,8 @@ class ServingRestTest {
                 + "\"wait_ms\":20}}",
             503,
             "VERSION_NOT_REACHED");
-    assertThat(behind.get("message").asText()).contains("shard 0 is at sequence 1");
-    assertThat(behind.at("/metadata/wanted").asText()).isEqualTo("5");
+    assertThat(behind.get("message").asString()).contains("shard 0 is at sequence 1");
+    assertThat(behind.at("/metadata/wanted").asString()).isEqualTo("5");
     expectError(
         "/v1/lookup",
         "{\"table\":\"emb\",\"ids\":[1],\"min_version\":{\"shards\":[{\"index\":3,\"sequence\":1}]}}",
