@@ -4,19 +4,20 @@ import dev.paramserver.coordination.Coordinator;
 import dev.paramserver.master.admin.MasterStatusSource;
 import dev.paramserver.master.config.MasterProperties;
 import dev.paramserver.master.console.JobConsole;
+import dev.paramserver.master.console.PserverStatusSource;
 import dev.paramserver.master.coordination.CoordinatedTrainers;
 import dev.paramserver.master.dataset.DatasetIndexer;
 import dev.paramserver.master.election.LeadershipHealthIndicator;
 import dev.paramserver.master.election.MasterElection;
 import dev.paramserver.master.metrics.MasterMetrics;
 import dev.paramserver.master.placement.PlacementCoordinator;
+import dev.paramserver.master.placement.PserverCalls;
 import dev.paramserver.master.placement.ScalingProperties;
 import dev.paramserver.master.state.EtcdJobStore;
 import dev.paramserver.master.task.MasterJob;
 import dev.paramserver.master.task.TimeoutChecker;
 import dev.paramserver.master.task.TrainerDepartures;
 import dev.paramserver.master.tracking.TrackingFiles;
-import dev.paramserver.rpc.ChannelFactory;
 import dev.paramserver.service.AdminAddress;
 import dev.paramserver.service.CommonProperties;
 import dev.paramserver.service.LifecyclePhases;
@@ -69,7 +70,7 @@ class MasterConfiguration {
       MasterJob job,
       MasterElection election,
       Coordinator coordinator,
-      ChannelFactory channels,
+      PserverStatusSource pserverStatuses,
       CommonProperties common,
       MasterProperties props,
       TrackingFiles tracking,
@@ -78,7 +79,7 @@ class MasterConfiguration {
         job,
         election,
         coordinator,
-        channels,
+        pserverStatuses,
         common.admin().token(),
         props.console(),
         tracking,
@@ -107,12 +108,13 @@ class MasterConfiguration {
   PlacementCoordinator placementCoordinator(
       Coordinator coordinator,
       MasterElection election,
-      ChannelFactory channels,
+      PserverCalls pserverCalls,
       CommonProperties common,
       ScalingProperties scaling,
       MeterRegistry registry) {
     PlacementCoordinator p =
-        new PlacementCoordinator(coordinator, election, channels, scaling, common.admin().token());
+        new PlacementCoordinator(
+            coordinator, election, pserverCalls, scaling, common.admin().token());
     p.bindTo(registry);
     p.start(Duration.ofSeconds(5));
     return p;

@@ -3,10 +3,6 @@ package dev.paramserver.master.console;
 import dev.paramserver.adminapi.AdminClient;
 import dev.paramserver.coordination.Coordinator;
 import dev.paramserver.coordination.KeyValueStore;
-import dev.paramserver.proto.v1.GetShardStatusRequest;
-import dev.paramserver.proto.v1.ParameterServerGrpc;
-import dev.paramserver.rpc.ChannelFactory;
-import io.grpc.ManagedChannel;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -29,16 +25,15 @@ import tools.jackson.databind.JsonNode;
  */
 final class ClusterProbe implements AutoCloseable {
   private final Coordinator coordinator;
-  private final ChannelFactory channels;
+  private final PserverStatusSource statuses;
   private final AdminClient admin;
   private final Duration timeout;
-  private final Map<String, ManagedChannel> open = new HashMap<>();
   private final Map<Long, String> adminAddresses = new HashMap<>();
 
   ClusterProbe(
-      Coordinator coordinator, ChannelFactory channels, AdminClient admin, Duration timeout) {
+      Coordinator coordinator, PserverStatusSource statuses, AdminClient admin, Duration timeout) {
     this.coordinator = coordinator;
-    this.channels = channels;
+    this.statuses = statuses;
     this.admin = admin;
     this.timeout = timeout;
   }
@@ -59,7 +54,7 @@ final class ClusterProbe implements AutoCloseable {
       }
     }
     adminAddresses.keySet().retainAll(admin.keySet()); // forget the registrations that are gone
-    closeChannelsExcept(regs.stream().map(KeyValueStore.KeyValue::valueAsString).toList());
+    statuses.retainOnly(regs.stream().map(KeyValueStore.KeyValue::valueAsString).toList());
     List<PserverSample> out = new ArrayList<>();
     for (KeyValueStore.KeyValue kv : regs) {
       int index = index(kv.key(), prefix);
@@ -155,26 +150,10 @@ final class ClusterProbe implements AutoCloseable {
 
   private String adminAddressOf(String grpcAddress) {
     try {
-      ManagedChannel channel = open.computeIfAbsent(grpcAddress, channels::forAddress);
-      return ParameterServerGrpc.newBlockingStub(channel)
-          .withDeadlineAfter(timeout.toMillis(), TimeUnit.MILLISECONDS)
-          .getShardStatus(GetShardStatusRequest.getDefaultInstance())
-          .getAdminAddress();
+      return statuses.status(grpcAddress, timeout).getAdminAddress();
     } catch (RuntimeException e) {
       return "";
     }
-  }
-
-  private void closeChannelsExcept(List<String> keep) {
-    open.entrySet()
-        .removeIf(
-            e -> {
-              if (keep.contains(e.getKey())) {
-                return false;
-              }
-              e.getValue().shutdownNow();
-              return true;
-            });
   }
 
   private JsonNode await(CompletableFuture<JsonNode> call)
@@ -208,7 +187,6 @@ final class ClusterProbe implements AutoCloseable {
 
   @Override
   public void close() {
-    open.values().forEach(ManagedChannel::shutdownNow);
-    open.clear();
+    statuses.close();
   }
 }

@@ -12,7 +12,6 @@ import dev.paramserver.master.tracking.LossSeries;
 import dev.paramserver.master.tracking.RunTracker;
 import dev.paramserver.master.tracking.TrackingFiles;
 import dev.paramserver.proto.v1.JobStatus;
-import dev.paramserver.rpc.ChannelFactory;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -99,7 +98,7 @@ public final class JobConsole implements SmartLifecycle {
       MasterJob job,
       MasterElection election,
       Coordinator coordinator,
-      ChannelFactory channels,
+      PserverStatusSource statuses,
       String adminToken,
       MasterProperties.Console settings,
       TrackingFiles tracking,
@@ -109,7 +108,7 @@ public final class JobConsole implements SmartLifecycle {
       PlacementCoordinator placement) {
     AdminClient admin =
         AdminClient.create("the service", "http://127.0.0.1", adminToken, settings.callTimeout());
-    ClusterProbe probe = new ClusterProbe(coordinator, channels, admin, settings.callTimeout());
+    ClusterProbe probe = new ClusterProbe(coordinator, statuses, admin, settings.callTimeout());
     return new JobConsole(
         job,
         election,

@@ -1,6 +1,9 @@
 /**
  * The Master gRPC service: {@link dev.paramserver.master.grpc.MasterGrpcService}, a thin adapter
  * that converts protos and calls {@code MasterJob}; errors are mapped by rpc-support's
- * ErrorMappingInterceptor.
+ * ErrorMappingInterceptor. Also the master's outbound calls to the pservers, behind the domain's
+ * interfaces: {@code GrpcPserverStatusSource} (the console's {@code PserverStatusSource}) and
+ * {@code GrpcPserverCalls} (placement's {@code PserverCalls}), which map a failed call to a {@code
+ * ServiceException}.
  */
 package dev.paramserver.master.grpc;

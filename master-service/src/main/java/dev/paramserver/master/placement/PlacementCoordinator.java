@@ -7,12 +7,9 @@ import dev.paramserver.coordination.PlacementStore;
 import dev.paramserver.master.election.MasterElection;
 import dev.paramserver.proto.v1.MoveOutResponse;
 import dev.paramserver.proto.v1.SlotMove;
-import dev.paramserver.rpc.ChannelFactory;
 import dev.paramserver.rpc.Retry;
-import dev.paramserver.rpc.RpcErrors;
 import dev.paramserver.rpc.StoppedException;
 import dev.paramserver.tensor.SlotMap;
-import io.grpc.StatusRuntimeException;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -70,14 +67,14 @@ public final class PlacementCoordinator implements AutoCloseable {
   public PlacementCoordinator(
       Coordinator coordinator,
       MasterElection election,
-      ChannelFactory channels,
+      PserverCalls calls,
       ScalingProperties settings,
       String adminToken) {
     this.coordinator = coordinator;
     this.store = new PlacementStore(coordinator);
     this.election = election;
     this.settings = settings;
-    this.servers = new PlacementPservers(coordinator, channels, settings);
+    this.servers = new PlacementPservers(coordinator, calls, settings);
     this.emptied = new EmptiedPservers(coordinator, servers, settings, adminToken, this::poll);
   }
 
@@ -290,10 +287,7 @@ public final class PlacementCoordinator implements AutoCloseable {
     }
     try {
       servers.checkServers(desired);
-    } catch (StatusRuntimeException e) {
-      if (!RpcErrors.isTransient(e)) {
-        throw e;
-      }
+    } catch (PserverUnreachableException e) {
       // a pserver killed and restarting: its registration may outlive it by its lease
       log.info("placement: a pserver did not answer ({}): planning again", e.getMessage());
       setPhase(ScalingPhase.WAITING_FOR_PSERVERS, null, e.getMessage());

@@ -2,38 +2,35 @@ package dev.paramserver.master.placement;
 
 import dev.paramserver.coordination.Coordinator;
 import dev.paramserver.coordination.KeyValueStore;
-import dev.paramserver.proto.v1.GetShardStatusRequest;
 import dev.paramserver.proto.v1.MoveOutResponse;
-import dev.paramserver.proto.v1.ParameterServerGrpc;
 import dev.paramserver.proto.v1.ReplicaRole;
 import dev.paramserver.proto.v1.ShardStatus;
 import dev.paramserver.proto.v1.SlotMove;
-import dev.paramserver.proto.v1.SlotMovesGrpc;
 import dev.paramserver.proto.v1.TrainingMode;
-import dev.paramserver.rpc.ChannelFactory;
 import dev.paramserver.tensor.BlockSpec;
 import dev.paramserver.tensor.SlotMap;
-import io.grpc.ManagedChannel;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.concurrent.TimeUnit;
 
 /**
  * The job's pservers as the {@link PlacementCoordinator} sees them: their registrations and {@code
- * ps_desired} in etcd, their status and {@code MoveOut} over gRPC (one channel per call, from the
- * injected {@link ChannelFactory}), and the checks that refuse a job that cannot be scaled.
+ * ps_desired} in etcd, their status and {@code MoveOut} through {@link PserverCalls}, and the
+ * checks that refuse a job that cannot be scaled.
  */
 final class PlacementPservers {
+  private static final Duration STATUS_TIMEOUT = Duration.ofSeconds(10);
+
   private final Coordinator coordinator;
-  private final ChannelFactory channels;
+  private final PserverCalls calls;
   private final ScalingProperties settings;
 
-  PlacementPservers(Coordinator coordinator, ChannelFactory channels, ScalingProperties settings) {
+  PlacementPservers(Coordinator coordinator, PserverCalls calls, ScalingProperties settings) {
     this.coordinator = coordinator;
-    this.channels = channels;
+    this.calls = calls;
     this.settings = settings;
   }
 
@@ -63,27 +60,14 @@ final class PlacementPservers {
         .orElseThrow(() -> new IllegalStateException("pserver " + index + " is not registered"));
   }
 
+  /** The status of pserver {@code index}, within ten seconds. */
   ShardStatus status(int index) {
-    ManagedChannel channel = channels.forAddress(address(index));
-    try {
-      return ParameterServerGrpc.newBlockingStub(channel)
-          .withDeadlineAfter(10, TimeUnit.SECONDS)
-          .getShardStatus(GetShardStatusRequest.getDefaultInstance());
-    } finally {
-      channel.shutdownNow();
-    }
+    return calls.status(address(index), STATUS_TIMEOUT);
   }
 
   /** Asks the slots' owner to move them, within {@link ScalingProperties#moveTimeout}. */
   MoveOutResponse moveOut(SlotMove move) {
-    ManagedChannel channel = channels.forAddress(address(move.getFrom()));
-    try {
-      return SlotMovesGrpc.newBlockingStub(channel)
-          .withDeadlineAfter(settings.moveTimeout().toMillis(), TimeUnit.MILLISECONDS)
-          .moveOut(move);
-    } finally {
-      channel.shutdownNow();
-    }
+    return calls.moveOut(address(move.getFrom()), move, settings.moveTimeout());
   }
 
   /** Refuses to scale a job that is not asynchronous or runs replicas. */
