@@ -4,7 +4,7 @@ import dev.paramserver.coordination.Coordinator;
 import dev.paramserver.master.admin.MasterStatusSource;
 import dev.paramserver.master.config.MasterProperties;
 import dev.paramserver.master.console.JobConsole;
-import dev.paramserver.master.console.PserverStatusSource;
+import dev.paramserver.master.console.PserverStatuses;
 import dev.paramserver.master.coordination.CoordinatedTrainers;
 import dev.paramserver.master.dataset.DatasetIndexer;
 import dev.paramserver.master.election.LeadershipHealthIndicator;
@@ -70,7 +70,7 @@ class MasterConfiguration {
       MasterJob job,
       MasterElection election,
       Coordinator coordinator,
-      PserverStatusSource pserverStatuses,
+      PserverStatuses pserverStatuses,
       CommonProperties common,
       MasterProperties props,
       TrackingFiles tracking,

@@ -25,13 +25,13 @@ import tools.jackson.databind.JsonNode;
  */
 final class ClusterProbe implements AutoCloseable {
   private final Coordinator coordinator;
-  private final PserverStatusSource statuses;
+  private final PserverStatuses statuses;
   private final AdminClient admin;
   private final Duration timeout;
   private final Map<Long, String> adminAddresses = new HashMap<>();
 
   ClusterProbe(
-      Coordinator coordinator, PserverStatusSource statuses, AdminClient admin, Duration timeout) {
+      Coordinator coordinator, PserverStatuses statuses, AdminClient admin, Duration timeout) {
     this.coordinator = coordinator;
     this.statuses = statuses;
     this.admin = admin;

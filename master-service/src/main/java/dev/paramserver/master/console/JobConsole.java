@@ -98,7 +98,7 @@ public final class JobConsole implements SmartLifecycle {
       MasterJob job,
       MasterElection election,
       Coordinator coordinator,
-      PserverStatusSource statuses,
+      PserverStatuses statuses,
       String adminToken,
       MasterProperties.Console settings,
       TrackingFiles tracking,

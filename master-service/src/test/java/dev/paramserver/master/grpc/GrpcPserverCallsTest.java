@@ -113,7 +113,7 @@ class GrpcPserverCallsTest {
 
   @Test
   void statusSource_afterRetainOnlyDropsItOrClose_opensAChannelAgain() {
-    try (GrpcPserverStatusSource source = new GrpcPserverStatusSource(ChannelFactory.plaintext())) {
+    try (GrpcPserverStatuses source = new GrpcPserverStatuses(ChannelFactory.plaintext())) {
       assertThat(source.status(address, TIMEOUT).getAdminAddress()).isEqualTo("127.0.0.1:9");
       source.retainOnly(List.of(address));
       assertThat(source.status(address, TIMEOUT).getAdminAddress()).isEqualTo("127.0.0.1:9");
@@ -127,7 +127,7 @@ class GrpcPserverCallsTest {
 
   @Test
   void statusSource_noPserverListening_throwsPserverUnreachable() {
-    try (GrpcPserverStatusSource source = new GrpcPserverStatusSource(ChannelFactory.plaintext())) {
+    try (GrpcPserverStatuses source = new GrpcPserverStatuses(ChannelFactory.plaintext())) {
       assertThatThrownBy(() -> source.status("127.0.0.1:" + FreePorts.next(), TIMEOUT))
           .isInstanceOf(PserverUnreachableException.class);
     }

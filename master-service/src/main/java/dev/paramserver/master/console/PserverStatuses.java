@@ -10,7 +10,7 @@ import java.util.Collection;
  * which keeps one connection per pserver address until {@link #retainOnly} or {@link #close}
  * forgets it. Called by one sampler thread at a time.
  */
-public interface PserverStatusSource extends AutoCloseable {
+public interface PserverStatuses extends AutoCloseable {
   /**
    * The status of the pserver at {@code grpcAddress} ({@code GetShardStatus}), within {@code
    * timeout}.

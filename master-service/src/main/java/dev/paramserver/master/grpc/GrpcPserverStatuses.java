@@ -1,6 +1,6 @@
 package dev.paramserver.master.grpc;
 
-import dev.paramserver.master.console.PserverStatusSource;
+import dev.paramserver.master.console.PserverStatuses;
 import dev.paramserver.proto.v1.GetShardStatusRequest;
 import dev.paramserver.proto.v1.ParameterServerGrpc;
 import dev.paramserver.proto.v1.ShardStatus;
@@ -15,17 +15,17 @@ import java.util.concurrent.TimeUnit;
 import org.springframework.stereotype.Component;
 
 /**
- * {@link PserverStatusSource} over gRPC: one channel per pserver address, from the injected {@link
+ * {@link PserverStatuses} over gRPC: one channel per pserver address, from the injected {@link
  * ChannelFactory}, kept between samples and closed when the address is no longer registered ({@link
  * #retainOnly}) or at {@link #close}.
  */
 @Component
-final class GrpcPserverStatusSource implements PserverStatusSource {
+final class GrpcPserverStatuses implements PserverStatuses {
   private final ChannelFactory channels;
   // guarded by this
   private final Map<String, ManagedChannel> open = new HashMap<>();
 
-  GrpcPserverStatusSource(ChannelFactory channels) {
+  GrpcPserverStatuses(ChannelFactory channels) {
     this.channels = channels;
   }
 
