@@ -4,10 +4,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.google.protobuf.ByteString;
 import dev.paramserver.adminapi.AdminClient;
-import dev.paramserver.coordination.EtcdCoordinator;
-import dev.paramserver.coordination.EtcdSettings;
-import dev.paramserver.coordination.PlacementStore;
 import dev.paramserver.errors.ErrorReason;
+import dev.paramserver.etcd.EtcdCoordinator;
+import dev.paramserver.etcd.EtcdSettings;
+import dev.paramserver.etcd.PlacementStore;
 import dev.paramserver.localcluster.Role;
 import dev.paramserver.proto.v1.DataType;
 import dev.paramserver.proto.v1.FinishInitRequest;

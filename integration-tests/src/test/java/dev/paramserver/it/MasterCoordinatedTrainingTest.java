@@ -2,9 +2,9 @@ package dev.paramserver.it;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.paramserver.coordination.EtcdCoordinator;
-import dev.paramserver.coordination.EtcdSettings;
-import dev.paramserver.coordination.KeyValueStore;
+import dev.paramserver.etcd.EtcdCoordinator;
+import dev.paramserver.etcd.EtcdSettings;
+import dev.paramserver.etcd.KeyValueStore;
 import dev.paramserver.localcluster.JobStatusView;
 import dev.paramserver.localcluster.LocalCluster;
 import dev.paramserver.localcluster.Role;

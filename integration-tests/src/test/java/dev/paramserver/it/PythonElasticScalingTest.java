@@ -2,9 +2,9 @@ package dev.paramserver.it;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.paramserver.coordination.EtcdCoordinator;
-import dev.paramserver.coordination.EtcdSettings;
-import dev.paramserver.coordination.PlacementStore;
+import dev.paramserver.etcd.EtcdCoordinator;
+import dev.paramserver.etcd.EtcdSettings;
+import dev.paramserver.etcd.PlacementStore;
 import dev.paramserver.it.PythonProcesses.Python;
 import dev.paramserver.localcluster.Role;
 import dev.paramserver.proto.v1.ParameterServerGrpc;

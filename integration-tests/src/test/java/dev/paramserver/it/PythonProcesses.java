@@ -3,8 +3,8 @@ package dev.paramserver.it;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assumptions.assumeThat;
 
-import dev.paramserver.coordination.EtcdCoordinator;
-import dev.paramserver.coordination.KeyValueStore;
+import dev.paramserver.etcd.EtcdCoordinator;
+import dev.paramserver.etcd.KeyValueStore;
 import dev.paramserver.localcluster.LocalCluster;
 import dev.paramserver.localcluster.Role;
 import dev.paramserver.testsupport.Poll;

@@ -5,9 +5,9 @@ import static dev.paramserver.it.ScriptedPushes.push;
 import static dev.paramserver.it.ScriptedPushes.subtract;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.paramserver.coordination.EtcdCoordinator;
-import dev.paramserver.coordination.EtcdSettings;
-import dev.paramserver.coordination.ShardSyncRecord;
+import dev.paramserver.etcd.EtcdCoordinator;
+import dev.paramserver.etcd.EtcdSettings;
+import dev.paramserver.etcd.ShardSyncRecord;
 import dev.paramserver.localcluster.Role;
 import dev.paramserver.proto.v1.GetShardStatusRequest;
 import dev.paramserver.proto.v1.ParameterServerGrpc;

@@ -1,6 +1,6 @@
 package dev.paramserver.master;
 
-import dev.paramserver.coordination.Coordinator;
+import dev.paramserver.etcd.Coordinator;
 import dev.paramserver.master.admin.MasterStatusSource;
 import dev.paramserver.master.config.MasterProperties;
 import dev.paramserver.master.console.JobConsole;

@@ -1,6 +1,6 @@
 package dev.paramserver.pserver;
 
-import dev.paramserver.coordination.Coordinator;
+import dev.paramserver.etcd.Coordinator;
 import dev.paramserver.pserver.follow.ShardFeed;
 import dev.paramserver.pserver.role.ShardLifecycle;
 import dev.paramserver.pserver.shard.AppliedWindow;

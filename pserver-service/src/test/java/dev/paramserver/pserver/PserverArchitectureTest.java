@@ -167,7 +167,7 @@ class PserverArchitectureTest extends ModuleArchitectureTest {
         .should()
         .dependOnClassesThat()
         .resideInAnyPackage(
-            "io.etcd..", "io.netty..", "io.grpc..", "io.vertx..", "dev.paramserver.coordination..")
+            "io.etcd..", "io.netty..", "io.grpc..", "io.vertx..", "dev.paramserver.etcd..")
         .because(
             "pserver-core is the shard's domain: etcd stays behind interfaces it owns"
                 + " (CheckpointPointers), gRPC in pserver-service's adapters")

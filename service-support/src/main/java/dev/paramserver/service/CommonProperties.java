@@ -1,6 +1,6 @@
 package dev.paramserver.service;
 
-import dev.paramserver.coordination.EtcdSettings;
+import dev.paramserver.etcd.EtcdSettings;
 import jakarta.validation.Valid;
 import jakarta.validation.constraints.NotBlank;
 import jakarta.validation.constraints.NotEmpty;

@@ -1,6 +1,6 @@
 package dev.paramserver.service;
 
-import dev.paramserver.coordination.Coordinator;
+import dev.paramserver.etcd.Coordinator;
 import java.util.LinkedHashSet;
 import java.util.Set;
 import org.springframework.beans.BeansException;

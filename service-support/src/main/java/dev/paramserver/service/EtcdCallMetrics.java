@@ -1,6 +1,6 @@
 package dev.paramserver.service;
 
-import dev.paramserver.coordination.CallObserver;
+import dev.paramserver.etcd.CallObserver;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
 import java.time.Duration;

@@ -1,6 +1,6 @@
 package dev.paramserver.service;
 
-import dev.paramserver.coordination.Coordinator;
+import dev.paramserver.etcd.Coordinator;
 import java.util.List;
 import org.springframework.boot.health.contributor.Health;
 import org.springframework.boot.health.contributor.HealthIndicator;

@@ -1,7 +1,7 @@
 package dev.paramserver.service;
 
-import dev.paramserver.coordination.Coordinator;
-import dev.paramserver.coordination.EtcdCoordinator;
+import dev.paramserver.etcd.Coordinator;
+import dev.paramserver.etcd.EtcdCoordinator;
 import dev.paramserver.rpc.ChannelFactory;
 import dev.paramserver.rpc.ClientTls;
 import dev.paramserver.rpc.ErrorMappingInterceptor;

@@ -3,8 +3,8 @@ package dev.paramserver.service;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.paramserver.coordination.EtcdCoordinator;
-import dev.paramserver.coordination.EtcdSettings;
+import dev.paramserver.etcd.EtcdCoordinator;
+import dev.paramserver.etcd.EtcdSettings;
 import dev.paramserver.service.testapp.TestServiceApp;
 import dev.paramserver.testsupport.EtcdExtension;
 import dev.paramserver.testsupport.FreePorts;

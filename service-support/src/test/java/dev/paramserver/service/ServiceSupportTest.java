@@ -3,8 +3,8 @@ package dev.paramserver.service;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.paramserver.coordination.Coordinator;
 import dev.paramserver.errors.ErrorReason;
+import dev.paramserver.etcd.Coordinator;
 import dev.paramserver.proto.v1.GetStatusRequest;
 import dev.paramserver.proto.v1.MasterGrpc;
 import dev.paramserver.rpc.ChannelFactory;

@@ -1,6 +1,6 @@
 package dev.paramserver.serving;
 
-import dev.paramserver.coordination.Coordinator;
+import dev.paramserver.etcd.Coordinator;
 import dev.paramserver.models.ModelFiles;
 import dev.paramserver.rpc.ChannelFactory;
 import dev.paramserver.rpc.Retry;

@@ -2,7 +2,7 @@ package dev.paramserver.trainer;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.paramserver.coordination.Coordinator;
+import dev.paramserver.etcd.Coordinator;
 import dev.paramserver.proto.v1.Example;
 import dev.paramserver.recordio.Compressor;
 import dev.paramserver.recordio.RecordWriter;

@@ -1,8 +1,8 @@
 package dev.paramserver.bench.serving;
 
-import dev.paramserver.coordination.EtcdCoordinator;
-import dev.paramserver.coordination.EtcdSettings;
 import dev.paramserver.errors.ServiceException;
+import dev.paramserver.etcd.EtcdCoordinator;
+import dev.paramserver.etcd.EtcdSettings;
 import dev.paramserver.proto.v1.LookupRequest;
 import dev.paramserver.rpc.ChannelFactory;
 import dev.paramserver.serving.grpc.GrpcFollowSource;

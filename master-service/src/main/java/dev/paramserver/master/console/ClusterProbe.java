@@ -1,8 +1,8 @@
 package dev.paramserver.master.console;
 
 import dev.paramserver.adminapi.AdminClient;
-import dev.paramserver.coordination.Coordinator;
-import dev.paramserver.coordination.KeyValueStore;
+import dev.paramserver.etcd.Coordinator;
+import dev.paramserver.etcd.KeyValueStore;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;

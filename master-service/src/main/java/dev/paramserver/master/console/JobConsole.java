@@ -2,8 +2,8 @@ package dev.paramserver.master.console;
 
 import dev.paramserver.adminapi.AdminClient;
 import dev.paramserver.adminapi.JobView;
-import dev.paramserver.coordination.Coordinator;
 import dev.paramserver.errors.ServiceException;
+import dev.paramserver.etcd.Coordinator;
 import dev.paramserver.master.config.MasterProperties;
 import dev.paramserver.master.election.MasterElection;
 import dev.paramserver.master.placement.PlacementCoordinator;

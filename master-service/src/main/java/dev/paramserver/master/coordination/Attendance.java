@@ -1,7 +1,7 @@
 package dev.paramserver.master.coordination;
 
-import dev.paramserver.coordination.Lease;
 import dev.paramserver.errors.ServiceException;
+import dev.paramserver.etcd.Lease;
 import dev.paramserver.proto.v1.ClusterMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Consumer;

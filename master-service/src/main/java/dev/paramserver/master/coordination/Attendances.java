@@ -1,9 +1,9 @@
 package dev.paramserver.master.coordination;
 
-import dev.paramserver.coordination.Coordinator;
-import dev.paramserver.coordination.Lease;
 import dev.paramserver.errors.ErrorReason;
 import dev.paramserver.errors.ServiceException;
+import dev.paramserver.etcd.Coordinator;
+import dev.paramserver.etcd.Lease;
 import dev.paramserver.master.coordination.Attendance.Ending;
 import dev.paramserver.master.coordination.JoinedTrainers.Joined;
 import java.nio.charset.StandardCharsets;

@@ -1,9 +1,9 @@
 package dev.paramserver.master.coordination;
 
 import com.google.protobuf.InvalidProtocolBufferException;
-import dev.paramserver.coordination.JobKeys;
-import dev.paramserver.coordination.KeyValueStore;
-import dev.paramserver.coordination.KeyValueStore.KeyValue;
+import dev.paramserver.etcd.JobKeys;
+import dev.paramserver.etcd.KeyValueStore;
+import dev.paramserver.etcd.KeyValueStore.KeyValue;
 import dev.paramserver.proto.v1.ClusterMap;
 import dev.paramserver.proto.v1.PlacementMap;
 import dev.paramserver.proto.v1.PserverEntry;

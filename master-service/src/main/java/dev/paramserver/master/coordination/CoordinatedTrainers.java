@@ -1,8 +1,8 @@
 package dev.paramserver.master.coordination;
 
-import dev.paramserver.coordination.Coordinator;
 import dev.paramserver.errors.ErrorReason;
 import dev.paramserver.errors.ServiceException;
+import dev.paramserver.etcd.Coordinator;
 import dev.paramserver.master.coordination.Attendance.Ending;
 import dev.paramserver.master.coordination.JobModels.Agreed;
 import dev.paramserver.proto.v1.AcquireLockRequest;

@@ -1,6 +1,6 @@
 package dev.paramserver.master.coordination;
 
-import dev.paramserver.coordination.Coordinator;
+import dev.paramserver.etcd.Coordinator;
 import dev.paramserver.master.election.MasterElection;
 import dev.paramserver.service.CommonProperties;
 import dev.paramserver.service.LifecyclePhases;

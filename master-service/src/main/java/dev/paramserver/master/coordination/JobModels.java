@@ -1,9 +1,9 @@
 package dev.paramserver.master.coordination;
 
 import com.google.protobuf.InvalidProtocolBufferException;
-import dev.paramserver.coordination.KeyValueStore;
 import dev.paramserver.errors.ErrorReason;
 import dev.paramserver.errors.ServiceException;
+import dev.paramserver.etcd.KeyValueStore;
 import dev.paramserver.proto.v1.JobModel;
 import dev.paramserver.proto.v1.ParameterSpec;
 import dev.paramserver.tensor.BlockLayout;

@@ -1,9 +1,9 @@
 package dev.paramserver.master.coordination;
 
-import dev.paramserver.coordination.JobKeys;
-import dev.paramserver.coordination.KeyValueStore;
 import dev.paramserver.errors.ErrorReason;
 import dev.paramserver.errors.ServiceException;
+import dev.paramserver.etcd.JobKeys;
+import dev.paramserver.etcd.KeyValueStore;
 import java.security.SecureRandom;
 import java.util.HexFormat;
 import java.util.Map;

@@ -1,11 +1,11 @@
 package dev.paramserver.master.coordination;
 
-import dev.paramserver.coordination.JobKeys;
-import dev.paramserver.coordination.KeyValueStore;
-import dev.paramserver.coordination.KeyValueStore.KeyValue;
-import dev.paramserver.coordination.Lease;
 import dev.paramserver.errors.ErrorReason;
 import dev.paramserver.errors.ServiceException;
+import dev.paramserver.etcd.JobKeys;
+import dev.paramserver.etcd.KeyValueStore;
+import dev.paramserver.etcd.KeyValueStore.KeyValue;
+import dev.paramserver.etcd.Lease;
 import dev.paramserver.proto.v1.AcquireLockResponse;
 import dev.paramserver.proto.v1.AcquireLockResponse.Outcome;
 import dev.paramserver.proto.v1.LockName;

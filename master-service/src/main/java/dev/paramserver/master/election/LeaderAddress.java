@@ -1,6 +1,6 @@
 package dev.paramserver.master.election;
 
-import dev.paramserver.coordination.KeyValueStore;
+import dev.paramserver.etcd.KeyValueStore;
 import java.util.Optional;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;

@@ -1,9 +1,9 @@
 package dev.paramserver.master.election;
 
-import dev.paramserver.coordination.Coordinator;
-import dev.paramserver.coordination.LeaderElection;
-import dev.paramserver.coordination.LeaderElection.Leadership;
-import dev.paramserver.coordination.Lease;
+import dev.paramserver.etcd.Coordinator;
+import dev.paramserver.etcd.LeaderElection;
+import dev.paramserver.etcd.LeaderElection.Leadership;
+import dev.paramserver.etcd.Lease;
 import dev.paramserver.master.state.EtcdJobStore;
 import dev.paramserver.master.task.MasterJob;
 import dev.paramserver.rpc.Retry;

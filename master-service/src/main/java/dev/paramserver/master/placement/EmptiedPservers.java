@@ -1,8 +1,8 @@
 package dev.paramserver.master.placement;
 
 import dev.paramserver.adminapi.AdminClient;
-import dev.paramserver.coordination.Coordinator;
-import dev.paramserver.coordination.KeyValueStore;
+import dev.paramserver.etcd.Coordinator;
+import dev.paramserver.etcd.KeyValueStore;
 import dev.paramserver.rpc.Retry;
 import java.io.IOException;
 import java.time.Duration;

@@ -1,9 +1,9 @@
 package dev.paramserver.master.placement;
 
 import dev.paramserver.adminapi.JobView;
-import dev.paramserver.coordination.Coordinator;
-import dev.paramserver.coordination.KeyValueStore;
-import dev.paramserver.coordination.PlacementStore;
+import dev.paramserver.etcd.Coordinator;
+import dev.paramserver.etcd.KeyValueStore;
+import dev.paramserver.etcd.PlacementStore;
 import dev.paramserver.master.election.MasterElection;
 import dev.paramserver.proto.v1.MoveOutResponse;
 import dev.paramserver.proto.v1.SlotMove;

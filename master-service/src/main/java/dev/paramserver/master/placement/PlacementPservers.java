@@ -1,7 +1,7 @@
 package dev.paramserver.master.placement;
 
-import dev.paramserver.coordination.Coordinator;
-import dev.paramserver.coordination.KeyValueStore;
+import dev.paramserver.etcd.Coordinator;
+import dev.paramserver.etcd.KeyValueStore;
 import dev.paramserver.proto.v1.MoveOutResponse;
 import dev.paramserver.proto.v1.ReplicaRole;
 import dev.paramserver.proto.v1.ShardStatus;

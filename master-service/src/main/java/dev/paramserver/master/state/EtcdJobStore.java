@@ -2,10 +2,10 @@ package dev.paramserver.master.state;
 
 import com.google.protobuf.CodedOutputStream;
 import com.google.protobuf.InvalidProtocolBufferException;
-import dev.paramserver.coordination.CoordinationException;
-import dev.paramserver.coordination.JobKeys;
-import dev.paramserver.coordination.KeyValueStore;
-import dev.paramserver.coordination.KeyValueStore.KeyValue;
+import dev.paramserver.etcd.CoordinationException;
+import dev.paramserver.etcd.JobKeys;
+import dev.paramserver.etcd.KeyValueStore;
+import dev.paramserver.etcd.KeyValueStore.KeyValue;
 import dev.paramserver.proto.v1.DatasetIndex;
 import dev.paramserver.proto.v1.MasterSnapshot;
 import java.io.IOException;

@@ -1,7 +1,7 @@
 package dev.paramserver.master.task;
 
-import dev.paramserver.coordination.KeyValueStore;
-import dev.paramserver.coordination.KeyValueStore.WatchEvent;
+import dev.paramserver.etcd.KeyValueStore;
+import dev.paramserver.etcd.KeyValueStore.WatchEvent;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;

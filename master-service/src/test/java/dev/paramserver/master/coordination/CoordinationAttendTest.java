@@ -2,8 +2,8 @@ package dev.paramserver.master.coordination;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.paramserver.coordination.PlacementStore;
 import dev.paramserver.errors.ErrorReason;
+import dev.paramserver.etcd.PlacementStore;
 import dev.paramserver.proto.v1.ClusterMap;
 import dev.paramserver.proto.v1.JoinRequest;
 import dev.paramserver.proto.v1.PlacementMap;

@@ -3,8 +3,8 @@ package dev.paramserver.master.coordination;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.catchThrowable;
 
-import dev.paramserver.coordination.Lease;
 import dev.paramserver.errors.ErrorReason;
+import dev.paramserver.etcd.Lease;
 import dev.paramserver.proto.v1.CoordinationGrpc.CoordinationBlockingStub;
 import dev.paramserver.proto.v1.JobModel;
 import dev.paramserver.proto.v1.JoinRequest;

@@ -1,8 +1,8 @@
 package dev.paramserver.master.coordination;
 
-import dev.paramserver.coordination.EtcdCoordinator;
-import dev.paramserver.coordination.EtcdSettings;
-import dev.paramserver.coordination.KeyValueStore;
+import dev.paramserver.etcd.EtcdCoordinator;
+import dev.paramserver.etcd.EtcdSettings;
+import dev.paramserver.etcd.KeyValueStore;
 import dev.paramserver.master.MasterContexts;
 import dev.paramserver.master.election.MasterElection;
 import dev.paramserver.proto.v1.AttendRequest;

@@ -2,10 +2,10 @@ package dev.paramserver.master.election;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.paramserver.coordination.EtcdCoordinator;
-import dev.paramserver.coordination.EtcdSettings;
-import dev.paramserver.coordination.KeyValueStore;
 import dev.paramserver.errors.ErrorReason;
+import dev.paramserver.etcd.EtcdCoordinator;
+import dev.paramserver.etcd.EtcdSettings;
+import dev.paramserver.etcd.KeyValueStore;
 import dev.paramserver.master.MasterContexts;
 import dev.paramserver.proto.v1.GetStatusRequest;
 import dev.paramserver.proto.v1.JobState;

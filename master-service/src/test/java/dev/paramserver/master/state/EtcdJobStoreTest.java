@@ -3,10 +3,10 @@ package dev.paramserver.master.state;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.paramserver.coordination.EtcdCoordinator;
-import dev.paramserver.coordination.Lease;
 import dev.paramserver.errors.ErrorReason;
 import dev.paramserver.errors.ServiceException;
+import dev.paramserver.etcd.EtcdCoordinator;
+import dev.paramserver.etcd.Lease;
 import dev.paramserver.master.config.MasterProperties;
 import dev.paramserver.master.dataset.DatasetIndexer;
 import dev.paramserver.master.dataset.IndexedDataset;

@@ -1,10 +1,10 @@
 package dev.paramserver.master.state;
 
-import dev.paramserver.coordination.EtcdCoordinator;
-import dev.paramserver.coordination.EtcdSettings;
-import dev.paramserver.coordination.KeyValueStore;
-import dev.paramserver.coordination.LeaderElection.Leadership;
-import dev.paramserver.coordination.Lease;
+import dev.paramserver.etcd.EtcdCoordinator;
+import dev.paramserver.etcd.EtcdSettings;
+import dev.paramserver.etcd.KeyValueStore;
+import dev.paramserver.etcd.LeaderElection.Leadership;
+import dev.paramserver.etcd.Lease;
 import dev.paramserver.testsupport.EtcdExtension;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;

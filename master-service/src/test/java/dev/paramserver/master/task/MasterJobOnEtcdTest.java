@@ -3,10 +3,10 @@ package dev.paramserver.master.task;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.google.protobuf.Value;
-import dev.paramserver.coordination.KeyValueStore;
-import dev.paramserver.coordination.Lease;
 import dev.paramserver.errors.ErrorReason;
 import dev.paramserver.errors.ServiceException;
+import dev.paramserver.etcd.KeyValueStore;
+import dev.paramserver.etcd.Lease;
 import dev.paramserver.master.config.MasterProperties;
 import dev.paramserver.master.state.EtcdJobStore;
 import dev.paramserver.master.state.WonLeadership;

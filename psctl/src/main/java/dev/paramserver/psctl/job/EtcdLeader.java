@@ -1,8 +1,8 @@
 package dev.paramserver.psctl.job;
 
-import dev.paramserver.coordination.EtcdCoordinator;
-import dev.paramserver.coordination.EtcdSettings;
-import dev.paramserver.coordination.KeyValueStore;
+import dev.paramserver.etcd.EtcdCoordinator;
+import dev.paramserver.etcd.EtcdSettings;
+import dev.paramserver.etcd.KeyValueStore;
 import dev.paramserver.proto.v1.GetStatusRequest;
 import dev.paramserver.proto.v1.MasterGrpc;
 import dev.paramserver.psctl.command.UnreachableException;

@@ -1,8 +1,8 @@
 package dev.paramserver.psctl.job;
 
-import dev.paramserver.coordination.EtcdCoordinator;
-import dev.paramserver.coordination.EtcdSettings;
-import dev.paramserver.coordination.ForcedTakeover;
+import dev.paramserver.etcd.EtcdCoordinator;
+import dev.paramserver.etcd.EtcdSettings;
+import dev.paramserver.etcd.ForcedTakeover;
 import dev.paramserver.psctl.command.OutputFormat;
 import dev.paramserver.psctl.command.PsctlCommand;
 import java.net.InetAddress;

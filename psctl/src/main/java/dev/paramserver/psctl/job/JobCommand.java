@@ -2,7 +2,7 @@ package dev.paramserver.psctl.job;
 
 import dev.paramserver.adminapi.AdminClient;
 import dev.paramserver.adminapi.AdminException;
-import dev.paramserver.coordination.EtcdSettings;
+import dev.paramserver.etcd.EtcdSettings;
 import dev.paramserver.psctl.command.PsctlCommand;
 import java.io.IOException;
 import java.nio.file.Files;

@@ -2,9 +2,9 @@ package dev.paramserver.psctl.job;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.paramserver.coordination.EtcdCoordinator;
-import dev.paramserver.coordination.EtcdSettings;
-import dev.paramserver.coordination.ShardSyncRecord;
+import dev.paramserver.etcd.EtcdCoordinator;
+import dev.paramserver.etcd.EtcdSettings;
+import dev.paramserver.etcd.ShardSyncRecord;
 import dev.paramserver.psctl.Run;
 import dev.paramserver.testsupport.EtcdExtension;
 import java.nio.charset.StandardCharsets;

@@ -1,7 +1,7 @@
 package dev.paramserver.pserver.k8s;
 
-import dev.paramserver.coordination.Coordinator;
-import dev.paramserver.coordination.KeyValueStore;
+import dev.paramserver.etcd.Coordinator;
+import dev.paramserver.etcd.KeyValueStore;
 import dev.paramserver.rpc.Retry;
 import dev.paramserver.rpc.StoppedException;
 import java.time.Duration;

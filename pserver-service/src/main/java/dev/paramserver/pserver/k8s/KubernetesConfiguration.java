@@ -1,6 +1,6 @@
 package dev.paramserver.pserver.k8s;
 
-import dev.paramserver.coordination.Coordinator;
+import dev.paramserver.etcd.Coordinator;
 import dev.paramserver.pserver.PserverProperties;
 import dev.paramserver.rpc.ChannelFactory;
 import dev.paramserver.service.CommonProperties;

@@ -2,8 +2,8 @@ package dev.paramserver.pserver.k8s;
 
 import dev.paramserver.adminapi.AdminClient;
 import dev.paramserver.adminapi.AdminException;
-import dev.paramserver.coordination.Coordinator;
-import dev.paramserver.coordination.KeyValueStore;
+import dev.paramserver.etcd.Coordinator;
+import dev.paramserver.etcd.KeyValueStore;
 import dev.paramserver.proto.v1.GetStatusRequest;
 import dev.paramserver.proto.v1.MasterGrpc;
 import dev.paramserver.rpc.ChannelFactory;

@@ -1,7 +1,7 @@
 package dev.paramserver.pserver.persistence;
 
-import dev.paramserver.coordination.Coordinator;
-import dev.paramserver.coordination.KeyValueStore;
+import dev.paramserver.etcd.Coordinator;
+import dev.paramserver.etcd.KeyValueStore;
 import dev.paramserver.proto.v1.CheckpointMeta;
 import dev.paramserver.proto.v1.ShardCheckpoint;
 import dev.paramserver.pserver.checkpoint.CheckpointStore;

@@ -1,6 +1,6 @@
 package dev.paramserver.pserver.persistence;
 
-import dev.paramserver.coordination.Coordinator;
+import dev.paramserver.etcd.Coordinator;
 import dev.paramserver.proto.v1.CheckpointMeta;
 import dev.paramserver.pserver.PserverProperties;
 import dev.paramserver.pserver.checkpoint.CheckpointStore;

@@ -1,9 +1,9 @@
 package dev.paramserver.pserver.persistence;
 
 import com.google.protobuf.InvalidProtocolBufferException;
-import dev.paramserver.coordination.CoordinationException;
-import dev.paramserver.coordination.JobKeys;
-import dev.paramserver.coordination.KeyValueStore;
+import dev.paramserver.etcd.CoordinationException;
+import dev.paramserver.etcd.JobKeys;
+import dev.paramserver.etcd.KeyValueStore;
 import dev.paramserver.proto.v1.CheckpointMeta;
 import dev.paramserver.pserver.checkpoint.CheckpointPointers;
 import java.util.Optional;

@@ -1,8 +1,8 @@
 package dev.paramserver.pserver.persistence;
 
 import com.google.protobuf.InvalidProtocolBufferException;
-import dev.paramserver.coordination.JobKeys;
-import dev.paramserver.coordination.KeyValueStore;
+import dev.paramserver.etcd.JobKeys;
+import dev.paramserver.etcd.KeyValueStore;
 import dev.paramserver.proto.v1.CheckpointMeta;
 import dev.paramserver.proto.v1.JobCheckpoint;
 import dev.paramserver.proto.v1.ShardCheckpoint;

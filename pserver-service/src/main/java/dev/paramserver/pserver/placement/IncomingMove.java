@@ -2,7 +2,7 @@ package dev.paramserver.pserver.placement;
 
 import com.google.protobuf.ByteString;
 import com.google.protobuf.InvalidProtocolBufferException;
-import dev.paramserver.coordination.PlacementStore;
+import dev.paramserver.etcd.PlacementStore;
 import dev.paramserver.proto.v1.MoveInChunk;
 import dev.paramserver.proto.v1.MoveInResponse;
 import dev.paramserver.proto.v1.ShardCheckpoint;

@@ -1,8 +1,8 @@
 package dev.paramserver.pserver.placement;
 
-import dev.paramserver.coordination.Coordinator;
-import dev.paramserver.coordination.KeyValueStore;
-import dev.paramserver.coordination.PlacementStore;
+import dev.paramserver.etcd.Coordinator;
+import dev.paramserver.etcd.KeyValueStore;
+import dev.paramserver.etcd.PlacementStore;
 import dev.paramserver.proto.v1.MoveInChunk;
 import dev.paramserver.proto.v1.MoveInResponse;
 import dev.paramserver.proto.v1.MoveOutResponse;

@@ -1,7 +1,7 @@
 package dev.paramserver.pserver.placement;
 
-import dev.paramserver.coordination.Coordinator;
-import dev.paramserver.coordination.PlacementStore;
+import dev.paramserver.etcd.Coordinator;
+import dev.paramserver.etcd.PlacementStore;
 import dev.paramserver.pserver.role.ShardLifecycle;
 import dev.paramserver.pserver.shard.MoveCounts;
 import dev.paramserver.pserver.shard.MovingSlots;

@@ -1,9 +1,9 @@
 package dev.paramserver.pserver.registration;
 
-import dev.paramserver.coordination.CoordinationException;
-import dev.paramserver.coordination.Coordinator;
-import dev.paramserver.coordination.KeyValueStore;
-import dev.paramserver.coordination.Lease;
+import dev.paramserver.etcd.CoordinationException;
+import dev.paramserver.etcd.Coordinator;
+import dev.paramserver.etcd.KeyValueStore;
+import dev.paramserver.etcd.Lease;
 import dev.paramserver.pserver.PserverProperties;
 import dev.paramserver.pserver.placement.PlacementFollower;
 import dev.paramserver.pserver.replication.Replication;

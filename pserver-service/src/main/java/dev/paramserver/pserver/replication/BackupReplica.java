@@ -1,9 +1,9 @@
 package dev.paramserver.pserver.replication;
 
-import dev.paramserver.coordination.KeyValueStore;
-import dev.paramserver.coordination.ShardSyncRecord;
 import dev.paramserver.errors.ErrorReason;
 import dev.paramserver.errors.ServiceException;
+import dev.paramserver.etcd.KeyValueStore;
+import dev.paramserver.etcd.ShardSyncRecord;
 import dev.paramserver.proto.v1.ReplicateRequest;
 import dev.paramserver.proto.v1.ReplicateResponse;
 import dev.paramserver.proto.v1.WalRecord;

@@ -1,7 +1,7 @@
 package dev.paramserver.pserver.replication;
 
-import dev.paramserver.coordination.KeyValueStore;
-import dev.paramserver.coordination.ShardSyncRecord;
+import dev.paramserver.etcd.KeyValueStore;
+import dev.paramserver.etcd.ShardSyncRecord;
 import dev.paramserver.pserver.replication.OwnershipCheck.OwnershipException;
 import dev.paramserver.pserver.replication.OwnershipCheck.Verdict;
 import java.util.List;

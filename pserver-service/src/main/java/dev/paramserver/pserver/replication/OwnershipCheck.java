@@ -1,9 +1,9 @@
 package dev.paramserver.pserver.replication;
 
-import dev.paramserver.coordination.KeyValueStore;
-import dev.paramserver.coordination.Lease;
 import dev.paramserver.errors.ErrorReason;
 import dev.paramserver.errors.ServiceException;
+import dev.paramserver.etcd.KeyValueStore;
+import dev.paramserver.etcd.Lease;
 import java.time.Duration;
 import java.util.Optional;
 import org.slf4j.Logger;

@@ -1,9 +1,9 @@
 package dev.paramserver.pserver.replication;
 
-import dev.paramserver.coordination.Coordinator;
-import dev.paramserver.coordination.KeyValueStore;
-import dev.paramserver.coordination.Lease;
-import dev.paramserver.coordination.ShardSyncRecord;
+import dev.paramserver.etcd.Coordinator;
+import dev.paramserver.etcd.KeyValueStore;
+import dev.paramserver.etcd.Lease;
+import dev.paramserver.etcd.ShardSyncRecord;
 import dev.paramserver.pserver.role.ShardLifecycle;
 import dev.paramserver.pserver.role.ShardPersistence;
 import dev.paramserver.pserver.role.ShardRole;

@@ -1,7 +1,7 @@
 package dev.paramserver.pserver.sync;
 
-import dev.paramserver.coordination.Coordinator;
-import dev.paramserver.coordination.KeyValueStore;
+import dev.paramserver.etcd.Coordinator;
+import dev.paramserver.etcd.KeyValueStore;
 import dev.paramserver.pserver.shard.TrainerMembership;
 import java.time.Duration;
 import java.util.List;

@@ -11,8 +11,8 @@ import static dev.paramserver.pserver.shard.Requests.sgd;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.paramserver.coordination.EtcdCoordinator;
-import dev.paramserver.coordination.EtcdSettings;
+import dev.paramserver.etcd.EtcdCoordinator;
+import dev.paramserver.etcd.EtcdSettings;
 import dev.paramserver.proto.v1.CheckpointMeta;
 import dev.paramserver.pserver.PserverProperties;
 import dev.paramserver.pserver.persistence.EtcdCheckpointPointers;

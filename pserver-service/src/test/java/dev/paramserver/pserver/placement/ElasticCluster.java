@@ -5,9 +5,9 @@ import static dev.paramserver.pserver.shard.Requests.finish;
 import static dev.paramserver.pserver.shard.Requests.init;
 import static dev.paramserver.pserver.shard.Requests.sgd;
 
-import dev.paramserver.coordination.EtcdCoordinator;
-import dev.paramserver.coordination.EtcdSettings;
-import dev.paramserver.coordination.PlacementStore;
+import dev.paramserver.etcd.EtcdCoordinator;
+import dev.paramserver.etcd.EtcdSettings;
+import dev.paramserver.etcd.PlacementStore;
 import dev.paramserver.proto.v1.BlockRef;
 import dev.paramserver.proto.v1.DataType;
 import dev.paramserver.proto.v1.GetShardStatusRequest;

@@ -8,8 +8,8 @@ import static dev.paramserver.pserver.placement.ElasticCluster.WIDTH;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.catchThrowableOfType;
 
-import dev.paramserver.coordination.PlacementStore;
 import dev.paramserver.errors.ErrorReason;
+import dev.paramserver.etcd.PlacementStore;
 import dev.paramserver.proto.v1.DataType;
 import dev.paramserver.proto.v1.GetShardStatusRequest;
 import dev.paramserver.proto.v1.MoveOutResponse;

@@ -6,8 +6,8 @@ import static dev.paramserver.pserver.placement.ElasticCluster.DENSE;
 import static dev.paramserver.pserver.placement.ElasticCluster.TABLE;
 import static dev.paramserver.pserver.placement.ElasticCluster.WIDTH;
 
-import dev.paramserver.coordination.PlacementStore;
 import dev.paramserver.errors.ErrorReason;
+import dev.paramserver.etcd.PlacementStore;
 import dev.paramserver.proto.v1.DataType;
 import dev.paramserver.proto.v1.PushGradientsRequest;
 import dev.paramserver.proto.v1.SparseRows;

@@ -3,8 +3,8 @@ package dev.paramserver.pserver.replication;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.paramserver.coordination.Lease;
 import dev.paramserver.errors.ServiceException;
+import dev.paramserver.etcd.Lease;
 import dev.paramserver.proto.v1.PushGradientsRequest;
 import dev.paramserver.proto.v1.ReplicateRequest;
 import dev.paramserver.proto.v1.ReplicateResponse;

@@ -9,9 +9,9 @@ import static dev.paramserver.pserver.shard.Requests.push;
 import static dev.paramserver.pserver.shard.Requests.sgd;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.paramserver.coordination.EtcdCoordinator;
-import dev.paramserver.coordination.EtcdSettings;
-import dev.paramserver.coordination.Lease;
+import dev.paramserver.etcd.EtcdCoordinator;
+import dev.paramserver.etcd.EtcdSettings;
+import dev.paramserver.etcd.Lease;
 import dev.paramserver.proto.v1.ShardCheckpoint;
 import dev.paramserver.pserver.PserverProperties;
 import dev.paramserver.pserver.persistence.TestProperties;

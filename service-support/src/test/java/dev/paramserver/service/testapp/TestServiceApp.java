@@ -1,6 +1,6 @@
 package dev.paramserver.service.testapp;
 
-import dev.paramserver.coordination.Coordinator;
+import dev.paramserver.etcd.Coordinator;
 import dev.paramserver.service.AdminStatusSource;
 import dev.paramserver.service.LifecyclePhases;
 import java.nio.charset.StandardCharsets;

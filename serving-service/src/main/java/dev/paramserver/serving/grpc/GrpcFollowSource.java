@@ -1,7 +1,7 @@
 package dev.paramserver.serving.grpc;
 
-import dev.paramserver.coordination.Coordinator;
-import dev.paramserver.coordination.KeyValueStore;
+import dev.paramserver.etcd.Coordinator;
+import dev.paramserver.etcd.KeyValueStore;
 import dev.paramserver.proto.v1.FollowMessage;
 import dev.paramserver.proto.v1.FollowRequest;
 import dev.paramserver.proto.v1.ShardFollowGrpc;

@@ -1,8 +1,8 @@
 package dev.paramserver.serving.replica;
 
-import dev.paramserver.coordination.KeyValueStore;
 import dev.paramserver.errors.ErrorReason;
 import dev.paramserver.errors.ServiceException;
+import dev.paramserver.etcd.KeyValueStore;
 import dev.paramserver.models.ModelFiles;
 import java.io.ByteArrayInputStream;
 import java.io.IOException;

@@ -1,8 +1,8 @@
 package dev.paramserver.serving.snapshot;
 
 import com.google.protobuf.InvalidProtocolBufferException;
-import dev.paramserver.coordination.JobKeys;
-import dev.paramserver.coordination.KeyValueStore;
+import dev.paramserver.etcd.JobKeys;
+import dev.paramserver.etcd.KeyValueStore;
 import dev.paramserver.proto.v1.CheckpointMeta;
 import dev.paramserver.proto.v1.JobCheckpoint;
 import java.util.HashMap;

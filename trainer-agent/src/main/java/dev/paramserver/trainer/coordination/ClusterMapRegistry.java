@@ -1,6 +1,6 @@
 package dev.paramserver.trainer.coordination;
 
-import dev.paramserver.coordination.PlacementStore;
+import dev.paramserver.etcd.PlacementStore;
 import dev.paramserver.proto.v1.ClusterMap;
 import dev.paramserver.proto.v1.PserverEntry;
 import java.util.HashMap;

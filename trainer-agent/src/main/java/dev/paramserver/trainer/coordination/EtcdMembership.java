@@ -1,9 +1,9 @@
 package dev.paramserver.trainer.coordination;
 
-import dev.paramserver.coordination.Coordinator;
-import dev.paramserver.coordination.KeyValueStore;
-import dev.paramserver.coordination.Lease;
-import dev.paramserver.coordination.LeasedKeys;
+import dev.paramserver.etcd.Coordinator;
+import dev.paramserver.etcd.KeyValueStore;
+import dev.paramserver.etcd.Lease;
+import dev.paramserver.etcd.LeasedKeys;
 import dev.paramserver.proto.v1.ModelFile;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;

@@ -1,8 +1,8 @@
 package dev.paramserver.trainer.coordination;
 
-import dev.paramserver.coordination.Coordinator;
-import dev.paramserver.coordination.KeyValueStore;
-import dev.paramserver.coordination.PlacementStore;
+import dev.paramserver.etcd.Coordinator;
+import dev.paramserver.etcd.KeyValueStore;
+import dev.paramserver.etcd.PlacementStore;
 import java.nio.charset.StandardCharsets;
 import java.util.HashMap;
 import java.util.Map;

@@ -1,7 +1,7 @@
 package dev.paramserver.trainer.coordination;
 
-import dev.paramserver.coordination.Coordinator;
-import dev.paramserver.coordination.LeasedKeys;
+import dev.paramserver.etcd.Coordinator;
+import dev.paramserver.etcd.LeasedKeys;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import org.slf4j.Logger;

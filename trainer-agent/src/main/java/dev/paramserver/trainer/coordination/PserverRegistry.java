@@ -1,6 +1,6 @@
 package dev.paramserver.trainer.coordination;
 
-import dev.paramserver.coordination.PlacementStore;
+import dev.paramserver.etcd.PlacementStore;
 import java.util.Map;
 import java.util.Optional;
 import java.util.function.Consumer;

@@ -1,6 +1,6 @@
 package dev.paramserver.trainer.coordination;
 
-import dev.paramserver.coordination.Coordinator;
+import dev.paramserver.etcd.Coordinator;
 import dev.paramserver.rpc.ChannelFactory;
 import dev.paramserver.service.CommonProperties;
 import dev.paramserver.service.EtcdOptOut;

@@ -1,6 +1,6 @@
 package dev.paramserver.trainer.pserver;
 
-import dev.paramserver.coordination.PlacementStore;
+import dev.paramserver.etcd.PlacementStore;
 import dev.paramserver.proto.v1.SlotMove;
 import dev.paramserver.tensor.SlotMap;
 import dev.paramserver.trainer.coordination.PserverRegistry;

@@ -1,7 +1,7 @@
 package dev.paramserver.trainer.pserver;
 
-import dev.paramserver.coordination.PlacementStore;
 import dev.paramserver.errors.ErrorReason;
+import dev.paramserver.etcd.PlacementStore;
 import dev.paramserver.proto.v1.ParameterServerGrpc;
 import dev.paramserver.proto.v1.PlacementMap;
 import dev.paramserver.rpc.ChannelFactory;

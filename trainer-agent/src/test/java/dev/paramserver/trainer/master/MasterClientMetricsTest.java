@@ -3,8 +3,8 @@ package dev.paramserver.trainer.master;
 import static java.nio.charset.StandardCharsets.UTF_8;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.paramserver.coordination.EtcdCoordinator;
-import dev.paramserver.coordination.EtcdSettings;
+import dev.paramserver.etcd.EtcdCoordinator;
+import dev.paramserver.etcd.EtcdSettings;
 import dev.paramserver.proto.v1.GetStatusRequest;
 import dev.paramserver.proto.v1.JobStatus;
 import dev.paramserver.proto.v1.MasterGrpc;

@@ -3,9 +3,9 @@ package dev.paramserver.trainer.pserver;
 import static java.nio.charset.StandardCharsets.UTF_8;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.paramserver.coordination.EtcdCoordinator;
-import dev.paramserver.coordination.EtcdSettings;
-import dev.paramserver.coordination.PlacementStore;
+import dev.paramserver.etcd.EtcdCoordinator;
+import dev.paramserver.etcd.EtcdSettings;
+import dev.paramserver.etcd.PlacementStore;
 import dev.paramserver.models.Initializers;
 import dev.paramserver.models.Mlp;
 import dev.paramserver.models.ModelSpec;

@@ -3,8 +3,8 @@ package dev.paramserver.trainer.pserver;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.paramserver.coordination.EtcdCoordinator;
-import dev.paramserver.coordination.EtcdSettings;
+import dev.paramserver.etcd.EtcdCoordinator;
+import dev.paramserver.etcd.EtcdSettings;
 import dev.paramserver.models.Initializers;
 import dev.paramserver.models.Parameters;
 import dev.paramserver.rpc.StoppedException;

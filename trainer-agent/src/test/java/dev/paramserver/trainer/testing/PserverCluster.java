@@ -2,8 +2,8 @@ package dev.paramserver.trainer.testing;
 
 import static java.nio.charset.StandardCharsets.UTF_8;
 
-import dev.paramserver.coordination.Coordinator;
-import dev.paramserver.coordination.Lease;
+import dev.paramserver.etcd.Coordinator;
+import dev.paramserver.etcd.Lease;
 import dev.paramserver.models.Model;
 import dev.paramserver.models.ModelFactory;
 import dev.paramserver.models.ModelSpec;

@@ -2,8 +2,8 @@ package dev.paramserver.trainer.training;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.paramserver.coordination.EtcdCoordinator;
-import dev.paramserver.coordination.EtcdSettings;
+import dev.paramserver.etcd.EtcdCoordinator;
+import dev.paramserver.etcd.EtcdSettings;
 import dev.paramserver.models.Initializers;
 import dev.paramserver.models.Parameters;
 import dev.paramserver.testsupport.EtcdExtension;

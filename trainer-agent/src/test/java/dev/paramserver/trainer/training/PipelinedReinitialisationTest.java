@@ -2,9 +2,9 @@ package dev.paramserver.trainer.training;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.paramserver.coordination.EtcdCoordinator;
-import dev.paramserver.coordination.EtcdSettings;
-import dev.paramserver.coordination.Lease;
+import dev.paramserver.etcd.EtcdCoordinator;
+import dev.paramserver.etcd.EtcdSettings;
+import dev.paramserver.etcd.Lease;
 import dev.paramserver.models.Dataset;
 import dev.paramserver.models.Initializers;
 import dev.paramserver.models.Mlp;

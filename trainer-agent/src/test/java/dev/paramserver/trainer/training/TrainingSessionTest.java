@@ -3,7 +3,7 @@ package dev.paramserver.trainer.training;
 import static java.nio.charset.StandardCharsets.UTF_8;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.paramserver.coordination.Coordinator;
+import dev.paramserver.etcd.Coordinator;
 import dev.paramserver.recordio.ChunkInfo;
 import dev.paramserver.rpc.ChannelFactory;
 import dev.paramserver.testsupport.EtcdExtension;

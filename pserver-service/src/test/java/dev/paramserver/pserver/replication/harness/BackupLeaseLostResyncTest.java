@@ -2,7 +2,7 @@ package dev.paramserver.pserver.replication.harness;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.paramserver.coordination.ShardSyncRecord;
+import dev.paramserver.etcd.ShardSyncRecord;
 import dev.paramserver.proto.v1.PushGradientsRequest;
 import dev.paramserver.pserver.role.ShardRole;
 import dev.paramserver.testsupport.Poll;

@@ -1,12 +1,12 @@
 package dev.paramserver.pserver.replication.harness;
 
-import dev.paramserver.coordination.CoordinationException;
-import dev.paramserver.coordination.Coordinator;
-import dev.paramserver.coordination.JobKeys;
-import dev.paramserver.coordination.KeyValueStore;
-import dev.paramserver.coordination.LeaderElection;
-import dev.paramserver.coordination.Lease;
-import dev.paramserver.coordination.ShardSyncRecord;
+import dev.paramserver.etcd.CoordinationException;
+import dev.paramserver.etcd.Coordinator;
+import dev.paramserver.etcd.JobKeys;
+import dev.paramserver.etcd.KeyValueStore;
+import dev.paramserver.etcd.LeaderElection;
+import dev.paramserver.etcd.Lease;
+import dev.paramserver.etcd.ShardSyncRecord;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;

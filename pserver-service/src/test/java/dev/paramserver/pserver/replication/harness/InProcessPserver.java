@@ -1,7 +1,7 @@
 package dev.paramserver.pserver.replication.harness;
 
-import dev.paramserver.coordination.KeyValueStore;
-import dev.paramserver.coordination.Lease;
+import dev.paramserver.etcd.KeyValueStore;
+import dev.paramserver.etcd.Lease;
 import dev.paramserver.proto.v1.FillChunk;
 import dev.paramserver.proto.v1.FillResponse;
 import dev.paramserver.proto.v1.ReplicaRole;

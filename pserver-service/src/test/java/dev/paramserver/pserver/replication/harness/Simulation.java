@@ -1,6 +1,6 @@
 package dev.paramserver.pserver.replication.harness;
 
-import dev.paramserver.coordination.KeyValueStore;
+import dev.paramserver.etcd.KeyValueStore;
 import dev.paramserver.proto.v1.PushGradientsRequest;
 import dev.paramserver.pserver.replication.harness.SimulationHistory.Event;
 import dev.paramserver.pserver.replication.harness.SimulationHistory.Outcome;
