@@ -41,30 +41,10 @@ class TlsScalingTest {
         DemoData.generate(
             dir.resolve("data"), DemoData.Options.builder().train(20000).test(2000).build());
     var spec = Jobs.spec(dir.resolve("run")).job("tls-scale").masters(1).pservers(1).trainers(1);
-    for (Role server : new Role[] {Role.MASTER, Role.PSERVER}) {
-      spec.property(server, "grpc.server.security.enabled", "true")
-          .property(
-              server, "grpc.server.security.certificate-chain", "file:" + dir.resolve("server.crt"))
-          .property(server, "grpc.server.security.private-key", "file:" + dir.resolve("server.key"))
-          .property(server, "grpc.server.security.trust-cert-collection", "file:" + clients)
-          .property(server, "grpc.server.security.client-auth", "REQUIRE");
-    }
-    for (Role client : new Role[] {Role.MASTER, Role.PSERVER, Role.TRAINER}) {
-      String cert = client == Role.TRAINER ? "trainer" : "server";
-      spec.property(client, "paramserver.grpc-client.tls.enabled", "true")
-          .property(
-              client,
-              "paramserver.grpc-client.tls.trust-cert-collection",
-              dir.resolve("server.crt").toString())
-          .property(
-              client,
-              "paramserver.grpc-client.tls.certificate-chain",
-              dir.resolve(cert + ".crt").toString())
-          .property(
-              client,
-              "paramserver.grpc-client.tls.private-key",
-              dir.resolve(cert + ".key").toString());
-    }
+    TestCertificates.serversRequireClientCertificates(spec, dir, clients);
+    TestCertificates.clientPresents(spec, Role.MASTER, dir, "server");
+    TestCertificates.clientPresents(spec, Role.PSERVER, dir, "server");
+    TestCertificates.clientPresents(spec, Role.TRAINER, dir, "trainer");
     spec.property(Role.MASTER, "paramserver.master.passes", Integer.toString(PASSES))
         .property(Role.MASTER, "paramserver.master.scaling.slots-per-move", "2048")
         .property(Role.MASTER, "paramserver.master.scaling.drain-time", "2s")

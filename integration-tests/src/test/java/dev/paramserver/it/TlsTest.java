@@ -42,31 +42,9 @@ class TlsTest {
         DemoData.generate(
             dir.resolve("data"), DemoData.Options.builder().train(6000).test(1000).build());
     var spec = Jobs.spec(dir.resolve("run")).job("tls").masters(1).pservers(1).trainers(1);
-    for (Role server : new Role[] {Role.MASTER, Role.PSERVER}) {
-      spec.property(server, "grpc.server.security.enabled", "true")
-          .property(
-              server, "grpc.server.security.certificate-chain", "file:" + dir.resolve("server.crt"))
-          .property(server, "grpc.server.security.private-key", "file:" + dir.resolve("server.key"))
-          .property(
-              server,
-              "grpc.server.security.trust-cert-collection",
-              "file:" + dir.resolve("trainer.crt"))
-          .property(server, "grpc.server.security.client-auth", "REQUIRE");
-    }
+    TestCertificates.serversRequireClientCertificates(spec, dir, dir.resolve("trainer.crt"));
+    TestCertificates.clientPresents(spec, Role.TRAINER, dir, "trainer");
     spec.property(Role.MASTER, "paramserver.master.passes", "1")
-        .property(Role.TRAINER, "paramserver.grpc-client.tls.enabled", "true")
-        .property(
-            Role.TRAINER,
-            "paramserver.grpc-client.tls.trust-cert-collection",
-            dir.resolve("server.crt").toString())
-        .property(
-            Role.TRAINER,
-            "paramserver.grpc-client.tls.certificate-chain",
-            dir.resolve("trainer.crt").toString())
-        .property(
-            Role.TRAINER,
-            "paramserver.grpc-client.tls.private-key",
-            dir.resolve("trainer.key").toString())
         .property(
             Role.TRAINER,
             "paramserver.trainer.train-data",
