@@ -71,7 +71,7 @@ class CappedTableTakeoverTest {
       // locks, never waits for them), so three trainers at once may leave it over its cap without
       // one: one trainer alone then pushes on (bounded) until the table has made room.
       long step = 2L * schedule.pushes() + 1;
-      for (int round = 0; round < 8 && a.shard.sparseTables().get(0).evictions() == 0; round++) {
+      for (int round = 0; round < 40 && a.shard.sparseTables().get(0).evictions() == 0; round++) {
         Schedule alone = new Schedule(1, 8, -1, 3, List.of(), List.of(), 3, 100 + round);
         assertThat(Trainers.run(a.shard, alone, step, n -> {}).failures()).isEmpty();
         step += alone.pushes();
