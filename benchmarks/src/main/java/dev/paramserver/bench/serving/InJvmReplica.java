@@ -13,7 +13,6 @@ import dev.paramserver.serving.replica.ServedModel;
 import dev.paramserver.serving.replica.ServedVersion;
 import dev.paramserver.serving.replica.ServingReplica;
 import java.time.Duration;
-import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
@@ -93,26 +92,11 @@ final class InJvmReplica implements AutoCloseable {
             .toArray(long[][]::new);
     String table = requests.get(0).getTable();
     int width = requests.get(0).getWidth();
-    double[] latencies = new double[1 << 16];
-    int n = 0;
-    long errors = 0;
-    long start = System.nanoTime();
-    long end = start + duration.toNanos();
-    for (long now = start; now < end; ) {
-      try {
-        lookups.lookup(table, ids[n % ids.length], width, ServedVersion.Minimum.ANY, Duration.ZERO);
-      } catch (ServiceException e) {
-        errors++;
-      }
-      long after = System.nanoTime();
-      if (n == latencies.length) {
-        latencies = Arrays.copyOf(latencies, n * 2);
-      }
-      latencies[n++] = (after - now) / 1e6;
-      now = after;
-    }
-    return new OpenLoop.Result(
-        Arrays.copyOf(latencies, n), errors, (System.nanoTime() - start) / 1e9, 0);
+    return Predicts.closedLoop(
+        duration,
+        i ->
+            lookups.lookup(
+                table, ids[i % ids.length], width, ServedVersion.Minimum.ANY, Duration.ZERO));
   }
 
   @Override

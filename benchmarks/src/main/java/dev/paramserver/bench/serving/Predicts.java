@@ -42,7 +42,11 @@ final class Predicts {
                 batches.get(i % batches.size()), ServedVersion.Minimum.ANY, Duration.ZERO));
   }
 
-  private static OpenLoop.Result closedLoop(Duration duration, Consumer<Integer> call) {
+  /**
+   * Calls {@code call} with 0, 1, 2, ... one after the other on this thread for {@code duration}:
+   * each call's latency, and a failure (a runtime exception) counted as an error.
+   */
+  static OpenLoop.Result closedLoop(Duration duration, Consumer<Integer> call) {
     double[] latencies = new double[1 << 12];
     int n = 0;
     long errors = 0;
