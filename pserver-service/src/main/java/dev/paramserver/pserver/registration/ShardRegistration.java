@@ -157,12 +157,11 @@ public final class ShardRegistration
               properties.registerTimeout(),
               preferred);
       lease = granted;
-      granted.onLost(this::onLeaseLost);
       onClaimed(claimed);
       // the slots and blocks the committed placement gives the index (docs/explanation/elastic.md)
       placement.follow(desired);
       lifecycle.serve();
-      if (moveTo(RegistrationState.REGISTERED)) {
+      if (registered(granted)) {
         log.info("registered as pserver {} ({}) under lease {}", claimed, address, granted.id());
       }
       return Optional.of(claimed);
@@ -201,12 +200,11 @@ public final class ShardRegistration
       if (replication.mayClaim(i, kv.get(coordinator.keys().psBackup(i)).isPresent())
           && kv.putIfAbsent(coordinator.keys().ps(i), value, granted)) {
         lease = granted;
-        granted.onLost(this::onLeaseLost);
         replication.stop();
         onClaimed(i);
         placement.follow(desired);
         replication.becomePrimary(i, granted);
-        if (moveTo(RegistrationState.REGISTERED)) {
+        if (registered(granted)) {
           log.info(
               "registered as the primary of shard {} ({}) under lease {}",
               i,
@@ -219,9 +217,8 @@ public final class ShardRegistration
     for (int i : order) {
       if (kv.putIfAbsent(coordinator.keys().psBackup(i), value, granted)) {
         lease = granted;
-        granted.onLost(this::onLeaseLost);
         replication.becomeBackup(i, address, granted, this::onPromoted);
-        if (moveTo(RegistrationState.REGISTERED)) {
+        if (registered(granted)) {
           log.info(
               "registered as the backup of shard {} ({}) under lease {}", i, address, granted.id());
         }
@@ -232,6 +229,21 @@ public final class ShardRegistration
     log.info(
         "every one of the {} shards has a primary and a backup: waiting for a free place", desired);
     return Optional.empty();
+  }
+
+  /**
+   * The registration under {@code granted} is done: from now on the lease's loss registers again.
+   * The listener is added only now: a loss while the state was still REGISTERING would be ignored
+   * by {@link #onLeaseLost} (a 1-hour soak found a backup whose lease was lost while it set up its
+   * copy: it stayed registered under the dead lease, invisible to its primary, for good); a lease
+   * lost before this call runs the listener at once.
+   */
+  private boolean registered(Lease granted) {
+    if (!moveTo(RegistrationState.REGISTERED)) {
+      return false;
+    }
+    granted.onLost(this::onLeaseLost);
+    return true;
   }
 
   private void onPromoted(int shardIndex) {
