@@ -8,11 +8,14 @@ import dev.paramserver.localcluster.LocalCluster;
 import dev.paramserver.localcluster.Role;
 import dev.paramserver.proto.v1.ParameterServerGrpc;
 import dev.paramserver.proto.v1.PullParametersRequest;
+import dev.paramserver.proto.v1.PullParametersResponse;
 import dev.paramserver.proto.v1.PushGradientsResponse;
 import dev.paramserver.proto.v1.ShardStatus;
 import dev.paramserver.rpc.Channels;
 import dev.paramserver.testsupport.FaultProxy;
 import io.grpc.ManagedChannel;
+import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -37,16 +40,19 @@ import org.junit.jupiter.api.io.TempDir;
  * processes, each reaching etcd through a proxy of its own and advertising a proxy of its own to
  * its primary), and a scripted client per shard pushing small-integer gradients (SGD, learning rate
  * 1) without pause, retrying each part until it is acknowledged, at whichever pserver is the
- * shard's primary. Every few seconds one random fault: {@code kill -9} of a primary or a backup
- * (restarted), a pause (SIGSTOP) of a primary or a backup past its lease, a pserver partitioned
- * from etcd, a primary partitioned from its backup. Before each fault every shard has a synced
- * backup again (the faults come one at a time; two at once may lose what neither holds, by design).
+ * shard's primary. Every few seconds one fault of a kind dealt from a shuffled deck ({@link
+ * SoakFaults.Kind}: kills, pauses, partitions from etcd, two-way, long and one-way partitions
+ * between primary and backup, overlapping faults, a full disk, an fsync error). Before each fault
+ * every shard has a synced backup again.
  *
- * <p>At the end every shard's pulled values must equal {@code init - sum of the acknowledged
- * gradients} bit for bit, and its update count the number of pushes acknowledged (more: a push
- * applied twice; fewer: an acknowledged push lost). It runs {@code -Dsoak.duration} (ISO-8601,
- * default {@code PT2M}; {@code PT1H} for an hour) and reports faults, pushes, lost, doubled and the
- * longest stall (a push's first send to its acknowledgement) in {@code target/soak-report.txt}.
+ * <p>At the end every push identity is checked on its own ({@link PushHistory}): acknowledged and
+ * applied once, or never acknowledged and applied at most once; lost and doubled are counted apart.
+ * Every shard's pulled values must also equal {@code init - sum of the acknowledged gradients} bit
+ * for bit, and its update count the number of pushes acknowledged. It runs {@code -Dsoak.duration}
+ * (ISO-8601, default {@code PT2M}; {@code PT1H} for an hour) and reports faults, pushes, lost,
+ * doubled and the longest stall (a push's first send to its acknowledgement) in {@code
+ * target/soak-report.txt}; every failure prints its seed ({@code -Dsoak.seed} replays the
+ * schedule).
  */
 class FaultSoakTest {
   private static final Duration DURATION =
@@ -56,23 +62,13 @@ class FaultSoakTest {
    * The kinds of fault drawn ({@code -Dsoak.faults=PAUSE_BACKUP,KILL_PRIMARY}; default every kind):
    * to replay a failure's seed with fewer kinds, or to soak one kind.
    */
-  private static final List<FaultKind> KINDS = kinds(System.getProperty("soak.faults", ""));
+  private static final List<SoakFaults.Kind> KINDS = kinds(System.getProperty("soak.faults", ""));
 
   private static final int SHARDS = 2;
   private static final int PSERVERS = 2 * SHARDS;
 
   @TempDir(cleanup = CleanupMode.ON_SUCCESS)
   Path dir;
-
-  enum FaultKind {
-    KILL_PRIMARY,
-    KILL_BACKUP,
-    PAUSE_PRIMARY,
-    PAUSE_BACKUP,
-    PRIMARY_ETCD_PARTITION,
-    BACKUP_ETCD_PARTITION,
-    PRIMARY_BACKUP_PARTITION
-  }
 
   private static String describeShards(LocalCluster cluster) {
     StringBuilder out = new StringBuilder();
@@ -82,13 +78,13 @@ class FaultSoakTest {
     return out.toString();
   }
 
-  private static List<FaultKind> kinds(String names) {
+  private static List<SoakFaults.Kind> kinds(String names) {
     if (names.isBlank()) {
-      return List.of(FaultKind.values());
+      return List.of(SoakFaults.Kind.values());
     }
-    List<FaultKind> kinds = new ArrayList<>();
+    List<SoakFaults.Kind> kinds = new ArrayList<>();
     for (String n : names.split(",")) {
-      kinds.add(FaultKind.valueOf(n.trim().toUpperCase(Locale.ROOT)));
+      kinds.add(SoakFaults.Kind.valueOf(n.trim().toUpperCase(Locale.ROOT)));
     }
     return List.copyOf(kinds);
   }
@@ -106,10 +102,12 @@ class FaultSoakTest {
     int port = -1;
     ManagedChannel channel;
     ParameterServerGrpc.ParameterServerFutureStub stub;
+    final PushHistory history;
 
-    ShardClient(LocalCluster cluster, int shard) {
+    ShardClient(LocalCluster cluster, int shard, long startNanos) {
       this.cluster = cluster;
       this.shard = shard;
+      this.history = new PushHistory(shard, SHARDS, startNanos);
     }
 
     /** The stub of the primary found last; after a failed call, {@link #findPrimary()}. */
@@ -142,7 +140,7 @@ class FaultSoakTest {
       ScriptedPushes.await(
           primary()
               .withDeadlineAfter(10, TimeUnit.SECONDS)
-              .initParameters(ScriptedPushes.init(expected.clone())),
+              .initParameters(PushHistory.withTable(ScriptedPushes.init(expected.clone()))),
           15);
       ScriptedPushes.await(
           primary().withDeadlineAfter(10, TimeUnit.SECONDS).finishInit(ScriptedPushes.finishInit()),
@@ -158,14 +156,15 @@ class FaultSoakTest {
           List<Future<PushGradientsResponse>> inFlight = new ArrayList<>();
           for (int p = 0; p < PARTS; p++) {
             inFlight.add(
-                stub.withDeadlineAfter(5, TimeUnit.SECONDS)
-                    .pushGradients(ScriptedPushes.push(step, p)));
+                stub.withDeadlineAfter(5, TimeUnit.SECONDS).pushGradients(history.push(step, p)));
           }
           for (int p = 0; p < PARTS; p++) {
             PushGradientsResponse r;
             try {
               r = ScriptedPushes.await(inFlight.get(p), 10);
+              acknowledged(step, p, sent, r);
             } catch (ExecutionException e) {
+              failed(step, p, sent, e);
               r = retryUntilAcknowledged(step, p);
             }
             if (r.getDuplicate()) {
@@ -185,13 +184,18 @@ class FaultSoakTest {
         throws InterruptedException {
       long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(180);
       while (true) {
+        long sent = System.nanoTime();
         try {
-          return ScriptedPushes.await(
-              findPrimary()
-                  .withDeadlineAfter(5, TimeUnit.SECONDS)
-                  .pushGradients(ScriptedPushes.push(step, part)),
-              10);
+          PushGradientsResponse r =
+              ScriptedPushes.await(
+                  findPrimary()
+                      .withDeadlineAfter(5, TimeUnit.SECONDS)
+                      .pushGradients(history.push(step, part)),
+                  10);
+          acknowledged(step, part, sent, r);
+          return r;
         } catch (ExecutionException e) {
+          failed(step, part, sent, e);
           if (System.nanoTime() > deadline) {
             throw new AssertionError(
                 "shard " + shard + ": push " + step + "/" + part + " unacknowledged for 180 s", e);
@@ -199,6 +203,36 @@ class FaultSoakTest {
           Thread.sleep(100);
         }
       }
+    }
+
+    private void acknowledged(long step, int part, long sent, PushGradientsResponse r) {
+      history.attempt(
+          step,
+          part,
+          sent,
+          r.getDuplicate() ? PushHistory.Outcome.DUPLICATE : PushHistory.Outcome.ACKNOWLEDGED,
+          "");
+    }
+
+    private void failed(long step, int part, long sent, ExecutionException e) {
+      if (e.getCause() instanceof StatusRuntimeException s
+          && s.getStatus().getCode() != Status.Code.DEADLINE_EXCEEDED) {
+        history.attempt(
+            step, part, sent, PushHistory.Outcome.ERROR, s.getStatus().getCode().name());
+      } else {
+        history.attempt(step, part, sent, PushHistory.Outcome.NO_ANSWER, "NO_ANSWER");
+      }
+    }
+
+    /** The history's verdict, from the rows pulled from the shard's primary. */
+    PushHistory.Verdict checkHistory() throws Exception {
+      List<PullParametersResponse> rows = new ArrayList<>();
+      for (PullParametersRequest r : history.pulls()) {
+        rows.add(
+            ScriptedPushes.await(
+                primary().withDeadlineAfter(30, TimeUnit.SECONDS).pullParameters(r), 35));
+      }
+      return history.check(PushHistory.rowValues(rows));
     }
 
     float[] pull() throws Exception {
@@ -230,6 +264,19 @@ class FaultSoakTest {
             .property(Role.PSERVER, "paramserver.etcd.lease-ttl", "4s")
             .property(Role.PSERVER, "paramserver.pserver.replicas", "2")
             .property(Role.PSERVER, "paramserver.pserver.checkpoint-interval", "2s");
+    List<SoakFaults.Kind> kinds = new ArrayList<>(KINDS);
+    SoakDisks disks = null;
+    if (kinds.stream().anyMatch(SoakFaults.Kind::needsDisks)) {
+      try {
+        disks = SoakDisks.mount(dir.resolve("disks"), PSERVERS);
+        for (int i = 0; i < PSERVERS; i++) {
+          b.property(Role.PSERVER, i, "paramserver.pserver.wal.dir", disks.walDir(i).toString());
+        }
+      } catch (java.io.IOException e) {
+        System.out.println("SOAK no disk faults (FULL_DISK, FSYNC_ERROR): " + e.getMessage());
+        kinds.removeIf(SoakFaults.Kind::needsDisks);
+      }
+    }
     List<FaultProxy> etcdProxies = new ArrayList<>();
     List<FaultProxy> peerProxies = new ArrayList<>();
     for (int i = 0; i < PSERVERS; i++) {
@@ -244,7 +291,7 @@ class FaultSoakTest {
           "paramserver.pserver.advertise-port",
           Integer.toString(peerProxy.port()));
     }
-    Map<FaultKind, Integer> injected = new EnumMap<>(FaultKind.class);
+    Map<SoakFaults.Kind, Integer> injected = new EnumMap<>(SoakFaults.Kind.class);
     List<ShardClient> clients = new ArrayList<>();
     List<Thread> threads = new ArrayList<>();
     try (LocalCluster cluster = new LocalCluster(b.build())) {
@@ -256,15 +303,17 @@ class FaultSoakTest {
       }
       try {
         cluster.start();
+        long began = System.nanoTime();
         for (int s = 0; s < SHARDS; s++) {
           ShardRoles.awaitReplicated(cluster, s, Duration.ofMinutes(3));
-          ShardClient c = new ShardClient(cluster, s);
+          ShardClient c = new ShardClient(cluster, s, began);
           c.init();
           clients.add(c);
           Thread t = new Thread(c, "soak-client-" + s);
           threads.add(t);
           t.start();
         }
+        SoakFaults injector = new SoakFaults(cluster, etcdProxies, peerProxies, disks, random);
         long end = System.nanoTime() + DURATION.toNanos();
         while (System.nanoTime() < end && clients.stream().allMatch(c -> c.failure == null)) {
           int shard = random.nextInt(SHARDS);
@@ -274,38 +323,18 @@ class FaultSoakTest {
           if (primary < 0 || backup < 0) {
             continue; // changed under us; the next round waits again
           }
-          FaultKind kind = KINDS.get(random.nextInt(KINDS.size()));
-          long millis = 1_000 + random.nextInt(8_000);
+          SoakFaults.Kind kind = injector.next(kinds);
+          long millis = injector.millis(kind);
+          double at = (System.nanoTime() - began) / 1e9;
+          String done = injector.inject(kind, shard, primary, backup, millis);
           System.out.printf(
               Locale.ROOT,
-              "SOAK fault %s shard %d (primary %d, backup %d) %d ms%n",
-              kind,
+              "SOAK fault at +%.1fs shard %d (primary %d, backup %d): %s%n",
+              at,
               shard,
               primary,
               backup,
-              millis);
-          switch (kind) {
-            case KILL_PRIMARY -> cluster.kill(Role.PSERVER, primary);
-            case KILL_BACKUP -> cluster.kill(Role.PSERVER, backup);
-            case PAUSE_PRIMARY, PAUSE_BACKUP -> {
-              int p = kind == FaultKind.PAUSE_PRIMARY ? primary : backup;
-              cluster.pauseProcess(Role.PSERVER, p);
-              Thread.sleep(millis); // the fault itself
-              cluster.resume(Role.PSERVER, p);
-            }
-            case PRIMARY_ETCD_PARTITION, BACKUP_ETCD_PARTITION -> {
-              FaultProxy proxy =
-                  etcdProxies.get(kind == FaultKind.PRIMARY_ETCD_PARTITION ? primary : backup);
-              proxy.blackHole();
-              Thread.sleep(millis); // the fault itself
-              proxy.heal();
-            }
-            case PRIMARY_BACKUP_PARTITION -> {
-              peerProxies.get(backup).blackHole();
-              Thread.sleep(millis); // the fault itself
-              peerProxies.get(backup).heal();
-            }
-          }
+              done);
           injected.merge(kind, 1, Integer::sum);
           Thread.sleep(2_000 + random.nextInt(3_000)); // a few seconds between faults
         }
@@ -314,11 +343,13 @@ class FaultSoakTest {
           t.join(TimeUnit.MINUTES.toMillis(4));
         }
         StringBuilder report = new StringBuilder();
+        List<String> examples = new ArrayList<>();
         long lost = 0;
         long doubled = 0;
         long pushes = 0;
         long stall = 0;
         int mismatches = 0;
+        long countDifference = 0;
         for (ShardClient c : clients) {
           assertThat(c.failure).as("client of shard %d (seed %d)", c.shard, seed).isNull();
           ShardRoles.awaitReplicated(cluster, c.shard, Duration.ofMinutes(3));
@@ -327,21 +358,21 @@ class FaultSoakTest {
               ShardRoles.status(cluster.process(Role.PSERVER, primary).grpcPort()).orElseThrow();
           long applied = st.getStep();
           long acked = c.acknowledged.get();
-          lost += Math.max(0, acked - applied);
-          doubled += Math.max(0, applied - acked);
+          PushHistory.Verdict v = c.checkHistory();
+          String history = PushHistory.report(c.shard, v, seed);
+          System.out.println(history);
+          report.append(System.lineSeparator()).append(history);
+          examples.addAll(v.examples());
+          lost += v.lost();
+          doubled += v.doubled();
+          countDifference += Math.abs(applied - acked);
           pushes += acked;
           stall = Math.max(stall, c.longestStallNanos);
           int m = ScriptedPushes.mismatches(c.pull(), c.expected);
           mismatches += m;
           report.append(
               String.format(
-                  Locale.ROOT,
-                  " shard%d(acknowledged=%d applied=%d duplicates=%d mismatched_elements=%d)",
-                  c.shard,
-                  acked,
-                  applied,
-                  c.duplicates.get(),
-                  m));
+                  Locale.ROOT, " (update count %d, dense elements differing %d)", applied, m));
           Channels.close(c.channel);
         }
         int faults = injected.values().stream().mapToInt(Integer::intValue).sum();
@@ -360,12 +391,20 @@ class FaultSoakTest {
                 seed,
                 report);
         System.out.println(line);
+        examples.forEach(e -> System.out.println("SOAK " + e));
         Path out = Path.of("target", "soak-report.txt");
         Files.createDirectories(out.getParent());
         Files.writeString(out, line + System.lineSeparator());
         assertThat(faults).as("faults injected").isPositive();
-        assertThat(lost).as("acknowledged pushes lost (seed %d; logs in %s)", seed, dir).isZero();
-        assertThat(doubled).as("pushes applied twice (seed %d; logs in %s)", seed, dir).isZero();
+        assertThat(lost)
+            .as("acknowledged pushes lost (seed %d; logs in %s): %s", seed, dir, examples)
+            .isZero();
+        assertThat(doubled)
+            .as("pushes applied twice (seed %d; logs in %s): %s", seed, dir, examples)
+            .isZero();
+        assertThat(countDifference)
+            .as("update counts differing from the pushes acknowledged (seed %d; %s)", seed, dir)
+            .isZero();
         assertThat(mismatches)
             .as("elements differing from init - sum of acknowledged (seed %d; %s)", seed, dir)
             .isZero();
@@ -388,6 +427,9 @@ class FaultSoakTest {
       clients.forEach(c -> c.stop = true);
       etcdProxies.forEach(FaultProxy::close);
       peerProxies.forEach(FaultProxy::close);
+      if (disks != null) {
+        disks.close(); // after the cluster's processes ended
+      }
     }
   }
 }

@@ -19,6 +19,8 @@ import java.util.concurrent.atomic.AtomicLong;
  *   <li>{@link #blackHole()}: a partition: connections stay open and new ones are accepted, but no
  *       byte goes through in either direction until {@link #heal()} (what was held is then
  *       delivered, in order, as TCP does once a partition ends);
+ *   <li>{@link #blackHoleTowardsTarget()}, {@link #blackHoleTowardsClient()}: a one-way partition,
+ *       holding only the bytes sent one way (requests, or answers) until {@link #heal()};
  *   <li>{@link #delay(Duration)}: every chunk of bytes waits that long before it is forwarded;
  *   <li>{@link #halfClose()}: every open connection's direction towards the client ends (it reads
  *       an end of stream) while what it sends still reaches the target.
@@ -29,7 +31,8 @@ public final class FaultProxy extends LoopbackProxy {
   private final AtomicLong accepted = new AtomicLong();
   private volatile int target;
   private volatile long refuseUntilNanos;
-  private volatile boolean blackHoled;
+  private volatile boolean holdTowardsTarget;
+  private volatile boolean holdTowardsClient;
   private volatile long delayNanos;
 
   /** Listens on a free loopback port; {@code name} names its threads. */
@@ -64,7 +67,22 @@ public final class FaultProxy extends LoopbackProxy {
 
   /** Holds every byte in both directions, on open and new connections, until {@link #heal()}. */
   public void blackHole() {
-    blackHoled = true;
+    holdTowardsTarget = true;
+    holdTowardsClient = true;
+  }
+
+  /**
+   * A one-way partition: holds every byte the clients send (requests) until {@link #heal()}; what
+   * the target sends (answers) still passes. To lose the held bytes instead of delivering them,
+   * {@link #cut} before healing.
+   */
+  public void blackHoleTowardsTarget() {
+    holdTowardsTarget = true;
+  }
+
+  /** The other one-way partition: holds what the target sends (answers); requests pass. */
+  public void blackHoleTowardsClient() {
+    holdTowardsClient = true;
   }
 
   /** Forwards every chunk of bytes after {@code delay} (zero: at once). */
@@ -84,7 +102,8 @@ public final class FaultProxy extends LoopbackProxy {
     refuseUntilNanos = 0;
     delayNanos = 0;
     synchronized (gate) {
-      blackHoled = false;
+      holdTowardsTarget = false;
+      holdTowardsClient = false;
       gate.notifyAll();
     }
   }
@@ -100,10 +119,10 @@ public final class FaultProxy extends LoopbackProxy {
     return new Connection(client, upstream);
   }
 
-  /** Blocks while the proxy black-holes; false once the proxy is closed. */
-  private boolean awaitPassage() throws InterruptedException {
+  /** Blocks while the proxy black-holes this direction; false once the proxy is closed. */
+  private boolean awaitPassage(boolean towardsTarget) throws InterruptedException {
     synchronized (gate) {
-      while (blackHoled && !closed) {
+      while ((towardsTarget ? holdTowardsTarget : holdTowardsClient) && !closed) {
         gate.wait(100);
       }
     }
@@ -138,7 +157,7 @@ public final class FaultProxy extends LoopbackProxy {
                   OutputStream out = to.getOutputStream();
                   int n;
                   while ((n = in.read(buf)) >= 0) {
-                    if (!awaitPassage()) {
+                    if (!awaitPassage(to == upstream)) {
                       break;
                     }
                     if (to == client && clientShut) {

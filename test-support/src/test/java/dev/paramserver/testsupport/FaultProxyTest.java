@@ -124,6 +124,41 @@ class FaultProxyTest {
   }
 
   @Test
+  void blackHoleTowardsTarget_holdsRequestsOnly_answersStillPass() throws Exception {
+    try (Socket s = connect()) {
+      assertThat(roundTrip(s, 1)).isEqualTo(1);
+      proxy.blackHoleTowardsTarget();
+      s.setSoTimeout(500);
+      assertThatThrownBy(() -> roundTrip(s, 2)).isInstanceOf(SocketTimeoutException.class);
+      assertThat(lastReceived.get()).as("the request is held before the target").isEqualTo(1);
+      proxy.heal();
+      s.setSoTimeout(2000);
+      assertThat(s.getInputStream().read()).as("held request, delivered and echoed").isEqualTo(2);
+    }
+  }
+
+  @Test
+  void blackHoleTowardsClient_requestsArrive_answersHeld() throws Exception {
+    try (Socket s = connect()) {
+      assertThat(roundTrip(s, 1)).isEqualTo(1);
+      proxy.blackHoleTowardsClient();
+      s.setSoTimeout(500);
+      assertThatThrownBy(() -> roundTrip(s, 2)).isInstanceOf(SocketTimeoutException.class);
+      Poll.until(Duration.ofSeconds(5), () -> lastReceived.get() == 2, "the target to get 2");
+      proxy.cut(Duration.ZERO); // held answers are lost, not delivered late
+      proxy.heal();
+      s.setSoTimeout(2000);
+      int after;
+      try {
+        after = s.getInputStream().read();
+      } catch (IOException e) {
+        after = -1; // reset
+      }
+      assertThat(after).as("cut before healing: the held answer never arrives").isEqualTo(-1);
+    }
+  }
+
+  @Test
   void delay_holdsEachChunk() throws Exception {
     try (Socket s = connect()) {
       proxy.delay(Duration.ofMillis(300));
