@@ -247,6 +247,7 @@ class FaultScenariosTest {
               .hasSize(1);
           assertThat(counts.applied().keySet()).hasSize(counts.acknowledged().size());
         }
+        Jobs.stopTrainers(cluster);
       } catch (Throwable t) {
         // what the next CI failure needs: every pserver's part and the processes' last lines
         System.out.printf(
