@@ -102,8 +102,9 @@ class FaultScenariosTest {
       throws IOException {
     ClusterSpec.Builder b = Jobs.spec(dir.resolve(name));
     for (Role r : new Role[] {Role.MASTER, Role.PSERVER, Role.TRAINER}) {
-      // short leases: a dead process is noticed within seconds
-      b.property(r, "paramserver.etcd.lease-ttl", "4s");
+      // etcd's shortest lease (the default is 10 s): a dead process is noticed within about 2 s.
+      // The faults are about what happens once a lease ends, not about how long that takes.
+      b.property(r, "paramserver.etcd.lease-ttl", "2s");
     }
     return b.job(name)
         .masters(masters)
@@ -247,6 +248,7 @@ class FaultScenariosTest {
               .hasSize(1);
           assertThat(counts.applied().keySet()).hasSize(counts.acknowledged().size());
         }
+        Jobs.stopTrainers(cluster);
       } catch (Throwable t) {
         // what the next CI failure needs: every pserver's part and the processes' last lines
         System.out.printf(
@@ -329,7 +331,7 @@ class FaultScenariosTest {
         c -> {
           FaultProxy proxy = masterEtcd.get(leader(c).index());
           proxy.blackHole();
-          Thread.sleep(PARTITION.toMillis()); // the fault itself lasts 10 s
+          Thread.sleep(PARTITION.toMillis()); // the fault itself lasts that long
           proxy.heal();
         });
   }
@@ -340,20 +342,20 @@ class FaultScenariosTest {
 
   private static Scenario pserverPaused() {
     return scenario(
-        "pserver-paused-10s",
+        "pserver-paused",
         c -> {
           c.pauseProcess(Role.PSERVER, 0);
-          Thread.sleep(10_000); // the fault itself lasts 10 s
+          Thread.sleep(PARTITION.toMillis()); // the fault itself lasts that long
           c.resume(Role.PSERVER, 0);
         });
   }
 
   private static Scenario etcdDown() {
     return scenario(
-        "etcd-down-10s",
+        "etcd-down",
         c -> {
           c.stopEtcd();
-          Thread.sleep(10_000); // the fault itself lasts 10 s
+          Thread.sleep(PARTITION.toMillis()); // the fault itself lasts that long
           c.startEtcd();
         });
   }
@@ -404,7 +406,7 @@ class FaultScenariosTest {
         c -> {
           FaultProxy proxy = pserverEtcd.get(primaryOfShard1(c));
           proxy.blackHole();
-          Thread.sleep(PARTITION.toMillis()); // the fault itself lasts 10 s
+          Thread.sleep(PARTITION.toMillis()); // the fault itself lasts that long
           proxy.heal();
         });
   }
@@ -419,7 +421,7 @@ class FaultScenariosTest {
         c -> {
           int primary = primaryOfShard1(c);
           c.pauseProcess(Role.PSERVER, primary);
-          Thread.sleep(PARTITION.toMillis()); // the fault itself lasts 10 s
+          Thread.sleep(PARTITION.toMillis()); // the fault itself lasts that long
           c.resume(Role.PSERVER, primary);
         });
   }
@@ -433,7 +435,8 @@ class FaultScenariosTest {
           primaryOfShard1(c);
           FaultProxy proxy = advertised.get(ShardRoles.syncedBackupOf(c, 1).orElseThrow());
           proxy.blackHole();
-          Thread.sleep(PARTITION.toMillis() + 5_000); // past the replication timeout (10 s)
+          // past the replication timeout (REPLICATION_TIMEOUT)
+          Thread.sleep(PARTITION.plus(REPLICATION_TIMEOUT).toMillis());
           proxy.heal();
         });
   }
@@ -446,14 +449,27 @@ class FaultScenariosTest {
     }
   }
 
-  /** The length of the partitions and pauses: past the lease TTL (4 s) and its renewal. */
-  private static final Duration PARTITION = Duration.ofSeconds(10);
+  /**
+   * The length of the partitions, pauses and the etcd outage: three lease TTLs (2 s), so that the
+   * lease surely ends and its successor takes over while the fault lasts.
+   */
+  private static final Duration PARTITION = Duration.ofSeconds(6);
+
+  /**
+   * How long a primary waits for its backup's acknowledgement before it answers without it (the
+   * default is 10 s); the partition of a primary from its backup lasts longer than that.
+   */
+  private static final Duration REPLICATION_TIMEOUT = Duration.ofSeconds(4);
 
   /** Two shards of a primary and a backup each: four pserver processes, {@code replicas=2}. */
   private static ClusterSpec.Builder replicated(String name, int faults) throws IOException {
     return builder(name, 1, faults)
         .pservers(4)
-        .property(Role.PSERVER, "paramserver.pserver.replicas", "2");
+        .property(Role.PSERVER, "paramserver.pserver.replicas", "2")
+        .property(
+            Role.PSERVER,
+            "paramserver.pserver.replication-timeout",
+            REPLICATION_TIMEOUT.toSeconds() + "s");
   }
 
   /** One proxy per process of {@code role}, each the process's own way to etcd. */

@@ -108,6 +108,7 @@ class MasterCoordinatedTrainingTest {
         assertThat(health.path("components").has("master")).as("trainer %d health", i).isTrue();
         assertThat(health.path("components").has("etcd")).as("trainer %d health", i).isFalse();
       }
+      Jobs.stopTrainers(cluster);
     }
   }
 

@@ -78,6 +78,7 @@ class MixedLanguageTrainingTest {
         JobStatusView end = awaitEvaluatedEnd(cluster);
         Jobs.assertEveryTaskDoneInEveryPass(end, PASSES);
         javaOnly = end.passes().get(PASSES - 1).evalAccuracy();
+        Jobs.stopTrainers(cluster);
       }
       javaSeconds = (System.nanoTime() - started) / 1e9;
     }
@@ -148,6 +149,7 @@ class MixedLanguageTrainingTest {
       assertThat(Integer.parseInt(pyTasks)).as("tasks trained by py-0").isPositive();
       Jobs.assertEveryTaskDoneInEveryPass(end, PASSES);
       double mixed = end.passes().get(PASSES - 1).evalAccuracy();
+      Jobs.stopTrainers(cluster);
       String report =
           String.format(
               Locale.ROOT,

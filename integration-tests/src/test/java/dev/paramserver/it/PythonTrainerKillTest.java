@@ -128,6 +128,7 @@ class PythonTrainerKillTest {
       JobStatusView end = MixedLanguageTrainingTest.awaitEvaluatedEnd(cluster);
       Jobs.assertEveryTaskDoneInEveryPass(end, PASSES);
       double accuracy = end.passes().get(PASSES - 1).evalAccuracy();
+      Jobs.stopTrainers(cluster);
       String report =
           String.format(
               Locale.ROOT,

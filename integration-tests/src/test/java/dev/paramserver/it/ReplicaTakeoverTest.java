@@ -151,13 +151,12 @@ class ReplicaTakeoverTest {
     }
   }
 
-  private static void awaitRecordedInSync(String job) {
-    try (EtcdCoordinator c = EtcdCoordinator.connect(EtcdSettings.of(etcd.endpoint(), job))) {
-      Poll.until(
-          Duration.ofSeconds(60),
-          () -> ShardSyncRecord.read(c.kv(), c.keys(), 0).map(r -> r.inSync()).orElse(false),
-          "etcd records the backup of shard 0 in sync");
-    }
+  /** Waits until etcd records the backup of shard 0 in sync (one client for every kill). */
+  private static void awaitRecordedInSync(EtcdCoordinator c) {
+    Poll.until(
+        Duration.ofSeconds(60),
+        () -> ShardSyncRecord.read(c.kv(), c.keys(), 0).map(r -> r.inSync()).orElse(false),
+        "etcd records the backup of shard 0 in sync");
   }
 
   private static <T> T await(Future<T> f) throws ExecutionException, InterruptedException {
@@ -190,7 +189,8 @@ class ReplicaTakeoverTest {
     ServiceRun.prepareClassData(Role.PSERVER, dir.resolve("class-data"));
     Node primary = new Node("a");
     Node backup = new Node("b");
-    try {
+    try (EtcdCoordinator coordinator =
+        EtcdCoordinator.connect(EtcdSettings.of(etcd.endpoint(), job))) {
       primary.start(job);
       primary.awaitRole(ReplicaRole.REPLICA_PRIMARY, 180);
       backup.start(job);
@@ -224,7 +224,7 @@ class ReplicaTakeoverTest {
         // etcd records it in sync (else it would not take over: the shard would wait for the
         // primary's log, which this test deletes).
         backup.awaitRole(ReplicaRole.REPLICA_BACKUP_SYNCED, 180);
-        awaitRecordedInSync(job);
+        awaitRecordedInSync(coordinator);
         step++;
         List<Future<PushGradientsResponse>> inFlight = new ArrayList<>();
         for (int p = 0; p < PARTS; p++) {
