@@ -102,9 +102,8 @@ class FaultScenariosTest {
       throws IOException {
     ClusterSpec.Builder b = Jobs.spec(dir.resolve(name));
     for (Role r : new Role[] {Role.MASTER, Role.PSERVER, Role.TRAINER}) {
-      // etcd's shortest lease (the default is 10 s): a dead process is noticed within about 2 s.
-      // The faults are about what happens once a lease ends, not about how long that takes.
-      b.property(r, "paramserver.etcd.lease-ttl", "2s");
+      // short leases: a dead process is noticed within seconds
+      b.property(r, "paramserver.etcd.lease-ttl", "4s");
     }
     return b.job(name)
         .masters(masters)
@@ -331,7 +330,7 @@ class FaultScenariosTest {
         c -> {
           FaultProxy proxy = masterEtcd.get(leader(c).index());
           proxy.blackHole();
-          Thread.sleep(PARTITION.toMillis()); // the fault itself lasts that long
+          Thread.sleep(PARTITION.toMillis()); // the fault itself lasts 10 s
           proxy.heal();
         });
   }
@@ -342,20 +341,20 @@ class FaultScenariosTest {
 
   private static Scenario pserverPaused() {
     return scenario(
-        "pserver-paused",
+        "pserver-paused-10s",
         c -> {
           c.pauseProcess(Role.PSERVER, 0);
-          Thread.sleep(PARTITION.toMillis()); // the fault itself lasts that long
+          Thread.sleep(10_000); // the fault itself lasts 10 s
           c.resume(Role.PSERVER, 0);
         });
   }
 
   private static Scenario etcdDown() {
     return scenario(
-        "etcd-down",
+        "etcd-down-10s",
         c -> {
           c.stopEtcd();
-          Thread.sleep(PARTITION.toMillis()); // the fault itself lasts that long
+          Thread.sleep(10_000); // the fault itself lasts 10 s
           c.startEtcd();
         });
   }
@@ -406,7 +405,7 @@ class FaultScenariosTest {
         c -> {
           FaultProxy proxy = pserverEtcd.get(primaryOfShard1(c));
           proxy.blackHole();
-          Thread.sleep(PARTITION.toMillis()); // the fault itself lasts that long
+          Thread.sleep(PARTITION.toMillis()); // the fault itself lasts 10 s
           proxy.heal();
         });
   }
@@ -421,7 +420,7 @@ class FaultScenariosTest {
         c -> {
           int primary = primaryOfShard1(c);
           c.pauseProcess(Role.PSERVER, primary);
-          Thread.sleep(PARTITION.toMillis()); // the fault itself lasts that long
+          Thread.sleep(PARTITION.toMillis()); // the fault itself lasts 10 s
           c.resume(Role.PSERVER, primary);
         });
   }
@@ -435,8 +434,7 @@ class FaultScenariosTest {
           primaryOfShard1(c);
           FaultProxy proxy = advertised.get(ShardRoles.syncedBackupOf(c, 1).orElseThrow());
           proxy.blackHole();
-          // past the replication timeout (REPLICATION_TIMEOUT)
-          Thread.sleep(PARTITION.plus(REPLICATION_TIMEOUT).toMillis());
+          Thread.sleep(PARTITION.toMillis() + 5_000); // past the replication timeout (10 s)
           proxy.heal();
         });
   }
@@ -449,27 +447,14 @@ class FaultScenariosTest {
     }
   }
 
-  /**
-   * The length of the partitions, pauses and the etcd outage: three lease TTLs (2 s), so that the
-   * lease surely ends and its successor takes over while the fault lasts.
-   */
-  private static final Duration PARTITION = Duration.ofSeconds(6);
-
-  /**
-   * How long a primary waits for its backup's acknowledgement before it answers without it (the
-   * default is 10 s); the partition of a primary from its backup lasts longer than that.
-   */
-  private static final Duration REPLICATION_TIMEOUT = Duration.ofSeconds(4);
+  /** The length of the partitions and pauses: past the lease TTL (4 s) and its renewal. */
+  private static final Duration PARTITION = Duration.ofSeconds(10);
 
   /** Two shards of a primary and a backup each: four pserver processes, {@code replicas=2}. */
   private static ClusterSpec.Builder replicated(String name, int faults) throws IOException {
     return builder(name, 1, faults)
         .pservers(4)
-        .property(Role.PSERVER, "paramserver.pserver.replicas", "2")
-        .property(
-            Role.PSERVER,
-            "paramserver.pserver.replication-timeout",
-            REPLICATION_TIMEOUT.toSeconds() + "s");
+        .property(Role.PSERVER, "paramserver.pserver.replicas", "2");
   }
 
   /** One proxy per process of {@code role}, each the process's own way to etcd. */
