@@ -27,8 +27,9 @@ import org.slf4j.LoggerFactory;
  * cache is moved to {@code app.aot} and its entry marked ready; a killed run leaves no cache in
  * use. The next run starts from the caches.
  *
- * <p>Only for {@code run-local} (a spec with {@link ClusterSpec#archiveTrainingJob()}): a JDK 24 or
- * Java 17 keeps {@link ArchiveTrainingJob}'s recording.
+ * <p>Only for {@code run-local}, which begins the recordings before it starts the cluster and
+ * finishes them after it stopped it (its spec has {@link ClusterSpec#archiveTrainingJob()}); a JDK
+ * 24 or Java 17 keeps {@link ArchiveTrainingJob}'s recording.
  */
 final class InRunRecordings {
   private static final Logger log = LoggerFactory.getLogger(InRunRecordings.class);

@@ -90,12 +90,10 @@ final class JavaServiceCommand implements ServiceCommand {
    * ClassDataArchives}); the training runs use the cluster's etcd under a job name of their own.
    */
   static void prepareArchives(ClusterSpec spec, String etcdEndpoint) {
-    // on a JDK 25 run-local's own processes record their caches, else a training job does
-    boolean inRun = InRunRecordings.applies(spec);
-    if (inRun) {
-      InRunRecordings.begin(spec);
-    }
-    boolean trained = inRun || (spec.archiveTrainingJob() && ArchiveTrainingJob.run(spec));
+    // run-local's processes record their own caches on a JDK 25 (begun already), else a job does
+    boolean trained =
+        InRunRecordings.recording(spec)
+            || (spec.archiveTrainingJob() && ArchiveTrainingJob.run(spec));
     List<Thread> threads = new ArrayList<>();
     for (Role role : Role.values()) {
       Path jar = spec.jar(role);
