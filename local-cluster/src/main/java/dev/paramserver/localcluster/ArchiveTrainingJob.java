@@ -169,7 +169,7 @@ final class ArchiveTrainingJob {
    * Runs {@code action} for each role on a thread of its own and waits for all; false when
    * interrupted meanwhile (the interrupt flag is kept).
    */
-  private static boolean inParallel(List<Role> roles, Consumer<Role> action) {
+  static boolean inParallel(List<Role> roles, Consumer<Role> action) {
     List<Thread> threads = new ArrayList<>();
     for (Role role : roles) {
       Thread t = new Thread(() -> action.accept(role), "class-data-" + role.id());

@@ -43,10 +43,10 @@ import org.slf4j.LoggerFactory;
  *
  * <p>With a JDK of version {@value #AOT_CACHE_FEATURE} or newer (the services' {@code java}, which
  * may differ from the one running this), the archive is an AOT cache instead (JEP 483: classes
- * loaded and linked ahead of time, on 25 also method profiles): recorded by the same training run
- * with {@code -XX:AOTMode=record}, made with {@code -XX:AOTMode=create} and used with {@code
- * -XX:AOTCache}. Its entry's key names the JDK ({@code -jdk<N>}), since an AOT cache serves only
- * the JDK that made it and a JDK older than 24 refuses the option.
+ * loaded and linked ahead of time, on 25 also method profiles), used with {@code -XX:AOTCache}:
+ * recorded with {@code -XX:AOTMode=record} and made with {@code -XX:AOTMode=create}, or on 25 by a
+ * job's own processes ({@link InRunRecordings}). Its entry's key names the JDK ({@code -jdk<N>}),
+ * since an AOT cache serves only the JDK that made it and a JDK older than 24 refuses the option.
  */
 public final class ClassDataArchives {
   private static final Logger log = LoggerFactory.getLogger(ClassDataArchives.class);
@@ -168,12 +168,12 @@ public final class ClassDataArchives {
    * #abandon} drops the entry). Holds the entry's lock meanwhile.
    */
   public static final class Recording {
-    private final Path jar;
-    private final String javaBinary;
-    private final Path entry;
-    private final Path lock;
-    private final boolean aot;
-    private final long started = System.nanoTime();
+    final Path jar;
+    final String javaBinary;
+    final Path entry;
+    final Path lock;
+    final boolean aot;
+    final long started = System.nanoTime();
 
     private Recording(Path jar, String javaBinary, Path entry, Path lock, boolean aot) {
       this.jar = jar;
@@ -195,7 +195,7 @@ public final class ClassDataArchives {
           : List.of("-XX:ArchiveClassesAtExit=" + archive());
     }
 
-    private Path archive() {
+    Path archive() {
       return entry.resolve(aot ? AOT_FILE : CDS_FILE);
     }
   }
@@ -272,24 +272,25 @@ public final class ClassDataArchives {
         // the configuration is as large as the cache and no longer needed
         Files.deleteIfExists(r.entry.resolve("app.aotconf"));
       }
-      if (!Files.isRegularFile(r.archive())) {
-        throw new IOException(
-            "no archive was written (see the logs in " + r.entry + " and of the training run)");
-      }
-      Files.writeString(r.entry.resolve(READY), "");
-      log.info(
-          "class-data archive of {} ready in {} s ({})",
-          r.jar.getFileName(),
-          (System.nanoTime() - r.started) / 1_000_000_000L,
-          r.entry);
-      deleteRecursively(r.lock);
-      prune(r.entry.getParent(), r.jar.getFileName().toString());
+      markReady(r);
     } catch (IOException | RuntimeException e) {
       failed(r, e);
     } catch (InterruptedException e) {
       abandon(r);
       Thread.currentThread().interrupt();
     }
+  }
+
+  /** Marks the entry of {@code r}, whose archive is written, ready; then frees its lock. */
+  static void markReady(Recording r) throws IOException {
+    if (!Files.isRegularFile(r.archive())) {
+      throw new IOException("no archive was written (see the logs in " + r.entry + ")");
+    }
+    Files.writeString(r.entry.resolve(READY), "");
+    long s = (System.nanoTime() - r.started) / 1_000_000_000L;
+    log.info("class-data archive of {} ready in {} s ({})", r.jar.getFileName(), s, r.entry);
+    deleteRecursively(r.lock);
+    prune(r.entry.getParent(), r.jar.getFileName().toString());
   }
 
   /** Drops the entry of a recording that did not end well, and its lock. */
@@ -357,7 +358,7 @@ public final class ClassDataArchives {
         TRAINING_TIMEOUT);
   }
 
-  private static void run(List<String> cmd, Path logFile, Duration timeout)
+  static void run(List<String> cmd, Path logFile, Duration timeout)
       throws IOException, InterruptedException {
     Files.createDirectories(logFile.getParent());
     Process p =

@@ -6,6 +6,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 
 /** Runs a service's executable jar with the shared properties of the cluster plus its own. */
 final class JavaServiceCommand implements ServiceCommand {
@@ -34,7 +35,14 @@ final class JavaServiceCommand implements ServiceCommand {
     }
     List<String> cmd = new ArrayList<>();
     cmd.add(spec.javaBinary());
-    if (spec.classDataSharing()) {
+    Optional<InRunRecordings.Start> recording =
+        spec.classDataSharing()
+            ? InRunRecordings.start(spec, ctx.role(), ctx.index())
+            : Optional.empty();
+    if (recording.isPresent()) {
+      cmd.addAll(recording.get().jvmOptions());
+      cmd.addAll(arguments(spec, ctx.role(), recording.get().jar()));
+    } else if (spec.classDataSharing()) {
       ClassDataArchives.Launch launch = ClassDataArchives.launchOf(jar, spec.javaBinary());
       cmd.addAll(launch.jvmOptions());
       cmd.addAll(arguments(spec, ctx.role(), launch.jar()));
@@ -82,7 +90,10 @@ final class JavaServiceCommand implements ServiceCommand {
    * ClassDataArchives}); the training runs use the cluster's etcd under a job name of their own.
    */
   static void prepareArchives(ClusterSpec spec, String etcdEndpoint) {
-    boolean trained = spec.archiveTrainingJob() && ArchiveTrainingJob.run(spec);
+    // run-local's processes record their own caches on a JDK 25 (begun already), else a job does
+    boolean trained =
+        InRunRecordings.recording(spec)
+            || (spec.archiveTrainingJob() && ArchiveTrainingJob.run(spec));
     List<Thread> threads = new ArrayList<>();
     for (Role role : Role.values()) {
       Path jar = spec.jar(role);

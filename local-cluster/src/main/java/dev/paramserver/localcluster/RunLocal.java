@@ -100,6 +100,10 @@ public final class RunLocal {
             spec.job()));
     String result;
     try {
+      // on a JDK 25 the job's own processes record their missing start-up caches
+      if (InRunRecordings.applies(spec)) {
+        InRunRecordings.begin(spec);
+      }
       cluster.start();
       out.println(
           String.format(
@@ -121,10 +125,18 @@ public final class RunLocal {
       printLogs(cluster);
       stop(cluster);
       return 1;
+    } catch (RuntimeException e) {
+      InRunRecordings.finish(spec); // drops what was begun: the next run records again
+      throw e;
     }
     quiet = true;
-    stop(cluster);
-    out.println(result);
+    if (InRunRecordings.recording(spec)) {
+      out.println(result); // the start-up caches written as the services exit are the next run's
+      stop(cluster);
+    } else {
+      stop(cluster);
+      out.println(result);
+    }
     return 0;
   }
 
@@ -181,7 +193,9 @@ public final class RunLocal {
     for (RunOptions.Extra e : o.extras) {
       b.property(e.role(), e.key(), e.value());
     }
-    return b.build();
+    ClusterSpec s = b.build();
+    // a process that records its start-up cache writes it as it exits: give it time to
+    return InRunRecordings.applies(s) ? b.stopTimeout(InRunRecordings.STOP_TIMEOUT).build() : s;
   }
 
   /**
@@ -324,7 +338,17 @@ public final class RunLocal {
 
   private void stop(LocalCluster cluster) {
     out.println("stopping the cluster");
+    long t = System.nanoTime();
+    boolean recording = InRunRecordings.recording(cluster.spec());
+    if (recording) {
+      out.println("writing the start-up caches of this build for the next run (once)...");
+      InRunRecordings.stopRecorders(cluster);
+    }
     cluster.close();
+    if (recording) {
+      List<Role> ready = InRunRecordings.finish(cluster.spec());
+      out.println(String.format(Locale.ROOT, "start-up caches %s in %.1f s", ready, seconds(t)));
+    }
   }
 
   private void printLogs(LocalCluster cluster) {
