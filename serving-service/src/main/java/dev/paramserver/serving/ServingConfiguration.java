@@ -1,6 +1,7 @@
 package dev.paramserver.serving;
 
 import dev.paramserver.etcd.Coordinator;
+import dev.paramserver.etcd.PlacementStore;
 import dev.paramserver.models.ModelFiles;
 import dev.paramserver.rpc.ChannelFactory;
 import dev.paramserver.rpc.Retry;
@@ -8,6 +9,7 @@ import dev.paramserver.service.CommonProperties;
 import dev.paramserver.service.EtcdOptOut;
 import dev.paramserver.serving.grpc.GrpcFollowSource;
 import dev.paramserver.serving.grpc.ServingGrpcService;
+import dev.paramserver.serving.placement.EtcdPlacementSource;
 import dev.paramserver.serving.replica.Lookups;
 import dev.paramserver.serving.replica.ModelDescription;
 import dev.paramserver.serving.replica.Predictions;
@@ -17,6 +19,7 @@ import dev.paramserver.serving.snapshot.CheckpointSnapshots;
 import dev.paramserver.serving.snapshot.JobCheckpointCatalog;
 import dev.paramserver.serving.snapshot.ModelFileSnapshot;
 import dev.paramserver.storage.Storage;
+import dev.paramserver.tensor.SlotMap;
 import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.ExecutorService;
@@ -60,7 +63,10 @@ public class ServingConfiguration {
      */
     @Bean
     ServedModel servedModel(
-        Coordinator coordinator, JobCheckpointCatalog catalog, ServingProperties properties) {
+        Coordinator coordinator,
+        JobCheckpointCatalog catalog,
+        PlacementStore placementStore,
+        ServingProperties properties) {
       String key = coordinator.keys().psDesired();
       long deadline = System.nanoTime() + properties.shardsTimeout().toNanos();
       int shards =
@@ -78,7 +84,14 @@ public class ServingConfiguration {
                         ? desired
                         : catalog.newest().map(JobCheckpointCatalog.Complete::shards);
                   });
-      return new ServedModel(UUID.randomUUID().toString(), shards);
+      // a scaled job: its shards and routing are the committed map's
+      Optional<SlotMap> placement = new EtcdPlacementSource(placementStore).committed();
+      return new ServedModel(UUID.randomUUID().toString(), shards, placement.orElse(null));
+    }
+
+    @Bean
+    PlacementStore servingPlacementStore(Coordinator coordinator) {
+      return new PlacementStore(coordinator);
     }
 
     @Bean
@@ -93,12 +106,14 @@ public class ServingConfiguration {
         JobCheckpointCatalog catalog,
         Storage storage,
         ChannelFactory channels,
+        PlacementStore placementStore,
         ServingProperties properties,
         CommonProperties common) {
       return new ServingReplica(
           model,
           new GrpcFollowSource(coordinator, channels, properties.followStreamMax()),
           new CheckpointSnapshots(catalog, storage),
+          new EtcdPlacementSource(placementStore),
           common.job(),
           properties.followBackoff(),
           properties.followBackoffMax(),

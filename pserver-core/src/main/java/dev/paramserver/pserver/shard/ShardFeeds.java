@@ -1,5 +1,6 @@
 package dev.paramserver.pserver.shard;
 
+import dev.paramserver.tensor.SlotMap;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.util.function.LongConsumer;
@@ -27,5 +28,15 @@ public final class ShardFeeds {
   public static boolean writeCopy(ParameterShard shard, OutputStream out, LongConsumer atCut)
       throws IOException {
     return shard.writeCopy(out, () -> atCut.accept(shard.step()));
+  }
+
+  /**
+   * The committed placement epoch the shard serves now (0: the initial map). Read under the shard's
+   * order lock or write lock, it tells a follower which map a record or copy belongs to: the
+   * placement follower changes it before it drops what moved away.
+   */
+  public static long placementEpoch(ParameterShard shard) {
+    SlotMap p = shard.gate().placement();
+    return p == null ? 0 : p.epoch();
   }
 }

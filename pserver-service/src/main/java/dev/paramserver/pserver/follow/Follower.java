@@ -22,6 +22,9 @@ public final class Follower {
   /** The copy to send first; null when the follower resumed. Set once, before the stream starts. */
   byte[] copy;
 
+  /** The committed placement epoch the shard served when the copy was cut. Set with the copy. */
+  long copyPlacementEpoch;
+
   Follower(long epoch, long start, byte[] copy, boolean resumed) {
     this.epoch = epoch;
     this.start = start;
@@ -46,6 +49,11 @@ public final class Follower {
   /** The copy to send first (a ShardCheckpoint's bytes), or null when the follower resumed. */
   public byte[] copy() {
     return copy;
+  }
+
+  /** The committed placement epoch of the copy ({@link #copy}): the map whose slots it holds. */
+  public long copyPlacementEpoch() {
+    return copyPlacementEpoch;
   }
 
   // Under the feed's lock, on the push path: never waits.

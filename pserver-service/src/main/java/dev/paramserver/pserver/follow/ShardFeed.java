@@ -39,8 +39,12 @@ public final class ShardFeed implements AppliedFeed {
   /** Bytes queued for one follower before it is cut off. */
   public static final long QUEUE_BYTES = 64L << 20;
 
-  /** One applied record as followers get it. */
-  public record Entry(long sequence, WalRecord record, long appliedMs, int bytes) {}
+  /**
+   * One applied record as followers get it, with the committed placement epoch the shard served
+   * when it applied it.
+   */
+  public record Entry(
+      long sequence, WalRecord record, long appliedMs, int bytes, long placementEpoch) {}
 
   private final ParameterShard shard;
   private final LongSupplier clock;
@@ -63,7 +67,13 @@ public final class ShardFeed implements AppliedFeed {
       restart();
     }
     last = sequence;
-    Entry e = new Entry(sequence, record, clock.getAsLong(), record.getSerializedSize());
+    Entry e =
+        new Entry(
+            sequence,
+            record,
+            clock.getAsLong(),
+            record.getSerializedSize(),
+            ShardFeeds.placementEpoch(shard));
     retained.addLast(e);
     retainedBytes += e.bytes();
     while (retained.size() > RETAINED_RECORDS || retainedBytes > RETAINED_BYTES) {
@@ -132,6 +142,7 @@ public final class ShardFeed implements AppliedFeed {
                 }
                 last = at;
                 made[0] = new Follower(this.epoch, at, null, false);
+                made[0].copyPlacementEpoch = ShardFeeds.placementEpoch(shard);
                 followers.add(made[0]);
               }
             });

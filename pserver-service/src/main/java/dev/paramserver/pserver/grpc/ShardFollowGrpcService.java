@@ -99,6 +99,7 @@ public final class ShardFollowGrpcService extends ShardFollowGrpc.ShardFollowImp
           ShardCopyChunk.Builder c =
               ShardCopyChunk.newBuilder()
                   .setSequence(f.start())
+                  .setPlacementEpoch(f.copyPlacementEpoch())
                   .setInitialised(true)
                   .setData(ByteString.copyFrom(copy, at, n))
                   .setLast(at + n >= copy.length);
@@ -119,6 +120,7 @@ public final class ShardFollowGrpcService extends ShardFollowGrpc.ShardFollowImp
                   .setSequence(e.sequence())
                   .setRecord(e.record())
                   .setAppliedMs(e.appliedMs())
+                  .setPlacementEpoch(e.placementEpoch())
                   .build();
           if (!send(out, ready, FollowMessage.newBuilder().setEpoch(f.epoch()).setRecord(r))) {
             return;

@@ -6,6 +6,7 @@ import dev.paramserver.serving.replica.ShardFollower;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.binder.MeterBinder;
+import java.util.List;
 import org.springframework.stereotype.Component;
 
 /**
@@ -34,6 +35,9 @@ public final class ServingMetrics implements MeterBinder {
             })
         .description("the version number this replica serves (0 while loading)")
         .register(registry);
+    Gauge.builder("paramserver.serving.placement.epoch", replica, r -> r.model().placementEpoch())
+        .description("the committed placement epoch the served version routes by")
+        .register(registry);
     for (int i = 0; i < replica.model().shardCount(); i++) {
       int index = i;
       String shard = Integer.toString(i);
@@ -58,6 +62,10 @@ public final class ServingMetrics implements MeterBinder {
   }
 
   private static ShardFollower.Status at(ServingReplica r, int index) {
-    return r.shards().get(index);
+    List<ShardFollower.Status> all = r.shards();
+    // a shrunk placement follows fewer shards than at start
+    return index < all.size()
+        ? all.get(index)
+        : new ShardFollower.Status(index, "", 0, 0, false, 0, 0, 0);
   }
 }

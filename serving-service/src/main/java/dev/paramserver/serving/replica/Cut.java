@@ -1,6 +1,7 @@
 package dev.paramserver.serving.replica;
 
 import dev.paramserver.pserver.shard.ParameterShard;
+import dev.paramserver.tensor.SlotMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.Supplier;
@@ -17,16 +18,29 @@ import java.util.function.Supplier;
  */
 final class Cut {
   final ServedVersion version;
+  // the committed placement map the cut routes by; null: the fixed rule over shards.length
+  final SlotMap placement;
   final ParameterShard[] shards;
   final long[] epochs;
   final long[] sequences;
   private final AtomicInteger readers = new AtomicInteger();
 
-  Cut(ServedVersion version, ParameterShard[] shards, long[] epochs, long[] sequences) {
+  Cut(
+      ServedVersion version,
+      SlotMap placement,
+      ParameterShard[] shards,
+      long[] epochs,
+      long[] sequences) {
     this.version = version;
+    this.placement = placement;
     this.shards = shards;
     this.epochs = epochs;
     this.sequences = sequences;
+  }
+
+  /** The epoch of {@code placement}: 0 for the fixed rule (null). */
+  static long epochOf(SlotMap placement) {
+    return placement == null ? 0 : placement.epoch();
   }
 
   /** Enters the cut {@code published} names now; pair with {@link #leave()}. */

@@ -5,8 +5,11 @@ import dev.paramserver.errors.ServiceException;
 import dev.paramserver.proto.v1.ShardCheckpoint;
 import dev.paramserver.proto.v1.WalRecord;
 import dev.paramserver.pserver.shard.ParameterShard;
+import dev.paramserver.tensor.SlotMap;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.function.Function;
@@ -28,39 +31,61 @@ import java.util.function.Function;
  */
 public final class ServedModel {
   private final String replica;
-  private final int shardCount;
   private final Object writes = new Object();
   private final Object published = new Object();
-  // Guarded by writes.
-  private final ParameterShard[] active;
-  private final ParameterShard[] standby;
+  // Guarded by writes; replaced (longer or shorter) when a placement changes the shard count.
+  private ParameterShard[] active;
+  private ParameterShard[] standby;
   // the record each standby lacks (the last one applied to its active copy), or null
-  private final WalRecord[] behind;
-  private final long[] epochs;
-  private final long[] sequences;
+  private WalRecord[] behind;
+  private long[] epochs;
+  private long[] sequences;
+  // the committed placement map rows and blocks are read by; null: the fixed rule of the count
+  private SlotMap placement;
   private long number;
   // the cut the last change replaced: reads may still be in it
   private Cut superseded;
   // Written under writes; read by anyone.
   private volatile Cut cut;
 
+  /** A model of {@code shardCount} shards routed by the fixed rule (the initial map). */
   public ServedModel(String replica, int shardCount) {
-    if (shardCount < 1) {
-      throw new IllegalArgumentException("a model has at least one shard, got " + shardCount);
+    this(replica, shardCount, null);
+  }
+
+  /**
+   * A model routed by the committed placement map {@code placement} (its pserver count of shards),
+   * or, when it is null, of {@code shardCount} shards by the fixed rule.
+   */
+  public ServedModel(String replica, int shardCount, SlotMap placement) {
+    int n = placement == null ? shardCount : placement.pservers();
+    if (n < 1) {
+      throw new IllegalArgumentException("a model has at least one shard, got " + n);
     }
     this.replica = replica;
-    this.shardCount = shardCount;
-    this.active = new ParameterShard[shardCount];
-    this.standby = new ParameterShard[shardCount];
-    this.behind = new WalRecord[shardCount];
-    this.epochs = new long[shardCount];
-    this.sequences = new long[shardCount];
-    this.cut = new Cut(null, active.clone(), epochs.clone(), sequences.clone());
+    this.placement = placement;
+    this.active = new ParameterShard[n];
+    this.standby = new ParameterShard[n];
+    this.behind = new WalRecord[n];
+    this.epochs = new long[n];
+    this.sequences = new long[n];
+    this.cut = new Cut(null, placement, active.clone(), epochs.clone(), sequences.clone());
     this.superseded = cut;
   }
 
+  /** The number of shards served now (the placement's pserver count). */
   public int shardCount() {
-    return shardCount;
+    return cut.shards.length;
+  }
+
+  /** The committed placement epoch reads are routed by now (0: the initial map). */
+  public long placementEpoch() {
+    return Cut.epochOf(cut.placement);
+  }
+
+  /** The committed placement map reads are routed by now; null: the fixed rule. */
+  public SlotMap placement() {
+    return cut.placement;
   }
 
   /** The replica's instance id, which numbers its versions. */
@@ -76,6 +101,9 @@ public final class ServedModel {
   /** Shard {@code index}'s place now (sequence 0 before its first copy). */
   public ServedVersion.Position position(int index) {
     Cut c = cut;
+    if (index >= c.shards.length) {
+      return new ServedVersion.Position(index, 0, 0);
+    }
     return new ServedVersion.Position(index, c.epochs[index], c.sequences[index]);
   }
 
@@ -83,7 +111,7 @@ public final class ServedModel {
   public String initId(int index) {
     Cut c = Cut.enter(this::published);
     try {
-      ParameterShard s = c.shards[index];
+      ParameterShard s = index < c.shards.length ? c.shards[index] : null;
       String id = s == null ? null : s.initId();
       return id == null ? "" : id;
     } finally {
@@ -98,6 +126,9 @@ public final class ServedModel {
     ParameterShard b = new ParameterShard(false);
     b.restore(copy);
     synchronized (writes) {
+      if (index >= active.length) {
+        return;
+      }
       superseded.drain();
       active[index] = a;
       standby[index] = b;
@@ -114,18 +145,19 @@ public final class ServedModel {
    * is {@code epoch} (0: not of any primary's stream, so a follower starts from a copy).
    */
   public void installAll(List<ParameterShard> loaded, long epoch) {
-    if (loaded.size() != shardCount) {
-      throw new IllegalArgumentException(
-          "a snapshot of " + loaded.size() + " shards for a model of " + shardCount);
-    }
-    ParameterShard[] copies = new ParameterShard[shardCount];
-    for (int i = 0; i < shardCount; i++) {
+    int n = loaded.size();
+    ParameterShard[] copies = new ParameterShard[n];
+    for (int i = 0; i < n; i++) {
       copies[i] = new ParameterShard(false);
       copies[i].restore(loaded.get(i).snapshot());
     }
     synchronized (writes) {
+      if (n != active.length) {
+        throw new IllegalArgumentException(
+            "a snapshot of " + n + " shards for a model of " + active.length);
+      }
       superseded.drain();
-      for (int i = 0; i < shardCount; i++) {
+      for (int i = 0; i < n; i++) {
         active[i] = loaded.get(i);
         standby[i] = copies[i];
         behind[i] = null;
@@ -146,6 +178,9 @@ public final class ServedModel {
   public boolean apply(int index, long epoch, long sequence, WalRecord record) {
     synchronized (writes) {
       // the standby may be the copy the replaced cut named
+      if (index >= active.length) {
+        return false;
+      }
       superseded.drain();
       ParameterShard s = standby[index];
       if (s == null || epochs[index] != epoch || sequence != sequences[index] + 1) {
@@ -173,6 +208,69 @@ public final class ServedModel {
   }
 
   /**
+   * Routes reads by {@code next} from now on, with the copies {@code copies} installed (by shard
+   * index: a copy of each shard that gained slots or blocks, cut after {@code next} was committed),
+   * all in one new version: a read sees the old map with the old copies, or the new map with the
+   * new ones. The shard count becomes {@code next}'s: shards past it are forgotten, new ones hold
+   * their copy.
+   *
+   * @throws IllegalArgumentException when a shard of {@code next} would hold no copy while the
+   *     others do (a new index without a copy)
+   */
+  public void switchPlacement(SlotMap next, Map<Integer, Copy> copies) {
+    int n = next.pservers();
+    Map<Integer, ParameterShard[]> restored = new HashMap<>();
+    copies.forEach((i, c) -> restored.put(i, c.restoreTwice()));
+    synchronized (writes) {
+      superseded.drain();
+      boolean served = cut.version != null;
+      active = Arrays.copyOf(active, n);
+      standby = Arrays.copyOf(standby, n);
+      behind = Arrays.copyOf(behind, n);
+      epochs = Arrays.copyOf(epochs, n);
+      sequences = Arrays.copyOf(sequences, n);
+      for (Map.Entry<Integer, ParameterShard[]> e : restored.entrySet()) {
+        int i = e.getKey();
+        if (i >= n) {
+          continue;
+        }
+        Copy c = copies.get(i);
+        active[i] = e.getValue()[0];
+        standby[i] = e.getValue()[1];
+        behind[i] = null;
+        epochs[i] = c.feedEpoch();
+        sequences[i] = active[i].step();
+      }
+      if (served) {
+        for (int i = 0; i < n; i++) {
+          if (active[i] == null) {
+            throw new IllegalArgumentException(
+                "shard " + i + " of " + next + " holds no copy: cannot route by it");
+          }
+        }
+      }
+      placement = next;
+      publishLocked();
+    }
+  }
+
+  /**
+   * A copy of one shard taken from its primary's change stream.
+   *
+   * @param feedEpoch the stream's feed epoch
+   * @param checkpoint the copy
+   */
+  public record Copy(long feedEpoch, ShardCheckpoint checkpoint) {
+    ParameterShard[] restoreTwice() {
+      ParameterShard a = new ParameterShard(false);
+      a.restore(checkpoint);
+      ParameterShard b = new ParameterShard(false);
+      b.restore(checkpoint);
+      return new ParameterShard[] {a, b};
+    }
+  }
+
+  /**
    * Publishes the writer's state as a new cut. The cut it replaces is {@link #superseded}: once
    * every read of it has left, only the new cut is read, and the copies it does not name may
    * change.
@@ -184,14 +282,14 @@ public final class ServedModel {
     }
     ServedVersion v = null;
     if (complete) {
-      List<ServedVersion.Position> at = new ArrayList<>(shardCount);
-      for (int i = 0; i < shardCount; i++) {
+      List<ServedVersion.Position> at = new ArrayList<>(active.length);
+      for (int i = 0; i < active.length; i++) {
         at.add(new ServedVersion.Position(i, epochs[i], sequences[i]));
       }
-      v = new ServedVersion(++number, at, replica);
+      v = new ServedVersion(++number, at, replica, Cut.epochOf(placement));
     }
     superseded = cut;
-    cut = new Cut(v, active.clone(), epochs.clone(), sequences.clone());
+    cut = new Cut(v, placement, active.clone(), epochs.clone(), sequences.clone());
     if (v != null) {
       synchronized (published) {
         published.notifyAll();
@@ -226,7 +324,7 @@ public final class ServedModel {
         } else {
           ServedVersion.Position behindMin = v.behind(min);
           if (behindMin == null) {
-            return read.apply(new View(v, c.shards));
+            return read.apply(new View(v, c.placement, c.shards));
           }
           if (!timeLeft || behindMin.index() >= v.shards().size()) {
             throw notReached(v, behindMin);

@@ -12,8 +12,11 @@ import java.util.List;
  *     versions of the same {@code replica}
  * @param shards where each shard is, by index
  * @param replica the replica's instance id
+ * @param placementEpoch the committed placement epoch rows and blocks are read by (0: the initial
+ *     map); every shard holds what that epoch's map gives it
  */
-public record ServedVersion(long number, List<Position> shards, String replica) {
+public record ServedVersion(
+    long number, List<Position> shards, String replica, long placementEpoch) {
   public ServedVersion {
     shards = List.copyOf(shards);
   }
@@ -57,7 +60,11 @@ public record ServedVersion(long number, List<Position> shards, String replica) 
 
   /** The wire form. */
   public ServingVersion toProto() {
-    ServingVersion.Builder b = ServingVersion.newBuilder().setNumber(number).setReplica(replica);
+    ServingVersion.Builder b =
+        ServingVersion.newBuilder()
+            .setNumber(number)
+            .setReplica(replica)
+            .setPlacementEpoch(placementEpoch);
     for (Position p : shards) {
       b.addShards(
           ShardPosition.newBuilder()

@@ -15,9 +15,10 @@ import org.slf4j.LoggerFactory;
 /**
  * A serving replica: at start it serves the newest snapshot its {@link SnapshotSource} has (a
  * job-wide checkpoint, or a saved model file), then, when it follows a job, one {@link
- * ShardFollower} thread per shard applies the primaries' streams to the same {@link ServedModel}.
- * It may be pinned to a job-wide checkpoint ({@link #pin}): the followers stop and that checkpoint
- * is served until {@link #unpin}. Started and stopped by the service's lifecycle.
+ * ShardFollower} thread per shard applies the primaries' streams to the same {@link ServedModel},
+ * and a {@link PlacementSwitch} moves it to each newer committed placement map of the job. It may
+ * be pinned to a job-wide checkpoint ({@link #pin}): the followers stop and that checkpoint is
+ * served until {@link #unpin}. Started and stopped by the service's lifecycle.
  */
 public final class ServingReplica {
   private static final Logger log = LoggerFactory.getLogger(ServingReplica.class);
@@ -30,6 +31,7 @@ public final class ServingReplica {
   private final Duration backoffInitial;
   private final Duration backoffMax;
   private final LongSupplier clock;
+  private final PlacementSwitch placements;
   // Guarded by this.
   private final List<ShardFollower> followers = new ArrayList<>();
   private final List<Thread> threads = new ArrayList<>();
@@ -37,6 +39,7 @@ public final class ServingReplica {
   private volatile long pinned;
   private volatile String loadedFrom = "";
   private Thread starter;
+  private AutoCloseable placementWatch;
 
   /** A replica that follows {@code source} without snapshots. */
   public ServingReplica(
@@ -61,6 +64,24 @@ public final class ServingReplica {
       Duration backoffInitial,
       Duration backoffMax,
       LongSupplier clock) {
+    this(
+        model, source, snapshots, PlacementSwitch.FIXED, origin, backoffInitial, backoffMax, clock);
+  }
+
+  /**
+   * @param source the primaries' streams, or null to follow none (a saved model file)
+   * @param placement the job's committed placement map, followed across slot moves
+   * @param origin the job followed, or the model file served
+   */
+  public ServingReplica(
+      ServedModel model,
+      FollowSource source,
+      SnapshotSource snapshots,
+      PlacementSwitch.Source placement,
+      String origin,
+      Duration backoffInitial,
+      Duration backoffMax,
+      LongSupplier clock) {
     this.model = model;
     this.source = source;
     this.snapshots = snapshots;
@@ -69,13 +90,15 @@ public final class ServingReplica {
     this.backoffInitial = backoffInitial;
     this.backoffMax = backoffMax;
     this.clock = clock;
+    this.placements = new PlacementSwitch(model, placement, this::followShards);
     for (int i = 0; i < model.shardCount(); i++) {
       followers.add(newFollower(i));
     }
   }
 
   private ShardFollower newFollower(int index) {
-    return new ShardFollower(index, model, source, new Backoff(backoffInitial, backoffMax), clock);
+    return new ShardFollower(
+        index, model, source, new Backoff(backoffInitial, backoffMax), clock, placements);
   }
 
   public ServedModel model() {
@@ -99,6 +122,9 @@ public final class ServingReplica {
                 if (started && pinned == 0) {
                   startFollowersLocked();
                 }
+                if (started && follows && placementWatch == null) {
+                  placementWatch = placements.watch();
+                }
               }
             },
             "serving-start");
@@ -107,6 +133,14 @@ public final class ServingReplica {
   }
 
   private void loadLatest() {
+    if (model.placementEpoch() > 0) {
+      // a checkpoint's shards hold what the map of its time gave them, which may not be this one
+      log.info(
+          "the job's placement changed (epoch {}): serving once every shard is copied from its"
+              + " primary",
+          model.placementEpoch());
+      return;
+    }
     try {
       Optional<Snapshot> s = snapshots.latest(model.shardCount());
       if (s.isEmpty()) {
@@ -130,14 +164,38 @@ public final class ServingReplica {
     if (!follows || !threads.isEmpty()) {
       return;
     }
-    for (int i = 0; i < followers.size(); i++) {
+    followers.clear();
+    for (int i = 0; i < model.shardCount(); i++) {
       // a follower stopped before starts afresh (its stream's epoch is not what is served now)
-      ShardFollower f = newFollower(i);
-      followers.set(i, f);
-      Thread t = new Thread(f, "serving-follow-" + i);
-      t.setDaemon(true);
-      threads.add(t);
-      t.start();
+      startFollowerLocked(i);
+    }
+  }
+
+  private void startFollowerLocked(int i) {
+    ShardFollower f = newFollower(i);
+    followers.add(f);
+    Thread t = new Thread(f, "serving-follow-" + i);
+    t.setDaemon(true);
+    threads.add(t);
+    t.start();
+  }
+
+  /**
+   * Follows shards 0 .. {@code n - 1} (a placement of more pservers is prepared, or one of fewer is
+   * served); nothing while the followers are stopped.
+   */
+  private synchronized void followShards(int n) {
+    if (!started || pinned != 0 || threads.isEmpty()) {
+      return;
+    }
+    while (followers.size() < n) {
+      startFollowerLocked(followers.size());
+    }
+    while (followers.size() > n) {
+      int last = followers.size() - 1;
+      followers.remove(last).stop();
+      threads.remove(last).interrupt();
+      log.info("shard {} is no longer in the placement served: not followed any more", last);
     }
   }
 
@@ -164,6 +222,14 @@ public final class ServingReplica {
     if (starter != null) {
       starter.interrupt();
     }
+    if (placementWatch != null) {
+      try {
+        placementWatch.close();
+      } catch (Exception e) {
+        log.debug("closing the placement watch failed", e);
+      }
+      placementWatch = null;
+    }
     stopFollowersLocked();
   }
 
@@ -185,6 +251,14 @@ public final class ServingReplica {
     if (!follows) {
       throw new IllegalStateException(
           "this replica serves the model file " + origin + ", not a job's checkpoints");
+    }
+    if (model.placementEpoch() > 0) {
+      throw new IllegalStateException(
+          "job "
+              + origin
+              + " was scaled (placement epoch "
+              + model.placementEpoch()
+              + "): pinning a checkpoint of a scaled job is not supported yet");
     }
     Snapshot s = snapshots.checkpoint(id, model.shardCount());
     stopFollowersLocked();

@@ -19,6 +19,11 @@ import org.slf4j.LoggerFactory;
  * Across a takeover, a pserver restart or a cut-off it follows again, from where it was or from a
  * new copy; a record that does not follow on ends the stream and asks for a copy. What it holds
  * stays served meanwhile.
+ *
+ * <p>Across slot moves ({@link PlacementSwitch}): a record the primary applied under a newer
+ * committed placement than the one served ends the stream, and the follower waits until that
+ * placement is served (or takes a copy when its shard gained slots); a copy asked for a switch is
+ * staged, and the stream resumes after it once the switch is served.
  */
 public final class ShardFollower implements Runnable, FollowSource.Sink {
   private static final Logger log = LoggerFactory.getLogger(ShardFollower.class);
@@ -39,6 +44,7 @@ public final class ShardFollower implements Runnable, FollowSource.Sink {
   private final FollowSource source;
   private final Backoff backoff;
   private final LongSupplier clock;
+  private final PlacementSwitch placements;
   private volatile boolean running = true;
   private volatile boolean connected;
   private volatile String primary = "";
@@ -49,19 +55,35 @@ public final class ShardFollower implements Runnable, FollowSource.Sink {
   private long epoch;
   private boolean wantCopy = true;
   private ByteArrayOutputStream copy;
+  // the newest committed placement epoch known when the stream was asked for
+  private long askedAt;
+  // a record of this placement epoch, newer than the one served, ended the stream; 0: none
+  private long heldFor;
+  // the copy staged for a placement switch, or null
+  private ServedModel.Copy staged;
 
   public ShardFollower(
-      int index, ServedModel model, FollowSource source, Backoff backoff, LongSupplier clock) {
+      int index,
+      ServedModel model,
+      FollowSource source,
+      Backoff backoff,
+      LongSupplier clock,
+      PlacementSwitch placements) {
     this.index = index;
     this.model = model;
     this.source = source;
     this.backoff = backoff;
     this.clock = clock;
+    this.placements = placements;
   }
 
   @Override
   public void run() {
     while (running && !Thread.currentThread().isInterrupted()) {
+      if (placements.wants(index)) {
+        wantCopy = true;
+      }
+      askedAt = placements.known();
       ServedVersion.Position at = model.position(index);
       FollowRequest request =
           FollowRequest.newBuilder()
@@ -83,11 +105,39 @@ public final class ShardFollower implements Runnable, FollowSource.Sink {
         copy = null;
       }
       try {
-        backoff.pause();
+        if (heldFor > 0 || staged != null) {
+          awaitPlacement();
+        } else {
+          backoff.pause();
+        }
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
         return;
       }
+    }
+  }
+
+  /**
+   * Waits until the replica serves the placement a held record needs, or the switch this shard's
+   * staged copy is for; then resumes after the staged copy if it was installed.
+   */
+  private void awaitPlacement() throws InterruptedException {
+    long epochNeeded = heldFor;
+    while (running && !placements.settled(index, epochNeeded)) {
+      if (epochNeeded > 0) {
+        // a watch event may have been missed: the record proves the epoch was committed
+        placements.refresh();
+      }
+      placements.awaitSettled(index, epochNeeded, 1_000);
+    }
+    heldFor = 0;
+    ServedModel.Copy s = staged;
+    staged = null;
+    if (s != null) {
+      ServedVersion.Position p = model.position(index);
+      boolean installed = p.epoch() == s.feedEpoch() && p.sequence() == s.checkpoint().getStep();
+      wantCopy = !installed;
+      epoch = s.feedEpoch();
     }
   }
 
@@ -108,6 +158,11 @@ public final class ShardFollower implements Runnable, FollowSource.Sink {
     }
     if (m.hasRecord()) {
       FollowedRecord r = m.getRecord();
+      if (r.getPlacementEpoch() > model.placementEpoch()) {
+        // applied under a placement not served yet: it may touch slots that moved here
+        heldFor = r.getPlacementEpoch();
+        return false;
+      }
       if (!model.apply(index, m.getEpoch(), r.getSequence(), r.getRecord())) {
         log.info(
             "shard {}: record {} of epoch {} does not follow on what this replica holds: taking"
@@ -134,6 +189,26 @@ public final class ShardFollower implements Runnable, FollowSource.Sink {
     }
     try {
       ShardCheckpoint checkpoint = ShardCheckpoint.parseFrom(copy.toByteArray());
+      long cutAt = c.getPlacementEpoch();
+      if (cutAt > model.placementEpoch() || placements.wants(index)) {
+        ServedModel.Copy offered = new ServedModel.Copy(streamEpoch, checkpoint);
+        if (placements.stage(index, offered, cutAt, askedAt)) {
+          staged = offered;
+          log.info(
+              "shard {}: copy at sequence {} staged for placement epoch {}",
+              index,
+              checkpoint.getStep(),
+              cutAt);
+        } else {
+          wantCopy = true;
+        }
+        return false;
+      }
+      if (askedAt < model.placementEpoch()) {
+        // asked for before the placement served now was committed: it may lack moved rows
+        wantCopy = true;
+        return false;
+      }
       model.install(index, streamEpoch, checkpoint);
       copies.incrementAndGet();
       epoch = streamEpoch;

@@ -6,6 +6,7 @@ import dev.paramserver.proto.v1.TensorBlock;
 import dev.paramserver.pserver.shard.ParameterShard;
 import dev.paramserver.pserver.shard.ShardLookups;
 import dev.paramserver.tensor.ShardPlacement;
+import dev.paramserver.tensor.SlotMap;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.Map;
@@ -13,15 +14,18 @@ import java.util.TreeMap;
 
 /**
  * The model at one version, for the length of one read ({@link ServedModel#read}): sparse rows are
- * read from the shard that owns them under the routing rule (docs/reference/routing.md), dense
- * parameters are assembled from their blocks on every shard.
+ * read from the shard that owns them under the version's committed placement map, or the fixed
+ * routing rule for a job never scaled (docs/reference/routing.md); dense parameters are assembled
+ * from their blocks, each from the shard the map gives it.
  */
 public final class View {
   private final ServedVersion version;
+  private final SlotMap placement;
   private final ParameterShard[] shards;
 
-  View(ServedVersion version, ParameterShard[] shards) {
+  View(ServedVersion version, SlotMap placement, ParameterShard[] shards) {
     this.version = version;
+    this.placement = placement;
     this.shards = shards;
   }
 
@@ -54,7 +58,11 @@ public final class View {
    * {@code at}; false when the table holds no such row (the initial values were copied).
    */
   public boolean row(String table, long tableHash, long id, float[] out, int at) {
-    ParameterShard s = shards[ShardPlacement.ownerOfRow(tableHash, id, shards.length)];
+    int owner =
+        placement == null
+            ? ShardPlacement.ownerOfRow(tableHash, id, shards.length)
+            : placement.ownerOfRow(tableHash, id);
+    ParameterShard s = shards[owner];
     return ShardLookups.readRow(s, table, id, out, at);
   }
 
@@ -65,14 +73,24 @@ public final class View {
       n *= d;
     }
     float[] out = new float[Math.toIntExact(n)];
-    for (ParameterShard s : shards) {
-      for (TensorBlock b : s.pull(PullParametersRequest.getDefaultInstance()).getBlocksList()) {
-        if (b.getName().equals(spec.getName())) {
+    for (int i = 0; i < shards.length; i++) {
+      for (TensorBlock b :
+          shards[i].pull(PullParametersRequest.getDefaultInstance()).getBlocksList()) {
+        // a shard may still hold a block that moved away (a move is not on its stream)
+        if (b.getName().equals(spec.getName()) && ownsBlock(i, b)) {
           ByteBuffer bytes = b.getData().asReadOnlyByteBuffer().order(ByteOrder.LITTLE_ENDIAN);
           bytes.asFloatBuffer().get(out, Math.toIntExact(b.getOffset()), bytes.remaining() / 4);
         }
       }
     }
     return out;
+  }
+
+  private boolean ownsBlock(int index, TensorBlock b) {
+    if (placement == null) {
+      return true;
+    }
+    int owner = placement.ownerOfBlock(b.getName(), b.getBlock());
+    return owner < 0 || owner == index;
   }
 }

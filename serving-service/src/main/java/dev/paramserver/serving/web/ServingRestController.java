@@ -57,9 +57,10 @@ final class ServingRestController {
       @JsonProperty("min_version") MinVersion minVersion) {}
 
   /** A version as answered: its number, its replica and every shard's place. */
-  record Version(long number, String replica, List<ServedVersion.Position> shards) {
+  record Version(
+      long number, String replica, List<ServedVersion.Position> shards, long placementEpoch) {
     static Version of(ServedVersion v) {
-      return new Version(v.number(), v.replica(), v.shards());
+      return new Version(v.number(), v.replica(), v.shards(), v.placementEpoch());
     }
   }
 
