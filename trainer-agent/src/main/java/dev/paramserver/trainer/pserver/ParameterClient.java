@@ -107,12 +107,25 @@ public final class ParameterClient {
    */
   public StreamedPush startPush(
       Parameters grads, Parameters latest, Parameters into, boolean returnRows) {
+    return startPush(grads, null, latest, into, returnRows);
+  }
+
+  /**
+   * As {@link #startPush(Parameters, Parameters, Parameters, boolean)}, the sparse-row gradients
+   * taken from {@code rows} by table name (null: from {@code grads}' sparse tables).
+   */
+  public StreamedPush startPush(
+      Parameters grads,
+      Map<String, FlatRows> rows,
+      Parameters latest,
+      Parameters into,
+      boolean returnRows) {
     if (!streamsPushes()) {
       throw new IllegalStateException(
           "pushes are streamed in asynchronous mode only, not in " + planner.mode());
     }
     synchronized (pushLock) {
-      return streams.start(planner.pushes(grads, ++step, true, returnRows), latest, into);
+      return streams.start(planner.pushes(grads, rows, ++step, true, returnRows), latest, into);
     }
   }
 

@@ -46,7 +46,8 @@ final class GradientSender implements AutoCloseable {
   /**
    * A push (with its pull) in flight: streamed, or handed to the background thread ({@code
    * streamed} null); completes with {@code future}. Its buffers, the training thread's values when
-   * it left ({@code base}, dense only) and how many batches it carries.
+   * it left ({@code base}, dense only), its sparse rows with the row cache ({@code rows}, else
+   * null) and how many batches it carries.
    */
   private record Sent(
       Future<?> future,
@@ -55,6 +56,7 @@ final class GradientSender implements AutoCloseable {
       Parameters pulled,
       Parameters base,
       Parameters rowsBefore,
+      PushRows rows,
       int batches) {}
 
   private final ParameterClient client;
@@ -74,6 +76,9 @@ final class GradientSender implements AutoCloseable {
   // with the row cache: the rows of the gradients held as they were before their local steps (what
   // a pserver that lost its state under their push is re-initialised with)
   private Parameters heldRowsBefore;
+  // with the row cache: the sparse rows of the gradients held, in flat arrays
+  private PushRows heldRows;
+  private final Deque<PushRows> freeRows = new ArrayDeque<>();
   private final Deque<Sent> sent = new ArrayDeque<>();
   private final Deque<Parameters> freeGrads = new ArrayDeque<>();
   private final Deque<Parameters> freePulled = new ArrayDeque<>();
@@ -124,14 +129,12 @@ final class GradientSender implements AutoCloseable {
           "the row cache needs streamed pushes (asynchronous mode with pipelining)");
     }
     this.cache = cache;
-    if (cache != null) {
-      cache.unanswered(this::carries);
-    }
   }
 
   /**
    * Sends {@code grads} (with pipelining: applies it to the values and holds it while a push is in
-   * flight).
+   * flight). With the row cache, the sparse rows' gradients are those the cache accumulated ({@link
+   * RowCache#accumulate}), not {@code grads}' sparse tables.
    *
    * @return the gradient buffer to accumulate into next (cleared): {@code grads} itself, or with
    *     pipelining another buffer while {@code grads} is being sent
@@ -156,7 +159,15 @@ final class GradientSender implements AutoCloseable {
       if (heldRowsBefore == null) {
         heldRowsBefore = freeBefore.isEmpty() ? sparseOnly() : freeBefore.pop();
       }
-      cache.localStep(grads, heldRowsBefore, base);
+      cache.localStep(heldRowsBefore, base != null);
+      PushRows rows =
+          cache.takeAccumulated(freeRows.isEmpty() ? cache.newPushRows() : freeRows.pop());
+      if (heldCount == 0) {
+        heldRows = rows;
+      } else {
+        heldRows.merge(rows);
+        freeRows.push(rows);
+      }
     }
     Parameters next;
     if (heldCount == 0) {
@@ -188,21 +199,6 @@ final class GradientSender implements AutoCloseable {
       p.putSparse(t, new Parameters.SparseTable(values.sparse(t).width()));
     }
     return p;
-  }
-
-  /**
-   * Whether the gradients held or a push not yet taken in carry row {@code id} of {@code table}.
-   */
-  private boolean carries(String table, long id) {
-    if (heldCount > 0 && held.sparse(table).rowOrNull(id) != null) {
-      return true;
-    }
-    for (Sent x : sent) {
-      if (x.grads().sparse(table).rowOrNull(id) != null) {
-        return true;
-      }
-    }
-    return false;
   }
 
   /** Batches held or in flight, not yet acknowledged. */
@@ -277,15 +273,18 @@ final class GradientSender implements AutoCloseable {
     heldCount = 0;
     Parameters base = rowsCopied != null ? rowsCopied : freeBase();
     Gradients.copyDense(values, base);
-    if (cache != null && rowsCopied == null) {
-      cache.copyRows(out, base);
+    PushRows rows = heldRows;
+    heldRows = null;
+    if (rows != null && rowsCopied == null) {
+      rows.copyBase();
     }
     Parameters rowsBefore = heldRowsBefore;
     Parameters latest = latestForPush(rowsBefore);
     heldRowsBefore = null;
     Parameters pulled = freePulled.isEmpty() ? Parameters.zerosLike(model) : freePulled.pop();
     if (streamed) {
-      StreamedPush push = client.startPush(out, latest, pulled, cache != null);
+      StreamedPush push =
+          client.startPush(out, rows == null ? null : rows.flat(), latest, pulled, cache != null);
       sent.addLast(
           new Sent(
               client.streams().acknowledgement(push),
@@ -294,6 +293,7 @@ final class GradientSender implements AutoCloseable {
               pulled,
               base,
               rowsBefore,
+              rows,
               batches));
       return;
     }
@@ -305,6 +305,7 @@ final class GradientSender implements AutoCloseable {
             pulled,
             base,
             rowsBefore,
+            null,
             batches));
   }
 
@@ -348,8 +349,11 @@ final class GradientSender implements AutoCloseable {
         stop.await(s.future(), "waiting for a push");
       }
       Gradients.rebaseDense(values, s.pulled(), s.base());
-      if (cache != null) {
-        cache.rebase(s.streamed().rows(), s.base());
+      if (s.rows() != null) {
+        cache.rebase(s.streamed().rows(), s.rows());
+        // answered: no unanswered push carries its rows any more
+        s.rows().release();
+        freeRows.push(s.rows());
       }
       freeBases.push(s.base());
       if (s.rowsBefore() != null) {
