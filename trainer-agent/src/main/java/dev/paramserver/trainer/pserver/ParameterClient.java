@@ -24,6 +24,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
+import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -107,17 +108,18 @@ public final class ParameterClient {
    */
   public StreamedPush startPush(
       Parameters grads, Parameters latest, Parameters into, boolean returnRows) {
-    return startPush(grads, null, latest, into, returnRows);
+    return startPush(grads, null, () -> latest, into, returnRows);
   }
 
   /**
    * As {@link #startPush(Parameters, Parameters, Parameters, boolean)}, the sparse-row gradients
-   * taken from {@code rows} by table name (null: from {@code grads}' sparse tables).
+   * taken from {@code rows} by table name (null: from {@code grads}' sparse tables), and the values
+   * to re-initialise a pserver with built only if one needs them.
    */
   public StreamedPush startPush(
       Parameters grads,
       Map<String, FlatRows> rows,
-      Parameters latest,
+      Supplier<Parameters> latest,
       Parameters into,
       boolean returnRows) {
     if (!streamsPushes()) {

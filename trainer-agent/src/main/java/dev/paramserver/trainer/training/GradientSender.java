@@ -55,7 +55,6 @@ final class GradientSender implements AutoCloseable {
       Parameters grads,
       Parameters pulled,
       Parameters base,
-      Parameters rowsBefore,
       PushRows rows,
       int batches) {}
 
@@ -73,9 +72,6 @@ final class GradientSender implements AutoCloseable {
   // Gradients summed while a push is in flight, heldCount batches of them (pipelining only).
   private Parameters held;
   private int heldCount;
-  // with the row cache: the rows of the gradients held as they were before their local steps (what
-  // a pserver that lost its state under their push is re-initialised with)
-  private Parameters heldRowsBefore;
   // with the row cache: the sparse rows of the gradients held, in flat arrays
   private PushRows heldRows;
   private final Deque<PushRows> freeRows = new ArrayDeque<>();
@@ -83,8 +79,6 @@ final class GradientSender implements AutoCloseable {
   private final Deque<Parameters> freeGrads = new ArrayDeque<>();
   private final Deque<Parameters> freePulled = new ArrayDeque<>();
   private final Deque<Parameters> freeBases = new ArrayDeque<>();
-  // emptied row copies for heldRowsBefore, kept with their tables' capacity
-  private final Deque<Parameters> freeBefore = new ArrayDeque<>();
   // The values pulled by the last push taken in: kept out of freePulled while a push started after
   // it may re-initialise a pserver from them. At first a copy of values.
   private Parameters lastTaken;
@@ -156,10 +150,7 @@ final class GradientSender implements AutoCloseable {
     // copied in the local step's pass
     Parameters base = heldCount == 0 && sent.isEmpty() ? freeBase() : null;
     if (cache != null) {
-      if (heldRowsBefore == null) {
-        heldRowsBefore = freeBefore.isEmpty() ? sparseOnly() : freeBefore.pop();
-      }
-      cache.localStep(heldRowsBefore, base != null);
+      cache.localStep(base != null);
       PushRows rows =
           cache.takeAccumulated(freeRows.isEmpty() ? cache.newPushRows() : freeRows.pop());
       if (heldCount == 0) {
@@ -190,15 +181,6 @@ final class GradientSender implements AutoCloseable {
       }
     }
     return next;
-  }
-
-  /** Empty sparse tables shaped like the model's (no dense parameters). */
-  private Parameters sparseOnly() {
-    Parameters p = new Parameters();
-    for (String t : values.sparseNames()) {
-      p.putSparse(t, new Parameters.SparseTable(values.sparse(t).width()));
-    }
-    return p;
   }
 
   /** Batches held or in flight, not yet acknowledged. */
@@ -278,23 +260,16 @@ final class GradientSender implements AutoCloseable {
     if (rows != null && rowsCopied == null) {
       rows.copyBase();
     }
-    Parameters rowsBefore = heldRowsBefore;
-    Parameters latest = latestForPush(rowsBefore);
-    heldRowsBefore = null;
+    Parameters latest = latestForPush(rows == null);
     Parameters pulled = freePulled.isEmpty() ? Parameters.zerosLike(model) : freePulled.pop();
     if (streamed) {
       StreamedPush push =
-          client.startPush(out, rows == null ? null : rows.flat(), latest, pulled, cache != null);
+          rows == null
+              ? client.startPush(out, null, () -> latest, pulled, false)
+              : client.startPush(
+                  out, rows.flat(), () -> rows.putBefore(latest), pulled, cache != null);
       sent.addLast(
-          new Sent(
-              client.streams().acknowledgement(push),
-              push,
-              out,
-              pulled,
-              base,
-              rowsBefore,
-              rows,
-              batches));
+          new Sent(client.streams().acknowledgement(push), push, out, pulled, base, rows, batches));
       return;
     }
     sent.addLast(
@@ -304,7 +279,6 @@ final class GradientSender implements AutoCloseable {
             out,
             pulled,
             base,
-            rowsBefore,
             null,
             batches));
   }
@@ -318,18 +292,20 @@ final class GradientSender implements AutoCloseable {
    * own blocks only), and written by nobody until this push was taken in: {@link #takeAnswered}
    * frees a pulled buffer only once the next push was taken. Sparse: the tables of the batch just
    * trained, which the training thread replaces for the next batch and never changes again (see
-   * {@code TaskTrainer}); with the row cache, copies of the push's rows as they were before its
-   * local steps ({@code rowsBefore}): the pservers' values and the earlier pushes' steps.
+   * {@code TaskTrainer}); with the row cache ({@code withSparse} false), added only if a pserver
+   * needs them, from the push's copies of its rows as they were before their local steps ({@link
+   * PushRows#putBefore}): the pservers' values and the earlier pushes' steps.
    */
-  private Parameters latestForPush(Parameters rowsBefore) {
+  private Parameters latestForPush(boolean withSparse) {
     Parameters dense = sent.isEmpty() ? lastTaken : sent.peekLast().pulled();
     Parameters latest = new Parameters();
     for (String name : dense.denseNames()) {
       latest.putDense(name, dense.dense(name));
     }
-    Parameters rows = cache != null ? rowsBefore : values;
-    for (String t : values.sparseNames()) {
-      latest.putSparse(t, rows.sparse(t));
+    if (withSparse) {
+      for (String t : values.sparseNames()) {
+        latest.putSparse(t, values.sparse(t));
+      }
     }
     return latest;
   }
@@ -356,11 +332,6 @@ final class GradientSender implements AutoCloseable {
         freeRows.push(s.rows());
       }
       freeBases.push(s.base());
-      if (s.rowsBefore() != null) {
-        // the push was answered: no pserver is re-initialised from its rows any more
-        s.rowsBefore().clear();
-        freeBefore.push(s.rowsBefore());
-      }
       s.grads().clear();
       freeGrads.push(s.grads());
       // the push after s may still re-initialise from the buffer s pulled: free the one before

@@ -1,6 +1,7 @@
 package dev.paramserver.trainer.training;
 
 import dev.paramserver.models.BatchRows;
+import dev.paramserver.models.Parameters;
 import dev.paramserver.trainer.pserver.FlatRows;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
@@ -10,9 +11,11 @@ import java.util.Map;
 /**
  * The sparse rows of one push, or of the batches summed for it, in flat arrays by push-local index
  * (every cached table has a row for every id): the ids, and per table the row cache's row arrays,
- * their slots in the cache's {@link RowMeta}, the summed gradients and the rows' values when the
- * push left ({@link #copyBase}, what {@link RowCache#rebase} subtracts). The push is encoded from
- * these arrays and its answers are taken in through them: no lookup by id unless pushes are summed.
+ * their slots in the cache's {@link RowMeta}, the summed gradients, the rows' values before their
+ * first local step ({@link #putBefore}: what a pserver that lost its state is re-initialised with)
+ * and when the push left ({@link #copyBase}, what {@link RowCache#rebase} subtracts). The push is
+ * encoded from these arrays and its answers are taken in through them: no lookup by id unless
+ * pushes are summed.
  *
  * <p>Each row it holds counts once in its {@link RowMeta#carried} count (added here, given back by
  * {@link #release} or, summed into another push that holds it already, by {@link #merge}), so the
@@ -27,6 +30,7 @@ final class PushRows {
   private final int[][] slots;
   private final float[][] grads;
   private final float[][] base;
+  private final float[][] before;
   private final long[] layouts;
   private long[] ids = new long[0];
   private int count;
@@ -45,6 +49,7 @@ final class PushRows {
     this.slots = new int[n][0];
     this.grads = new float[n][0];
     this.base = new float[n][0];
+    this.before = new float[n][0];
     this.layouts = new long[n];
   }
 
@@ -73,6 +78,29 @@ final class PushRows {
   /** Table {@code t}'s rows when the push left, row {@code k} at {@code k * width}. */
   float[] base(int t) {
     return base[t];
+  }
+
+  /** Table {@code t}'s rows before their first local step, row {@code k} at {@code k * width}. */
+  float[] before(int t) {
+    return before[t];
+  }
+
+  /**
+   * Puts into {@code into} a sparse table per table of the rows before their first local step
+   * (those that had a value), for a pserver re-initialised from this push; returns {@code into}.
+   */
+  Parameters putBefore(Parameters into) {
+    for (int t = 0; t < widths.length; t++) {
+      int w = widths[t];
+      Parameters.SparseTable table = new Parameters.SparseTable(w);
+      for (int k = 0; k < count; k++) {
+        if (refs[t][k] != null) {
+          table.put(ids[k], Arrays.copyOfRange(before[t], k * w, (k + 1) * w));
+        }
+      }
+      into.putSparse(names.get(t), table);
+    }
+    return into;
   }
 
   /** Empties it, keeping its arrays. Its rows' counts must have been given back. */
@@ -117,6 +145,8 @@ final class PushRows {
           refs[t][j] = other.refs[t][k];
           slots[t][j] = other.slots[t][k];
           System.arraycopy(other.grads[t], k * widths[t], grads[t], j * widths[t], widths[t]);
+          // a row new to this push: its value before the other's local step is its first
+          System.arraycopy(other.before[t], k * widths[t], before[t], j * widths[t], widths[t]);
         }
       } else {
         for (int t = 0; t < widths.length; t++) {
@@ -241,6 +271,7 @@ final class PushRows {
         slots[t] = Arrays.copyOf(slots[t], n);
         grads[t] = Arrays.copyOf(grads[t], n * widths[t]);
         base[t] = Arrays.copyOf(base[t], n * widths[t]);
+        before[t] = Arrays.copyOf(before[t], n * widths[t]);
       }
     }
     int j = count++;

@@ -297,19 +297,17 @@ final class RowCache {
   /**
    * Applies one optimizer step of the gradients accumulated to their cached rows (the step the
    * pservers apply; for optimizers with state, on a local copy of it fed by this trainer's batches
-   * only). First copies each row that {@code before} lacks into it as it was before this step; with
-   * {@code copyBase}, copies each row after the step into the rows' base (what {@link
+   * only). First copies each row as it was before this step into the rows' {@link PushRows#before};
+   * with {@code copyBase}, copies each row after the step into the rows' base (what {@link
    * PushRows#copyBase} does, for a push that leaves at once with this gradient alone).
-   *
-   * @param before sparse tables of the model's names to copy rows into, or null
    */
-  void localStep(Parameters before, boolean copyBase) {
+  void localStep(boolean copyBase) {
     PushRows acc = accumulated;
     float[][] none = new float[0][];
     for (Table t : tables.values()) {
       t.steps++;
-      Parameters.SparseTable to = before == null ? null : before.sparse(t.name);
       float[] g = acc.grads(t.index);
+      float[] before = acc.before(t.index);
       float[] base = acc.base(t.index);
       int w = t.width;
       for (int k = 0; k < acc.count(); k++) {
@@ -317,9 +315,7 @@ final class RowCache {
         if (row == null) {
           continue; // no value: the push's answer gives it one
         }
-        if (to != null) {
-          to.putCopyIfAbsent(acc.id(k), row);
-        }
+        System.arraycopy(row, 0, before, k * w, w);
         System.arraycopy(g, k * w, t.scratch, 0, w);
         float[][] state = none;
         if (t.slots.length > 0) {

@@ -57,21 +57,15 @@ class RowCacheTest {
    * Resolves batch {@code ids}, gives row {@code k} the gradient {@code grads[k]} (others zero),
    * accumulates it and takes the local step; returns the push's rows.
    */
-  private static PushRows step(RowCache c, long[] ids, Parameters before, float[]... grads) {
+  private static PushRows step(RowCache c, long[] ids, float[]... grads) {
     BatchRows r = c.newBatchRows();
     c.resolve(ids, r);
     for (int k = 0; k < grads.length; k++) {
       System.arraycopy(grads[k], 0, r.table(0).grads(), k * WIDTH, WIDTH);
     }
     c.accumulate(r);
-    c.localStep(before, true);
+    c.localStep(true);
     return c.takeAccumulated(c.newPushRows());
-  }
-
-  private static Parameters sparseOnly() {
-    Parameters p = new Parameters();
-    p.putSparse("emb", new Parameters.SparseTable(WIDTH));
-    return p;
   }
 
   @Test
@@ -100,14 +94,14 @@ class RowCacheTest {
     c.begin(1);
     c.wanted(new long[] {5}, 1, false);
     c.takePulled(List.of(rows("emb", new long[] {5}, 10, 10)), 1, 1);
-    PushRows push1 = step(c, new long[] {5}, null, new float[] {2, 2});
+    PushRows push1 = step(c, new long[] {5}, new float[] {2, 2});
     // SGD lr 0.5: 10 - 0.5 * 2; the push's base is the row after its step
     assertThat(row(c, 5)).containsExactly(9f, 9f);
     assertThat(push1.base(0)).startsWith(9f, 9f);
     // batch 2 steps the row again before push 1 is answered
     c.begin(2);
     c.wanted(new long[] {5}, 2, false);
-    PushRows push2 = step(c, new long[] {5}, null, new float[] {4, 4});
+    PushRows push2 = step(c, new long[] {5}, new float[] {4, 4});
     assertThat(row(c, 5)).containsExactly(7f, 7f);
     // the pservers applied push 1 and another trainer's update: 10 - 1 - 3 = 6
     c.rebase(List.of(rows("emb", new long[] {5}, 6, 6)), push1);
@@ -123,7 +117,7 @@ class RowCacheTest {
     c.begin(1);
     c.wanted(new long[] {5}, 1, false);
     c.takePulled(List.of(rows("emb", new long[] {5}, 10, 10)), 1, 1);
-    PushRows push = step(c, new long[] {5}, null, new float[] {0, 0});
+    PushRows push = step(c, new long[] {5}, new float[] {0, 0});
     c.begin(2);
     c.takePulled(List.of(rows("emb", new long[] {5}, 99, 99)), 2, 2);
     assertThat(row(c, 5)).containsExactly(10f, 10f);
@@ -142,7 +136,7 @@ class RowCacheTest {
       c.wanted(new long[] {b}, b, false);
       c.takePulled(List.of(rows("emb", new long[] {b}, b, b)), b, b);
     }
-    PushRows carried = step(c, new long[] {1}, null, new float[] {0, 0});
+    PushRows carried = step(c, new long[] {1}, new float[] {0, 0});
     c.wanted(new long[] {2}, 13, true);
     c.evictIfFull(12);
     assertThat(c.bytes()).isLessThanOrEqualTo(9 * rowBytes);
@@ -185,16 +179,15 @@ class RowCacheTest {
     c.begin(1);
     c.wanted(new long[] {5, 6}, 1, false);
     c.takePulled(List.of(rows("emb", new long[] {5, 6}, 10, 10, 20, 20)), 1, 1);
-    Parameters before = sparseOnly();
-    PushRows held = step(c, new long[] {5}, before, new float[] {2, 2});
-    assertThat(before.sparse("emb").rowOrNull(5)).containsExactly(10f, 10f);
+    PushRows held = step(c, new long[] {5}, new float[] {2, 2});
     // a second gradient held with the first: row 5 keeps its first copy, row 6 gets one
-    PushRows next = step(c, new long[] {6, 5}, before, new float[] {4, 4}, new float[] {2, 2});
-    assertThat(before.sparse("emb").rowOrNull(5)).containsExactly(10f, 10f);
-    assertThat(before.sparse("emb").rowOrNull(6)).containsExactly(20f, 20f);
+    PushRows next = step(c, new long[] {6, 5}, new float[] {4, 4}, new float[] {2, 2});
     assertThat(row(c, 5)).containsExactly(8f, 8f);
     assertThat(row(c, 6)).containsExactly(18f, 18f);
     held.merge(next);
+    Parameters before = held.putBefore(new Parameters());
+    assertThat(before.sparse("emb").rowOrNull(5)).containsExactly(10f, 10f);
+    assertThat(before.sparse("emb").rowOrNull(6)).containsExactly(20f, 20f);
     assertThat(next.isEmpty()).isTrue();
     assertThat(held.count()).isEqualTo(2);
     assertThat(held.flat().get("emb").ids()).startsWith(5, 6);
