@@ -37,6 +37,25 @@ public interface Model {
   StepResult trainStep(Parameters params, Batch batch, Parameters grads);
 
   /**
+   * As {@link #trainStep(Parameters, Batch, Parameters)}, with the batch's sparse rows resolved
+   * once: the model reads them from {@code rows} by batch-local index and adds their gradients into
+   * {@code rows}' flat accumulators, leaving {@code grads}' sparse tables alone. A model without
+   * sparse tables trains as the other form does.
+   *
+   * @throws UnsupportedOperationException for a model with sparse tables that does not read them
+   *     this way
+   */
+  default StepResult trainStep(Parameters params, Batch batch, BatchRows rows, Parameters grads) {
+    for (ParameterDef d : parameters()) {
+      if (d.sparse()) {
+        throw new UnsupportedOperationException(
+            "model '" + type() + "' does not read its sparse rows by batch-local index");
+      }
+    }
+    return trainStep(params, batch, grads);
+  }
+
+  /**
    * Class probabilities for each example, row-major {@code batch.size() x classes()}.
    *
    * @param params current parameter values (sparse rows the batch touches must be present or they

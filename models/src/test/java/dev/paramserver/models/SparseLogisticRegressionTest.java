@@ -108,4 +108,71 @@ class SparseLogisticRegressionTest {
     assertThat(g.sparse(SparseLogisticRegression.WIDE).sortedIds()).isEqualTo(ids);
     assertThat(g.sparse(SparseLogisticRegression.EMB).sortedIds()).isEqualTo(ids);
   }
+
+  @Test
+  void trainStepByBatchIndex_givesTheTableFormsLossAndGradients_bitForBit() {
+    SparseLogisticRegression m = new SparseLogisticRegression(3, 4);
+    Batch b = batch(17, 3, 5);
+    Parameters p = randomParams(m, b, 6);
+    p.sparse(SparseLogisticRegression.EMB).remove(b.sparseIds()[0]); // unknown rows read as zeros
+    Parameters tableGrads = Parameters.zerosLike(m);
+    Model.StepResult byTable = m.trainStep(p, b, tableGrads);
+
+    // resolve: distinct ids in order of first occurrence, each occurrence's index
+    long[] ids = b.sparseIds();
+    long[] distinct = new long[ids.length];
+    int[] local = new int[ids.length];
+    int count = 0;
+    for (int k = 0; k < ids.length; k++) {
+      int at = 0;
+      while (at < count && distinct[at] != ids[k]) {
+        at++;
+      }
+      if (at == count) {
+        distinct[count++] = ids[k];
+      }
+      local[k] = at;
+    }
+    BatchRows rows =
+        new BatchRows(
+            List.of(SparseLogisticRegression.WIDE, SparseLogisticRegression.EMB), new int[] {1, 4});
+    rows.reset(distinct, count, local);
+    for (int t = 0; t < rows.tables(); t++) {
+      for (int k = 0; k < count; k++) {
+        rows.table(t).values()[k] = p.sparse(rows.table(t).name()).rowOrNull(distinct[k]);
+      }
+    }
+    Parameters flatGrads = Parameters.zerosLike(m);
+    Model.StepResult byIndex = m.trainStep(p, b, rows, flatGrads);
+
+    assertThat(byIndex).isEqualTo(byTable);
+    for (String name : tableGrads.denseNames()) {
+      assertThat(flatGrads.dense(name)).isEqualTo(tableGrads.dense(name));
+    }
+    assertThat(flatGrads.sparse(SparseLogisticRegression.WIDE).isEmpty()).isTrue();
+    for (int t = 0; t < rows.tables(); t++) {
+      BatchRows.Table table = rows.table(t);
+      for (int k = 0; k < count; k++) {
+        float[] want = tableGrads.sparse(table.name()).rowOrNull(distinct[k]);
+        float[] got =
+            java.util.Arrays.copyOfRange(table.grads(), k * table.width(), (k + 1) * table.width());
+        assertThat(got).isEqualTo(want);
+      }
+    }
+  }
+
+  @Test
+  void trainStepByBatchIndex_onAModelWithoutSparseTables_trainsAsTheTableForm() {
+    Model softmax = ModelFactory.create(ModelSpec.softmax(3, 2));
+    Batch b = batch(8, 3, 7);
+    Parameters p = Initializers.initial(softmax, 8);
+    Parameters byTable = Parameters.zerosLike(softmax);
+    Parameters byIndex = Parameters.zerosLike(softmax);
+    BatchRows none = new BatchRows(List.of(), new int[0]);
+
+    assertThat(softmax.trainStep(p, b, none, byIndex)).isEqualTo(softmax.trainStep(p, b, byTable));
+    for (String name : byTable.denseNames()) {
+      assertThat(byIndex.dense(name)).isEqualTo(byTable.dense(name));
+    }
+  }
 }

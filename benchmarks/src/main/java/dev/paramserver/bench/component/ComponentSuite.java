@@ -73,6 +73,11 @@ public final class ComponentSuite {
         "trainer training thread",
         "trainer_off_cpu_share",
         "share of wall time off CPU (blocked or waiting for a core)");
+    t.row(
+        table,
+        "trainer training thread",
+        "trainer_alloc_bytes_per_batch",
+        "B allocated per batch (training thread)");
     t.row(table, "one JVM's whole step", "single_us_per_batch", "CPU us per batch");
     report.ratio(
         "pserver_push_row_ns_vs_kernel",

@@ -68,7 +68,8 @@ import org.springframework.core.env.StandardEnvironment;
  * direct executor; the pserver's calls run on a thread of their own, so the training thread's CPU
  * time is the trainer's alone. Against it, one JVM's whole step ({@link SingleJvmTrainer#step}) on
  * the same batches. A pass of each, unmeasured, first; then the two interleaved over rounds. Prints
- * one {@code name.round=value} line per figure of each round.
+ * one {@code name.round=value} line per figure of each round (the training thread's CPU and bytes
+ * allocated per batch, its share of wall time off CPU, the single JVM's CPU per batch).
  *
  * <p>Benchmark code only. Arguments: {@code rounds records}.
  */
@@ -83,6 +84,7 @@ public final class TrainerThreadBench {
     int rounds = Integer.parseInt(args[0]);
     int records = Integer.parseInt(args[1]);
     ThreadMXBean threads = ManagementFactory.getThreadMXBean();
+    com.sun.management.ThreadMXBean allocs = (com.sun.management.ThreadMXBean) threads;
     ModelSpec spec = new ModelSpec("sparse-lr", 0, 2, List.of(), Mlp.Activation.RELU, 8);
     List<Example> examples = new CtrData(10_000_000L).examples(records, 1);
     List<List<Example>> tasks = new ArrayList<>();
@@ -99,14 +101,17 @@ public final class TrainerThreadBench {
         int batches = single.pass(tasks, epoch);
         double singleUs = (threads.getCurrentThreadCpuTime() - t0) / 1e3 / batches;
         long w0 = System.nanoTime();
+        long a0 = allocs.getCurrentThreadAllocatedBytes();
         t0 = threads.getCurrentThreadCpuTime();
         batches = h.pass(tasks, epoch);
         long cpu = threads.getCurrentThreadCpuTime() - t0;
+        long allocated = allocs.getCurrentThreadAllocatedBytes() - a0;
         long wall = System.nanoTime() - w0;
         if (round >= 0) {
           print("single_us_per_batch", round, singleUs);
           print("trainer_us_per_batch", round, cpu / 1e3 / batches);
           print("trainer_off_cpu_share", round, 1 - (double) cpu / wall);
+          print("trainer_alloc_bytes_per_batch", round, (double) allocated / batches);
         }
       }
     }

@@ -24,6 +24,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
+import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -107,12 +108,26 @@ public final class ParameterClient {
    */
   public StreamedPush startPush(
       Parameters grads, Parameters latest, Parameters into, boolean returnRows) {
+    return startPush(grads, null, () -> latest, into, returnRows);
+  }
+
+  /**
+   * As {@link #startPush(Parameters, Parameters, Parameters, boolean)}, the sparse-row gradients
+   * taken from {@code rows} by table name (null: from {@code grads}' sparse tables), and the values
+   * to re-initialise a pserver with built only if one needs them.
+   */
+  public StreamedPush startPush(
+      Parameters grads,
+      Map<String, FlatRows> rows,
+      Supplier<Parameters> latest,
+      Parameters into,
+      boolean returnRows) {
     if (!streamsPushes()) {
       throw new IllegalStateException(
           "pushes are streamed in asynchronous mode only, not in " + planner.mode());
     }
     synchronized (pushLock) {
-      return streams.start(planner.pushes(grads, ++step, true, returnRows), latest, into);
+      return streams.start(planner.pushes(grads, rows, ++step, true, returnRows), latest, into);
     }
   }
 

@@ -19,6 +19,7 @@ import java.nio.ByteOrder;
 import java.nio.FloatBuffer;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
@@ -140,9 +141,22 @@ public final class RequestPlanner {
    */
   public List<Planned<PushGradientsRequest>> pushes(
       Parameters grads, long step, boolean returnValues, boolean returnRows) {
+    return pushes(grads, null, step, returnValues, returnRows);
+  }
+
+  /**
+   * As {@link #pushes(Parameters, long, boolean, boolean)}, the sparse-row gradients taken from
+   * {@code sparseRows} by table name (null: from {@code grads}' sparse tables) instead.
+   */
+  public List<Planned<PushGradientsRequest>> pushes(
+      Parameters grads,
+      Map<String, FlatRows> sparseRows,
+      long step,
+      boolean returnValues,
+      boolean returnRows) {
     Routing routing = layout.routing();
     Map<Integer, PushGradientsRequest.Builder> sparse =
-        sparsePushes(routing, grads, step, returnRows);
+        sparsePushes(routing, sparseRows != null ? sparseRows : flat(grads), step, returnRows);
     List<Planned<PushGradientsRequest>> out = new ArrayList<>();
     for (int ps = 0; ps < routing.pservers(); ps++) {
       if (sync && !routing.ownsAnything(ps)) {
@@ -212,59 +226,65 @@ public final class RequestPlanner {
         .build();
   }
 
-  /**
-   * The sparse-row gradients of {@code grads}, one request per owning pserver; with {@code
-   * returnRows} each asks for its rows' values after the push in its answer.
-   */
-  private Map<Integer, PushGradientsRequest.Builder> sparsePushes(
-      Routing routing, Parameters grads, long step, boolean returnRows) {
-    Map<Integer, PushGradientsRequest.Builder> reqs = new TreeMap<>();
+  /** The rows of {@code grads}' sparse tables in flat arrays, in slot order (no lookup by id). */
+  private Map<String, FlatRows> flat(Parameters grads) {
+    Map<String, FlatRows> out = new HashMap<>();
     for (ParameterDef def : layout.sparseTables()) {
       Parameters.SparseTable table = grads.sparse(def.name());
-      if (table.isEmpty()) {
-        continue;
-      }
-      // one pass over the table's slots: its ids and rows in slot order, no lookup by id
       int size = table.size();
+      int width = table.width();
       long[] ids = new long[size];
-      float[][] rows = new float[size][];
+      float[] values = new float[size * width];
       int[] at = {0};
       table.forEach(
           (id, row) -> {
             ids[at[0]] = id;
-            rows[at[0]++] = row;
+            System.arraycopy(row, 0, values, at[0]++ * width, width);
           });
+      out.put(def.name(), new FlatRows(ids, size, values));
+    }
+    return out;
+  }
+
+  /**
+   * The sparse-row gradients of {@code rows}, one request per owning pserver; with {@code
+   * returnRows} each asks for its rows' values after the push in its answer.
+   */
+  private Map<Integer, PushGradientsRequest.Builder> sparsePushes(
+      Routing routing, Map<String, FlatRows> rows, long step, boolean returnRows) {
+    Map<Integer, PushGradientsRequest.Builder> reqs = new TreeMap<>();
+    for (ParameterDef def : layout.sparseTables()) {
+      FlatRows table = rows.get(def.name());
+      if (table == null || table.count() == 0) {
+        continue;
+      }
+      int size = table.count();
       int[] owners = new int[size];
-      int[] per = routing.owners(def.name(), ids, size, owners);
+      int[] per = routing.owners(def.name(), table.ids(), size, owners);
       for (int ps = 0; ps < per.length; ps++) {
         if (per[ps] > 0) {
           reqs.computeIfAbsent(ps, k -> newPush(step).setReturnRows(returnRows))
               .addSparseGradients(
-                  rows(def.name(), table.width(), ids, rows, owners, ps, per[ps], gradientType));
+                  rows(def.name(), def.width(), table, owners, ps, per[ps], gradientType));
         }
       }
     }
     return reqs;
   }
 
-  /** The rows among {@code ids}/{@code rows} that pserver {@code ps} owns, as one message. */
+  /** The rows of {@code table} that pserver {@code ps} owns, as one message. */
   private static SparseRows rows(
-      String name,
-      int width,
-      long[] ids,
-      float[][] rows,
-      int[] owners,
-      int ps,
-      int count,
-      DataType type) {
+      String name, int width, FlatRows table, int[] owners, int ps, int count, DataType type) {
     SparseRows.Builder out = SparseRows.newBuilder().setName(name).setDtype(type);
+    long[] ids = table.ids();
+    float[] values = table.values();
     if (type == DataType.FLOAT32) {
       // straight into the little-endian bytes the request carries: no float array between
       byte[] bytes = new byte[count * width * 4];
       FloatBuffer data = ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN).asFloatBuffer();
-      for (int i = 0; i < ids.length; i++) {
+      for (int i = 0; i < table.count(); i++) {
         if (owners[i] == ps) {
-          data.put(rows[i], 0, width);
+          data.put(values, i * width, width);
           out.addRowIds(ids[i]);
         }
       }
@@ -272,9 +292,9 @@ public final class RequestPlanner {
     }
     float[] data = new float[count * width];
     int k = 0;
-    for (int i = 0; i < ids.length; i++) {
+    for (int i = 0; i < table.count(); i++) {
       if (owners[i] == ps) {
-        System.arraycopy(rows[i], 0, data, k * width, width);
+        System.arraycopy(values, i * width, data, k * width, width);
         out.addRowIds(ids[i]);
         k++;
       }

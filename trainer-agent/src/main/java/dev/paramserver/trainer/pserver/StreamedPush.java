@@ -9,6 +9,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Supplier;
 
 /**
  * One asynchronous push written onto the pservers' push streams ({@link StreamedPushes}): its
@@ -17,7 +18,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  * {@link #into()} (on the training thread, as {@link StreamedPushes#poll} takes the answers in).
  */
 public final class StreamedPush {
-  private final Parameters latest;
+  private final Supplier<Parameters> latest;
+  private Parameters latestBuilt;
   private final Parameters into;
   private final List<Planned<PullParametersRequest>> missing = new ArrayList<>();
   private final List<SparseRows> rows = new ArrayList<>();
@@ -29,7 +31,8 @@ public final class StreamedPush {
   /**
    * @param before completes once the push before this one was acknowledged (or failed)
    */
-  StreamedPush(int requests, Parameters latest, Parameters into, CompletableFuture<Void> before) {
+  StreamedPush(
+      int requests, Supplier<Parameters> latest, Parameters into, CompletableFuture<Void> before) {
     this.unanswered = requests;
     this.unacknowledged = new AtomicInteger(requests);
     this.latest = latest;
@@ -75,9 +78,15 @@ public final class StreamedPush {
     return unanswered == 0 && missing.isEmpty();
   }
 
-  /** The values to re-initialise a pserver that lost its state with (read only). */
+  /**
+   * The values to re-initialise a pserver that lost its state with (read only), built when first
+   * asked for (a push whose pservers keep their state never builds them).
+   */
   Parameters latest() {
-    return latest;
+    if (latestBuilt == null) {
+      latestBuilt = latest.get();
+    }
+    return latestBuilt;
   }
 
   /** Where the values the answers return go. */

@@ -27,6 +27,7 @@ import java.util.concurrent.Future;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -107,7 +108,7 @@ public final class StreamedPushes {
    * ready.
    */
   synchronized StreamedPush start(
-      List<Planned<PushGradientsRequest>> planned, Parameters latest, Parameters into) {
+      List<Planned<PushGradientsRequest>> planned, Supplier<Parameters> latest, Parameters into) {
     owner = Thread.currentThread();
     StreamedPush push = new StreamedPush(planned.size(), latest, into, last);
     last = push.acknowledged();

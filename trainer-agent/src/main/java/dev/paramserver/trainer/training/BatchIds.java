@@ -13,17 +13,22 @@ import java.util.Deque;
  * only.
  */
 final class BatchIds {
-  /** The ids of one batch: distinct, in the order of their first occurrence. */
+  /**
+   * The ids of one batch: distinct, in the order of their first occurrence (a distinct id's
+   * position is its batch-local index), and the local index of each occurrence.
+   */
   static final class Entry {
     final long[] ids;
     final long[] distinct;
+    final int[] local;
     // per table: the slot of each distinct id, valid while that table's layout is layouts[t]
     final int[][] slots;
     final long[] layouts;
 
-    Entry(long[] ids, long[] distinct, int tables) {
+    Entry(long[] ids, long[] distinct, int[] local, int tables) {
       this.ids = ids;
       this.distinct = distinct;
+      this.local = local;
       this.slots = new int[tables][distinct.length];
       this.layouts = new long[tables];
       Arrays.fill(layouts, -1);
@@ -35,6 +40,7 @@ final class BatchIds {
   private final Deque<Entry> recent = new ArrayDeque<>();
   // a scratch set: a key is present when its stamp is the current one (no clearing per batch)
   private long[] keys = new long[1024];
+  private int[] index = new int[1024];
   private int[] stamps = new int[1024];
   private int stamp;
 
@@ -54,7 +60,8 @@ final class BatchIds {
         return e;
       }
     }
-    Entry e = new Entry(ids, distinct(ids), tables);
+    int[] local = new int[ids.length];
+    Entry e = new Entry(ids, distinct(ids, local), local, tables);
     recent.addLast(e);
     while (recent.size() > keep) {
       recent.pollFirst();
@@ -64,9 +71,18 @@ final class BatchIds {
 
   /** The distinct values of {@code ids}, in the order of their first occurrence. */
   long[] distinct(long[] ids) {
+    return distinct(ids, new int[ids.length]);
+  }
+
+  /**
+   * The distinct values of {@code ids}, in the order of their first occurrence; {@code local[k]}
+   * becomes the position of {@code ids[k]} among them.
+   */
+  long[] distinct(long[] ids, int[] local) {
     if (keys.length < 2 * ids.length) {
       int n = Integer.highestOneBit(Math.max(1, 2 * ids.length - 1)) << 1;
       keys = new long[n];
+      index = new int[n];
       stamps = new int[n];
       stamp = 0;
     }
@@ -77,7 +93,8 @@ final class BatchIds {
     int mask = keys.length - 1;
     long[] out = new long[ids.length];
     int n = 0;
-    for (long id : ids) {
+    for (int k = 0; k < ids.length; k++) {
+      long id = ids[k];
       long h = id * 0x9E3779B97F4A7C15L;
       int i = (int) (h ^ (h >>> 32)) & mask;
       while (stamps[i] == stamp && keys[i] != id) {
@@ -86,8 +103,10 @@ final class BatchIds {
       if (stamps[i] != stamp) {
         stamps[i] = stamp;
         keys[i] = id;
+        index[i] = n;
         out[n++] = id;
       }
+      local[k] = index[i];
     }
     return n == out.length ? out : Arrays.copyOf(out, n);
   }

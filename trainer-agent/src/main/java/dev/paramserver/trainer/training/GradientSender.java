@@ -46,7 +46,8 @@ final class GradientSender implements AutoCloseable {
   /**
    * A push (with its pull) in flight: streamed, or handed to the background thread ({@code
    * streamed} null); completes with {@code future}. Its buffers, the training thread's values when
-   * it left ({@code base}, dense only) and how many batches it carries.
+   * it left ({@code base}, dense only), its sparse rows with the row cache ({@code rows}, else
+   * null) and how many batches it carries.
    */
   private record Sent(
       Future<?> future,
@@ -54,7 +55,7 @@ final class GradientSender implements AutoCloseable {
       Parameters grads,
       Parameters pulled,
       Parameters base,
-      Parameters rowsBefore,
+      PushRows rows,
       int batches) {}
 
   private final ParameterClient client;
@@ -71,15 +72,13 @@ final class GradientSender implements AutoCloseable {
   // Gradients summed while a push is in flight, heldCount batches of them (pipelining only).
   private Parameters held;
   private int heldCount;
-  // with the row cache: the rows of the gradients held as they were before their local steps (what
-  // a pserver that lost its state under their push is re-initialised with)
-  private Parameters heldRowsBefore;
+  // with the row cache: the sparse rows of the gradients held, in flat arrays
+  private PushRows heldRows;
+  private final Deque<PushRows> freeRows = new ArrayDeque<>();
   private final Deque<Sent> sent = new ArrayDeque<>();
   private final Deque<Parameters> freeGrads = new ArrayDeque<>();
   private final Deque<Parameters> freePulled = new ArrayDeque<>();
   private final Deque<Parameters> freeBases = new ArrayDeque<>();
-  // emptied row copies for heldRowsBefore, kept with their tables' capacity
-  private final Deque<Parameters> freeBefore = new ArrayDeque<>();
   // The values pulled by the last push taken in: kept out of freePulled while a push started after
   // it may re-initialise a pserver from them. At first a copy of values.
   private Parameters lastTaken;
@@ -124,14 +123,12 @@ final class GradientSender implements AutoCloseable {
           "the row cache needs streamed pushes (asynchronous mode with pipelining)");
     }
     this.cache = cache;
-    if (cache != null) {
-      cache.unanswered(this::carries);
-    }
   }
 
   /**
    * Sends {@code grads} (with pipelining: applies it to the values and holds it while a push is in
-   * flight).
+   * flight). With the row cache, the sparse rows' gradients are those the cache accumulated ({@link
+   * RowCache#accumulate}), not {@code grads}' sparse tables.
    *
    * @return the gradient buffer to accumulate into next (cleared): {@code grads} itself, or with
    *     pipelining another buffer while {@code grads} is being sent
@@ -153,10 +150,15 @@ final class GradientSender implements AutoCloseable {
     // copied in the local step's pass
     Parameters base = heldCount == 0 && sent.isEmpty() ? freeBase() : null;
     if (cache != null) {
-      if (heldRowsBefore == null) {
-        heldRowsBefore = freeBefore.isEmpty() ? sparseOnly() : freeBefore.pop();
+      cache.localStep(base != null);
+      PushRows rows =
+          cache.takeAccumulated(freeRows.isEmpty() ? cache.newPushRows() : freeRows.pop());
+      if (heldCount == 0) {
+        heldRows = rows;
+      } else {
+        heldRows.merge(rows);
+        freeRows.push(rows);
       }
-      cache.localStep(grads, heldRowsBefore, base);
     }
     Parameters next;
     if (heldCount == 0) {
@@ -179,30 +181,6 @@ final class GradientSender implements AutoCloseable {
       }
     }
     return next;
-  }
-
-  /** Empty sparse tables shaped like the model's (no dense parameters). */
-  private Parameters sparseOnly() {
-    Parameters p = new Parameters();
-    for (String t : values.sparseNames()) {
-      p.putSparse(t, new Parameters.SparseTable(values.sparse(t).width()));
-    }
-    return p;
-  }
-
-  /**
-   * Whether the gradients held or a push not yet taken in carry row {@code id} of {@code table}.
-   */
-  private boolean carries(String table, long id) {
-    if (heldCount > 0 && held.sparse(table).rowOrNull(id) != null) {
-      return true;
-    }
-    for (Sent x : sent) {
-      if (x.grads().sparse(table).rowOrNull(id) != null) {
-        return true;
-      }
-    }
-    return false;
   }
 
   /** Batches held or in flight, not yet acknowledged. */
@@ -277,24 +255,21 @@ final class GradientSender implements AutoCloseable {
     heldCount = 0;
     Parameters base = rowsCopied != null ? rowsCopied : freeBase();
     Gradients.copyDense(values, base);
-    if (cache != null && rowsCopied == null) {
-      cache.copyRows(out, base);
+    PushRows rows = heldRows;
+    heldRows = null;
+    if (rows != null && rowsCopied == null) {
+      rows.copyBase();
     }
-    Parameters rowsBefore = heldRowsBefore;
-    Parameters latest = latestForPush(rowsBefore);
-    heldRowsBefore = null;
+    Parameters latest = latestForPush(rows == null);
     Parameters pulled = freePulled.isEmpty() ? Parameters.zerosLike(model) : freePulled.pop();
     if (streamed) {
-      StreamedPush push = client.startPush(out, latest, pulled, cache != null);
+      StreamedPush push =
+          rows == null
+              ? client.startPush(out, null, () -> latest, pulled, false)
+              : client.startPush(
+                  out, rows.flat(), () -> rows.putBefore(latest), pulled, cache != null);
       sent.addLast(
-          new Sent(
-              client.streams().acknowledgement(push),
-              push,
-              out,
-              pulled,
-              base,
-              rowsBefore,
-              batches));
+          new Sent(client.streams().acknowledgement(push), push, out, pulled, base, rows, batches));
       return;
     }
     sent.addLast(
@@ -304,7 +279,7 @@ final class GradientSender implements AutoCloseable {
             out,
             pulled,
             base,
-            rowsBefore,
+            null,
             batches));
   }
 
@@ -317,18 +292,20 @@ final class GradientSender implements AutoCloseable {
    * own blocks only), and written by nobody until this push was taken in: {@link #takeAnswered}
    * frees a pulled buffer only once the next push was taken. Sparse: the tables of the batch just
    * trained, which the training thread replaces for the next batch and never changes again (see
-   * {@code TaskTrainer}); with the row cache, copies of the push's rows as they were before its
-   * local steps ({@code rowsBefore}): the pservers' values and the earlier pushes' steps.
+   * {@code TaskTrainer}); with the row cache ({@code withSparse} false), added only if a pserver
+   * needs them, from the push's copies of its rows as they were before their local steps ({@link
+   * PushRows#putBefore}): the pservers' values and the earlier pushes' steps.
    */
-  private Parameters latestForPush(Parameters rowsBefore) {
+  private Parameters latestForPush(boolean withSparse) {
     Parameters dense = sent.isEmpty() ? lastTaken : sent.peekLast().pulled();
     Parameters latest = new Parameters();
     for (String name : dense.denseNames()) {
       latest.putDense(name, dense.dense(name));
     }
-    Parameters rows = cache != null ? rowsBefore : values;
-    for (String t : values.sparseNames()) {
-      latest.putSparse(t, rows.sparse(t));
+    if (withSparse) {
+      for (String t : values.sparseNames()) {
+        latest.putSparse(t, values.sparse(t));
+      }
     }
     return latest;
   }
@@ -348,15 +325,13 @@ final class GradientSender implements AutoCloseable {
         stop.await(s.future(), "waiting for a push");
       }
       Gradients.rebaseDense(values, s.pulled(), s.base());
-      if (cache != null) {
-        cache.rebase(s.streamed().rows(), s.base());
+      if (s.rows() != null) {
+        cache.rebase(s.streamed().rows(), s.rows());
+        // answered: no unanswered push carries its rows any more
+        s.rows().release();
+        freeRows.push(s.rows());
       }
       freeBases.push(s.base());
-      if (s.rowsBefore() != null) {
-        // the push was answered: no pserver is re-initialised from its rows any more
-        s.rowsBefore().clear();
-        freeBefore.push(s.rowsBefore());
-      }
       s.grads().clear();
       freeGrads.push(s.grads());
       // the push after s may still re-initialise from the buffer s pulled: free the one before

@@ -1,5 +1,6 @@
 package dev.paramserver.trainer.training;
 
+import dev.paramserver.models.BatchRows;
 import dev.paramserver.models.Parameters;
 import dev.paramserver.optimizers.ParameterOptimizer;
 import dev.paramserver.proto.v1.DataType;
@@ -7,6 +8,7 @@ import dev.paramserver.proto.v1.ParameterSpec;
 import dev.paramserver.proto.v1.SparseRows;
 import dev.paramserver.tensor.TensorCodec;
 import java.nio.FloatBuffer;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -17,16 +19,19 @@ import java.util.Map;
  * batch pulls only the rows it lacks. Training thread only.
  *
  * <ul>
- *   <li><b>The batch's view.</b> The model reads small tables holding exactly the rows of the batch
- *       under way (the cached arrays themselves, not copies), filled as the batch is readied: a
- *       lookup there stays in the processor's cache, where one in the whole cache would not.
+ *   <li><b>One lookup per row and batch.</b> Once a batch is readied, {@link #resolve} gives each
+ *       of its distinct ids a batch-local index (the slots found when it was planned: no second
+ *       probe) and fills a {@link BatchRows} with the cached arrays themselves by that index; the
+ *       model reads them and sums their gradients there, the local step, the push ({@link
+ *       PushRows}) and its answer go through the same flat arrays.
  *   <li><b>Read-my-writes.</b> Each batch's gradient is applied at once to its rows by the
  *       trainer's own optimizer step ({@link #localStep}), as {@link LocalSteps} does for dense
  *       values; each push's answer carries its rows after the push, and {@link #rebase} replaces
  *       them with the pservers' values plus the local steps taken since the push left.
  *   <li><b>Staleness bound.</b> A row may be used in batch {@code b} only if it was read from its
  *       pserver during batch {@code b - staleness} or later; an older one is pulled again before
- *       use ({@link #wanted}), unless a push carrying it is unanswered (its answer refreshes it).
+ *       use ({@link #wanted}), unless a push carrying it is unanswered (its answer refreshes it;
+ *       each row counts the unanswered pushes carrying it, {@link RowMeta#carried}).
  *   <li><b>Bounded in bytes.</b> Past {@code maxBytes} the rows least recently used are evicted,
  *       never one that a batch under way or planned uses, nor one an unanswered push carries.
  * </ul>
@@ -35,11 +40,6 @@ final class RowCache {
   /** Estimated bytes a cached row costs besides its values: array header, table slots. */
   static final int ROW_OVERHEAD_BYTES = 64;
 
-  /** Which rows unanswered pushes carry (held, or in flight): see {@link GradientSender}. */
-  interface Unanswered {
-    boolean carries(String table, long id);
-  }
-
   // RowMeta.READ of a row without a value whose pull was started
   private static final int PULLING = Integer.MIN_VALUE + 1;
 
@@ -47,27 +47,32 @@ final class RowCache {
   private final int staleness;
   private final long maxBytes;
   private final BatchIds batchIds;
-  private Unanswered unanswered = (t, id) -> false;
+  private final List<String> names = new ArrayList<>();
+  private final int[] widths;
+  private final RowMeta[] metas;
+  // the batch resolved last, and the gradients of the batches since the last local step
+  private BatchIds.Entry current;
+  private PushRows accumulated;
   private int now;
   private long bytes;
   private long evictions;
 
-  /** One cached table: its rows and what is known of them, the batch's view, optimizer state. */
+  /** One cached table: its rows and what is known of them, its optimizer and that one's state. */
   private static final class Table {
     final String name;
+    final int index;
     final int width;
     final RowMeta rows = new RowMeta();
-    final Parameters.SparseTable view;
     final ParameterOptimizer optimizer;
     final Parameters.SparseTable[] slots;
     final float[] scratch;
     final int rowBytes;
     long steps;
 
-    Table(String name, int width, ParameterOptimizer optimizer) {
+    Table(String name, int index, int width, ParameterOptimizer optimizer) {
       this.name = name;
+      this.index = index;
       this.width = width;
-      this.view = new Parameters.SparseTable(width);
       this.optimizer = optimizer;
       this.slots = new Parameters.SparseTable[optimizer.slots()];
       for (int i = 0; i < slots.length; i++) {
@@ -93,31 +98,47 @@ final class RowCache {
         tables.put(
             spec.getName(),
             new Table(
-                spec.getName(), width, ParameterOptimizer.of(spec.getName(), spec.getOptimizer())));
+                spec.getName(),
+                tables.size(),
+                width,
+                ParameterOptimizer.of(spec.getName(), spec.getOptimizer())));
+        names.add(spec.getName());
       }
     }
+    this.widths = new int[tables.size()];
+    this.metas = new RowMeta[tables.size()];
+    for (Table t : tables.values()) {
+      widths[t.index] = t.width;
+      metas[t.index] = t.rows;
+    }
+    this.accumulated = newPushRows();
     // the batches planned ahead (at most staleness) and the one under way
     this.batchIds = new BatchIds(tables.size(), staleness + 2);
   }
 
-  /** Who knows which rows unanswered pushes carry (the gradient sender). */
-  void unanswered(Unanswered u) {
-    this.unanswered = u;
-  }
-
-  /** Makes the batch's views the sparse tables of {@code values} (what the model reads). */
+  /**
+   * Empties the sparse tables of {@code values}: the model reads each batch's rows from {@link
+   * #resolve}'s {@link BatchRows}, not from them.
+   */
   void install(Parameters values) {
     for (Table t : tables.values()) {
-      values.putSparse(t.name, t.view);
+      values.putSparse(t.name, new Parameters.SparseTable(t.width));
     }
   }
 
-  /** Batch {@code batch} (numbered from 1 by the caller) starts: its view is emptied. */
+  /** Batch {@code batch} (numbered from 1 by the caller) starts. */
   void begin(int batch) {
     now = batch;
-    for (Table t : tables.values()) {
-      t.view.clear();
-    }
+  }
+
+  /** An empty {@link PushRows} of the cached tables. */
+  PushRows newPushRows() {
+    return new PushRows(names, widths, metas);
+  }
+
+  /** A {@link BatchRows} of the cached tables. */
+  BatchRows newBatchRows() {
+    return new BatchRows(names, widths);
   }
 
   /** The batch under way. */
@@ -146,8 +167,7 @@ final class RowCache {
   /**
    * The rows of {@code ids} that batch {@code batch} needs pulled, by table (distinct ids), and
    * marks every row of {@code ids} used by that batch: those without a row, and those read before
-   * {@code batch - staleness} that no unanswered push carries. For the batch under way ({@code
-   * ahead} false) the rows it has go into its view; those pulled go there as they are taken in.
+   * {@code batch - staleness} that no unanswered push carries.
    *
    * @param ahead planning a batch after the one under way: a row without a value whose pull was
    *     started already (for an earlier batch) is not pulled again
@@ -180,10 +200,7 @@ final class RowCache {
             t.rows.set(s, RowMeta.READ, PULLING);
           }
         } else {
-          if (!ahead) {
-            t.view.put(id, row);
-          }
-          pull = read < oldest && !unanswered.carries(t.name, id);
+          pull = read < oldest && t.rows.carried(s) == 0;
         }
         if (pull) {
           if (want == null) {
@@ -204,11 +221,10 @@ final class RowCache {
 
   /**
    * Takes pulled rows in, read during batch {@code readAt}, for a pull planned during batch {@code
-   * plannedAt}; with {@code view}, puts them into the view of the batch under way. A row that an
-   * unanswered push carries, or that an answer refreshed since the pull was planned, keeps its
-   * value: the pull may have been read before that push was applied.
+   * plannedAt}. A row that an unanswered push carries, or that an answer refreshed since the pull
+   * was planned, keeps its value: the pull may have been read before that push was applied.
    */
-  void takePulled(List<SparseRows> pulled, int readAt, int plannedAt, boolean view) {
+  void takePulled(List<SparseRows> pulled, int readAt, int plannedAt) {
     for (SparseRows r : pulled) {
       Table t = tables.get(r.getName());
       if (t == null) {
@@ -223,146 +239,149 @@ final class RowCache {
           row = new float[t.width];
           t.rows.setRow(s, row);
           bytes += t.rowBytes;
-        } else if (t.rows.get(s, RowMeta.READ) >= plannedAt || unanswered.carries(t.name, id)) {
-          if (view) {
-            t.view.put(id, row);
-          }
+        } else if (t.rows.get(s, RowMeta.READ) >= plannedAt || t.rows.carried(s) > 0) {
           continue;
         }
         all.get(i * t.width, row, 0, t.width);
         t.rows.set(s, RowMeta.READ, readAt);
-        if (view) {
-          t.view.put(id, row);
+      }
+    }
+  }
+
+  /**
+   * The batch whose ids are {@code ids} (readied: {@link #wanted} saw it for the batch under way)
+   * into {@code rows}: its distinct ids by batch-local index, and per table the cached rows by that
+   * index (null: no value), with the slots {@link #wanted} found (found again only if a slot moved
+   * since). Gradients zeroed.
+   */
+  void resolve(long[] ids, BatchRows rows) {
+    BatchIds.Entry e = batchIds.of(ids);
+    long[] distinct = e.distinct;
+    rows.reset(distinct, distinct.length, e.local);
+    for (Table t : tables.values()) {
+      int[] slots = e.slots[t.index];
+      long layout = t.rows.layout();
+      if (e.layouts[t.index] != layout) {
+        for (int k = 0; k < distinct.length; k++) {
+          slots[k] = t.rows.add(distinct[k]);
+        }
+        layout = t.rows.layout();
+        e.layouts[t.index] = layout;
+      }
+      float[][] values = rows.table(t.index).values();
+      for (int k = 0; k < distinct.length; k++) {
+        values[k] = t.rows.row(slots[k]);
+      }
+    }
+    current = e;
+  }
+
+  /**
+   * Adds the gradients the model summed in {@code rows} (the batch {@link #resolve} gave last) to
+   * those of the batches since the last {@link #localStep}; from here until their push is answered,
+   * unanswered pushes count as carrying their rows.
+   */
+  void accumulate(BatchRows rows) {
+    BatchIds.Entry e = current;
+    if (e == null || e.distinct != rows.ids()) {
+      throw new IllegalStateException("the batch's rows were not resolved last");
+    }
+    accumulated.add(rows, e.slots);
+  }
+
+  /** Multiplies the gradients accumulated by {@code f} (the mean of several batches). */
+  void scaleAccumulated(float f) {
+    accumulated.scale(f);
+  }
+
+  /**
+   * Applies one optimizer step of the gradients accumulated to their cached rows (the step the
+   * pservers apply; for optimizers with state, on a local copy of it fed by this trainer's batches
+   * only). First copies each row as it was before this step into the rows' {@link PushRows#before};
+   * with {@code copyBase}, copies each row after the step into the rows' base (what {@link
+   * PushRows#copyBase} does, for a push that leaves at once with this gradient alone).
+   */
+  void localStep(boolean copyBase) {
+    PushRows acc = accumulated;
+    float[][] none = new float[0][];
+    for (Table t : tables.values()) {
+      t.steps++;
+      float[] g = acc.grads(t.index);
+      float[] before = acc.before(t.index);
+      float[] base = acc.base(t.index);
+      int w = t.width;
+      for (int k = 0; k < acc.count(); k++) {
+        float[] row = acc.row(t.index, k);
+        if (row == null) {
+          continue; // no value: the push's answer gives it one
+        }
+        System.arraycopy(row, 0, before, k * w, w);
+        System.arraycopy(g, k * w, t.scratch, 0, w);
+        float[][] state = none;
+        if (t.slots.length > 0) {
+          state = new float[t.slots.length][];
+          for (int j = 0; j < state.length; j++) {
+            state[j] = t.slots[j].rowOrNull(acc.id(k));
+            if (state[j] == null) {
+              state[j] = t.optimizer.newSlots(w)[j];
+              t.slots[j].put(acc.id(k), state[j]);
+            }
+          }
+        }
+        t.optimizer.update(row, t.scratch, 0, state, t.steps - 1);
+        if (copyBase) {
+          System.arraycopy(row, 0, base, k * w, w);
         }
       }
     }
   }
 
   /**
-   * Applies one optimizer step of {@code grads}' rows to the rows of the batch under way (the step
-   * the pservers apply; for optimizers with state, on a local copy of it fed by this trainer's
-   * batches only). {@code grads} is not changed.
+   * The gradients accumulated, stepped locally, for a push ({@link PushRows#merge} them into one
+   * held); {@code empty} takes their place.
    */
-  void localStep(Parameters grads) {
-    localStep(grads, null, null);
-  }
-
-  /**
-   * As {@link #localStep(Parameters)}, in one pass over the gradient's rows with one lookup in the
-   * view each: first copies each row that {@code before} lacks into it as it was before this step;
-   * after the step, copies each row into {@code after} (as {@link #copyRows} does, for a push that
-   * leaves at once with this gradient alone).
-   *
-   * @param before sparse tables of the model's names to copy rows into, or null
-   * @param after sparse tables of the model's names, emptied here, or null
-   */
-  void localStep(Parameters grads, Parameters before, Parameters after) {
-    float[][] none = new float[0][];
-    for (Table t : tables.values()) {
-      t.steps++;
-      Parameters.SparseTable to = before == null ? null : before.sparse(t.name);
-      Parameters.SparseTable base = after == null ? null : after.sparse(t.name);
-      if (base != null) {
-        base.clear();
-      }
-      grads
-          .sparse(t.name)
-          .forEach(
-              (id, g) -> {
-                float[] w = t.view.rowOrNull(id);
-                if (w == null) {
-                  if (base != null) {
-                    copyCached(t, id, base);
-                  }
-                  return;
-                }
-                if (to != null) {
-                  to.putCopyIfAbsent(id, w);
-                }
-                System.arraycopy(g, 0, t.scratch, 0, t.width);
-                float[][] state = none;
-                if (t.slots.length > 0) {
-                  state = new float[t.slots.length][];
-                  for (int k = 0; k < state.length; k++) {
-                    state[k] = t.slots[k].rowOrNull(id);
-                    if (state[k] == null) {
-                      state[k] = t.optimizer.newSlots(t.width)[k];
-                      t.slots[k].put(id, state[k]);
-                    }
-                  }
-                }
-                t.optimizer.update(w, t.scratch, 0, state, t.steps - 1);
-                if (base != null) {
-                  base.put(id, w.clone());
-                }
-              });
-    }
-  }
-
-  /** Copies the cached row {@code id} of {@code t}, if it has a value, into {@code into}. */
-  private static void copyCached(Table t, long id, Parameters.SparseTable into) {
-    int s = t.rows.slot(id);
-    float[] w = s < 0 ? null : t.rows.row(s);
-    if (w != null) {
-      into.put(id, w.clone());
-    }
-  }
-
-  /**
-   * Copies the cached rows of {@code grads}' ids into {@code base}'s sparse tables (emptied first):
-   * what {@link #rebase} subtracts.
-   */
-  void copyRows(Parameters grads, Parameters base) {
-    for (Table t : tables.values()) {
-      Parameters.SparseTable into = base.sparse(t.name);
-      into.clear();
-      grads
-          .sparse(t.name)
-          .forEach(
-              (id, g) -> {
-                // most pushes carry one batch: its rows are in the view
-                float[] w = t.view.rowOrNull(id);
-                if (w != null) {
-                  into.put(id, w.clone());
-                } else {
-                  copyCached(t, id, into);
-                }
-              });
-    }
+  PushRows takeAccumulated(PushRows empty) {
+    PushRows out = accumulated;
+    accumulated = empty;
+    return out;
   }
 
   /**
    * A push was answered with its rows after it was applied ({@code answered}): each cached row
    * becomes the pservers' value plus the local steps taken since the push left ({@code value -
-   * base}), read during the batch under way.
+   * base}), read during the batch under way. Found through the push's own arrays.
    */
-  void rebase(List<SparseRows> answered, Parameters base) {
+  void rebase(List<SparseRows> answered, PushRows push) {
     for (SparseRows r : answered) {
       Table t = tables.get(r.getName());
       if (t == null) {
         continue;
       }
-      Parameters.SparseTable b = base.sparse(t.name);
       FloatBuffer all = values(r);
       int w = t.width;
+      float[] base = push.base(t.index);
       float[] answer = t.scratch;
-      for (int k = 0; k < r.getRowIdsCount(); k++) {
-        long id = r.getRowIds(k);
-        int s = t.rows.slot(id);
+      int hint = 0;
+      for (int j = 0; j < r.getRowIdsCount(); j++) {
+        int k = push.find(r.getRowIds(j), hint);
+        int s = k < 0 ? -1 : push.slot(t.index, k);
         if (s < 0) {
-          continue; // evicted: a later use pulls it
+          continue; // not this push's, or evicted: a later use pulls it
         }
+        hint = k + 1;
+        float[] pushed = push.row(t.index, k);
         float[] v = t.rows.row(s);
         if (v == null) {
           v = new float[w];
-          all.get(k * w, v, 0, w);
+          all.get(j * w, v, 0, w);
           t.rows.setRow(s, v);
           bytes += t.rowBytes;
+        } else if (pushed == null) {
+          all.get(j * w, v, 0, w); // it had no value when the push left
         } else {
-          all.get(k * w, answer, 0, w);
-          float[] from = b.rowOrNull(id);
+          all.get(j * w, answer, 0, w);
           for (int i = 0; i < w; i++) {
-            v[i] = answer[i] + (from == null ? 0f : v[i] - from[i]);
+            v[i] = answer[i] + (v[i] - base[k * w + i]);
           }
         }
         t.rows.set(s, RowMeta.READ, now);
@@ -394,10 +413,10 @@ final class RowCache {
         if (bytes <= target) {
           return;
         }
-        if (unanswered.carries(t.name, id)) {
+        int s = t.rows.slot(id);
+        if (t.rows.carried(s) > 0) {
           continue;
         }
-        int s = t.rows.slot(id);
         if (t.rows.row(s) != null) {
           bytes -= t.rowBytes;
           evictions++;

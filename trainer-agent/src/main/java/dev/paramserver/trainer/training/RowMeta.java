@@ -26,6 +26,8 @@ final class RowMeta {
   private int cap = 64;
   private long[] slots = newSlots(64);
   private float[][] rows = new float[64 + 1][];
+  // per slot: how many unanswered pushes (held, in flight, or being accumulated) carry the row
+  private int[] carried = new int[64 + 1];
   private boolean hasMin;
   private int size;
   // counts the changes that move slots (growing, removing): a slot found under one layout is
@@ -95,6 +97,7 @@ final class RowMeta {
     }
     slots[2 * s + 1] = UNSET;
     rows[s] = null;
+    carried[s] = 0;
     size++;
     return s;
   }
@@ -103,10 +106,12 @@ final class RowMeta {
     layout++;
     long[] old = slots;
     float[][] r = rows;
+    int[] c = carried;
     int oldCap = cap;
     cap = oldCap * 2;
     slots = newSlots(cap);
     rows = new float[cap + 1][];
+    carried = new int[cap + 1];
     for (int i = 0; i < oldCap; i++) {
       long id = old[2 * i];
       if (id != EMPTY) {
@@ -114,10 +119,12 @@ final class RowMeta {
         slots[2 * j] = id;
         slots[2 * j + 1] = old[2 * i + 1];
         rows[j] = r[i];
+        carried[j] = c[i];
       }
     }
     slots[2 * cap + 1] = old[2 * oldCap + 1];
     rows[cap] = r[oldCap];
+    carried[cap] = c[oldCap];
   }
 
   /** Forgets {@code id} and its row; true if it was there. */
@@ -128,6 +135,7 @@ final class RowMeta {
       if (had) {
         hasMin = false;
         rows[cap] = null;
+        carried[cap] = 0;
         size--;
       }
       return had;
@@ -145,11 +153,13 @@ final class RowMeta {
         slots[2 * hole] = slots[2 * j];
         slots[2 * hole + 1] = slots[2 * j + 1];
         rows[hole] = rows[j];
+        carried[hole] = carried[j];
         hole = j;
       }
     }
     slots[2 * hole] = EMPTY;
     rows[hole] = null;
+    carried[hole] = 0;
     size--;
     return true;
   }
@@ -161,6 +171,16 @@ final class RowMeta {
 
   void setRow(int slot, float[] row) {
     rows[slot] = row;
+  }
+
+  /** How many unanswered pushes carry the row of {@code slot}. */
+  int carried(int slot) {
+    return carried[slot];
+  }
+
+  /** One more ({@code +1}) or one fewer ({@code -1}) unanswered push carries the row. */
+  void carry(int slot, int delta) {
+    carried[slot] += delta;
   }
 
   int get(int slot, int field) {

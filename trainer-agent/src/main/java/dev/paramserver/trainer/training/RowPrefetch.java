@@ -64,12 +64,12 @@ final class RowPrefetch {
     while (!pending.isEmpty()
         && (pending.peekFirst().batches() != batches || pending.peekFirst().forIndex() <= i)) {
       Ahead a = pending.pollFirst();
-      cache.takePulled(a.pull().await(latest), a.at(), a.at(), false);
+      cache.takePulled(a.pull().await(latest), a.at(), a.at());
     }
     Map<String, long[]> now = cache.wanted(batches.get(i).sparseIds(), batch, false);
     if (!now.isEmpty()) {
       rowsWaited += count(now);
-      cache.takePulled(client.startRowPull(now).await(latest), batch, batch, true);
+      cache.takePulled(client.startRowPull(now).await(latest), batch, batch);
     }
     plannedUpTo = Math.max(plannedUpTo, i);
     long budget = budgetBytes;

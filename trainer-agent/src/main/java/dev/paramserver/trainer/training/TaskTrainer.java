@@ -1,6 +1,7 @@
 package dev.paramserver.trainer.training;
 
 import dev.paramserver.models.Batch;
+import dev.paramserver.models.BatchRows;
 import dev.paramserver.models.Dataset;
 import dev.paramserver.models.Model;
 import dev.paramserver.models.Parameters;
@@ -41,6 +42,8 @@ public final class TaskTrainer implements AutoCloseable {
   // the sparse rows kept between batches and pulled ahead, or null (rows pulled per batch)
   private final RowCache cache;
   private final RowPrefetch prefetch;
+  // with the cache: the batch's rows by batch-local index, as the model reads them
+  private final BatchRows batchRows;
   private Parameters grads;
   private long windowStart = System.nanoTime();
   private long windowSamples;
@@ -77,9 +80,11 @@ public final class TaskTrainer implements AutoCloseable {
       this.prefetch =
           new RowPrefetch(
               cache, ctx.client(), rows.staleness(), rows.prefetchSize().toBytes(), rowBytes);
+      this.batchRows = cache.newBatchRows();
     } else {
       this.cache = null;
       this.prefetch = null;
+      this.batchRows = null;
     }
     this.sender =
         new GradientSender(
@@ -122,6 +127,7 @@ public final class TaskTrainer implements AutoCloseable {
       ctx.prepare(batch);
       if (prefetch != null) {
         prefetch.ready(batches, i, values);
+        cache.resolve(batch.sparseIds(), batchRows);
       } else if (!sparseTables.isEmpty()) {
         // each batch's rows go into tables of its own: a push in flight may re-initialise a
         // pserver from the previous batch's (see GradientSender), so those are never cleared
@@ -133,10 +139,13 @@ public final class TaskTrainer implements AutoCloseable {
       Model.StepResult r;
       if (batchGrads != null) {
         batchGrads.clear();
-        r = ctx.model().trainStep(values, batch, batchGrads);
+        r = step(values, batch, batchGrads);
         Gradients.add(grads, batchGrads);
       } else {
-        r = ctx.model().trainStep(values, batch, grads);
+        r = step(values, batch, grads);
+      }
+      if (batchRows != null) {
+        cache.accumulate(batchRows);
       }
       pending++;
       if (pending == accumulate) {
@@ -167,9 +176,19 @@ public final class TaskTrainer implements AutoCloseable {
     sender.awaitInFlight();
   }
 
+  /** The model's step; with the cache, on the batch's rows by batch-local index. */
+  private Model.StepResult step(Parameters values, Batch batch, Parameters into) {
+    return batchRows != null
+        ? ctx.model().trainStep(values, batch, batchRows, into)
+        : ctx.model().trainStep(values, batch, into);
+  }
+
   private void send(int batches) {
     if (batches > 1) {
       Gradients.scale(grads, 1f / batches);
+      if (cache != null) {
+        cache.scaleAccumulated(1f / batches);
+      }
     }
     grads = sender.send(grads);
   }

@@ -27,6 +27,7 @@ class BatchIdsTest {
     long[] first = {1, 2, 1};
     BatchIds.Entry e = b.of(first);
     assertThat(e.distinct).containsExactly(1, 2);
+    assertThat(e.local).as("each occurrence's batch-local index").containsExactly(0, 1, 0);
     assertThat(e.slots).hasDimensions(2, 2);
     assertThat(e.layouts).containsExactly(-1, -1);
     assertThat(b.of(first)).isSameAs(e);

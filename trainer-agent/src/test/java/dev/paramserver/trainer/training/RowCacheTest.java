@@ -2,6 +2,7 @@ package dev.paramserver.trainer.training;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.paramserver.models.BatchRows;
 import dev.paramserver.models.Parameters;
 import dev.paramserver.proto.v1.DataType;
 import dev.paramserver.proto.v1.OptimizerConfig;
@@ -39,17 +40,32 @@ class RowCacheTest {
     return b.setData(TensorCodec.encode(data)).build();
   }
 
-  private static Parameters grads(long id, float... g) {
-    Parameters p = new Parameters();
-    p.putSparse("emb", new Parameters.SparseTable(WIDTH));
-    p.sparse("emb").put(id, g);
-    return p;
-  }
-
   private static RowCache cache(int staleness, long maxBytes, Parameters values) {
     RowCache c = new RowCache(List.of(table("emb")), staleness, maxBytes);
     c.install(values);
     return c;
+  }
+
+  /** The cached row {@code id} as the model would read it (resolved alone). */
+  private static float[] row(RowCache c, long id) {
+    BatchRows r = c.newBatchRows();
+    c.resolve(new long[] {id}, r);
+    return r.table(0).values()[0];
+  }
+
+  /**
+   * Resolves batch {@code ids}, gives row {@code k} the gradient {@code grads[k]} (others zero),
+   * accumulates it and takes the local step; returns the push's rows.
+   */
+  private static PushRows step(RowCache c, long[] ids, float[]... grads) {
+    BatchRows r = c.newBatchRows();
+    c.resolve(ids, r);
+    for (int k = 0; k < grads.length; k++) {
+      System.arraycopy(grads[k], 0, r.table(0).grads(), k * WIDTH, WIDTH);
+    }
+    c.accumulate(r);
+    c.localStep(true);
+    return c.takeAccumulated(c.newPushRows());
   }
 
   @Test
@@ -61,71 +77,69 @@ class RowCacheTest {
     assertThat(first.get("emb")).containsExactly(5, 7);
     // a batch planned ahead does not pull again what is being pulled
     assertThat(c.wanted(new long[] {5, 9}, 2, true).get("emb")).containsExactly(9);
-    c.takePulled(List.of(rows("emb", new long[] {5, 7}, 1, 1, 2, 2)), 1, 1, true);
-    c.takePulled(List.of(rows("emb", new long[] {9}, 3, 3)), 1, 1, false);
-    assertThat(values.sparse("emb").rowOrNull(7)).containsExactly(2f, 2f);
-    assertThat(values.sparse("emb").rowOrNull(9)).as("not in batch 1's view").isNull();
+    c.takePulled(List.of(rows("emb", new long[] {5, 7}, 1, 1, 2, 2)), 1, 1);
+    c.takePulled(List.of(rows("emb", new long[] {9}, 3, 3)), 1, 1);
+    assertThat(row(c, 7)).containsExactly(2f, 2f);
+    assertThat(row(c, 9)).containsExactly(3f, 3f);
     // read during batch 1: fine for batches 1 to 3 with staleness 2, stale for batch 4
     c.begin(3);
     assertThat(c.wanted(new long[] {5, 9}, 3, false)).isEmpty();
-    assertThat(values.sparse("emb").rowOrNull(9)).containsExactly(3f, 3f);
     c.begin(4);
     assertThat(c.wanted(new long[] {5, 7}, 4, false).get("emb")).containsExactly(5, 7);
   }
 
   @Test
   void localStep_thenAnswer_rebasesOnThePserversValueKeepingLaterLocalSteps() {
-    Parameters values = new Parameters();
-    RowCache c = cache(4, 1 << 20, values);
+    RowCache c = cache(4, 1 << 20, new Parameters());
     c.begin(1);
     c.wanted(new long[] {5}, 1, false);
-    c.takePulled(List.of(rows("emb", new long[] {5}, 10, 10)), 1, 1, true);
-    Parameters push1 = grads(5, 2, 2);
-    c.localStep(push1);
-    // SGD lr 0.5: 10 - 0.5 * 2
-    assertThat(values.sparse("emb").rowOrNull(5)).containsExactly(9f, 9f);
-    Parameters base = new Parameters();
-    base.putSparse("emb", new Parameters.SparseTable(WIDTH));
-    c.copyRows(push1, base);
+    c.takePulled(List.of(rows("emb", new long[] {5}, 10, 10)), 1, 1);
+    PushRows push1 = step(c, new long[] {5}, new float[] {2, 2});
+    // SGD lr 0.5: 10 - 0.5 * 2; the push's base is the row after its step
+    assertThat(row(c, 5)).containsExactly(9f, 9f);
+    assertThat(push1.base(0)).startsWith(9f, 9f);
     // batch 2 steps the row again before push 1 is answered
     c.begin(2);
     c.wanted(new long[] {5}, 2, false);
-    c.localStep(grads(5, 4, 4));
-    assertThat(values.sparse("emb").rowOrNull(5)).containsExactly(7f, 7f);
+    PushRows push2 = step(c, new long[] {5}, new float[] {4, 4});
+    assertThat(row(c, 5)).containsExactly(7f, 7f);
     // the pservers applied push 1 and another trainer's update: 10 - 1 - 3 = 6
-    c.rebase(List.of(rows("emb", new long[] {5}, 6, 6)), base);
+    c.rebase(List.of(rows("emb", new long[] {5}, 6, 6)), push1);
     // 6 plus batch 2's local step (-2)
-    assertThat(values.sparse("emb").rowOrNull(5)).containsExactly(4f, 4f);
+    assertThat(row(c, 5)).containsExactly(4f, 4f);
+    push1.release();
+    push2.release();
   }
 
   @Test
-  void takePulled_leavesARowAnUnansweredPushCarries() {
-    Parameters values = new Parameters();
-    RowCache c = cache(4, 1 << 20, values);
+  void takePulled_leavesARowAnUnansweredPushCarries_untilItIsAnswered() {
+    RowCache c = cache(4, 1 << 20, new Parameters());
     c.begin(1);
     c.wanted(new long[] {5}, 1, false);
-    c.takePulled(List.of(rows("emb", new long[] {5}, 10, 10)), 1, 1, true);
-    c.unanswered((t, id) -> id == 5);
+    c.takePulled(List.of(rows("emb", new long[] {5}, 10, 10)), 1, 1);
+    PushRows push = step(c, new long[] {5}, new float[] {0, 0});
     c.begin(2);
-    c.takePulled(List.of(rows("emb", new long[] {5}, 99, 99)), 2, 2, true);
-    assertThat(values.sparse("emb").rowOrNull(5)).containsExactly(10f, 10f);
+    c.takePulled(List.of(rows("emb", new long[] {5}, 99, 99)), 2, 2);
+    assertThat(row(c, 5)).containsExactly(10f, 10f);
+    push.release();
+    c.begin(3);
+    c.takePulled(List.of(rows("emb", new long[] {5}, 99, 99)), 3, 3);
+    assertThat(row(c, 5)).as("nothing carries it any more").containsExactly(99f, 99f);
   }
 
   @Test
   void evictIfFull_evictsLeastRecentlyUsed_neverCarriedOrPlanned() {
-    Parameters values = new Parameters();
     long rowBytes = RowCache.ROW_OVERHEAD_BYTES + 4 * WIDTH;
-    RowCache c = cache(100, 10 * rowBytes, values);
+    RowCache c = cache(100, 10 * rowBytes, new Parameters());
     for (int b = 1; b <= 12; b++) {
       c.begin(b);
       c.wanted(new long[] {b}, b, false);
-      c.takePulled(List.of(rows("emb", new long[] {b}, b, b)), b, b, true);
+      c.takePulled(List.of(rows("emb", new long[] {b}, b, b)), b, b);
     }
-    c.unanswered((t, id) -> id == 1);
+    PushRows carried = step(c, new long[] {1}, new float[] {0, 0});
     c.wanted(new long[] {2}, 13, true);
     c.evictIfFull(12);
     assertThat(c.bytes()).isLessThanOrEqualTo(9 * rowBytes);
-    assertThat(values.sparse("emb").rowOrNull(12)).as("the batch under way").isNotNull();
     c.begin(13);
     assertThat(c.wanted(new long[] {1, 2, 12}, 13, false))
         .as("kept: carried, planned, in use")
@@ -134,53 +148,57 @@ class RowCacheTest {
         .as("least recently used")
         .containsExactly(3);
     assertThat(c.evictions()).isEqualTo(3);
+    carried.release();
   }
 
   @Test
-  void wanted_afterPlanningAhead_findsTheRowsAgainWhenTheTableGrewMeanwhile() {
-    Parameters values = new Parameters();
-    RowCache c = cache(4, 1 << 20, values);
+  void resolve_afterPlanningAhead_findsTheRowsAgainWhenTheTableGrewMeanwhile() {
+    RowCache c = cache(4, 1 << 20, new Parameters());
     // batch 2's ids (one array, as a Batch keeps them) planned ahead during batch 1
     long[] batch2 = {21, 22, 21, 23};
     c.begin(1);
     assertThat(c.wanted(batch2, 2, true).get("emb")).containsExactly(21, 22, 23);
-    c.takePulled(List.of(rows("emb", new long[] {21, 22, 23}, 5, 5, 6, 6, 7, 7)), 1, 1, false);
+    c.takePulled(List.of(rows("emb", new long[] {21, 22, 23}, 5, 5, 6, 6, 7, 7)), 1, 1);
     // batch 3 planned too: 100 new rows grow the table, which moves every slot found before
     long[] batch3 = LongStream.range(100, 200).toArray();
     assertThat(c.wanted(batch3, 3, true).get("emb")).hasSize(100);
     c.begin(2);
     assertThat(c.wanted(batch2, 2, false)).as("nothing to pull: read in batch 1").isEmpty();
-    assertThat(values.sparse("emb").rowOrNull(21)).containsExactly(5f, 5f);
-    assertThat(values.sparse("emb").rowOrNull(22)).containsExactly(6f, 6f);
-    assertThat(values.sparse("emb").rowOrNull(23)).containsExactly(7f, 7f);
-    assertThat(values.sparse("emb").size()).isEqualTo(3);
+    BatchRows r = c.newBatchRows();
+    c.resolve(batch2, r);
+    assertThat(r.count()).isEqualTo(3);
+    assertThat(r.local()).containsExactly(0, 1, 0, 2);
+    assertThat(r.table(0).values()[0]).containsExactly(5f, 5f);
+    assertThat(r.table(0).values()[1]).containsExactly(6f, 6f);
+    assertThat(r.table(0).values()[2]).containsExactly(7f, 7f);
   }
 
   @Test
-  void localStepWithCopies_keepsTheRowsBeforeOnce_andTheRowsAfterEachStep() {
-    Parameters values = new Parameters();
-    RowCache c = cache(4, 1 << 20, values);
+  void localStepWithCopies_keepsTheRowsBeforeOnce_andMergedPushesSumTheirGradients() {
+    RowCache c = cache(4, 1 << 20, new Parameters());
     c.begin(1);
     c.wanted(new long[] {5, 6}, 1, false);
-    c.takePulled(List.of(rows("emb", new long[] {5, 6}, 10, 10, 20, 20)), 1, 1, true);
-    Parameters before = new Parameters();
-    before.putSparse("emb", new Parameters.SparseTable(WIDTH));
-    Parameters after = new Parameters();
-    after.putSparse("emb", new Parameters.SparseTable(WIDTH));
-    after.sparse("emb").put(99, new float[] {9, 9});
-    c.localStep(grads(5, 2, 2), before, after);
-    assertThat(before.sparse("emb").rowOrNull(5)).containsExactly(10f, 10f);
-    assertThat(after.sparse("emb").rowOrNull(5)).containsExactly(9f, 9f);
-    assertThat(after.sparse("emb").rowOrNull(99)).as("emptied first").isNull();
+    c.takePulled(List.of(rows("emb", new long[] {5, 6}, 10, 10, 20, 20)), 1, 1);
+    PushRows held = step(c, new long[] {5}, new float[] {2, 2});
     // a second gradient held with the first: row 5 keeps its first copy, row 6 gets one
-    Parameters g = grads(5, 2, 2);
-    g.sparse("emb").put(6, new float[] {4, 4});
-    c.localStep(g, before, null);
+    PushRows next = step(c, new long[] {6, 5}, new float[] {4, 4}, new float[] {2, 2});
+    assertThat(row(c, 5)).containsExactly(8f, 8f);
+    assertThat(row(c, 6)).containsExactly(18f, 18f);
+    held.merge(next);
+    Parameters before = held.putBefore(new Parameters());
     assertThat(before.sparse("emb").rowOrNull(5)).containsExactly(10f, 10f);
     assertThat(before.sparse("emb").rowOrNull(6)).containsExactly(20f, 20f);
-    assertThat(values.sparse("emb").rowOrNull(5)).containsExactly(8f, 8f);
-    assertThat(values.sparse("emb").rowOrNull(6)).containsExactly(18f, 18f);
-    // the copies are copies: a later step leaves them
-    assertThat(after.sparse("emb").rowOrNull(5)).containsExactly(9f, 9f);
+    assertThat(next.isEmpty()).isTrue();
+    assertThat(held.count()).isEqualTo(2);
+    assertThat(held.flat().get("emb").ids()).startsWith(5, 6);
+    assertThat(held.grads(0)).startsWith(4f, 4f, 4f, 4f);
+    assertThat(held.find(6, 0)).isEqualTo(1);
+    assertThat(held.find(7, 0)).isEqualTo(-1);
+    // one count per push: released once, row 5 takes pulls again
+    held.release();
+    c.begin(2);
+    c.takePulled(List.of(rows("emb", new long[] {5, 6}, 1, 1, 2, 2)), 2, 2);
+    assertThat(row(c, 5)).containsExactly(1f, 1f);
+    assertThat(row(c, 6)).containsExactly(2f, 2f);
   }
 }
