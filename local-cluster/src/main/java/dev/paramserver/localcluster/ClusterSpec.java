@@ -82,8 +82,7 @@ public final class ClusterSpec {
   /**
    * Small-footprint JVM options per role: masters use C1 only and a small heap (they start fast and
    * do little arithmetic); pservers and trainers keep C2 for their float loops; serving replicas
-   * use a concurrent collector (ZGC). Every role also
-   * takes {@link #START_UP_JIT_OPTIONS}.
+   * use a concurrent collector (ZGC). Every role also takes {@link #START_UP_JIT_OPTIONS}.
    */
   public static List<String> defaultJvmOptions(Role role) {
     List<String> options =
