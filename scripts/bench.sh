@@ -69,7 +69,11 @@
 # click-through 1+1 job with one serving replica process (run-local --serving 1) and measures lookups
 # of 100 ids at 1,000 requests/s, open loop, against the same lookups on a replica followed in the
 # bench's JVM (serving_lookup100_p99_ms, serving_lookup100_p99_vs_in_jvm), and the freshness from a
-# push's acknowledgement to the version holding it being served (serving_freshness_p99_ms).
+# push's acknowledgement to the version holding it being served (serving_freshness_p99_ms). It
+# tables the lookups' p50/p99/p99.9/max and the collector pauses of the replica and of the bench's
+# JVM in the measured window, and writes each lookup's planned send time and latency to
+# <run dir>/serving/lookups.csv (to line slow calls up with collector logs); BENCH_SERVING_JVM
+# replaces the replica process's JVM options (a collector, -Xlog:gc*, a JFR recording).
 #
 # Usage: scripts/bench.sh [--only kernels,component,wire,wal,train,memory,sparse,startup,staleness,scaling,delay,python,serving]
 #        [--workloads softmax,mlp5m,ctr,ctr100m] [--quick] [--profile] [--run-dir DIR]

@@ -81,8 +81,8 @@ public final class ClusterSpec {
 
   /**
    * Small-footprint JVM options per role: masters use C1 only and a small heap (they start fast and
-   * do little arithmetic); pservers and trainers keep C2 for their float loops. Every role also
-   * takes {@link #START_UP_JIT_OPTIONS}.
+   * do little arithmetic); pservers and trainers keep C2 for their float loops; serving replicas
+   * use a concurrent collector (ZGC). Every role also takes {@link #START_UP_JIT_OPTIONS}.
    */
   public static List<String> defaultJvmOptions(Role role) {
     List<String> options =
@@ -98,13 +98,21 @@ public final class ClusterSpec {
               // a roomy young generation: every push and pull allocates its tensors, and a 64 MB
               // start heap made the pserver collect about eight times a second (JFR,
               // bench/results.md)
-              case PSERVER, TRAINER, SERVING ->
+              case PSERVER, TRAINER ->
                   List.of(
                       "-Xms256m",
                       "-Xmn128m",
                       "-Xmx1g",
                       "-XX:+UseSerialGC",
                       "-XX:+ExitOnOutOfMemoryError");
+              // a serving replica answers lookups within milliseconds while its follower applies
+              // the job's pushes: the serial collector's young collections stopped it for 100 to
+              // 800 ms each on a busy machine (more while a shard copy was promoted) and its
+              // metaspace-triggered full collections for 0.5 to 1.4 s, the tail of its lookups
+              // (docs/explanation/serving.md). ZGC collects concurrently (generational from Java
+              // 23), its pauses are below a millisecond.
+              case SERVING ->
+                  List.of("-Xms256m", "-Xmx1g", "-XX:+UseZGC", "-XX:+ExitOnOutOfMemoryError");
             });
     options.addAll(START_UP_JIT_OPTIONS);
     return List.copyOf(options);

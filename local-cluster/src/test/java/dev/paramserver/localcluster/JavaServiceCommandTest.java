@@ -115,6 +115,15 @@ class JavaServiceCommandTest {
   }
 
   @Test
+  void defaultJvmOptions_serving_collectsConcurrently_othersKeepTheSerialCollector() {
+    assertThat(ClusterSpec.defaultJvmOptions(Role.SERVING))
+        .contains("-XX:+UseZGC")
+        .doesNotContain("-XX:+UseSerialGC")
+        .noneMatch(o -> o.startsWith("-Xmn"));
+    assertThat(ClusterSpec.defaultJvmOptions(Role.PSERVER)).contains("-XX:+UseSerialGC");
+  }
+
+  @Test
   void defaultJvmOptions_raiseTheC1ThresholdsOfEveryRole_andLeaveC2s() {
     for (Role role : Role.values()) {
       assertThat(ClusterSpec.defaultJvmOptions(role))

@@ -21,8 +21,16 @@ import java.util.function.IntFunction;
 final class OpenLoop {
   private OpenLoop() {}
 
-  /** What a run measured: the answered calls' latencies (ms), errors, and its wall time. */
-  record Result(double[] latenciesMs, long errors, double seconds, int offeredPerSecond) {
+  /**
+   * What a run measured: the answered calls' latencies (ms), errors, and its wall time; {@code
+   * plannedMs} holds each answered call's planned send time (ms since the epoch), where known.
+   */
+  record Result(
+      double[] latenciesMs, long errors, double seconds, int offeredPerSecond, long[] plannedMs) {
+    Result(double[] latenciesMs, long errors, double seconds, int offeredPerSecond) {
+      this(latenciesMs, errors, seconds, offeredPerSecond, new long[0]);
+    }
+
     double qps() {
       return latenciesMs.length / seconds;
     }
@@ -46,6 +54,7 @@ final class OpenLoop {
     AtomicLong errors = new AtomicLong();
     CountDownLatch done = new CountDownLatch(n);
     long start = System.nanoTime();
+    long startEpochMs = System.currentTimeMillis();
     for (int i = 0; i < n; i++) {
       long planned = start + i * periodNs;
       for (long wait = planned - System.nanoTime(); wait > 0; wait = planned - System.nanoTime()) {
@@ -79,12 +88,14 @@ final class OpenLoop {
       count += a ? 1 : 0;
     }
     double[] ok = new double[count];
+    long[] planned = new long[count];
     for (int i = 0, j = 0; i < n && j < count; i++) {
       if (answered[i]) {
+        planned[j] = startEpochMs + i * periodNs / 1_000_000;
         ok[j++] = latencies[i];
       }
     }
-    return new Result(ok, errors.get() + open, seconds, rate);
+    return new Result(ok, errors.get() + open, seconds, rate, planned);
   }
 
   /** The {@code p}-th percentile (0-100) of {@code values}, nearest rank; NaN when empty. */

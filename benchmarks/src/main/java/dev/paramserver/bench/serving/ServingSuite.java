@@ -12,6 +12,8 @@ import dev.paramserver.proto.v1.LookupRequest;
 import dev.paramserver.proto.v1.ServingGrpc;
 import dev.paramserver.rpc.Channels;
 import io.grpc.ManagedChannel;
+import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -56,6 +58,8 @@ public final class ServingSuite {
     Duration warm = Duration.ofSeconds(quick ? 5 : 10);
     Duration measured = Duration.ofSeconds(quick ? 10 : 20);
     OpenLoop.Result wire;
+    GcPauses.Reading replicaPauses;
+    GcPauses.Reading clientPauses;
     OpenLoop.Result inJvm;
     Freshness.Result fresh;
     // predictions of 1 and of 256 examples: over gRPC, then in this JVM
@@ -76,12 +80,23 @@ public final class ServingSuite {
             warm,
             Duration.ofSeconds(10),
             i -> stub.withDeadlineAfter(10, TimeUnit.SECONDS).lookup(requests.get(i % 512)));
+        int http = cluster.process(Role.SERVING, 0).httpPort();
+        GcPauses.Reading replicaBefore = GcPauses.ofService(http);
+        // this JVM allocates about 12 KB per call (its stubs, calls and answers): a collection
+        // now leaves its young generation empty for the measured window, so that the load
+        // generator's own pauses stay out of the figures as far as its heap allows (its pauses in
+        // the window are reported beside the replica's)
+        System.gc();
+        GcPauses.Reading clientBefore = GcPauses.ofThisJvm();
         wire =
             OpenLoop.run(
                 RATE,
                 measured,
                 Duration.ofSeconds(10),
                 i -> stub.withDeadlineAfter(10, TimeUnit.SECONDS).lookup(requests.get(i % 512)));
+        replicaPauses = GcPauses.ofService(http).since(replicaBefore);
+        clientPauses = GcPauses.ofThisJvm().since(clientBefore);
+        writeLatencies(dir.resolve("lookups.csv"), wire);
         for (int n : PREDICT_SIZES) {
           List<List<Example>> batches = batches(ctr, n);
           Predicts.overGrpc(ch, batches, Duration.ofSeconds(2));
@@ -104,8 +119,23 @@ public final class ServingSuite {
         Channels.close(ch);
       }
     }
-    report(report, wire, inJvm, fresh);
+    report(report, wire, inJvm, fresh, replicaPauses, clientPauses);
     reportPredicts(report, predicts);
+  }
+
+  /**
+   * Each answered lookup's planned send time (ms since the epoch) and latency, in the order sent:
+   * to line slow calls up with the processes' collector logs and recordings.
+   */
+  private static void writeLatencies(Path file, OpenLoop.Result r) throws IOException {
+    StringBuilder sb = new StringBuilder("planned_epoch_ms,latency_ms\n");
+    for (int i = 0; i < r.latenciesMs().length; i++) {
+      sb.append(r.plannedMs()[i])
+          .append(',')
+          .append(String.format(Locale.ROOT, "%.3f", r.latenciesMs()[i]))
+          .append('\n');
+    }
+    Files.writeString(file, sb);
   }
 
   /** 16 batches of {@code n} examples drawn as the training data is. */
@@ -181,6 +211,12 @@ public final class ServingSuite {
                 "paramserver.trainer.test-data",
                 dir.resolve("data").resolve("test-*.recordio").toString())
             .startTimeout(Duration.ofSeconds(240));
+    // other JVM options for the replica process (a collector, its log, a recording), replacing
+    // the role's own: to compare collectors and find where the tail comes from
+    String options = System.getenv("BENCH_SERVING_JVM");
+    if (options != null && !options.isBlank()) {
+      b.jvmOptions(Role.SERVING, List.of(options.trim().split("\\s+")));
+    }
     Map.of(
             "model", "sparse-lr",
             "embedding-width", Integer.toString(WIDTH),
@@ -210,7 +246,12 @@ public final class ServingSuite {
   }
 
   private static void report(
-      Report report, OpenLoop.Result wire, OpenLoop.Result inJvm, Freshness.Result fresh) {
+      Report report,
+      OpenLoop.Result wire,
+      OpenLoop.Result inJvm,
+      Freshness.Result fresh,
+      GcPauses.Reading replicaPauses,
+      GcPauses.Reading clientPauses) {
     Report.Table t =
         report.table(
             "Serving",
@@ -226,21 +267,41 @@ public final class ServingSuite {
             "answered/s",
             "errors",
             "p50 ms",
-            "p99 ms");
+            "p99 ms",
+            "p99.9 ms",
+            "max ms");
     t.row(
         "serving replica process, gRPC, open loop",
         wire.offeredPerSecond(),
         wire.qps(),
         wire.errors(),
         wire.percentileMs(50),
-        wire.percentileMs(99));
+        wire.percentileMs(99),
+        wire.percentileMs(99.9),
+        wire.percentileMs(100));
     t.row(
         "replica followed in this JVM, one thread",
         "closed loop",
         inJvm.qps(),
         inJvm.errors(),
         inJvm.percentileMs(50),
-        inJvm.percentileMs(99));
+        inJvm.percentileMs(99),
+        inJvm.percentileMs(99.9),
+        inJvm.percentileMs(100));
+    Report.Table g =
+        report.table(
+            "Serving",
+            "Collector pauses during the open-loop lookups",
+            "process",
+            "pauses",
+            "total ms",
+            "mean ms");
+    g.row(
+        "serving replica",
+        replicaPauses.pauses(),
+        replicaPauses.seconds() * 1000,
+        replicaPauses.meanMs());
+    g.row("bench JVM (client)", clientPauses.pauses(), clientPauses.seconds() * 1000, clientPauses.meanMs());
     Report.Table f =
         report.table(
             "Serving",
@@ -274,6 +335,12 @@ public final class ServingSuite {
     extra.put("wire_errors", wire.errors());
     extra.put("wire_p50_ms", wire.percentileMs(50));
     extra.put("wire_p99_ms", p99);
+    extra.put("wire_p999_ms", wire.percentileMs(99.9));
+    extra.put("wire_max_ms", wire.percentileMs(100));
+    extra.put("replica_gc_pauses", replicaPauses.pauses());
+    extra.put("replica_gc_pause_ms", replicaPauses.seconds() * 1000);
+    extra.put("client_gc_pauses", clientPauses.pauses());
+    extra.put("client_gc_pause_ms", clientPauses.seconds() * 1000);
     extra.put("in_jvm_p50_ms", inJvm.percentileMs(50));
     extra.put("in_jvm_p99_ms", inJvm.percentileMs(99));
     extra.put("freshness_p50_ms", fresh.percentileMs(50));
@@ -282,13 +349,20 @@ public final class ServingSuite {
     System.out.println(
         String.format(
             Locale.ROOT,
-            "serving: lookup100 p50 %.3f p99 %.3f ms at %.0f/s (in JVM p99 %.4f ms);"
-                + " freshness p50 %.1f p99 %.1f ms",
+            "serving: lookup100 p50 %.3f p99 %.3f p99.9 %.3f max %.3f ms at %.0f/s (in JVM p99"
+                + " %.4f ms); freshness p50 %.1f p99 %.1f ms; collector pauses: replica %d (%.0f"
+                + " ms), client %d (%.0f ms)",
             wire.percentileMs(50),
             p99,
+            wire.percentileMs(99.9),
+            wire.percentileMs(100),
             wire.qps(),
             inJvm.percentileMs(99),
             fresh.percentileMs(50),
-            fresh.percentileMs(99)));
+            fresh.percentileMs(99),
+            replicaPauses.pauses(),
+            replicaPauses.seconds() * 1000,
+            clientPauses.pauses(),
+            clientPauses.seconds() * 1000));
   }
 }

@@ -87,6 +87,11 @@ public final class Removals {
   }
 
   List<Long> at(SparseRowStore store, int update, int position, int phase) {
+    if (script.isEmpty()) {
+      // most records remove nothing: no key per row and phase (it was most of what a read
+      // replica's follower allocated)
+      return List.of();
+    }
     List<Long> ids = script.remove(new Point(store, update, position, phase));
     return ids == null ? List.of() : ids;
   }

@@ -43,6 +43,11 @@ public final class ServingGrpcService extends ServingGrpc.ServingImplBase {
   private final Predictions predictions;
   private final ServingReplica status;
   private final Executor reads;
+  // the wire form of the version answered last: a version changes with each record applied, and
+  // lookups come about ten times as often, so most answers reuse it instead of building it anew
+  private volatile WireVersion lastVersion;
+
+  private record WireVersion(ServedVersion version, ServingVersion proto) {}
 
   public ServingGrpcService(
       Lookups lookups, Predictions predictions, ServingReplica status, Executor reads) {
@@ -165,7 +170,12 @@ public final class ServingGrpcService extends ServingGrpc.ServingImplBase {
     return new ServedVersion.Minimum(shards, m.getNumber(), m.getReplica());
   }
 
-  private static ServingVersion version(ServedVersion v) {
-    return v.toProto();
+  private ServingVersion version(ServedVersion v) {
+    WireVersion last = lastVersion;
+    if (last == null || !last.version().equals(v)) {
+      last = new WireVersion(v, v.toProto());
+      lastVersion = last;
+    }
+    return last.proto();
   }
 }
