@@ -1,7 +1,7 @@
 // The paramserver console: polls /admin/job once a second with the admin token kept in this tab's
 // sessionStorage, and draws the job, its curves (uPlot, served from the master's jar), the
-// pservers, the scaling (placement epoch and slot moves), the trainers and the events. No page
-// reloads, nothing fetched from elsewhere.
+// pservers, the scaling (placement epoch and slot moves), the serving replicas, the trainers and
+// the events. No page reloads, nothing fetched from elsewhere.
 //
 // The view follows the JSON Schema at /admin/job/schema (admin-api's job-view.schema.json): a
 // type in {braces} below is that schema's root (JobView) or one of its $defs, and every variable
@@ -133,6 +133,7 @@
       ['charts', () => renderCharts(v)],
       ['pservers', () => renderPservers(v.pservers || [])],
       ['scaling', () => renderScaling(v.scaling)],
+      ['serving', () => renderServing(v.serving)],
       ['trainers', () => renderTrainers(v.trainers || [])],
       ['events', () => renderEvents(v.events || [])]]) {
       try { draw(); } catch (e) { errors.push(name + ': ' + e); }
@@ -271,6 +272,30 @@
       cell(tr, fmt(q.copyMs));
       cell(tr, fmt(q.stallMs));
       cell(tr, q.result || '–', committed ? '' : 'error').title = q.durationMs === null ? '' : q.durationMs + ' ms in all';
+      body.appendChild(tr);
+    }
+  }
+
+  // The serving replicas: hidden when the master sends none (none registered, or an older master).
+  /** @param {Serving[]} list */
+  function renderServing(list) {
+    $('serving').hidden = !list || list.length === 0;
+    const body = document.querySelector('#serving-replicas tbody');
+    body.replaceChildren();
+    for (const r of list || []) {
+      const tr = document.createElement('tr');
+      tr.dataset.id = r.id;
+      tr.className = r.state === 'SERVING' ? '' : 'down';
+      cell(tr, r.address, 'address').title = 'replica ' + r.id
+        + (r.adminAddress ? ' · http ' + r.adminAddress : '');
+      cell(tr, r.state, 'state');
+      cell(tr, r.source);
+      cell(tr, r.version ? fmt(r.version) : '–', 'version');
+      cell(tr, r.sequences.length ? r.sequences.map((q, i) => i + ': ' + q).join(', ') : '–');
+      const behind = cell(tr, r.behind === null ? '–' : fmt(r.behind) + ' updates', 'behind');
+      behind.dataset.updates = r.behind === null ? '' : r.behind;
+      cell(tr, fmt(r.lagMs) + ' ms', 'lag');
+      cell(tr, fmt(r.connected));
       body.appendChild(tr);
     }
   }

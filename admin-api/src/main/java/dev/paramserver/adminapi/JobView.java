@@ -51,11 +51,42 @@ public record JobView(
         @JsonPropertyDescription(
             "the earlier passes left out of passes when GET /admin/job?passes=N asked for the"
                 + " latest N (absent without the parameter: passes then holds every pass)")
-        Integer passesOmitted) {
+        Integer passesOmitted,
+    @JsonInclude(JsonInclude.Include.NON_NULL)
+        @JsonPropertyDescription(
+            "every registered serving replica (etcd serving/<id>), by address"
+                + " (docs/explanation/serving.md)")
+        List<Serving> serving) {
 
   /** The view before the first sample: only the events. */
   public static JobView unsampled(List<Event> events) {
-    return new JobView(null, true, null, null, null, null, null, events, null, null);
+    return new JobView(null, true, null, null, null, null, null, events, null, null, null);
+  }
+
+  /** A view without serving replicas. */
+  public JobView(
+      Long time,
+      boolean leader,
+      Job job,
+      List<Pass> passes,
+      Series series,
+      List<Pserver> pservers,
+      List<Trainer> trainers,
+      List<Event> events,
+      Scaling scaling,
+      Integer passesOmitted) {
+    this(
+        time,
+        leader,
+        job,
+        passes,
+        series,
+        pservers,
+        trainers,
+        events,
+        scaling,
+        passesOmitted,
+        null);
   }
 
   /** A view of every pass (no {@code passesOmitted}). */
@@ -94,7 +125,17 @@ public record JobView(
   /** This view with {@code events} instead of its own. */
   public JobView withEvents(List<Event> events) {
     return new JobView(
-        time, leader, job, passes, series, pservers, trainers, events, scaling, passesOmitted);
+        time,
+        leader,
+        job,
+        passes,
+        series,
+        pservers,
+        trainers,
+        events,
+        scaling,
+        passesOmitted,
+        serving);
   }
 
   /**
@@ -112,7 +153,7 @@ public record JobView(
     int omitted = Math.max(0, passes.size() - n) + (passesOmitted == null ? 0 : passesOmitted);
     List<Pass> latest = List.copyOf(passes.subList(Math.max(0, passes.size() - n), passes.size()));
     return new JobView(
-        time, leader, job, latest, series, pservers, trainers, events, scaling, omitted);
+        time, leader, job, latest, series, pservers, trainers, events, scaling, omitted, serving);
   }
 
   /** Whether the master has sampled the job yet (before that, only the events are there). */
@@ -297,6 +338,32 @@ public record JobView(
           String lastError,
       @JsonPropertyDescription("the last committed or rolled-back moves (at most 20), oldest first")
           List<Move> moves) {}
+
+  /** One serving replica (docs/explanation/serving.md). */
+  public record Serving(
+      @JsonPropertyDescription("its replica id (etcd key serving/<id>; versions name it)")
+          String id,
+      @JsonPropertyDescription("its gRPC address") String address,
+      @JsonPropertyDescription("its HTTP address (REST reads, /admin; \"\" when unknown)")
+          String adminAddress,
+      @JsonPropertyDescription("LOADING (some shard has no copy yet) or SERVING") String state,
+      @JsonPropertyDescription(
+              "FOLLOWING (the job's pservers), PINNED (a job-wide checkpoint) or MODEL_FILE")
+          String source,
+      @JsonPropertyDescription("the number of the version served (0 while LOADING)") long version,
+      @JsonPropertyDescription(
+              "each shard's sequence in the version served, by shard index (empty while LOADING)")
+          List<Long> sequences,
+      @JsonPropertyDescription(
+              "updates behind the pservers: the sum over shards of the pserver's step minus the"
+                  + " sequence served (null: some pserver's step is not known)")
+          @Nullable
+          Long behind,
+      @JsonPropertyDescription(
+              "the largest lag of a shard's change stream as the replica last measured it: from"
+                  + " the primary applying an update to the replica serving it")
+          long lagMs,
+      @JsonPropertyDescription("shards whose change stream is open") int connected) {}
 
   /** One move of slots and dense blocks from a pserver to another. */
   public record Move(

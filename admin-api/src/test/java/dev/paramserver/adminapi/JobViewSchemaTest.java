@@ -142,7 +142,22 @@ class JobViewSchemaTest {
                     null,
                     null,
                     null,
-                    null))));
+                    null))),
+        null,
+        List.of(
+            new JobView.Serving(
+                "4f0c",
+                "127.0.0.1:9094",
+                "127.0.0.1:8086",
+                "SERVING",
+                "FOLLOWING",
+                57,
+                List.of(1204L, 998L),
+                3L,
+                12,
+                2),
+            new JobView.Serving(
+                "9a1e", "127.0.0.1:9095", "", "LOADING", "FOLLOWING", 0, List.of(), null, 0, 0)));
   }
 
   @Test
@@ -223,6 +238,14 @@ class JobViewSchemaTest {
     ObjectNode noScaling = JSON.valueToTree(sample());
     noScaling.remove("scaling"); // a master that does not sample the placement: left out
     assertThat(schema.errors(noScaling)).isEmpty();
+
+    ObjectNode noServing = JSON.valueToTree(sample());
+    noServing.remove("serving"); // a master older than the serving replicas: left out
+    assertThat(schema.errors(noServing)).isEmpty();
+
+    ObjectNode fractionalVersion = JSON.valueToTree(sample());
+    ((ObjectNode) fractionalVersion.path("serving").get(0)).put("version", 1.5);
+    assertThat(schema.errors(fractionalVersion)).isNotEmpty();
 
     ObjectNode noEvents = JSON.valueToTree(sample());
     noEvents.remove("events");

@@ -146,6 +146,19 @@ public final class JobKeys {
     return trainerSessionsPrefix() + id;
   }
 
+  /** Prefix of the serving replicas' registrations {@code serving/<id>}. */
+  public String servingPrefix() {
+    return prefix + "serving/";
+  }
+
+  /**
+   * The registration of serving replica {@code id} ({@link ServingReplicaRecord}), under the
+   * replica's lease.
+   */
+  public String serving(String id) {
+    return servingPrefix() + id;
+  }
+
   /**
    * The job's model ({@code model/specs}): the parameter specs, mode and staleness the first
    * trainer that joined through the master defined; no lease, written once.

@@ -40,8 +40,9 @@ import picocli.CommandLine;
  * driven by Selenium with the packaged driver: nothing is downloaded), during a job on real
  * processes (one cluster for the class): log in, see the job progress and the curves fill, the
  * Scaling panel say the job was never scaled, see a killed pserver flagged and its restart in the
- * events, press "checkpoint" and see the checkpoint ages reset; {@code psctl status}, {@code watch}
- * and {@code stop} against the same job. Screenshots go to {@code target/console-screenshots/}.
+ * events, press "checkpoint" and see the checkpoint ages reset, see the job's serving replica with
+ * its version and how far behind it is; {@code psctl status} (the replica too), {@code watch} and
+ * {@code stop} against the same job. Screenshots go to {@code target/console-screenshots/}.
  */
 class ConsoleBrowserTest {
   private static final Path SHOTS = Paths.get("target", "console-screenshots");
@@ -78,10 +79,13 @@ class ConsoleBrowserTest {
       b.property(r, "paramserver.etcd.lease-ttl", "4s");
     }
     // many passes: the job outlasts the test, which ends it with psctl stop
+    // and one serving replica following the job: the console lists it
+    b.jar(Role.SERVING, Jobs.jar(Role.SERVING));
     b.job("console")
         .masters(1)
         .pservers(2)
         .trainers(2)
+        .serving(1)
         .property(Role.MASTER, "paramserver.master.passes", "200")
         .property(Role.PSERVER, "paramserver.pserver.checkpoint-interval", "5m")
         .property(
@@ -190,6 +194,10 @@ class ConsoleBrowserTest {
     return browser.findElements(By.cssSelector("#pservers tbody tr"));
   }
 
+  private static List<WebElement> servingRows() {
+    return browser.findElements(By.cssSelector("#serving-replicas tbody tr"));
+  }
+
   private static WebElement pserverRow(int index) {
     return browser.findElement(By.cssSelector("#pservers tbody tr[data-index='" + index + "']"));
   }
@@ -283,6 +291,26 @@ class ConsoleBrowserTest {
     assertThat(text("scaling-never")).isEqualTo("placement epoch 0, never scaled (2 pservers)");
     assertThat(browser.findElement(By.id("scaling-details")).isDisplayed()).isFalse();
     assertThat(browser.findElements(By.cssSelector("#moves tbody tr"))).isEmpty();
+    // the serving replica registered itself: the console shows it serving a version, following
+    // both shards, and how far behind the pservers it is
+    waitUpTo(Duration.ofMinutes(2))
+        .until(
+            d ->
+                d.findElement(By.id("serving")).isDisplayed()
+                    && servingRows().size() == 1
+                    && "SERVING"
+                        .equals(servingRows().get(0).findElement(By.className("state")).getText())
+                    && !servingRows()
+                        .get(0)
+                        .findElement(By.className("behind"))
+                        .getAttribute("data-updates")
+                        .isEmpty());
+    WebElement replica = servingRows().get(0);
+    assertThat(replica.findElement(By.className("address")).getText())
+        .isEqualTo("127.0.0.1:" + cluster.process(Role.SERVING, 0).grpcPort());
+    assertThat(
+            Long.parseLong(replica.findElement(By.className("version")).getText().replace(",", "")))
+        .isPositive();
     screenshot("console-running");
 
     // psctl against the same job: through etcd, and a watch of two lines
@@ -299,6 +327,26 @@ class ConsoleBrowserTest {
             cluster.adminToken());
     assertThat(status).contains("RUNNING  pass").contains("pservers:").contains("trainers:");
     assertThat(status).as("no scaling line for a job never scaled").doesNotContain("scaling:");
+    assertThat(status)
+        .contains("serving replicas:")
+        .contains(
+            "127.0.0.1:" + cluster.process(Role.SERVING, 0).grpcPort() + "  SERVING  FOLLOWING");
+    String statusJson =
+        psctl(
+            "status",
+            "--master",
+            masterUrl(),
+            "--token",
+            cluster.adminToken(),
+            "-o",
+            "json",
+            "--passes",
+            "1");
+    tools.jackson.databind.JsonNode serving =
+        new tools.jackson.databind.ObjectMapper().readTree(statusJson).path("serving");
+    assertThat(serving.size()).isEqualTo(1);
+    assertThat(serving.get(0).path("sequences").size()).isEqualTo(2);
+    assertThat(serving.get(0).path("connected").asInt()).isBetween(0, 2);
     String watch =
         psctl(
             "watch",

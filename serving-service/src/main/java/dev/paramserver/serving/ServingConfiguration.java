@@ -5,11 +5,14 @@ import dev.paramserver.etcd.PlacementStore;
 import dev.paramserver.models.ModelFiles;
 import dev.paramserver.rpc.ChannelFactory;
 import dev.paramserver.rpc.Retry;
+import dev.paramserver.service.AdminAddress;
 import dev.paramserver.service.CommonProperties;
 import dev.paramserver.service.EtcdOptOut;
+import dev.paramserver.serving.admin.ServingStatusSource;
 import dev.paramserver.serving.grpc.GrpcFollowSource;
 import dev.paramserver.serving.grpc.ServingGrpcService;
 import dev.paramserver.serving.placement.EtcdPlacementSource;
+import dev.paramserver.serving.registration.ReplicaRegistration;
 import dev.paramserver.serving.replica.Lookups;
 import dev.paramserver.serving.replica.ModelDescription;
 import dev.paramserver.serving.replica.Predictions;
@@ -97,6 +100,24 @@ public class ServingConfiguration {
     @Bean
     Supplier<ModelFiles.Loaded> modelDescription(Coordinator coordinator) {
       return new ModelDescription(coordinator.kv(), coordinator.keys().modelDescription());
+    }
+
+    /** {@code serving/<replica id>} in etcd, under the replica's lease. */
+    @Bean
+    ReplicaRegistration replicaRegistration(
+        Coordinator coordinator,
+        ServedModel model,
+        ServingStatusSource status,
+        AdminAddress adminAddress,
+        ServingProperties properties,
+        CommonProperties common) {
+      return new ReplicaRegistration(
+          coordinator,
+          coordinator.keys().serving(model.replica()),
+          common.advertiseHost(),
+          address -> status.record(address, adminAddress.get()),
+          properties.registrationInterval(),
+          common.etcd().leaseTtl());
     }
 
     @Bean

@@ -4,6 +4,7 @@ import jakarta.validation.constraints.Max;
 import jakarta.validation.constraints.Min;
 import jakarta.validation.constraints.NotNull;
 import java.time.Duration;
+import org.hibernate.validator.constraints.time.DurationMin;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 import org.springframework.boot.context.properties.bind.DefaultValue;
 import org.springframework.validation.annotation.Validated;
@@ -28,6 +29,9 @@ import org.springframework.validation.annotation.Validated;
  * @param readThreads threads answering the reads that may wait (a {@code min_version} not reached
  *     yet, no copy yet) and pulls; a lookup of a version served already is answered on gRPC's
  *     transport thread
+ * @param registrationInterval how often a replica that follows a job rebuilds its registration in
+ *     etcd ({@code serving/<id>}: address, version, lag) and writes it when it changed: at most one
+ *     write per interval
  */
 @Validated
 @ConfigurationProperties("paramserver.serving")
@@ -40,7 +44,8 @@ public record ServingProperties(
     @DefaultValue("2s") @NotNull Duration followBackoffMax,
     @DefaultValue("10m") @NotNull Duration followStreamMax,
     @DefaultValue("") @NotNull String model,
-    @DefaultValue("16") @Min(1) @Max(1024) int readThreads) {
+    @DefaultValue("16") @Min(1) @Max(1024) int readThreads,
+    @DefaultValue("1s") @NotNull @DurationMin(millis = 100) Duration registrationInterval) {
 
   /** True when the replica serves a model file rather than following a job. */
   public boolean servesModelFile() {

@@ -3,6 +3,7 @@ package dev.paramserver.master.console;
 import dev.paramserver.adminapi.AdminClient;
 import dev.paramserver.etcd.Coordinator;
 import dev.paramserver.etcd.KeyValueStore;
+import dev.paramserver.etcd.ServingReplicaRecord;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -20,8 +21,9 @@ import tools.jackson.databind.JsonNode;
  * pserver's gRPC address, {@code trainers/<id>} a trainer's HTTP address, or {@code host:0} for a
  * trainer that joined through the master's Coordination service with no admin endpoint: it is shown
  * as joined, not probed), a pserver's HTTP address from its GetShardStatus (once per registration),
- * then every {@code /admin/status} at once, each bounded by the call timeout. Not thread-safe: one
- * sampler calls it.
+ * then every {@code /admin/status} at once, each bounded by the call timeout; and the serving
+ * replicas' registrations ({@code serving/<id>}: they publish their numbers there, nothing is
+ * probed). Not thread-safe: one sampler calls it.
  */
 final class ClusterProbe implements AutoCloseable {
   private final Coordinator coordinator;
@@ -114,6 +116,23 @@ final class ClusterProbe implements AutoCloseable {
                 ""));
       } catch (RuntimeException | ExecutionException | TimeoutException ex) {
         out.add(TrainerSample.unreachable(e.getKey(), e.getValue(), reason(ex)));
+      }
+    }
+    return out;
+  }
+
+  /**
+   * The serving replicas' registrations ({@code serving/<id>}), by replica id; a record that cannot
+   * be read is left out.
+   */
+  Map<String, ServingReplicaRecord> serving() {
+    String prefix = coordinator.keys().servingPrefix();
+    Map<String, ServingReplicaRecord> out = new java.util.TreeMap<>();
+    for (KeyValueStore.KeyValue kv : coordinator.kv().getPrefix(prefix)) {
+      try {
+        out.put(kv.key().substring(prefix.length()), ServingReplicaRecord.decode(kv.value()));
+      } catch (IllegalArgumentException e) {
+        // written by something else than a serving replica: not one to show
       }
     }
     return out;

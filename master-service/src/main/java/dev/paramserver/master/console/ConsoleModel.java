@@ -66,12 +66,26 @@ final class ConsoleModel {
    * Takes one sample (taken at {@code nowMs}) and rebuilds the view; {@code scaling} is the
    * placement as it is now (null: not known, the view leaves it out).
    */
-  synchronized void update(
+  void update(
       long nowMs,
       JobStatus job,
       List<PserverSample> pservers,
       List<TrainerSample> trainers,
       JobView.Scaling scaling) {
+    update(nowMs, job, pservers, trainers, scaling, null);
+  }
+
+  /**
+   * Takes one sample and rebuilds the view, with the serving replicas as they are now ({@code
+   * serving}; null: not known, the view leaves it out).
+   */
+  synchronized void update(
+      long nowMs,
+      JobStatus job,
+      List<PserverSample> pservers,
+      List<TrainerSample> trainers,
+      JobView.Scaling scaling,
+      List<JobView.Serving> serving) {
     double dt = lastTimeMs == 0 ? 0 : (nowMs - lastTimeMs) / 1000.0;
     jobEvents(nowMs, job);
     long records = job.getPassesList().stream().mapToLong(PassStatus::getRecords).sum();
@@ -104,7 +118,9 @@ final class ConsoleModel {
             ps,
             tr,
             List.of(),
-            scaling);
+            scaling,
+            null,
+            serving);
     lastJob = job;
     lastTimeMs = nowMs;
   }

@@ -153,7 +153,15 @@ public final class JobConsole implements SmartLifecycle {
       pserverAdmin = admin;
       // the job's status after the slow calls, so it is never older than what they found
       long now = clock.millis();
-      model.update(now, job.statusIfServing().orElse(status.get()), pservers, trainers, scaling());
+      // none registered: left out of the view, as a master that predates serving replicas does
+      List<JobView.Serving> serving = ServingSample.of(probe.serving(), pservers);
+      model.update(
+          now,
+          job.statusIfServing().orElse(status.get()),
+          pservers,
+          trainers,
+          scaling(),
+          serving.isEmpty() ? null : serving);
       JobView view = model.view();
       tracker.onLoss(loss.drain(), now);
       tracker.onView(view, pservers.stream().mapToLong(PserverSample::step).sum(), now);

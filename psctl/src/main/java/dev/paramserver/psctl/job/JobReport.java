@@ -18,7 +18,10 @@ final class JobReport {
 
   private JobReport() {}
 
-  /** The full status: job, passes, pservers, trainers and the last {@code events} events. */
+  /**
+   * The full status: job, passes, pservers, serving replicas (when any), trainers and the last
+   * {@code events} events.
+   */
   static String status(JobView v, int events) {
     StringBuilder b = new StringBuilder();
     JobView.Job j = job(v);
@@ -77,6 +80,22 @@ final class JobReport {
                   ? duration(p.checkpointAgeSeconds()) + " ago"
                   : "none",
               flags(p)));
+    }
+    if (!list(v.serving()).isEmpty()) {
+      b.append("\nserving replicas:\n");
+      for (JobView.Serving r : list(v.serving())) {
+        b.append(
+            String.format(
+                Locale.ROOT,
+                "  %s  %s  %s  version %s  behind %s  stream lag %d ms  streams open %d%n",
+                r.address(),
+                r.state(),
+                r.source(),
+                r.version() > 0 ? String.valueOf(r.version()) : "-",
+                r.behind() != null ? r.behind() + " updates" : "-",
+                r.lagMs(),
+                r.connected()));
+      }
     }
     b.append("\ntrainers:\n");
     if (list(v.trainers()).isEmpty()) {

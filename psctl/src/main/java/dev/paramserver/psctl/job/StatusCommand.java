@@ -10,13 +10,14 @@ import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.ObjectMapper;
 
 /**
- * {@code psctl status}: the job's state, its scaling, passes, pservers, trainers and latest events.
+ * {@code psctl status}: the job's state, its scaling, passes, pservers, serving replicas, trainers
+ * and latest events.
  */
 @Command(
     name = "status",
     description =
         "Show a running job: state, pass, tasks, ETA, its scaling (once scaled), curves per"
-            + " pass, pservers, trainers and the latest events (the master's /admin/job). -o json prints the view as admin-api's"
+            + " pass, pservers, serving replicas, trainers and the latest events (the master's /admin/job). -o json prints the view as admin-api's"
             + " published schema (GET /admin/job/schema) describes it.")
 public final class StatusCommand extends JobCommand {
   /** The default of {@code --events}. */

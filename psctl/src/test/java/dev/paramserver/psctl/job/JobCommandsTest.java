@@ -160,6 +160,39 @@ class JobCommandsTest {
   }
 
   @Test
+  void status_listsTheServingReplicas_inTextAndJson() throws IOException {
+    assertThat(Run.psctl("status", "--master", leader.url(), "--token", TOKEN).out())
+        .as("none registered: no section")
+        .doesNotContain("serving replicas:");
+    jobJson =
+        jobJson.replace(
+            "\"events\":[",
+            "\"serving\":[{\"id\":\"4f0c\",\"address\":\"127.0.0.1:9094\","
+                + "\"adminAddress\":\"127.0.0.1:8086\",\"state\":\"SERVING\",\"source\":\"FOLLOWING\","
+                + "\"version\":57,\"sequences\":[1204,998],\"behind\":3,\"lagMs\":12,\"connected\":2},"
+                + "{\"id\":\"9a1e\",\"address\":\"127.0.0.1:9095\",\"adminAddress\":\"\","
+                + "\"state\":\"LOADING\",\"source\":\"FOLLOWING\",\"version\":0,\"sequences\":[],"
+                + "\"behind\":null,\"lagMs\":0,\"connected\":0}],\n \"events\":[");
+    assertThat(
+            JsonSchemaCheck.of(JobViewSchema.published())
+                .errors(new ObjectMapper().readTree(jobJson)))
+        .isEmpty();
+    Run r = Run.psctl("status", "--master", leader.url(), "--token", TOKEN);
+    assertThat(r.code()).as(r.err()).isZero();
+    assertThat(r.out())
+        .contains(
+            "serving replicas:\n  127.0.0.1:9094  SERVING  FOLLOWING  version 57  behind 3 updates"
+                + "  stream lag 12 ms  streams open 2\n  127.0.0.1:9095  LOADING  FOLLOWING"
+                + "  version -  behind -  stream lag 0 ms  streams open 0\n");
+    Run json = Run.psctl("status", "--master", leader.url(), "--token", TOKEN, "-o", "json");
+    assertThat(json.code()).as(json.err()).isZero();
+    JsonNode v = new ObjectMapper().readTree(json.out());
+    assertThat(v.at("/serving/0/behind").asLong()).isEqualTo(3);
+    assertThat(v.at("/serving/0/sequences").toString()).isEqualTo("[1204,998]");
+    assertThat(v.at("/serving/1/behind").isNull()).isTrue();
+  }
+
+  @Test
   void status_saysNothingOfScaling_forAJobNeverScaled_orAMasterThatDoesNotSendIt() {
     Run older = Run.psctl("status", "--master", leader.url(), "--token", TOKEN);
     assertThat(older.code()).as(older.err()).isZero();

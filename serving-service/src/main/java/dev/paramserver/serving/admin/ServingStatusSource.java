@@ -1,5 +1,6 @@
 package dev.paramserver.serving.admin;
 
+import dev.paramserver.etcd.ServingReplicaRecord;
 import dev.paramserver.service.AdminStatusSource;
 import dev.paramserver.serving.replica.ServedVersion;
 import dev.paramserver.serving.replica.ServingReplica;
@@ -76,5 +77,33 @@ public final class ServingStatusSource implements AdminStatusSource {
     }
     d.put("shards", shards);
     return d;
+  }
+
+  /**
+   * What the replica publishes in etcd ({@code serving/<id>}): reached at {@code address} (gRPC)
+   * and {@code adminAddress} (HTTP), its state, source, the version served and each shard's
+   * sequence in it, the largest stream lag and how many streams are open.
+   */
+  public ServingReplicaRecord record(String address, String adminAddress) {
+    ServedVersion v = replica.model().version();
+    List<Long> sequences = new ArrayList<>();
+    if (v != null) {
+      v.shards().forEach(p -> sequences.add(p.sequence()));
+    }
+    long lagMs = 0;
+    int connected = 0;
+    for (ShardFollower.Status s : replica.shards()) {
+      lagMs = Math.max(lagMs, s.lagMs());
+      connected += s.connected() ? 1 : 0;
+    }
+    return new ServingReplicaRecord(
+        address,
+        adminAddress,
+        state(),
+        replica.source().name(),
+        v == null ? 0 : v.number(),
+        sequences,
+        lagMs,
+        connected);
   }
 }

@@ -14,8 +14,8 @@ import org.springframework.web.bind.annotation.RestControllerAdvice;
  * The one mapping from the serving replica's errors to HTTP statuses, for this package's endpoints.
  * The body carries the same {@link ErrorReason} and message as the gRPC call's status: a request
  * the replica cannot answer as asked (unknown table or parameter, wrong width, too many ids,
- * malformed JSON) is 400; a replica not serving yet, or behind the request's {@code min_version},
- * is 503 (retry, or ask another replica).
+ * malformed JSON) is 400; a replica not serving yet, behind the request's {@code min_version}, or
+ * (predictions) without the job's model description yet, is 503 (retry, or ask another replica).
  */
 @RestControllerAdvice(basePackageClasses = ServingHttpErrors.class)
 final class ServingHttpErrors {
@@ -34,7 +34,8 @@ final class ServingHttpErrors {
     return switch (reason) {
       case BAD_ARGUMENT, UNKNOWN_PARAMETER, SHAPE_MISMATCH, TOO_LARGE, UNSUPPORTED_DTYPE ->
           HttpStatus.BAD_REQUEST;
-      case NOT_INITIALIZED, VERSION_NOT_REACHED, SHUTTING_DOWN -> HttpStatus.SERVICE_UNAVAILABLE;
+      case NOT_INITIALIZED, VERSION_NOT_REACHED, SHUTTING_DOWN, NO_MODEL ->
+          HttpStatus.SERVICE_UNAVAILABLE;
       default -> HttpStatus.INTERNAL_SERVER_ERROR;
     };
   }

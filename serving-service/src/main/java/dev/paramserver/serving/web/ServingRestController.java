@@ -3,8 +3,10 @@ package dev.paramserver.serving.web;
 import com.fasterxml.jackson.annotation.JsonProperty;
 import dev.paramserver.errors.ErrorReason;
 import dev.paramserver.errors.ServiceException;
+import dev.paramserver.proto.v1.Example;
 import dev.paramserver.proto.v1.ParameterSpec;
 import dev.paramserver.serving.replica.Lookups;
+import dev.paramserver.serving.replica.Predictions;
 import dev.paramserver.serving.replica.ServedVersion;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -15,16 +17,19 @@ import org.springframework.web.bind.annotation.RequestBody;
 import org.springframework.web.bind.annotation.RestController;
 
 /**
- * The Serving calls over HTTP/JSON ({@code POST /v1/lookup}, {@code POST /v1/pull}): the same
- * {@link Lookups} calls as the gRPC service, with the same checks; errors are answered by {@link
- * ServingHttpErrors}. Values are JSON numbers holding the float32 values exactly.
+ * The Serving calls over HTTP/JSON ({@code POST /v1/lookup}, {@code POST /v1/pull}, {@code POST
+ * /v1/predict}): the same {@link Lookups} and {@link Predictions} calls as the gRPC service, with
+ * the same checks; errors are answered by {@link ServingHttpErrors}. Values are JSON numbers
+ * holding the float32 values exactly.
  */
 @RestController
 final class ServingRestController {
   private final Lookups lookups;
+  private final Predictions predictions;
 
-  ServingRestController(Lookups lookups) {
+  ServingRestController(Lookups lookups, Predictions predictions) {
     this.lookups = lookups;
+    this.predictions = predictions;
   }
 
   /**
@@ -75,6 +80,29 @@ final class ServingRestController {
 
   record PullResponse(Version version, List<Tensor> tensors) {}
 
+  /**
+   * One example, raw features (as {@code Example} in example.proto; a label is not needed).
+   *
+   * @param dense dense feature values
+   * @param sparseIds sparse feature ids
+   * @param sparseValues their values, parallel to {@code sparse_ids}; empty or absent: every id 1
+   */
+  record ExampleJson(
+      float[] dense,
+      @JsonProperty("sparse_ids") long[] sparseIds,
+      @JsonProperty("sparse_values") float[] sparseValues) {}
+
+  /** {@code POST /v1/predict}: examples, min_version. */
+  record PredictRequest(
+      List<ExampleJson> examples, @JsonProperty("min_version") MinVersion minVersion) {}
+
+  /**
+   * Per example its {@code classes} probabilities ({@code probabilities[i]}) and its most probable
+   * class ({@code predicted[i]}, the first of equal ones).
+   */
+  record PredictResponse(
+      Version version, int classes, List<float[]> probabilities, int[] predicted) {}
+
   @PostMapping("/v1/lookup")
   LookupResponse lookup(@RequestBody LookupRequest request) {
     if (request.table() == null || request.table().isEmpty()) {
@@ -120,6 +148,47 @@ final class ServingRestController {
       tensors.add(new Tensor(e.getKey(), spec.getShapeList(), e.getValue()));
     }
     return new PullResponse(Version.of(dense.version()), tensors);
+  }
+
+  @PostMapping("/v1/predict")
+  PredictResponse predict(@RequestBody PredictRequest request) {
+    List<ExampleJson> in = request.examples() == null ? List.of() : request.examples();
+    List<Example> examples = new ArrayList<>(in.size());
+    for (int i = 0; i < in.size(); i++) {
+      examples.add(example(in.get(i), i));
+    }
+    Predictions.Answer a =
+        predictions.predict(
+            examples, minimum(request.minVersion()), lookups.waitFor(wait(request.minVersion())));
+    int k = a.classes();
+    List<float[]> probabilities = new ArrayList<>(a.predicted().length);
+    for (int i = 0; i < a.predicted().length; i++) {
+      probabilities.add(Arrays.copyOfRange(a.probabilities(), i * k, (i + 1) * k));
+    }
+    return new PredictResponse(Version.of(a.version()), k, probabilities, a.predicted());
+  }
+
+  private static Example example(ExampleJson e, int i) {
+    if (e == null) {
+      throw new ServiceException(ErrorReason.BAD_ARGUMENT, "'examples[" + i + "]' is null");
+    }
+    Example.Builder b = Example.newBuilder();
+    if (e.dense() != null) {
+      for (float v : e.dense()) {
+        b.addDense(v);
+      }
+    }
+    if (e.sparseIds() != null) {
+      for (long id : e.sparseIds()) {
+        b.addSparseIds(id);
+      }
+    }
+    if (e.sparseValues() != null) {
+      for (float v : e.sparseValues()) {
+        b.addSparseValues(v);
+      }
+    }
+    return b.build();
   }
 
   private static int wait(MinVersion m) {

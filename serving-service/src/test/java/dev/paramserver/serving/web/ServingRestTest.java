@@ -4,13 +4,22 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.paramserver.etcd.EtcdCoordinator;
 import dev.paramserver.etcd.EtcdSettings;
+import dev.paramserver.etcd.ServingReplicaRecord;
+import dev.paramserver.models.Mlp;
+import dev.paramserver.models.ModelFactory;
+import dev.paramserver.models.ModelFiles;
+import dev.paramserver.models.ModelSpec;
 import dev.paramserver.proto.v1.DataType;
+import dev.paramserver.proto.v1.DatasetInfo;
+import dev.paramserver.proto.v1.Example;
 import dev.paramserver.proto.v1.FinishInitRequest;
 import dev.paramserver.proto.v1.InitParametersRequest;
 import dev.paramserver.proto.v1.LookupRequest;
 import dev.paramserver.proto.v1.LookupResponse;
 import dev.paramserver.proto.v1.OptimizerConfig;
 import dev.paramserver.proto.v1.ParameterSpec;
+import dev.paramserver.proto.v1.PredictRequest;
+import dev.paramserver.proto.v1.PredictResponse;
 import dev.paramserver.proto.v1.PushGradientsRequest;
 import dev.paramserver.proto.v1.ServingGrpc;
 import dev.paramserver.proto.v1.SparseRows;
@@ -21,6 +30,7 @@ import dev.paramserver.serving.replica.ServedModel;
 import dev.paramserver.tensor.TensorCodec;
 import dev.paramserver.testsupport.EtcdExtension;
 import dev.paramserver.testsupport.FreePorts;
+import dev.paramserver.testsupport.Poll;
 import io.grpc.ManagedChannel;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -30,6 +40,7 @@ import java.nio.ByteOrder;
 import java.nio.FloatBuffer;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -42,10 +53,11 @@ import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.ObjectMapper;
 
 /**
- * {@code POST /v1/lookup} and {@code POST /v1/pull} on the whole serving app (real etcd, real HTTP
- * and gRPC servers on loopback ports): the same values as the gRPC Lookup, and the same errors as
- * 400/503 answers naming the problem. The replica's one shard is installed from a shard built in
- * the test (no pserver runs: the replica finds no primary to follow and keeps what it holds).
+ * {@code POST /v1/lookup}, {@code POST /v1/pull} and {@code POST /v1/predict} on the whole serving
+ * app (real etcd, real HTTP and gRPC servers on loopback ports): the same values as the gRPC
+ * Lookup, and the same errors as 400/503 answers naming the problem. The replica's one shard is
+ * installed from a shard built in the test (no pserver runs: the replica finds no primary to follow
+ * and keeps what it holds).
  */
 class ServingRestTest {
   @RegisterExtension static final EtcdExtension etcd = new EtcdExtension();
@@ -53,6 +65,13 @@ class ServingRestTest {
   private static final HttpClient HTTP =
       HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
   private static final int WIDTH = 4;
+
+  /**
+   * The model Predict answers with: sparse-lr, 3 dense features, embedding width {@link #WIDTH}.
+   */
+  private static final ModelSpec PREDICTED =
+      new ModelSpec("sparse-lr", 3, 2, List.of(), Mlp.Activation.RELU, WIDTH);
+
   private static final OptimizerConfig SGD =
       OptimizerConfig.newBuilder().setKind(OptimizerConfig.Kind.SGD).setLearningRate(0.5f).build();
 
@@ -63,7 +82,12 @@ class ServingRestTest {
   @BeforeAll
   static void start() {
     String job = etcd.uniqueJob();
-    coordinator = EtcdCoordinator.connect(EtcdSettings.of(etcd.endpoint(), job));
+    // generous etcd call timeouts (here and in the app): the machine running the tests may be
+    // loaded
+    coordinator =
+        EtcdCoordinator.connect(
+            new EtcdSettings(
+                List.of(etcd.endpoint()), job, Duration.ofSeconds(30), null, null, null));
     coordinator.kv().put(coordinator.keys().psDesired(), "1".getBytes(StandardCharsets.UTF_8));
     grpcPort = FreePorts.next();
     ctx =
@@ -74,8 +98,10 @@ class ServingRestTest {
                 "--spring.grpc.server.port=" + grpcPort,
                 "--spring.grpc.server.address=127.0.0.1",
                 "--paramserver.etcd.endpoints=" + etcd.endpoint(),
+                "--paramserver.etcd.call-timeout=30s",
                 "--paramserver.job=" + job,
                 "--paramserver.serving.max-ids=10",
+                "--paramserver.serving.max-examples=4",
                 "--paramserver.serving.min-version-wait=100ms");
   }
 
@@ -113,6 +139,22 @@ class ServingRestTest {
                     .setDtype(DataType.FLOAT32)
                     .setInitStddev(0.1f)
                     .setOptimizer(SGD))
+            // the rest of the sparse-lr model PREDICTED describes (its "emb" is the one above)
+            .addAllParameters(
+                ModelFactory.create(PREDICTED).parameters().stream()
+                    .filter(d -> !d.name().equals("emb"))
+                    .map(
+                        d ->
+                            ParameterSpec.newBuilder()
+                                .setName(d.name())
+                                .addAllShape(
+                                    d.sparse() ? List.of(1000L, d.shape().get(1)) : d.shape())
+                                .setDtype(DataType.FLOAT32)
+                                .setSparse(d.sparse())
+                                .setInitStddev(0.1f)
+                                .setOptimizer(SGD)
+                                .build())
+                    .toList())
             .build());
     primary.finishInit(FinishInitRequest.newBuilder().setTrainerId("t0").setInitId("i1").build());
     primary.push(
@@ -151,7 +193,8 @@ class ServingRestTest {
   }
 
   @Test
-  void lookupAndPull_answerTheGrpcValues_andBadRequestsGet400NamingTheProblem() throws Exception {
+  void lookupPullAndPredict_answerTheGrpcValues_andBadRequestsGet400NamingTheProblem()
+      throws Exception {
     // nothing served yet: 503, retry
     assertThat(
             expectError("/v1/lookup", "{\"table\":\"emb\",\"ids\":[1]}", 503, "NOT_INITIALIZED")
@@ -159,6 +202,23 @@ class ServingRestTest {
                 .asString())
         .contains("no copy of some shard yet");
     install();
+
+    // the replica registered itself in etcd: its gRPC address and the version it serves
+    String key = coordinator.keys().serving(ctx.getBean(ServedModel.class).replica());
+    Poll.until(
+        Duration.ofSeconds(30),
+        () ->
+            coordinator
+                .kv()
+                .get(key)
+                .map(kv -> ServingReplicaRecord.decode(kv.value()).version() == 1)
+                .orElse(false),
+        "the replica's registration at version 1");
+    ServingReplicaRecord registered =
+        ServingReplicaRecord.decode(coordinator.kv().get(key).orElseThrow().value());
+    assertThat(registered.address()).isEqualTo("127.0.0.1:" + grpcPort);
+    assertThat(registered.state()).isEqualTo("SERVING");
+    assertThat(registered.sequences()).containsExactly(1L);
 
     HttpResponse<String> ok =
         post("/v1/lookup", "{\"table\":\"emb\",\"ids\":[3,500,4],\"width\":4}");
@@ -196,16 +256,19 @@ class ServingRestTest {
 
     HttpResponse<String> pull = post("/v1/pull", "{}");
     assertThat(pull.statusCode()).as(pull.body()).isEqualTo(200);
-    JsonNode dense = JSON.readTree(pull.body());
-    assertThat(dense.at("/tensors/0/name").asString()).isEqualTo("w");
-    assertThat(dense.at("/tensors/0/shape").toString()).isEqualTo("[2,3]");
-    assertThat(dense.at("/tensors/0/values").size()).isEqualTo(6);
+    JsonNode w = null;
+    for (JsonNode t : JSON.readTree(pull.body()).get("tensors")) {
+      w = t.get("name").asString().equals("w") ? t : w;
+    }
+    assertThat(w).as("w among every dense parameter: %s", pull.body()).isNotNull();
+    assertThat(w.get("shape").toString()).isEqualTo("[2,3]");
+    assertThat(w.get("values").size()).isEqualTo(6);
 
     assertThat(
             expectError("/v1/lookup", "{\"table\":\"nope\",\"ids\":[1]}", 400, "UNKNOWN_PARAMETER")
                 .get("message")
                 .asString())
-        .contains("sparse table 'nope' is not served: the tables are [emb]");
+        .contains("sparse table 'nope' is not served: the tables are [emb, wide]");
     assertThat(
             expectError(
                     "/v1/lookup",
@@ -238,7 +301,8 @@ class ServingRestTest {
             expectError("/v1/pull", "{\"names\":[\"emb\"]}", 400, "UNKNOWN_PARAMETER")
                 .get("message")
                 .asString())
-        .contains("'emb' is not a dense parameter of the model: the dense ones are [w]");
+        .contains("'emb' is not a dense parameter of the model: the dense ones are [")
+        .contains(" w]");
     JsonNode behind =
         expectError(
             "/v1/lookup",
@@ -259,5 +323,95 @@ class ServingRestTest {
             "/v1/lookup",
             "{\"table\":\"emb\",\"ids\":[3],\"min_version\":{\"shards\":[{\"index\":0,\"sequence\":1}]}}");
     assertThat(reached.statusCode()).as(reached.body()).isEqualTo(200);
+
+    predict_answersTheGrpcValuesBitForBit_andBadRequestsGetTheSameErrors();
+  }
+
+  /** Three examples: dense features, pushed and unknown sparse ids, with and without values. */
+  private static final String EXAMPLES =
+      "[{\"dense\":[0.5,-1.25,3.0],\"sparse_ids\":[3,500]},"
+          + "{\"dense\":[0.1,0.2,0.3],\"sparse_ids\":[4],\"sparse_values\":[2.5]},"
+          + "{\"dense\":[-7.0,0.0,1.0E-3]}]";
+
+  private static PredictRequest grpcExamples() {
+    return PredictRequest.newBuilder()
+        .addExamples(
+            Example.newBuilder()
+                .addDense(0.5f)
+                .addDense(-1.25f)
+                .addDense(3.0f)
+                .addSparseIds(3)
+                .addSparseIds(500))
+        .addExamples(
+            Example.newBuilder()
+                .addDense(0.1f)
+                .addDense(0.2f)
+                .addDense(0.3f)
+                .addSparseIds(4)
+                .addSparseValues(2.5f))
+        .addExamples(Example.newBuilder().addDense(-7.0f).addDense(0.0f).addDense(1.0E-3f))
+        .build();
+  }
+
+  private static void predict_answersTheGrpcValuesBitForBit_andBadRequestsGetTheSameErrors()
+      throws Exception {
+    String body = "{\"examples\":" + EXAMPLES + "}";
+    // the job recorded no model description yet: 503, as gRPC's FAILED_PRECONDITION NO_MODEL
+    assertThat(expectError("/v1/predict", body, 503, "NO_MODEL").get("message").asString())
+        .contains("the job has no model description yet");
+    coordinator
+        .kv()
+        .put(
+            coordinator.keys().modelDescription(),
+            ModelFiles.description(PREDICTED, "job", DatasetInfo.getDefaultInstance())
+                .toByteArray());
+
+    HttpResponse<String> ok = post("/v1/predict", body);
+    assertThat(ok.statusCode()).as(ok.body()).isEqualTo(200);
+    JsonNode rest = JSON.readTree(ok.body());
+    ManagedChannel channel = Channels.forAddress("127.0.0.1:" + grpcPort);
+    try {
+      PredictResponse grpc =
+          ServingGrpc.newBlockingStub(channel)
+              .withDeadlineAfter(10, TimeUnit.SECONDS)
+              .predict(grpcExamples());
+      assertThat(rest.get("classes").asInt()).isEqualTo(grpc.getClasses()).isEqualTo(2);
+      assertThat(rest.at("/version/number").asLong()).isEqualTo(grpc.getVersion().getNumber());
+      assertThat(rest.get("probabilities").size()).isEqualTo(3);
+      for (int i = 0; i < 3; i++) {
+        assertThat(rest.at("/predicted/" + i).asInt()).isEqualTo(grpc.getPredicted(i));
+        for (int k = 0; k < 2; k++) {
+          float got = (float) rest.at("/probabilities/" + i + "/" + k).asDouble();
+          assertThat(Float.floatToRawIntBits(got))
+              .as("example %d class %d: %s vs %s", i, k, got, grpc.getProbabilities(i * 2 + k))
+              .isEqualTo(Float.floatToRawIntBits(grpc.getProbabilities(i * 2 + k)));
+        }
+      }
+    } finally {
+      channel.shutdownNow();
+    }
+
+    assertThat(
+            expectError(
+                    "/v1/predict", "{\"examples\":[{\"dense\":[1]},{},{},{},{}]}", 400, "TOO_LARGE")
+                .get("message")
+                .asString())
+        .contains("at most 4 examples (paramserver.serving.max-examples), got 5");
+    assertThat(
+            expectError("/v1/predict", "{\"examples\":[{\"dense\":[1]}]}", 400, "BAD_ARGUMENT")
+                .get("message")
+                .asString())
+        .contains("the model expects 3");
+    expectError("/v1/predict", "{\"examples\":[null]}", 400, "BAD_ARGUMENT");
+    expectError("/v1/predict", "{\"examples\":[{\"dense\":\"x\"}]}", 400, "BAD_ARGUMENT");
+    JsonNode behind =
+        expectError(
+            "/v1/predict",
+            "{\"examples\":"
+                + EXAMPLES
+                + ",\"min_version\":{\"shards\":[{\"index\":0,\"sequence\":99}],\"wait_ms\":20}}",
+            503,
+            "VERSION_NOT_REACHED");
+    assertThat(behind.at("/metadata/wanted").asString()).isEqualTo("99");
   }
 }
