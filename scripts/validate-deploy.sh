@@ -147,6 +147,7 @@ step "Kubernetes schemas (kubernetes-models) and cross-object checks"
 (cd "$NODE_DIR" && node validate-k8s.mjs "$WORK/default.yaml") || die "rendered objects (default values) are invalid"
 (cd "$NODE_DIR" && node validate-k8s.mjs --external-secret paramserver-admin-token \
   --external-secret paramserver-etcd --external-secret paramserver-s3 --external-secret paramserver-tls \
+  --external-secret paramserver-tls-pserver --external-secret paramserver-tls-serving \
   --external-secret paramserver-trainer-settings "$WORK/external.yaml") \
   || die "rendered objects (ci/external-values.yaml) are invalid"
 (cd "$NODE_DIR" && node validate-k8s.mjs "$WORK/elastic.yaml") \

@@ -112,11 +112,11 @@ options, the role's config file, then the component's extraEnv. Call with (dict 
     secretKeyRef:
       name: {{ include "paramserver.secretName" .ctx }}
       key: {{ $v.adminToken.secretKey }}
-{{- if $v.etcd.auth.passwordSecret }}
+{{- with include "paramserver.etcdPasswordSecret" .ctx }}
 - name: PARAMSERVER_ETCD_PASSWORD
   valueFrom:
     secretKeyRef:
-      name: {{ $v.etcd.auth.passwordSecret }}
+      name: {{ . }}
       key: {{ $v.etcd.auth.passwordKey }}
 {{- end }}
 {{- if not .noS3 }}
@@ -169,10 +169,10 @@ envFrom:
 {{- end }}
 {{- end }}
 
-{{/* Mounts every paramserver container has besides its own: /tmp, the TLS Secret, extraVolumeMounts. Call with (dict "ctx" $ "component" .Values.master). */}}
+{{/* Mounts every paramserver container has besides its own: /tmp, its role's TLS Secret, extraVolumeMounts. Call with (dict "ctx" $ "role" "master" "component" .Values.master). */}}
 {{- define "paramserver.commonMounts" -}}
 {{- include "paramserver.tmpMount" .ctx }}
-{{- if .ctx.Values.tls.existingSecret }}
+{{- if include "paramserver.tlsOn" .ctx }}
 - name: tls
   mountPath: {{ .ctx.Values.tls.mountPath }}
   readOnly: true
@@ -182,18 +182,60 @@ envFrom:
 {{- end }}
 {{- end }}
 
-{{/* Volumes of every paramserver pod besides its own: /tmp, the TLS Secret, extraVolumes. Call with (dict "ctx" $ "component" .Values.master). */}}
+{{/* Volumes of every paramserver pod besides its own: /tmp, its role's TLS Secret, extraVolumes. Call with (dict "ctx" $ "role" "master" "component" .Values.master). */}}
 {{- define "paramserver.commonVolumes" -}}
 {{- include "paramserver.tmpVolume" .ctx }}
-{{- if .ctx.Values.tls.existingSecret }}
+{{- if include "paramserver.tlsOn" .ctx }}
 - name: tls
   secret:
-    secretName: {{ .ctx.Values.tls.existingSecret }}
+    secretName: {{ include "paramserver.tlsSecret" (dict "ctx" .ctx "role" .role) }}
     defaultMode: 0440
 {{- end }}
 {{- with .component.extraVolumes }}
 {{ toYaml . }}
 {{- end }}
+{{- end }}
+
+{{/* "true" when the bundled etcd runs with authentication (etcd.auth.enabled, no external etcd). */}}
+{{- define "paramserver.etcdAuthBundled" -}}
+{{- if and (not .Values.etcd.external.endpoints) .Values.etcd.auth.enabled }}true{{ end }}
+{{- end }}
+
+{{/* The etcd user the services log in as: etcd.auth.user; "paramserver" for the bundled etcd with auth. */}}
+{{- define "paramserver.etcdUser" -}}
+{{- if include "paramserver.etcdAuthBundled" . }}
+{{- .Values.etcd.auth.user | default "paramserver" }}
+{{- else }}
+{{- .Values.etcd.auth.user }}
+{{- end }}
+{{- end }}
+
+{{/* The Secret of the etcd password(s): etcd.auth.passwordSecret, else the generated one (bundled etcd with auth), else none. */}}
+{{- define "paramserver.etcdPasswordSecret" -}}
+{{- if .Values.etcd.auth.passwordSecret }}
+{{- .Values.etcd.auth.passwordSecret }}
+{{- else if include "paramserver.etcdAuthBundled" . }}
+{{- printf "%s-etcd-auth" (include "paramserver.fullname" .) }}
+{{- end }}
+{{- end }}
+
+{{/* "true" when gRPC runs over TLS: a shared TLS Secret or a Secret of some role is given. */}}
+{{- define "paramserver.tlsOn" -}}
+{{- $v := .Values.tls -}}
+{{- if or $v.existingSecret $v.roleSecrets.master $v.roleSecrets.pserver $v.roleSecrets.trainer $v.roleSecrets.serving }}true{{ end }}
+{{- end }}
+
+{{/*
+The TLS Secret a role's pods mount: tls.roleSecrets.<role> (a certificate whose subject's OU names
+the role), else the shared tls.existingSecret. Call with (dict "ctx" $ "role" "pserver").
+*/}}
+{{- define "paramserver.tlsSecret" -}}
+{{- $v := .ctx.Values.tls -}}
+{{- $secret := index $v.roleSecrets .role | default $v.existingSecret -}}
+{{- if not $secret }}
+{{- fail (printf "tls.roleSecrets.%s is empty and there is no tls.existingSecret to fall back on: the %s pods would have no certificate while the rest of the job speaks TLS; give the %s role its Secret (a certificate with OU=%s)" .role .role .role .role) }}
+{{- end }}
+{{- $secret }}
 {{- end }}
 
 {{/* Whether the pserver checkpoints go to an object store (s3://): then no checkpoint volume. */}}

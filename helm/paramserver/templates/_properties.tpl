@@ -11,11 +11,11 @@ paramserver.etcd.endpoints={{ include "paramserver.etcdEndpoints" . }}
 paramserver.etcd.call-timeout={{ .Values.etcd.callTimeout }}
 paramserver.etcd.lease-ttl={{ .Values.etcd.leaseTtl }}
 paramserver.etcd.startup-timeout={{ .Values.etcd.startupTimeout }}
-{{- if .Values.etcd.auth.user }}
-paramserver.etcd.user={{ .Values.etcd.auth.user }}
+{{- with include "paramserver.etcdUser" . }}
+paramserver.etcd.user={{ . }}
 {{- end }}
-{{- if .Values.tls.existingSecret }}
-# gRPC clients (trainers; masters calling pservers) trust the CA of the TLS Secret
+{{- if include "paramserver.tlsOn" . }}
+# gRPC clients (trainers; masters calling pservers; serving replicas) trust the CA of the TLS Secret
 paramserver.grpc-client.tls.enabled=true
 paramserver.grpc-client.tls.trust-cert-collection={{ include "paramserver.tlsFile" (dict "ctx" . "key" .Values.tls.caKey) }}
 {{- if .Values.tls.mutual }}
@@ -31,9 +31,9 @@ paramserver.grpc-client.tls.authority-override={{ . }}
 {{- end }}
 {{- end }}
 
-{{/* TLS of a gRPC server (Spring Boot's spring.grpc.server.ssl.*, a PEM SSL bundle), from the TLS Secret. */}}
+{{/* TLS of a gRPC server (Spring Boot's spring.grpc.server.ssl.*, a PEM SSL bundle), from the role's TLS Secret. */}}
 {{- define "paramserver.grpcServerTls" -}}
-{{- if .Values.tls.existingSecret }}
+{{- if include "paramserver.tlsOn" . }}
 spring.ssl.bundle.pem.grpc-server.keystore.certificate=file:{{ include "paramserver.tlsFile" (dict "ctx" . "key" .Values.tls.certKey) }}
 spring.ssl.bundle.pem.grpc-server.keystore.private-key=file:{{ include "paramserver.tlsFile" (dict "ctx" . "key" .Values.tls.keyKey) }}
 {{- if .Values.tls.mutual }}

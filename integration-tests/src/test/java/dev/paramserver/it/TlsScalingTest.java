@@ -7,6 +7,7 @@ import dev.paramserver.localcluster.LocalCluster;
 import dev.paramserver.localcluster.Role;
 import dev.paramserver.models.demo.DemoData;
 import dev.paramserver.psctl.Psctl;
+import dev.paramserver.testsupport.SelfSignedCertificates;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.nio.file.Files;
@@ -30,8 +31,8 @@ class TlsScalingTest {
 
   @Test
   void aJobWithMutualTls_growsFromOneToTwoPservers_andTrainsToTheEnd() throws Exception {
-    TestCertificates.selfSigned(dir, "server");
-    TestCertificates.selfSigned(dir, "trainer");
+    SelfSignedCertificates.make(dir, "server");
+    SelfSignedCertificates.make(dir, "trainer");
     // the servers take clients holding either certificate: trainers, and the services themselves
     Path clients = dir.resolve("clients.crt");
     Files.writeString(

@@ -14,6 +14,7 @@ import dev.paramserver.proto.v1.ShardStatus;
 import dev.paramserver.rpc.ChannelFactory;
 import dev.paramserver.rpc.Channels;
 import dev.paramserver.rpc.ClientTls;
+import dev.paramserver.testsupport.SelfSignedCertificates;
 import io.grpc.ManagedChannel;
 import io.grpc.StatusRuntimeException;
 import java.nio.file.Path;
@@ -31,7 +32,7 @@ class TlsTest {
   @TempDir Path dir;
 
   private void certificate(String name) throws Exception {
-    TestCertificates.selfSigned(dir, name);
+    SelfSignedCertificates.make(dir, name);
   }
 
   @Test

@@ -9,6 +9,7 @@ import dev.paramserver.psctl.convert.ConvertCommand;
 import dev.paramserver.psctl.demo.DemoDataCommand;
 import dev.paramserver.psctl.inspect.InspectCommand;
 import dev.paramserver.psctl.job.CheckpointCommand;
+import dev.paramserver.psctl.job.EtcdAuthCommand;
 import dev.paramserver.psctl.job.ForceTakeoverCommand;
 import dev.paramserver.psctl.job.ScaleCommand;
 import dev.paramserver.psctl.job.StatusCommand;
@@ -77,6 +78,7 @@ public final class Psctl implements Callable<Integer>, GlobalOptions {
     SUBCOMMANDS.put("stop", StopCommand.class);
     SUBCOMMANDS.put("scale", ScaleCommand.class);
     SUBCOMMANDS.put("force-takeover", ForceTakeoverCommand.class);
+    SUBCOMMANDS.put("etcd-auth", EtcdAuthCommand.class);
     SUBCOMMANDS.put("version", VersionCommand.class);
     SUBCOMMANDS.put("completion", CompletionCommand.class);
     SUBCOMMANDS.put("archive", ArchiveCommand.class);

@@ -23,11 +23,11 @@ import javax.net.ssl.SSLSession;
 /**
  * Authorisation by role on mutual TLS: each process of a job holds a certificate of its own role,
  * named by the subject's organisational unit ({@code OU=pserver}, {@code OU=master}, {@code
- * OU=trainer}, ...). {@link #require} refuses a call to a guarded method whose client certificate
- * names another role (PERMISSION_DENIED, reason BAD_ARGUMENT, a message naming the method, the
- * roles it takes and the one presented, nothing else). A call without TLS, or whose certificate
- * names no role (one certificate shared by the whole job), is left to the job token ({@link
- * JobToken}).
+ * OU=trainer}, {@code OU=serving}). {@link #require} refuses a call to a guarded method whose
+ * client certificate names another role (PERMISSION_DENIED, reason BAD_ARGUMENT, a message naming
+ * the method, the roles it takes and the one presented, nothing else). A call without TLS, or whose
+ * certificate names no role (one certificate shared by the whole job), is left to the job token
+ * ({@link JobToken}).
  */
 public final class PeerRoles {
   /** The subject attribute that names a certificate's role. */

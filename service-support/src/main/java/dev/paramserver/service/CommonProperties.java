@@ -102,9 +102,9 @@ public record CommonProperties(
    *
    * @param token bearer token required by every {@code /admin/**} request ({@code Authorization:
    *     Bearer <token>}); when empty, the admin endpoints answer 401 to everyone. It is also the
-   *     job token: the pserver's internal gRPC services (replication, slot moves) refuse a call
-   *     without it, and every service sends it on its gRPC calls (metadata {@code
-   *     x-paramserver-token}).
+   *     job token: the pserver's internal gRPC services (replication, slot moves, the change stream
+   *     serving replicas follow) refuse a call without it, and every service sends it on its gRPC
+   *     calls (metadata {@code x-paramserver-token}).
    * @param exitJvmOnShutdown whether {@code POST /admin/shutdown} ends the JVM (with the
    *     application's exit code) after the graceful close; tests that run several services in one
    *     JVM set it to false.

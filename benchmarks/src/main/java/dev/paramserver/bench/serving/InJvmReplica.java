@@ -5,6 +5,7 @@ import dev.paramserver.etcd.EtcdCoordinator;
 import dev.paramserver.etcd.EtcdSettings;
 import dev.paramserver.proto.v1.LookupRequest;
 import dev.paramserver.rpc.ChannelFactory;
+import dev.paramserver.rpc.JobToken;
 import dev.paramserver.serving.grpc.GrpcFollowSource;
 import dev.paramserver.serving.replica.Lookups;
 import dev.paramserver.serving.replica.ModelDescription;
@@ -44,14 +45,20 @@ final class InJvmReplica implements AutoCloseable {
     return predictions;
   }
 
-  /** A replica of the job's single shard, following it from now on. */
-  static InJvmReplica follow(String etcdEndpoint, String job) {
+  /**
+   * A replica of the job's single shard, following it from now on with the job's token (the
+   * pserver's ShardFollow is internal).
+   */
+  static InJvmReplica follow(String etcdEndpoint, String job, String token) {
     EtcdCoordinator coordinator = EtcdCoordinator.connect(EtcdSettings.of(etcdEndpoint, job));
     ServedModel model = new ServedModel("bench-in-jvm", 1);
     ServingReplica replica =
         new ServingReplica(
             model,
-            new GrpcFollowSource(coordinator, ChannelFactory.plaintext(), Duration.ofMinutes(10)),
+            new GrpcFollowSource(
+                coordinator,
+                ChannelFactory.plaintext().withInterceptors(List.of(JobToken.attach(token))),
+                Duration.ofMinutes(10)),
             job,
             Duration.ofMillis(100),
             Duration.ofSeconds(2),

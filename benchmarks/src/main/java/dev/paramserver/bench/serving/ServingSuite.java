@@ -104,7 +104,8 @@ public final class ServingSuite {
         }
         // the in-JVM replica follows only from here: while the process is measured, this JVM
         // applies no records of its own
-        try (InJvmReplica local = InJvmReplica.follow(cluster.etcdEndpoint(), JOB)) {
+        try (InJvmReplica local =
+            InJvmReplica.follow(cluster.etcdEndpoint(), JOB, cluster.adminToken())) {
           local.awaitTable(TABLE, Duration.ofMinutes(2));
           local.lookups(requests, warm);
           inJvm = local.lookups(requests, measured);

@@ -4,10 +4,8 @@ import dev.paramserver.etcd.EtcdCoordinator;
 import dev.paramserver.etcd.EtcdSettings;
 import dev.paramserver.etcd.ForcedTakeover;
 import dev.paramserver.psctl.command.OutputFormat;
-import dev.paramserver.psctl.command.PsctlCommand;
 import java.net.InetAddress;
 import java.util.LinkedHashMap;
-import java.util.List;
 import java.util.Map;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -25,9 +23,7 @@ import picocli.CommandLine.Option;
             + " served without that primary's log: prints what may be lost; with --yes records the"
             + " forced takeover (audited in etcd), and the backup (or, with none, the next pserver"
             + " to register, from the checkpoint) takes the shard over.")
-public final class ForceTakeoverCommand extends PsctlCommand {
-  @Mixin JobTarget target;
-
+public final class ForceTakeoverCommand extends JobCommand {
   @Mixin OutputFormat output;
 
   @Option(names = "--shard", required = true, description = "The shard (pserver index).")
@@ -45,7 +41,7 @@ public final class ForceTakeoverCommand extends PsctlCommand {
   String reason;
 
   @Override
-  protected int run() throws Exception {
+  protected int runJob() throws Exception {
     Map<String, String> env = env();
     String etcd = target.etcd(env);
     if (etcd == null) {
@@ -57,18 +53,8 @@ public final class ForceTakeoverCommand extends PsctlCommand {
     if (shard < 0) {
       throw usageError("--shard must be 0 or more, got " + shard);
     }
-    if (target.timeoutSeconds <= 0) {
-      throw usageError("--timeout must be positive, got " + target.timeoutSeconds);
-    }
-    String job = target.job(env);
-    EtcdSettings settings =
-        new EtcdSettings(
-            List.of(etcd.split(",")),
-            job,
-            java.time.Duration.ofSeconds(target.timeoutSeconds),
-            null,
-            null,
-            null);
+    // TLS and authentication (--etcd-ca, --etcd-user) as every psctl command that reads etcd
+    EtcdSettings settings = etcdSettings(etcd, env);
     try (EtcdCoordinator c = EtcdCoordinator.connect(settings)) {
       ForcedTakeover.Plan plan;
       try {

@@ -1,5 +1,6 @@
 package dev.paramserver.pserver.grpc;
 
+import dev.paramserver.proto.v1.ShardFollowGrpc;
 import dev.paramserver.proto.v1.ShardReplicationGrpc;
 import dev.paramserver.proto.v1.SlotMovesGrpc;
 import dev.paramserver.rpc.JobToken;
@@ -16,25 +17,30 @@ import org.springframework.grpc.server.GlobalServerInterceptor;
 
 /**
  * The one guard of the pserver's internal services (ShardReplication: Replicate, Fill; SlotMoves:
- * MoveOut, MoveIn): with a job token set ({@code paramserver.admin.token}) a call without it is
- * refused UNAUTHENTICATED before it reaches the service. Peers send it on every call (the services'
- * {@code ChannelFactory}). Without a token the services are open, as before.
+ * MoveOut, MoveIn; ShardFollow: Follow, the change stream serving replicas read): with a job token
+ * set ({@code paramserver.admin.token}) a call without it is refused UNAUTHENTICATED before it
+ * reaches the service. Peers send it on every call (the services' {@code ChannelFactory}). Without
+ * a token the services are open, as before.
  *
  * <p>With mutual TLS and a certificate per role (the role in the subject's OU) the calls are also
  * authorised by role ({@link PeerRoles}, {@link #ROLES}): only a pserver fills a backup, replicates
- * or feeds a move, only the master starts one; a trainer's certificate is refused PERMISSION_DENIED
- * even with the token.
+ * or feeds a move, only the master starts one, only a serving replica or a pserver follows the
+ * shard's changes; a trainer's certificate is refused PERMISSION_DENIED even with the token.
  */
 @Configuration(proxyBeanMethods = false)
 public class InternalCallsConfiguration {
   /** The services only the job's own processes may call. */
   static final Set<String> INTERNAL =
-      Set.of(ShardReplicationGrpc.SERVICE_NAME, SlotMovesGrpc.SERVICE_NAME);
+      Set.of(
+          ShardReplicationGrpc.SERVICE_NAME,
+          SlotMovesGrpc.SERVICE_NAME,
+          ShardFollowGrpc.SERVICE_NAME);
 
   /**
    * Who may call what, by the role a client certificate names: Replicate and Fill come from the
    * shard's primary, MoveIn from the old owner of moving slots (pservers); MoveOut from the
-   * master's placement coordinator.
+   * master's placement coordinator; Follow from serving replicas (role {@code serving}) and
+   * pservers (a pserver may follow a shard as a serving replica does).
    */
   static final Map<String, Set<String>> ROLES =
       Map.of(
@@ -43,7 +49,9 @@ public class InternalCallsConfiguration {
           SlotMovesGrpc.getMoveInMethod().getFullMethodName(),
           Set.of("pserver"),
           SlotMovesGrpc.getMoveOutMethod().getFullMethodName(),
-          Set.of("master"));
+          Set.of("master"),
+          ShardFollowGrpc.SERVICE_NAME,
+          Set.of("serving", "pserver"));
 
   /** Beside the token check, outside the call limits: a refused call takes no admission. */
   @Bean

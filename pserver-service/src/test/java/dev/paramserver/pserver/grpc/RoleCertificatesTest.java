@@ -5,16 +5,20 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.paramserver.proto.v1.FillChunk;
 import dev.paramserver.proto.v1.FillResponse;
+import dev.paramserver.proto.v1.FollowMessage;
+import dev.paramserver.proto.v1.FollowRequest;
 import dev.paramserver.proto.v1.MoveInChunk;
 import dev.paramserver.proto.v1.MoveInResponse;
 import dev.paramserver.proto.v1.MoveOutResponse;
 import dev.paramserver.proto.v1.ReplicateRequest;
 import dev.paramserver.proto.v1.ReplicateResponse;
+import dev.paramserver.proto.v1.ShardFollowGrpc;
 import dev.paramserver.proto.v1.ShardReplicationGrpc;
 import dev.paramserver.proto.v1.SlotMove;
 import dev.paramserver.proto.v1.SlotMovesGrpc;
 import dev.paramserver.rpc.Channels;
 import dev.paramserver.rpc.PeerRoles;
+import dev.paramserver.testsupport.SelfSignedCertificates;
 import io.grpc.ChannelCredentials;
 import io.grpc.Grpc;
 import io.grpc.ManagedChannel;
@@ -26,13 +30,12 @@ import io.grpc.TlsChannelCredentials;
 import io.grpc.TlsServerCredentials;
 import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
 import io.grpc.stub.StreamObserver;
-import java.io.InputStream;
 import java.net.InetSocketAddress;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.KeyStore;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -41,6 +44,7 @@ import java.util.concurrent.TimeUnit;
 import javax.net.ssl.KeyManagerFactory;
 import javax.net.ssl.TrustManagerFactory;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -49,31 +53,41 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * Internal calls authorised by role over real mutual TLS (Netty on loopback, certificates made in
  * the test by keytool, one per role named by its OU): a trainer's certificate is refused on Fill,
- * Replicate, MoveIn and MoveOut; a pserver's is taken on Fill, Replicate and MoveIn, the master's
- * on MoveOut; a certificate that names no role is left to the job token.
+ * Replicate, MoveIn, MoveOut and Follow; a pserver's is taken on Fill, Replicate, MoveIn and
+ * Follow, the master's on MoveOut, a serving replica's on Follow only; a certificate that names no
+ * role is left to the job token.
  */
-@Timeout(120)
+@Timeout(240)
 class RoleCertificatesTest {
-  private static final char[] PASSWORD = "changeit".toCharArray();
+  private static final char[] PASSWORD = SelfSignedCertificates.PASSWORD.toCharArray();
 
-  @TempDir Path dir;
+  private static final long FOLLOW_EPOCH = 77;
 
-  private final Map<String, KeyStore> stores = new HashMap<>();
+  @TempDir static Path dir;
+
+  /** Made once for the class: keytool is slow on a loaded machine. */
+  private static final Map<String, KeyStore> stores = new HashMap<>();
+
   private final List<ManagedChannel> channels = new ArrayList<>();
   private Server server;
 
-  @BeforeEach
-  void start() throws Exception {
+  @BeforeAll
+  static void certificates() throws Exception {
     for (String[] c :
         new String[][] {
           {"server", "CN=localhost, OU=pserver"},
           {"trainer", "CN=trainer-0, OU=trainer"},
           {"pserver", "CN=ps-1, OU=pserver"},
           {"master", "CN=master, OU=master"},
+          {"serving", "CN=serving-0, OU=serving"},
           {"shared", "CN=paramserver"}
         }) {
-      stores.put(c[0], certificate(c[0], c[1]));
+      stores.put(c[0], SelfSignedCertificates.make(dir, c[0], c[1]));
     }
+  }
+
+  @BeforeEach
+  void start() throws Exception {
     ServerCredentials credentials =
         TlsServerCredentials.newBuilder()
             .keyManager(keys("server"))
@@ -84,6 +98,7 @@ class RoleCertificatesTest {
         NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", 0), credentials)
             .addService(new Replication())
             .addService(new Moves())
+            .addService(new Follow())
             .intercept(PeerRoles.require(InternalCallsConfiguration.ROLES))
             .build()
             .start();
@@ -105,7 +120,8 @@ class RoleCertificatesTest {
             () -> fill(trainer),
             () -> moveIn(trainer),
             () -> replicate(trainer),
-            () -> moveOut(trainer))) {
+            () -> moveOut(trainer),
+            () -> follow(trainer))) {
       assertThatThrownBy(call::run)
           .isInstanceOfSatisfying(
               StatusRuntimeException.class,
@@ -136,6 +152,30 @@ class RoleCertificatesTest {
     ManagedChannel shared = channel("shared");
     assertThat(fill(shared)).as("a certificate without a role: the job token decides").isNotNull();
     assertThat(moveOut(shared)).isNotNull();
+    assertThat(follow(shared)).isNotNull();
+  }
+
+  @Test
+  void shardFollow_takesServingReplicasAndPservers_refusesTrainersAndTheMaster() throws Exception {
+    assertThat(follow(channel("serving")).getEpoch()).isEqualTo(FOLLOW_EPOCH);
+    assertThat(follow(channel("pserver")).getEpoch()).isEqualTo(FOLLOW_EPOCH);
+    ManagedChannel serving = channel("serving");
+    for (String refused : List.of("trainer", "master")) {
+      assertThatThrownBy(() -> follow(channel(refused)))
+          .isInstanceOfSatisfying(
+              StatusRuntimeException.class,
+              e -> {
+                assertThat(e.getStatus().getCode()).isEqualTo(Status.Code.PERMISSION_DENIED);
+                assertThat(e.getStatus().getDescription())
+                    .contains("ShardFollow/Follow takes calls from role pserver or serving only")
+                    .contains("names role '" + refused + "'");
+              });
+    }
+    assertThatThrownBy(() -> fill(serving))
+        .as("a serving replica follows; it does not fill a backup")
+        .isInstanceOfSatisfying(
+            StatusRuntimeException.class,
+            e -> assertThat(e.getStatus().getCode()).isEqualTo(Status.Code.PERMISSION_DENIED));
   }
 
   @Test
@@ -175,6 +215,17 @@ class RoleCertificatesTest {
     return ShardReplicationGrpc.newBlockingStub(channel)
         .withDeadlineAfter(30, TimeUnit.SECONDS)
         .replicate(ReplicateRequest.getDefaultInstance());
+  }
+
+  /** The first message of a Follow stream (the test's service sends one, then ends). */
+  private static FollowMessage follow(ManagedChannel channel) {
+    Iterator<FollowMessage> stream =
+        ShardFollowGrpc.newBlockingStub(channel)
+            .withDeadlineAfter(30, TimeUnit.SECONDS)
+            .follow(FollowRequest.getDefaultInstance());
+    FollowMessage first = stream.next();
+    stream.forEachRemaining(m -> {});
+    return first;
   }
 
   private static MoveOutResponse moveOut(ManagedChannel channel) {
@@ -222,14 +273,14 @@ class RoleCertificatesTest {
     return channel;
   }
 
-  private javax.net.ssl.KeyManager[] keys(String name) throws Exception {
+  private static javax.net.ssl.KeyManager[] keys(String name) throws Exception {
     KeyManagerFactory f = KeyManagerFactory.getInstance(KeyManagerFactory.getDefaultAlgorithm());
     f.init(stores.get(name), PASSWORD);
     return f.getKeyManagers();
   }
 
   /** Every certificate of the test is self-signed and trusted by every side. */
-  private javax.net.ssl.TrustManager[] trustAll() throws Exception {
+  private static javax.net.ssl.TrustManager[] trustAll() throws Exception {
     KeyStore trust = KeyStore.getInstance("PKCS12");
     trust.load(null, null);
     for (Map.Entry<String, KeyStore> e : stores.entrySet()) {
@@ -239,52 +290,6 @@ class RoleCertificatesTest {
         TrustManagerFactory.getInstance(TrustManagerFactory.getDefaultAlgorithm());
     f.init(trust);
     return f.getTrustManagers();
-  }
-
-  /** A self-signed EC certificate for 127.0.0.1 with the given subject, in a PKCS12 store. */
-  private KeyStore certificate(String name, String subject) throws Exception {
-    Path store = dir.resolve(name + ".p12");
-    String keytool = Path.of(System.getProperty("java.home"), "bin", "keytool").toString();
-    Process p =
-        new ProcessBuilder(
-                keytool,
-                "-genkeypair",
-                "-alias",
-                name,
-                "-keyalg",
-                "EC",
-                "-groupname",
-                "secp256r1",
-                "-sigalg",
-                "SHA256withECDSA",
-                "-dname",
-                subject,
-                "-ext",
-                "SAN=IP:127.0.0.1,DNS:localhost",
-                "-validity",
-                "2",
-                "-storetype",
-                "PKCS12",
-                "-keystore",
-                store.toString(),
-                "-storepass",
-                new String(PASSWORD))
-            .redirectErrorStream(true)
-            .redirectOutput(dir.resolve(name + ".keytool.log").toFile())
-            .start();
-    try {
-      assertThat(p.waitFor(60, TimeUnit.SECONDS)).as("keytool ends").isTrue();
-    } finally {
-      p.destroyForcibly();
-    }
-    assertThat(p.exitValue())
-        .as("keytool: %s", Files.readString(dir.resolve(name + ".keytool.log")))
-        .isZero();
-    KeyStore ks = KeyStore.getInstance("PKCS12");
-    try (InputStream in = Files.newInputStream(store)) {
-      ks.load(in, PASSWORD);
-    }
-    return ks;
   }
 
   /** Answers every call: the test is about who gets in. */
@@ -334,6 +339,14 @@ class RoleCertificatesTest {
     @Override
     public void moveOut(SlotMove request, StreamObserver<MoveOutResponse> out) {
       out.onNext(MoveOutResponse.getDefaultInstance());
+      out.onCompleted();
+    }
+  }
+
+  private static final class Follow extends ShardFollowGrpc.ShardFollowImplBase {
+    @Override
+    public void follow(FollowRequest request, StreamObserver<FollowMessage> out) {
+      out.onNext(FollowMessage.newBuilder().setEpoch(FOLLOW_EPOCH).build());
       out.onCompleted();
     }
   }

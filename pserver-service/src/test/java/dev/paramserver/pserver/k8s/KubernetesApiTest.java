@@ -8,9 +8,9 @@ import com.sun.net.httpserver.HttpServer;
 import com.sun.net.httpserver.HttpsConfigurator;
 import com.sun.net.httpserver.HttpsServer;
 import dev.paramserver.pserver.k8s.KubernetesApi.KubernetesApiException;
+import dev.paramserver.testsupport.SelfSignedCertificates;
 import dev.paramserver.testsupport.TempDirs;
 import java.io.IOException;
-import java.io.InputStream;
 import java.io.OutputStream;
 import java.net.InetSocketAddress;
 import java.net.URI;
@@ -168,43 +168,9 @@ class KubernetesApiTest {
   /** The in-cluster client over https: trusts ca.crt, reads the token file on each call. */
   @Test
   void inCluster_overHttps_trustsTheClustersCa_andReadsTheTokenEachCall() throws Exception {
-    char[] pass = "changeit".toCharArray();
-    Path keystore = dir.resolve("server.p12");
-    keytool(
-        "-genkeypair",
-        "-alias",
-        "api",
-        "-keyalg",
-        "EC",
-        "-groupname",
-        "secp256r1",
-        "-dname",
-        "CN=kubernetes",
-        "-ext",
-        "san=ip:127.0.0.1",
-        "-validity",
-        "2",
-        "-storetype",
-        "PKCS12",
-        "-keystore",
-        keystore.toString(),
-        "-storepass",
-        "changeit");
-    keytool(
-        "-exportcert",
-        "-rfc",
-        "-alias",
-        "api",
-        "-keystore",
-        keystore.toString(),
-        "-storepass",
-        "changeit",
-        "-file",
-        dir.resolve("ca.crt").toString());
-    KeyStore ks = KeyStore.getInstance("PKCS12");
-    try (InputStream in = Files.newInputStream(keystore)) {
-      ks.load(in, pass);
-    }
+    char[] pass = SelfSignedCertificates.PASSWORD.toCharArray();
+    // the API server's certificate is its own CA: ca.crt, as a pod finds it
+    KeyStore ks = SelfSignedCertificates.make(dir, "ca", "CN=kubernetes");
     KeyManagerFactory kmf = KeyManagerFactory.getInstance(KeyManagerFactory.getDefaultAlgorithm());
     kmf.init(ks, pass);
     SSLContext ssl = SSLContext.getInstance("TLS");
@@ -235,15 +201,5 @@ class KubernetesApiTest {
 
     assertThat(seen)
         .containsExactly("GET " + PATH + " Bearer first", "GET " + PATH + " Bearer rotated");
-  }
-
-  private static void keytool(String... args) throws Exception {
-    List<String> cmd = new java.util.ArrayList<>();
-    cmd.add(Path.of(System.getProperty("java.home"), "bin", "keytool").toString());
-    cmd.addAll(List.of(args));
-    Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
-    String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-    assertThat(p.waitFor(30, TimeUnit.SECONDS)).isTrue();
-    assertThat(p.exitValue()).as("keytool %s: %s", cmd, out).isZero();
   }
 }
