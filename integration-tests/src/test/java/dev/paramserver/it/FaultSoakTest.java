@@ -258,7 +258,8 @@ class FaultSoakTest {
             .masters(0)
             .trainers(0)
             .pservers(PSERVERS)
-            // every kill is meant: the supervisor restarts a pserver however often the soak kills it
+            // every kill is meant: the supervisor restarts a pserver however often the soak kills
+            // it
             // (its default gives up after 5, which a soak of an hour reaches)
             .maxRestarts(Integer.MAX_VALUE)
             .property(Role.PSERVER, "paramserver.etcd.lease-ttl", "4s")

@@ -12,8 +12,8 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
- * Stop-the-world collector pauses of a process, counted between two readings: of a service from
- * its {@code /actuator/prometheus} ({@code jvm_gc_pause_seconds}, which Micrometer fills from the
+ * Stop-the-world collector pauses of a process, counted between two readings: of a service from its
+ * {@code /actuator/prometheus} ({@code jvm_gc_pause_seconds}, which Micrometer fills from the
  * collectors' pause notifications: concurrent cycles are not in it), or of this JVM from its
  * collector beans (which count a concurrent collector's cycles as time too: read them for the
  * serial and parallel collectors the bench runs on).

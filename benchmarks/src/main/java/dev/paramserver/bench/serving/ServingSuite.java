@@ -302,7 +302,11 @@ public final class ServingSuite {
         replicaPauses.pauses(),
         replicaPauses.seconds() * 1000,
         replicaPauses.meanMs());
-    g.row("bench JVM (client)", clientPauses.pauses(), clientPauses.seconds() * 1000, clientPauses.meanMs());
+    g.row(
+        "bench JVM (client)",
+        clientPauses.pauses(),
+        clientPauses.seconds() * 1000,
+        clientPauses.meanMs());
     Report.Table f =
         report.table(
             "Serving",
