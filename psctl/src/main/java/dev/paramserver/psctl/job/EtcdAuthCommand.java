@@ -2,6 +2,7 @@ package dev.paramserver.psctl.job;
 
 import dev.paramserver.etcd.CoordinationException;
 import dev.paramserver.etcd.EtcdAuthSetup;
+import dev.paramserver.psctl.command.OutputFormat;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -9,6 +10,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
@@ -36,6 +38,11 @@ public final class EtcdAuthCommand extends JobCommand {
               + ROOT_PASSWORD_ENV
               + ").")
   String rootPasswordFile;
+
+  @Mixin OutputFormat output;
+
+  /** What {@code -o json|yaml} prints. */
+  record Result(boolean turnedOn, String user, String role, String prefix) {}
 
   @Option(
       names = "--hold",
@@ -70,16 +77,20 @@ public final class EtcdAuthCommand extends JobCommand {
       err().flush();
       return 1;
     }
-    out()
-        .println(
-            (now ? "etcd authentication turned on" : "etcd authentication was on; passwords set")
-                + ": user "
-                + user
-                + " (role "
-                + setup.roleName()
-                + ") may read and write /paramserver/"
-                + job
-                + "/ only");
+    if (output.structured()) {
+      output.print(out(), new Result(now, user, setup.roleName(), "/paramserver/" + job + "/"));
+    } else {
+      out()
+          .println(
+              (now ? "etcd authentication turned on" : "etcd authentication was on; passwords set")
+                  + ": user "
+                  + user
+                  + " (role "
+                  + setup.roleName()
+                  + ") may read and write /paramserver/"
+                  + job
+                  + "/ only");
+    }
     out().flush();
     if (hold) {
       new CountDownLatch(1).await(); // until the container is stopped
