@@ -157,11 +157,18 @@ final class ShardRoles {
    * its index.
    */
   static int awaitNewPrimary(LocalCluster cluster, int shard, int old, Duration timeout) {
+    return awaitNewPrimary(cluster, shard, old, timeout, () -> {});
+  }
+
+  /** {@link #awaitNewPrimary}, running {@code eachPoll} before each look (to keep a fault up). */
+  static int awaitNewPrimary(
+      LocalCluster cluster, int shard, int old, Duration timeout, Runnable eachPoll) {
     int[] found = {-1};
     Poll.until(
         timeout,
         Duration.ofMillis(200),
         () -> {
+          eachPoll.run();
           found[0] = find(cluster, shard, true, old).orElse(-1);
           return found[0] >= 0;
         },

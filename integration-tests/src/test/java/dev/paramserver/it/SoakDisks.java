@@ -111,7 +111,12 @@ final class SoakDisks implements AutoCloseable {
 
   private static void fillUp(Path filler) throws IOException {
     byte[] chunk = new byte[1 << 20];
-    try (OutputStream out = Files.newOutputStream(filler)) {
+    // appends: a second call takes what was freed since the first
+    try (OutputStream out =
+        Files.newOutputStream(
+            filler,
+            java.nio.file.StandardOpenOption.CREATE,
+            java.nio.file.StandardOpenOption.APPEND)) {
       while (true) {
         out.write(chunk);
       }

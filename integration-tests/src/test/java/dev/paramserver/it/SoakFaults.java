@@ -113,7 +113,11 @@ final class SoakFaults {
       // the log failed: the pserver must give the shard up, and its backup take it over
       int next;
       try {
-        next = ShardRoles.awaitNewPrimary(cluster, shard, primary, Duration.ofSeconds(60));
+        // the disk is kept full while waiting: the pserver's own checkpoints delete log segments,
+        // and a 1-hour soak saw a primary write on into the space they freed for a whole minute
+        next =
+            ShardRoles.awaitNewPrimary(
+                cluster, shard, primary, Duration.ofSeconds(60), () -> fillAgain(kind, primary));
       } finally {
         a.heal();
       }
@@ -226,6 +230,19 @@ final class SoakFaults {
         return () -> replaceDisk(kind, primary);
       }
       default -> throw new IllegalArgumentException(kind + " is not a single fault");
+    }
+  }
+
+  /** Takes again the space freed on pserver {@code i}'s disk since the fault began. */
+  private void fillAgain(Kind kind, int i) {
+    try {
+      if (kind == Kind.FULL_DISK) {
+        disks.fill(i);
+      } else {
+        disks.failFsync(i);
+      }
+    } catch (java.io.IOException e) {
+      throw new java.io.UncheckedIOException(e);
     }
   }
 
