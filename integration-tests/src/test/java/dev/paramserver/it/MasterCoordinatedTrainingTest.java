@@ -46,7 +46,9 @@ class MasterCoordinatedTrainingTest {
     DemoData.Result demo =
         DemoData.generate(
             data, DemoData.Options.builder().train(20000).test(4000).shards(2).build());
-    int passes = 2;
+    // enough passes that both trainers are members for a while: the checks below look at them
+    // while the job trains (with 2 passes the window was about 6 s, and a CI run missed it)
+    int passes = 8;
     try (LocalCluster cluster =
         new LocalCluster(
             Jobs.spec(dir.resolve("run"))
