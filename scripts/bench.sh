@@ -75,7 +75,11 @@
 # <run dir>/serving/lookups.csv (to line slow calls up with collector logs); BENCH_SERVING_JVM
 # replaces the replica process's JVM options (a collector, -Xlog:gc*, a JFR recording).
 #
-# Usage: scripts/bench.sh [--only kernels,component,wire,wal,train,memory,sparse,startup,staleness,scaling,delay,python,serving]
+# The pserver's allocation alone: --only wirealloc (run only when named, about a minute) starts the
+# wire section's pserver with its 1 MiB parameter and measures pserver_alloc_bytes_per_pushed_byte
+# in 3 rounds (the median reported) under a JFR recording whose allocation sites go into the profile.
+#
+# Usage: scripts/bench.sh [--only kernels,component,wire,wirealloc,wal,train,memory,sparse,startup,staleness,scaling,delay,python,serving]
 #        [--workloads softmax,mlp5m,ctr,ctr100m] [--quick] [--profile] [--run-dir DIR]
 # Environment: BENCH_SKIP_BUILD=1 reuses what is built; ETCD_BIN points at etcd if not on the PATH;
 # PARAMSERVER_JAVA picks the Java (default: the newest installed, 17 or later: Temurin 25 where it

@@ -35,23 +35,25 @@ import java.util.Set;
  * <p>Options: {@code --repo DIR} (where the services' exec jars were built, default "."), {@code
  * --out DIR} (default bench), {@code --run-dir DIR} (logs, recordings; default a temp folder),
  * {@code --only
- * kernels,component,wire,wal,train,memory,sparse,startup,staleness,scaling,delay,python,serving}
- * (component: the pserver's push path and the trainer's training thread in one JVM each, against
- * one JVM's work on the same batches, {@link ComponentSuite}; startup, the start-up of a 1 + 1 job
- * on its own, runs only when named: the training section measures it too; staleness, the
- * click-through 1 + 1 job's samples/s and AUC at trainer row-cache staleness 0, 1, 4 and 16 against
- * one JVM ({@link StalenessSuite}), only when named; delay, the click-through 1 + 1 job through a
- * user-space delay line of 0.1, 0.5 and 2 ms one way ({@link DelaySuite}), only when named; python,
- * a Python trainer against PyTorch in one process and the click-through sparse-lr Python trainer
- * against the Java trainer ({@code PythonCtr}), also only when named: it needs torch; --workloads
- * mlp5m or ctr picks one), {@code --workloads softmax,mlp5m,ctr,ctr100m} (the training section's
- * workloads, of {@link TrainSuite#WORKLOADS}; default softmax, mlp5m and ctr, or the softmax alone
- * with --quick; ctr100m, click-through over a 100M-id space with a fixed heap, one 1 + 1 job and
- * one single JVM, runs only when named), {@code --quick} (shorter measurements), {@code --profile}
- * (JFR of the softmax 1 + 1 training job's pserver and trainer, summarised in the report; off by
- * default because recording slows the run it measures), serving (a serving replica process beside a
- * training click-through 1 + 1 job: lookups of 100 ids at 1,000 requests/s against a replica in
- * this JVM, and freshness, {@link ServingSuite}; only when named).
+ * kernels,component,wire,wirealloc,wal,train,memory,sparse,startup,staleness,scaling,delay,python,serving}
+ * (wirealloc: the wire section's pserver allocation per pushed byte alone, in 3 rounds with a JFR
+ * of them, run only when named; component: the pserver's push path and the trainer's training
+ * thread in one JVM each, against one JVM's work on the same batches, {@link ComponentSuite};
+ * startup, the start-up of a 1 + 1 job on its own, runs only when named: the training section
+ * measures it too; staleness, the click-through 1 + 1 job's samples/s and AUC at trainer row-cache
+ * staleness 0, 1, 4 and 16 against one JVM ({@link StalenessSuite}), only when named; delay, the
+ * click-through 1 + 1 job through a user-space delay line of 0.1, 0.5 and 2 ms one way ({@link
+ * DelaySuite}), only when named; python, a Python trainer against PyTorch in one process and the
+ * click-through sparse-lr Python trainer against the Java trainer ({@code PythonCtr}), also only
+ * when named: it needs torch; --workloads mlp5m or ctr picks one), {@code --workloads
+ * softmax,mlp5m,ctr,ctr100m} (the training section's workloads, of {@link TrainSuite#WORKLOADS};
+ * default softmax, mlp5m and ctr, or the softmax alone with --quick; ctr100m, click-through over a
+ * 100M-id space with a fixed heap, one 1 + 1 job and one single JVM, runs only when named), {@code
+ * --quick} (shorter measurements), {@code --profile} (JFR of the softmax 1 + 1 training job's
+ * pserver and trainer, summarised in the report; off by default because recording slows the run it
+ * measures), serving (a serving replica process beside a training click-through 1 + 1 job: lookups
+ * of 100 ids at 1,000 requests/s against a replica in this JVM, and freshness, {@link
+ * ServingSuite}; only when named).
  */
 public final class BenchSuite {
   private BenchSuite() {}
@@ -79,7 +81,7 @@ public final class BenchSuite {
           System.err.println(
               "usage: BenchSuite [--repo DIR] [--out DIR] [--run-dir DIR]"
                   + " [--only"
-                  + " kernels,component,wire,wal,train,memory,sparse,startup,staleness,scaling,delay,python,serving]"
+                  + " kernels,component,wire,wirealloc,wal,train,memory,sparse,startup,staleness,scaling,delay,python,serving]"
                   + " [--workloads "
                   + String.join(",", TrainSuite.WORKLOADS)
                   + "] [--quick] [--profile]");
@@ -137,6 +139,7 @@ public final class BenchSuite {
 
     ServiceJars jars = null;
     if (only.contains("wire")
+        || only.contains("wirealloc")
         || only.contains("wal")
         || only.contains("train")
         || only.contains("startup")
@@ -158,6 +161,10 @@ public final class BenchSuite {
     if (only.contains("wire")) {
       ServiceJars j = jars;
       section(runDir, "wire", () -> new WireSuite(runDir, j, quick).run(report));
+    }
+    if (only.contains("wirealloc") && !only.contains("wire")) {
+      ServiceJars j = jars;
+      section(runDir, "wirealloc", () -> new WireSuite(runDir, j, quick).runAllocation(report));
     }
     if (only.contains("wal")) {
       ServiceJars j = jars;

@@ -83,37 +83,81 @@ public final class WireSuite {
     return "p" + KernelSuite.size(size);
   }
 
+  /** The wire section's pserver: one process (no master, no trainer), no checkpoints. */
+  private ClusterSpec pserverSpec(Path dir) {
+    return jars.spec(dir)
+        .job("bench-wire")
+        .count(Role.MASTER, 0)
+        .pservers(1)
+        .trainers(0)
+        .jvmOptions(Role.PSERVER, ServiceJars.jvmOptions(Role.PSERVER))
+        .property(Role.PSERVER, "paramserver.pserver.checkpoint-interval", "0s")
+        .startTimeout(Duration.ofSeconds(180))
+        .build();
+  }
+
+  /** Starts the cluster's pserver and initialises one parameter per size; its address. */
+  private static String startPserver(LocalCluster cluster, int... sizes) throws Exception {
+    cluster.start();
+    String address = "127.0.0.1:" + cluster.process(Role.PSERVER, 0).grpcPort();
+    PserverSetup.awaitServing(address, Duration.ofSeconds(60));
+    List<PserverSetup.Param> params = new ArrayList<>();
+    OptimizerConfig sgd =
+        OptimizerConfig.newBuilder()
+            .setKind(OptimizerConfig.Kind.SGD)
+            .setLearningRate(1e-6f)
+            .build();
+    for (int size : sizes) {
+      params.add(new PserverSetup.Param(paramName(size), size / 4, sgd));
+    }
+    PserverSetup.initialise(address, params);
+    return address;
+  }
+
+  /**
+   * The allocation measurement alone ({@code --only wirealloc}): a pserver with the 1 MiB
+   * parameter, 1 MiB pushes at depth 8 to warm its JIT, then {@value #ALLOC_ROUNDS} rounds of
+   * {@link #allocation} (the median reported) under a JFR recording of the pserver whose allocation
+   * sites go into the report's profile.
+   */
+  public void runAllocation(Report report) throws Exception {
+    Path dir = runDir.resolve("wirealloc");
+    Path jfr = dir.resolve("pserver-alloc.jfr");
+    int size = 1 << 20;
+    try (LocalCluster cluster = new LocalCluster(pserverSpec(dir))) {
+      String address = startPserver(cluster, size);
+      long pid = cluster.process(Role.PSERVER, 0).pid();
+      DepthRunner.run(asyncFactory("push", size, address, null), 8, size, quick ? 3000 : 6000, 1);
+      jcmd(pid, "JFR.start", "name=alloc", "settings=profile");
+      List<Double> rounds = new ArrayList<>();
+      try (AllocProbe probe = AllocProbe.attach(pid)) {
+        for (int r = 0; r < ALLOC_ROUNDS; r++) {
+          double v =
+              probe.bytesPerPayloadByte(asyncFactory("push", size, address, null), 8, size, 1500);
+          System.out.printf("wire pserver allocation round %d: %.3f bytes per pushed byte%n", r, v);
+          rounds.add(v);
+        }
+      }
+      jcmd(pid, "JFR.dump", "name=alloc", "filename=" + jfr);
+      rounds.sort(Double::compare);
+      reportAllocation(report, rounds.get(rounds.size() / 2));
+    }
+    for (String l :
+        JfrSummary.read(jfr).markdown("pserver process during the allocation rounds (JFR)")) {
+      report.note("Profile", l);
+    }
+  }
+
+  static final int ALLOC_ROUNDS = 3;
+
   public void run(Report report) throws Exception {
     Path dir = runDir.resolve("wire");
     Path jfr = dir.resolve("pserver.jfr");
-    List<String> psOpts = ServiceJars.jvmOptions(Role.PSERVER);
-    ClusterSpec spec =
-        jars.spec(dir)
-            .job("bench-wire")
-            .count(Role.MASTER, 0)
-            .pservers(1)
-            .trainers(0)
-            .jvmOptions(Role.PSERVER, psOpts)
-            .property(Role.PSERVER, "paramserver.pserver.checkpoint-interval", "0s")
-            .startTimeout(Duration.ofSeconds(180))
-            .build();
     Map<String, Result> results = new LinkedHashMap<>();
-    try (LocalCluster cluster = new LocalCluster(spec);
+    try (LocalCluster cluster = new LocalCluster(pserverSpec(dir));
         EchoServerProcess echo =
             EchoServerProcess.start(ServiceJars.jvmOptions(Role.PSERVER), dir)) {
-      cluster.start();
-      String address = "127.0.0.1:" + cluster.process(Role.PSERVER, 0).grpcPort();
-      PserverSetup.awaitServing(address, Duration.ofSeconds(60));
-      List<PserverSetup.Param> params = new ArrayList<>();
-      OptimizerConfig sgd =
-          OptimizerConfig.newBuilder()
-              .setKind(OptimizerConfig.Kind.SGD)
-              .setLearningRate(1e-6f)
-              .build();
-      for (int size : SIZES) {
-        params.add(new PserverSetup.Param(paramName(size), size / 4, sgd));
-      }
-      PserverSetup.initialise(address, params);
+      String address = startPserver(cluster, SIZES);
       long pid = cluster.process(Role.PSERVER, 0).pid();
       // record the serving only, not the start-up
       jcmd(pid, "JFR.start", "name=bench", "settings=profile");
@@ -248,6 +292,10 @@ public final class WireSuite {
     try (AllocProbe probe = AllocProbe.attach(pid)) {
       v = probe.bytesPerPayloadByte(asyncFactory("push", size, address, null), 8, size, 1500);
     }
+    reportAllocation(report, v);
+  }
+
+  private static void reportAllocation(Report report, double v) {
     System.out.printf(
         "wire pserver allocation: %.3f bytes per pushed gradient byte (1 MiB pushes, depth 8)%n",
         v);

@@ -36,6 +36,7 @@ final class ValidatedPush {
     this.request = request;
   }
 
+  /** A block's gradient: the first {@code block.values.length} elements of {@code gradient}. */
   record DenseGradient(DenseBlock block, float[] gradient) {}
 
   /**
@@ -65,9 +66,9 @@ final class ValidatedPush {
    * {@link #of}; with {@code answerRows} not null each sparse gradient gets a buffer for its rows'
    * values after the push ({@link SparseGradient#after}), filled as it is applied: an array from
    * {@code answerRows} (given at least the bytes asked for), listed by {@link #lentArrays}. With
-   * {@code scratch} not null the sparse gradients are decoded into its arrays (longer than needed,
-   * reused by the thread's next push): the push must be applied before this thread validates
-   * another and not read after.
+   * {@code scratch} not null the dense and sparse gradients are decoded into its arrays (longer
+   * than needed, reused by the thread's next push): the push must be applied before this thread
+   * validates another and not read after.
    */
   static ValidatedPush of(
       PushGradientsRequest request,
@@ -79,6 +80,8 @@ final class ValidatedPush {
       IntFunction<byte[]> answerRows,
       GradientScratch scratch) {
     List<DenseGradient> dense = new ArrayList<>(request.getGradientsCount());
+    // the scratch's slots: first the dense blocks', then the sparse gradients'
+    int slot = 0;
     for (TensorBlock g : request.getGradientsList()) {
       owned.checkBlock(g.getName(), g.getBlock());
       DenseBlock block = blocks.get(DenseBlock.key(g.getName(), g.getBlock()));
@@ -86,9 +89,16 @@ final class ValidatedPush {
         throw unknownBlock(g.getName(), g.getBlock(), parameters);
       }
       String what = "parameter '" + g.getName() + "' block " + g.getBlock();
-      float[] values = decode(what, g.getDtype(), g.getData(), block.values.length, null);
+      int count = block.values.length;
+      float[] values =
+          decode(
+              what,
+              g.getDtype(),
+              g.getData(),
+              count,
+              scratch == null ? null : scratch.floats(slot++, count));
       if (rejectNonFinite) {
-        checkFinite("gradient of " + what, values, values.length);
+        checkFinite("gradient of " + what, values, count);
       }
       dense.add(new DenseGradient(block, values));
     }
@@ -114,7 +124,7 @@ final class ValidatedPush {
               rows.getDtype(),
               rows.getData(),
               count,
-              scratch == null ? null : scratch.floats(sparse.size(), count));
+              scratch == null ? null : scratch.floats(slot++, count));
       if (rejectNonFinite) {
         checkFinite("gradient of " + what, values, count);
       }
