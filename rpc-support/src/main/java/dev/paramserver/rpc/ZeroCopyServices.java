@@ -20,8 +20,8 @@ public final class ZeroCopyServices {
   private ZeroCopyServices() {}
 
   /**
-   * One method to rebind (its full name), its request marshaller and, when not null, its response
-   * marshaller (a {@link LendingMarshaller}, say).
+   * One method to rebind (its full name), when not null its request marshaller and, when not null,
+   * its response marshaller (a {@link LendingMarshaller}, say).
    */
   public record Rebinding(
       String fullMethodName,
@@ -68,15 +68,16 @@ public final class ZeroCopyServices {
       ServerMethodDefinition<Q, R> m,
       ZeroCopyMarshaller<?> marshaller,
       MethodDescriptor.Marshaller<?> responses) {
-    MethodDescriptor.Builder<Q, R> b =
-        m.getMethodDescriptor().toBuilder()
-            .setRequestMarshaller((MethodDescriptor.Marshaller<Q>) marshaller);
+    MethodDescriptor.Builder<Q, R> b = m.getMethodDescriptor().toBuilder();
+    if (marshaller != null) {
+      b.setRequestMarshaller((MethodDescriptor.Marshaller<Q>) marshaller);
+    }
     if (responses != null) {
       b.setResponseMarshaller((MethodDescriptor.Marshaller<R>) responses);
     }
     MethodDescriptor<Q, R> method = b.build();
     ServerCallHandler<Q, R> handler = m.getServerCallHandler();
-    if (method.getType().clientSendsOneMessage()) {
+    if (marshaller != null && method.getType().clientSendsOneMessage()) {
       handler = releasingUnary(handler, (ZeroCopyMarshaller<Message>) marshaller);
     }
     return ServerMethodDefinition.create(method, handler);

@@ -14,7 +14,9 @@ import java.util.concurrent.atomic.AtomicLong;
  * keeps); a larger message gets an array of its own. Thread-safe.
  */
 public final class ReceiveBuffers {
-  static final int MIN_BYTES = 64 << 10;
+  /** The smallest pooled array: a smaller request gets one of this size. */
+  public static final int MIN_BYTES = 64 << 10;
+
   static final int MAX_POOLED_BYTES = 4 << 20;
   static final int PER_CLASS = 8;
   static final long MAX_KEPT_BYTES = 16 << 20;

@@ -31,6 +31,16 @@ public final class TensorCodec {
     return UnsafeByteOperations.unsafeWrap(bytes);
   }
 
+  /**
+   * {@code length} floats from {@code src[offset]} as FLOAT32 bytes written into {@code into} (at
+   * least {@code 4 * length} bytes long, a pooled array say): a view of its first bytes, valid
+   * while the array is not written again.
+   */
+  public static ByteString encodeInto(float[] src, int offset, int length, byte[] into) {
+    ByteBuffer.wrap(into).order(ByteOrder.LITTLE_ENDIAN).asFloatBuffer().put(src, offset, length);
+    return UnsafeByteOperations.unsafeWrap(into, 0, length * 4);
+  }
+
   public static ByteString encode(float[] src) {
     return encode(src, 0, src.length);
   }

@@ -40,6 +40,11 @@ final class DenseBlock {
     return TensorCodec.encode(values);
   }
 
+  /** {@link #encode} into {@code into} (at least {@code 4 * values.length} bytes): a view of it. */
+  synchronized ByteString encodeInto(byte[] into) {
+    return TensorCodec.encodeInto(values, 0, values.length, into);
+  }
+
   synchronized float[] copyValues() {
     return values.clone();
   }

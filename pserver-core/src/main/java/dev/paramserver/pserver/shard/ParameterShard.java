@@ -180,7 +180,7 @@ public final class ParameterShard {
    * PushOutcome#rows}.
    */
   public PullParametersResponse valuesAfter(PushGradientsRequest push, long step, boolean rows) {
-    return ShardMoves.placed(gate, () -> reads.valuesAfter(push, step, rows));
+    return ShardMoves.placed(gate, () -> reads.valuesAfter(push, step, rows, null));
   }
 
   /**

@@ -1,5 +1,6 @@
 package dev.paramserver.pserver.shard;
 
+import com.google.protobuf.ByteString;
 import com.google.protobuf.UnsafeByteOperations;
 import dev.paramserver.proto.v1.BlockRef;
 import dev.paramserver.proto.v1.DataType;
@@ -10,6 +11,7 @@ import dev.paramserver.proto.v1.SparseRows;
 import dev.paramserver.proto.v1.SparseRowsRef;
 import dev.paramserver.proto.v1.TensorBlock;
 import dev.paramserver.proto.v1.TrainingMode;
+import dev.paramserver.tensor.ReceiveBuffers;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.FloatBuffer;
@@ -25,6 +27,15 @@ final class ShardReads {
   }
 
   PullParametersResponse pull(PullParametersRequest request) {
+    return pull(request, null);
+  }
+
+  /**
+   * {@link #pull}; with {@code lent} not null, each dense block of at least {@link
+   * ReceiveBuffers#MIN_BYTES} is encoded into an array of the shard's answer pool, added to {@code
+   * lent}: the answer is a view of them until they are given back ({@link AnswerArrays}).
+   */
+  PullParametersResponse pull(PullParametersRequest request, List<byte[]> lent) {
     if (shard.mode() != TrainingMode.ASYNC
         && shard.initialised()
         && request.getMinStep() > shard.step()) {
@@ -73,7 +84,7 @@ final class ShardReads {
                 .setBlock(b.block)
                 .setOffset(b.offset)
                 .setDtype(DataType.FLOAT32)
-                .setData(b.encode()));
+                .setData(encode(b, lent)));
       }
       for (int t = 0; t < sparseTables.size(); t++) {
         out.addSparseRows(
@@ -85,12 +96,26 @@ final class ShardReads {
     }
   }
 
-  PullParametersResponse valuesAfter(PushGradientsRequest push, long step) {
-    return valuesAfter(push, step, true);
+  private ByteString encode(DenseBlock b, List<byte[]> lent) {
+    int bytes = b.values.length * Float.BYTES;
+    if (lent == null || bytes < ReceiveBuffers.MIN_BYTES) {
+      return b.encode();
+    }
+    byte[] into = shard.pushes.answerArrays.take(bytes);
+    lent.add(into);
+    return b.encodeInto(into);
   }
 
-  /** {@link #valuesAfter}; without {@code rows}, the dense blocks only. */
-  PullParametersResponse valuesAfter(PushGradientsRequest push, long step, boolean rows) {
+  PullParametersResponse valuesAfter(PushGradientsRequest push, long step) {
+    return valuesAfter(push, step, true, null);
+  }
+
+  /**
+   * {@link #valuesAfter}; without {@code rows}, the dense blocks only; {@code lent} as in {@link
+   * #pull(PullParametersRequest, List)}.
+   */
+  PullParametersResponse valuesAfter(
+      PushGradientsRequest push, long step, boolean rows, List<byte[]> lent) {
     PullParametersRequest.Builder pull =
         PullParametersRequest.newBuilder().setTrainerId(push.getTrainerId());
     if (shard.mode() != TrainingMode.ASYNC) {
@@ -110,7 +135,7 @@ final class ShardReads {
     if (pull.getBlocksCount() == 0 && pull.getSparseRowsCount() == 0) {
       return PullParametersResponse.getDefaultInstance();
     }
-    return pull(pull.build());
+    return pull(pull.build(), lent);
   }
 
   /**

@@ -34,6 +34,7 @@ import io.grpc.stub.StreamObserver;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
@@ -72,6 +73,8 @@ public final class ParameterServerGrpcService
   private final ZeroCopyMarshaller<InitParametersRequest> inits;
   // answers whose rows are views of the shard's pooled arrays, given back once written
   private final LendingMarshaller<PushGradientsResponse> answers;
+  // pull answers whose dense blocks are views of the shard's pooled arrays, the same way
+  private final LendingMarshaller<PullParametersResponse> pulls;
 
   /** With zero-copy parsing on (tests). */
   public ParameterServerGrpcService(
@@ -119,6 +122,9 @@ public final class ParameterServerGrpcService
     this.answers =
         new LendingMarshaller<>(
             PushGradientsResponse.getDefaultInstance(), a -> AnswerArrays.giveBack(shard, a));
+    this.pulls =
+        new LendingMarshaller<>(
+            PullParametersResponse.getDefaultInstance(), a -> AnswerArrays.giveBack(shard, a));
     this.shard = shard;
     this.moves = new ShardMoves(shard);
     this.lifecycle = lifecycle;
@@ -176,7 +182,9 @@ public final class ParameterServerGrpcService
             new ZeroCopyServices.Rebinding(
                 ParameterServerGrpc.getStreamPushesMethod().getFullMethodName(), pushes, answers),
             new ZeroCopyServices.Rebinding(
-                ParameterServerGrpc.getInitParametersMethod().getFullMethodName(), inits)));
+                ParameterServerGrpc.getInitParametersMethod().getFullMethodName(), inits),
+            new ZeroCopyServices.Rebinding(
+                ParameterServerGrpc.getPullParametersMethod().getFullMethodName(), null, pulls)));
   }
 
   /**
@@ -198,7 +206,7 @@ public final class ParameterServerGrpcService
 
   /** Answers lent pooled arrays and neither written nor forgotten (tests). */
   int lentAnswers() {
-    return answers.lent();
+    return answers.lent() + pulls.lent();
   }
 
   private PushGradientsResponse timedPush(PushGradientsRequest request) {
@@ -235,25 +243,32 @@ public final class ParameterServerGrpcService
         PushGradientsResponse.newBuilder().setStep(r.step()).setDuplicate(r.duplicate());
     boolean blocks = request.getReturnValues() && request.getGradientsCount() > 0;
     boolean rows = request.getReturnRows() && request.getSparseGradientsCount() > 0;
+    // the pooled arrays the answer's rows and blocks are views of
+    List<byte[]> lent = r.lent();
     if (rows && r.rows() != null) {
       // read as they were updated, in the push's own probe of each row
       out.addAllSparseRows(r.rows());
       rows = false;
     }
     if (blocks || rows) {
-      PullParametersResponse after = shard.valuesAfter(request, r.step(), rows);
+      lent = new ArrayList<>(lent);
+      PullParametersResponse after =
+          zeroCopy
+              ? AnswerArrays.valuesAfter(shard, request, r.step(), rows, lent)
+              : shard.valuesAfter(request, r.step(), rows);
       out.addAllBlocks(after.getBlocksList()).addAllSparseRows(after.getSparseRowsList());
     }
     PushGradientsResponse response = out.build();
-    if (response.getBlocksCount() > 0 || response.getSparseRowsCount() > 0) {
+    boolean answered = response.getBlocksCount() > 0 || response.getSparseRowsCount() > 0;
+    if (answered) {
       pulledBytes.increment(response.getSerializedSize());
       traffic.pull();
     }
-    if (!r.lent().isEmpty()) {
-      if (r.rows() != null && response.getSparseRowsCount() > 0) {
-        answers.lend(response, r.lent());
+    if (!lent.isEmpty()) {
+      if (answered) {
+        answers.lend(response, lent);
       } else {
-        r.lent().forEach(a -> AnswerArrays.giveBack(shard, a));
+        lent.forEach(a -> AnswerArrays.giveBack(shard, a));
       }
     }
     return response;
@@ -266,7 +281,15 @@ public final class ParameterServerGrpcService
   }
 
   private PullParametersResponse countedPull(PullParametersRequest request) {
-    PullParametersResponse r = shard.pull(request);
+    PullParametersResponse r;
+    if (zeroCopy) {
+      // written by the lending marshaller bound with zero-copy: its blocks' arrays go back then
+      List<byte[]> lent = new ArrayList<>();
+      r = AnswerArrays.pull(shard, request, lent);
+      pulls.lend(r, lent);
+    } else {
+      r = shard.pull(request);
+    }
     pulledBytes.increment(r.getSerializedSize());
     traffic.pull();
     return r;
@@ -301,7 +324,7 @@ public final class ParameterServerGrpcService
       PushGradientsRequest request, StreamObserver<PushGradientsResponse> out) {
     // the request's bytes are released before its answer or error is sent, on every path
     StreamObserver<PushGradientsResponse> answer =
-        new ReleasingObserver<>(out, pushes, request, answers::forget);
+        ReleasingObserver.of(out, pushes, request, answers::forget);
     try {
       if (!shard.pushMayBlock()) {
         reply(answer, timedPush(request));
@@ -334,7 +357,9 @@ public final class ParameterServerGrpcService
 
   @Override
   public void pullParameters(
-      PullParametersRequest request, StreamObserver<PullParametersResponse> out) {
+      PullParametersRequest request, StreamObserver<PullParametersResponse> answer) {
+    // the loan of the answer's pooled arrays ends once its send call returned
+    StreamObserver<PullParametersResponse> out = ReleasingObserver.sending(answer, pulls::forget);
     if ((shard.mode() == TrainingMode.ASYNC || request.getMinStep() <= shard.step())
         && !moves.awaitsMove()) {
       reply(out, countedPull(request));

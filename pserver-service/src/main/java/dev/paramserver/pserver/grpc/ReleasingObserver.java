@@ -11,23 +11,31 @@ import java.util.function.Consumer;
  * the answer's send call returned (or threw), {@code sent} is told of it (it ends the loan of the
  * answer's pooled arrays, see {@code LendingMarshaller}).
  */
-final class ReleasingObserver<Q extends Message, R> implements StreamObserver<R> {
+final class ReleasingObserver<R> implements StreamObserver<R> {
   private final StreamObserver<R> out;
-  private final ZeroCopyMarshaller<Q> marshaller;
-  private final Q request;
+  private final Runnable release;
   private final Consumer<R> sent;
 
-  ReleasingObserver(
+  /** Releases {@code request} (parsed by {@code marshaller}) before the answer is sent. */
+  static <Q extends Message, R> ReleasingObserver<R> of(
       StreamObserver<R> out, ZeroCopyMarshaller<Q> marshaller, Q request, Consumer<R> sent) {
+    return new ReleasingObserver<>(out, () -> marshaller.release(request), sent);
+  }
+
+  /** Nothing to release before the answer (a request parsed the stock way). */
+  static <R> ReleasingObserver<R> sending(StreamObserver<R> out, Consumer<R> sent) {
+    return new ReleasingObserver<>(out, () -> {}, sent);
+  }
+
+  private ReleasingObserver(StreamObserver<R> out, Runnable release, Consumer<R> sent) {
     this.out = out;
-    this.marshaller = marshaller;
-    this.request = request;
+    this.release = release;
     this.sent = sent;
   }
 
   @Override
   public void onNext(R value) {
-    marshaller.release(request);
+    release.run();
     try {
       out.onNext(value);
     } finally {
@@ -37,13 +45,13 @@ final class ReleasingObserver<Q extends Message, R> implements StreamObserver<R>
 
   @Override
   public void onError(Throwable t) {
-    marshaller.release(request);
+    release.run();
     out.onError(t);
   }
 
   @Override
   public void onCompleted() {
-    marshaller.release(request);
+    release.run();
     out.onCompleted();
   }
 }
