@@ -99,3 +99,39 @@ pick_java() {
   [ -n "$best" ] || return 1
   JAVA_BIN=$best JAVA_FEATURE=$best_feature JAVA_VERSION_STRING=$best_version
 }
+
+# pick_java, remembered in the file $1 while what it depends on is unchanged: PARAMSERVER_JAVA,
+# JAVA_HOME and PATH (and the working directory when one of them is relative) as they were, no
+# folder of /usr/lib/jvm, /opt/java, /usr/local/opt or /Library/Java/JavaVirtualMachines changed
+# since (a Java installed or removed), the chosen Java's release file unchanged. With a valid file it
+# runs the shell's builtins only, no subshell and no command: bin/psctl runs it on every call, and on
+# a machine whose cores a job keeps busy every process started waits for a core (pick_java starts
+# about 30). A `java` on the PATH that became another through a symbolic link alone is not seen:
+# delete the file (or set PARAMSERVER_JAVA).
+pick_java_cached() {
+  local file=$1 key d fresh=true
+  local -a saved=()
+  key="${PARAMSERVER_JAVA:-}|${JAVA_HOME:-}|${PATH:-}"
+  case "|$key:" in
+    *"|"[!/\|]* | *:[!/]*) key="$key|$PWD" ;; # a relative Java or PATH entry: also the folder
+  esac
+  if [ -f "$file" ]; then
+    mapfile -t saved <"$file"
+    if [ "${#saved[@]}" -eq 4 ] && [ "${saved[0]}" = "$key" ] && [ -x "${saved[1]}" ]; then
+      for d in /usr/lib/jvm /opt/java /usr/local/opt /Library/Java/JavaVirtualMachines \
+        "${saved[1]%/bin/java}/release"; do
+        if [ "$d" -nt "$file" ]; then fresh=false; fi
+      done
+      if $fresh; then
+        JAVA_BIN=${saved[1]} JAVA_FEATURE=${saved[2]} JAVA_VERSION_STRING=${saved[3]}
+        return 0
+      fi
+    fi
+  fi
+  pick_java || return 1
+  # written whole, then renamed: a concurrent call reads the old file or the new one
+  if printf '%s\n' "$key" "$JAVA_BIN" "$JAVA_FEATURE" "$JAVA_VERSION_STRING" >"$file.$$" 2>/dev/null; then
+    mv -f "$file.$$" "$file" 2>/dev/null || rm -f "$file.$$"
+  fi
+  return 0
+}

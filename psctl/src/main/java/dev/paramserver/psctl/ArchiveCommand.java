@@ -1,6 +1,7 @@
 package dev.paramserver.psctl;
 
 import dev.paramserver.localcluster.ClassDataArchives;
+import dev.paramserver.localcluster.ClusterSpec;
 import dev.paramserver.psctl.command.PsctlCommand;
 import dev.paramserver.psctl.startup.BootJarLayout;
 import java.nio.charset.StandardCharsets;
@@ -9,6 +10,7 @@ import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.stream.Stream;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -26,17 +28,44 @@ import picocli.CommandLine.Option;
     description = "Make psctl's start-up archive (bin/psctl runs this once per build and Java).")
 public final class ArchiveCommand extends PsctlCommand {
   /**
-   * The JVM options psctl runs with, in the training run and afterwards alike. Reflection through
-   * native accessors (Java 18 and later; older ones ignore it) spares a quick command the hundred
-   * method-handle classes Jackson's reflective calls would make at run time, which no archive
-   * holds: a third of {@code psctl status}'s CPU time.
+   * The JVM options psctl runs with, in the training run and afterwards alike (see {@link
+   * #jvmOptions(int)}). Reflection through native accessors (Java 18 and later; older ones ignore
+   * it) spares a quick command the hundred method-handle classes Jackson's reflective calls would
+   * make at run time, which no archive holds: a third of {@code psctl status}'s CPU time. C1 alone
+   * compiles, and only what runs 1,000 times ({@link ClusterSpec#START_UP_JIT_OPTIONS}, as the
+   * services start): a third of a quick command's CPU time went to C1 compiling code that then ran
+   * a few hundred times.
    */
   public static final List<String> JVM_OPTIONS =
-      List.of(
-          "-XX:TieredStopAtLevel=1",
-          "-XX:+UseSerialGC",
-          "--enable-native-access=ALL-UNNAMED",
-          "-Djdk.reflect.useNativeAccessorOnly=true");
+      Stream.concat(
+              Stream.of(
+                  "-XX:TieredStopAtLevel=1",
+                  "-XX:+UseSerialGC",
+                  "--enable-native-access=ALL-UNNAMED",
+                  "-Djdk.reflect.useNativeAccessorOnly=true"),
+              ClusterSpec.START_UP_JIT_OPTIONS.stream())
+          .toList();
+
+  /**
+   * On Java {@value #REPLAY_FEATURE} and later, whose AOT cache holds the training run's method
+   * profiles (JEP 515): the JVM does not replay them. Replaying them compiles at start-up what the
+   * training run, which ran each quick command twice, found hot; a single command runs it too few
+   * times to gain from that.
+   */
+  static final List<String> NO_PROFILE_REPLAY =
+      List.of("-XX:+UnlockDiagnosticVMOptions", "-XX:-AOTReplayTraining");
+
+  /** The first Java whose AOT cache holds method profiles (JEP 515). */
+  static final int REPLAY_FEATURE = 25;
+
+  /** {@link #JVM_OPTIONS}, and {@link #NO_PROFILE_REPLAY} on a Java of that feature or later. */
+  static List<String> jvmOptions(int javaFeature) {
+    List<String> options = new ArrayList<>(JVM_OPTIONS);
+    if (javaFeature >= REPLAY_FEATURE) {
+      options.addAll(NO_PROFILE_REPLAY);
+    }
+    return List.copyOf(options);
+  }
 
   @Option(names = "--jar", required = true, paramLabel = "JAR", description = "psctl's exec jar.")
   Path jar;
@@ -59,12 +88,12 @@ public final class ArchiveCommand extends PsctlCommand {
         javaBinary,
         (j, app, log) -> BootJarLayout.extract(j, app, Main.class.getName()),
         extracted -> {
-          List<String> cmd = new ArrayList<>(JVM_OPTIONS);
+          List<String> cmd = new ArrayList<>(jvmOptions(Runtime.version().feature()));
           cmd.addAll(List.of("-jar", extracted.toString(), WarmUpCommand.NAME));
           return cmd;
         });
     ClassDataArchives.Launch launch = ClassDataArchives.launchOf(jar, javaBinary);
-    List<String> args = new ArrayList<>(JVM_OPTIONS);
+    List<String> args = new ArrayList<>(jvmOptions(Runtime.version().feature()));
     args.addAll(launch.jvmOptions());
     args.add("-jar");
     args.add(launch.jar().toString());
