@@ -73,7 +73,10 @@
 # tables the lookups' p50/p99/p99.9/max and the collector pauses of the replica and of the bench's
 # JVM in the measured window, and writes each lookup's planned send time and latency to
 # <run dir>/serving/lookups.csv (to line slow calls up with collector logs); BENCH_SERVING_JVM
-# replaces the replica process's JVM options (a collector, -Xlog:gc*, a JFR recording).
+# replaces the replica process's JVM options (a collector, -Xlog:gc*, a JFR recording). The trainer
+# and pserver start at nice 10, as run-local starts them beside serving replicas;
+# BENCH_SERVING_TRAINING_NICE=0 starts them at the replica's priority. lookups.csv also holds how
+# late the bench's sender thread sent each call (send_lag_ms: the client's own delay).
 #
 # Usage: scripts/bench.sh [--only kernels,component,wire,wal,train,memory,sparse,startup,staleness,scaling,delay,python,serving]
 #        [--workloads softmax,mlp5m,ctr,ctr100m] [--quick] [--profile] [--run-dir DIR]
