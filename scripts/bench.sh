@@ -73,7 +73,10 @@
 # tables the lookups' p50/p99/p99.9/max and the collector pauses of the replica and of the bench's
 # JVM in the measured window, and writes each lookup's planned send time and latency to
 # <run dir>/serving/lookups.csv (to line slow calls up with collector logs); BENCH_SERVING_JVM
-# replaces the replica process's JVM options (a collector, -Xlog:gc*, a JFR recording).
+# replaces the replica process's JVM options (a collector, -Xlog:gc*, a JFR recording). The trainer
+# and pserver start at nice 10, as run-local starts them beside serving replicas;
+# BENCH_SERVING_TRAINING_NICE=0 starts them at the replica's priority. lookups.csv also holds how
+# late the bench's sender thread sent each call (send_lag_ms: the client's own delay).
 #
 # The pserver's allocation alone: --only wirealloc (run only when named, about a minute) starts the
 # wire section's pserver with its 1 MiB parameter and measures pserver_alloc_bytes_per_pushed_byte

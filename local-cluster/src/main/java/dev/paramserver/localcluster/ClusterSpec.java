@@ -38,6 +38,10 @@ public final class ClusterSpec {
   private final boolean archiveTrainingJob;
   private final boolean trainersThroughMaster;
   private final boolean probeHttp;
+  private final int trainingNiceness;
+
+  /** The nice value of trainers and pservers beside serving replicas ({@link #niceness}). */
+  public static final int TRAINING_NICENESS_BESIDE_SERVING = 10;
 
   private ClusterSpec(Builder b) {
     this.runDir = b.runDir.toAbsolutePath().normalize();
@@ -72,6 +76,7 @@ public final class ClusterSpec {
     this.archiveTrainingJob = b.archiveTrainingJob;
     this.trainersThroughMaster = b.trainersThroughMaster;
     this.probeHttp = b.probeHttp;
+    this.trainingNiceness = b.trainingNiceness;
   }
 
   /** A builder for a cluster whose logs, checkpoints, etcd data and cluster.json go in runDir. */
@@ -247,6 +252,22 @@ public final class ClusterSpec {
     return trainersThroughMaster;
   }
 
+  /**
+   * The nice value (0 to 19) the role's processes start at. Training takes every core it gets, a
+   * serving replica that waits for a core behind it answers a whole queue late: trainers and
+   * pservers start at {@link #TRAINING_NICENESS_BESIDE_SERVING} beside serving replicas, else at 0
+   * ({@link Builder#trainingNiceness} sets it); masters and replicas at 0.
+   */
+  public int niceness(Role role) {
+    if (role != Role.TRAINER && role != Role.PSERVER) {
+      return 0;
+    }
+    if (trainingNiceness >= 0) {
+      return trainingNiceness;
+    }
+    return count(Role.SERVING) > 0 ? TRAINING_NICENESS_BESIDE_SERVING : 0;
+  }
+
   /** Whether a process counts as RUNNING only once its HTTP port accepts connections. */
   public boolean probeHttp() {
     return probeHttp;
@@ -279,6 +300,8 @@ public final class ClusterSpec {
     private boolean archiveTrainingJob;
     private boolean trainersThroughMaster;
     private boolean probeHttp = true;
+    // -1: by whether serving replicas run (see ClusterSpec#niceness)
+    private int trainingNiceness = -1;
 
     private Builder(Path runDir) {
       this.runDir = Objects.requireNonNull(runDir, "runDir");
@@ -425,6 +448,16 @@ public final class ClusterSpec {
 
     public Builder stopTimeout(Duration timeout) {
       this.stopTimeout = Objects.requireNonNull(timeout);
+      return this;
+    }
+
+    /** The nice value of trainers and pservers, 0 to 19 (see {@link ClusterSpec#niceness}). */
+    public Builder trainingNiceness(int nice) {
+      if (nice < 0 || nice > 19) {
+        throw new IllegalArgumentException(
+            "the training processes' nice value must be 0 to 19, got " + nice);
+      }
+      this.trainingNiceness = nice;
       return this;
     }
 

@@ -11,6 +11,7 @@ import java.util.Optional;
 /** Runs a service's executable jar with the shared properties of the cluster plus its own. */
 final class JavaServiceCommand implements ServiceCommand {
   static final JavaServiceCommand INSTANCE = new JavaServiceCommand();
+  private static final String NICE = "/usr/bin/nice";
 
   private JavaServiceCommand() {}
 
@@ -34,6 +35,11 @@ final class JavaServiceCommand implements ServiceCommand {
               + ": build it with ./mvnw -B -DskipTests package");
     }
     List<String> cmd = new ArrayList<>();
+    int nice = spec.niceness(ctx.role());
+    if (nice > 0 && Files.isExecutable(Path.of(NICE))) {
+      // nice execs the JVM in place: the pid stays the service's
+      cmd.addAll(List.of(NICE, "-n", Integer.toString(nice)));
+    }
     cmd.add(spec.javaBinary());
     Optional<InRunRecordings.Start> recording =
         spec.classDataSharing()

@@ -146,6 +146,9 @@ public final class RunLocal {
         ClusterSpec.builder(runDir).job(o.job).masters(o.masters).pservers(o.pservers);
     b.trainers(o.trainers);
     b.serving(o.serving);
+    if (o.trainingNice != null) {
+      b.trainingNiceness(o.trainingNice);
+    }
     // missing start-up archives come from a short training job (once per build and Java)
     b.archiveTrainingJob(true);
     jars.forEach(b::jar);

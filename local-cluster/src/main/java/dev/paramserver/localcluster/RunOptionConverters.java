@@ -201,6 +201,17 @@ final class RunOptionConverters {
     }
   }
 
+  static final class NiceValue implements ITypeConverter<Integer> {
+    @Override
+    public Integer convert(String value) {
+      int n = wholeNumber(value, 0, "0 to 19");
+      if (n > 19) {
+        throw new TypeConversionException("must be 0 to 19, got " + n);
+      }
+      return n;
+    }
+  }
+
   static final class LearningRate implements ITypeConverter<String> {
     @Override
     public String convert(String value) {

@@ -6,6 +6,7 @@ import dev.paramserver.localcluster.RunOptionConverters.HiddenSizes;
 import dev.paramserver.localcluster.RunOptionConverters.LearningRate;
 import dev.paramserver.localcluster.RunOptionConverters.ModeName;
 import dev.paramserver.localcluster.RunOptionConverters.ModelName;
+import dev.paramserver.localcluster.RunOptionConverters.NiceValue;
 import dev.paramserver.localcluster.RunOptionConverters.NonNegative;
 import dev.paramserver.localcluster.RunOptionConverters.OptimizerName;
 import dev.paramserver.localcluster.RunOptionConverters.ScheduleName;
@@ -292,6 +293,16 @@ public final class RunOptions {
         "on their gRPC ports (listed in cluster.json and printed); default 0"
       })
   int serving;
+
+  @Option(
+      names = "--training-nice",
+      paramLabel = "N",
+      converter = NiceValue.class,
+      description = {
+        "CPU priority (nice, 0-19) of trainers and pservers; default 10 with --serving",
+        "(a serving replica then gets a core before them), else 0"
+      })
+  Integer trainingNice;
 
   @Option(
       names = "--run-dir",

@@ -10,6 +10,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -57,6 +58,32 @@ class JavaServiceCommandTest {
     // the extra property replaced the built-in one instead of repeating it
     assertThat(cmd.stream().filter(a -> a.startsWith("--paramserver.pserver.desired=")))
         .containsExactly("--paramserver.pserver.desired=7");
+  }
+
+  @Test
+  void build_besideServingReplicas_startsTrainersAndPserversNiced_replicasNot() throws Exception {
+    Assumptions.assumeTrue(Files.isExecutable(Path.of("/usr/bin/nice")), "no /usr/bin/nice");
+    Path jar = Files.createFile(dir.resolve("any-exec.jar"));
+    ClusterSpec.Builder b = ClusterSpec.builder(dir.resolve("run3")).job("j").serving(1);
+    for (Role role : Role.values()) {
+      b.jar(role, jar);
+    }
+    ClusterSpec spec = b.javaBinary("/opt/java").classDataSharing(false).build();
+    for (Role role : List.of(Role.TRAINER, Role.PSERVER)) {
+      List<String> cmd =
+          ServiceCommand.javaServices()
+              .build(new ServiceCommand.LaunchContext(spec, role, 0, 1, 2, "http://e"));
+      assertThat(cmd.subList(0, 4)).containsExactly("/usr/bin/nice", "-n", "10", "/opt/java");
+    }
+    for (Role role : List.of(Role.SERVING, Role.MASTER)) {
+      List<String> cmd =
+          ServiceCommand.javaServices()
+              .build(new ServiceCommand.LaunchContext(spec, role, 0, 1, 2, "http://e"));
+      assertThat(cmd.get(0)).isEqualTo("/opt/java");
+    }
+    assertThatThrownBy(() -> ClusterSpec.builder(dir).trainingNiceness(20))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("0 to 19");
   }
 
   @Test

@@ -124,6 +124,32 @@ class RunOptionsTest {
   }
 
   @Test
+  void parse_trainingNice_setsTrainersAndPserversPriority_0To19_defaultByServing() {
+    ClusterSpec plain = RunLocal.spec(RunOptions.parse("--train", "x"), Map.of());
+    assertThat(plain.niceness(Role.TRAINER)).isZero();
+    ClusterSpec serving =
+        RunLocal.spec(RunOptions.parse("--train", "x", "--serving", "1"), Map.of());
+    assertThat(serving.niceness(Role.TRAINER))
+        .isEqualTo(ClusterSpec.TRAINING_NICENESS_BESIDE_SERVING);
+    assertThat(serving.niceness(Role.PSERVER))
+        .isEqualTo(ClusterSpec.TRAINING_NICENESS_BESIDE_SERVING);
+    assertThat(serving.niceness(Role.SERVING)).isZero();
+    assertThat(serving.niceness(Role.MASTER)).isZero();
+    ClusterSpec set =
+        RunLocal.spec(
+            RunOptions.parse("--train", "x", "--serving", "1", "--training-nice", "0"), Map.of());
+    assertThat(set.niceness(Role.PSERVER)).isZero();
+    assertThat(
+            RunLocal.spec(RunOptions.parse("--train", "x", "--training-nice", "19"), Map.of())
+                .niceness(Role.TRAINER))
+        .isEqualTo(19);
+    assertThatThrownBy(() -> RunOptions.parse("--train", "x", "--training-nice", "20"))
+        .isInstanceOf(RunOptions.UsageException.class);
+    assertThatThrownBy(() -> RunOptions.parse("--train", "x", "--training-nice", "-1"))
+        .isInstanceOf(RunOptions.UsageException.class);
+  }
+
+  @Test
   void duration_acceptsSecondsMinutesHoursMillisAndIso() {
     assertThat(RunOptionConverters.duration("900")).isEqualTo(Duration.ofSeconds(900));
     assertThat(RunOptionConverters.duration("15m")).isEqualTo(Duration.ofMinutes(15));

@@ -23,12 +23,19 @@ final class OpenLoop {
 
   /**
    * What a run measured: the answered calls' latencies (ms), errors, and its wall time; {@code
-   * plannedMs} holds each answered call's planned send time (ms since the epoch), where known.
+   * plannedMs} holds each answered call's planned send time (ms since the epoch) and {@code
+   * sendLagMs} how long after it the call was actually sent (the sender thread waiting for a core
+   * or a pause of this JVM: a client-side delay, not the server's), where known.
    */
   record Result(
-      double[] latenciesMs, long errors, double seconds, int offeredPerSecond, long[] plannedMs) {
+      double[] latenciesMs,
+      long errors,
+      double seconds,
+      int offeredPerSecond,
+      long[] plannedMs,
+      double[] sendLagMs) {
     Result(double[] latenciesMs, long errors, double seconds, int offeredPerSecond) {
-      this(latenciesMs, errors, seconds, offeredPerSecond, new long[0]);
+      this(latenciesMs, errors, seconds, offeredPerSecond, new long[0], new double[0]);
     }
 
     double qps() {
@@ -50,6 +57,7 @@ final class OpenLoop {
     int n = (int) Math.max(1, duration.toMillis() * rate / 1000);
     long periodNs = 1_000_000_000L / rate;
     double[] latencies = new double[n];
+    double[] sendLag = new double[n];
     boolean[] answered = new boolean[n];
     AtomicLong errors = new AtomicLong();
     CountDownLatch done = new CountDownLatch(n);
@@ -61,8 +69,10 @@ final class OpenLoop {
         LockSupport.parkNanos(wait);
       }
       int index = i;
+      ListenableFuture<?> sent = call.apply(i);
+      sendLag[i] = (System.nanoTime() - planned) / 1e6;
       Futures.addCallback(
-          call.apply(i),
+          sent,
           new FutureCallback<Object>() {
             @Override
             public void onSuccess(Object result) {
@@ -89,13 +99,15 @@ final class OpenLoop {
     }
     double[] ok = new double[count];
     long[] planned = new long[count];
+    double[] lag = new double[count];
     for (int i = 0, j = 0; i < n && j < count; i++) {
       if (answered[i]) {
         planned[j] = startEpochMs + i * periodNs / 1_000_000;
+        lag[j] = sendLag[i];
         ok[j++] = latencies[i];
       }
     }
-    return new Result(ok, errors.get() + open, seconds, rate, planned);
+    return new Result(ok, errors.get() + open, seconds, rate, planned, lag);
   }
 
   /** The {@code p}-th percentile (0-100) of {@code values}, nearest rank; NaN when empty. */
