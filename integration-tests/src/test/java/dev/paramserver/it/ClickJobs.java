@@ -20,10 +20,14 @@ final class ClickJobs {
     EmbeddingCapEndToEndTest.writeZipfClickLog(raw.resolve("train.svm"), train, 1);
     EmbeddingCapEndToEndTest.writeZipfClickLog(raw.resolve("test.svm"), test, 2);
     Path data = ModelsEndToEndTest.convertLibsvm(raw, dir.resolve("data"));
-    return Jobs.spec(dir.resolve("run"))
+    return trainOn(Jobs.spec(dir.resolve("run")), data)
         .property(Role.TRAINER, "paramserver.trainer.model", "sparse-lr")
-        .property(Role.TRAINER, "paramserver.trainer.learning-rate", "0.1")
-        .property(
+        .property(Role.TRAINER, "paramserver.trainer.learning-rate", "0.1");
+  }
+
+  /** {@code spec} with the trainer's train and test data: the recordio parts in {@code data}. */
+  static ClusterSpec.Builder trainOn(ClusterSpec.Builder spec, Path data) {
+    return spec.property(
             Role.TRAINER,
             "paramserver.trainer.train-data",
             data.resolve("train-*.recordio").toString())
