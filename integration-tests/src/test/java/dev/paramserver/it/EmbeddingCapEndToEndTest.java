@@ -41,7 +41,7 @@ class EmbeddingCapEndToEndTest {
 
   private Run train(String name, Path data, long maxRows) throws Exception {
     ClusterSpec.Builder spec =
-        Jobs.spec(dir.resolve(name))
+        ClickJobs.trainOn(Jobs.spec(dir.resolve(name)), data)
             .job(name)
             .masters(1)
             .pservers(1)
@@ -51,14 +51,6 @@ class EmbeddingCapEndToEndTest {
             // chunks (task-records) reorders the records one trainer sees and moved the capped
             // AUC by about 0.2 points
             .property(Role.MASTER, "paramserver.master.task-records", "0")
-            .property(
-                Role.TRAINER,
-                "paramserver.trainer.train-data",
-                data.resolve("train-*.recordio").toString())
-            .property(
-                Role.TRAINER,
-                "paramserver.trainer.test-data",
-                data.resolve("test-*.recordio").toString())
             .property(
                 Role.TRAINER,
                 "paramserver.trainer.model-output",

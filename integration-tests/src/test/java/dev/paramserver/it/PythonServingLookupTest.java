@@ -20,7 +20,6 @@ import dev.paramserver.tensor.TensorCodec;
 import dev.paramserver.testsupport.Poll;
 import io.grpc.ManagedChannel;
 import io.grpc.StatusRuntimeException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.HexFormat;
@@ -47,12 +46,8 @@ class PythonServingLookupTest {
   @Test
   void lookupFromPython_seesAnAcknowledgedPush_withTheJavaClientsBits() throws Exception {
     PythonProcesses.assumeUsable(dir, false);
-    Path raw = Files.createDirectories(dir.resolve("raw"));
-    EmbeddingCapEndToEndTest.writeZipfClickLog(raw.resolve("train.svm"), 4000, 1);
-    EmbeddingCapEndToEndTest.writeZipfClickLog(raw.resolve("test.svm"), 200, 2);
-    Path data = ModelsEndToEndTest.convertLibsvm(raw, dir.resolve("data"));
     ClusterSpec.Builder spec =
-        Jobs.spec(dir.resolve("run"))
+        ClickJobs.sparseLr(dir, 4000, 200)
             .jar(Role.SERVING, Jobs.jar(Role.SERVING))
             .job("py-serving")
             .masters(1)
@@ -62,17 +57,7 @@ class PythonServingLookupTest {
             // trains through the whole test; the cluster is closed at the end
             .property(Role.MASTER, "paramserver.master.passes", "200")
             .property(Role.PSERVER, "paramserver.pserver.checkpoint-interval", "0s")
-            .property(Role.TRAINER, "paramserver.trainer.model", "sparse-lr")
-            .property(Role.TRAINER, "paramserver.trainer.optimizer", "adagrad")
-            .property(Role.TRAINER, "paramserver.trainer.learning-rate", "0.1")
-            .property(
-                Role.TRAINER,
-                "paramserver.trainer.train-data",
-                data.resolve("train-*.recordio").toString())
-            .property(
-                Role.TRAINER,
-                "paramserver.trainer.test-data",
-                data.resolve("test-*.recordio").toString());
+            .property(Role.TRAINER, "paramserver.trainer.optimizer", "adagrad");
     Path log = dir.resolve("serving-lookup.log");
     Process p = null;
     try (LocalCluster cluster = new LocalCluster(spec.build())) {

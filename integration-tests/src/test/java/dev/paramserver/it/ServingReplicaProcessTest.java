@@ -20,7 +20,6 @@ import dev.paramserver.tensor.TensorCodec;
 import dev.paramserver.testsupport.Poll;
 import io.grpc.ManagedChannel;
 import io.grpc.StatusRuntimeException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
@@ -55,12 +54,8 @@ class ServingReplicaProcessTest {
   @Test
   void servingReplica_followsTheTrainingJob_seesAckedPushes_andCatchesUpAfterKill9()
       throws Exception {
-    Path raw = Files.createDirectories(dir.resolve("raw"));
-    EmbeddingCapEndToEndTest.writeZipfClickLog(raw.resolve("train.svm"), 8000, 1);
-    EmbeddingCapEndToEndTest.writeZipfClickLog(raw.resolve("test.svm"), 500, 2);
-    Path data = ModelsEndToEndTest.convertLibsvm(raw, dir.resolve("data"));
     ClusterSpec.Builder spec =
-        Jobs.spec(dir.resolve("run"))
+        ClickJobs.sparseLr(dir, 8000, 500)
             .jar(Role.SERVING, Jobs.jar(Role.SERVING))
             .job("serving")
             .masters(1)
@@ -71,17 +66,7 @@ class ServingReplicaProcessTest {
             // the end
             .property(Role.MASTER, "paramserver.master.passes", "200")
             .property(Role.PSERVER, "paramserver.pserver.checkpoint-interval", "0s")
-            .property(Role.TRAINER, "paramserver.trainer.model", "sparse-lr")
-            .property(Role.TRAINER, "paramserver.trainer.optimizer", "adagrad")
-            .property(Role.TRAINER, "paramserver.trainer.learning-rate", "0.1")
-            .property(
-                Role.TRAINER,
-                "paramserver.trainer.train-data",
-                data.resolve("train-*.recordio").toString())
-            .property(
-                Role.TRAINER,
-                "paramserver.trainer.test-data",
-                data.resolve("test-*.recordio").toString());
+            .property(Role.TRAINER, "paramserver.trainer.optimizer", "adagrad");
     try (LocalCluster cluster = new LocalCluster(spec.build())) {
       cluster.start();
       assertServingListedInClusterFile(cluster);
