@@ -33,7 +33,7 @@ def _version() -> str:
 
 __version__ = _version()
 _LAZY = ("Client", "Tls", "PendingPush", "optimizer", "dense_spec", "ASYNC", "SYNC", "BOUNDED_STALENESS")
-_SERVING = ("lookup",)  # paramserver.serving_lookup: reads of a serving replica
+_SERVING = ("lookup", "predict", "Features")  # paramserver.serving_lookup: reads of a serving replica
 __all__ = ["__version__", *_LAZY, *_SERVING, *_errors]
 
 

@@ -77,6 +77,17 @@ def test_without_stubs_importing_the_client_raises_an_import_error_that_says_wha
     assert not (copy / "v1").exists()  # and nothing was generated on import
 
 
+def test_importing_the_package_loads_neither_grpc_numpy_the_stubs_nor_the_serving_calls():
+    # a trainer process imports paramserver first: what it does not use must not slow its start
+    code = ("import sys, paramserver; heavy = ('grpc', 'numpy', 'torch', 'paramserver.v1', 'paramserver._stubs', "
+            "'paramserver.client', 'paramserver.serving_lookup'); print([m for m in heavy if m in sys.modules]); "
+            "paramserver.predict; print('paramserver.serving_lookup' in sys.modules)")
+    r = subprocess.run([sys.executable, "-c", code], cwd=os.path.dirname(PACKAGE), capture_output=True, text=True, timeout=60,
+                       env=dict(os.environ, PYTHONPATH=os.path.dirname(PACKAGE)))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split("\n")[:2] == ["[]", "True"]  # loaded on first use
+
+
 @pytest.fixture
 def cluster():
     c = Cluster(n=2)

@@ -35,8 +35,8 @@ import org.springframework.test.context.DynamicPropertySource;
 
 /**
  * A trainer in master mode, given no etcd settings at all: no etcd coordinator or health indicator
- * exists; it joins the (fake) master's Coordination service with its model, attends with
- * heartbeats, and its readiness follows the master, not etcd.
+ * exists; it joins the (fake) master's Coordination service with its model and the model's
+ * description, attends with heartbeats, and its readiness follows the master, not etcd.
  */
 @Timeout(120)
 @SpringBootTest(
@@ -91,6 +91,11 @@ class TrainerMasterModeWiringTest {
     assertThat(join.getParametersList()).extracting(p -> p.getName()).isNotEmpty();
     assertThat(join.getEndpoint()).isEqualTo("127.0.0.1:" + port);
     assertThat(join.getSession()).isNotBlank();
+    assertThat(join.getModelDescription().getModel())
+        .as("the model's description, for the master to record as model/description")
+        .isNotBlank();
+    assertThat(join.getModelDescription().getConfigMap()).containsKey("features");
+    assertThat(join.getModelDescription().getParametersList()).as("no parameters").isEmpty();
 
     String readiness = get("/actuator/health/readiness");
     assertThat(readiness).contains("\"status\":\"UP\"").contains("\"master\"");

@@ -12,6 +12,7 @@ import dev.paramserver.proto.v1.GetPlacementRequest;
 import dev.paramserver.proto.v1.JobModel;
 import dev.paramserver.proto.v1.JoinRequest;
 import dev.paramserver.proto.v1.JoinResponse;
+import dev.paramserver.proto.v1.ModelFile;
 import dev.paramserver.proto.v1.Placement;
 import dev.paramserver.proto.v1.ReleaseLockRequest;
 import dev.paramserver.proto.v1.TrainingMode;
@@ -93,6 +94,9 @@ public final class CoordinatedTrainers implements SmartLifecycle {
                       req.getMode() == TrainingMode.BOUNDED_STALENESS ? req.getStaleness() : 0)
                   .build());
     }
+    if (req.hasModelDescription()) {
+      describe(req.getModelDescription());
+    }
     trainers.record(id, req.getSession(), endpoint, req.getClient());
     JobModel model = agreed.model();
     return JoinResponse.newBuilder()
@@ -105,6 +109,18 @@ public final class CoordinatedTrainers implements SmartLifecycle {
         .setJob(coordinator.keys().job())
         .setDefinedModel(agreed.defined())
         .build();
+  }
+
+  /**
+   * Records how the job's model predicts ({@code model/description}, with the job's name) unless a
+   * trainer recorded it before: the description never changes for a job.
+   */
+  private void describe(ModelFile description) {
+    String key = coordinator.keys().modelDescription();
+    ModelFile named = description.toBuilder().setJob(coordinator.keys().job()).build();
+    if (coordinator.kv().compareAndSwap(key, 0, named.toByteArray())) {
+      log.info("recorded the job's model description ({}) at {}", named.getModel(), key);
+    }
   }
 
   /** Starts the membership named by an Attend stream's first message. */

@@ -9,6 +9,7 @@ import dev.paramserver.proto.v1.CoordinationGrpc.CoordinationBlockingStub;
 import dev.paramserver.proto.v1.JobModel;
 import dev.paramserver.proto.v1.JoinRequest;
 import dev.paramserver.proto.v1.JoinResponse;
+import dev.paramserver.proto.v1.ModelFile;
 import dev.paramserver.proto.v1.ParameterSpec;
 import dev.paramserver.proto.v1.TrainingMode;
 import dev.paramserver.rpc.RpcErrors;
@@ -109,6 +110,27 @@ class CoordinationJoinTest {
     assertMismatch(
         join("t2", Models.mlp()).setMode(TrainingMode.BOUNDED_STALENESS).setStaleness(2).build(),
         "mode BOUNDED_STALENESS here, ASYNC in the job");
+  }
+
+  @Test
+  void join_withAModelDescription_recordsItOnceWithTheJobsName_neverForARefusedModel()
+      throws Exception {
+    String key = master.etcd.keys().modelDescription();
+    stub().join(join("t1", Models.mlp()).build());
+    assertThat(master.get(key)).as("no description sent, none recorded").isEmpty();
+
+    ModelFile mlp = ModelFile.newBuilder().setModel("mlp").putConfig("hidden", "128").build();
+    ModelFile softmax = ModelFile.newBuilder().setModel("softmax").build();
+    List<ParameterSpec> narrower = new ArrayList<>(Models.mlp());
+    narrower.set(0, Models.dense("fc1.w", 4096, 784, 64));
+    assertMismatch(join("t2", narrower).setModelDescription(softmax).build(), "parameter 'fc1.w'");
+    assertThat(master.get(key)).as("the description of a refused model").isEmpty();
+
+    stub().join(join("t3", Models.mlp()).setModelDescription(mlp).build());
+    stub().join(join("t4", Models.mlp()).setModelDescription(softmax).build());
+    assertThat(ModelFile.parseFrom(master.get(key).orElseThrow().value()))
+        .as("the first description, named for the job; never replaced")
+        .isEqualTo(mlp.toBuilder().setJob(master.job).build());
   }
 
   private void assertMismatch(JoinRequest req, String difference) {

@@ -100,9 +100,11 @@ public final class EtcdMembership implements Membership, JobLocks {
     return Optional.of(new EtcdInitLock(lockKey));
   }
 
-  /** {@code model/description}, created once (a trainer that finds it there leaves it). */
-  @Override
-  public void describeModel(ModelFile description) {
+  /**
+   * Records how the job's model predicts ({@code model/description}, a model file without
+   * parameters) for serving replicas, unless a trainer recorded it before. Best effort.
+   */
+  void describeModel(ModelFile description) {
     String key = coordinator.keys().modelDescription();
     try {
       if (coordinator.kv().compareAndSwap(key, 0, description.toByteArray())) {

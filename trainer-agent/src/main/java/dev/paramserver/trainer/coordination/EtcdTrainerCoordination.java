@@ -2,6 +2,7 @@ package dev.paramserver.trainer.coordination;
 
 import dev.paramserver.etcd.Coordinator;
 import dev.paramserver.etcd.LeasedKeys;
+import dev.paramserver.proto.v1.ModelFile;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import org.slf4j.Logger;
@@ -65,7 +66,12 @@ public final class EtcdTrainerCoordination implements TrainerCoordination {
                     + " be taken within {}",
                 owner,
                 rejoinTimeout));
-    return new EtcdMembership(coordinator, keys, details.trainerId());
+    EtcdMembership membership = new EtcdMembership(coordinator, keys, details.trainerId());
+    if (!details.description().equals(ModelFile.getDefaultInstance())) {
+      membership.describeModel(
+          details.description().toBuilder().setJob(coordinator.keys().job()).build());
+    }
+    return membership;
   }
 
   @Override

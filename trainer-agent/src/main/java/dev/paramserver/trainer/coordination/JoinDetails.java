@@ -1,5 +1,6 @@
 package dev.paramserver.trainer.coordination;
 
+import dev.paramserver.proto.v1.ModelFile;
 import dev.paramserver.proto.v1.ParameterSpec;
 import dev.paramserver.proto.v1.TrainingMode;
 import java.util.List;
@@ -14,6 +15,8 @@ import java.util.List;
  * @param parameters the model's parameter specs, checked against the job's (master mode)
  * @param mode how the trainer combines gradients with the others (master mode checks it)
  * @param staleness bounded staleness: how many steps a trainer may run ahead
+ * @param description how the model predicts (a model file without parameters, its job left empty),
+ *     recorded for serving replicas unless a trainer did before; the default instance for none
  */
 public record JoinDetails(
     String trainerId,
@@ -21,8 +24,20 @@ public record JoinDetails(
     String endpoint,
     List<ParameterSpec> parameters,
     TrainingMode mode,
-    int staleness) {
+    int staleness,
+    ModelFile description) {
   public JoinDetails {
     parameters = List.copyOf(parameters);
+  }
+
+  /** Details without a model description. */
+  public JoinDetails(
+      String trainerId,
+      String session,
+      String endpoint,
+      List<ParameterSpec> parameters,
+      TrainingMode mode,
+      int staleness) {
+    this(trainerId, session, endpoint, parameters, mode, staleness, ModelFile.getDefaultInstance());
   }
 }

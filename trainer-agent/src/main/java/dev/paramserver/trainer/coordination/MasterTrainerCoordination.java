@@ -3,6 +3,7 @@ package dev.paramserver.trainer.coordination;
 import dev.paramserver.proto.v1.ClusterMap;
 import dev.paramserver.proto.v1.JoinRequest;
 import dev.paramserver.proto.v1.JoinResponse;
+import dev.paramserver.proto.v1.ModelFile;
 import dev.paramserver.proto.v1.TrainingMode;
 import dev.paramserver.rpc.ChannelFactory;
 import dev.paramserver.rpc.Retry;
@@ -55,7 +56,7 @@ public final class MasterTrainerCoordination implements TrainerCoordination {
    */
   @Override
   public Membership join(JoinDetails details) {
-    JoinRequest request =
+    JoinRequest.Builder builder =
         JoinRequest.newBuilder()
             .setTrainerId(details.trainerId())
             .setSession(details.session())
@@ -64,8 +65,11 @@ public final class MasterTrainerCoordination implements TrainerCoordination {
             .setStaleness(
                 details.mode() == TrainingMode.BOUNDED_STALENESS ? details.staleness() : 0)
             .setEndpoint(details.endpoint())
-            .setClient("java " + Runtime.version().feature() + " / paramserver trainer-agent")
-            .build();
+            .setClient("java " + Runtime.version().feature() + " / paramserver trainer-agent");
+    if (!details.description().equals(ModelFile.getDefaultInstance())) {
+      builder.setModelDescription(details.description()); // the master records it for serving
+    }
+    JoinRequest request = builder.build();
     JoinResponse joined = client.call("joining the job", stub -> stub.join(request));
     log.info(
         "joined job {} as trainer {} ({} the model; lease {} ms)",

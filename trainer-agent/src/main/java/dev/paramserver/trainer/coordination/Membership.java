@@ -1,7 +1,5 @@
 package dev.paramserver.trainer.coordination;
 
-import dev.paramserver.proto.v1.ModelFile;
-
 /**
  * A trainer's membership of its job, from {@link TrainerCoordination#join}. The job's locks this
  * trainer takes are held under it: they end with it. Closing it leaves the job.
@@ -25,13 +23,6 @@ public interface Membership extends AutoCloseable {
    * purpose).
    */
   void onLost(Runnable listener);
-
-  /**
-   * Records how the job's model predicts ({@code description}: a model file without parameters) for
-   * serving replicas, unless a trainer recorded it before. Best effort: the default, for
-   * memberships without etcd, records nothing.
-   */
-  default void describeModel(ModelFile description) {}
 
   /** Leaves the job; idempotent. */
   @Override

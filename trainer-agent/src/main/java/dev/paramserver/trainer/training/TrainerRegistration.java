@@ -1,5 +1,6 @@
 package dev.paramserver.trainer.training;
 
+import dev.paramserver.proto.v1.ModelFile;
 import dev.paramserver.proto.v1.ParameterSpec;
 import dev.paramserver.trainer.config.CommunicationProperties;
 import dev.paramserver.trainer.config.TrainerProperties;
@@ -50,11 +51,17 @@ public class TrainerRegistration {
    *
    * @param session identifies this run of the trainer (its pushes carry it too)
    */
-  Membership join(String session, List<ParameterSpec> parameters) {
+  Membership join(String session, List<ParameterSpec> parameters, ModelFile description) {
     CommunicationProperties comm = props.communication();
     return coordination.join(
         new JoinDetails(
-            props.id(), session, endpoint(), parameters, comm.mode().wire(), comm.staleness()));
+            props.id(),
+            session,
+            endpoint(),
+            parameters,
+            comm.mode().wire(),
+            comm.staleness(),
+            description));
   }
 
   /** A new session id. */

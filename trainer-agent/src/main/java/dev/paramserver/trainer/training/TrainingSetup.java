@@ -118,9 +118,10 @@ public class TrainingSetup {
                 OptimizerConfigs.sparse(props.optimizer()),
                 1)
             .specs();
-    Membership membership = registration.join(session, specs);
+    // how the model predicts, for serving replicas: recorded with the job's name by the join
+    Membership membership =
+        registration.join(session, specs, ModelFiles.description(spec, "", data));
     try {
-      membership.describeModel(ModelFiles.description(spec, membership.job(), data));
       return prepare(spec, model, values, test, data, scaling, session, membership);
     } catch (RuntimeException | Error e) {
       membership.close();

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.paramserver.proto.v1.AcquireLockResponse;
 import dev.paramserver.proto.v1.ClusterMap;
 import dev.paramserver.proto.v1.LockName;
+import dev.paramserver.proto.v1.ModelFile;
 import dev.paramserver.proto.v1.ParameterSpec;
 import dev.paramserver.proto.v1.PserverEntry;
 import dev.paramserver.proto.v1.TrainingMode;
@@ -30,7 +31,8 @@ class MasterTrainerCoordinationTest {
           "127.0.0.1:9",
           List.of(ParameterSpec.newBuilder().setName("w").addShape(4).build()),
           TrainingMode.SYNC,
-          0);
+          0,
+          ModelFile.newBuilder().setModel("softmax").putConfig("classes", "2").build());
 
   private FakeCoordination standby;
   private FakeCoordination leader;
@@ -73,6 +75,9 @@ class MasterTrainerCoordinationTest {
                 assertThat(j.getMode()).isEqualTo(TrainingMode.SYNC);
                 assertThat(j.getEndpoint()).isEqualTo("127.0.0.1:9");
                 assertThat(j.getSession()).isEqualTo("session-1");
+                assertThat(j.getModelDescription())
+                    .as("the model's description, for the master to record")
+                    .isEqualTo(DETAILS.description());
               });
       assertThat(coordination.masters().current()).contains(leader.address());
       Poll.until(Duration.ofSeconds(10), () -> leader.heartbeats.get() >= 3, "heartbeats");
