@@ -58,8 +58,8 @@ class ReplicaTakeoverTest {
   /**
    * Kill points; {@code -Dreplica.kills=N} changes it. Each is the same case at another random
    * moment (a kill with one step in flight, 0 to 3 ms after it was sent; the restarted pserver
-   * filled as the backup): 10 take half the time of 20, and the soak ({@link FaultSoakTest}) kills primaries
-   * under load too.
+   * filled as the backup): 10 take half the time of 20, and the soak ({@link FaultSoakTest}) kills
+   * primaries under load too.
    */
   private static final int KILLS = Integer.getInteger("replica.kills", 10);
 
