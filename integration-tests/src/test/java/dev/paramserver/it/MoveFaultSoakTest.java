@@ -47,8 +47,8 @@ import org.junit.jupiter.api.io.TempDir;
  * from 2 to 3 to 2 pservers {@code -Dmovesoak.rounds} times (default 1). Each move, seen in etcd
  * ({@code placement_move}) after it began and before its commit, gets one fault of a kind dealt
  * with the seed ({@link MoveFaults.Kind}: pause the old or the new owner, partition them, cut the
- * coordinator from the old owner, kill -9 the new or the old owner). Each scaling must end done;
- * at the end every acknowledged push is applied exactly once (a row's value counts its push's
+ * coordinator from the old owner, kill -9 the new or the old owner). Each scaling must end done; at
+ * the end every acknowledged push is applied exactly once (a row's value counts its push's
  * applications), lost and doubled counted apart ({@link PushHistory}), and a push never
  * acknowledged is applied at most once. Every failure prints its seed ({@code -Dmovesoak.seed}
  * replays the faults drawn, though not the processes' timing).
@@ -63,6 +63,9 @@ class MoveFaultSoakTest {
       MoveFaults.kinds(System.getProperty("movesoak.faults", ""));
 
   private static final String TOKEN = "move-soak-token";
+
+  /** How long a process may take to listen (minutes on a loaded shared machine). */
+  private static final Duration STARTUP = Duration.ofMinutes(10);
 
   @TempDir(cleanup = CleanupMode.ON_SUCCESS)
   Path dir;
@@ -123,9 +126,9 @@ class MoveFaultSoakTest {
       for (int i = 0; i < 2; i++) {
         start(i);
       }
-      master.awaitGrpcListening(Duration.ofSeconds(300));
+      master.awaitGrpcListening(STARTUP);
       for (int i = 0; i < 2; i++) {
-        pservers.get(i).awaitGrpcListening(Duration.ofSeconds(300));
+        pservers.get(i).awaitGrpcListening(STARTUP);
       }
       coordinator = EtcdCoordinator.connect(EtcdSettings.of(etcd.endpoint(), job));
       PlacementStore store = new PlacementStore(coordinator);
@@ -137,13 +140,17 @@ class MoveFaultSoakTest {
       MoveFaults faults = new MoveFaults(new Processes(), random);
       Map<String, String> env =
           Map.of("PSCTL_MASTER", "http://127.0.0.1:" + master.httpPort, "PSCTL_TOKEN", TOKEN);
-      Poll.until(Duration.ofSeconds(30), () -> client.steps > 20, "the client pushing");
+      Poll.until(
+          Duration.ofMinutes(3),
+          () -> client.steps > 20 || client.failure() != null,
+          "the client pushing");
+      assertThat(client.failure()).as("the client (seed %d; logs in %s)", seed, dir).isNull();
       for (int round = 0; round < ROUNDS; round++) {
         if (round > 0) {
           generations[2]++; // a fresh pserver 2: the last one was emptied and exited
         }
         start(2);
-        pservers.get(2).awaitGrpcListening(Duration.ofSeconds(300));
+        pservers.get(2).awaitGrpcListening(STARTUP);
         for (String n : List.of("3", "2")) {
           CompletableFuture<String> scaling =
               CompletableFuture.supplyAsync(() -> psctl(env, n), threads);
@@ -326,7 +333,7 @@ class MoveFaultSoakTest {
       ServiceRun p = pservers.get(index);
       p.process.destroyForcibly().waitFor(30, TimeUnit.SECONDS);
       start(index);
-      pservers.get(index).awaitGrpcListening(Duration.ofSeconds(300));
+      pservers.get(index).awaitGrpcListening(STARTUP);
     }
 
     @Override

@@ -23,8 +23,8 @@ final class MoveFaults {
     /** SIGSTOP the new owner, SIGCONT it 1 to 6 s later. */
     PAUSE_NEW,
     /**
-     * Partition old owner from new owner: the new owner's proxy holds every byte both ways for 1
-     * to 6 s (the coordinator's calls to the new owner too); held bytes are delivered on heal.
+     * Partition old owner from new owner: the new owner's proxy holds every byte both ways for 1 to
+     * 6 s (the coordinator's calls to the new owner too); held bytes are delivered on heal.
      */
     PARTITION_OLD_NEW,
     /**

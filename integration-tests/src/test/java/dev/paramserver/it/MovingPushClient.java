@@ -41,11 +41,11 @@ import java.util.function.IntUnaryOperator;
  * its own in {@link PushHistory#TABLE} (so a row's value counts its push's applications), routed by
  * the committed placement in etcd while the job is scaled. It follows the rules of a trainer
  * (docs/explanation/elastic.md, Trainers): a push refused with MOVED waits for the epoch it names
- * (or that move's rollback) and is resent to the row's owner with the same identity, {@code
- * origin} = the index it was first sent to + 1, a part of its own (32768 up) and {@code
- * resent_from} naming what it was cut from; a push without an answer is sent again as it was to the
- * same server; a server gone (not registered, owning nothing) counts as MOVED at the committed
- * epoch. Every attempt is recorded in a {@link PushHistory}.
+ * (or that move's rollback) and is resent to the row's owner with the same identity, {@code origin}
+ * = the index it was first sent to + 1, a part of its own (32768 up) and {@code resent_from} naming
+ * what it was cut from; a push without an answer is sent again as it was to the same server; a
+ * server gone (not registered, owning nothing) counts as MOVED at the committed epoch. Every
+ * attempt is recorded in a {@link PushHistory}.
  *
  * <p>Thread-safety: {@link #run} on one thread; {@link #stop} from any; the rest after it ended.
  */
@@ -74,8 +74,7 @@ final class MovingPushClient implements Runnable {
    * @param grpcPortOf a pserver index's gRPC port now (the client dials it directly, not through
    *     the proxy the pserver advertises, so partitions between pservers leave it alone)
    */
-  MovingPushClient(
-      EtcdCoordinator coordinator, IntUnaryOperator grpcPortOf, long startNanos) {
+  MovingPushClient(EtcdCoordinator coordinator, IntUnaryOperator grpcPortOf, long startNanos) {
     this.coordinator = coordinator;
     this.store = new PlacementStore(coordinator);
     this.grpcPortOf = grpcPortOf;
@@ -226,7 +225,9 @@ final class MovingPushClient implements Runnable {
               p.part,
               p.sentNanos,
               answered ? PushHistory.Outcome.ERROR : PushHistory.Outcome.NO_ANSWER,
-              (answered ? ((StatusRuntimeException) cause).getStatus().getCode().name() : "NO_ANSWER")
+              (answered
+                      ? ((StatusRuntimeException) cause).getStatus().getCode().name()
+                      : "NO_ANSWER")
                   + p.dest);
           if (reason == ErrorReason.WRONG_SHARD || reason == ErrorReason.BAD_ARGUMENT) {
             throw new AssertionError("push refused: " + cause.getMessage(), cause);
