@@ -3,6 +3,8 @@ package dev.paramserver.storage;
 import java.io.EOFException;
 import java.io.IOException;
 import java.io.InputStream;
+import java.net.ConnectException;
+import java.net.UnknownHostException;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -209,6 +211,14 @@ final class S3Objects implements AutoCloseable {
               + ".secret-key, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or an AWS profile",
           e);
     }
+    if (e instanceof SdkClientException && !connectFailed(e) && bucketMissing(loc)) {
+      // a server may answer a write to a missing bucket (404) and close the connection while the
+      // client still sends the body: the client then sees a broken write, not the answer
+      return new StorageException(
+          StorageException.Kind.NOT_FOUND,
+          what + "bucket '" + loc.bucket() + "' does not exist" + at(),
+          e);
+    }
     if (e instanceof SdkClientException) {
       return new StorageException(
           StorageException.Kind.UNREACHABLE,
@@ -216,6 +226,30 @@ final class S3Objects implements AutoCloseable {
           e);
     }
     return new StorageException(StorageException.Kind.OTHER, what + msg, e);
+  }
+
+  /** Asks the endpoint whether the bucket exists: true only when it answers that it does not. */
+  private boolean bucketMissing(Location loc) {
+    try {
+      client.headBucket(b -> b.bucket(loc.bucket()));
+      return false;
+    } catch (NoSuchBucketException e) {
+      return true;
+    } catch (S3Exception e) {
+      return e.statusCode() == 404;
+    } catch (SdkException e) {
+      return false;
+    }
+  }
+
+  /** True when no connection was made at all (nothing to ask the endpoint about). */
+  private static boolean connectFailed(Throwable e) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t instanceof ConnectException || t instanceof UnknownHostException) {
+        return true;
+      }
+    }
+    return false;
   }
 
   private String at() {
