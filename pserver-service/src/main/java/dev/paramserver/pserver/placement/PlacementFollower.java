@@ -172,6 +172,15 @@ public final class PlacementFollower implements AutoCloseable {
     return read.move().isPresent() && read.move().get().equals(m.move());
   }
 
+  /**
+   * Whether etcd's placement still gives {@code index} a part (slots or blocks in the committed
+   * map, or the move in progress from or to it): read afresh, for the registration, before this
+   * pserver follows any index ({@link PlacementStore.Read#places}).
+   */
+  public boolean places(int index) {
+    return store.read().places(index);
+  }
+
   /** The committed map this pserver follows (null before it serves an index). */
   public synchronized SlotMap map() {
     return shard.placement();
