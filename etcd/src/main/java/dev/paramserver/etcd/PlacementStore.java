@@ -45,6 +45,24 @@ public final class PlacementStore {
     public SlotMap slotMap(SlotMap initial) {
       return map.map(SlotMap::fromProto).orElse(initial);
     }
+
+    /**
+     * Whether pserver {@code index} still has a part in the placement written: the committed map
+     * gives it slots or dense blocks, or the move in progress is from or to it. An index a shrink
+     * is still moving away is such an index, even at or above {@code ps_desired}. False without a
+     * written map (the initial map of {@code ps_desired} is in force).
+     */
+    public boolean places(int index) {
+      if (index < 0 || map.isEmpty()) {
+        return false;
+      }
+      if (move.isPresent() && (move.get().getFrom() == index || move.get().getTo() == index)) {
+        return true;
+      }
+      PlacementMap m = map.get();
+      return m.getSlotOwnersList().contains(index)
+          || m.getDenseOwnersList().stream().anyMatch(b -> b.getOwner() == index);
+    }
   }
 
   /** Reads both keys in one request (they share a prefix), so the pair is consistent. */

@@ -2,6 +2,7 @@ package dev.paramserver.etcd;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.paramserver.proto.v1.BlockOwner;
 import dev.paramserver.proto.v1.PlacementMap;
 import dev.paramserver.proto.v1.SlotMove;
 import dev.paramserver.tensor.SlotMap;
@@ -88,5 +89,35 @@ class PlacementStoreTest {
     assertThat(after.move()).isEmpty();
     assertThat(after.map()).isEmpty();
     assertThat(after.slotMap(initial)).isSameAs(initial);
+  }
+
+  @Test
+  void placesAnIndexWithSlotsBlocksOrTheMoveInProgress_evenAboveTheCount() {
+    SlotMap three = SlotMap.initial(List.of(), 3);
+    SlotMap two = three.resized(2);
+    PlacementStore.Read none = new PlacementStore.Read(Optional.empty(), 0, Optional.empty(), 0);
+    assertThat(none.places(0)).as("no map written: the initial map of ps_desired").isFalse();
+
+    PlacementStore.Read midShrink =
+        new PlacementStore.Read(Optional.of(three.toProto()), 1, Optional.empty(), 0);
+    assertThat(midShrink.places(2)).isTrue();
+    assertThat(midShrink.places(3)).isFalse();
+    assertThat(midShrink.places(-1)).isFalse();
+
+    PlacementStore.Read shrunk =
+        new PlacementStore.Read(Optional.of(two.toProto()), 1, Optional.empty(), 0);
+    assertThat(shrunk.places(2)).isFalse();
+    SlotMove moving = SlotMove.newBuilder().setEpoch(2).setFrom(1).setTo(2).addSlots(0).build();
+    PlacementStore.Read growing =
+        new PlacementStore.Read(Optional.of(two.toProto()), 1, Optional.of(moving), 2);
+    assertThat(growing.places(2)).as("the move's target").isTrue();
+
+    PlacementMap blocksOnly =
+        two.toProto().toBuilder()
+            .addDenseOwners(BlockOwner.newBuilder().setName("w").setBlock(0).setOwner(4))
+            .build();
+    assertThat(new PlacementStore.Read(Optional.of(blocksOnly), 1, Optional.empty(), 0).places(4))
+        .as("an index owning only a dense block")
+        .isTrue();
   }
 }

@@ -37,9 +37,10 @@ import org.springframework.validation.annotation.Validated;
  *     backup's acknowledgement)
  * @param index the index ({@code ps/<index>}) this pserver tries to claim first, for example a
  *     StatefulSet pod's ordinal, so that a restarted pod gets its own shard and checkpoints back;
- *     when it is taken (or outside {@code [0, desired)}) the lowest free index is claimed instead.
- *     -1 (the default) claims the lowest free index. After a lost lease the pserver always tries
- *     the index it held first.
+ *     when it is taken (or outside {@code [0, desired)}) the lowest free index is claimed instead,
+ *     except an index that still owns slots or blocks in the committed placement (a shrink moves
+ *     them away): that one is claimed back, waiting while it is held. -1 (the default) claims the
+ *     lowest free index. After a lost lease the pserver always tries the index it held first.
  * @param sparse caps, eviction and admission of the sparse (embedding) tables
  * @param wal the write-ahead log of pushes, which makes every acknowledged push survive a crash
  * @param checkpointConsistency {@code independent}: each shard checkpoints on its own timer, at

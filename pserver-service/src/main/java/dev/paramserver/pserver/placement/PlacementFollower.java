@@ -8,6 +8,7 @@ import dev.paramserver.pserver.shard.MovingSlots;
 import dev.paramserver.pserver.shard.ShardMoves;
 import dev.paramserver.tensor.SlotMap;
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -76,6 +77,16 @@ public final class PlacementFollower implements AutoCloseable {
       this.following = true;
       this.desired = desired;
       PlacementStore.Read read = store.read();
+      // A move this pserver was in under its earlier claim (its lease was lost and its state
+      // reloaded) must not commit: what it staged or froze for it does not carry over. It is
+      // rolled back in etcd (fenced: only that attempt), and the coordinator makes it again.
+      for (MovingSlots m : Arrays.asList(shard.incoming(), shard.outgoing())) {
+        if (m != null && inProgress(read, m) && store.abort(read)) {
+          log.warn("pserver {} claimed its index again during {}: rolled it back", index, m);
+          metrics.rolledBack();
+          read = store.read();
+        }
+      }
       // no move of an earlier claim carries over, nor its map
       apply(read, null, null, null);
       if (read.epoch() > 0) {
@@ -170,6 +181,15 @@ public final class PlacementFollower implements AutoCloseable {
    */
   private static boolean inProgress(PlacementStore.Read read, MovingSlots m) {
     return read.move().isPresent() && read.move().get().equals(m.move());
+  }
+
+  /**
+   * Whether etcd's placement still gives {@code index} a part (slots or blocks in the committed
+   * map, or the move in progress from or to it): read afresh, for the registration, before this
+   * pserver follows any index ({@link PlacementStore.Read#places}).
+   */
+  public boolean places(int index) {
+    return store.read().places(index);
   }
 
   /** The committed map this pserver follows (null before it serves an index). */

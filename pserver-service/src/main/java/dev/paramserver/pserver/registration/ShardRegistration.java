@@ -34,8 +34,9 @@ import org.springframework.stereotype.Component;
  * Registers this pserver in etcd once its gRPC server listens: writes {@code ps_desired} if absent,
  * grants a lease and claims {@code ps/<idx>} with the gRPC address as value (the configured {@code
  * paramserver.pserver.index} when it is free, else the lowest free index), then loads that index's
- * checkpoint. A lost lease triggers a new claim, which tries the index held before first. On
- * shutdown revokes the lease.
+ * checkpoint. An index at or above {@code ps_desired} that the placement still gives slots or
+ * blocks (the old owner of a shrink's moves, restarted) is claimed back, and no other. A lost lease
+ * triggers a new claim, which tries the index held before first. On shutdown revokes the lease.
  *
  * <p>The address published is {@code paramserver.advertise-host} and the gRPC port, or {@code
  * paramserver.pserver.advertise-port} when that is set (above 0): the port others dial when it is
@@ -139,6 +140,9 @@ public final class ShardRegistration
       if (replication.enabled()) {
         return registerReplicated(desired, preferred, granted);
       }
+      if (preferred >= desired && placement.places(preferred)) {
+        return claimStillPlaced(preferred, desired, granted);
+      }
       if (preferred >= desired) {
         log.warn(
             "paramserver.pserver.index {} is outside [0, {}) ({} = {}): claiming the lowest"
@@ -156,15 +160,7 @@ public final class ShardRegistration
               granted,
               properties.registerTimeout(),
               preferred);
-      lease = granted;
-      onClaimed(claimed);
-      // the slots and blocks the committed placement gives the index (docs/explanation/elastic.md)
-      placement.follow(desired);
-      lifecycle.serve();
-      if (registered(granted)) {
-        log.info("registered as pserver {} ({}) under lease {}", claimed, address, granted.id());
-      }
-      return Optional.of(claimed);
+      return Optional.of(serve(claimed, desired, granted));
     } catch (InterruptedException e) {
       revokeQuietly(granted);
       throw e;
@@ -174,6 +170,47 @@ public final class ShardRegistration
       log.warn("registration failed, retrying: {}", e.toString());
       return Optional.empty();
     }
+  }
+
+  /** {@code claimed} is this pserver's under {@code granted}: loads its state and serves it. */
+  private int serve(int claimed, int desired, Lease granted) {
+    lease = granted;
+    onClaimed(claimed);
+    // the slots and blocks the committed placement gives the index (docs/explanation/elastic.md)
+    placement.follow(desired);
+    lifecycle.serve();
+    if (registered(granted)) {
+      log.info("registered as pserver {} ({}) under lease {}", claimed, address, granted.id());
+    }
+    return claimed;
+  }
+
+  /**
+   * {@code index}, at or above {@code ps_desired}, still has a part in the placement: a shrink is
+   * moving its slots and blocks away, and only this index's checkpoint and log hold them. Claims
+   * that index and no other (the lowest free one would load another index's state and leave the
+   * shrink's move without its old owner); while {@code ps/<index>} is still held (by the lease of
+   * this pserver's earlier life, until it expires) the attempt is retried.
+   */
+  private Optional<Integer> claimStillPlaced(int index, int desired, Lease granted) {
+    byte[] value = address.getBytes(StandardCharsets.UTF_8);
+    if (!coordinator.kv().putIfAbsent(coordinator.keys().ps(index), value, granted)) {
+      revokeQuietly(granted);
+      log.info(
+          "index {} still owns slots or blocks that a shrink to {} pservers moves away, and {} is"
+              + " held (by an earlier lease?): waiting for it",
+          index,
+          desired,
+          coordinator.keys().ps(index));
+      return Optional.empty();
+    }
+    log.info(
+        "index {} is at or above {} = {} but still owns slots or blocks in the placement:"
+            + " claiming it back",
+        index,
+        coordinator.keys().psDesired(),
+        desired);
+    return Optional.of(serve(index, desired, granted));
   }
 
   /**

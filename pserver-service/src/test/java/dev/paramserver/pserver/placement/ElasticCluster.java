@@ -4,6 +4,7 @@ import static dev.paramserver.pserver.shard.Requests.dense;
 import static dev.paramserver.pserver.shard.Requests.finish;
 import static dev.paramserver.pserver.shard.Requests.init;
 import static dev.paramserver.pserver.shard.Requests.sgd;
+import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.paramserver.etcd.EtcdCoordinator;
 import dev.paramserver.etcd.EtcdSettings;
@@ -15,6 +16,7 @@ import dev.paramserver.proto.v1.ParameterServerGrpc;
 import dev.paramserver.proto.v1.ParameterSpec;
 import dev.paramserver.proto.v1.PullParametersRequest;
 import dev.paramserver.proto.v1.PullParametersResponse;
+import dev.paramserver.proto.v1.SlotMove;
 import dev.paramserver.proto.v1.SlotMovesGrpc;
 import dev.paramserver.proto.v1.SparseRowsRef;
 import dev.paramserver.proto.v1.TensorBlock;
@@ -240,6 +242,40 @@ final class ElasticCluster implements AutoCloseable {
   /** The committed map (the initial map of {@code n0} while none was committed). */
   SlotMap committed(int n0) {
     return store.read().slotMap(SlotMap.initial(blockSpecs(), n0));
+  }
+
+  /** Begins, runs and commits {@code m} at the epoch after {@code cur}'s; returns the new map. */
+  SlotMap commit(SlotMap cur, SlotMove m) {
+    return runAndCommit(cur, begin(cur, m));
+  }
+
+  /** Begins {@code m} in etcd at the epoch after {@code cur}'s; returns the move as begun. */
+  SlotMove begin(SlotMap cur, SlotMove m) {
+    SlotMove move =
+        m.toBuilder()
+            .setEpoch(cur.epoch() + 1)
+            .setId("m" + (cur.epoch() + 1))
+            .setAttempt(cur.epoch() + 1)
+            .build();
+    assertThat(store.begin(store.read(), move)).as("begin " + move.getId()).isTrue();
+    return move;
+  }
+
+  /**
+   * Runs {@code move}, begun in etcd, on its old owner (MoveOut), commits it and waits until every
+   * running pserver serves the new epoch; returns the new map.
+   */
+  SlotMap runAndCommit(SlotMap cur, SlotMove move) {
+    moves(move.getFrom()).moveOut(move);
+    SlotMap next = cur.with(move);
+    assertThat(store.commit(store.read(), next.toProto())).as("commit " + move.getId()).isTrue();
+    for (int i : List.copyOf(contexts.keySet())) {
+      Poll.until(
+          Duration.ofSeconds(10),
+          () -> epochServed(i) == next.epoch(),
+          "pserver " + i + " serving epoch " + next.epoch());
+    }
+    return next;
   }
 
   long epochServed(int index) {

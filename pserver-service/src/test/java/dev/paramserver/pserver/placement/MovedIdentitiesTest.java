@@ -16,8 +16,6 @@ import dev.paramserver.tensor.ShardPlacement;
 import dev.paramserver.tensor.SlotMap;
 import dev.paramserver.tensor.TensorCodec;
 import dev.paramserver.testsupport.EtcdExtension;
-import dev.paramserver.testsupport.Poll;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
@@ -55,7 +53,7 @@ class MovedIdentitiesTest {
       SlotMap start = c.committed(2);
       SlotMap grown = start;
       for (SlotMove m : start.movesTo(start.resized(3), 1 << 14)) {
-        grown = commit(c, grown, m);
+        grown = c.commit(grown, m);
       }
       // the shrink back: one move from pserver 2 to each of 0 and 1
       List<SlotMove> shrink = grown.movesTo(grown.resized(2), 1 << 14);
@@ -94,7 +92,7 @@ class MovedIdentitiesTest {
       out.get(60, TimeUnit.SECONDS);
       SlotMap now = grown.with(first);
       assertThat(c.store.commit(c.store.read(), now.toProto())).isTrue();
-      SlotMap last = commit(c, now, shrink.get(1));
+      SlotMap last = c.commit(now, shrink.get(1));
       // pserver 2 owns nothing: it is shut down, as the coordinator does after a shrink
       c.stop(2);
 
@@ -140,30 +138,6 @@ class MovedIdentitiesTest {
       out.computeIfAbsent(map.ownerOfRow(hash, id), k -> new ArrayList<>()).add(id);
     }
     return out;
-  }
-
-  /** Begins, runs and commits {@code m} at the epoch after {@code cur}'s. */
-  private static SlotMap commit(ElasticCluster c, SlotMap cur, SlotMove m) {
-    SlotMove move =
-        m.toBuilder()
-            .setEpoch(cur.epoch() + 1)
-            .setId("m" + (cur.epoch() + 1))
-            .setAttempt(cur.epoch() + 1)
-            .build();
-    assertThat(c.store.begin(c.store.read(), move)).isTrue();
-    c.moves(move.getFrom()).moveOut(move);
-    SlotMap next = cur.with(move);
-    assertThat(c.store.commit(c.store.read(), next.toProto())).isTrue();
-    for (int i = 0; i < 3; i++) {
-      int index = i;
-      if (c.context(i) != null) {
-        Poll.until(
-            Duration.ofSeconds(10),
-            () -> c.epochServed(index) == next.epoch(),
-            "pserver " + i + " serving epoch " + next.epoch());
-      }
-    }
-    return next;
   }
 
   /** An identified push (step 1, part 0, first sent to pserver 2) of {@code g} to each row. */
