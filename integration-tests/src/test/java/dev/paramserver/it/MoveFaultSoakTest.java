@@ -34,7 +34,6 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -103,9 +102,6 @@ class MoveFaultSoakTest {
     }
   }
 
-  @Disabled(
-      "a shrink whose old owner is killed mid-move never finishes: the restarted old owner's"
-          + " index is at or above ps_desired, so it claims another index (seed 41633665990103)")
   @Test
   @Timeout(value = 30, unit = TimeUnit.MINUTES) // bounded by movesoak.rounds plus set-up
   void faultInEachMoveOfTwoThreeTwo_everyAcknowledgedPushAppliedOnce() throws Exception {
