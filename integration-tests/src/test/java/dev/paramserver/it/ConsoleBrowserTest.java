@@ -278,7 +278,7 @@ class ConsoleBrowserTest {
                     && points("chart-pass-acc") >= 2
                     && pserverRows().size() == 2
                     && browser.findElements(By.cssSelector("#trainers tbody tr")).size() == 2);
-    assertThat(text("job-pass")).matches("\\d+ of 2000");
+    assertThat(text("job-pass")).matches("\\d+ of 2,000");
     assertThat(text("job-tasks")).contains("done");
     assertThat(text("job-rate")).isNotEqualTo("–");
     // the Scaling panel: a job never scaled is one line (placement epoch 0, the pservers it has),
