@@ -8,6 +8,7 @@ import dev.paramserver.etcd.PlacementStore;
 import dev.paramserver.localcluster.Role;
 import dev.paramserver.proto.v1.SlotMove;
 import dev.paramserver.psctl.Psctl;
+import dev.paramserver.tensor.ShardPlacement;
 import dev.paramserver.tensor.SlotMap;
 import dev.paramserver.testsupport.EtcdExtension;
 import dev.paramserver.testsupport.FaultProxy;
@@ -170,7 +171,8 @@ class MoveFaultSoakTest {
       PlacementStore.Read read = store.read();
       assertThat(read.move()).as("a move left in etcd").isEmpty();
       SlotMap map = read.slotMap(SlotMap.initial(List.of(), 2));
-      PushHistory.Verdict v = client.history().check(client.pullRows(map));
+      Map<Long, Float> values = client.pullRows(map);
+      PushHistory.Verdict v = client.history().check(values);
       int faultCount = injected.values().stream().mapToInt(Integer::intValue).sum();
       String line =
           String.format(
@@ -193,8 +195,27 @@ class MoveFaultSoakTest {
       Files.createDirectories(out.getParent());
       Files.writeString(out, line + System.lineSeparator() + String.join("", log));
       assertThat(faultCount).as("faults injected during moves").isPositive();
+      if (v.lost() + v.doubled() > 0) {
+        SlotMap before = SlotMap.initial(List.of(), 2);
+        long table = ShardPlacement.tableHash(PushHistory.TABLE);
+        String groups =
+            client
+                .history()
+                .lostByGroup(
+                    values,
+                    row ->
+                        "pserver "
+                            + before.ownerOfRow(table, row)
+                            + " -> "
+                            + map.ownerOfRow(table, row));
+        System.out.println(
+            "MOVESOAK acknowledged pushes by owner at the start -> at the end:" + groups);
+        log.add("by owner at the start -> at the end:" + groups + System.lineSeparator());
+      }
       assertThat(v.lost())
-          .as("acknowledged pushes lost (seed %d; logs in %s): %s", seed, dir, v.examples())
+          .as(
+              "acknowledged pushes lost (seed %d; logs in %s): %s%nfaults and scalings:%n%s",
+              seed, dir, v.examples(), String.join("", log))
           .isZero();
       assertThat(v.doubled())
           .as("pushes applied twice (seed %d; logs in %s): %s", seed, dir, v.examples())

@@ -265,6 +265,50 @@ final class PushHistory {
         List.copyOf(examples));
   }
 
+  /**
+   * The acknowledged pushes grouped by {@code groupOfRow} (for example the row's owners before and
+   * after the moves), each group with its lost count and the send times of its first and last lost
+   * and kept push: tells a slot that lost its content up to some instant (a copy or a log that went
+   * missing) from scattered losses.
+   */
+  String lostByGroup(Map<Long, Float> values, java.util.function.LongFunction<String> groupOfRow) {
+    Map<String, long[]> groups =
+        new java.util.TreeMap<>(); // lost, kept, lost first/last, kept first/last
+    for (Push p : pushes.values()) {
+      if (!p.acknowledged()) {
+        continue;
+      }
+      Float v = values.get(p.row);
+      boolean lost = v == null || v == 0f;
+      long[] g =
+          groups.computeIfAbsent(
+              groupOfRow.apply(p.row),
+              k ->
+                  new long[] {
+                    0, 0, Long.MAX_VALUE, Long.MIN_VALUE, Long.MAX_VALUE, Long.MIN_VALUE
+                  });
+      int at = lost ? 2 : 4;
+      g[lost ? 0 : 1]++;
+      g[at] = Math.min(g[at], p.firstSentNanos);
+      g[at + 1] = Math.max(g[at + 1], p.firstSentNanos);
+    }
+    StringBuilder out = new StringBuilder();
+    groups.forEach(
+        (k, g) ->
+            out.append(
+                String.format(
+                    Locale.ROOT,
+                    "%n  %s: lost %d (sent %s..%s), kept %d (sent %s..%s)",
+                    k,
+                    g[0],
+                    g[0] == 0 ? "-" : seconds(g[2]),
+                    g[0] == 0 ? "-" : seconds(g[3]),
+                    g[1],
+                    g[1] == 0 ? "-" : seconds(g[4]),
+                    g[1] == 0 ? "-" : seconds(g[5]))));
+    return out.toString();
+  }
+
   /** {@code nanos} as seconds since the soak began, {@code +12.3s}. */
   String seconds(long nanos) {
     return String.format(Locale.ROOT, "+%.1fs", (nanos - startNanos) / 1e9);

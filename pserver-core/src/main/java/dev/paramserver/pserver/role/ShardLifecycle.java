@@ -34,6 +34,9 @@ public final class ShardLifecycle implements IndexHolder {
   private int backupOf = -1;
   // The shard last claimed or backed up, kept when the role ends (-1: none yet).
   private int lastShard = -1;
+  // Counts the times the shard stopped serving (a lost lease, a new claim, a backup role): work
+  // begun under one term (a slot move taken in) must not be answered under another.
+  private long term;
 
   /** Starts UNCLAIMED: calls are held until an index is claimed and its state loaded. */
   public ShardLifecycle(ParameterShard shard) {
@@ -98,7 +101,23 @@ public final class ShardLifecycle implements IndexHolder {
       throw new IllegalRoleMoveException(role, next, why);
     }
     log.debug("shard role {} -> {}: {}", role, next, why);
+    if (!next.serves()) {
+      term++;
+    }
     role = next;
+  }
+
+  /**
+   * The current serving term: it changes each time the shard stops serving (its lease lost, an
+   * index claimed and its state loaded again, a backup role), never while it serves.
+   */
+  public synchronized long term() {
+    return term;
+  }
+
+  /** Whether the shard serves (SERVING or PRIMARY) and has not stopped since {@code term}. */
+  public synchronized boolean servesIn(long term) {
+    return role.serves() && this.term == term;
   }
 
   private void require(boolean ok, ShardRole next, String why) {

@@ -47,6 +47,8 @@ final class IncomingMove implements StreamObserver<MoveInChunk> {
   private ByteString copyBytes;
   private final List<WalRecord> forwarded = new ArrayList<>();
   private MovingSlots moving;
+  // the pserver's serving term when the move was taken in: answered only in the same term
+  private long term;
   private MoveCounts installed;
   private long bytes;
   private long records;
@@ -128,6 +130,11 @@ final class IncomingMove implements StreamObserver<MoveInChunk> {
       throw MoveRequests.refused(
           "move " + move.getId() + " moves slots to pserver " + move.getTo() + ", not " + index);
     }
+    term = follower.term();
+    if (!follower.servesIn(term)) {
+      throw MoveRequests.refused(
+          "pserver " + index + " is not serving (claiming its index or loading its state)");
+    }
     PlacementStore.Read read = follower.refresh();
     if (read.move().isEmpty() || !read.move().get().equals(move)) {
       throw MoveRequests.refused("move " + move.getId() + " is not the move in progress in etcd");
@@ -172,6 +179,15 @@ final class IncomingMove implements StreamObserver<MoveInChunk> {
         if (p != null) {
           p.checkpoint();
         }
+      }
+      if (!follower.servesIn(term)) {
+        // Its lease was lost meanwhile (the state reloads, or has been, without what this move
+        // staged): a success would let the coordinator commit slots this pserver may not hold.
+        throw MoveRequests.refused(
+            moving
+                + ": pserver "
+                + follower.index()
+                + " stopped serving during the move (lease lost, state reloaded): not taken in");
       }
       long durableMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started);
       metrics.bytes("in", bytes);

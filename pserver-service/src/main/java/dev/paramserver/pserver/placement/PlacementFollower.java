@@ -1,15 +1,17 @@
 package dev.paramserver.pserver.placement;
 
+import dev.paramserver.etcd.CoordinationException;
 import dev.paramserver.etcd.Coordinator;
 import dev.paramserver.etcd.PlacementStore;
+import dev.paramserver.proto.v1.SlotMove;
 import dev.paramserver.pserver.role.ShardLifecycle;
 import dev.paramserver.pserver.shard.MoveCounts;
 import dev.paramserver.pserver.shard.MovingSlots;
 import dev.paramserver.pserver.shard.ShardMoves;
 import dev.paramserver.tensor.SlotMap;
 import java.time.Duration;
-import java.util.Arrays;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -76,17 +78,7 @@ public final class PlacementFollower implements AutoCloseable {
       int index = lifecycle.index();
       this.following = true;
       this.desired = desired;
-      PlacementStore.Read read = store.read();
-      // A move this pserver was in under its earlier claim (its lease was lost and its state
-      // reloaded) must not commit: what it staged or froze for it does not carry over. It is
-      // rolled back in etcd (fenced: only that attempt), and the coordinator makes it again.
-      for (MovingSlots m : Arrays.asList(shard.incoming(), shard.outgoing())) {
-        if (m != null && inProgress(read, m) && store.abort(read)) {
-          log.warn("pserver {} claimed its index again during {}: rolled it back", index, m);
-          metrics.rolledBack();
-          read = store.read();
-        }
-      }
+      PlacementStore.Read read = abortMoveOfEarlierClaim(index);
       // no move of an earlier claim carries over, nor its map
       apply(read, null, null, null);
       if (read.epoch() > 0) {
@@ -104,6 +96,41 @@ public final class PlacementFollower implements AutoCloseable {
         watch = store.watch(r -> onWatch());
       }
     }
+  }
+
+  /**
+   * A move from or to {@code index} in progress when this pserver (re)claims it began under an
+   * earlier claim or process (a lease lost and the state reloaded, a restart): what was staged,
+   * frozen or tapped for it does not carry over, whatever the shard's memory says now (the reload
+   * cleared it). It is rolled back in etcd, fenced to that attempt, and the coordinator makes it
+   * again; if the coordinator committed it first, the read that follows says so and the loaded
+   * state (the move's durable record replayed) serves it. Never applies a read that is older than
+   * the move's outcome.
+   */
+  private PlacementStore.Read abortMoveOfEarlierClaim(int index) {
+    PlacementStore.Read read = store.read();
+    Optional<SlotMove> begun = read.move().filter(m -> m.getFrom() == index || m.getTo() == index);
+    for (int tries = 0; begun.isPresent() && read.move().equals(begun) && tries < 10; tries++) {
+      if (store.abort(read)) {
+        log.warn(
+            "pserver {} claimed its index during move {} (attempt {}) of an earlier claim: rolled"
+                + " it back",
+            index,
+            begun.get().getId(),
+            begun.get().getAttempt());
+        metrics.rolledBack();
+      }
+      read = store.read(); // rolled back, committed by the coordinator, or another attempt
+    }
+    if (begun.isPresent() && read.move().equals(begun)) {
+      throw new CoordinationException(
+          "move "
+              + begun.get().getId()
+              + " of an earlier claim of pserver "
+              + index
+              + " could not be rolled back in etcd");
+    }
+    return read;
   }
 
   private void onWatch() {
@@ -208,6 +235,16 @@ public final class PlacementFollower implements AutoCloseable {
 
   public synchronized MovingSlots incoming() {
     return shard.incoming();
+  }
+
+  /** The lifecycle's serving term (see {@link ShardLifecycle#term}). */
+  public long term() {
+    return lifecycle.term();
+  }
+
+  /** Whether the shard still serves in {@code term}: no lease lost, no state reloaded since. */
+  public boolean servesIn(long term) {
+    return lifecycle.servesIn(term);
   }
 
   /**

@@ -98,7 +98,7 @@ class FencedMoveAttemptsTest {
   }
 
   /** The first move of growing 2 -> 3 pservers out of pserver 0, epoch 1. */
-  private static SlotMove firstMoveOf0(SlotMap start, String id) {
+  static SlotMove firstMoveOf0(SlotMap start, String id) {
     return start.movesTo(start.resized(3), 512).stream()
         .filter(m -> m.getFrom() == 0)
         .findFirst()
@@ -109,7 +109,7 @@ class FencedMoveAttemptsTest {
         .build();
   }
 
-  private static PlacementPusher startPusher(
+  static PlacementPusher startPusher(
       ElasticCluster c, PlacementPusher.Sums sums, long seed, List<Thread> threads) {
     PlacementPusher pusher = new PlacementPusher(c, "t0", ROWS, 2, seed, sums);
     threads.add(pusher.startThread());
@@ -117,7 +117,7 @@ class FencedMoveAttemptsTest {
     return pusher;
   }
 
-  private static void finish(
+  static void finish(
       ElasticCluster c,
       PlacementPusher pusher,
       PlacementPusher.Sums sums,
