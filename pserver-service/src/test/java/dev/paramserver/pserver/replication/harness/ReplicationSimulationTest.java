@@ -112,11 +112,24 @@ class ReplicationSimulationTest {
   @Timeout(value = 120)
   void sameSeed_replaysBitForBit() {
     for (long seed : new long[] {7, 51, 4242}) {
-      SimulationResult first = run(seed, SimulationSettings.standard());
-      SimulationResult second = run(seed, SimulationSettings.standard());
-      assertThat(second.history()).as("seed %d's history", seed).isEqualTo(first.history());
-      assertThat(second.steps()).isEqualTo(first.steps());
-      assertThat(second.traceHash()).as("seed %d's trace hash", seed).isEqualTo(first.traceHash());
+      SimulationResult first = replay(seed);
+      SimulationResult second = replay(seed);
+      String parted = first.firstDifference(second).orElse("the traces are equal");
+      assertThat(second.history())
+          .as("seed %d's history; %s", seed, parted)
+          .isEqualTo(first.history());
+      assertThat(second.steps()).as("seed %d's steps; %s", seed, parted).isEqualTo(first.steps());
+      assertThat(second.traceHash())
+          .as("seed %d's trace hash; %s", seed, parted)
+          .isEqualTo(first.traceHash());
+      assertThat(first.firstDifference(second)).as("seed %d's trace", seed).isEmpty();
+    }
+  }
+
+  /** A run of {@code seed} keeping its trace in words, to compare with another. */
+  static SimulationResult replay(long seed) {
+    try (Simulation s = new Simulation(seed, SimulationSettings.standard()).keepTrace()) {
+      return s.run();
     }
   }
 
