@@ -14,9 +14,9 @@ import java.util.concurrent.TimeoutException;
  * the thread until its scheduler resumes it, and whose threads it runs one at a time (see
  * docs/explanation/reliability.md, "Deterministic simulation"). Every wait of the replication is a
  * loop that checks its condition again after {@link #timedWait} returns, so a waiter may be resumed
- * at any time (as a spurious wake-up). Nothing of the replication reads the process's clock another
- * way: a call's gRPC deadline comes from {@link #deadlineAfter}, a record's wall-clock time from
- * {@link #currentTimeMillis}.
+ * at any time (as a spurious wake-up). Nothing the replication decides reads the process's clock
+ * another way (it does only to time what it logs and reports): a call's gRPC deadline comes from
+ * {@link #deadlineAfter}, a record's wall-clock time from {@link #currentTimeMillis}.
  */
 public interface ReplicationClock {
 

@@ -2,8 +2,6 @@ package dev.paramserver.pserver.replication.harness;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import ch.qos.logback.classic.Level;
-import ch.qos.logback.classic.Logger;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -12,7 +10,6 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
-import org.slf4j.LoggerFactory;
 
 /**
  * Replays of a seed stay bit for bit while the JVM is busy: threads that spin and allocate (so the
@@ -25,18 +22,14 @@ import org.slf4j.LoggerFactory;
  * default) and {@code simulation.replayRounds} (how many times each seed is replayed twice, 1).
  */
 class SimulationReplayUnderLoadTest {
-  private static Level level;
-
   @BeforeAll
   static void quiet() {
-    Logger root = (Logger) LoggerFactory.getLogger(org.slf4j.Logger.ROOT_LOGGER_NAME);
-    level = root.getLevel();
-    root.setLevel(Level.OFF);
+    ReplicationSimulationTest.quiet();
   }
 
   @AfterAll
   static void loud() {
-    ((Logger) LoggerFactory.getLogger(org.slf4j.Logger.ROOT_LOGGER_NAME)).setLevel(level);
+    ReplicationSimulationTest.loud();
   }
 
   @Test
