@@ -21,8 +21,10 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The deterministic simulation of replication and takeover (see {@link Simulation}): many seeded
- * schedules with no lost, doubled or wrong update; seeds replayed bit for bit; and an injected
- * defect (the out-of-sync record never written) found within a bounded number of seeds.
+ * schedules with no lost, doubled or wrong update (nor anything outside the seed leaking into a
+ * run: a LEAK violation); seeds replayed bit for bit, a mismatch printing the first step where the
+ * two runs part; and an injected defect (the out-of-sync record never written) found within a
+ * bounded number of seeds.
  *
  * <p>System properties (docs/how-to/test.md): {@code simulation.seeds} (schedules of the first
  * test, 10000 by default), {@code simulation.firstSeed} (0), {@code simulation.duration} (an
