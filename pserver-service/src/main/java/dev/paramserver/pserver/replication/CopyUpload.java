@@ -90,7 +90,9 @@ final class CopyUpload {
     CompletableFuture<FillResponse> done = new CompletableFuture<>();
     StreamObserver<FillChunk> upload =
         async
-            .withDeadlineAfter(timeout.toMillis() + bytes / 50_000, TimeUnit.MILLISECONDS)
+            .withDeadline(
+                clock.deadlineAfter(
+                    TimeUnit.MILLISECONDS.toNanos(timeout.toMillis() + bytes / 50_000)))
             .fill(
                 new StreamObserver<>() {
                   @Override

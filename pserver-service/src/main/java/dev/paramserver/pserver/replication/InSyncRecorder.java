@@ -30,11 +30,19 @@ final class InSyncRecorder {
   private final String syncKey;
   private final long epoch;
   private final int index;
+  private final ReplicationClock clock;
   // Guarded by this: what the record says now (as far as this primary wrote it).
   private boolean recordedInSync;
   private String recordedBackup = "";
 
-  InSyncRecorder(KeyValueStore kv, String primaryKey, String syncKey, long epoch, int index) {
+  InSyncRecorder(
+      KeyValueStore kv,
+      String primaryKey,
+      String syncKey,
+      long epoch,
+      int index,
+      ReplicationClock clock) {
+    this.clock = clock;
     this.kv = kv;
     this.primaryKey = primaryKey;
     this.syncKey = syncKey;
@@ -49,7 +57,7 @@ final class InSyncRecorder {
    *     UNKNOWN when etcd did not answer
    */
   synchronized void start() {
-    write(ShardSyncRecord.outOfSync(epoch, System.currentTimeMillis()));
+    write(ShardSyncRecord.outOfSync(epoch, clock.currentTimeMillis()));
     recordedInSync = false;
   }
 
@@ -64,7 +72,7 @@ final class InSyncRecorder {
     if (!stillInSync.getAsBoolean()) {
       return false;
     }
-    write(ShardSyncRecord.inSync(epoch, backup, System.currentTimeMillis()));
+    write(ShardSyncRecord.inSync(epoch, backup, clock.currentTimeMillis()));
     recordedInSync = true;
     recordedBackup = backup;
     log.info("pserver {}: etcd records backup {} in sync (epoch {})", index, backup, epoch);
@@ -82,7 +90,7 @@ final class InSyncRecorder {
     if (!recordedInSync) {
       return false;
     }
-    write(ShardSyncRecord.outOfSync(epoch, System.currentTimeMillis()));
+    write(ShardSyncRecord.outOfSync(epoch, clock.currentTimeMillis()));
     recordedInSync = false;
     log.warn(
         "pserver {}: etcd records its backup out of sync (epoch {}): {}; the backup will not take"
@@ -101,10 +109,10 @@ final class InSyncRecorder {
   synchronized void recordCleanStop() {
     ShardSyncRecord base =
         recordedInSync
-            ? ShardSyncRecord.inSync(epoch, recordedBackup, System.currentTimeMillis())
-            : ShardSyncRecord.outOfSync(epoch, System.currentTimeMillis());
+            ? ShardSyncRecord.inSync(epoch, recordedBackup, clock.currentTimeMillis())
+            : ShardSyncRecord.outOfSync(epoch, clock.currentTimeMillis());
     try {
-      write(base.stoppedCleanly(System.currentTimeMillis()));
+      write(base.stoppedCleanly(clock.currentTimeMillis()));
       log.info("pserver {}: etcd records that it stopped cleanly (epoch {})", index, epoch);
     } catch (OwnershipException e) {
       log.warn("pserver {}: could not record its clean stop: {}", index, e.getMessage());

@@ -23,7 +23,6 @@ import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
 import java.util.concurrent.ExecutorService;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 import org.slf4j.Logger;
@@ -187,7 +186,7 @@ final class PrimaryReplicator
     }
     ListenableFuture<ReplicateResponse> sent =
         b.future
-            .withDeadlineAfter(timeout.toMillis(), TimeUnit.MILLISECONDS)
+            .withDeadline(clock.deadlineAfter(timeout.toNanos()))
             .replicate(
                 ReplicateRequest.newBuilder()
                     .setIndex(index)

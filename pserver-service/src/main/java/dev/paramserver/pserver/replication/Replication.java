@@ -187,7 +187,8 @@ public final class Replication implements AutoCloseable {
     // earlier epoch's record cannot take over on its word, and this pserver's log is the one the
     // shard waits for if it ends (a restart finds its epoch there).
     InSyncRecorder inSync =
-        new InSyncRecorder(kv, key, coordinator.keys().psSync(index), mine.createRevision(), index);
+        new InSyncRecorder(
+            kv, key, coordinator.keys().psSync(index), mine.createRevision(), index, clock);
     inSync.start();
     ShardPersistence persisted = persistence.getIfAvailable();
     if (persisted != null) {

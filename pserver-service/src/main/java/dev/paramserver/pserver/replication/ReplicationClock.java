@@ -1,5 +1,6 @@
 package dev.paramserver.pserver.replication;
 
+import io.grpc.Deadline;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
@@ -13,7 +14,9 @@ import java.util.concurrent.TimeoutException;
  * the thread until its scheduler resumes it, and whose threads it runs one at a time (see
  * docs/explanation/reliability.md, "Deterministic simulation"). Every wait of the replication is a
  * loop that checks its condition again after {@link #timedWait} returns, so a waiter may be resumed
- * at any time (as a spurious wake-up).
+ * at any time (as a spurious wake-up). Nothing the replication decides reads the process's clock
+ * another way (it does only to time what it logs and reports): a call's gRPC deadline comes from
+ * {@link #deadlineAfter}, a record's wall-clock time from {@link #currentTimeMillis}.
  */
 public interface ReplicationClock {
 
@@ -23,6 +26,19 @@ public interface ReplicationClock {
   /** Monotonic nanoseconds, as {@link System#nanoTime()}. */
   default long nanoTime() {
     return System.nanoTime();
+  }
+
+  /** Milliseconds since the epoch, as {@link System#currentTimeMillis()} (times in records). */
+  default long currentTimeMillis() {
+    return System.currentTimeMillis();
+  }
+
+  /**
+   * The deadline of a gRPC call made now that may take {@code nanos}, as {@code withDeadlineAfter}:
+   * on this clock, so that a simulation's calls end on its simulated time.
+   */
+  default Deadline deadlineAfter(long nanos) {
+    return Deadline.after(nanos, TimeUnit.NANOSECONDS);
   }
 
   /**

@@ -114,7 +114,7 @@ final class InProcessPserver implements AutoCloseable {
         network,
         timeout,
         SparseSettings.unlimited(),
-        System::nanoTime,
+        wiring.clock()::nanoTime,
         disk,
         wiring);
   }
@@ -465,7 +465,9 @@ final class InProcessPserver implements AutoCloseable {
 
     @Override
     public ManagedChannel forAddress(String name) {
-      InProcessChannelBuilder b = InProcessChannelBuilder.forName(name).intercept(network);
+      InProcessChannelBuilder b =
+          InProcessChannelBuilder.forName(name)
+              .intercept(network instanceof SimulationNetwork s ? s.to(name) : network);
       if (wiring == null) {
         return b.directExecutor().build();
       }

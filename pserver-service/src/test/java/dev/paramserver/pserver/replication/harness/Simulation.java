@@ -81,7 +81,12 @@ final class Simulation implements AutoCloseable {
   private Node start(String name, InProcessPserver restartOf) {
     SimulationNetwork network =
         new SimulationNetwork(
-            sim, name, random.nextLong(), TIMEOUT.toNanos(), settings.faultPercent());
+            sim,
+            name,
+            random.nextLong(),
+            TIMEOUT.toNanos(),
+            settings.faultPercent(),
+            this::listens);
     InProcessPserver.Wiring wiring =
         new InProcessPserver.Wiring(
             sim.clock(name),
@@ -176,6 +181,7 @@ final class Simulation implements AutoCloseable {
     if (trainersDone < settings.trainers()) {
       extra.add("trainers did not finish within " + horizon / SECOND + " simulated s");
     }
+    sim.leaks().forEach(l -> extra.add("LEAK: " + l));
     Optional<Node> server = serving();
     SimulationHistory.Verdict verdict;
     if (!served || server.isEmpty()) {
@@ -195,10 +201,19 @@ final class Simulation implements AutoCloseable {
       }
     }
     for (Event e : history.events()) {
-      sim.record(e.toString().hashCode());
+      sim.record(e.toString().hashCode(), "event " + e);
     }
     return new SimulationResult(
-        seed, verdict, sim.traceHash(), sim.steps(), nemesis, history.events());
+        seed, verdict, sim.traceHash(), sim.steps(), nemesis, history.events(), sim.traceLines());
+  }
+
+  /**
+   * Keeps the run's trace in words ({@link SimulationResult#trace}), to tell where two runs of the
+   * seed part; call before {@link #run}.
+   */
+  Simulation keepTrace() {
+    sim.keepTrace();
+    return this;
   }
 
   /** The pservers and etcd's keys, for a failure's report. */
@@ -225,6 +240,11 @@ final class Simulation implements AutoCloseable {
         && s.isPresent()
         && s.get().pserver.lifecycle.role() == ShardRole.PRIMARY
         && s.get().pserver.replication.backupSynced();
+  }
+
+  /** Whether a pserver that is not crashed has {@code address} (its name). */
+  private boolean listens(String address) {
+    return nodes.values().stream().anyMatch(n -> !n.crashed && n.pserver.name.equals(address));
   }
 
   /** The live pserver holding {@code ps/0}, if any. */

@@ -15,6 +15,7 @@ import java.nio.ByteOrder;
 import java.nio.FloatBuffer;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.Random;
 
 /**
@@ -45,8 +46,16 @@ final class SimulationHistory {
   record Event(long nanos, int trainer, int step, int attempt, Outcome outcome, String detail) {
     @Override
     public String toString() {
+      // Locale.ROOT: the trace hash mixes this text in, the same in every JVM
       return String.format(
-          "%8.3f s t%d step %d #%d %s %s", nanos / 1e9, trainer, step, attempt, outcome, detail);
+          Locale.ROOT,
+          "%8.3f s t%d step %d #%d %s %s",
+          nanos / 1e9,
+          trainer,
+          step,
+          attempt,
+          outcome,
+          detail);
     }
   }
 

@@ -13,6 +13,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Predicate;
 
 /**
  * The simulated network out of one pserver, as a client interceptor on its channels: every call is
@@ -20,6 +21,10 @@ import java.util.concurrent.TimeUnit;
  * replication timeout, some dropped, some delivered with their reply lost; and the link can be
  * partitioned both ways (nothing passes) or one way (requests pass, replies are lost). Deadlines
  * run on the simulated clock from the moment the call is made.
+ *
+ * <p>A call to an address where no server listens (a crashed pserver's) is refused by this network,
+ * never handed to the channel: a channel that failed to connect retries after a backoff that gRPC
+ * draws from an unseeded random, which would time the run's next steps off the seed.
  */
 final class SimulationNetwork implements ClientInterceptor {
   private final SimulationScheduler sim;
@@ -27,6 +32,7 @@ final class SimulationNetwork implements ClientInterceptor {
   private final Random random;
   private final long timeoutNanos;
   private final int faultPercent;
+  private final Predicate<String> listening;
   private volatile boolean partitioned;
   private volatile boolean repliesLost;
 
@@ -35,10 +41,17 @@ final class SimulationNetwork implements ClientInterceptor {
    * @param seed draws each call's latency and fault
    * @param timeoutNanos the replication timeout: a slow call takes a half to twice as long
    * @param faultPercent the share of calls that meet a fault (slow, dropped, reply lost)
+   * @param listening whether a server listens at an address (a pserver's name) now
    */
   SimulationNetwork(
-      SimulationScheduler sim, String node, long seed, long timeoutNanos, int faultPercent) {
+      SimulationScheduler sim,
+      String node,
+      long seed,
+      long timeoutNanos,
+      int faultPercent,
+      Predicate<String> listening) {
     this.sim = sim;
+    this.listening = listening;
     this.node = node;
     this.random = new Random(seed);
     this.timeoutNanos = timeoutNanos;
@@ -68,9 +81,27 @@ final class SimulationNetwork implements ClientInterceptor {
     LOSE_REPLY
   }
 
+  /**
+   * This network on the channels to {@code address}: calls there are refused while none listens.
+   */
+  ClientInterceptor to(String address) {
+    return new ClientInterceptor() {
+      @Override
+      public <ReqT, RespT> ClientCall<ReqT, RespT> interceptCall(
+          MethodDescriptor<ReqT, RespT> method, CallOptions options, Channel next) {
+        return SimulationNetwork.this.interceptCall(method, options, next, address);
+      }
+    };
+  }
+
   @Override
   public <ReqT, RespT> ClientCall<ReqT, RespT> interceptCall(
       MethodDescriptor<ReqT, RespT> method, CallOptions options, Channel next) {
+    return interceptCall(method, options, next, null);
+  }
+
+  private <ReqT, RespT> ClientCall<ReqT, RespT> interceptCall(
+      MethodDescriptor<ReqT, RespT> method, CallOptions options, Channel next, String address) {
     Fate fate;
     long latency;
     synchronized (this) {
@@ -89,20 +120,41 @@ final class SimulationNetwork implements ClientInterceptor {
         latency = timeoutNanos / 2 + (long) (random.nextDouble() * 1.5 * timeoutNanos);
       }
     }
-    sim.record(fate.ordinal() * 31L + latency);
-    // The deadline runs on the simulated clock: its length, read off the real clock's deadline the
-    // caller just set, rounded to 50 ms (the real time spent since must not leak into the run).
+    sim.record(
+        fate.ordinal() * 31L + latency,
+        node + " calls " + method.getFullMethodName() + ": " + fate + " after " + latency + " ns");
+    // The deadline runs on the simulated clock from now: the caller took it from the simulation's
+    // ReplicationClock (deadlineAfter), so what remains of it is simulated time, exact. A deadline
+    // on the real clock (withDeadlineAfter) would leak the real time spent since it was made.
     Deadline deadline = options.getDeadline();
     long deadlineNanos = -1;
     if (deadline != null) {
-      long step = TimeUnit.MILLISECONDS.toNanos(50);
-      deadlineNanos =
-          Math.max(
-              step,
-              Math.round(deadline.timeRemaining(TimeUnit.NANOSECONDS) / (double) step) * step);
+      if (!onSimulatedClock(deadline)) {
+        sim.leak(
+            node
+                + " calls "
+                + method.getFullMethodName()
+                + " with a deadline on the real clock: take it from ReplicationClock.deadlineAfter");
+      }
+      deadlineNanos = Math.max(0, deadline.timeRemaining(TimeUnit.NANOSECONDS));
     }
+    sim.record(
+        deadlineNanos, node + " calls " + method.getFullMethodName() + " with a deadline of");
     return new DelayedCall<>(
-        this, fate, latency, deadlineNanos, method, options.withDeadline(null), next);
+        this, fate, latency, deadlineNanos, method, options.withDeadline(null), next, address);
+  }
+
+  /**
+   * Whether {@code deadline} was made with the scheduler's ticker (gRPC refuses to compare else).
+   */
+  private boolean onSimulatedClock(Deadline deadline) {
+    try {
+      // gRPC compares deadlines of one ticker only: an AssertionError says it is another's
+      int unused = deadline.compareTo(Deadline.after(0, TimeUnit.NANOSECONDS, sim.ticker()));
+      return true;
+    } catch (AssertionError e) {
+      return false;
+    }
   }
 
   /** A call that reaches the server after its latency, with what the client did meanwhile. */
@@ -114,6 +166,8 @@ final class SimulationNetwork implements ClientInterceptor {
     private final MethodDescriptor<ReqT, RespT> method;
     private final CallOptions options;
     private final Channel next;
+    // where the channel leads (null: anywhere, never refused)
+    private final String address;
     // Guarded by this.
     private Listener<RespT> listener;
     private Metadata headers;
@@ -130,8 +184,10 @@ final class SimulationNetwork implements ClientInterceptor {
         long deadlineNanos,
         MethodDescriptor<ReqT, RespT> method,
         CallOptions options,
-        Channel next) {
+        Channel next,
+        String address) {
       this.network = network;
+      this.address = address;
       this.fate = fate;
       this.latency = latency;
       this.deadlineNanos = deadlineNanos;
@@ -189,6 +245,10 @@ final class SimulationNetwork implements ClientInterceptor {
     }
 
     private void release() {
+      if (address != null && !network.listening.test(address)) {
+        fail(Status.UNAVAILABLE.withDescription("simulation: no server listens at " + address));
+        return;
+      }
       ClientCall<ReqT, RespT> d;
       synchronized (this) {
         if (finished || delegate != null) {

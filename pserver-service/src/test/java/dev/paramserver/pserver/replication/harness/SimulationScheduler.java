@@ -1,17 +1,15 @@
 package dev.paramserver.pserver.replication.harness;
 
 import dev.paramserver.pserver.replication.ReplicationClock;
+import io.grpc.Deadline;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.PriorityQueue;
 import java.util.Random;
 import java.util.Set;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.function.BooleanSupplier;
 
 /**
@@ -46,11 +44,19 @@ final class SimulationScheduler implements AutoCloseable {
   private final Set<String> paused = new HashSet<>();
   private final Set<String> crashed = new HashSet<>();
   private final List<Throwable> uncaught = new ArrayList<>();
+  // gRPC deadlines on the simulated clock (ReplicationClock#deadlineAfter)
+  private final Deadline.Ticker ticker =
+      new Deadline.Ticker() {
+        @Override
+        public long nanoTime() {
+          return now();
+        }
+      };
   private final ThreadLocal<Worker> current = new ThreadLocal<>();
   private long now = TimeUnit.SECONDS.toNanos(1);
   private long sequence;
   private long steps;
-  private long trace = 1125899906842597L;
+  private final SimulationTrace trace = new SimulationTrace();
   private boolean closing;
   // what the step that just ran did: re-parked on the monitor it was resumed from
   private Object resumedFrom;
@@ -72,13 +78,30 @@ final class SimulationScheduler implements AutoCloseable {
 
   /** A hash of every step's choice and time so far: equal for two runs of one seed. */
   long traceHash() {
-    return trace;
+    return trace.hash();
   }
 
   /** Mixes {@code value} into the trace hash (the simulation adds what it observed). */
   void record(long value) {
-    trace = 31 * trace + value;
-    trace ^= trace >>> 29;
+    record(value, "value");
+  }
+
+  /** As {@link #record(long)}; a kept trace also says what {@code value} is. */
+  synchronized void record(long value, String what) {
+    trace.record(value, what, steps, now);
+  }
+
+  /**
+   * From now on, keeps every step and recorded value in words ({@link #traceLines}): what tells two
+   * runs of a seed apart when their hashes differ. Costs memory: a test of replays asks.
+   */
+  void keepTrace() {
+    trace.keep();
+  }
+
+  /** The kept trace (empty unless {@link #keepTrace} was called). */
+  List<String> traceLines() {
+    return trace.lines();
   }
 
   /** Runs {@code task} on a thread of {@code node} once the scheduler picks it. */
@@ -92,6 +115,9 @@ final class SimulationScheduler implements AutoCloseable {
 
   /** Runs {@code task} on a thread of {@code node} once {@code nanos} of simulated time passed. */
   synchronized Timer schedule(String node, long nanos, Runnable task) {
+    record(
+        Math.max(0, nanos),
+        trace.kept() ? node + " sets a timer for " + SimulationTrace.describe(task) + " in" : "");
     Timer t = new Timer(now + Math.max(0, nanos), sequence++, node, task);
     timers.add(t);
     return t;
@@ -115,7 +141,12 @@ final class SimulationScheduler implements AutoCloseable {
    * The clock of {@code node}'s code: simulated time, waits that park, this scheduler's threads.
    */
   ReplicationClock clock(String node) {
-    return new NodeClock(this, node);
+    return new SimulatedClock(this, node);
+  }
+
+  /** Whether the running thread is one of this scheduler's. */
+  boolean onSimulationThread() {
+    return current.get() != null;
   }
 
   /** The node of the running thread (null outside the simulation's threads). */
@@ -157,7 +188,6 @@ final class SimulationScheduler implements AutoCloseable {
         return advance();
       }
       int pick = random.nextInt(runnable + wakeable);
-      record(pick);
       if (pick < runnable) {
         int i = nth(pick);
         task = ready.remove(i);
@@ -167,6 +197,21 @@ final class SimulationScheduler implements AutoCloseable {
         parked.remove(wake);
         node = wake.worker.node;
       }
+      record(
+          pick,
+          !trace.kept()
+              ? ""
+              : "of "
+                  + runnable
+                  + " tasks and "
+                  + wakeable
+                  + " parked threads, "
+                  + node
+                  + (task != null
+                      ? " runs " + SimulationTrace.describe(task)
+                      : " resumes in " + wake.where)
+                  + ": pick");
+      record(node.hashCode(), "node");
       steps++;
     }
     resumedFrom = wake == null ? null : wake.monitor;
@@ -224,7 +269,7 @@ final class SimulationScheduler implements AutoCloseable {
       return false;
     }
     now = Math.max(now, next);
-    record(now);
+    record(now, "the clock moves to");
     while (!timers.isEmpty() && timers.peek().at <= now) {
       Timer t = timers.poll();
       if (!t.cancelled) {
@@ -248,6 +293,30 @@ final class SimulationScheduler implements AutoCloseable {
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw new IllegalStateException("interrupted", e);
+    }
+  }
+
+  /** The ticker of gRPC deadlines on this scheduler's simulated time. */
+  Deadline.Ticker ticker() {
+    return ticker;
+  }
+
+  /**
+   * Notes that something outside the seed reached the run (the real clock, a thread not the
+   * scheduler's): the simulation reports it as a violation.
+   */
+  void leak(String what) {
+    trace.leak(what);
+  }
+
+  /** What {@link #leak} noted. */
+  List<String> leaks() {
+    return trace.leaks();
+  }
+
+  synchronized void leakUnlessClosing(String what) {
+    if (!closing) {
+      leak(what);
     }
   }
 
@@ -303,12 +372,15 @@ final class SimulationScheduler implements AutoCloseable {
     final Worker worker;
     final Object monitor;
     final long deadline;
+    // where the thread waits (kept traces only)
+    final String where;
     boolean dirty;
 
-    Parked(Worker worker, Object monitor, long deadline) {
+    Parked(Worker worker, Object monitor, long deadline, String where) {
       this.worker = worker;
       this.monitor = monitor;
       this.deadline = deadline;
+      this.where = where;
     }
   }
 
@@ -325,7 +397,7 @@ final class SimulationScheduler implements AutoCloseable {
       if (monitor == resumedFrom && w != null) {
         futile = true;
       }
-      parked.add(new Parked(w, monitor, deadline));
+      parked.add(new Parked(w, monitor, deadline, trace.kept() ? SimulationTrace.caller() : ""));
     }
     w.granted = false;
     back.release();
@@ -408,63 +480,6 @@ final class SimulationScheduler implements AutoCloseable {
           return;
         }
       }
-    }
-  }
-
-  /** What the replication of one node sees: this scheduler's time, parking waits and threads. */
-  private record NodeClock(SimulationScheduler sim, String node) implements ReplicationClock {
-    @Override
-    public long nanoTime() {
-      return sim.now();
-    }
-
-    @Override
-    public void timedWait(Object monitor, long nanos) throws InterruptedException {
-      if (sim.current.get() == null) {
-        ReplicationClock.super.timedWait(
-            monitor, Math.min(nanos, TimeUnit.MILLISECONDS.toNanos(1)));
-        return;
-      }
-      sim.park(monitor, nanos);
-    }
-
-    @Override
-    public <T> T get(CompletableFuture<T> future, long nanos)
-        throws InterruptedException, ExecutionException, TimeoutException {
-      long deadline = sim.now() + nanos;
-      Object monitor = future;
-      future.whenComplete(
-          (v, e) -> {
-            synchronized (monitor) {
-              monitor.notifyAll();
-            }
-          });
-      synchronized (monitor) {
-        while (!future.isDone()) {
-          long left = deadline - sim.now();
-          if (left <= 0) {
-            throw new TimeoutException("simulated wait of " + nanos + " ns ended");
-          }
-          timedWait(monitor, left);
-        }
-      }
-      return future.get();
-    }
-
-    @Override
-    public void sleep(long millis) throws InterruptedException {
-      Object monitor = new Object();
-      long deadline = sim.now() + TimeUnit.MILLISECONDS.toNanos(millis);
-      synchronized (monitor) {
-        while (sim.now() < deadline) {
-          timedWait(monitor, deadline - sim.now());
-        }
-      }
-    }
-
-    @Override
-    public java.util.concurrent.ExecutorService singleThread(String name) {
-      return new SimulationExecutor(sim, node, true);
     }
   }
 }
