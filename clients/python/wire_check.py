@@ -154,7 +154,9 @@ def main():
     ap.add_argument("--gen", required=True)
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
-    sys.path.insert(0, args.gen)
+    # a stock client: the stubs protoc made, never the project's package that sits beside this script
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path[:] = [args.gen] + [p for p in sys.path if os.path.abspath(p or os.curdir) != here]
     from paramserver.v1 import optimizer_pb2, pserver_pb2, tensor_pb2
 
     class Pb:
