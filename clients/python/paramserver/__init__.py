@@ -4,11 +4,18 @@
     from paramserver.torch import Trainer      # PyTorch modules (import paramserver.torch)
 
 Importing this package needs neither grpc nor the generated stubs (the errors and the version are
-here); paramserver.client needs both (they are generated when the package is built)."""
+here); paramserver.client needs both (they are generated when the package is built).
+
+In a source checkout, $PARAMSERVER_STUBS names the directory whose v1/ holds the stubs when they are
+generated outside the tree (python3 -m paramserver.gen writes them there too): it is searched first."""
 
 from __future__ import annotations
 
+import os as _os
 from typing import Any
+
+if _os.environ.get("PARAMSERVER_STUBS"):  # paramserver.v1 from there, not from this directory
+    __path__.insert(0, _os.environ["PARAMSERVER_STUBS"])
 
 from .errors import *  # noqa: F401,F403  (the typed errors: ParamServerError, NotLeader, ...)
 from .errors import __all__ as _errors

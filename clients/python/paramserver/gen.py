@@ -2,7 +2,12 @@
 .proto files. A build step, never run on import: the wheel's build (setup.py) runs it, and so does a
 source checkout used without installing (python3 -m paramserver.gen). Never committed (gitignored).
 
-    python3 -m paramserver.gen [--protos DIR] [--out DIR]
+    python3 -m paramserver.gen [--protos DIR] [--out DIR] [--if-stale]
+
+A source checkout's stubs go to the package directory (paramserver/v1/), or, when the environment
+variable PARAMSERVER_STUBS names a directory, to $PARAMSERVER_STUBS/v1/, where the package then
+imports them from (paramserver/__init__.py): a build directory outside the source tree, so that test
+runs side by side neither write nor read the tree's stubs.
 
 The compiler is grpcio-tools' (grpc_tools.protoc, with its bundled well-known types) when that is
 installed (the pip route: it is the build requirement), else the system's protoc with
@@ -32,6 +37,7 @@ SDIST_PROTOS = os.path.join(CLIENT, "proto")
 WELL_KNOWN = ["/usr/include", "/usr/local/include"]  # libprotobuf-dev: google/protobuf/struct.proto
 PLUGIN = os.environ.get("GRPC_PYTHON_PLUGIN", "/usr/bin/grpc_python_plugin")
 STAMP = ".protos.sha256"
+STUBS_VARIABLE = "PARAMSERVER_STUBS"
 
 
 class GenerationError(RuntimeError):
@@ -41,6 +47,11 @@ class GenerationError(RuntimeError):
 def default_protos() -> str:
     """The repository's common-proto sources, else the copy an sdist carries."""
     return SOURCE_PROTOS if os.path.isdir(SOURCE_PROTOS) else SDIST_PROTOS
+
+
+def stubs_dir() -> str:
+    """Where a source checkout's stubs are: $PARAMSERVER_STUBS when set, else the package directory."""
+    return os.environ.get(STUBS_VARIABLE) or HERE
 
 
 def digest(protos: str) -> Tuple[List[str], str]:
@@ -72,9 +83,11 @@ def compiler() -> Tuple[str, List[str]]:
     return "protoc", [protoc, "--plugin=protoc-gen-grpc_python=" + PLUGIN, "-I", inc[0]]
 
 
-def generate(protos: Optional[str] = None, out: str = HERE) -> str:
-    """Writes out/v1/ (stubs, type stubs, __init__.py, stamp) from protos, swapped in as a whole."""
-    protos = protos or default_protos()
+def generate(protos: Optional[str] = None, out: Optional[str] = None) -> str:
+    """Writes out/v1/ (stubs, type stubs, __init__.py, stamp) from protos, swapped in as a whole;
+    out by default stubs_dir()."""
+    protos, out = protos or default_protos(), out or stubs_dir()
+    os.makedirs(out, exist_ok=True)
     files, stamp = digest(protos)
     kind, command = compiler()
     tmp = os.path.join(out, ".gen-%d" % os.getpid())
@@ -94,6 +107,9 @@ def generate(protos: Optional[str] = None, out: str = HERE) -> str:
         if os.path.exists(target):
             os.rename(target, os.path.join(tmp, "old"))
         os.rename(gen, target)
+        # this process may have looked for paramserver.v1 in `out` before (a directory missing then)
+        sys.path_importer_cache.pop(out, None)
+        importlib.invalidate_caches()
     except OSError as e:
         raise GenerationError("paramserver.gen: cannot write the stubs to %s: %s" % (out, e)) from e
     finally:
@@ -101,10 +117,12 @@ def generate(protos: Optional[str] = None, out: str = HERE) -> str:
     return target
 
 
-def ensure(protos: Optional[str] = None, out: str = HERE) -> bool:
-    """(Re)generates the stubs when missing or older than the protos, under a file lock so that
-    processes started together generate once; True when it generated them."""
-    protos = protos or default_protos()
+def ensure(protos: Optional[str] = None, out: Optional[str] = None) -> bool:
+    """(Re)generates the stubs (in out, by default stubs_dir()) when missing or older than the
+    protos, under a file lock so that processes started together generate once; True when it
+    generated them."""
+    protos, out = protos or default_protos(), out or stubs_dir()
+    os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, ".gen.lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
@@ -120,14 +138,17 @@ def ensure(protos: Optional[str] = None, out: str = HERE) -> bool:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     ap = argparse.ArgumentParser(description="generate paramserver's gRPC stubs")
     ap.add_argument("--protos", default=None, help="common-proto/src/main/proto (default: the repository's)")
-    ap.add_argument("--out", default=HERE, help="the paramserver package directory")
+    ap.add_argument("--out", default=None,
+                    help="the directory to write v1/ in (default: $%s, else the paramserver package directory)"
+                    % STUBS_VARIABLE)
     ap.add_argument("--if-stale", action="store_true", help="only when missing or older than the protos")
     a = ap.parse_args(argv)
+    out = a.out or stubs_dir()
     try:
-        if a.if_stale and not ensure(a.protos, a.out):
-            print("up to date", os.path.join(a.out, "v1"))
+        if a.if_stale:
+            print("generated" if ensure(a.protos, out) else "up to date", os.path.join(out, "v1"))
         else:
-            print("generated", generate(a.protos, a.out) if not a.if_stale else os.path.join(a.out, "v1"))
+            print("generated", generate(a.protos, out))
     except GenerationError as e:
         print(e, file=sys.stderr)
         return 2

@@ -1,6 +1,6 @@
-"""The tests run against the package in this source tree (its stubs generated here, once, as a build
-step: python3 -m paramserver.gen), or, with PARAMSERVER_TEST_INSTALLED=1, against the paramserver
-installed in the interpreter (a wheel built from this tree: the pip route)."""
+"""The tests run against the package in this source tree (its stubs generated once, as a build step:
+python3 -m paramserver.gen, here or in $PARAMSERVER_STUBS), or, with PARAMSERVER_TEST_INSTALLED=1,
+against the paramserver installed in the interpreter (a wheel built from this tree: the pip route)."""
 
 import os
 import sys

@@ -3,7 +3,9 @@ google.rpc.Status decoding, a clear ImportError without stubs, the pending-push 
 types (mypy --strict) and, where the build tools are installed, python -m build."""
 
 import concurrent.futures
+import contextlib
 import dataclasses
+import fcntl
 import glob
 import os
 import re
@@ -66,6 +68,7 @@ def test_without_stubs_importing_the_client_raises_an_import_error_that_says_wha
     copy = tmp_path / "paramserver"
     shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("v1", "__pycache__", ".gen*"))
     env = dict(os.environ, PYTHONPATH=str(tmp_path))
+    env.pop("PARAMSERVER_STUBS", None)  # stubs generated outside the package
     ok = subprocess.run([sys.executable, "-c", "import paramserver; print(paramserver.__version__)"],
                         cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=60)
     assert ok.returncode == 0, ok.stderr  # the package itself imports
@@ -75,6 +78,24 @@ def test_without_stubs_importing_the_client_raises_an_import_error_that_says_wha
     assert "ImportError: paramserver's gRPC stubs (paramserver.v1) are missing" in r.stderr
     assert "python3 -m paramserver.gen" in r.stderr and "pip install" in r.stderr
     assert not (copy / "v1").exists()  # and nothing was generated on import
+
+
+def test_stubs_generated_in_the_directory_paramserver_stubs_names_are_imported_from_there(tmp_path):
+    # test runs side by side keep the stubs out of the source tree: a build directory of their own
+    package, stubs = tmp_path / "src", tmp_path / "build" / "stubs"
+    shutil.copytree(PACKAGE, package / "paramserver", ignore=shutil.ignore_patterns("v1", "__pycache__", ".gen*"))
+    env = dict(os.environ, PYTHONPATH=str(package), PARAMSERVER_STUBS=str(stubs))
+    gen = [sys.executable, "-m", "paramserver.gen", "--if-stale", "--protos",
+           os.path.join(REPO, "common-proto", "src", "main", "proto")]
+    runs = [subprocess.run(gen, cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=120)
+            for _ in range(2)]
+    assert [r.returncode for r in runs] == [0, 0], runs[0].stderr + runs[1].stderr
+    assert runs[0].stdout.startswith("generated ") and runs[1].stdout.startswith("up to date ")
+    r = subprocess.run([sys.executable, "-c", "import paramserver.client, paramserver.v1 as v; print(v.__file__)"],
+                       cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == str(stubs / "v1" / "__init__.py")
+    assert not (package / "paramserver" / "v1").exists()
 
 
 def test_importing_the_package_loads_neither_grpc_numpy_the_stubs_nor_the_serving_calls():
@@ -168,11 +189,29 @@ def test_the_package_is_mypy_strict_clean():
     assert "Success: no issues found" in r.stdout
 
 
+@contextlib.contextmanager
+def build_lock():
+    """The POSIX lock (fcntl, as Java's FileChannel.lock) on $PARAMSERVER_BUILD_LOCK, when set."""
+    path = os.environ.get("PARAMSERVER_BUILD_LOCK")
+    if not path:
+        yield
+        return
+    with open(path, "a") as f:
+        fcntl.lockf(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.lockf(f, fcntl.LOCK_UN)
+
+
 @pytest.mark.skipif(not (have("build") and have("grpc_tools")),
                     reason="build and grpcio-tools are not installed (the venv of scripts/python-venv.sh has them)")
 def test_python_m_build_makes_an_sdist_and_from_it_a_wheel_with_generated_stubs(tmp_path):
-    r = subprocess.run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(tmp_path), CLIENT],
-                       capture_output=True, text=True, timeout=240)
+    # the sdist writes its egg-info into the source tree: builds side by side (integration-tests'
+    # JVMs) take turns, under the file lock PARAMSERVER_BUILD_LOCK names
+    with build_lock():
+        r = subprocess.run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(tmp_path), CLIENT],
+                           capture_output=True, text=True, timeout=240)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     version = pom_version().replace("-SNAPSHOT", "")
     sdist = tmp_path / ("paramserver-%s.tar.gz" % version)

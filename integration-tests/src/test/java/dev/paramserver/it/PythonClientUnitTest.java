@@ -20,10 +20,11 @@ import org.junit.jupiter.params.provider.MethodSource;
  * splitting, push identities, error decoding, RecordIO against files the Java writer made, the
  * PyTorch trainer and the example, against an in-process fake master and pservers; the package's
  * build, version and types) under each Python of {@link PythonProcesses#interpreters()}, so the
- * build fails when they do: Debian's python3 on the source tree, and the virtual environment with
- * PyPI's newest PyTorch, grpcio and protobuf on the wheel built from it ({@code
- * PARAMSERVER_TEST_INSTALLED=1}). Skipped, saying why, only when a python lacks a module the client
- * needs ({@code scripts/install-deps.sh} installs both; under CI a missing venv fails).
+ * build fails when they do: Debian's python3 on the source tree (its stubs in {@link
+ * PythonProcesses#STUBS}), and the virtual environment with PyPI's newest PyTorch, grpcio and
+ * protobuf on the wheel built from it ({@code PARAMSERVER_TEST_INSTALLED=1}). Skipped, saying why,
+ * only when a python lacks a module the client needs ({@code scripts/install-deps.sh} installs
+ * both; under CI a missing venv fails).
  */
 @Timeout(value = 6, unit = TimeUnit.MINUTES)
 class PythonClientUnitTest {
@@ -55,9 +56,13 @@ class PythonClientUnitTest {
             .redirectErrorStream(true)
             .redirectOutput(log.toFile());
     pb.environment().put("PYTHONDONTWRITEBYTECODE", "1");
+    // the build test writes the sdist's egg-info into the source tree, as the wheel's build does
+    pb.environment().put("PARAMSERVER_BUILD_LOCK", PythonProcesses.LOCK.toString());
     if (python.pip()) {
       pb.environment().put("PARAMSERVER_TEST_INSTALLED", "1");
       pb.environment().put("PYTHONPATH", PythonProcesses.site(python).toString());
+    } else {
+      pb.environment().put("PARAMSERVER_STUBS", PythonProcesses.STUBS.toString());
     }
     Process p = pb.start();
     if (!p.waitFor(5, TimeUnit.MINUTES)) {
