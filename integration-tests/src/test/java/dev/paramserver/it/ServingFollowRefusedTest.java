@@ -5,7 +5,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.paramserver.adminapi.AdminClient;
 import dev.paramserver.etcd.EtcdCoordinator;
 import dev.paramserver.etcd.EtcdSettings;
-import dev.paramserver.pserver.PserverApplication;
 import dev.paramserver.testsupport.EtcdExtension;
 import dev.paramserver.testsupport.FreePorts;
 import dev.paramserver.testsupport.Poll;
@@ -16,13 +15,10 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.extension.RegisterExtension;
-import org.springframework.boot.builder.SpringApplicationBuilder;
-import org.springframework.boot.logging.LoggingSystem;
 import org.springframework.context.ConfigurableApplicationContext;
 import tools.jackson.databind.JsonNode;
 
@@ -31,20 +27,10 @@ import tools.jackson.databind.JsonNode;
  * real etcd: the pserver refuses its ShardFollow calls, and the replica's {@code /admin/status}
  * says why for the shard (the status code and the pserver's description) while it stays LOADING.
  */
+@ExtendWith(PlainLogging.class)
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
 class ServingFollowRefusedTest {
   @RegisterExtension static final EtcdExtension etcd = new EtcdExtension();
-
-  // this module logs with slf4j-simple: the two Spring services in this JVM leave logging alone
-  @BeforeAll
-  static void plainLogging() {
-    System.setProperty(LoggingSystem.SYSTEM_PROPERTY, LoggingSystem.NONE);
-  }
-
-  @AfterAll
-  static void restoreLogging() {
-    System.clearProperty(LoggingSystem.SYSTEM_PROPERTY);
-  }
 
   @Test
   void followWithAWrongToken_isRefused_andTheStatusGivesTheReason() throws Exception {
@@ -54,23 +40,7 @@ class ServingFollowRefusedTest {
     ConfigurableApplicationContext serving = null;
     try (EtcdCoordinator coordinator =
         EtcdCoordinator.connect(EtcdSettings.of(etcd.endpoint(), job))) {
-      pserver =
-          new SpringApplicationBuilder(PserverApplication.class)
-              .run(
-                  "--server.port=0",
-                  "--server.address=127.0.0.1",
-                  "--spring.grpc.server.port=0",
-                  "--spring.grpc.server.address=127.0.0.1",
-                  "--paramserver.etcd.endpoints=" + etcd.endpoint(),
-                  "--paramserver.job=" + job,
-                  "--paramserver.admin.token=tok",
-                  "--paramserver.pserver.checkpoint-dir=" + checkpoints,
-                  "--paramserver.pserver.checkpoint-interval=0s",
-                  "--paramserver.pserver.desired=1");
-      Poll.until(
-          Duration.ofSeconds(30),
-          () -> coordinator.kv().get(coordinator.keys().ps(0)).isPresent(),
-          "pserver 0 registered");
+      pserver = ServingContexts.startPserver(coordinator, etcd.endpoint(), checkpoints);
       String primary = coordinator.kv().get(coordinator.keys().ps(0)).orElseThrow().valueAsString();
 
       serving =
