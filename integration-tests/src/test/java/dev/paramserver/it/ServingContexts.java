@@ -1,6 +1,11 @@
 package dev.paramserver.it;
 
+import dev.paramserver.etcd.Coordinator;
+import dev.paramserver.pserver.PserverApplication;
 import dev.paramserver.serving.ServingApplication;
+import dev.paramserver.testsupport.Poll;
+import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -9,7 +14,8 @@ import org.springframework.context.ConfigurableApplicationContext;
 
 /**
  * Serving replicas as Spring contexts in the test's JVM, on loopback, admin token "tok" unless the
- * arguments name one (a replica following a cluster's job needs the job's token).
+ * arguments name one (a replica following a cluster's job needs the job's token); and the one
+ * pserver of a job for them to follow, the same way.
  */
 final class ServingContexts {
   private static final String TOKEN = "--paramserver.admin.token=";
@@ -33,6 +39,38 @@ final class ServingContexts {
     }
     all.addAll(List.of(args));
     return new SpringApplicationBuilder(ServingApplication.class).run(all.toArray(String[]::new));
+  }
+
+  /**
+   * Starts the one pserver of {@code coordinator}'s job (token "tok", no periodic checkpoints, its
+   * checkpoints in {@code checkpoints}) and returns once it registered as pserver 0, which may be
+   * after the context started.
+   */
+  static ConfigurableApplicationContext startPserver(
+      Coordinator coordinator, String etcdEndpoint, Path checkpoints) {
+    ConfigurableApplicationContext pserver =
+        new SpringApplicationBuilder(PserverApplication.class)
+            .run(
+                "--server.port=0",
+                "--server.address=127.0.0.1",
+                "--spring.grpc.server.port=0",
+                "--spring.grpc.server.address=127.0.0.1",
+                "--paramserver.etcd.endpoints=" + etcdEndpoint,
+                "--paramserver.job=" + coordinator.keys().job(),
+                "--paramserver.admin.token=tok",
+                "--paramserver.pserver.checkpoint-dir=" + checkpoints,
+                "--paramserver.pserver.checkpoint-interval=0s",
+                "--paramserver.pserver.desired=1");
+    try {
+      Poll.until(
+          Duration.ofSeconds(30),
+          () -> coordinator.kv().get(coordinator.keys().ps(0)).isPresent(),
+          "pserver 0 registered");
+      return pserver;
+    } catch (RuntimeException | AssertionError e) {
+      pserver.close();
+      throw e;
+    }
   }
 
   /** The base URL of the replica's HTTP (admin) port. */

@@ -36,12 +36,10 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.stream.LongStream;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
-import org.springframework.boot.logging.LoggingSystem;
 import org.springframework.context.ConfigurableApplicationContext;
 import picocli.CommandLine;
 import picocli.CommandLine.ExitCode;
@@ -55,6 +53,7 @@ import picocli.CommandLine.ExitCode;
  * than a bounded window, the replica served the grown placement, and once the trainer stopped the
  * replica's rows equal the pservers' bit for bit.
  */
+@ExtendWith(PlainLogging.class)
 @Timeout(600)
 class ServingElasticScalingTest {
   private static final String TABLE = "wide";
@@ -75,16 +74,6 @@ class ServingElasticScalingTest {
   private long number;
   private long epoch;
   private long failingSince;
-
-  @BeforeAll
-  static void plainLogging() {
-    System.setProperty(LoggingSystem.SYSTEM_PROPERTY, LoggingSystem.NONE);
-  }
-
-  @AfterAll
-  static void restoreLogging() {
-    System.clearProperty(LoggingSystem.SYSTEM_PROPERTY);
-  }
 
   private static String psctl(Map<String, String> env, String... args) {
     StringWriter out = new StringWriter();

@@ -22,7 +22,6 @@ import dev.paramserver.proto.v1.ServingStatusRequest;
 import dev.paramserver.proto.v1.ShardPosition;
 import dev.paramserver.proto.v1.SparseRows;
 import dev.paramserver.proto.v1.SparseRowsRef;
-import dev.paramserver.pserver.PserverApplication;
 import dev.paramserver.rpc.Channels;
 import dev.paramserver.rpc.RpcErrors;
 import dev.paramserver.serving.ServingApplication;
@@ -37,12 +36,10 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.springframework.boot.builder.SpringApplicationBuilder;
-import org.springframework.boot.logging.LoggingSystem;
 import org.springframework.context.ConfigurableApplicationContext;
 
 /**
@@ -51,19 +48,9 @@ import org.springframework.context.ConfigurableApplicationContext;
  * that push, bit for bit the pserver's rows; versions only grow; bad requests get errors naming the
  * problem.
  */
+@ExtendWith(PlainLogging.class)
 class ServingFollowsJobTest {
   @RegisterExtension static final EtcdExtension etcd = new EtcdExtension();
-
-  // this module logs with slf4j-simple: the two Spring services in this JVM leave logging alone
-  @BeforeAll
-  static void plainLogging() {
-    System.setProperty(LoggingSystem.SYSTEM_PROPERTY, LoggingSystem.NONE);
-  }
-
-  @AfterAll
-  static void restoreLogging() {
-    System.clearProperty(LoggingSystem.SYSTEM_PROPERTY);
-  }
 
   private static final String TABLE = "emb";
   private static final int WIDTH = 4;
@@ -111,25 +98,7 @@ class ServingFollowsJobTest {
     ManagedChannel sv = null;
     try (EtcdCoordinator coordinator =
         EtcdCoordinator.connect(EtcdSettings.of(etcd.endpoint(), job))) {
-      pserver =
-          new SpringApplicationBuilder(PserverApplication.class)
-              .run(
-                  "--server.port=0",
-                  "--server.address=127.0.0.1",
-                  "--spring.grpc.server.port=0",
-                  "--spring.grpc.server.address=127.0.0.1",
-                  "--paramserver.etcd.endpoints=" + etcd.endpoint(),
-                  "--paramserver.job=" + job,
-                  "--paramserver.admin.token=tok",
-                  "--paramserver.pserver.checkpoint-dir=" + checkpoints,
-                  "--paramserver.pserver.checkpoint-interval=0s",
-                  "--paramserver.pserver.desired=1");
-      // The pserver registers its index once the shard is served, which may be after run()
-      // returns.
-      Poll.until(
-          Duration.ofSeconds(30),
-          () -> coordinator.kv().get(coordinator.keys().ps(0)).isPresent(),
-          "pserver 0 registered");
+      pserver = ServingContexts.startPserver(coordinator, etcd.endpoint(), checkpoints);
       ps =
           Channels.forAddress(
               coordinator.kv().get(coordinator.keys().ps(0)).orElseThrow().valueAsString());

@@ -48,11 +48,9 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.extension.RegisterExtension;
-import org.springframework.boot.logging.LoggingSystem;
 import org.springframework.context.ConfigurableApplicationContext;
 
 /**
@@ -61,22 +59,13 @@ import org.springframework.context.ConfigurableApplicationContext;
  * newer id ignored), is pinned to an older one and back through {@code /admin/serving/pin}; and one
  * serves a saved model file with no etcd at all.
  */
+@ExtendWith(PlainLogging.class)
 class ServingSnapshotTest {
   @RegisterExtension static final EtcdExtension etcd = new EtcdExtension();
 
   private static final String TABLE = "emb";
   private static final int WIDTH = 4;
   private static final long[] IDS = {1, 2, 3, 4, 5, 6, 7, 8};
-
-  @BeforeAll
-  static void plainLogging() {
-    System.setProperty(LoggingSystem.SYSTEM_PROPERTY, LoggingSystem.NONE);
-  }
-
-  @AfterAll
-  static void restoreLogging() {
-    System.clearProperty(LoggingSystem.SYSTEM_PROPERTY);
-  }
 
   /** The value checkpoint {@code k} holds at element {@code j} of row {@code id}. */
   private static float value(int k, long id, int j) {

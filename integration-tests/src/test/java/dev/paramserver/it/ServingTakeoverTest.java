@@ -41,14 +41,12 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.LockSupport;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.CleanupMode;
 import org.junit.jupiter.api.io.TempDir;
-import org.springframework.boot.logging.LoggingSystem;
 import org.springframework.context.ConfigurableApplicationContext;
 
 /**
@@ -59,6 +57,7 @@ import org.springframework.context.ConfigurableApplicationContext;
  * version numbers never go back, a shard's sequence goes back only with a new feed epoch, and after
  * the pushes the replica holds the new primary's rows bit for bit.
  */
+@ExtendWith(PlainLogging.class)
 @Timeout(1200)
 class ServingTakeoverTest {
   @RegisterExtension static final EtcdExtension etcd = new EtcdExtension();
@@ -69,16 +68,6 @@ class ServingTakeoverTest {
 
   @TempDir(cleanup = CleanupMode.ON_SUCCESS)
   Path dir;
-
-  @BeforeAll
-  static void plainLogging() {
-    System.setProperty(LoggingSystem.SYSTEM_PROPERTY, LoggingSystem.NONE);
-  }
-
-  @AfterAll
-  static void restoreLogging() {
-    System.clearProperty(LoggingSystem.SYSTEM_PROPERTY);
-  }
 
   private ServiceRun pserver(String job, String name) throws Exception {
     return ServiceRun.start(

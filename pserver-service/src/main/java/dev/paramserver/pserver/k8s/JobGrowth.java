@@ -2,6 +2,10 @@ package dev.paramserver.pserver.k8s;
 
 import dev.paramserver.etcd.Coordinator;
 import dev.paramserver.etcd.KeyValueStore;
+import dev.paramserver.etcd.PlacementStore;
+import dev.paramserver.proto.v1.BlockOwner;
+import dev.paramserver.proto.v1.PlacementMap;
+import dev.paramserver.proto.v1.SlotMove;
 import dev.paramserver.rpc.Retry;
 import dev.paramserver.rpc.StoppedException;
 import java.time.Duration;
@@ -21,11 +25,18 @@ import org.springframework.grpc.server.lifecycle.GrpcServerStartedEvent;
  * ps_desired} is above K or {@code grow-timeout} passed. It runs on its own thread once the gRPC
  * server listens, beside the registration, which claims K on its next attempt once {@code
  * ps_desired} allows it (the master then moves slots and blocks to it).
+ *
+ * <p>It does not ask while a shrink is under way, which would undo it (a pod at or above {@code
+ * ps_desired} restarting while the job is moved away from it): while the committed placement or the
+ * move in progress still gives an index at or above {@code ps_desired} a part (this one among
+ * them), and while K's checkpoint key remains after a shrink emptied K (the master forgets it once
+ * it has shut the emptied pserver down). It keeps reading until the shrink is over.
  */
 public final class JobGrowth implements ApplicationListener<GrpcServerStartedEvent>, AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(JobGrowth.class);
 
   private final Coordinator coordinator;
+  private final PlacementStore placement;
   private final JobScaler master;
   private final int index;
   private final Duration timeout;
@@ -41,6 +52,7 @@ public final class JobGrowth implements ApplicationListener<GrpcServerStartedEve
   public JobGrowth(
       Coordinator coordinator, JobScaler master, int index, Duration timeout, Duration maxBackoff) {
     this.coordinator = coordinator;
+    this.placement = new PlacementStore(coordinator);
     this.master = master;
     this.index = index;
     this.timeout = timeout;
@@ -70,6 +82,7 @@ public final class JobGrowth implements ApplicationListener<GrpcServerStartedEve
     String key = coordinator.keys().psDesired();
     String[] lastError = {null};
     boolean[] asked = {false};
+    String[] held = {null};
     Retry retry =
         new Retry(
             Duration.ofMillis(Math.min(200, maxBackoff.toMillis())),
@@ -92,6 +105,25 @@ public final class JobGrowth implements ApplicationListener<GrpcServerStartedEve
                 }
                 if (d.getAsInt() > index) {
                   return Optional.of(d.getAsInt());
+                }
+                Optional<String> shrink;
+                try {
+                  shrink = shrinking(d.getAsInt());
+                } catch (RuntimeException e) {
+                  warnOnce(lastError, "cannot read the placement from etcd: " + e.getMessage());
+                  return Optional.empty();
+                }
+                if (shrink.isPresent()) {
+                  if (!shrink.get().equals(held[0])) {
+                    log.info(
+                        "pserver index {} is not below {} = {}, but not asking to grow the job: {}",
+                        index,
+                        key,
+                        d.getAsInt(),
+                        shrink.get());
+                    held[0] = shrink.get();
+                  }
+                  return Optional.empty(); // read again: the shrink may end
                 }
                 if (!asked[0]) {
                   log.info(
@@ -128,6 +160,51 @@ public final class JobGrowth implements ApplicationListener<GrpcServerStartedEve
       }
       return false;
     }
+  }
+
+  /**
+   * Why growing the job to this index + 1 would undo a shrink under way, or empty: the placement
+   * written still gives an index at or above {@code desired} a part (slots, dense blocks, or the
+   * move in progress is from or to it), or this index's checkpoint key remains, not placed (a
+   * shrink emptied it and the master has not shut it down yet). Without a placement written the job
+   * was never scaled: nothing is shrinking.
+   */
+  private Optional<String> shrinking(int desired) {
+    PlacementStore.Read read = placement.read();
+    if (read.map().isEmpty()) {
+      return Optional.empty();
+    }
+    PlacementMap map = read.map().get();
+    int highest = -1;
+    for (int owner : map.getSlotOwnersList()) {
+      highest = Math.max(highest, owner);
+    }
+    for (BlockOwner b : map.getDenseOwnersList()) {
+      highest = Math.max(highest, b.getOwner());
+    }
+    if (read.move().isPresent()) {
+      SlotMove m = read.move().get();
+      highest = Math.max(highest, Math.max(m.getFrom(), m.getTo()));
+    }
+    if (highest >= desired) {
+      return Optional.of(
+          "the job is shrinking to "
+              + desired
+              + " pservers (the placement still gives pserver "
+              + highest
+              + " a part"
+              + (read.places(index) ? ", this one too" : "")
+              + ")");
+    }
+    if (coordinator.kv().get(coordinator.keys().checkpoint(index)).isPresent()) {
+      return Optional.of(
+          "a shrink emptied index "
+              + index
+              + " and the master has not shut it down yet ("
+              + coordinator.keys().checkpoint(index)
+              + " remains)");
+    }
+    return Optional.empty();
   }
 
   private OptionalInt desired(String key) {

@@ -23,6 +23,7 @@ import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
 import java.util.concurrent.ExecutorService;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 import org.slf4j.Logger;
@@ -151,7 +152,7 @@ final class PrimaryReplicator
     if (address != null) {
       log.info(
           "pserver {}: backup registered at {}: sending it a copy of the shard", index, address);
-      copier.execute(copies::loop);
+      onCopier(copies::loop, "a copy to the new backup");
     } else if (old != null) {
       log.warn(
           "pserver {}: backup {} is gone: pushes are answered on this log alone",
@@ -212,7 +213,7 @@ final class PrimaryReplicator
             // the record is not held either way; etcd, not the backup, says if this is deposed
             needsCopy(b, generation, t.toString());
             if (RpcErrors.reasonOf(t) == ErrorReason.NOT_PRIMARY) {
-              copier.execute(() -> refusedByBackup(t.getMessage()));
+              onCopier(() -> refusedByBackup(t.getMessage()), "the backup's refusal");
             }
             answered(seq);
           }
@@ -282,7 +283,7 @@ final class PrimaryReplicator
     }
     releaseWaiters();
     log.warn("pserver {}: backup {} needs a new copy of the shard: {}", index, b.address, why);
-    copier.execute(copies::loop);
+    onCopier(copies::loop, "a new copy");
   }
 
   /**
@@ -388,11 +389,7 @@ final class PrimaryReplicator
           // copy, cut later, holds it), or behind() above made it need a new copy. No copy is
           // due, so nothing else would record it in sync again: the shard would stay without a
           // backup allowed to take it over, even with pushes flowing.
-          try {
-            copier.execute(copies::recordSynced);
-          } catch (java.util.concurrent.RejectedExecutionException closed) {
-            log.debug("pserver {}: replication closed, backup not recorded in sync", index);
-          }
+          onCopier(copies::recordSynced, "recording the backup in sync");
         }
       } catch (OwnershipCheck.OwnershipException e) {
         if (e.verdict() == OwnershipCheck.Verdict.NOT_OWNER) {
@@ -426,7 +423,25 @@ final class PrimaryReplicator
     releaseWaiters();
     log.warn(
         "pserver {}: backup {} may lack a push answered without it: new copy", index, b.address);
-    copier.execute(copies::loop);
+    onCopier(copies::loop, "a new copy");
+  }
+
+  /**
+   * Runs {@code task} on the copier thread. A change of state that read the replicator open may
+   * submit after {@link #close} stopped the copier (a Replicate failing, a watch event, a push
+   * settling, all racing the shutdown): the task is moot and dropped at DEBUG. The copier refuses
+   * nothing while open; if it does, that is reported at ERROR with the rejection.
+   */
+  void onCopier(Runnable task, String what) {
+    try {
+      copier.execute(task);
+    } catch (RejectedExecutionException e) {
+      if (closed) {
+        log.debug("pserver {}: replication closed, {} dropped", index, what);
+      } else {
+        log.error("pserver {}: the copier refused {} while replication is open", index, what, e);
+      }
+    }
   }
 
   /** The primary stops cleanly, its last checkpoint holding every update: etcd records it. */

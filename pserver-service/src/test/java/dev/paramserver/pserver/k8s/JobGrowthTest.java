@@ -6,9 +6,13 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import dev.paramserver.adminapi.AdminException;
 import dev.paramserver.etcd.EtcdCoordinator;
 import dev.paramserver.etcd.EtcdSettings;
+import dev.paramserver.proto.v1.PlacementMap;
+import dev.paramserver.proto.v1.SlotMove;
 import dev.paramserver.rpc.ChannelFactory;
 import dev.paramserver.testsupport.EtcdExtension;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
@@ -118,6 +122,80 @@ class JobGrowthTest {
                 .growJob())
         .isFalse();
     assertThat(master.desired()).isEqualTo(1);
+  }
+
+  /** Writes the committed placement: slot s is owned by {@code owners[s]}. */
+  private void placed(long epoch, int... owners) {
+    PlacementMap.Builder m =
+        PlacementMap.newBuilder()
+            .setEpoch(epoch)
+            .setPservers(Arrays.stream(owners).max().orElseThrow() + 1)
+            .setSlots(owners.length);
+    Arrays.stream(owners).forEach(m::addSlotOwners);
+    coordinator.kv().put(coordinator.keys().placement(), m.build().toByteArray());
+  }
+
+  private void moving(long epoch, int from, int to) {
+    SlotMove move =
+        SlotMove.newBuilder()
+            .setEpoch(epoch)
+            .setFrom(from)
+            .setTo(to)
+            .addSlots(3)
+            .setId("e" + epoch + "-" + from + "to" + to)
+            .build();
+    coordinator.kv().put(coordinator.keys().placementMove(), move.toByteArray());
+  }
+
+  @Test
+  void midShrink_aMoveOutOfTheIndexInProgress_asksNothing() {
+    master.lead().setDesired(2); // psctl scale 2, or the StatefulSet's preStop hook, from 4
+    placed(5, 0, 1, 2, 3);
+    moving(6, 3, 1);
+
+    assertThat(growth(3, Duration.ofSeconds(1)).growJob()).as("still waiting").isFalse();
+
+    assertThat(master.calls).isEmpty();
+    assertThat(master.desired()).isEqualTo(2);
+  }
+
+  @Test
+  void midShrink_theIndexNoLongerPlaced_asksNothingWhileAnotherIsMovedAway() {
+    master.lead().setDesired(2);
+    placed(7, 0, 1, 2, 0); // index 3 emptied, index 2 not yet
+
+    assertThat(growth(3, Duration.ofSeconds(1)).growJob()).isFalse();
+
+    assertThat(master.calls).isEmpty();
+    assertThat(master.desired()).isEqualTo(2);
+  }
+
+  @Test
+  void anIndexAShrinkEmptied_asksNothingUntilTheMasterForgetsItsCheckpointKey() {
+    master.lead().setDesired(3);
+    placed(7, 0, 1, 2, 0); // the shrink from 4 moved everything: pserver 3 drains
+    String checkpoint = coordinator.keys().checkpoint(3);
+    coordinator.kv().put(checkpoint, "ckpt-3".getBytes(StandardCharsets.UTF_8));
+
+    assertThat(growth(3, Duration.ofSeconds(1)).growJob()).isFalse();
+    assertThat(master.calls).isEmpty();
+
+    coordinator.kv().delete(checkpoint); // the master shut pserver 3 down
+    assertThat(growth(3, Duration.ofSeconds(10)).growJob())
+        .as("a StatefulSet still asking for 4 grows the job back")
+        .isTrue();
+    assertThat(master.calls).containsExactly("POST /admin/job/scale?pservers=4&grow-only=true");
+  }
+
+  @Test
+  void afterAShrink_aNewIndexAtOrAboveDesired_growsTheJob() {
+    master.lead().setDesired(2);
+    placed(9, 0, 1, 0, 1); // a shrink from 4 to 2, over; then the StatefulSet is scaled to 3
+
+    assertThat(growth(2, Duration.ofSeconds(10)).growJob()).isTrue();
+
+    assertThat(master.calls).containsExactly("POST /admin/job/scale?pservers=3&grow-only=true");
+    assertThat(master.desired()).isEqualTo(3);
   }
 
   @Test

@@ -66,6 +66,6 @@ public final class ServingMetrics implements MeterBinder {
     // a shrunk placement follows fewer shards than at start
     return index < all.size()
         ? all.get(index)
-        : new ShardFollower.Status(index, "", 0, 0, false, 0, 0, 0);
+        : new ShardFollower.Status(index, "", 0, 0, false, 0, 0, 0, "");
   }
 }

@@ -17,7 +17,8 @@ import org.springframework.stereotype.Component;
  * (FOLLOWING, PINNED or MODEL_FILE), pinned (the job-wide checkpoint pinned, 0: none), loadedFrom
  * (the snapshot last loaded whole, "" when none), version {number, shards [{index, epoch,
  * sequence}]} (null while LOADING) and shards [{index, primary, epoch, sequence, connected, copies,
- * lagMs, records}].
+ * lagMs, records, lastRefusal}] (lastRefusal: the status code and description of the primary's last
+ * refusal of the shard's stream, "" when none since a stream last delivered).
  */
 @Component
 public final class ServingStatusSource implements AdminStatusSource {
@@ -73,6 +74,7 @@ public final class ServingStatusSource implements AdminStatusSource {
       m.put("copies", s.copies());
       m.put("lagMs", s.lagMs());
       m.put("records", s.records());
+      m.put("lastRefusal", s.lastRefusal());
       shards.add(m);
     }
     d.put("shards", shards);

@@ -9,6 +9,8 @@ import dev.paramserver.rpc.ChannelFactory;
 import dev.paramserver.serving.replica.FollowSource;
 import io.grpc.Context;
 import io.grpc.ManagedChannel;
+import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Iterator;
@@ -20,7 +22,10 @@ import java.util.concurrent.TimeUnit;
 /**
  * Follows a shard at the pserver registered under {@code ps/<index>} in etcd, over the injected
  * {@link ChannelFactory} (TLS, interceptors). Each stream has a deadline ({@code streamMax}): when
- * it passes the follower simply resumes where it was. Channels are kept per address.
+ * it passes the follower simply resumes where it was. Channels are kept per address. A stream that
+ * fails with a status before its first message, other than the transport's UNAVAILABLE, a deadline
+ * or a cancellation, was refused by the primary: it ends in {@link FollowSource.Refused} with the
+ * status's code and description.
  */
 public final class GrpcFollowSource implements FollowSource {
   private final Coordinator coordinator;
@@ -52,16 +57,38 @@ public final class GrpcFollowSource implements FollowSource {
                 .withDeadlineAfter(streamMax.toMillis(), TimeUnit.MILLISECONDS)
                 .follow(request);
         sink.connected(address);
-        while (stream.hasNext()) {
-          if (!sink.accept(stream.next())) {
-            return;
+        boolean received = false;
+        try {
+          while (stream.hasNext()) {
+            received = true;
+            if (!sink.accept(stream.next())) {
+              return;
+            }
           }
+        } catch (StatusRuntimeException e) {
+          if (!received && refusal(e.getStatus().getCode())) {
+            throw new FollowSource.Refused(reason(e.getStatus()), e);
+          }
+          throw e;
         }
       } finally {
         call.detach(previous);
         call.cancel(null);
       }
     }
+  }
+
+  private static boolean refusal(Status.Code code) {
+    return switch (code) {
+      case UNAVAILABLE, DEADLINE_EXCEEDED, CANCELLED -> false;
+      default -> true;
+    };
+  }
+
+  private static String reason(Status status) {
+    return status.getDescription() == null
+        ? status.getCode().name()
+        : status.getCode() + ": " + status.getDescription();
   }
 
   @Override

@@ -28,7 +28,11 @@ import org.slf4j.LoggerFactory;
 public final class ShardFollower implements Runnable, FollowSource.Sink {
   private static final Logger log = LoggerFactory.getLogger(ShardFollower.class);
 
-  /** How the shard is followed, for status and metrics. */
+  /**
+   * How the shard is followed, for status and metrics; {@code lastRefusal} is the reason the
+   * primary gave when it last refused the stream ({@link FollowSource.Refused}), "" when none or
+   * once a stream delivered again.
+   */
   public record Status(
       int index,
       String primary,
@@ -37,7 +41,8 @@ public final class ShardFollower implements Runnable, FollowSource.Sink {
       boolean connected,
       long copies,
       long lagMs,
-      long records) {}
+      long records,
+      String lastRefusal) {}
 
   private final int index;
   private final ServedModel model;
@@ -49,6 +54,7 @@ public final class ShardFollower implements Runnable, FollowSource.Sink {
   private volatile boolean connected;
   private volatile String primary = "";
   private volatile long lagMs;
+  private volatile String lastRefusal = "";
   private final AtomicLong copies = new AtomicLong();
   private final AtomicLong records = new AtomicLong();
   // Owned by the follower's thread.
@@ -95,6 +101,11 @@ public final class ShardFollower implements Runnable, FollowSource.Sink {
       try {
         source.follow(request, this);
         backoff.reset();
+      } catch (FollowSource.Refused e) {
+        if (!running) {
+          return;
+        }
+        refused(e.getMessage());
       } catch (RuntimeException e) {
         if (!running) {
           return;
@@ -141,6 +152,23 @@ public final class ShardFollower implements Runnable, FollowSource.Sink {
     }
   }
 
+  /**
+   * A refusal repeats every backoff pause while its cause lasts (a wrong token does not heal): the
+   * first one and each change of reason are logged at WARN, repeats at DEBUG.
+   */
+  private void refused(String reason) {
+    if (reason.equals(lastRefusal)) {
+      log.debug("following shard {} refused again: {}", index, reason);
+    } else {
+      log.warn(
+          "following shard {} at {} refused ({}): following again after a pause",
+          index,
+          primary.isEmpty() ? "its primary" : primary,
+          reason);
+    }
+    lastRefusal = reason;
+  }
+
   @Override
   public void connected(String primary) {
     this.primary = primary;
@@ -152,6 +180,9 @@ public final class ShardFollower implements Runnable, FollowSource.Sink {
     if (!running) {
       // stopped (shutdown, or the replica pinned to a checkpoint): change nothing more
       return false;
+    }
+    if (!lastRefusal.isEmpty()) {
+      lastRefusal = "";
     }
     if (m.hasCopy()) {
       return acceptCopy(m.getEpoch(), m.getCopy());
@@ -232,6 +263,14 @@ public final class ShardFollower implements Runnable, FollowSource.Sink {
   public Status status() {
     ServedVersion.Position p = model.position(index);
     return new Status(
-        index, primary, p.epoch(), p.sequence(), connected, copies.get(), lagMs, records.get());
+        index,
+        primary,
+        p.epoch(),
+        p.sequence(),
+        connected,
+        copies.get(),
+        lagMs,
+        records.get(),
+        lastRefusal);
   }
 }
