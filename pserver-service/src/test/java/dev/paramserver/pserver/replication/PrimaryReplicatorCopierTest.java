@@ -64,7 +64,7 @@ class PrimaryReplicatorCopierTest {
         1,
         Duration.ofSeconds(1),
         new OwnershipCheck(etcd.kv(), key, 1, lease, Duration.ofSeconds(1)),
-        new InSyncRecorder(etcd.kv(), key, etcd.keys().psSync(0), 1, 0),
+        new InSyncRecorder(etcd.kv(), key, etcd.keys().psSync(0), 1, 0, clock),
         scratch,
         why -> {},
         new AtomicLong(),
