@@ -2,11 +2,7 @@
 """examples/python/train_mlp.py with a line on stdout for each task it takes ("TASK-TAKEN <pass>
 <id>") and finishes ("TASK-DONE <pass> <id>"), so that an end-to-end test (integration-tests
 PythonTrainerKillTest) knows when this trainer holds a task; same arguments, exit codes and
-PYRESULT line. Runs in this process (the test kills this very process). Not collected by pytest.
-
-With TRACE_PAUSE_AFTER=<n> in the environment it pauses once, after its n-th finished task: it prints
-"TASK-PAUSED" and takes no further task until a line arrives on stdin (MixedLanguageTrainingTest
-lets a trainer in another language join and do tasks meanwhile)."""
+PYRESULT line. Runs in this process (the test kills this very process). Not collected by pytest."""
 
 import importlib.util
 import os
@@ -32,18 +28,9 @@ def tasks(self):
         inner.close()  # hands held tasks back at once, as the unwrapped generator does
 
 
-PAUSE_AFTER = int(os.environ.get("TRACE_PAUSE_AFTER", "0"))
-_done = 0
-
-
 def task_finished(self, task, records, loss=()):
-    global _done
     accepted = _finished(self, task, records, loss)
     print("TASK-DONE %d %d" % (getattr(task, "pass"), task.id), flush=True)
-    _done += 1
-    if _done == PAUSE_AFTER:
-        print("TASK-PAUSED", flush=True)
-        sys.stdin.readline()  # the test's go (or end of input)
     return accepted
 
 
