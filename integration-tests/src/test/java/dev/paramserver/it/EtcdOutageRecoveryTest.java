@@ -100,6 +100,7 @@ class EtcdOutageRecoveryTest {
       cluster.addListener(events::add);
       cluster.start();
 
+      awaitJoined(cluster);
       awaitDone(cluster, 10);
       Duration outage = Duration.ofSeconds(8); // past every lease (4 s) and its keep-alives
       double stall = etcdOutage(cluster, outage, () -> {});
@@ -161,6 +162,7 @@ class EtcdOutageRecoveryTest {
       cluster.addListener(events::add);
       cluster.start();
 
+      awaitJoined(cluster);
       awaitDone(cluster, 10);
       Duration outage = Duration.ofSeconds(10);
       Instant[] killed = new Instant[1];
@@ -189,6 +191,29 @@ class EtcdOutageRecoveryTest {
           "the surviving trainer taking a new lease and registering again");
 
       finish(cluster, passes, events, false, List.of("trainer-0"));
+    }
+  }
+
+  /**
+   * Waits until both trainers hold a lease (on a loaded machine one may start well after the other
+   * took the first tasks): the outage must find every holder with one to renew.
+   */
+  private static void awaitJoined(LocalCluster cluster) throws InterruptedException {
+    Poll.until(
+        Duration.ofMinutes(2),
+        () ->
+            trainers(cluster).size() == 2
+                && trainers(cluster).stream().allMatch(p -> joined(cluster, p)),
+        "both trainers joined the job");
+  }
+
+  private static boolean joined(LocalCluster cluster, ProcessInfo p) {
+    try {
+      String state = cluster.adminStatus(Role.TRAINER, p.index()).path("state").asText();
+      return List.of("WAITING_FOR_PSERVERS", "INITIALISING", "TRAINING", "EVALUATING")
+          .contains(state);
+    } catch (IOException | RuntimeException e) {
+      return false;
     }
   }
 

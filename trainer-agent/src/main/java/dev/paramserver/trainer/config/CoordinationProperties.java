@@ -20,7 +20,8 @@ import org.springframework.validation.annotation.Validated;
  * @param rejoinTimeout mode {@code etcd}: how long a trainer whose etcd lease was lost (etcd
  *     unreachable for the lease TTL, or the trainer paused past it) keeps trying to take a new
  *     lease and register again; lock calls wait for it meanwhile. Past it the trainer ends with
- *     "training failed" and exit code 1. At least 1s.
+ *     "training failed" and exit code 1. A trainer that starts while etcd does not answer keeps
+ *     trying to join for as long. At least 1s.
  */
 @Validated
 @ConfigurationProperties("paramserver.trainer.coordination")

@@ -30,9 +30,12 @@ class TrainerCoordinationConfiguration {
   static class Etcd {
     @Bean(destroyMethod = "close")
     TrainerCoordination etcdTrainerCoordination(
-        Coordinator coordinator, CommonProperties common, CoordinationProperties coordination) {
+        Coordinator coordinator,
+        CommonProperties common,
+        CoordinationProperties coordination,
+        StopSignal stop) {
       return new EtcdTrainerCoordination(
-          coordinator, common.etcd().leaseTtl(), coordination.rejoinTimeout());
+          coordinator, common.etcd().leaseTtl(), coordination.rejoinTimeout(), stop);
     }
   }
 

@@ -1,15 +1,21 @@
 package dev.paramserver.trainer.coordination;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.paramserver.etcd.CoordinationException;
 import dev.paramserver.etcd.EtcdCoordinator;
 import dev.paramserver.etcd.EtcdSettings;
 import dev.paramserver.etcd.KeyValueStore;
 import dev.paramserver.proto.v1.TrainingMode;
+import dev.paramserver.rpc.StoppedException;
 import dev.paramserver.testsupport.EtcdExtension;
 import dev.paramserver.testsupport.Poll;
 import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -18,7 +24,9 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 /**
  * A trainer's etcd membership across an etcd pause past its lease: it registers again and keeps the
  * locks it holds, and lock calls made after the pause succeed under the new lease (before, they
- * failed on the revoked lease and the trainer ended with exit code 1 at the export).
+ * failed on the revoked lease and the trainer ended with exit code 1 at the export). A trainer that
+ * starts while etcd is paused joins once it answers (before, its first lease grant timed out and
+ * training failed), and gives up with a clear error after the rejoin timeout or at a stop.
  */
 class EtcdMembershipTest {
   @RegisterExtension static final EtcdExtension etcd = new EtcdExtension();
@@ -51,7 +59,8 @@ class EtcdMembershipTest {
   @Test
   void etcdPausedPastTheLease_trainerRegistersAgain_keepsItsLocks_andTakesNewOnes() {
     EtcdTrainerCoordination coordination =
-        new EtcdTrainerCoordination(coordinator, Duration.ofSeconds(2), Duration.ofSeconds(60));
+        new EtcdTrainerCoordination(
+            coordinator, Duration.ofSeconds(2), Duration.ofSeconds(60), () -> false);
     Membership m =
         coordination.join(
             new JoinDetails("t-0", "s-1", "127.0.0.1:1", List.of(), TrainingMode.ASYNC, 0));
@@ -83,5 +92,68 @@ class EtcdMembershipTest {
     m.close();
     assertThat(coordinator.kv().get(me)).as("leaving revokes the registration").isEmpty();
     coordination.close();
+  }
+
+  @Test
+  void joinDuringAnEtcdPause_waitsForEtcd_andJoinsOnceItAnswers() throws Exception {
+    EtcdTrainerCoordination coordination =
+        new EtcdTrainerCoordination(
+            coordinator, Duration.ofSeconds(2), Duration.ofSeconds(60), () -> false);
+    CompletableFuture<Membership> joined;
+    etcd.server().pause();
+    try {
+      joined =
+          CompletableFuture.supplyAsync(
+              () ->
+                  coordination.join(
+                      new JoinDetails(
+                          "t-1", "s-1", "127.0.0.1:1", List.of(), TrainingMode.ASYNC, 0)));
+      // past the first grant's call timeout (1 s) and a retry or two
+      Thread.sleep(3000);
+      assertThat(joined).as("a join while etcd does not answer").isNotDone();
+    } finally {
+      etcd.server().resume();
+    }
+    Membership m = joined.get(30, TimeUnit.SECONDS);
+    assertThat(m.isAlive()).isTrue();
+    String me = coordinator.keys().trainer("t-1");
+    assertThat(leaseOf(me)).as("trainers/t-1 registered under a lease").isPositive();
+    m.close();
+    coordination.close();
+  }
+
+  @Test
+  void joinWhileEtcdStaysPaused_failsAfterTheRejoinTimeout_orAtOnceWhenStopped() throws Exception {
+    AtomicBoolean stop = new AtomicBoolean();
+    EtcdTrainerCoordination bounded =
+        new EtcdTrainerCoordination(
+            coordinator, Duration.ofSeconds(2), Duration.ofSeconds(3), () -> false);
+    EtcdTrainerCoordination stoppable =
+        new EtcdTrainerCoordination(
+            coordinator, Duration.ofSeconds(2), Duration.ofSeconds(60), stop::get);
+    JoinDetails details =
+        new JoinDetails("t-2", "s-1", "127.0.0.1:1", List.of(), TrainingMode.ASYNC, 0);
+    etcd.server().pause();
+    try {
+      long t0 = System.nanoTime();
+      assertThatThrownBy(() -> bounded.join(details))
+          .isInstanceOf(CoordinationException.class)
+          .hasMessageContaining("trainer 't-2' could not join the job within PT3S")
+          .hasMessageContaining("up and reachable");
+      assertThat(Duration.ofNanos(System.nanoTime() - t0))
+          .as("time until the join gave up")
+          .isBetween(Duration.ofSeconds(3), Duration.ofSeconds(10));
+
+      CompletableFuture<Membership> stopped =
+          CompletableFuture.supplyAsync(() -> stoppable.join(details));
+      Thread.sleep(1500);
+      stop.set(true);
+      assertThatThrownBy(() -> stopped.get(10, TimeUnit.SECONDS))
+          .hasCauseInstanceOf(StoppedException.class);
+    } finally {
+      etcd.server().resume();
+    }
+    bounded.close();
+    stoppable.close();
   }
 }
