@@ -42,11 +42,11 @@ class MixedLanguageTrainingTest {
   private static final String BATCH = "64";
 
   /**
-   * Debian's Python only: with the venv's PyTorch 2.x the Python trainer took longer to start than
-   * the Java trainer took to finish the job (a clean-clone CI run: py-0 joined after every task was
-   * taken, trained none, and the test's "both trainers members" check raced). The venv stack is
-   * covered by PythonClientUnitTest, PythonTrainerKillTest, PythonElasticScalingTest and
-   * PythonClickThroughTest; this test runs under it again once the job waits for both trainers.
+   * Debian's Python only. The jobs wait for both their trainers before the first task ({@code
+   * paramserver.master.min-trainers=2}): with the venv's PyTorch 2.x the Python trainer took longer
+   * to start than the Java trainer took to finish the job (a clean-clone CI run: py-0 joined after
+   * every task was taken and trained none). The venv stack is covered by PythonClientUnitTest,
+   * PythonTrainerKillTest, PythonElasticScalingTest and PythonClickThroughTest.
    */
   static List<Python> debianPython() {
     return PythonProcesses.interpreters().stream().filter(p -> p.name().equals("debian")).toList();
@@ -185,6 +185,8 @@ class MixedLanguageTrainingTest {
         .trainersThroughMaster(true)
         .property(Role.MASTER, "paramserver.master.passes", Integer.toString(PASSES))
         .property(Role.MASTER, "paramserver.master.task-records", "1000")
+        // the first task waits for both trainers: the Python one starts seconds after the Java one
+        .property(Role.MASTER, "paramserver.master.min-trainers", "2")
         // the console looks at the trainers often enough to see the Python trainer's progress
         .property(Role.MASTER, "paramserver.master.console.sample-interval", "250ms")
         .property(Role.TRAINER, "paramserver.trainer.train-data", train)

@@ -35,6 +35,10 @@ import org.springframework.validation.annotation.Validated;
  * @param taskRecords about how many records a task holds: consecutive chunks are grouped into tasks
  *     of about this many records (never fewer chunks than {@code chunks-per-task}, and never so
  *     many that a pass has fewer than 32 tasks); 0 keeps {@code chunks-per-task} as it is
+ * @param minTrainers how many trainers must be registered ({@code trainers/<id>} in etcd) before
+ *     the job hands out its first task: until then GetTask answers WAIT, naming the count. Only the
+ *     start waits: once a task went out the job goes on with whoever is there. 0 (default) starts
+ *     with the first trainer that asks
  */
 @Validated
 @ConfigurationProperties("paramserver.master")
@@ -49,7 +53,8 @@ public record MasterProperties(
     @DefaultValue("0") @Min(0) @Max(65535) int advertisePort,
     @DefaultValue @Valid @NotNull Console console,
     @DefaultValue @Valid @NotNull Tracking tracking,
-    @DefaultValue("4096") @Min(0) long taskRecords) {
+    @DefaultValue("4096") @Min(0) long taskRecords,
+    @DefaultValue("0") @Min(0) int minTrainers) {
 
   public MasterProperties {
     requirePositive("paramserver.master.task-timeout", taskTimeout);
@@ -70,7 +75,8 @@ public record MasterProperties(
         0,
         Console.defaults(),
         Tracking.defaults(),
-        4096);
+        4096,
+        0);
   }
 
   /**

@@ -19,6 +19,7 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.function.Consumer;
+import java.util.function.IntSupplier;
 import java.util.function.LongConsumer;
 import java.util.function.Supplier;
 import org.slf4j.Logger;
@@ -52,6 +53,7 @@ public final class MasterJob {
   private volatile long lossEveryRecords;
   private volatile Consumer<List<LossWindow>> lossListener = windows -> {};
   private volatile LongConsumer lossRebase = records -> {};
+  private volatile IntSupplier registeredTrainers = () -> 0;
 
   public MasterJob(MasterProperties props, JobStore store, Clock clock) {
     this(props, store, clock, DatasetIndexer.localOnly());
@@ -65,8 +67,23 @@ public final class MasterJob {
     this.timeouts = new TaskTimeouts(props.taskTimeout(), props.adaptiveTimeout());
     this.datasets = new DatasetSetup(served, props, indexer);
     this.handout =
-        new TaskHandout(served, props.waitRetry(), timeouts, unanswered, this::noteFinished);
+        new TaskHandout(
+            served,
+            props.waitRetry(),
+            timeouts,
+            unanswered,
+            this::noteFinished,
+            props.minTrainers(),
+            () -> registeredTrainers.getAsInt());
     this.passes = props.passes();
+  }
+
+  /**
+   * How many trainers are registered now (for {@code paramserver.master.min-trainers}); none are
+   * counted until this is set.
+   */
+  public void countRegisteredTrainers(IntSupplier registered) {
+    this.registeredTrainers = registered;
   }
 
   /** Where to find the leader's address for NOT_LEADER answers. */

@@ -7,6 +7,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.function.IntSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -14,7 +15,8 @@ import org.slf4j.LoggerFactory;
  * GetTask: the reports it carries, the tasks it hands out (several per answer, within a fair
  * share), an asynchronous trainer's WAIT held until the job changes, and a retried request answered
  * with the tasks its lost answer held ({@link MasterJob#getTask(String, int, List, long, int,
- * String)} has the contract).
+ * String)} has the contract). With {@code min-trainers}, the job's first task waits until that many
+ * trainers are registered.
  */
 final class TaskHandout {
   private static final Logger log = LoggerFactory.getLogger(TaskHandout.class);
@@ -33,18 +35,29 @@ final class TaskHandout {
   private final TaskTimeouts timeouts;
   private final UnansweredTasks unanswered;
   private final ReportListener reports;
+  private final int minTrainers;
+  private final IntSupplier registered;
+  private int lastLoggedRegistered = -1; // guarded by served.lock
 
+  /**
+   * @param minTrainers trainers registered before the first task goes out (0: none)
+   * @param registered how many trainers are registered now
+   */
   TaskHandout(
       ServedQueue served,
       Duration waitRetry,
       TaskTimeouts timeouts,
       UnansweredTasks unanswered,
-      ReportListener reports) {
+      ReportListener reports,
+      int minTrainers,
+      IntSupplier registered) {
     this.served = served;
     this.waitRetry = waitRetry;
     this.timeouts = timeouts;
     this.unanswered = unanswered;
     this.reports = reports;
+    this.minTrainers = minTrainers;
+    this.registered = registered;
   }
 
   GetTaskResponse getTask(
@@ -169,6 +182,26 @@ final class TaskHandout {
       boolean ahead,
       List<Dispatch> extra,
       String requestId) {
+    if (minTrainers > 0 && !q.started()) {
+      int now = registered.getAsInt();
+      if (now < minTrainers) {
+        if (now != lastLoggedRegistered) {
+          lastLoggedRegistered = now;
+          log.info(
+              "the first task waits for {} registered trainers (paramserver.master.min-trainers);"
+                  + " {} registered",
+              minTrainers,
+              now);
+        }
+        return served.unchanged(
+            q.waitFor(
+                "the job starts once "
+                    + minTrainers
+                    + " trainers are registered (paramserver.master.min-trainers); "
+                    + now
+                    + " are"));
+      }
+    }
     return q.canDispatch(pass, ahead)
         ? served.apply(c -> next(c, trainer, pass, want, ahead, extra, requestId))
         // changes nothing, but answers from changes that may not be saved yet

@@ -209,6 +209,24 @@ public final class TaskQueue {
     return out;
   }
 
+  /** True once a task of the job was handed out, or the job ended. */
+  public boolean started() {
+    if (state != JobState.RUNNING || pass > 0 || pending > 0 || todo.size() < tasks) {
+      return true;
+    }
+    for (long e : epochs) {
+      if (e > 0) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** The answer WAIT, with {@code reason} for the trainer. */
+  public Dispatch waitFor(String reason) {
+    return new Dispatch(Dispatch.Outcome.WAIT, -1, 0, pass, totalPasses, reason, -1);
+  }
+
   /** True if {@code trainer} holds a pending task. */
   public boolean holds(String trainer) {
     if (pending == 0) {

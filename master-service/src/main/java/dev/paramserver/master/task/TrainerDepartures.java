@@ -28,6 +28,7 @@ import org.slf4j.LoggerFactory;
  * their deadlines. A watch broken by an outage resumes from its last revision (rebuilt from a fresh
  * read if that revision was compacted); one that cannot be opened is opened again every second. The
  * changes are applied on a thread of this class, since the watch's own thread must not call etcd.
+ * The registrations it sees are the job's count of registered trainers ({@code min-trainers}).
  */
 public final class TrainerDepartures extends ExecutorLifecycle {
   private static final Logger log = LoggerFactory.getLogger(TrainerDepartures.class);
@@ -46,6 +47,7 @@ public final class TrainerDepartures extends ExecutorLifecycle {
     this.kv = kv;
     this.prefix = trainersPrefix;
     job.onServing(this::reconcile);
+    job.countRegisteredTrainers(leases::size);
   }
 
   @Override

@@ -67,6 +67,7 @@ class MasterGrpcServiceTest {
             0,
             MasterProperties.Console.defaults(),
             MasterProperties.Tracking.off(),
+            0,
             0);
     job = new MasterJob(props, JobStore.NONE, Clock.systemUTC());
     job.startServing("127.0.0.1:7001");

@@ -191,6 +191,7 @@ class MasterHostileInputFuzzTest {
               0,
               MasterProperties.Console.defaults(),
               MasterProperties.Tracking.off(),
+              0,
               0);
       job = new MasterJob(props, store, Clock.systemUTC());
       job.startServing("127.0.0.1:7001");

@@ -33,9 +33,14 @@ class MasterJobLeaseTest {
 
   /** A serving job of 16 one-chunk tasks, a task timeout of 60 s, leases of up to 3 tasks. */
   static MasterJob job(Path dir, Clock clock) throws Exception {
+    return job(dir, clock, props(1, 0));
+  }
+
+  /** {@link #job(Path, Clock)} with {@code props}. */
+  static MasterJob job(Path dir, Clock clock, MasterProperties props) throws Exception {
     // 80 records in chunks of 5, one chunk a task: 16 tasks
     Path file = dataset(dir, 80, 5);
-    MasterJob job = new MasterJob(props(1), JobStore.NONE, clock);
+    MasterJob job = new MasterJob(props, JobStore.NONE, clock);
     job.startServing("127.0.0.1:7001");
     job.setDataset(List.of(file.toString()), "t1");
     return job;
@@ -54,6 +59,11 @@ class MasterJobLeaseTest {
 
   /** {@code passes}, one chunk a task, a task timeout of 60 s, 3 failures, wait-retry 200 ms. */
   static MasterProperties props(int passes) {
+    return props(passes, 0);
+  }
+
+  /** {@link #props(int)}, the first task waiting for {@code minTrainers} registered trainers. */
+  static MasterProperties props(int passes, int minTrainers) {
     return new MasterProperties(
         passes,
         1,
@@ -65,7 +75,8 @@ class MasterJobLeaseTest {
         0,
         MasterProperties.Console.defaults(),
         MasterProperties.Tracking.off(),
-        0);
+        0,
+        minTrainers);
   }
 
   @Test

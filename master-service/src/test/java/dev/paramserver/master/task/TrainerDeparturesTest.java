@@ -174,4 +174,47 @@ class TrainerDeparturesTest {
       return serializedSnapshot.length;
     }
   }
+
+  @Test
+  void minTrainers_theFirstTaskWaitsForTheRegistrations_thenTheJobGoesOnWithWhoeverIsThere()
+      throws Exception {
+    departures.stop();
+    MasterJob waiting =
+        MasterJobLeaseTest.job(dir, Clock.systemUTC(), MasterJobLeaseTest.props(1, 2));
+    TrainerDepartures counted =
+        new TrainerDepartures(waiting, coordinator.kv(), coordinator.keys().trainersPrefix(), 0);
+    counted.start();
+    try {
+      Lease first = register("first");
+      await()
+          .atMost(Duration.ofSeconds(10))
+          .untilAsserted(
+              () ->
+                  assertThat(waiting.getTask("first", 0).getReason())
+                      .contains("once 2 trainers are registered")
+                      .contains("1 are"));
+      GetTaskResponse early = waiting.getTask("first", 0);
+      assertThat(early.getOutcome()).isEqualTo(GetTaskResponse.Outcome.WAIT);
+      assertThat(early.getRetryAfterMs()).as("a retry hint").isPositive();
+      assertThat(waiting.status().getTasks().getPending()).isZero();
+
+      register("second");
+      await()
+          .atMost(Duration.ofSeconds(10))
+          .untilAsserted(
+              () ->
+                  assertThat(waiting.getTask("first", 0).getOutcome())
+                      .isEqualTo(GetTaskResponse.Outcome.TASK));
+      first.revoke();
+      await()
+          .atMost(Duration.ofSeconds(10))
+          .untilAsserted(
+              () ->
+                  assertThat(waiting.getTask("second", 0).getOutcome())
+                      .as("a started job does not wait again when a trainer leaves")
+                      .isEqualTo(GetTaskResponse.Outcome.TASK));
+    } finally {
+      counted.stop();
+    }
+  }
 }

@@ -16,11 +16,11 @@ import org.slf4j.LoggerFactory;
 import org.springframework.stereotype.Component;
 
 /**
- * Runs the job's passes: SetDataset, then GetTask → train the task → TaskFinished. At the end of
- * each pass one elected trainer evaluates it in the background ({@link PassEvaluations}); when the
- * job is finished the final model is written and the last pass evaluated (each by the trainer
- * elected for it). A stop request finishes the current batch, hands the task (and a prefetched one)
- * back and ends with {@link StoppedException}.
+ * Runs the job's passes: SetDataset (started while the trainer sets up), then GetTask → train the
+ * task → TaskFinished. At the end of each pass one elected trainer evaluates it in the background
+ * ({@link PassEvaluations}); when the job is finished the final model is written and the last pass
+ * evaluated (each by the trainer elected for it). A stop request finishes the current batch, hands
+ * the task (and a prefetched one) back and ends with {@link StoppedException}.
  */
 @Component
 public class PassRunner {
@@ -63,10 +63,30 @@ public class PassRunner {
    * @return the exit code: 0 when the job finished, {@value #JOB_FAILED} when it failed
    */
   int run(TrainingContext ctx) throws IOException {
-    SetDatasetResponse ds =
-        reports.setDataset(
-            ModelSpecs.absolute(props.data().requireTrainData()),
-            TrainingHyperparameters.of(props));
+    try (DatasetAnnouncement dataset = announceDataset()) {
+      return run(ctx, dataset);
+    }
+  }
+
+  /**
+   * Starts telling the master the job's dataset, on a thread of its own, so that it is done while
+   * the trainer sets up ({@link #run(TrainingContext, DatasetAnnouncement)} awaits the answer).
+   */
+  DatasetAnnouncement announceDataset() {
+    return DatasetAnnouncement.start(
+        () ->
+            reports.setDataset(
+                ModelSpecs.absolute(props.data().requireTrainData()),
+                TrainingHyperparameters.of(props)));
+  }
+
+  /**
+   * Trains until the job ends, once the master answered {@code dataset}.
+   *
+   * @return the exit code: 0 when the job finished, {@value #JOB_FAILED} when it failed
+   */
+  int run(TrainingContext ctx, DatasetAnnouncement dataset) throws IOException {
+    SetDatasetResponse ds = dataset.await();
     log.info(
         "dataset: {} files, {} chunks, {} tasks, {} records, {} passes{}",
         ds.getFiles(),

@@ -85,9 +85,11 @@ public class TrainingSession implements SmartLifecycle {
 
   private void runAndExit() {
     int code;
-    try (Session session = new Session(setup.prepare())) {
+    // the master takes the dataset while this trainer joins and initialises its pservers
+    try (DatasetAnnouncement dataset = passes.announceDataset();
+        Session session = new Session(setup.prepare())) {
       session.context.membership().onLost(this::membershipLost);
-      code = passes.run(session.context);
+      code = passes.run(session.context, dataset);
     } catch (StoppedException e) {
       log.info("training session stopped: {}", e.getMessage());
       progress.moveTo(TrainerState.STOPPING);
