@@ -4,10 +4,10 @@ import dev.paramserver.localcluster.ClassDataArchives;
 import dev.paramserver.localcluster.ClusterSpec;
 import dev.paramserver.localcluster.LocalCluster;
 import dev.paramserver.localcluster.Role;
+import dev.paramserver.testsupport.FreePorts;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
-import java.net.ServerSocket;
 import java.net.Socket;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -150,10 +150,8 @@ final class ServiceRun implements AutoCloseable {
     }
   }
 
-  private static int freePort() throws IOException {
-    try (ServerSocket s = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
-      return s.getLocalPort();
-    }
+  private static int freePort() {
+    return FreePorts.next();
   }
 
   @Override

@@ -1,7 +1,7 @@
 package dev.paramserver.localcluster;
 
+import dev.paramserver.launcher.ListenPorts;
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
@@ -10,7 +10,9 @@ import java.util.Set;
 
 /**
  * Hands out free TCP ports on 127.0.0.1, never the same one twice within a cluster (two processes
- * launched at the same moment would otherwise race for one port the OS offered to both).
+ * launched at the same moment would otherwise race for one port the OS offered to both), chosen
+ * below the kernel's ephemeral range ({@link ListenPorts}) so that no outgoing connection takes a
+ * restarted process's port meanwhile.
  */
 final class PortAllocator {
   private static final int ATTEMPTS = 50;
@@ -52,12 +54,6 @@ final class PortAllocator {
   }
 
   private static int ephemeral() {
-    try (ServerSocket socket = new ServerSocket()) {
-      socket.setReuseAddress(false);
-      socket.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
-      return socket.getLocalPort();
-    } catch (IOException e) {
-      throw new UncheckedIOException("could not find a free port on 127.0.0.1", e);
-    }
+    return ListenPorts.pick();
   }
 }
