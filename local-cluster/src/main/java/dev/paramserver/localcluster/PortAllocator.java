@@ -1,10 +1,6 @@
 package dev.paramserver.localcluster;
 
 import dev.paramserver.launcher.ListenPorts;
-import java.io.IOException;
-import java.net.InetAddress;
-import java.net.InetSocketAddress;
-import java.net.ServerSocket;
 import java.util.HashSet;
 import java.util.Set;
 
@@ -21,7 +17,7 @@ final class PortAllocator {
   /** A port that is free now and was not handed out before by this allocator. */
   synchronized int next() {
     for (int i = 0; i < ATTEMPTS; i++) {
-      int port = ephemeral();
+      int port = ListenPorts.pick();
       if (handedOut.add(port)) {
         return port;
       }
@@ -42,18 +38,8 @@ final class PortAllocator {
     return next();
   }
 
-  /** Whether a listening socket could bind 127.0.0.1:port right now. */
+  /** Whether a listening socket could bind 127.0.0.1:port right now (with SO_REUSEADDR). */
   static boolean isFree(int port) {
-    try (ServerSocket socket = new ServerSocket()) {
-      socket.setReuseAddress(true);
-      socket.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), port));
-      return true;
-    } catch (IOException e) {
-      return false;
-    }
-  }
-
-  private static int ephemeral() {
-    return ListenPorts.pick();
+    return ListenPorts.isFree(port, true);
   }
 }

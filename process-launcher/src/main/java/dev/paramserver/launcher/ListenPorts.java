@@ -39,7 +39,7 @@ public final class ListenPorts {
       ThreadLocalRandom random = ThreadLocalRandom.current();
       for (int i = 0; i < ATTEMPTS; i++) {
         int port = LOW + random.nextInt(high - LOW + 1);
-        if (isFree(port)) {
+        if (isFree(port, false)) {
           return port;
         }
       }
@@ -47,10 +47,15 @@ public final class ListenPorts {
     return osPicked();
   }
 
-  /** Whether a listening socket could bind 127.0.0.1:port right now (without SO_REUSEADDR). */
-  static boolean isFree(int port) {
+  /**
+   * Whether a listening socket could bind 127.0.0.1:port right now.
+   *
+   * @param reuseAddress with SO_REUSEADDR, as Tomcat and Netty bind: a port whose only sockets are
+   *     in TIME_WAIT (the leftovers of a killed process) counts as free
+   */
+  public static boolean isFree(int port, boolean reuseAddress) {
     try (ServerSocket socket = new ServerSocket()) {
-      socket.setReuseAddress(false);
+      socket.setReuseAddress(reuseAddress);
       socket.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), port));
       return true;
     } catch (IOException e) {
