@@ -19,7 +19,9 @@ import java.util.concurrent.TimeUnit;
  *       write fails with ENOSPC.
  *   <li>{@link #failFsync}: an fsync error. A filler takes the tmpfs under the image instead: the
  *       ext4 still accepts writes into the page cache, but writing them back fails, so the log's
- *       next fsync fails (ENOSPC or EIO) while its writes succeed.
+ *       next fsync fails (ENOSPC or EIO) while its writes succeed. The ext4 is mounted with {@code
+ *       discard}, so the image holds tmpfs pages only for live blocks and a new write's blocks need
+ *       new ones, however long the soak has run.
  *   <li>{@link #empty}: removes the fillers; {@link #replace} (process stopped) makes a new empty
  *       file system, as an operator replaces a disk whose fsync failed (its pages may be gone).
  * </ul>
@@ -81,7 +83,10 @@ final class SoakDisks implements AutoCloseable {
     run("mkfs.ext4", "-q", "-F", image(i).toString());
     String loop = run("losetup", "-f", "--show", image(i).toString()).trim();
     loops.set(i, loop);
-    run("mount", loop, walDir(i).toString());
+    // discard: the blocks of a deleted log segment are punched out of the image, so the tmpfs
+    // holds only what the log holds now. Without it a long soak wrote every block of the image
+    // once, a full tmpfs then no longer failed any write-back, and an fsync fault did nothing
+    run("mount", "-o", "discard", loop, walDir(i).toString());
   }
 
   /** A full disk: the ext4 of pserver {@code i} has no free byte left. */
