@@ -29,6 +29,9 @@ import java.util.concurrent.TimeUnit;
 final class SoakDisks implements AutoCloseable {
   private static final String TMPFS_SIZE = "192m";
   private static final String IMAGE_SIZE = "128M"; // below the tmpfs: it never fills by itself
+  // names the process that mounted the disks under a root, so a later soak can unmount those of a
+  // soak that was killed (see StaleDisks)
+  private static final String OWNER_FILE = "owner";
 
   private final Path root;
   private final List<String> loops = new ArrayList<>();
@@ -42,8 +45,11 @@ final class SoakDisks implements AutoCloseable {
    * command (not root, no loop devices, no mount permission), after unmounting what was mounted.
    */
   static SoakDisks mount(Path root, int count) throws IOException, InterruptedException {
+    StaleDisks.sweep(OWNER_FILE);
     SoakDisks disks = new SoakDisks(root);
     try {
+      Files.createDirectories(root);
+      Files.writeString(root.resolve(OWNER_FILE), StaleDisks.thisProcess());
       for (int i = 0; i < count; i++) {
         Files.createDirectories(disks.backing(i));
         Files.createDirectories(disks.walDir(i));
@@ -145,7 +151,7 @@ final class SoakDisks implements AutoCloseable {
     loops.clear();
   }
 
-  private static void quietly(String... command) {
+  static void quietly(String... command) {
     try {
       run(command);
     } catch (IOException e) {
@@ -156,7 +162,7 @@ final class SoakDisks implements AutoCloseable {
   }
 
   /** Runs {@code command} (up to 60 s) and returns its output; throws naming it when it fails. */
-  private static String run(String... command) throws IOException, InterruptedException {
+  static String run(String... command) throws IOException, InterruptedException {
     Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
     if (!p.waitFor(60, TimeUnit.SECONDS)) {
       p.destroyForcibly();
