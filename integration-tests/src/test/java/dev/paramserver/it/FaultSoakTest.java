@@ -414,13 +414,14 @@ class FaultSoakTest {
         System.out.printf(
             Locale.ROOT,
             "SOAK FAILED seed=%d (replay: -Dsoak.seed=%d -Dsoak.faults=%s) faults so far %s; %s;"
-                + " logs in %s%n%s",
+                + " logs in %s%n%s%n%s",
             seed,
             seed,
             KINDS.stream().map(Enum::name).collect(java.util.stream.Collectors.joining(",")),
             injected,
             describeShards(cluster),
             dir,
+            disks == null ? "" : disks.usage(),
             ProcessLogs.tails(cluster, Role.PSERVER, 120));
         throw t;
       }

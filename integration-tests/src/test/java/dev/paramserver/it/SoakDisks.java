@@ -27,8 +27,13 @@ import java.util.concurrent.TimeUnit;
  * </ul>
  */
 final class SoakDisks implements AutoCloseable {
-  private static final String TMPFS_SIZE = "192m";
-  private static final String IMAGE_SIZE = "128M"; // below the tmpfs: it never fills by itself
+  // The image holds the live log (a segment per checkpoint interval, tens of MB at the soak's
+  // push rate) and, per shard index, the log a pserver set aside when it became a backup (up to a
+  // few segments, kept for an operator's forced takeover): 128 MB filled up by itself once after
+  // 14 minutes of takeovers, a full disk no fault had made. The tmpfs holds only what the image's
+  // live blocks take (discard), so the sizes cost memory only while a filler takes them.
+  private static final String TMPFS_SIZE = "1280m";
+  private static final String IMAGE_SIZE = "1G"; // below the tmpfs: it never fills by itself
   // names the process that mounted the disks under a root, so a later soak can unmount those of a
   // soak that was killed (see StaleDisks)
   private static final String OWNER_FILE = "owner";
@@ -103,6 +108,32 @@ final class SoakDisks implements AutoCloseable {
   /** An fsync error: the tmpfs under pserver {@code i}'s image is full. */
   void failFsync(int i) throws IOException {
     fillUp(backing(i).resolve("filler"));
+  }
+
+  /**
+   * What each disk holds, for a failure report: its file system's use ({@code df}) and the size of
+   * every file and directory in its log directory.
+   */
+  String usage() {
+    StringBuilder out = new StringBuilder();
+    for (int i = 0; i < loops.size(); i++) {
+      out.append("disk ").append(i).append(":\n");
+      try {
+        out.append(run("df", "-k", walDir(i).toString(), backing(i).toString()));
+        out.append(run("du", "-sk", "--apparent-size", walDir(i).resolve(".").toString()));
+        try (java.util.stream.Stream<Path> files = Files.list(walDir(i))) {
+          for (Path f : files.sorted().toList()) {
+            out.append(run("du", "-sk", f.toString()));
+          }
+        }
+      } catch (IOException e) {
+        out.append(e.getMessage()).append('\n');
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        break;
+      }
+    }
+    return out.toString();
   }
 
   /** Removes the fillers of pserver {@code i}'s disk. */
