@@ -27,6 +27,7 @@ import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Executor;
 import java.util.concurrent.ExecutorService;
@@ -233,24 +234,26 @@ final class InProcessPserver implements AutoCloseable {
   }
 
   /**
-   * Registers as ShardRegistration does with replicas: the primary of shard 0 when {@link
-   * Replication#mayClaim} lets it; else its backup.
+   * Registers as ShardRegistration does with replicas: takes the place {@link
+   * dev.paramserver.pserver.replication.ShardClaims#claim} gives in shard 0, primary or backup.
    *
    * @return true when it became the primary
+   * @throws IllegalStateException when there is no place to take now (both keys held, or {@code
+   *     ps/0}, which waits for this pserver's log, still held); the lease granted is revoked
    */
   boolean registerAsRegistrationDoes() {
     lease = coordinator.grantLease(Duration.ofSeconds(30));
-    KeyValueStore kv = coordinator.kv();
-    if (replication.mayClaim(INDEX, kv.get(coordinator.keys().psBackup(INDEX)).isPresent())
-        && kv.putIfAbsent(coordinator.keys().ps(INDEX), address(), lease)) {
+    var claim = replication.claims().claim(List.of(INDEX), address(), lease);
+    if (claim.isEmpty()) {
+      lease.revoke();
+      throw new IllegalStateException("no place in shard " + INDEX + " for " + name + " now");
+    }
+    if (claim.get().primary()) {
       if (lifecycle.claimed(INDEX)) {
         checkpoints.load(INDEX);
       }
       replication.becomePrimary(INDEX, lease);
       return true;
-    }
-    if (!kv.putIfAbsent(coordinator.keys().psBackup(INDEX), address(), lease)) {
-      throw new IllegalStateException("ps_backup/" + INDEX + " is taken");
     }
     replication.becomeBackup(INDEX, name, lease, promoted::set);
     return false;
@@ -291,6 +294,21 @@ final class InProcessPserver implements AutoCloseable {
    */
   void crashKeepingDisk() {
     grpc.shutdownNow();
+  }
+
+  /**
+   * {@code kill -9} with the disk intact, outside a simulation: the server stops answering, the
+   * replication's threads and the log's files are closed, without an etcd write; the lease and its
+   * keys stay until etcd expires it ({@link #leaseExpiresWhilePaused}), so a process restarted on
+   * this disk meanwhile finds them held.
+   */
+  void crashWithinLease() {
+    grpc.shutdownNow();
+    replication.stop();
+    WriteAheadLog wal = checkpoints.wal();
+    if (wal != null) {
+      wal.close();
+    }
   }
 
   /** etcd expires this pserver's lease while it is paused (see InMemoryCoordinator#expire). */
