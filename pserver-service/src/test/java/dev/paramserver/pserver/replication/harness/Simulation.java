@@ -24,8 +24,9 @@ import java.util.concurrent.TimeUnit;
  * {@link SimulationNetwork}. Trainers ({@link SimulatedTrainers}) push identified updates to
  * whoever holds {@code ps/0}, retrying a failed push; a nemesis drawn from the same seed partitions
  * links (both ways or one way), pauses pservers (past their lease or not), crashes them (disk kept)
- * and restarts them, overlapping at will. Then every fault heals, and {@link SimulationHistory}
- * checks the state of the pserver serving the shard against every acknowledged push.
+ * and restarts them (after etcd expired the crashed process's lease, or sooner), overlapping at
+ * will. Then every fault heals, and {@link SimulationHistory} checks the state of the pserver
+ * serving the shard against every acknowledged push.
  */
 final class Simulation implements AutoCloseable {
   static final long SECOND = TimeUnit.SECONDS.toNanos(1);
@@ -35,6 +36,9 @@ final class Simulation implements AutoCloseable {
   private final long seed;
   private final SimulationSettings settings;
   private final Random random;
+  // Whether each crash restarts before the lease's end (Restarts.DRAWN), apart from the run's other
+  // draws: a seed's schedule is the same whichever restarts the settings ask for.
+  private final Random restartDraws;
   private final SimulationScheduler sim;
   private final InMemoryCoordinator etcd;
   private final SimulationHistory history;
@@ -66,6 +70,7 @@ final class Simulation implements AutoCloseable {
     this.seed = seed;
     this.settings = settings;
     this.random = new Random(seed);
+    this.restartDraws = new Random(~seed);
     this.sim = new SimulationScheduler(seed ^ 0x5DEECE66DL);
     this.etcd = new InMemoryCoordinator(new SimulationExecutor(sim, "etcd", true));
     this.history = new SimulationHistory(settings.trainers(), settings.pushes(), seed);
@@ -265,22 +270,33 @@ final class Simulation implements AutoCloseable {
     long lasts = SECOND / 5 + (long) (random.nextDouble() * 5 * SECOND);
     int kind = random.nextInt(5);
     boolean primary = random.nextBoolean();
+    boolean quick =
+        switch (settings.restarts()) {
+          case AFTER_LEASE -> false;
+          case WITHIN_LEASE -> true;
+          case DRAWN -> restartDraws.nextBoolean();
+        };
     String what =
         switch (kind) {
           case 0 -> "partition";
           case 1 -> "one-way";
           case 2 -> "pause";
-          case 3 -> "crash";
+          case 3 -> quick ? "crash (restart not waiting for the lease)" : "crash";
           default -> "none";
         };
     nemesis.add(
         String.format(
             "%s of the %s at %.2f s for %.2f s",
             what, primary ? "primary" : "backup", at / 1e9, lasts / 1e9));
-    sim.schedule("nemesis", at, () -> inject(kind, primary, lasts));
+    sim.schedule("nemesis", at, () -> inject(kind, primary, lasts, quick));
   }
 
-  private void inject(int kind, boolean primary, long lasts) {
+  /**
+   * @param quick a crashed pserver restarts when the fault's time is up, even before etcd expired
+   *     its lease (as a supervisor or Kubernetes restarts a killed process within seconds); else
+   *     only after the lease's end
+   */
+  private void inject(int kind, boolean primary, long lasts, boolean quick) {
     Optional<Node> p = serving();
     Node n =
         primary
@@ -304,10 +320,7 @@ final class Simulation implements AutoCloseable {
       case 2 -> pause(n, lasts);
       case 3 -> {
         crash(n);
-        // restarted once etcd expired the crashed process's lease: a restart within it finds a
-        // defect (see docs/explanation/reliability.md), explored with Settings.quickRestart
-        sim.schedule(
-            "nemesis", settings.quickRestart() ? lasts : LEASE_TTL + lasts, () -> restart(n));
+        sim.schedule("nemesis", quick ? lasts : LEASE_TTL + lasts, () -> restart(n));
       }
       default -> {}
     }
