@@ -7,6 +7,7 @@ import dev.paramserver.etcd.Lease;
 import dev.paramserver.pserver.PserverProperties;
 import dev.paramserver.pserver.placement.PlacementFollower;
 import dev.paramserver.pserver.replication.Replication;
+import dev.paramserver.pserver.replication.ShardClaims;
 import dev.paramserver.pserver.role.ShardLifecycle;
 import dev.paramserver.pserver.role.ShardPersistence;
 import dev.paramserver.pserver.shard.ParameterShard;
@@ -15,6 +16,8 @@ import dev.paramserver.rpc.StoppedException;
 import dev.paramserver.service.LifecyclePhases;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -214,16 +217,12 @@ public final class ShardRegistration
   }
 
   /**
-   * With replicas: claims the primary of a shard that has neither a primary nor a backup (a shard
-   * whose primary ended while a backup holds it is the backup's to take over) when nothing may be
-   * lost by it, or whose last primary's log this pserver holds (see {@link Replication#mayClaim}),
-   * else the backup of a shard that has none, {@code preferred} first each time; empty when every
-   * shard has both.
+   * With replicas: takes the place {@link ShardClaims#claim} gives, {@code preferred} first (the
+   * primary of the shard that waits for this pserver's log, else of a vacant shard when nothing may
+   * be lost by it, else the backup of a shard that has none); empty while there is none to take.
    */
   private Optional<Integer> registerReplicated(int desired, int preferred, Lease granted) {
-    KeyValueStore kv = coordinator.kv();
-    byte[] value = address.getBytes(StandardCharsets.UTF_8);
-    java.util.List<Integer> order = new java.util.ArrayList<>();
+    List<Integer> order = new ArrayList<>();
     if (preferred >= 0 && preferred < desired) {
       order.add(preferred);
     }
@@ -232,40 +231,31 @@ public final class ShardRegistration
         order.add(i);
       }
     }
-    for (int i : order) {
-      // a shard whose backup is not in sync waits for its last primary's log: this one's
-      if (replication.mayClaim(i, kv.get(coordinator.keys().psBackup(i)).isPresent())
-          && kv.putIfAbsent(coordinator.keys().ps(i), value, granted)) {
-        lease = granted;
-        replication.stop();
-        onClaimed(i);
-        placement.follow(desired);
-        replication.becomePrimary(i, granted);
-        if (registered(granted)) {
-          log.info(
-              "registered as the primary of shard {} ({}) under lease {}",
-              i,
-              address,
-              granted.id());
-        }
-        return Optional.of(i);
+    Optional<ShardClaims.Claim> claim =
+        replication.claims().claim(order, address.getBytes(StandardCharsets.UTF_8), granted);
+    if (claim.isEmpty()) {
+      revokeQuietly(granted);
+      return Optional.empty();
+    }
+    int i = claim.get().index();
+    lease = granted;
+    if (claim.get().primary()) {
+      replication.stop();
+      onClaimed(i);
+      placement.follow(desired);
+      replication.becomePrimary(i, granted);
+      if (registered(granted)) {
+        log.info(
+            "registered as the primary of shard {} ({}) under lease {}", i, address, granted.id());
+      }
+    } else {
+      replication.becomeBackup(i, address, granted, this::onPromoted);
+      if (registered(granted)) {
+        log.info(
+            "registered as the backup of shard {} ({}) under lease {}", i, address, granted.id());
       }
     }
-    for (int i : order) {
-      if (kv.putIfAbsent(coordinator.keys().psBackup(i), value, granted)) {
-        lease = granted;
-        replication.becomeBackup(i, address, granted, this::onPromoted);
-        if (registered(granted)) {
-          log.info(
-              "registered as the backup of shard {} ({}) under lease {}", i, address, granted.id());
-        }
-        return Optional.of(i);
-      }
-    }
-    revokeQuietly(granted);
-    log.info(
-        "every one of the {} shards has a primary and a backup: waiting for a free place", desired);
-    return Optional.empty();
+    return Optional.of(i);
   }
 
   /**

@@ -5,7 +5,6 @@ import dev.paramserver.errors.ServiceException;
 import dev.paramserver.etcd.Coordinator;
 import dev.paramserver.etcd.KeyValueStore;
 import dev.paramserver.etcd.Lease;
-import dev.paramserver.etcd.ShardSyncRecord;
 import dev.paramserver.pserver.PserverProperties;
 import dev.paramserver.pserver.role.ShardLifecycle;
 import dev.paramserver.pserver.role.ShardPersistence;
@@ -16,7 +15,6 @@ import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.nio.file.Path;
-import java.util.Optional;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.atomic.AtomicLong;
@@ -52,6 +50,7 @@ public final class Replication implements AutoCloseable {
   private final AtomicLong takeoversRefused = new AtomicLong();
   private final ReplicationClock clock;
   private final ExecutorService worker;
+  private final ShardClaims claims;
   // Written under this (read without it on the replication calls' path).
   private volatile PrimaryReplicator primary;
   private volatile BackupReplica backup;
@@ -102,6 +101,7 @@ public final class Replication implements AutoCloseable {
     this.lifecycle = lifecycle;
     this.properties = properties;
     this.persistence = persistence;
+    this.claims = new ShardClaims(coordinator, persistence, () -> storageFailure);
     FunctionCounter.builder(
             "paramserver.pserver.replication.unreplicated", unreplicated, AtomicLong::get)
         .description(
@@ -250,69 +250,9 @@ public final class Replication implements AutoCloseable {
     }
   }
 
-  /**
-   * True when this pserver's log is that of the last primary of shard {@code index} (the epoch it
-   * recorded equals the one of the shard's in-sync record): after a crash the shard waits for this
-   * log unless its backup was in sync, so this pserver claims the shard back even though a backup
-   * is registered (see docs/explanation/replicas.md).
-   */
-  /**
-   * Whether this pserver may claim the vacant {@code ps/<index>} as a primary: it holds the log of
-   * the shard's last primary, or no backup is registered and nothing may be lost by serving the
-   * shard from its checkpoint (no in-sync record yet, the last primary stopped cleanly, or an
-   * operator forced it). A shard whose last primary ended while answering pushes alone waits for
-   * that primary's log.
-   *
-   * @param backupRegistered whether {@code ps_backup/<index>} exists (then the backup takes over)
-   */
-  public boolean mayClaim(int index, boolean backupRegistered) {
-    if (storageFailure != null) {
-      log.warn("shard {} not claimed: this pserver's log failed ({})", index, storageFailure);
-      return false;
-    }
-    if (holdsLatestLog(index)) {
-      return true;
-    }
-    if (backupRegistered) {
-      return false;
-    }
-    try {
-      Optional<ShardSyncRecord> r =
-          ShardSyncRecord.read(coordinator.kv(), coordinator.keys(), index);
-      if (r.isPresent() && !r.get().admitsCheckpoint()) {
-        log.info(
-            "shard {} waits for the log of its last primary (epoch {}, {}): not claimed; 'psctl"
-                + " force-takeover --shard {}' serves it from its checkpoint",
-            index,
-            r.get().epoch(),
-            r.get().inSync() ? "its backup in sync" : "answering without its backup",
-            index);
-        return false;
-      }
-      return true;
-    } catch (RuntimeException e) {
-      log.warn("reading the in-sync record of shard {} failed: {}", index, e.toString());
-      return false;
-    }
-  }
-
-  public boolean holdsLatestLog(int index) {
-    ShardPersistence p = persistence.getIfAvailable();
-    if (p == null) {
-      return false;
-    }
-    long logged = p.loggedEpoch(index);
-    if (logged <= 0) {
-      return false;
-    }
-    try {
-      return ShardSyncRecord.read(coordinator.kv(), coordinator.keys(), index)
-          .map(r -> r.epoch() == logged)
-          .orElse(false);
-    } catch (RuntimeException e) {
-      log.warn("reading the in-sync record of shard {} failed: {}", index, e.toString());
-      return false;
-    }
+  /** Where this pserver may register among the shards, and when it must wait. */
+  public ShardClaims claims() {
+    return claims;
   }
 
   /**

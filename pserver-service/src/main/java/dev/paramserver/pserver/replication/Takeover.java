@@ -29,7 +29,7 @@ import org.springframework.beans.factory.ObjectProvider;
  * the primary that ended (and it still holds every record of it), or when an operator forced the
  * takeover ({@code psctl force-takeover}). Otherwise the primary answered pushes without it: the
  * shard waits for that primary to restart with its log (it claims the shard back, see {@link
- * Replication#holdsLatestLog}), as Kafka never elects a replica outside the in-sync set unless told
+ * ShardClaims#holdsLatestLog}), as Kafka never elects a replica outside the in-sync set unless told
  * to.
  *
  * <p>After the claim, installing the state and becoming primary are retried ({@link #ATTEMPTS}

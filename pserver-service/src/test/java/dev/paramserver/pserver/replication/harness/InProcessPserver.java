@@ -2,13 +2,8 @@ package dev.paramserver.pserver.replication.harness;
 
 import dev.paramserver.etcd.KeyValueStore;
 import dev.paramserver.etcd.Lease;
-import dev.paramserver.proto.v1.FillChunk;
-import dev.paramserver.proto.v1.FillResponse;
 import dev.paramserver.proto.v1.ReplicaRole;
-import dev.paramserver.proto.v1.ReplicateRequest;
-import dev.paramserver.proto.v1.ReplicateResponse;
 import dev.paramserver.proto.v1.ShardCheckpoint;
-import dev.paramserver.proto.v1.ShardReplicationGrpc;
 import dev.paramserver.pserver.PserverProperties;
 import dev.paramserver.pserver.grpc.ShardReplicationGrpcService;
 import dev.paramserver.pserver.persistence.CheckpointService;
@@ -27,23 +22,17 @@ import dev.paramserver.testsupport.TempDirs;
 import dev.paramserver.testsupport.grpc.InProcessGrpc;
 import io.grpc.ClientInterceptor;
 import io.grpc.ManagedChannel;
-import io.grpc.StatusRuntimeException;
 import io.grpc.inprocess.InProcessChannelBuilder;
-import io.grpc.stub.StreamObserver;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executor;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.LongSupplier;
 import org.springframework.beans.factory.ObjectProvider;
@@ -245,24 +234,26 @@ final class InProcessPserver implements AutoCloseable {
   }
 
   /**
-   * Registers as ShardRegistration does with replicas: the primary of shard 0 when {@link
-   * Replication#mayClaim} lets it; else its backup.
+   * Registers as ShardRegistration does with replicas: takes the place {@link
+   * dev.paramserver.pserver.replication.ShardClaims#claim} gives in shard 0, primary or backup.
    *
    * @return true when it became the primary
+   * @throws IllegalStateException when there is no place to take now (both keys held, or {@code
+   *     ps/0}, which waits for this pserver's log, still held); the lease granted is revoked
    */
   boolean registerAsRegistrationDoes() {
     lease = coordinator.grantLease(Duration.ofSeconds(30));
-    KeyValueStore kv = coordinator.kv();
-    if (replication.mayClaim(INDEX, kv.get(coordinator.keys().psBackup(INDEX)).isPresent())
-        && kv.putIfAbsent(coordinator.keys().ps(INDEX), address(), lease)) {
+    var claim = replication.claims().claim(List.of(INDEX), address(), lease);
+    if (claim.isEmpty()) {
+      lease.revoke();
+      throw new IllegalStateException("no place in shard " + INDEX + " for " + name + " now");
+    }
+    if (claim.get().primary()) {
       if (lifecycle.claimed(INDEX)) {
         checkpoints.load(INDEX);
       }
       replication.becomePrimary(INDEX, lease);
       return true;
-    }
-    if (!kv.putIfAbsent(coordinator.keys().psBackup(INDEX), address(), lease)) {
-      throw new IllegalStateException("ps_backup/" + INDEX + " is taken");
     }
     replication.becomeBackup(INDEX, name, lease, promoted::set);
     return false;
@@ -305,6 +296,21 @@ final class InProcessPserver implements AutoCloseable {
     grpc.shutdownNow();
   }
 
+  /**
+   * {@code kill -9} with the disk intact, outside a simulation: the server stops answering, the
+   * replication's threads and the log's files are closed, without an etcd write; the lease and its
+   * keys stay until etcd expires it ({@link #leaseExpiresWhilePaused}), so a process restarted on
+   * this disk meanwhile finds them held.
+   */
+  void crashWithinLease() {
+    grpc.shutdownNow();
+    replication.stop();
+    WriteAheadLog wal = checkpoints.wal();
+    if (wal != null) {
+      wal.close();
+    }
+  }
+
   /** etcd expires this pserver's lease while it is paused (see InMemoryCoordinator#expire). */
   void leaseExpiresWhilePaused() {
     coordinator.expire(lease);
@@ -321,70 +327,6 @@ final class InProcessPserver implements AutoCloseable {
     lifecycle.leaseLost(name + " lost its lease (harness)");
     replication.stop();
     return registerAsRegistrationDoes();
-  }
-
-  /**
-   * Delivers {@code request} to this pserver's ShardReplication service now, as a network delivers
-   * a request it held (see {@link FaultyNetwork#holdNext}).
-   *
-   * @throws io.grpc.StatusRuntimeException when the service refuses it
-   */
-  ReplicateResponse deliverLate(ReplicateRequest request) {
-    ManagedChannel ch = InProcessChannelBuilder.forName(name).directExecutor().build();
-    try {
-      return ShardReplicationGrpc.newBlockingStub(ch)
-          .withDeadlineAfter(10, TimeUnit.SECONDS)
-          .replicate(request);
-    } finally {
-      ch.shutdownNow();
-    }
-  }
-
-  /**
-   * Delivers a copy's {@code chunks} (a Fill call) to this pserver's ShardReplication service now,
-   * as {@link #deliverLate(ReplicateRequest)} does.
-   *
-   * @throws io.grpc.StatusRuntimeException when the service refuses it
-   */
-  FillResponse deliverLate(List<FillChunk> chunks) throws InterruptedException {
-    ManagedChannel ch = InProcessChannelBuilder.forName(name).directExecutor().build();
-    try {
-      CompletableFuture<FillResponse> done = new CompletableFuture<>();
-      StreamObserver<FillChunk> upload =
-          ShardReplicationGrpc.newStub(ch)
-              .withDeadlineAfter(10, TimeUnit.SECONDS)
-              .fill(
-                  new StreamObserver<>() {
-                    @Override
-                    public void onNext(FillResponse value) {
-                      done.complete(value);
-                    }
-
-                    @Override
-                    public void onError(Throwable t) {
-                      done.completeExceptionally(t);
-                    }
-
-                    @Override
-                    public void onCompleted() {
-                      done.complete(FillResponse.getDefaultInstance());
-                    }
-                  });
-      chunks.forEach(upload::onNext);
-      upload.onCompleted();
-      try {
-        return done.get(10, TimeUnit.SECONDS);
-      } catch (ExecutionException e) {
-        if (e.getCause() instanceof StatusRuntimeException s) {
-          throw s;
-        }
-        throw new IllegalStateException(e.getCause());
-      } catch (TimeoutException e) {
-        throw new IllegalStateException("the late copy was not answered in 10 s", e);
-      }
-    } finally {
-      ch.shutdownNow();
-    }
   }
 
   /** Pushes this primary answered without its backup's acknowledgement (the metric). */

@@ -31,7 +31,8 @@ import org.slf4j.LoggerFactory;
  * ISO-8601 duration such as PT1H: runs seeds until it is up instead), {@code simulation.seed} (runs
  * that seed alone and prints its history), {@code simulation.parallel} (simulations run at once,
  * each on its own scheduler: 8 per core by default, as they mostly wait for thread hand-offs), and
- * {@code simulation.quickRestart} (crashed pservers may restart before etcd expired their lease).
+ * {@code simulation.quickRestart} (true: every crashed pserver restarts without waiting for etcd to
+ * expire its lease; false: every one waits; unset: drawn per crash).
  */
 class ReplicationSimulationTest {
   private static final int DEFECT_SEEDS = 600;

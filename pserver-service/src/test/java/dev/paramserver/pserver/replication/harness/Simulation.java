@@ -1,11 +1,8 @@
 package dev.paramserver.pserver.replication.harness;
 
 import dev.paramserver.etcd.KeyValueStore;
-import dev.paramserver.proto.v1.PushGradientsRequest;
 import dev.paramserver.pserver.replication.harness.SimulationHistory.Event;
-import dev.paramserver.pserver.replication.harness.SimulationHistory.Outcome;
 import dev.paramserver.pserver.role.ShardRole;
-import dev.paramserver.pserver.shard.PushOutcome;
 import dev.paramserver.testsupport.TempDirs;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -24,28 +21,31 @@ import java.util.concurrent.TimeUnit;
  * real pserver of the harness ({@link InProcessPserver}: the real Replication, PrimaryReplicator,
  * BackupReplica, Takeover, ShardLifecycle, PushPath and write-ahead log), on the threads and
  * simulated clock of one {@link SimulationScheduler}, their etcd in memory, their calls through a
- * {@link SimulationNetwork}. Trainers push identified updates to whoever holds {@code ps/0},
- * retrying a failed push; a nemesis drawn from the same seed partitions links (both ways or one
- * way), pauses pservers (past their lease or not), crashes them (disk kept) and restarts them,
- * overlapping at will. Then every fault heals, and {@link SimulationHistory} checks the state of
- * the pserver serving the shard against every acknowledged push.
+ * {@link SimulationNetwork}. Trainers ({@link SimulatedTrainers}) push identified updates to
+ * whoever holds {@code ps/0}, retrying a failed push; a nemesis drawn from the same seed partitions
+ * links (both ways or one way), pauses pservers (past their lease or not), crashes them (disk kept)
+ * and restarts them (after etcd expired the crashed process's lease, or sooner), overlapping at
+ * will. Then every fault heals, and {@link SimulationHistory} checks the state of the pserver
+ * serving the shard against every acknowledged push.
  */
 final class Simulation implements AutoCloseable {
   static final long SECOND = TimeUnit.SECONDS.toNanos(1);
   private static final Duration TIMEOUT = Duration.ofSeconds(1);
   private static final long LEASE_TTL = 3 * SECOND;
-  private static final int ATTEMPTS = 6;
 
   private final long seed;
   private final SimulationSettings settings;
   private final Random random;
+  // Whether each crash restarts before the lease's end (Restarts.DRAWN), apart from the run's other
+  // draws: a seed's schedule is the same whichever restarts the settings ask for.
+  private final Random restartDraws;
   private final SimulationScheduler sim;
   private final InMemoryCoordinator etcd;
   private final SimulationHistory history;
   private final Map<String, Node> nodes = new LinkedHashMap<>();
   private final List<String> nemesis = new ArrayList<>();
   private final List<InProcessPserver> all = new ArrayList<>();
-  private int trainersDone;
+  private final SimulatedTrainers trainers;
   private int restarts;
 
   /** A pserver process: its harness pserver, its outgoing network, paused or crashed. */
@@ -70,9 +70,17 @@ final class Simulation implements AutoCloseable {
     this.seed = seed;
     this.settings = settings;
     this.random = new Random(seed);
+    this.restartDraws = new Random(~seed);
     this.sim = new SimulationScheduler(seed ^ 0x5DEECE66DL);
     this.etcd = new InMemoryCoordinator(new SimulationExecutor(sim, "etcd", true));
     this.history = new SimulationHistory(settings.trainers(), settings.pushes(), seed);
+    this.trainers =
+        new SimulatedTrainers(
+            sim,
+            history,
+            random,
+            settings,
+            () -> serving().map(n -> new SimulatedTrainers.Target(n.name, n.pserver.shard)));
     if (settings.skipOutOfSync()) {
       etcd.skipOutOfSyncRecords();
     }
@@ -164,21 +172,18 @@ final class Simulation implements AutoCloseable {
           history.initialise(a.pserver.shard);
           a.pserver.checkpoints.checkpointNow();
           sim.submit("b", () -> b.pserver.registerAsBackup());
-          for (int t = 0; t < settings.trainers(); t++) {
-            int trainer = t;
-            sim.schedule("t" + t, SECOND / 10, () -> attempt(trainer, 1, 1));
-          }
+          trainers.start();
         });
     for (int i = 0; i < settings.faults(); i++) {
       planFault(i);
     }
     long horizon = 60 * SECOND;
-    sim.runUntil(() -> trainersDone == settings.trainers(), horizon);
+    sim.runUntil(() -> trainers.done(), horizon);
     // the faults end: every pserver resumes, crashed ones restart on their disk, links heal
     sim.submit("nemesis", this::healAll);
     boolean served = sim.runUntil(this::settled, sim.now() + 60 * SECOND);
     List<String> extra = new ArrayList<>();
-    if (trainersDone < settings.trainers()) {
+    if (!trainers.done()) {
       extra.add("trainers did not finish within " + horizon / SECOND + " simulated s");
     }
     sim.leaks().forEach(l -> extra.add("LEAK: " + l));
@@ -236,7 +241,7 @@ final class Simulation implements AutoCloseable {
   /** Trainers are done and the shard's primary serves it with its backup in sync. */
   private boolean settled() {
     Optional<Node> s = serving();
-    return trainersDone == settings.trainers()
+    return trainers.done()
         && s.isPresent()
         && s.get().pserver.lifecycle.role() == ShardRole.PRIMARY
         && s.get().pserver.replication.backupSynced();
@@ -259,103 +264,39 @@ final class Simulation implements AutoCloseable {
         .findFirst();
   }
 
-  private void attempt(int trainer, int step, int attempt) {
-    if (step > settings.pushes()) {
-      trainersDone++;
-      return;
-    }
-    String node = "t" + trainer;
-    Optional<Node> target = serving();
-    PushGradientsRequest push = history.push(trainer, step);
-    if (target.isEmpty()) {
-      history.record(event(trainer, step, attempt, Outcome.FAILED, "no primary in etcd"));
-      retry(trainer, step, attempt);
-      return;
-    }
-    Node to = target.get();
-    history.record(event(trainer, step, attempt, Outcome.INVOKED, "to " + to.name));
-    boolean[] answered = {false};
-    // the trainer's own deadline: a paused or cut-off primary answers too late or never
-    sim.schedule(
-        node,
-        5 * SECOND,
-        () -> {
-          if (!answered[0]) {
-            answered[0] = true;
-            history.record(event(trainer, step, attempt, Outcome.FAILED, "no answer in 5 s"));
-            retry(trainer, step, attempt);
-          }
-        });
-    boolean answerLost = random.nextInt(100) < settings.faultPercent() / 2;
-    sim.submit(
-        to.name,
-        () -> {
-          Outcome outcome;
-          String detail;
-          try {
-            PushOutcome o = to.pserver.shard.pushOutcome(push);
-            outcome = o.duplicate() ? Outcome.DUPLICATE : Outcome.ACKNOWLEDGED;
-            detail = "by " + to.name;
-          } catch (RuntimeException e) {
-            outcome = Outcome.FAILED;
-            detail = to.name + ": " + e.getClass().getSimpleName();
-          }
-          Outcome seen = answerLost ? Outcome.ANSWER_LOST : outcome;
-          String why = answerLost ? detail + " (" + outcome + ")" : detail;
-          sim.schedule(
-              node,
-              TimeUnit.MICROSECONDS.toNanos(200),
-              () -> {
-                if (answered[0]) {
-                  return;
-                }
-                answered[0] = true;
-                history.record(event(trainer, step, attempt, seen, why));
-                if (seen == Outcome.ACKNOWLEDGED || seen == Outcome.DUPLICATE) {
-                  sim.schedule(node, SECOND / 20, () -> attempt(trainer, step + 1, 1));
-                } else {
-                  retry(trainer, step, attempt);
-                }
-              });
-        });
-  }
-
-  private void retry(int trainer, int step, int attempt) {
-    String node = "t" + trainer;
-    if (attempt >= ATTEMPTS) {
-      history.record(event(trainer, step, attempt, Outcome.GAVE_UP, ""));
-      sim.schedule(node, SECOND / 20, () -> attempt(trainer, step + 1, 1));
-    } else {
-      sim.schedule(node, SECOND / 2 * attempt, () -> attempt(trainer, step, attempt + 1));
-    }
-  }
-
-  private Event event(int trainer, int step, int attempt, Outcome outcome, String detail) {
-    return new Event(sim.now(), trainer, step, attempt, outcome, detail);
-  }
-
   /** Draws fault {@code i}: what, to whom, when and for how long. */
   private void planFault(int i) {
     long at = SECOND / 5 + (long) (random.nextDouble() * 6 * SECOND);
     long lasts = SECOND / 5 + (long) (random.nextDouble() * 5 * SECOND);
     int kind = random.nextInt(5);
     boolean primary = random.nextBoolean();
+    boolean quick =
+        switch (settings.restarts()) {
+          case AFTER_LEASE -> false;
+          case WITHIN_LEASE -> true;
+          case DRAWN -> restartDraws.nextBoolean();
+        };
     String what =
         switch (kind) {
           case 0 -> "partition";
           case 1 -> "one-way";
           case 2 -> "pause";
-          case 3 -> "crash";
+          case 3 -> quick ? "crash (restart not waiting for the lease)" : "crash";
           default -> "none";
         };
     nemesis.add(
         String.format(
             "%s of the %s at %.2f s for %.2f s",
             what, primary ? "primary" : "backup", at / 1e9, lasts / 1e9));
-    sim.schedule("nemesis", at, () -> inject(kind, primary, lasts));
+    sim.schedule("nemesis", at, () -> inject(kind, primary, lasts, quick));
   }
 
-  private void inject(int kind, boolean primary, long lasts) {
+  /**
+   * @param quick a crashed pserver restarts when the fault's time is up, even before etcd expired
+   *     its lease (as a supervisor or Kubernetes restarts a killed process within seconds); else
+   *     only after the lease's end
+   */
+  private void inject(int kind, boolean primary, long lasts, boolean quick) {
     Optional<Node> p = serving();
     Node n =
         primary
@@ -379,10 +320,7 @@ final class Simulation implements AutoCloseable {
       case 2 -> pause(n, lasts);
       case 3 -> {
         crash(n);
-        // restarted once etcd expired the crashed process's lease: a restart within it finds a
-        // defect (see docs/explanation/reliability.md), explored with Settings.quickRestart
-        sim.schedule(
-            "nemesis", settings.quickRestart() ? lasts : LEASE_TTL + lasts, () -> restart(n));
+        sim.schedule("nemesis", quick ? lasts : LEASE_TTL + lasts, () -> restart(n));
       }
       default -> {}
     }

@@ -89,7 +89,7 @@ class StaleRegistrationCallTest {
 
       // now the network delivers the earlier registration's record
       ReplicateRequest late = (ReplicateRequest) stuck.messages().get(0);
-      Throwable refused = catchThrowable(() -> b.deliverLate(late));
+      Throwable refused = catchThrowable(() -> LateDelivery.replicate(b, late));
 
       // the next push's record is the new registration's first: the backup must apply it
       assertThat(a.shard.pushOutcome(Trainers.push(SEED, 0, 2)).duplicate()).isFalse();
@@ -138,7 +138,7 @@ class StaleRegistrationCallTest {
       // now the network delivers the earlier registration's copy
       @SuppressWarnings("unchecked")
       List<FillChunk> late = (List<FillChunk>) (List<?>) stuck.messages();
-      Throwable refused = catchThrowable(() -> b.deliverLate(late));
+      Throwable refused = catchThrowable(() -> LateDelivery.fill(b, late));
 
       assertThat(differences(b, a))
           .as(

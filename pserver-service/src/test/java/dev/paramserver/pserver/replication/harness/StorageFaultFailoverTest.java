@@ -81,7 +81,7 @@ class StorageFaultFailoverTest {
           .as("the push the full disk refused, retried on the new primary")
           .isFalse();
       assertThat(b.shard.step()).isEqualTo(4);
-      assertThat(a.replication.mayClaim(InProcessPserver.INDEX, false))
+      assertThat(a.replication.claims().mayClaim(InProcessPserver.INDEX, false))
           .as("a pserver whose log failed claims no shard")
           .isFalse();
     }
