@@ -74,17 +74,25 @@ public final class ShardClaims {
    */
   public Optional<Claim> claim(List<Integer> order, byte[] value, Lease granted) {
     KeyValueStore kv = coordinator.kv();
-    if (storageFailure.get() == null) {
-      for (int i : order) {
-        if (holdsLatestLog(i)) {
-          if (kv.putIfAbsent(coordinator.keys().ps(i), value, granted)) {
-            return Optional.of(new Claim(i, true));
-          }
-          if (heldByThisLogsProcess(i)) {
-            return Optional.empty();
-          }
-          break;
+    String failure = storageFailure.get();
+    if (failure != null) {
+      // Not even a backup's place: a backup's log must record what it is sent, and as the backup
+      // of the shard it gave up it would hold the place its backup, in sync and perhaps cut off
+      // from etcd for a moment, needs to come back to and take the shard over.
+      log.warn(
+          "this pserver's log failed ({}): it takes no place, primary or backup, until restarted",
+          failure);
+      return Optional.empty();
+    }
+    for (int i : order) {
+      if (holdsLatestLog(i)) {
+        if (kv.putIfAbsent(coordinator.keys().ps(i), value, granted)) {
+          return Optional.of(new Claim(i, true));
         }
+        if (heldByThisLogsProcess(i)) {
+          return Optional.empty();
+        }
+        break;
       }
     }
     for (int i : order) {
