@@ -111,8 +111,7 @@ public final class MoveRequests {
   public MoveOutResponse moveOut(SlotMove move) {
     checkCurrent(move);
     OutgoingMove attempt =
-        new OutgoingMove(
-            moves, follower, metrics, properties.moveTimeout(), move, channels, clock);
+        new OutgoingMove(moves, follower, metrics, properties.moveTimeout(), move, channels, clock);
     OutgoingMove before;
     synchronized (attempts) {
       before = running;

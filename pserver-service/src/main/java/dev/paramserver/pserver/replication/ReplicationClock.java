@@ -19,7 +19,8 @@ import java.util.concurrent.TimeoutException;
  * at any time (as a spurious wake-up). Nothing the replication decides reads the process's clock
  * another way (it does only to time what it logs and reports): a call's gRPC deadline comes from
  * {@link #deadlineAfter}, a record's wall-clock time from {@link #currentTimeMillis}. Slot moves
- * ({@code pserver.placement}) wait and time out on it too, and it is the shard's {@link ShardClock}.
+ * ({@code pserver.placement}) wait and time out on it too, and it is the shard's {@link
+ * ShardClock}.
  */
 public interface ReplicationClock extends ShardClock {
 
