@@ -164,8 +164,8 @@ final class MoveDriver {
             + move.getSlotsCount()
             + " slots, blocks "
             + move.getBlocksList().stream().map(b -> b.getName() + "/" + b.getBlock()).toList()
-            + ", MoveOut to "
-            + address.get());
+            + ", MoveOut to pserver "
+            + move.getFrom());
     ManagedChannel channel =
         InProcessChannelBuilder.forName(address.get())
             .intercept(links.to(address.get()))

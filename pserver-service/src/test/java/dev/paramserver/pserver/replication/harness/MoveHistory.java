@@ -36,7 +36,7 @@ import java.util.TreeMap;
 final class MoveHistory {
   static final String ID = "id";
   static final String EMB = "emb";
-  static final int BLOCK = 8;
+  static final int BLOCK = 64;
   static final int WIDTH = 2;
   static final int ROWS = 3;
   static final String INIT_ID = "move-sim-1";

@@ -69,14 +69,18 @@ final class MoveLinks {
       this.network = network;
     }
 
-    /** The interceptor of a channel to {@code address} (a pserver process's name). */
+    /**
+     * The interceptor of a channel to {@code address}: a pserver process's name, a dash and a
+     * number unique in the JVM ({@link MovePserver#address}).
+     */
     ClientInterceptor to(String address) {
       ClientInterceptor net = network.to(address);
+      String process = address.substring(0, address.lastIndexOf('-'));
       return new ClientInterceptor() {
         @Override
         public <ReqT, RespT> ClientCall<ReqT, RespT> interceptCall(
             MethodDescriptor<ReqT, RespT> method, CallOptions options, Channel next) {
-          return new Cut<>(net.interceptCall(method, options, next), address);
+          return new Cut<>(net.interceptCall(method, options, next), process);
         }
       };
     }

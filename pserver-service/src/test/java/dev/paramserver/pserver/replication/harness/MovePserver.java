@@ -40,7 +40,12 @@ import org.springframework.beans.factory.support.StaticListableBeanFactory;
  * {@code links}. No replication: moves are refused with replicas.
  */
 final class MovePserver implements AutoCloseable {
+  // unique in the JVM (the in-process server's name, registered in etcd): simulations run at once
+  private static final java.util.concurrent.atomic.AtomicInteger INSTANCES =
+      new java.util.concurrent.atomic.AtomicInteger();
+
   final String name;
+  final String address;
   // the index it claims (paramserver.pserver.index); after a claim, the one it held
   final int preferred;
   final ParameterShard shard;
@@ -55,7 +60,8 @@ final class MovePserver implements AutoCloseable {
   private Lease lease;
 
   /**
-   * @param name the process's name: its in-process server and the address it registers
+   * @param name the process's name (its scheduler node); its address adds a number unique in the
+   *     JVM
    * @param links the network of its calls to other pservers
    */
   MovePserver(
@@ -67,6 +73,7 @@ final class MovePserver implements AutoCloseable {
       Path disk,
       Duration moveTimeout) {
     this.name = name;
+    this.address = name + "-" + INSTANCES.incrementAndGet();
     this.preferred = preferred;
     this.etcd = etcd;
     this.dir = disk;
@@ -95,7 +102,7 @@ final class MovePserver implements AutoCloseable {
             new Channels(links, wiring),
             wiring.clock());
     grpc.startServer(
-        name,
+        address,
         b ->
             b.executor(wiring.transport())
                 .scheduledExecutorService(wiring.timer())
@@ -124,8 +131,8 @@ final class MovePserver implements AutoCloseable {
     Lease granted = etcd.grantLease(Duration.ofSeconds(30));
     int last = lifecycle.lastShard();
     int index = last >= 0 ? last : preferred;
-    byte[] address = name.getBytes(StandardCharsets.UTF_8);
-    if (!etcd.kv().putIfAbsent(etcd.keys().ps(index), address, granted)) {
+    byte[] value = address.getBytes(StandardCharsets.UTF_8);
+    if (!etcd.kv().putIfAbsent(etcd.keys().ps(index), value, granted)) {
       granted.revoke();
       return false;
     }
@@ -163,7 +170,7 @@ final class MovePserver implements AutoCloseable {
     return etcd.kv()
         .get(etcd.keys().ps(index))
         .map(KeyValueStore.KeyValue::valueAsString)
-        .map(name::equals)
+        .map(address::equals)
         .orElse(false);
   }
 

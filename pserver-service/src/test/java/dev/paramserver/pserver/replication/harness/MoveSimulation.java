@@ -82,20 +82,8 @@ final class MoveSimulation implements AutoCloseable {
     this.sim = new SimulationScheduler(seed ^ 0x5DEECE66DL);
     this.etcd = new InMemoryCoordinator(new SimulationExecutor(sim, "etcd", true));
     this.store = new PlacementStore(etcd);
-    this.history = new MoveHistory(settings.trainers(), settings.pushes());
+    this.history = new MoveHistory(settings.trainers(), settings.maxPushes());
     this.initial = SlotMap.initial(history.blocks(), 2);
-    this.trainers =
-        new MoveTrainers(
-            sim,
-            history,
-            store,
-            initial,
-            links,
-            this::serving,
-            random.nextLong(),
-            settings.trainers(),
-            settings.pushes(),
-            settings.faultPercent() / 2);
     this.driver =
         new MoveDriver(
             sim,
@@ -106,6 +94,17 @@ final class MoveSimulation implements AutoCloseable {
             MASTER_MOVE_TIMEOUT,
             Duration.ofSeconds(2),
             Duration.ofMillis(500));
+    this.trainers =
+        new MoveTrainers(
+            sim,
+            history,
+            store,
+            initial,
+            links,
+            this::serving,
+            random.nextLong(),
+            () -> !driver.done(),
+            settings);
   }
 
   private SimulationNetwork network(String node) {
@@ -267,9 +266,9 @@ final class MoveSimulation implements AutoCloseable {
     return s.toString();
   }
 
-  /** Whether a live pserver has {@code address} (its name). */
+  /** Whether a live pserver has {@code address}. */
   private boolean listens(String address) {
-    return procs.values().stream().anyMatch(p -> !p.crashed && p.node.equals(address));
+    return procs.values().stream().anyMatch(p -> !p.crashed && p.pserver.address.equals(address));
   }
 
   /** The live process holding {@code ps/<index>}, if any. */

@@ -52,7 +52,10 @@ class MoveSimulationTest {
     for (long seed = 0; seed < 3; seed++) {
       MoveResult r = run(seed, MoveSettings.quiet());
       assertThat(r.verdict().violations()).as(r.report()).isEmpty();
-      assertThat(r.verdict().acknowledged()).as(r.report()).isEqualTo(16);
+      assertThat(r.history())
+          .as(r.report())
+          .noneMatch(e -> e.outcome() == MoveHistory.Outcome.GAVE_UP);
+      assertThat(r.verdict().acknowledged()).as(r.report()).isGreaterThanOrEqualTo(40);
       assertThat(r.moves()).as(r.report()).noneMatch(m -> m.contains("rolls back"));
       assertThat(r.history())
           .as("pushes refused with MOVED during the grow; " + r.report())
@@ -96,6 +99,10 @@ class MoveSimulationTest {
                 if (!r.ok()) {
                   failures.add(r.report());
                 }
+              } catch (RuntimeException | Error e) {
+                java.io.StringWriter w = new java.io.StringWriter();
+                e.printStackTrace(new java.io.PrintWriter(w));
+                failures.add("move simulation seed " + s + " threw: " + w);
               } finally {
                 queued.release();
               }

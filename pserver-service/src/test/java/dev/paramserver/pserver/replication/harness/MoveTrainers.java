@@ -11,21 +11,22 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Random;
 import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
 import java.util.function.IntFunction;
 
 /**
  * The move simulation's trainers, as docs/explanation/elastic.md ("Trainers") says a trainer
- * follows a scaling, reduced to pushes: each pushes its steps one after the other (200 ms apart),
- * each step split by the committed map (read from etcd again once a second: a watch that lags, so
- * that requests planned by a stale map meet MOVED) into one piece per owner, sent to the pserver
- * holding that index in etcd (it calls its shard's {@code pushOutcome} on that process's threads,
- * as the replication simulation's trainers do: no gRPC between trainer and pserver). A piece
- * refused with MOVED waits until the map reaches the epoch named or that move is rolled back
- * (reading etcd every half second, at most {@value #MOVED_WAIT_SECONDS} s), is cut by that map
- * ({@link MovePiece#resplit}: origin, a part of its own, {@code resent_from}) and its pieces are
- * sent to their owners; a piece that failed or whose answer was lost (or did not come within 5 s)
- * is sent again as it is to the same index, up to {@value #ATTEMPTS} times. A push is acknowledged
- * once every piece of it was.
+ * follows a scaling, reduced to pushes: each pushes its steps one after the other (a batch of 10 to
+ * 40 ms apart; its first steps, then on while the placement changes), each step split by the
+ * committed map (read from etcd again once a second: a watch that lags, so that requests planned by
+ * a stale map meet MOVED) into one piece per owner, sent to the pserver holding that index in etcd
+ * (it calls its shard's {@code pushOutcome} on that process's threads, as the replication
+ * simulation's trainers do: no gRPC between trainer and pserver). A piece refused with MOVED waits
+ * until the map reaches the epoch named or that move is rolled back (reading etcd every half
+ * second, at most {@value #MOVED_WAIT_SECONDS} s), is cut by that map ({@link MovePiece#resplit}:
+ * origin, a part of its own, {@code resent_from}) and its pieces are sent to their owners; a piece
+ * that failed or whose answer was lost (or did not come within 5 s) is sent again as it is to the
+ * same index, up to {@value #ATTEMPTS} times. A push is acknowledged once every piece of it was.
  */
 final class MoveTrainers {
   private static final int ATTEMPTS = 8;
@@ -44,6 +45,8 @@ final class MoveTrainers {
   private final Random random;
   private final int trainers;
   private final int pushes;
+  private final int maxPushes;
+  private final BooleanSupplier moving;
   private final int answerLostPercent;
   private final int[] parts;
   // each trainer's map and when it read it: a watch that lags, so maps go stale and MOVED comes
@@ -53,6 +56,7 @@ final class MoveTrainers {
 
   /**
    * @param serving the live process holding {@code ps/<index>}, if any
+   * @param moving whether the placement is still changing: trainers push on while it is
    * @param answerLostPercent the share of answers lost on the way back
    */
   MoveTrainers(
@@ -63,9 +67,8 @@ final class MoveTrainers {
       MoveLinks links,
       IntFunction<Optional<Target>> serving,
       long seed,
-      int trainers,
-      int pushes,
-      int answerLostPercent) {
+      BooleanSupplier moving,
+      MoveSettings settings) {
     this.sim = sim;
     this.history = history;
     this.store = store;
@@ -73,9 +76,11 @@ final class MoveTrainers {
     this.links = links;
     this.serving = serving;
     this.random = new Random(seed);
-    this.trainers = trainers;
-    this.pushes = pushes;
-    this.answerLostPercent = answerLostPercent;
+    this.trainers = settings.trainers();
+    this.pushes = settings.pushes();
+    this.maxPushes = settings.maxPushes();
+    this.moving = moving;
+    this.answerLostPercent = settings.faultPercent() / 2;
     this.parts = new int[trainers];
     this.maps = new SlotMap[trainers];
     this.readAt = new long[trainers];
@@ -122,12 +127,14 @@ final class MoveTrainers {
       if (!gaveUp) {
         record(Outcome.PUSH_ACKNOWLEDGED, "");
       }
-      sim.schedule(node(trainer), SECOND / 5, () -> step(trainer, step + 1));
+      // a batch of 10 to 40 ms between pushes
+      long batch = TimeUnit.MILLISECONDS.toNanos(10 + random.nextInt(31));
+      sim.schedule(node(trainer), batch, () -> step(trainer, step + 1));
     }
   }
 
   private void step(int trainer, int step) {
-    if (step > pushes) {
+    if (step > maxPushes || (step > pushes && !moving.getAsBoolean())) {
       done++;
       return;
     }
