@@ -54,6 +54,9 @@ final class MoveDriver {
   private boolean done;
   private int committed;
   private int rolledBack;
+  private int begun;
+  private long forwarded;
+  private java.util.function.BiConsumer<Integer, SlotMove> onBegin = (n, m) -> {};
 
   MoveDriver(
       SimulationScheduler sim,
@@ -78,6 +81,11 @@ final class MoveDriver {
     this.pollInterval = pollInterval.toNanos();
   }
 
+  /** Calls {@code listener} with the number (1, 2...) of each move attempt it begins in etcd. */
+  void onBegin(java.util.function.BiConsumer<Integer, SlotMove> listener) {
+    this.onBegin = listener;
+  }
+
   /** Makes the committed placement one of {@code pservers} pservers, from now on. */
   void scaleTo(int pservers) {
     desired = pservers;
@@ -96,6 +104,11 @@ final class MoveDriver {
 
   int rolledBack() {
     return rolledBack;
+  }
+
+  /** Records the old owners forwarded after their cut, in the moves committed. */
+  long forwarded() {
+    return forwarded;
   }
 
   /** What it did, one line per move attempt. */
@@ -150,6 +163,7 @@ final class MoveDriver {
       later(retryDelay);
       return;
     }
+    onBegin.accept(++begun, move);
     Optional<String> address = address(move.getFrom());
     if (address.isEmpty()) {
       failed(move, "pserver " + move.getFrom() + " is not registered");
@@ -210,6 +224,7 @@ final class MoveDriver {
       return;
     }
     committed++;
+    forwarded += answer.getRecords();
     note(
         "commits "
             + move.getId()

@@ -10,6 +10,7 @@ import io.grpc.Metadata;
 import io.grpc.MethodDescriptor;
 import io.grpc.Status;
 import java.util.HashSet;
+import java.util.Random;
 import java.util.Set;
 
 /**
@@ -20,6 +21,12 @@ import java.util.Set;
  * request but its replies are lost (and so are the replies to its own calls). The rules hold for
  * calls under way too: a stream cut in its middle loses what follows. Each call also goes through
  * its caller's {@link SimulationNetwork} (latency, random faults, no server listening).
+ *
+ * <p>A stream's sender is told now and then (a third of the time, drawn from the seed) that the
+ * stream takes no more data yet (gRPC's {@code isReady}, flow control): a sender that waits for it
+ * (the old owner's MoveIn) parks there, and the scheduler runs other threads meanwhile, as they
+ * would run in parallel in a real process. Without it a MoveIn's cut, copy and freeze would run in
+ * one step, and no push could land between the cut and the freeze.
  */
 final class MoveLinks {
   // Guarded by this: processes (by name) cut both ways, and those whose replies are lost.
@@ -54,19 +61,43 @@ final class MoveLinks {
     return passes(from, to) && !oneWay.contains(from) && !oneWay.contains(to);
   }
 
-  /** The calls of process {@code from}, through its {@code network}. */
-  From from(String from, SimulationNetwork network) {
-    return new From(from, network);
+  /**
+   * The calls of process {@code from}, through its {@code network}; {@code seed} draws readiness,
+   * on the time of {@code sim}.
+   */
+  From from(String from, SimulationNetwork network, long seed, SimulationScheduler sim) {
+    return new From(from, network, seed, sim);
   }
 
   /** A process's side of the links: the interceptor of its channel to each address. */
   final class From implements ClientInterceptor {
     private final String from;
     private final SimulationNetwork network;
+    private final Random ready;
+    private final SimulationScheduler sim;
 
-    From(String from, SimulationNetwork network) {
+    From(String from, SimulationNetwork network, long seed, SimulationScheduler sim) {
       this.from = from;
       this.network = network;
+      this.ready = new Random(seed);
+      this.sim = sim;
+    }
+
+    /**
+     * Whether a stream that is ready says so now (see the class's javadoc); {@code until} holds the
+     * end of its current stall.
+     */
+    private boolean readyNow(long[] until) {
+      synchronized (ready) {
+        if (sim.now() < until[0]) {
+          return false;
+        }
+        if (ready.nextInt(3) != 0) {
+          return true;
+        }
+        until[0] = sim.now() + 1 + ready.nextInt(30_000_000);
+        return false;
+      }
     }
 
     /**
@@ -95,6 +126,7 @@ final class MoveLinks {
     private final class Cut<ReqT, RespT>
         extends ForwardingClientCall.SimpleForwardingClientCall<ReqT, RespT> {
       private final String to;
+      private final long[] stalledUntil = {0};
 
       Cut(ClientCall<ReqT, RespT> delegate, String to) {
         super(delegate);
@@ -139,6 +171,11 @@ final class MoveLinks {
         if (passes(from, to)) {
           super.sendMessage(message);
         }
+      }
+
+      @Override
+      public boolean isReady() {
+        return super.isReady() && readyNow(stalledUntil);
       }
 
       @Override

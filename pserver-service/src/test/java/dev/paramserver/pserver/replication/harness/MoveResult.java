@@ -16,8 +16,13 @@ record MoveResult(
     long steps,
     List<String> nemesis,
     List<String> moves,
+    Counts counts,
     List<Event> history,
     List<String> trace) {
+
+  /** How many moves were committed and rolled back, and records forwarded in the committed. */
+  record Counts(int committed, int rolledBack, long forwarded) {}
+
   private static final int CONTEXT = 5;
 
   boolean ok() {
@@ -27,7 +32,8 @@ record MoveResult(
   /** Everything needed to read a failure again, its seed and its replay command first. */
   String report() {
     StringBuilder s = new StringBuilder();
-    s.append("move simulation seed ").append(seed).append(": ").append(verdict).append('\n');
+    s.append("move simulation seed ").append(seed).append(": ").append(verdict);
+    s.append(", ").append(counts).append('\n');
     s.append("replay: ./mvnw -B -o -pl pserver-service -am -DskipITs")
         .append(
             " -Dtest='MoveSimulationTest#manySchedules*' -Dsurefire.failIfNoSpecifiedTests=false")

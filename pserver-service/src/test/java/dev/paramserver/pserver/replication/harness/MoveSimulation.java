@@ -13,6 +13,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Random;
@@ -56,7 +57,12 @@ final class MoveSimulation implements AutoCloseable {
   private final Map<Integer, Proc> procs = new TreeMap<>();
   private final List<MovePserver> all = new ArrayList<>();
   private final List<String> nemesis = new ArrayList<>();
+  // faults armed for a move attempt (by its number): they strike its old or new owner
+  private final List<Armed> armed = new ArrayList<>();
   private int restarts;
+
+  /** A fault that strikes {@code delay} after the coordinator begins move attempt {@code n}. */
+  private record Armed(int n, long delay, MoveFault kind, boolean oldOwner, long lasts) {}
 
   /** A pserver process: its node, its pserver, paused or crashed. */
   private static final class Proc {
@@ -88,7 +94,7 @@ final class MoveSimulation implements AutoCloseable {
         new MoveDriver(
             sim,
             etcd,
-            links.from(MoveDriver.NODE, network(MoveDriver.NODE)),
+            links.from(MoveDriver.NODE, network(MoveDriver.NODE), random.nextLong(), sim),
             random.nextLong(),
             SLOTS_PER_MOVE,
             MASTER_MOVE_TIMEOUT,
@@ -120,7 +126,7 @@ final class MoveSimulation implements AutoCloseable {
             new SimulationExecutor(sim, node, false),
             new SimulationExecutor(sim, node, false),
             new SimulationExecutor(sim, node, false));
-    MoveLinks.From from = links.from(node, network(node));
+    MoveLinks.From from = links.from(node, network(node), random.nextLong(), sim);
     MovePserver p =
         restartOf == null
             ? new MovePserver(node, index, etcd, from, wiring, disk(node), MOVE_TIMEOUT)
@@ -170,6 +176,15 @@ final class MoveSimulation implements AutoCloseable {
     for (int i = 0; i < settings.faults(); i++) {
       planFault();
     }
+    driver.onBegin(
+        (n, move) -> {
+          for (Armed a : armed) {
+            if (a.n() == n) {
+              int index = a.oldOwner() ? move.getFrom() : move.getTo();
+              sim.schedule("nemesis", a.delay(), () -> inject(a.kind(), index, a.lasts()));
+            }
+          }
+        });
     long horizon = 120 * SECOND;
     sim.runUntil(() -> trainers.done() && driver.done(), horizon);
     sim.submit("nemesis", this::healAll);
@@ -201,6 +216,7 @@ final class MoveSimulation implements AutoCloseable {
         sim.steps(),
         nemesis,
         driver.log(),
+        new MoveResult.Counts(driver.committed(), driver.rolledBack(), driver.forwarded()),
         history.events(),
         sim.traceLines());
   }
@@ -296,31 +312,57 @@ final class MoveSimulation implements AutoCloseable {
     }
   }
 
-  /** Draws one fault: what, to whom (the old or the new owner of a move), when, how long. */
+  /**
+   * Draws one fault: what, to whom (the old or the new owner of a move), how long, and when: at a
+   * time of the run (in the first 6 s), or (half of them) within 5 ms of the coordinator beginning
+   * one of its first five move attempts, so that it strikes while that move runs.
+   */
   private void planFault() {
     long at = SECOND / 5 + (long) (random.nextDouble() * 6 * SECOND);
     long lasts = SECOND / 5 + (long) (random.nextDouble() * 5 * SECOND);
     MoveFault kind = MoveFault.values()[random.nextInt(MoveFault.values().length)];
     boolean oldOwner = random.nextBoolean();
     int fallback = random.nextInt(3);
+    boolean duringMove = random.nextBoolean();
+    int n = 1 + random.nextInt(5);
+    long delay = TimeUnit.MICROSECONDS.toNanos(random.nextInt(5000));
+    String what = kind.name().toLowerCase(Locale.ROOT) + " of the " + (oldOwner ? "old" : "new");
+    if (duringMove) {
+      nemesis.add(
+          String.format(
+              Locale.ROOT,
+              "%s owner %.3f ms after move attempt %d begins, for %.2f s",
+              what,
+              delay / 1e6,
+              n,
+              lasts / 1e9));
+      armed.add(new Armed(n, delay, kind, oldOwner, lasts));
+      return;
+    }
     nemesis.add(
         String.format(
-            java.util.Locale.ROOT,
-            "%s of the %s owner at %.2f s for %.2f s",
-            kind.name().toLowerCase(java.util.Locale.ROOT),
-            oldOwner ? "old" : "new",
+            Locale.ROOT,
+            "%s owner (or of ps/%d between moves) at %.2f s for %.2f s",
+            what,
+            fallback,
             at / 1e9,
             lasts / 1e9));
-    sim.schedule("nemesis", at, () -> inject(kind, oldOwner, fallback, lasts));
+    sim.schedule(
+        "nemesis",
+        at,
+        () ->
+            inject(
+                kind,
+                store.read().move().map(m -> oldOwner ? m.getFrom() : m.getTo()).orElse(fallback),
+                lasts));
   }
 
-  private void inject(MoveFault kind, boolean oldOwner, int fallback, long lasts) {
+  private void inject(MoveFault kind, int index, long lasts) {
     if (kind == MoveFault.LOST_MOVE_OUT_REPLY) {
       links.loseReplies(MoveDriver.NODE);
       sim.schedule("nemesis", lasts, () -> links.heal(MoveDriver.NODE));
       return;
     }
-    int index = store.read().move().map(m -> oldOwner ? m.getFrom() : m.getTo()).orElse(fallback);
     Proc p = procs.get(index);
     if (p == null || p.crashed || p.paused) {
       return;

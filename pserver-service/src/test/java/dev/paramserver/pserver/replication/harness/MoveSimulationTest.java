@@ -82,6 +82,7 @@ class MoveSimulationTest {
     AtomicLong ran = new AtomicLong();
     AtomicLong acknowledged = new AtomicLong();
     AtomicLong rolledBack = new AtomicLong();
+    AtomicLong forwarded = new AtomicLong();
     List<String> failures = Collections.synchronizedList(new ArrayList<>());
     ExecutorService pool = Executors.newFixedThreadPool(parallel);
     Semaphore queued = new Semaphore(2 * parallel);
@@ -94,7 +95,8 @@ class MoveSimulationTest {
               try {
                 MoveResult r = run(s, MoveSettings.standard());
                 acknowledged.addAndGet(r.verdict().acknowledged());
-                rolledBack.addAndGet(r.moves().stream().filter(m -> m.contains("rolls")).count());
+                rolledBack.addAndGet(r.counts().rolledBack());
+                forwarded.addAndGet(r.counts().forwarded());
                 ran.incrementAndGet();
                 if (!r.ok()) {
                   failures.add(r.report());
@@ -114,11 +116,19 @@ class MoveSimulationTest {
     assertThat(pool.awaitTermination(800, TimeUnit.SECONDS)).as("schedules ended").isTrue();
     double secs = (System.nanoTime() - started) / 1e9;
     System.out.printf(
-        "MOVE SIMULATION %d schedules from seed %d, %d acknowledged pushes, %d moves rolled back,"
-            + " %d violating, %.1f s, %d at once%n",
-        ran.get(), first, acknowledged.get(), rolledBack.get(), failures.size(), secs, parallel);
+        "MOVE SIMULATION %d schedules from seed %d, %d acknowledged pushes, %d move attempts rolled"
+            + " back, %d records forwarded in committed moves, %d violating, %.1f s, %d at once%n",
+        ran.get(),
+        first,
+        acknowledged.get(),
+        rolledBack.get(),
+        forwarded.get(),
+        failures.size(),
+        secs,
+        parallel);
     assertThat(failures).as(String.join("\n", failures)).isEmpty();
     assertThat(rolledBack.get()).as("moves rolled back by the faults").isPositive();
+    assertThat(forwarded.get()).as("pushes forwarded after a cut").isPositive();
     assertThat(acknowledged.get()).as("acknowledged pushes").isGreaterThan(ran.get());
   }
 
