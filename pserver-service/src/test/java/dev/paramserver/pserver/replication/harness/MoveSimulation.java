@@ -13,7 +13,6 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Random;
@@ -36,7 +35,6 @@ import java.util.concurrent.TimeUnit;
  */
 final class MoveSimulation implements AutoCloseable {
   static final long SECOND = TimeUnit.SECONDS.toNanos(1);
-  private static final long LEASE_TTL = 3 * SECOND;
   // the pserver's move-timeout (as the test properties set it) and the coordinator's
   static final Duration MOVE_TIMEOUT = Duration.ofSeconds(10);
   private static final Duration MASTER_MOVE_TIMEOUT = Duration.ofSeconds(30);
@@ -54,32 +52,10 @@ final class MoveSimulation implements AutoCloseable {
   private final MoveTrainers trainers;
   private final MoveDriver driver;
   // the live (or crashed, not yet restarted) process of each index
-  private final Map<Integer, Proc> procs = new TreeMap<>();
+  private final Map<Integer, MoveProcess> procs = new TreeMap<>();
   private final List<MovePserver> all = new ArrayList<>();
-  private final List<String> nemesis = new ArrayList<>();
-  // faults armed for a move attempt (by its number): they strike its old or new owner
-  private final List<Armed> armed = new ArrayList<>();
+  private final MoveNemesis nemesis;
   private int restarts;
-
-  /** A fault that strikes {@code delay} after the coordinator begins move attempt {@code n}. */
-  private record Armed(int n, long delay, MoveFault kind, boolean oldOwner, long lasts) {}
-
-  /** A pserver process: its node, its pserver, paused or crashed. */
-  private static final class Proc {
-    final int index;
-    final String node;
-    final MovePserver pserver;
-    boolean paused;
-    boolean crashed;
-    boolean leaseExpired;
-    SimulationScheduler.Timer expiry;
-
-    Proc(int index, String node, MovePserver pserver) {
-      this.index = index;
-      this.node = node;
-      this.pserver = pserver;
-    }
-  }
 
   MoveSimulation(long seed, MoveSettings settings) {
     this.seed = seed;
@@ -111,6 +87,8 @@ final class MoveSimulation implements AutoCloseable {
             random.nextLong(),
             () -> !driver.done(),
             settings);
+    this.nemesis =
+        new MoveNemesis(sim, random.nextLong(), etcd, links, procs, this::register, this::restart);
   }
 
   private SimulationNetwork network(String node) {
@@ -118,7 +96,7 @@ final class MoveSimulation implements AutoCloseable {
         sim, node, random.nextLong(), SECOND, settings.faultPercent(), this::listens);
   }
 
-  private Proc start(int index, String node, MovePserver restartOf) {
+  private MoveProcess start(int index, String node, MovePserver restartOf) {
     InProcessPserver.Wiring wiring =
         new InProcessPserver.Wiring(
             sim.clock(node),
@@ -132,7 +110,7 @@ final class MoveSimulation implements AutoCloseable {
             ? new MovePserver(node, index, etcd, from, wiring, disk(node), MOVE_TIMEOUT)
             : restartOf.restartOnSameDisk(node, from, wiring, MOVE_TIMEOUT);
     all.add(p);
-    Proc proc = new Proc(index, node, p);
+    MoveProcess proc = new MoveProcess(index, node, p);
     procs.put(index, proc);
     return proc;
   }
@@ -156,7 +134,7 @@ final class MoveSimulation implements AutoCloseable {
     kv.put(etcd.keys().placement(), initial.toProto().toByteArray());
     kv.put(etcd.keys().psDesired(), "3".getBytes(StandardCharsets.UTF_8));
     for (int i = 0; i < 3; i++) {
-      Proc p = start(i, "ps" + i, null);
+      MoveProcess p = start(i, "ps" + i, null);
       sim.submit(
           p.node,
           () -> {
@@ -174,20 +152,12 @@ final class MoveSimulation implements AutoCloseable {
         SECOND / 5 + (long) (random.nextDouble() * SECOND),
         () -> driver.scaleTo(3));
     for (int i = 0; i < settings.faults(); i++) {
-      planFault();
+      nemesis.planFault();
     }
-    driver.onBegin(
-        (n, move) -> {
-          for (Armed a : armed) {
-            if (a.n() == n) {
-              int index = a.oldOwner() ? move.getFrom() : move.getTo();
-              sim.schedule("nemesis", a.delay(), () -> inject(a.kind(), index, a.lasts()));
-            }
-          }
-        });
+    driver.onBegin(nemesis::moveBegun);
     long horizon = 120 * SECOND;
     sim.runUntil(() -> trainers.done() && driver.done(), horizon);
-    sim.submit("nemesis", this::healAll);
+    sim.submit("nemesis", nemesis::healAll);
     boolean settled = sim.runUntil(this::settled, sim.now() + 120 * SECOND);
     List<String> extra = new ArrayList<>();
     sim.leaks().forEach(l -> extra.add("LEAK: " + l));
@@ -214,7 +184,7 @@ final class MoveSimulation implements AutoCloseable {
         verdict,
         sim.traceHash(),
         sim.steps(),
-        nemesis,
+        nemesis.described(),
         driver.log(),
         new MoveResult.Counts(driver.committed(), driver.rolledBack(), driver.forwarded()),
         history.events(),
@@ -261,7 +231,7 @@ final class MoveSimulation implements AutoCloseable {
     StringBuilder s = new StringBuilder();
     s.append("trainers ").append(trainers.done() ? "done" : "not done");
     s.append(", coordinator ").append(driver.done() ? "done" : "not done").append("; ");
-    for (Proc p : procs.values()) {
+    for (MoveProcess p : procs.values()) {
       var f = p.pserver.follower;
       s.append(p.node)
           .append(p.crashed ? " crashed" : p.paused ? " paused" : "")
@@ -289,7 +259,7 @@ final class MoveSimulation implements AutoCloseable {
 
   /** The live process holding {@code ps/<index>}, if any. */
   private Optional<MoveTrainers.Target> serving(int index) {
-    Proc p = procs.get(index);
+    MoveProcess p = procs.get(index);
     if (p == null || p.crashed || !p.pserver.holds(index)) {
       return Optional.empty();
     }
@@ -297,7 +267,7 @@ final class MoveSimulation implements AutoCloseable {
   }
 
   /** Registers (again) as the registration does; while the index is held, tries again later. */
-  private void register(Proc p) {
+  private void register(MoveProcess p) {
     if (p.crashed || procs.get(p.index) != p) {
       return;
     }
@@ -312,147 +282,13 @@ final class MoveSimulation implements AutoCloseable {
     }
   }
 
-  /**
-   * Draws one fault: what, to whom (the old or the new owner of a move), how long, and when: at a
-   * time of the run (in the first 6 s), or (half of them) within 5 ms of the coordinator beginning
-   * one of its first five move attempts, so that it strikes while that move runs.
-   */
-  private void planFault() {
-    long at = SECOND / 5 + (long) (random.nextDouble() * 6 * SECOND);
-    long lasts = SECOND / 5 + (long) (random.nextDouble() * 5 * SECOND);
-    MoveFault kind = MoveFault.values()[random.nextInt(MoveFault.values().length)];
-    boolean oldOwner = random.nextBoolean();
-    int fallback = random.nextInt(3);
-    boolean duringMove = random.nextBoolean();
-    int n = 1 + random.nextInt(5);
-    long delay = TimeUnit.MICROSECONDS.toNanos(random.nextInt(5000));
-    String what = kind.name().toLowerCase(Locale.ROOT) + " of the " + (oldOwner ? "old" : "new");
-    if (duringMove) {
-      nemesis.add(
-          String.format(
-              Locale.ROOT,
-              "%s owner %.3f ms after move attempt %d begins, for %.2f s",
-              what,
-              delay / 1e6,
-              n,
-              lasts / 1e9));
-      armed.add(new Armed(n, delay, kind, oldOwner, lasts));
-      return;
-    }
-    nemesis.add(
-        String.format(
-            Locale.ROOT,
-            "%s owner (or of ps/%d between moves) at %.2f s for %.2f s",
-            what,
-            fallback,
-            at / 1e9,
-            lasts / 1e9));
-    sim.schedule(
-        "nemesis",
-        at,
-        () ->
-            inject(
-                kind,
-                store.read().move().map(m -> oldOwner ? m.getFrom() : m.getTo()).orElse(fallback),
-                lasts));
-  }
-
-  private void inject(MoveFault kind, int index, long lasts) {
-    if (kind == MoveFault.LOST_MOVE_OUT_REPLY) {
-      links.loseReplies(MoveDriver.NODE);
-      sim.schedule("nemesis", lasts, () -> links.heal(MoveDriver.NODE));
-      return;
-    }
-    Proc p = procs.get(index);
-    if (p == null || p.crashed || p.paused) {
-      return;
-    }
-    switch (kind) {
-      case PARTITION -> {
-        links.partition(p.node);
-        sim.schedule("nemesis", lasts, () -> links.heal(p.node));
-      }
-      case ONE_WAY -> {
-        links.loseReplies(p.node);
-        sim.schedule("nemesis", lasts, () -> links.heal(p.node));
-      }
-      case PAUSE -> pause(p, lasts);
-      case CRASH -> {
-        crash(p);
-        sim.schedule("nemesis", LEASE_TTL + lasts, () -> restart(p));
-      }
-      default -> {}
-    }
-  }
-
-  private void pause(Proc p, long lasts) {
-    p.paused = true;
-    sim.pause(p.node);
-    if (lasts > LEASE_TTL && p.pserver.lease() != null) {
-      p.expiry =
-          sim.schedule(
-              "nemesis",
-              LEASE_TTL,
-              () -> {
-                p.expiry = null;
-                p.leaseExpired = true;
-                etcd.expire(p.pserver.lease());
-              });
-    }
-    sim.schedule("nemesis", lasts, () -> resume(p));
-  }
-
-  private void resume(Proc p) {
-    if (!p.paused) {
-      return;
-    }
-    p.paused = false;
-    sim.resume(p.node);
-    if (p.expiry != null) {
-      p.expiry.cancelled = true; // resumed before etcd expired the lease: its keep-alive goes on
-      p.expiry = null;
-    }
-    if (p.leaseExpired) {
-      p.leaseExpired = false;
-      // its keep-alive fails: the lease is lost, the shard stops answering, it claims again
-      p.pserver.lease().revoke();
-      sim.submit(
-          p.node,
-          () -> {
-            p.pserver.leaseLost();
-            sim.schedule(p.node, SECOND / 5, () -> register(p));
-          });
-    }
-  }
-
-  /** kill -9: the threads stop, the lease ends after its TTL, the disk stays. */
-  private void crash(Proc p) {
-    p.crashed = true;
-    sim.crash(p.node);
-    p.pserver.crashKeepingDisk();
-    if (p.pserver.lease() != null) {
-      sim.schedule("nemesis", LEASE_TTL, () -> etcd.expire(p.pserver.lease()));
-    }
-  }
-
-  private void restart(Proc old) {
+  /** A crashed process starts again on its disk and claims its index. */
+  private void restart(MoveProcess old) {
     if (!old.crashed || procs.get(old.index) != old) {
       return;
     }
-    Proc p = start(old.index, "ps" + old.index + "'" + (++restarts), old.pserver);
+    MoveProcess p = start(old.index, "ps" + old.index + "'" + (++restarts), old.pserver);
     sim.submit(p.node, () -> register(p));
-  }
-
-  private void healAll() {
-    links.healAll();
-    for (Proc p : List.copyOf(procs.values())) {
-      if (p.paused) {
-        resume(p);
-      }
-      if (p.crashed) {
-        restart(p);
-      }
-    }
   }
 
   @Override
