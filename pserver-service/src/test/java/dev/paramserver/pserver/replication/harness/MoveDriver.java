@@ -49,6 +49,8 @@ final class MoveDriver {
   private final long retryDelay;
   private final long pollInterval;
   private final List<String> log = new ArrayList<>();
+  // the injected defect: commit a move right after beginning it (see MoveSettings)
+  private boolean commitWithoutMoveOut;
   private int desired;
   // false until a scaling asked for is done
   private boolean done;
@@ -84,6 +86,11 @@ final class MoveDriver {
   /** Calls {@code listener} with the number (1, 2...) of each move attempt it begins in etcd. */
   void onBegin(java.util.function.BiConsumer<Integer, SlotMove> listener) {
     this.onBegin = listener;
+  }
+
+  /** Injects the defect: each move is committed as soon as it is begun, with no MoveOut. */
+  void commitWithoutMoveOut() {
+    commitWithoutMoveOut = true;
   }
 
   /** Makes the committed placement one of {@code pservers} pservers, from now on. */
@@ -164,6 +171,10 @@ final class MoveDriver {
       return;
     }
     onBegin.accept(++begun, move);
+    if (commitWithoutMoveOut) {
+      commit(cur, move, MoveOutResponse.getDefaultInstance());
+      return;
+    }
     Optional<String> address = address(move.getFrom());
     if (address.isEmpty()) {
       failed(move, "pserver " + move.getFrom() + " is not registered");

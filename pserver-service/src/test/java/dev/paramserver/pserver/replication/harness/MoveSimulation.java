@@ -87,6 +87,9 @@ final class MoveSimulation implements AutoCloseable {
             random.nextLong(),
             () -> !driver.done(),
             settings);
+    if (settings.commitWithoutMoveOut()) {
+      driver.commitWithoutMoveOut();
+    }
     this.nemesis =
         new MoveNemesis(sim, random.nextLong(), etcd, links, procs, this::register, this::restart);
   }

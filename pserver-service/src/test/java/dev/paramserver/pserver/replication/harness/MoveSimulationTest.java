@@ -30,7 +30,7 @@ import org.slf4j.LoggerFactory;
  * movesimulation.parallel} (simulations at once, 4 per core by default).
  */
 class MoveSimulationTest {
-  private static final int SEEDS = 150;
+  private static final int SEEDS = 1000;
   private static Level level;
 
   @BeforeAll
@@ -130,6 +130,15 @@ class MoveSimulationTest {
     assertThat(rolledBack.get()).as("moves rolled back by the faults").isPositive();
     assertThat(forwarded.get()).as("pushes forwarded after a cut").isPositive();
     assertThat(acknowledged.get()).as("acknowledged pushes").isGreaterThan(ran.get());
+  }
+
+  @Test
+  @Timeout(value = 120)
+  void movesCommittedWithoutMoveOut_areFoundAsLostPushesAndSlotsHeldTwice() {
+    MoveResult r = run(0, MoveSettings.quiet().committingWithoutMoveOut());
+    System.out.println("the injected defect found by seed 0:\n" + r.report());
+    assertThat(r.verdict().lost()).as(r.report()).isPositive();
+    assertThat(r.verdict().violations()).as(r.report()).anyMatch(v -> v.startsWith("TWO OWNERS"));
   }
 
   @Test
