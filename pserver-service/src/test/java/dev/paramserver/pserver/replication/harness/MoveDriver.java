@@ -52,7 +52,9 @@ final class MoveDriver {
   // the injected defect: commit a move right after beginning it (see MoveSettings)
   private boolean commitWithoutMoveOut;
   private int desired;
-  // false until a scaling asked for is done
+  // the scalings asked for after the current one, in order
+  private final java.util.ArrayDeque<Integer> then = new java.util.ArrayDeque<>();
+  // false until every scaling asked for is done
   private boolean done;
   private int committed;
   private int rolledBack;
@@ -93,14 +95,20 @@ final class MoveDriver {
     commitWithoutMoveOut = true;
   }
 
-  /** Makes the committed placement one of {@code pservers} pservers, from now on. */
-  void scaleTo(int pservers) {
+  /**
+   * Makes the committed placement one of {@code pservers} pservers, from now on, then of each of
+   * {@code after} in turn (writing {@code ps_desired} first, as {@code psctl scale} does).
+   */
+  void scaleTo(int pservers, int... after) {
+    for (int n : after) {
+      then.add(n);
+    }
     desired = pservers;
     done = false;
     sim.submit(NODE, this::step);
   }
 
-  /** Whether the committed map is the one asked for, with no move in progress. */
+  /** Whether the committed map is the last one asked for, with no move in progress. */
   boolean done() {
     return done;
   }
@@ -144,8 +152,18 @@ final class MoveDriver {
     SlotMap cur = SlotMap.fromProto(read.map().orElseThrow());
     List<SlotMove> moves = cur.movesTo(cur.resized(desired), slotsPerMove);
     if (moves.isEmpty()) {
-      note("done at epoch " + cur.epoch());
-      done = true;
+      note("done with " + desired + " pservers at epoch " + cur.epoch());
+      if (then.isEmpty()) {
+        done = true;
+        return;
+      }
+      desired = then.poll();
+      etcd.kv()
+          .put(
+              etcd.keys().psDesired(),
+              Integer.toString(desired).getBytes(java.nio.charset.StandardCharsets.UTF_8));
+      note("scales to " + desired + " pservers");
+      sim.submit(NODE, this::step);
       return;
     }
     for (int i = 0; i < desired; i++) {

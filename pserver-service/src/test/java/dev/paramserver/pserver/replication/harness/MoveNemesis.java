@@ -78,7 +78,7 @@ final class MoveNemesis {
   /**
    * Draws one fault: what, to whom (the old or the new owner of a move), how long, and when: at a
    * time of the run (in the first 6 s), or (half of them) within 5 ms of the coordinator beginning
-   * one of its first five move attempts, so that it strikes while that move runs.
+   * one of its first ten move attempts, so that it strikes while that move runs.
    */
   void planFault() {
     long at = SECOND / 5 + (long) (random.nextDouble() * 6 * SECOND);
@@ -87,7 +87,7 @@ final class MoveNemesis {
     boolean oldOwner = random.nextBoolean();
     int fallback = random.nextInt(3);
     boolean duringMove = random.nextBoolean();
-    int n = 1 + random.nextInt(5);
+    int n = 1 + random.nextInt(10);
     long delay = TimeUnit.MICROSECONDS.toNanos(random.nextInt(5000));
     String what = kind.name().toLowerCase(Locale.ROOT) + " of the " + (oldOwner ? "old" : "new");
     if (duringMove) {

@@ -23,15 +23,16 @@ import java.util.concurrent.TimeUnit;
  * One deterministic run of slot moves (docs/explanation/elastic.md): three real elastic pservers
  * ({@link MovePserver}: the real ShardMoves, PlacementFollower, MoveRequests, OutgoingMove,
  * IncomingMove, the SlotMoves gRPC service over the in-process transport, the write-ahead log and
- * checkpoints), a coordinator growing the job from two pservers to three one fenced move at a time
- * ({@link MoveDriver}), and trainers pushing identified updates by the committed map ({@link
- * MoveTrainers}), all on the threads and simulated clock of one {@link SimulationScheduler}, etcd
- * in memory. A nemesis drawn from the same seed strikes the old or the new owner of the move under
- * way (or any pserver between moves): a partition both ways or one way ({@link MoveLinks}), a pause
- * (past its lease or not), a crash (disk kept) and its restart on the same disk, or the loss of the
- * coordinator's replies (a MoveOut answered but its answer lost). Then every fault heals, the grow
- * must end (committed, balanced, nothing in progress, every pserver serving the committed epoch),
- * and {@link MoveState} checks every acknowledged push applied exactly once across the owners.
+ * checkpoints), a coordinator growing the job from two pservers to three, then shrinking it back to
+ * two, one fenced move at a time ({@link MoveDriver}), and trainers pushing identified updates by
+ * the committed map ({@link MoveTrainers}), all on the threads and simulated clock of one {@link
+ * SimulationScheduler}, etcd in memory. A nemesis drawn from the same seed strikes the old or the
+ * new owner of the move under way (or any pserver between moves): a partition both ways or one way
+ * ({@link MoveLinks}), a pause (past its lease or not), a crash (disk kept) and its restart on the
+ * same disk, or the loss of the coordinator's replies (a MoveOut answered but its answer lost).
+ * Then every fault heals, the scaling must end (committed, balanced, nothing in progress, every
+ * pserver serving the committed epoch), and {@link MoveState} checks every acknowledged push
+ * applied exactly once across the owners.
  */
 final class MoveSimulation implements AutoCloseable {
   static final long SECOND = TimeUnit.SECONDS.toNanos(1);
@@ -153,7 +154,13 @@ final class MoveSimulation implements AutoCloseable {
     sim.schedule(
         MoveDriver.NODE,
         SECOND / 5 + (long) (random.nextDouble() * SECOND),
-        () -> driver.scaleTo(3));
+        () -> {
+          if (settings.shrinkBack()) {
+            driver.scaleTo(3, 2);
+          } else {
+            driver.scaleTo(3);
+          }
+        });
     for (int i = 0; i < settings.faults(); i++) {
       nemesis.planFault();
     }
@@ -166,7 +173,8 @@ final class MoveSimulation implements AutoCloseable {
     sim.leaks().forEach(l -> extra.add("LEAK: " + l));
     MoveHistory.Verdict verdict;
     if (!settled) {
-      extra.add("the grow did not end within 120 simulated s after the faults healed: " + world());
+      extra.add(
+          "the scaling did not end within 120 simulated s after the faults healed: " + world());
       verdict = new MoveHistory.Verdict(0, 0, 0, extra);
     } else {
       SlotMap map = store.read().slotMap(initial);
@@ -174,7 +182,7 @@ final class MoveSimulation implements AutoCloseable {
       procs.forEach((i, p) -> states.put(i, p.pserver.shard.snapshot()));
       verdict = history.check(map, states);
       List<String> v = new ArrayList<>(verdict.violations());
-      v.addAll(MoveState.ownership(history, map, states));
+      v.addAll(MoveState.ownership(history, map, states, settings.finalPservers()));
       v.addAll(extra);
       verdict =
           new MoveHistory.Verdict(verdict.acknowledged(), verdict.lost(), verdict.doubled(), v);
@@ -201,9 +209,9 @@ final class MoveSimulation implements AutoCloseable {
   }
 
   /**
-   * The grow ended and every pserver follows it: the trainers are done, the coordinator is done (no
-   * move in progress), and every index is held by a live pserver serving the committed epoch with
-   * no move under way.
+   * The scaling ended and every pserver follows it: the trainers are done, the coordinator is done
+   * (no move in progress), and every index is held by a live pserver serving the committed epoch
+   * with no move under way.
    */
   private boolean settled() {
     if (!trainers.done() || !driver.done()) {

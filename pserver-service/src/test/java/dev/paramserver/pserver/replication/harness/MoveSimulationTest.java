@@ -20,13 +20,14 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The deterministic simulation of slot moves (see {@link MoveSimulation}): a grow from two pservers
- * to three under pushes, with no fault and then under seeded faults, every acknowledged push
- * applied exactly once across the owners, the grow committed and balanced, no slot held by two
- * pservers, nothing outside the seed leaking into a run; and seeds replayed bit for bit.
+ * to three and a shrink back to two under pushes, with no fault and then under seeded faults, every
+ * acknowledged push applied exactly once across the owners, the scaling committed and balanced, no
+ * slot held by two pservers, nothing outside the seed leaking into a run; and seeds replayed bit
+ * for bit.
  *
  * <p>System properties (docs/how-to/test.md): {@code movesimulation.seeds} (schedules of the faulty
- * test, {@value #SEEDS} by default), {@code movesimulation.firstSeed} (0), {@code
- * movesimulation.seed} (runs that seed alone and prints its history), {@code
+ * test, {@value #SEEDS} by default, about 75 s on two busy cores), {@code movesimulation.firstSeed}
+ * (0), {@code movesimulation.seed} (runs that seed alone and prints its history), {@code
  * movesimulation.parallel} (simulations at once, 4 per core by default).
  */
 class MoveSimulationTest {
@@ -48,7 +49,7 @@ class MoveSimulationTest {
 
   @Test
   @Timeout(value = 120)
-  void growWithoutFaults_commitsEveryMove_andAppliesEveryPushOnce() {
+  void growAndShrinkWithoutFaults_commitEveryMove_andApplyEveryPushOnce() {
     for (long seed = 0; seed < 3; seed++) {
       MoveResult r = run(seed, MoveSettings.quiet());
       assertThat(r.verdict().violations()).as(r.report()).isEmpty();
@@ -58,7 +59,7 @@ class MoveSimulationTest {
       assertThat(r.verdict().acknowledged()).as(r.report()).isGreaterThanOrEqualTo(40);
       assertThat(r.moves()).as(r.report()).noneMatch(m -> m.contains("rolls back"));
       assertThat(r.history())
-          .as("pushes refused with MOVED during the grow; " + r.report())
+          .as("pushes refused with MOVED during the scaling; " + r.report())
           .anyMatch(e -> e.outcome() == MoveHistory.Outcome.MOVED);
     }
   }

@@ -19,11 +19,16 @@ import java.util.Map;
 final class MoveState {
   private MoveState() {}
 
+  /**
+   * The violations of {@code states} (the shards serving each index) against {@code map}, the
+   * committed map, which must be the balanced map of {@code pservers}.
+   */
   static List<String> ownership(
-      MoveHistory history, SlotMap map, Map<Integer, ShardCheckpoint> states) {
+      MoveHistory history, SlotMap map, Map<Integer, ShardCheckpoint> states, int pservers) {
     List<String> violations = new ArrayList<>();
-    if (!map.movesTo(map.resized(map.pservers()), 1 << 20).isEmpty() || map.pservers() != 3) {
-      violations.add("PLACEMENT: the committed map is not the balanced map of 3: " + map);
+    if (!map.movesTo(map.resized(pservers), 1 << 20).isEmpty()) {
+      violations.add(
+          "PLACEMENT: the committed map is not the balanced map of " + pservers + ": " + map);
     }
     long table = ShardPlacement.tableHash(MoveHistory.EMB);
     for (BlockSpec b : history.blocks()) {
