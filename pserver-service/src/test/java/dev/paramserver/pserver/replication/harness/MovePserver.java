@@ -181,16 +181,19 @@ final class MovePserver implements AutoCloseable {
 
   @Override
   public void close() {
-    grpc.shutdownNow();
-    checkpoints.stop();
-    WriteAheadLog wal = checkpoints.wal();
-    if (wal != null) {
-      wal.close();
-    }
-    wiring.transport().shutdownNow();
-    wiring.blocking().shutdownNow();
-    if (ownsDir) {
-      TempDirs.deleteRecursively(dir);
+    try {
+      grpc.shutdownNow();
+      checkpoints.stop();
+      WriteAheadLog wal = checkpoints.wal();
+      if (wal != null) {
+        wal.close();
+      }
+      wiring.transport().shutdownNow();
+      wiring.blocking().shutdownNow();
+    } finally {
+      if (ownsDir) {
+        TempDirs.deleteRecursively(dir);
+      }
     }
   }
 
