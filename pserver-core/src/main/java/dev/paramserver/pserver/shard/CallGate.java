@@ -23,6 +23,8 @@ final class CallGate {
   private MovingSlots outgoing;
   private MovingSlots incoming;
   private volatile RowOwnership rowOwnership = RowOwnership.UNCHECKED;
+  // The time and waits of awaitPlacementChange: the process's, or a simulation's.
+  private volatile ShardClock clock = new ShardClock() {};
 
   void hold(String why) {
     this.held = why;
@@ -76,20 +78,31 @@ final class CallGate {
     notifyAll();
   }
 
+  /** Waits for placement changes on {@code clock} from now on (see {@link ShardMoves#waitWith}). */
+  void waitWith(ShardClock clock) {
+    this.clock = clock;
+  }
+
+  /** The clock of this gate's waits. */
+  ShardClock clock() {
+    return clock;
+  }
+
   /**
    * Waits until the placement or the move in progress changes, or {@code deadlineNanos} ({@link
-   * System#nanoTime}) passes.
+   * #clock}'s time) passes.
    *
    * @return false when the deadline passed first
    */
   synchronized boolean awaitPlacementChange(RowOwnership seen, long deadlineNanos)
       throws InterruptedException {
+    ShardClock c = clock;
     while (rowOwnership == seen) {
-      long left = deadlineNanos - System.nanoTime();
+      long left = deadlineNanos - c.nanoTime();
       if (left <= 0) {
         return false;
       }
-      java.util.concurrent.TimeUnit.NANOSECONDS.timedWait(this, left);
+      c.timedWait(this, left);
     }
     return true;
   }

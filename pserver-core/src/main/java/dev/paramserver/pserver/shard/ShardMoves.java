@@ -30,6 +30,14 @@ public final class ShardMoves {
   }
 
   /**
+   * Times the waits of trainers' requests for slots moving here on {@code clock} from now on (the
+   * process's clock until then): the placement follower's, so that a simulation's waits park.
+   */
+  public void waitWith(ShardClock clock) {
+    shard.gate().waitWith(clock);
+  }
+
+  /**
    * Serves the rows and blocks {@code map} gives the shard's index, with a move out of ({@code
    * outgoing}: its slots are refused with MOVED) or into ({@code incoming}: requests for its slots
    * wait for the commit) this pserver in progress; null for none.
@@ -160,7 +168,7 @@ public final class ShardMoves {
    * again, else answers MOVED naming the committed owner.
    */
   static <T> T placed(CallGate gate, Supplier<T> call) {
-    long deadline = System.nanoTime() + PLACEMENT_WAIT_NANOS;
+    long deadline = gate.clock().nanoTime() + PLACEMENT_WAIT_NANOS;
     while (true) {
       RowOwnership seen = gate.rowOwnership();
       try {

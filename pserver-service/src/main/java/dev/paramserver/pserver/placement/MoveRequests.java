@@ -9,6 +9,7 @@ import dev.paramserver.proto.v1.MoveOutResponse;
 import dev.paramserver.proto.v1.SlotMove;
 import dev.paramserver.proto.v1.TrainingMode;
 import dev.paramserver.pserver.PserverProperties;
+import dev.paramserver.pserver.replication.ReplicationClock;
 import dev.paramserver.pserver.role.ShardPersistence;
 import dev.paramserver.pserver.shard.ParameterShard;
 import dev.paramserver.pserver.shard.ShardMoves;
@@ -19,9 +20,9 @@ import io.grpc.StatusRuntimeException;
 import io.grpc.stub.StreamObserver;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executor;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.beans.factory.annotation.Qualifier;
 import org.springframework.stereotype.Component;
 
@@ -43,6 +44,7 @@ public final class MoveRequests {
   private final ObjectProvider<ShardPersistence> persistence;
   private final Executor blocking;
   private final ChannelFactory channels;
+  private final ReplicationClock clock;
   // the attempt running or about to run here (guarded by attempts): at most one runs at a time
   private final Object attempts = new Object();
   private OutgoingMove running;
@@ -51,6 +53,7 @@ public final class MoveRequests {
    * @param channels dials the new owner of moving slots (the service's TLS and interceptors, as
    *     replication's calls)
    */
+  @Autowired
   public MoveRequests(
       ParameterShard shard,
       ShardMoves moves,
@@ -61,6 +64,34 @@ public final class MoveRequests {
       ObjectProvider<ShardPersistence> persistence,
       @Qualifier("pserverBlockingExecutor") Executor blocking,
       ChannelFactory channels) {
+    this(
+        shard,
+        moves,
+        follower,
+        coordinator,
+        properties,
+        metrics,
+        persistence,
+        blocking,
+        channels,
+        ReplicationClock.SYSTEM);
+  }
+
+  /**
+   * As the other constructor, with the time and waits of a move out of here (its deadlines, its
+   * wait for the new owner, for an earlier attempt to end) on {@code clock}: a simulation's.
+   */
+  public MoveRequests(
+      ParameterShard shard,
+      ShardMoves moves,
+      PlacementFollower follower,
+      Coordinator coordinator,
+      PserverProperties properties,
+      MoveMetrics metrics,
+      ObjectProvider<ShardPersistence> persistence,
+      Executor blocking,
+      ChannelFactory channels,
+      ReplicationClock clock) {
     this.shard = shard;
     this.moves = moves;
     this.follower = follower;
@@ -70,6 +101,7 @@ public final class MoveRequests {
     this.persistence = persistence;
     this.blocking = blocking;
     this.channels = channels;
+    this.clock = clock;
   }
 
   /**
@@ -79,7 +111,7 @@ public final class MoveRequests {
   public MoveOutResponse moveOut(SlotMove move) {
     checkCurrent(move);
     OutgoingMove attempt =
-        new OutgoingMove(moves, follower, metrics, properties.moveTimeout(), move, channels);
+        new OutgoingMove(moves, follower, metrics, properties.moveTimeout(), move, channels, clock);
     OutgoingMove before;
     synchronized (attempts) {
       before = running;
@@ -111,7 +143,7 @@ public final class MoveRequests {
   private void supersede(OutgoingMove before, OutgoingMove attempt, SlotMove move) {
     before.cancel("attempt " + move.getAttempt() + " of move " + move.getId() + " began");
     try {
-      before.ended().get(properties.moveTimeout().toMillis(), TimeUnit.MILLISECONDS);
+      clock.get(before.ended(), properties.moveTimeout().toNanos());
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw Status.UNAVAILABLE.withDescription("pserver is stopping").asRuntimeException();

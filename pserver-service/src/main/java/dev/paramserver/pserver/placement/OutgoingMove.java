@@ -7,6 +7,7 @@ import dev.paramserver.proto.v1.MoveOutResponse;
 import dev.paramserver.proto.v1.SlotMove;
 import dev.paramserver.proto.v1.SlotMovesGrpc;
 import dev.paramserver.proto.v1.WalRecord;
+import dev.paramserver.pserver.replication.ReplicationClock;
 import dev.paramserver.pserver.shard.MoveCounts;
 import dev.paramserver.pserver.shard.MovingSlots;
 import dev.paramserver.pserver.shard.RecordTap;
@@ -56,6 +57,7 @@ final class OutgoingMove {
   private final Duration timeout;
   private final MovingSlots moving;
   private final ChannelFactory channels;
+  private final ReplicationClock clock;
   private final ConcurrentLinkedQueue<WalRecord> records = new ConcurrentLinkedQueue<>();
   private final RecordTap tap;
   // the new owner's answer; completed exceptionally by the new owner's error or by cancel()
@@ -73,13 +75,15 @@ final class OutgoingMove {
       MoveMetrics metrics,
       Duration timeout,
       SlotMove move,
-      ChannelFactory channels) {
+      ChannelFactory channels,
+      ReplicationClock clock) {
     this.shard = shard;
     this.follower = follower;
     this.metrics = metrics;
     this.timeout = timeout;
     this.moving = new MovingSlots(move);
     this.channels = channels;
+    this.clock = clock;
     int index = moving.from();
     this.tap =
         record -> {
@@ -129,15 +133,15 @@ final class OutgoingMove {
   private void send(StreamObserver<MoveInChunk> to, CompletableFuture<?> answer, MoveInChunk chunk)
       throws InterruptedException, ExecutionException {
     ClientCallStreamObserver<MoveInChunk> call = (ClientCallStreamObserver<MoveInChunk>) to;
-    long deadline = System.nanoTime() + timeout.toNanos();
+    long deadline = clock.nanoTime() + timeout.toNanos();
     synchronized (ready) {
       while (!call.isReady() && !answer.isDone()) {
-        long left = deadline - System.nanoTime();
+        long left = deadline - clock.nanoTime();
         if (left <= 0) {
           throw new IllegalStateException(
               "pserver " + moving.to() + " took no data for " + timeout + " (MoveIn)");
         }
-        TimeUnit.NANOSECONDS.timedWait(ready, Math.min(left, TimeUnit.MILLISECONDS.toNanos(100)));
+        clock.timedWait(ready, Math.min(left, TimeUnit.MILLISECONDS.toNanos(100)));
       }
     }
     if (answer.isCompletedExceptionally()) {
@@ -160,7 +164,9 @@ final class OutgoingMove {
     ManagedChannel channel = channels.forAddress(address);
     StreamObserver<MoveInChunk> to =
         SlotMovesGrpc.newStub(channel)
-            .withDeadlineAfter(Math.max(60_000, timeout.toMillis() * 6), TimeUnit.MILLISECONDS)
+            .withDeadline(
+                clock.deadlineAfter(
+                    TimeUnit.MILLISECONDS.toNanos(Math.max(60_000, timeout.toMillis() * 6))))
             .moveIn(
                 new ClientResponseObserver<MoveInChunk, MoveInResponse>() {
                   @Override
@@ -211,7 +217,7 @@ final class OutgoingMove {
       sendRecords(to, answer);
       send(to, answer, MoveInChunk.newBuilder().setCaughtUp(true).build());
       to.onCompleted();
-      MoveInResponse in = answer.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
+      MoveInResponse in = clock.get(answer, timeout.toNanos());
       long stallMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - freezeAt);
       metrics.bytes("out", bytes);
       metrics.stalled(stallMs);

@@ -4,6 +4,7 @@ import dev.paramserver.etcd.CoordinationException;
 import dev.paramserver.etcd.Coordinator;
 import dev.paramserver.etcd.PlacementStore;
 import dev.paramserver.proto.v1.SlotMove;
+import dev.paramserver.pserver.replication.ReplicationClock;
 import dev.paramserver.pserver.role.ShardLifecycle;
 import dev.paramserver.pserver.shard.MoveCounts;
 import dev.paramserver.pserver.shard.MovingSlots;
@@ -12,11 +13,11 @@ import dev.paramserver.tensor.SlotMap;
 import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
-import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.stereotype.Component;
 
 /**
@@ -42,13 +43,7 @@ public final class PlacementFollower implements AutoCloseable {
   private final ShardLifecycle lifecycle;
   private final PlacementStore store;
   private final MoveMetrics metrics;
-  private final ScheduledExecutorService timer =
-      Executors.newSingleThreadScheduledExecutor(
-          r -> {
-            Thread t = new Thread(r, "pserver-move-timeout");
-            t.setDaemon(true);
-            return t;
-          });
+  private final ScheduledExecutorService timer;
 
   // Guarded by this: whether an index is followed (follow was called), and the job's number of
   // pservers then (the initial map's, before the first committed placement).
@@ -57,12 +52,28 @@ public final class PlacementFollower implements AutoCloseable {
   private AutoCloseable watch;
   private boolean closed;
 
+  @Autowired
   public PlacementFollower(
       Coordinator coordinator, ShardMoves shard, ShardLifecycle lifecycle, MoveMetrics metrics) {
+    this(coordinator, shard, lifecycle, metrics, ReplicationClock.SYSTEM);
+  }
+
+  /**
+   * @param clock the time, waits and timer of moves here (a move's timeout, a trainer's wait for a
+   *     move's commit): the process's in a pserver, a simulation's in one
+   */
+  public PlacementFollower(
+      Coordinator coordinator,
+      ShardMoves shard,
+      ShardLifecycle lifecycle,
+      MoveMetrics metrics,
+      ReplicationClock clock) {
     this.shard = shard;
     this.lifecycle = lifecycle;
     this.store = new PlacementStore(coordinator);
     this.metrics = metrics;
+    this.timer = clock.timer("pserver-move-timeout");
+    shard.waitWith(clock);
   }
 
   /**

@@ -1,10 +1,12 @@
 package dev.paramserver.pserver.replication;
 
+import dev.paramserver.pserver.shard.ShardClock;
 import io.grpc.Deadline;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
@@ -16,17 +18,14 @@ import java.util.concurrent.TimeoutException;
  * loop that checks its condition again after {@link #timedWait} returns, so a waiter may be resumed
  * at any time (as a spurious wake-up). Nothing the replication decides reads the process's clock
  * another way (it does only to time what it logs and reports): a call's gRPC deadline comes from
- * {@link #deadlineAfter}, a record's wall-clock time from {@link #currentTimeMillis}.
+ * {@link #deadlineAfter}, a record's wall-clock time from {@link #currentTimeMillis}. Slot moves
+ * ({@code pserver.placement}) wait and time out on it too, and it is the shard's {@link
+ * ShardClock}.
  */
-public interface ReplicationClock {
+public interface ReplicationClock extends ShardClock {
 
   /** The process's clock, monitors and threads. */
   ReplicationClock SYSTEM = new ReplicationClock() {};
-
-  /** Monotonic nanoseconds, as {@link System#nanoTime()}. */
-  default long nanoTime() {
-    return System.nanoTime();
-  }
 
   /** Milliseconds since the epoch, as {@link System#currentTimeMillis()} (times in records). */
   default long currentTimeMillis() {
@@ -39,14 +38,6 @@ public interface ReplicationClock {
    */
   default Deadline deadlineAfter(long nanos) {
     return Deadline.after(nanos, TimeUnit.NANOSECONDS);
-  }
-
-  /**
-   * Waits on {@code monitor} (held by the caller) for at most {@code nanos}, as {@link
-   * TimeUnit#timedWait}; returns early on a notification or spuriously.
-   */
-  default void timedWait(Object monitor, long nanos) throws InterruptedException {
-    TimeUnit.NANOSECONDS.timedWait(monitor, nanos);
   }
 
   /**
@@ -69,6 +60,19 @@ public interface ReplicationClock {
    */
   default ExecutorService singleThread(String name) {
     return Executors.newSingleThreadExecutor(
+        r -> {
+          Thread t = new Thread(r, name);
+          t.setDaemon(true);
+          return t;
+        });
+  }
+
+  /**
+   * A new executor running its tasks and timers one at a time, in order, on a daemon thread named
+   * {@code name} (a slot move's timeout).
+   */
+  default ScheduledExecutorService timer(String name) {
+    return Executors.newSingleThreadScheduledExecutor(
         r -> {
           Thread t = new Thread(r, name);
           t.setDaemon(true);

@@ -79,4 +79,9 @@ record SimulatedClock(SimulationScheduler sim, String node) implements Replicati
   public java.util.concurrent.ExecutorService singleThread(String name) {
     return new SimulationExecutor(sim, node, true);
   }
+
+  @Override
+  public java.util.concurrent.ScheduledExecutorService timer(String name) {
+    return new SimulationExecutor(sim, node, true);
+  }
 }
