@@ -142,9 +142,12 @@ class LeasedKeysTest {
     keys.onLost(lost::incrementAndGet);
 
     etcd.server().terminate();
+    // the listeners run on their own thread once the state is LOST: wait for both
     Poll.until(
-        Duration.ofSeconds(20), () -> keys.state() == LeasedKeys.State.LOST, "given up renewing");
-    assertThat(lost.get()).isEqualTo(1);
+        Duration.ofSeconds(20),
+        () -> keys.state() == LeasedKeys.State.LOST && lost.get() > 0,
+        "given up renewing, and told the listener");
+    assertThat(lost.get()).as("the listener ran once").isEqualTo(1);
     assertThatThrownBy(() -> keys.claim(key("locks/export"), "a".getBytes(UTF_8)))
         .isInstanceOf(CoordinationException.class)
         .hasMessageContaining("holder 'a' lost its etcd lease for good")
