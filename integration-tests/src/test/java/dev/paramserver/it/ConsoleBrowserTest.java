@@ -305,12 +305,20 @@ class ConsoleBrowserTest {
                         .findElement(By.className("behind"))
                         .getAttribute("data-updates")
                         .isEmpty());
-    WebElement replica = servingRows().get(0);
-    assertThat(replica.findElement(By.className("address")).getText())
+    // the row is redrawn every second: read both cells of one drawing (the wait retries a stale
+    // one)
+    List<String> replica =
+        waitUpTo(Duration.ofSeconds(30))
+            .until(
+                d -> {
+                  WebElement row = servingRows().get(0);
+                  return List.of(
+                      row.findElement(By.className("address")).getText(),
+                      row.findElement(By.className("version")).getText());
+                });
+    assertThat(replica.get(0))
         .isEqualTo("127.0.0.1:" + cluster.process(Role.SERVING, 0).grpcPort());
-    assertThat(
-            Long.parseLong(replica.findElement(By.className("version")).getText().replace(",", "")))
-        .isPositive();
+    assertThat(Long.parseLong(replica.get(1).replace(",", ""))).isPositive();
     screenshot("console-running");
 
     // psctl against the same job: through etcd, and a watch of two lines

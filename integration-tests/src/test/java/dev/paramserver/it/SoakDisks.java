@@ -142,6 +142,23 @@ final class SoakDisks implements AutoCloseable {
     Files.deleteIfExists(backing(i).resolve("filler"));
   }
 
+  /**
+   * Repairs pserver {@code i}'s disk keeping what it holds (its log): the fillers are removed, the
+   * file system is unmounted, checked and mounted again (a failed write-back may have left it with
+   * errors). Its process must be stopped.
+   */
+  void repair(int i) throws IOException, InterruptedException {
+    empty(i);
+    run("umount", walDir(i).toString());
+    run("losetup", "-d", loops.get(i));
+    loops.set(i, "");
+    // preen: fixes what it safely can; exit code 1 (errors corrected) is not a failure
+    quietly("e2fsck", "-p", image(i).toString());
+    String loop = run("losetup", "-f", "--show", image(i).toString()).trim();
+    loops.set(i, loop);
+    run("mount", "-o", "discard", loop, walDir(i).toString());
+  }
+
   /** Replaces pserver {@code i}'s disk by an empty one; its process must be stopped. */
   void replace(int i) throws IOException, InterruptedException {
     empty(i);

@@ -115,12 +115,22 @@ final class SoakFaults {
       try {
         // the disk is kept full while waiting: the pserver's own checkpoints delete log segments,
         // and a 1-hour soak saw a primary write on into the space they freed for a whole minute
-        next =
-            ShardRoles.awaitNewPrimary(
-                cluster, shard, primary, Duration.ofSeconds(60), () -> fillAgain(kind, primary));
-      } finally {
+        next = awaitNewPrimaryOrLogWait(kind, shard, primary);
+      } catch (RuntimeException | Error e) {
         a.heal();
+        throw e;
       }
+      if (next < 0) {
+        // a double fault: the backup had fallen out of sync (etcd recorded it so) before the log
+        // failed, so the shard waits for this pserver's log, as it must. The operator's repair:
+        // free the disk, keep the log, restart the pserver (it replays its log and serves again)
+        repairKeepingLog(primary);
+        return kind
+            + " on pserver "
+            + primary
+            + " while its backup was out of sync: the shard waited for its log; restarted with it";
+      }
+      a.heal();
       return kind + " on pserver " + primary + ", taken over by pserver " + next;
     }
     Thread.sleep(millis); // the fault itself
@@ -231,6 +241,51 @@ final class SoakFaults {
       }
       default -> throw new IllegalArgumentException(kind + " is not a single fault");
     }
+  }
+
+  /**
+   * Waits up to a minute until a pserver other than {@code primary} is the primary of {@code shard}
+   * (returns its index), or until for 10 s in a row none is and etcd records no backup in sync
+   * (returns -1: the shard waits for the failed primary's log). Keeps the disk fault up.
+   */
+  private int awaitNewPrimaryOrLogWait(Kind kind, int shard, int primary)
+      throws InterruptedException {
+    long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+    long stuckSince = -1;
+    while (System.nanoTime() < deadline) {
+      fillAgain(kind, primary);
+      OptionalInt now = ShardRoles.primaryOf(cluster, shard);
+      if (now.isPresent() && now.getAsInt() != primary) {
+        return now.getAsInt();
+      }
+      boolean waitsForLog = now.isEmpty() && !ShardRoles.recordedInSync(cluster, shard);
+      if (!waitsForLog) {
+        stuckSince = -1;
+      } else if (stuckSince < 0) {
+        stuckSince = System.nanoTime();
+      } else if (System.nanoTime() - stuckSince >= Duration.ofSeconds(10).toNanos()) {
+        return -1;
+      }
+      Thread.sleep(200);
+    }
+    throw new AssertionError(
+        "no pserver but process "
+            + primary
+            + " became the primary of shard "
+            + shard
+            + " within 60 s of its disk fault: "
+            + ShardRoles.describe(cluster, shard));
+  }
+
+  /** Stops pserver {@code i}, frees its disk keeping its log, and starts it again. */
+  private void repairKeepingLog(int i) throws Exception {
+    try {
+      cluster.kill(Role.PSERVER, i, false);
+    } catch (IllegalStateException notRunning) {
+      // it exited by itself (or is being restarted): restart below brings it back
+    }
+    disks.repair(i);
+    cluster.restart(Role.PSERVER, i);
   }
 
   /** Takes again the space freed on pserver {@code i}'s disk since the fault began. */

@@ -10,6 +10,8 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -38,6 +40,19 @@ final class ClusterProbe implements AutoCloseable {
     this.statuses = statuses;
     this.admin = admin;
     this.timeout = timeout;
+  }
+
+  /** The indexes of the registered pservers (etcd only: safe on any thread). */
+  Set<Integer> registeredPservers() {
+    String prefix = coordinator.keys().psPrefix();
+    Set<Integer> out = new TreeSet<>();
+    for (KeyValueStore.KeyValue kv : coordinator.kv().getPrefix(prefix)) {
+      int i = index(kv.key(), prefix);
+      if (i >= 0) {
+        out.add(i);
+      }
+    }
+    return out;
   }
 
   /** The registered pservers, by index, each with its status or why it could not be read. */

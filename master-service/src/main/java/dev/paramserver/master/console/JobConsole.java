@@ -20,9 +20,12 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.context.SmartLifecycle;
@@ -191,7 +194,7 @@ public final class JobConsole implements SmartLifecycle {
    * Asks every pserver to checkpoint now; answers per pserver {@code {index, ok, step | error}}.
    */
   public List<PserverCheckpoint> checkpointNow() {
-    Map<Integer, String> targets = pserverAdmin;
+    Map<Integer, String> targets = checkpointTargets();
     Map<Integer, CompletableFuture<JsonNode>> calls = new LinkedHashMap<>();
     targets.forEach(
         (i, a) -> calls.put(i, probe.admin(a).postAsync("/admin/checkpoint", CHECKPOINT_TIMEOUT)));
@@ -219,6 +222,34 @@ public final class JobConsole implements SmartLifecycle {
             + out.size()
             + " pservers wrote one");
     return out;
+  }
+
+  /**
+   * The admin addresses of the pservers as the last sample found them; when it missed one that is
+   * registered (its status call failed or timed out on a loaded machine, or it registered since),
+   * as a fresh sample finds them, taken on the sampler's thread.
+   */
+  private Map<Integer, String> checkpointTargets() {
+    Map<Integer, String> targets = pserverAdmin;
+    ScheduledExecutorService s;
+    synchronized (this) {
+      s = sampler;
+    }
+    try {
+      if (s == null || targets.keySet().containsAll(probe.registeredPservers())) {
+        return targets;
+      }
+    } catch (RuntimeException e) {
+      return targets; // etcd does not answer: the last sample's
+    }
+    try {
+      s.submit(this::sample).get(CHECKPOINT_TIMEOUT.toSeconds(), TimeUnit.SECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    } catch (ExecutionException | TimeoutException | RejectedExecutionException e) {
+      log.warn("the console could not sample the pservers before a checkpoint: {}", e.toString());
+    }
+    return pserverAdmin;
   }
 
   /**

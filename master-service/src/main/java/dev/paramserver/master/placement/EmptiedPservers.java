@@ -86,6 +86,12 @@ final class EmptiedPservers {
   }
 
   private void shutDown(int index, String registration) throws InterruptedException {
+    if (!registeredWithin(index, registration, settings.drainTime())) {
+      // it exited on its own, or it is not back from a lost lease in time: nothing to ask
+      log.info("placement: pserver {} deregistered before it was asked to shut down", index);
+      coordinator.kv().delete(coordinator.keys().checkpoint(index));
+      return;
+    }
     String adminAddress = pservers.status(index).getAdminAddress();
     if (adminAddress.isEmpty()) {
       throw new IllegalStateException(
@@ -110,6 +116,24 @@ final class EmptiedPservers {
                     : Optional.empty());
     coordinator.kv().delete(coordinator.keys().checkpoint(index));
     log.info("placement: pserver {} is gone", index);
+  }
+
+  /**
+   * Whether {@code registration} is held, or held again within {@code wait}: an emptied pserver
+   * that lost its lease registers again under its own index once the old lease has ended.
+   */
+  private boolean registeredWithin(int index, String registration, Duration wait)
+      throws InterruptedException {
+    long deadline = System.nanoTime() + wait.toNanos();
+    return poll.get()
+        .until(
+            "waiting for pserver " + index + " to register again",
+            attempt -> {
+              if (coordinator.kv().get(registration).isPresent()) {
+                return Optional.of(true);
+              }
+              return System.nanoTime() >= deadline ? Optional.of(false) : Optional.empty();
+            });
   }
 
   private static String baseUrl(String adminAddress) {

@@ -38,8 +38,11 @@ import org.springframework.stereotype.Component;
  * grants a lease and claims {@code ps/<idx>} with the gRPC address as value (the configured {@code
  * paramserver.pserver.index} when it is free, else the lowest free index), then loads that index's
  * checkpoint. An index at or above {@code ps_desired} that the placement still gives slots or
- * blocks (the old owner of a shrink's moves, restarted) is claimed back, and no other. A lost lease
- * triggers a new claim, which tries the index held before first. On shutdown revokes the lease.
+ * blocks (the old owner of a shrink's moves, restarted) is claimed back, and no other; so is the
+ * index this process held when it lost its lease after a shrink emptied it (the coordinator drains
+ * and shuts down that index; taking a free one would load another pserver's checkpoint instead). A
+ * lost lease triggers a new claim, which tries the index held before first. On shutdown revokes the
+ * lease.
  *
  * <p>The address published is {@code paramserver.advertise-host} and the gRPC port, or {@code
  * paramserver.pserver.advertise-port} when that is set (above 0): the port others dial when it is
@@ -143,7 +146,7 @@ public final class ShardRegistration
       if (replication.enabled()) {
         return registerReplicated(desired, preferred, granted);
       }
-      if (preferred >= desired && placement.places(preferred)) {
+      if (preferred >= desired && (last == preferred || placement.places(preferred))) {
         return claimStillPlaced(preferred, desired, granted);
       }
       if (preferred >= desired) {
@@ -189,11 +192,12 @@ public final class ShardRegistration
   }
 
   /**
-   * {@code index}, at or above {@code ps_desired}, still has a part in the placement: a shrink is
-   * moving its slots and blocks away, and only this index's checkpoint and log hold them. Claims
-   * that index and no other (the lowest free one would load another index's state and leave the
-   * shrink's move without its old owner); while {@code ps/<index>} is still held (by the lease of
-   * this pserver's earlier life, until it expires) the attempt is retried.
+   * {@code index}, at or above {@code ps_desired}, still has a part in the placement (a shrink is
+   * moving its slots and blocks away, and only this index's checkpoint and log hold them), or this
+   * process held it until its lease was lost (a shrink emptied it: the coordinator waits to drain
+   * and shut it down). Claims that index and no other (the lowest free one would load another
+   * index's state and leave the shrink without its old owner); while {@code ps/<index>} is still
+   * held (by the lease of this pserver's earlier life, until it expires) the attempt is retried.
    */
   private Optional<Integer> claimStillPlaced(int index, int desired, Lease granted) {
     byte[] value = address.getBytes(StandardCharsets.UTF_8);

@@ -47,7 +47,9 @@ final class CopyUpload {
   /**
    * Writes a copy of the shard to {@code file}, cut under the shard's write lock where {@code
    * atCut} runs and gives the copy's generation, then sends it with {@code header} (index, epoch
-   * and backup lease set) and returns once the backup installed it.
+   * and backup lease set) and returns once the backup installed it. When the file cannot be written
+   * (the disk is full or failing: the log's disk may be the one that fails next, and the backup is
+   * what takes over then) the copy is cut again into memory, up to {@link #memoryCap()} bytes.
    */
   static Sent cutAndSend(
       ParameterShard shard,
@@ -58,30 +60,57 @@ final class CopyUpload {
       ReplicationClock clock,
       LongSupplier atCut)
       throws IOException, InterruptedException {
-    Files.createDirectories(file.getParent());
     long[] generation = new long[1];
     boolean initialised;
-    try (OutputStream out = new BufferedOutputStream(Files.newOutputStream(file), CHUNK)) {
-      initialised = shard.writeCopy(out, () -> generation[0] = atCut.getAsLong());
+    try {
+      Files.createDirectories(file.getParent());
+      try (OutputStream out = new BufferedOutputStream(Files.newOutputStream(file), CHUNK)) {
+        initialised = shard.writeCopy(out, () -> generation[0] = atCut.getAsLong());
+      }
+    } catch (IOException e) {
+      deleteQuietly(file);
+      log.warn(
+          "pserver {}: the copy for the backup could not be staged in {} ({}): cutting it in"
+              + " memory instead",
+          header.getIndex(),
+          file,
+          e.toString());
+      MemoryCopy copy = new MemoryCopy(memoryCap());
+      initialised = shard.writeCopy(copy, () -> generation[0] = atCut.getAsLong());
+      header.setGeneration(generation[0]).setInitialised(initialised);
+      send(async, copy.input(), copy.size(), header, timeout, clock);
+      return new Sent(generation[0], copy.size());
     }
     long bytes = Files.size(file);
-    send(
-        async,
-        file,
-        bytes,
-        header.setGeneration(generation[0]).setInitialised(initialised),
-        timeout,
-        clock);
+    header.setGeneration(generation[0]).setInitialised(initialised);
+    try (InputStream in = Files.newInputStream(file)) {
+      send(async, in, bytes, header, timeout, clock);
+    } finally {
+      Files.deleteIfExists(file);
+    }
     return new Sent(generation[0], bytes);
   }
 
+  /** The largest copy held in memory when it cannot be staged on disk: an eighth of the heap. */
+  static long memoryCap() {
+    return Runtime.getRuntime().maxMemory() / 8;
+  }
+
+  private static void deleteQuietly(Path file) {
+    try {
+      Files.deleteIfExists(file);
+    } catch (IOException e) {
+      log.debug("could not delete {}: {}", file, e.toString());
+    }
+  }
+
   /**
-   * Sends {@code file} ({@code bytes} long, deleted afterwards) in chunks, {@code header} on the
-   * first, and returns once the backup installed it.
+   * Sends {@code in} ({@code bytes} long) in chunks, {@code header} on the first, and returns once
+   * the backup installed it.
    */
   static void send(
       ShardReplicationGrpc.ShardReplicationStub async,
-      Path file,
+      InputStream in,
       long bytes,
       FillChunk.Builder header,
       Duration timeout,
@@ -110,7 +139,7 @@ final class CopyUpload {
                     done.complete(FillResponse.getDefaultInstance());
                   }
                 });
-    try (InputStream in = Files.newInputStream(file)) {
+    try {
       byte[] buf = new byte[CHUNK];
       boolean first = true;
       int n;
@@ -126,8 +155,6 @@ final class CopyUpload {
     } catch (IOException | RuntimeException e) {
       upload.onError(Status.CANCELLED.withDescription(e.toString()).asRuntimeException());
       throw e;
-    } finally {
-      Files.deleteIfExists(file);
     }
     try {
       clock.get(done, TimeUnit.MILLISECONDS.toNanos(timeout.toMillis() + bytes / 50_000 + 1000));

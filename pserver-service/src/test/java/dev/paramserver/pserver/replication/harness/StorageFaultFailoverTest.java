@@ -12,6 +12,8 @@ import dev.paramserver.testsupport.Poll;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -96,6 +98,55 @@ class StorageFaultFailoverTest {
           .as("the place a pserver whose log failed takes")
           .isEmpty();
       assertThat(etcd.kv().get(etcd.keys().psBackup(InProcessPserver.INDEX))).isEmpty();
+    }
+  }
+
+  /**
+   * The primary's disk cannot hold the copy its new backup needs (full, failing): the copy is cut
+   * in memory instead, so the backup gets in sync and can take over when that disk fails the log
+   * next. A 1-hour soak found the copy retried on the full disk for good, the backup recorded out
+   * of sync, and the shard waiting for the failed primary's log once its next write failed.
+   */
+  @Test
+  void copyThatCannotBeStagedOnDisk_isCutInMemory_andTheBackupTakesOverWithEveryPush()
+      throws Exception {
+    InMemoryCoordinator etcd = new InMemoryCoordinator();
+    FaultyNetwork network = FaultyNetwork.reliable();
+    Duration timeout = Duration.ofSeconds(5);
+    try (etcd;
+        network;
+        InProcessPserver a = new InProcessPserver("ps-a", etcd, network, timeout);
+        InProcessPserver b = new InProcessPserver("ps-b", etcd, network, timeout)) {
+      a.registerAsPrimary();
+      Trainers.initialise(a.shard);
+      List<PushGradientsRequest> acknowledged = new ArrayList<>();
+      PushGradientsRequest alone = Trainers.push(SEED, 1, 1);
+      assertThat(a.shard.pushOutcome(alone).duplicate()).isFalse();
+      acknowledged.add(alone);
+      // where the copy is staged, something no file can be written over (as a full disk refuses)
+      Path staged =
+          a.dir().resolve("wal").resolve("replica-copy-" + InProcessPserver.INDEX + ".tmp");
+      Files.createDirectories(staged.resolve("in-the-way"));
+
+      b.registerAsBackup();
+      Poll.until(
+          Duration.ofSeconds(20),
+          Duration.ofMillis(5),
+          () -> a.replication.backupSynced() && b.lifecycle.role() == ShardRole.BACKUP_SYNCED,
+          "ps-b synced from a copy cut in memory");
+      for (int step = 2; step <= 3; step++) {
+        PushGradientsRequest push = Trainers.push(SEED, 1, step);
+        assertThat(a.shard.pushOutcome(push).duplicate()).isFalse();
+        acknowledged.add(push);
+      }
+      a.crash();
+      Poll.until(Duration.ofSeconds(20), Duration.ofMillis(5), b::promoted, "ps-b took over");
+      for (PushGradientsRequest push : acknowledged) {
+        assertThat(b.shard.pushOutcome(push).duplicate())
+            .as("step %d, acknowledged by ps-a", push.getStep())
+            .isTrue();
+      }
+      assertThat(b.shard.step()).isEqualTo(3);
     }
   }
 }
