@@ -17,8 +17,11 @@ import dev.paramserver.etcd.Lease;
 import dev.paramserver.proto.v1.CheckpointMeta;
 import dev.paramserver.proto.v1.ParameterServerGrpc;
 import dev.paramserver.proto.v1.PullParametersResponse;
+import dev.paramserver.pserver.admin.LogHealthIndicator;
+import dev.paramserver.pserver.persistence.CheckpointService;
 import dev.paramserver.pserver.registration.RegistrationState;
 import dev.paramserver.pserver.registration.ShardRegistration;
+import dev.paramserver.pserver.wal.WalDisk;
 import dev.paramserver.rpc.Channels;
 import dev.paramserver.tensor.TensorCodec;
 import dev.paramserver.testsupport.EtcdExtension;
@@ -26,10 +29,13 @@ import dev.paramserver.testsupport.Poll;
 import dev.paramserver.testsupport.TempDirs;
 import io.etcd.jetcd.Client;
 import io.grpc.ManagedChannel;
+import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -212,6 +218,52 @@ class PserverApplicationTest {
       } finally {
         Channels.close(channel);
       }
+    }
+  }
+
+  @Test
+  void failedLog_turnsLivenessDown_soTheOrchestratorRestartsIt() throws Exception {
+    try (ConfigurableApplicationContext ctx = start()) {
+      Poll.until(Duration.ofSeconds(20), () -> registered(0).isPresent(), "ps/0 in etcd");
+      ManagedChannel channel = Channels.forAddress(registered(0).orElseThrow());
+      try {
+        var stub = ParameterServerGrpc.newBlockingStub(channel);
+        stub.withDeadlineAfter(10, TimeUnit.SECONDS)
+            .initParameters(
+                init(
+                    "i1",
+                    List.of(dense("w", 3, 4, sgd(0.5f))),
+                    List.of(block("w", 0, 4, 1, 2, 3))));
+        stub.withDeadlineAfter(10, TimeUnit.SECONDS).finishInit(finish("i1", 1));
+        stub.withDeadlineAfter(10, TimeUnit.SECONDS).pushGradients(push(gradient("w", 0, 2, 2, 2)));
+        assertThat(http(ctx, "GET", "/actuator/health/liveness").statusCode()).isEqualTo(200);
+
+        // the disk is full: the next log write fails, and the push with it
+        ctx.getBean(CheckpointService.class)
+            .wal()
+            .disk(
+                new WalDisk() {
+                  @Override
+                  public void write(FileChannel ch, ByteBuffer buf) throws IOException {
+                    throw new IOException("No space left on device (injected)");
+                  }
+                });
+        assertThat(
+                catchThrowable(
+                    () ->
+                        stub.withDeadlineAfter(10, TimeUnit.SECONDS)
+                            .pushGradients(push(gradient("w", 0, 2, 2, 2)))))
+            .as("the push the full disk refused")
+            .isNotNull();
+      } finally {
+        Channels.close(channel);
+      }
+      HttpResponse<String> live = http(ctx, "GET", "/actuator/health/liveness");
+      assertThat(live.statusCode()).as(live.body()).isEqualTo(503);
+      assertThat(JSON.readTree(live.body()).path("status").asString()).isEqualTo("DOWN");
+      assertThat(ctx.getBean(LogHealthIndicator.class).health().getDetails().get("failure"))
+          .asString()
+          .contains("No space left on device (injected)");
     }
   }
 
