@@ -90,14 +90,16 @@ final class DepthRunner {
       Arrays.sort(all);
       double secs = Math.max(1e-9, (stopAt - warmEnd) / 1e9);
       if (counted == 0 || all.length == 0) {
-        return new LoadRunner.Result(0, secs, Double.NaN, Double.NaN, Double.NaN);
+        return new LoadRunner.Result(0, secs, Double.NaN, Double.NaN, Double.NaN, warmEnd, stopAt);
       }
       return new LoadRunner.Result(
           counted,
           secs,
           counted * (double) bytesPerOp / secs / 1e9,
           LoadRunner.percentile(all, 0.50) / 1e3,
-          LoadRunner.percentile(all, 0.99) / 1e3);
+          LoadRunner.percentile(all, 0.99) / 1e3,
+          warmEnd,
+          stopAt);
     }
   }
 }

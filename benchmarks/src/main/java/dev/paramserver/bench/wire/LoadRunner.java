@@ -17,8 +17,18 @@ final class LoadRunner {
 
   private LoadRunner() {}
 
-  /** Throughput and latency of one measured window. */
-  record Result(long ops, double seconds, double gbPerSec, double p50Us, double p99Us) {}
+  /**
+   * Throughput and latency of one measured window, from {@code startNanos} to {@code endNanos}
+   * ({@link System#nanoTime}).
+   */
+  record Result(
+      long ops,
+      double seconds,
+      double gbPerSec,
+      double p50Us,
+      double p99Us,
+      long startNanos,
+      long endNanos) {}
 
   static Result run(Op.Factory factory, int threads, long bytesPerOp, long warmupMs, long measureMs)
       throws Exception {
@@ -98,14 +108,16 @@ final class LoadRunner {
       Arrays.sort(all);
       double secs = Math.max(1e-9, (end - measureStart[0]) / 1e9);
       if (total == 0) {
-        return new Result(0, secs, Double.NaN, Double.NaN, Double.NaN);
+        return new Result(0, secs, Double.NaN, Double.NaN, Double.NaN, measureStart[0], end);
       }
       return new Result(
           total,
           secs,
           total * (double) bytesPerOp / secs / 1e9,
           percentile(all, 0.50) / 1e3,
-          percentile(all, 0.99) / 1e3);
+          percentile(all, 0.99) / 1e3,
+          measureStart[0],
+          end);
     } finally {
       for (Op op : ops) {
         op.close();

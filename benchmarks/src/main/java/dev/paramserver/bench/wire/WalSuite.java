@@ -2,6 +2,7 @@ package dev.paramserver.bench.wire;
 
 import dev.paramserver.bench.cluster.PserverSetup;
 import dev.paramserver.bench.cluster.ServiceJars;
+import dev.paramserver.bench.cpu.CpuSampler;
 import dev.paramserver.bench.kernels.KernelSuite;
 import dev.paramserver.bench.report.Report;
 import dev.paramserver.localcluster.ClusterSpec;
@@ -12,6 +13,7 @@ import dev.paramserver.proto.v1.ReplicaRole;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -24,12 +26,20 @@ import java.util.Map;
  * process is the shard's backup, and every push waits for its acknowledgement. The rounds are
  * interleaved (off, none, batch, always, then again) and the better of two kept, so that a change
  * of machine load hits every setting alike.
+ *
+ * <p>Beside the throughput, the CPU the pserver processes spent per push in the measured window
+ * ({@code /proc}), with and without their JIT: each setting runs on fresh JVMs, and a replicated
+ * pair is still compiling its hot paths seconds after its start, so the share of the JIT says how
+ * much of a figure is start-up ({@code push_cpu_<size>_wal_<setting>_vs_no_wal}: without the JIT,
+ * the cost of the work itself).
  */
 public final class WalSuite {
   static final String[] SETTINGS = {"off", "none", "batch", "always", "batch-replica"};
   static final int[] SIZES = {4 << 10, 1 << 20};
   static final int THREADS = 4;
   static final int ROUNDS = 2;
+
+  private static final String PSERVER = "pserver";
 
   private final Path runDir;
   private final ServiceJars jars;
@@ -65,10 +75,14 @@ public final class WalSuite {
 
   public void run(Report report) throws Exception {
     inJvm(report);
-    // pushes per second, best round, by setting and size
+    // pushes per second, best round, by setting and size; the pservers' CPU-us per push, least
     Map<String, double[]> best = new LinkedHashMap<>();
+    Map<String, double[]> cpu = new LinkedHashMap<>();
     for (String s : SETTINGS) {
       best.put(s, new double[SIZES.length]);
+      double[] c = new double[SIZES.length];
+      Arrays.fill(c, Double.NaN);
+      cpu.put(s, c);
     }
     // each setting runs on fresh JVMs: a warm-up shorter than about 2 s measures their JIT (a fresh
     // pserver's push costs 10 to 50 times its warm cost, and a replicated pair warms up later)
@@ -77,11 +91,13 @@ public final class WalSuite {
     int rounds = quick ? 1 : ROUNDS;
     for (int round = 0; round < rounds; round++) {
       for (String setting : SETTINGS) {
-        try (LocalCluster cluster = new LocalCluster(spec(setting, round))) {
+        try (LocalCluster cluster = new LocalCluster(spec(setting, round));
+            CpuSampler sampler = CpuSampler.start()) {
           cluster.start();
           List<String> addresses = new ArrayList<>();
           for (int p = 0; p < cluster.spec().count(Role.PSERVER); p++) {
             addresses.add("127.0.0.1:" + cluster.process(Role.PSERVER, p).grpcPort());
+            sampler.watch(PSERVER, cluster.process(Role.PSERVER, p).pid(), null);
           }
           String address =
               PserverSetup.awaitRole(addresses, ReplicaRole.REPLICA_PRIMARY, Duration.ofSeconds(60))
@@ -121,9 +137,26 @@ public final class WalSuite {
             LoadRunner.Result r = LoadRunner.run(f, THREADS, size, warm, measure);
             double perSec = r.ops() / r.seconds();
             best.get(setting)[i] = Math.max(best.get(setting)[i], perSec);
+            sampler.sampleNow();
+            Map<String, Double> spent =
+                sampler.window(r.startNanos(), r.endNanos(), r.ops()).figures();
+            double us = spent.getOrDefault(PSERVER + "_cpu_us_per_sample", Double.NaN);
+            double jit = spent.getOrDefault(PSERVER + "_jit_share", Double.NaN);
+            double work = us * (1 - jit);
+            double[] c = cpu.get(setting);
+            c[i] = Double.isNaN(c[i]) ? work : Math.min(c[i], work);
             System.out.printf(
-                "wal %-6s push %6s x%d: %9.0f pushes/s  p50 %8.1f us  p99 %8.1f us (round %d)%n",
-                setting, KernelSuite.size(size), THREADS, perSec, r.p50Us(), r.p99Us(), round + 1);
+                "wal %-6s push %6s x%d: %9.0f pushes/s  p50 %8.1f us  p99 %8.1f us  pservers"
+                    + " %7.1f CPU-us/push (JIT %2.0f %%) (round %d)%n",
+                setting,
+                KernelSuite.size(size),
+                THREADS,
+                perSec,
+                r.p50Us(),
+                r.p99Us(),
+                us,
+                jit * 100,
+                round + 1);
           }
         }
       }
@@ -135,17 +168,28 @@ public final class WalSuite {
                 + THREADS
                 + " threads (best of "
                 + rounds
-                + " interleaved rounds), and the ratio to no log",
+                + " interleaved rounds), the ratio to no log, and the CPU the pservers spent per"
+                + " push without their JIT (least of the rounds)",
             "wal.sync",
             "4 KiB pushes/s",
             "4 KiB vs no log",
+            "4 KiB CPU-us/push",
             "1 MiB pushes/s",
-            "1 MiB vs no log");
+            "1 MiB vs no log",
+            "1 MiB CPU-us/push");
     double[] off = best.get("off");
+    double[] offCpu = cpu.get("off");
     for (String setting : SETTINGS) {
       double[] v = best.get(setting);
+      double[] c = cpu.get(setting);
       t.row(
-          setting.equals("off") ? "(log off)" : setting, v[0], v[0] / off[0], v[1], v[1] / off[1]);
+          setting.equals("off") ? "(log off)" : setting,
+          v[0],
+          v[0] / off[0],
+          c[0],
+          v[1],
+          v[1] / off[1],
+          c[1]);
       if (!setting.equals("off")) {
         for (int i = 0; i < SIZES.length; i++) {
           report.ratio(
@@ -157,6 +201,16 @@ public final class WalSuite {
                   + " against the log off, "
                   + THREADS
                   + " threads, best of "
+                  + rounds
+                  + " interleaved rounds");
+          report.ratio(
+              "push_cpu_" + KernelSuite.size(SIZES[i]) + "_wal_" + setting + "_vs_no_wal",
+              c[i] / offCpu[i],
+              null,
+              "the pservers' CPU-us per push without their JIT (all pserver processes, /proc) with"
+                  + " paramserver.pserver.wal.sync="
+                  + setting
+                  + " against the log off, least of "
                   + rounds
                   + " interleaved rounds");
         }
