@@ -87,12 +87,9 @@ public final class ClusterSpec {
   /**
    * Small-footprint JVM options per role: masters use C1 only and a small heap (they start fast and
    * do little arithmetic); pservers and trainers keep C2 for their float loops; serving replicas
-   * use a concurrent collector (ZGC). Every role but the pservers also takes {@link
-   * #START_UP_JIT_OPTIONS}: a pserver's hot paths (a push received, logged, sent to the backup and
-   * answered) reached C1 and then C2 seconds later with them, and a pserver starts under load (a
-   * backup taking its shard over, a pserver added by scaling). With the raised thresholds, 4 KiB
-   * replicated pushes ran at about 60 % of the rate of the default ones in the first seconds after
-   * start ({@code scripts/bench.sh --only wal}).
+   * use a concurrent collector (ZGC). Every role but the pservers takes {@link
+   * #START_UP_JIT_OPTIONS}: a pserver starts under load (a takeover, scaling), and its push path
+   * compiled seconds later with them (docs/how-to/run-locally.md, "JIT settings").
    */
   public static List<String> defaultJvmOptions(Role role) {
     List<String> options =
