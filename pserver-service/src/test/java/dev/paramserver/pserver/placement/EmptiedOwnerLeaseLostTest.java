@@ -54,16 +54,18 @@ class EmptiedOwnerLeaseLostTest {
       KeyValueStore.KeyValue two = kv.get(c.coordinator.keys().ps(2)).orElseThrow();
       revoke(two.leaseId());
 
-      // it registers again under a new lease, at index 2 and nowhere else
+      // it registers again under a new lease, at index 2 and nowhere else (the key is written in
+      // etcd before the process records the index it claimed: both are waited for)
+      ShardRegistration registration = c.context(2).getBean(ShardRegistration.class);
       Poll.until(
           Duration.ofSeconds(60),
           () -> {
             Optional<KeyValueStore.KeyValue> now = kv.get(c.coordinator.keys().ps(2));
-            return now.isPresent() && now.get().leaseId() != two.leaseId();
+            return now.isPresent()
+                && now.get().leaseId() != two.leaseId()
+                && registration.index() == 2;
           },
-          "pserver 2 registered again after its lease was revoked");
-      ShardRegistration registration = c.context(2).getBean(ShardRegistration.class);
-      assertThat(registration.index()).isEqualTo(2);
+          "pserver 2 registered again under index 2 after its lease was revoked");
       assertThat(kv.get(c.coordinator.keys().ps(2)).orElseThrow().valueAsString())
           .isEqualTo(two.valueAsString());
       // the old claim could have taken ps/0 at any moment of its retries: give it time to show
