@@ -19,6 +19,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executors;
@@ -43,6 +44,10 @@ import tools.jackson.databind.JsonNode;
 public final class JobConsole implements SmartLifecycle {
   private static final Logger log = LoggerFactory.getLogger(JobConsole.class);
   private static final Duration CHECKPOINT_TIMEOUT = Duration.ofMinutes(2);
+  // fresh samples a checkpoint takes at most to find the registered pservers' admin addresses, a
+  // pause apart (a pserver that registered a moment ago answers its status calls shortly after)
+  private static final int TARGET_SAMPLES = 4;
+  private static final long TARGET_SAMPLE_PAUSE_MS = 1000;
 
   private final MasterJob job;
   private final MasterElection election;
@@ -227,7 +232,7 @@ public final class JobConsole implements SmartLifecycle {
   /**
    * The admin addresses of the pservers as the last sample found them; when it missed one that is
    * registered (its status call failed or timed out on a loaded machine, or it registered since),
-   * as a fresh sample finds them, taken on the sampler's thread.
+   * as fresh samples find them (up to {@link #TARGET_SAMPLES}, taken on the sampler's thread).
    */
   private Map<Integer, String> checkpointTargets() {
     Map<Integer, String> targets = pserverAdmin;
@@ -235,21 +240,36 @@ public final class JobConsole implements SmartLifecycle {
     synchronized (this) {
       s = sampler;
     }
+    Set<Integer> registered;
     try {
-      if (s == null || targets.keySet().containsAll(probe.registeredPservers())) {
-        return targets;
-      }
+      registered = probe.registeredPservers();
     } catch (RuntimeException e) {
       return targets; // etcd does not answer: the last sample's
     }
-    try {
-      s.submit(this::sample).get(CHECKPOINT_TIMEOUT.toSeconds(), TimeUnit.SECONDS);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-    } catch (ExecutionException | TimeoutException | RejectedExecutionException e) {
-      log.warn("the console could not sample the pservers before a checkpoint: {}", e.toString());
+    // a loaded machine may miss a pserver's status call again: a few samples, within the timeout
+    long deadline = System.nanoTime() + CHECKPOINT_TIMEOUT.toNanos();
+    for (int attempt = 0;
+        s != null && attempt < TARGET_SAMPLES && !targets.keySet().containsAll(registered);
+        attempt++) {
+      try {
+        if (attempt > 0) {
+          Thread.sleep(TARGET_SAMPLE_PAUSE_MS);
+        }
+        long left = deadline - System.nanoTime();
+        if (left <= 0) {
+          break;
+        }
+        s.submit(this::sample).get(left, TimeUnit.NANOSECONDS);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        break;
+      } catch (ExecutionException | TimeoutException | RejectedExecutionException e) {
+        log.warn("the console could not sample the pservers before a checkpoint: {}", e.toString());
+        break;
+      }
+      targets = pserverAdmin;
     }
-    return pserverAdmin;
+    return targets;
   }
 
   /**
