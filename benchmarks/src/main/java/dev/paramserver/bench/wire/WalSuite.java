@@ -84,8 +84,8 @@ public final class WalSuite {
       Arrays.fill(c, Double.NaN);
       cpu.put(s, c);
     }
-    // each setting runs on fresh JVMs: a warm-up shorter than about 2 s measures their JIT (a fresh
-    // pserver's push costs 10 to 50 times its warm cost, and a replicated pair warms up later)
+    // each setting runs on fresh JVMs: a fresh pserver's push costs 10 to 50 times its warm cost,
+    // and 2 s in a replicated pair's JIT still takes half of its CPU (printed per round below)
     long warm = quick ? 1000 : 2000;
     long measure = quick ? 1000 : 1500;
     int rounds = quick ? 1 : ROUNDS;
@@ -144,7 +144,9 @@ public final class WalSuite {
             double jit = spent.getOrDefault(PSERVER + "_jit_share", Double.NaN);
             double work = us * (1 - jit);
             double[] c = cpu.get(setting);
-            c[i] = Double.isNaN(c[i]) ? work : Math.min(c[i], work);
+            if (!Double.isNaN(work)) {
+              c[i] = Double.isNaN(c[i]) ? work : Math.min(c[i], work);
+            }
             System.out.printf(
                 "wal %-6s push %6s x%d: %9.0f pushes/s  p50 %8.1f us  p99 %8.1f us  pservers"
                     + " %7.1f CPU-us/push (JIT %2.0f %%) (round %d)%n",

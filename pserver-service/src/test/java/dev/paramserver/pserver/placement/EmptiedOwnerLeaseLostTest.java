@@ -66,6 +66,7 @@ class EmptiedOwnerLeaseLostTest {
                 && registration.index() == 2;
           },
           "pserver 2 registered again under index 2 after its lease was revoked");
+      assertThat(registration.index()).isEqualTo(2);
       assertThat(kv.get(c.coordinator.keys().ps(2)).orElseThrow().valueAsString())
           .isEqualTo(two.valueAsString());
       // the old claim could have taken ps/0 at any moment of its retries: give it time to show
