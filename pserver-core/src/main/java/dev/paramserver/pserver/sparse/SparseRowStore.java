@@ -18,7 +18,9 @@ import java.util.function.LongSupplier;
  * full table first evicts up to two rows of the same stripe, each the lowest scored of {@link
  * TableSettings#sample} random rows, never one of the ids of the batch being applied: an insert
  * does a bounded amount of work and never waits for anything but its stripe's lock. When every
- * sampled row is pinned by the batch the table goes over the cap for a while and the following
+ * sampled row is pinned by the batch, the first unpinned row after a random one goes (at most the
+ * batch's size plus one rows looked at). Only when the stripe holds nothing but the batch's rows,
+ * or another stripe's lock is taken, does the table go over the cap for a while; the following
  * inserts bring it back.
  *
  * <p>With an admission threshold an id without a row gets one only at its threshold-th push; the
@@ -443,7 +445,22 @@ public final class SparseRowStore {
         bestScore = score;
       }
     }
-    return best;
+    return best >= 0 || pinned == null ? best : firstUnpinned(s, pinned, random.nextInt(n));
+  }
+
+  /**
+   * Every sampled row was pinned by the batch: the first row from {@code start} on that is not. At
+   * most {@code pinned.length} rows are pinned, so this looks at no more than one row past them.
+   */
+  private static int firstUnpinned(Stripe s, long[] pinned, int start) {
+    int n = s.slab.size();
+    for (int i = 0; i < Math.min(n, pinned.length + 1); i++) {
+      int slot = (start + i) % n;
+      if (Arrays.binarySearch(pinned, s.slab.key(slot)) < 0) {
+        return slot;
+      }
+    }
+    return -1;
   }
 
   /** TTL: looks at two rows of the next stripe in turn (if its lock is free) to expire them. */

@@ -185,6 +185,33 @@ class SparseRowStoreTest {
   }
 
   @Test
+  void cap_evictsTheOneUnpinnedRow_whenEverySampledRowIsPinnedByTheBatch() {
+    // one stripe of 4 rows, 2 sampled per eviction: a batch of 3 resident ids and a new one leaves
+    // one row to evict, which 2 random samples miss more often than not
+    SparseRowStore s =
+        store(new TableSettings(4, null, EvictionPolicy.lfu(Duration.ofMinutes(1)), 2, 1, 1 << 16));
+    for (long id = 0; id < 4; id++) {
+      s.update(new long[] {id}, ADD_ONE);
+    }
+    long[] resident = {0, 1, 2, 3};
+    for (long next = 4; next < 204; next++) {
+      int unpinned = (int) (next % 4);
+      long[] batch = new long[4];
+      for (int i = 0, j = 0; i < 4; i++) {
+        if (i != unpinned) {
+          batch[j++] = resident[i];
+        }
+      }
+      batch[3] = next;
+      assertThat(s.update(batch, ADD_ONE)).isEqualTo(4);
+      assertThat(s.rows()).as("rows after inserting id %d", next).isEqualTo(4);
+      assertThat(read(s, resident[unpinned])).as("the unpinned row was evicted").isEqualTo(INIT);
+      resident[unpinned] = next;
+    }
+    assertThat(s.evictions()).isEqualTo(200);
+  }
+
+  @Test
   void lfu_keepsTheHotIdsOfAZipfStream() {
     int distinct = 20_000;
     int cap = 1_000;

@@ -67,9 +67,10 @@ class CappedTableTakeoverTest {
       clock.addAndGet(11 * SECOND);
       assertThat(Trainers.run(a.shard, schedule, schedule.pushes() + 1, n -> {}).failures())
           .isEmpty();
-      // Under contention a full table may skip an eviction (it only tries the other stripes'
-      // locks, never waits for them), so three trainers at once may leave it over its cap without
-      // one: one trainer alone then pushes on (bounded) until the table has made room.
+      // The pushes so far may not have needed an eviction (an id gets a row at its second push):
+      // one trainer alone then pushes on (bounded) until the table has made room. The table (4
+      // rows, one stripe) never holds all 6 ids, since an insert always finds a row that is not
+      // the push's own to evict, so an insert that needs room keeps coming.
       long step = 2L * schedule.pushes() + 1;
       for (int round = 0; round < 40 && a.shard.sparseTables().get(0).evictions() == 0; round++) {
         Schedule alone = new Schedule(1, 8, -1, 3, List.of(), List.of(), 3, 100 + round);
