@@ -91,6 +91,13 @@ class DistributedTrainingTest {
           .as("job state; failure: %s", end.failureReason())
           .isEqualTo("FINISHED");
       Jobs.assertEveryTaskDoneInEveryPass(end, passes);
+      // the local cluster starts every service from the bean definitions its build computed
+      // (Spring AOT), and the job above trained with them
+      for (String name : new String[] {"master-0", "pserver-0", "pserver-1", "trainer-0"}) {
+        assertThat(Files.readString(dir.resolve("run").resolve("logs").resolve(name + ".log")))
+            .as("%s's log", name)
+            .contains("Starting AOT-processed");
+      }
       JobStatusView.PassView last = end.passes().get(passes - 1);
       assertThat(last.evalAccuracy()).as("test accuracy after the last pass").isGreaterThan(0.90);
       assertThat(last.evalLoss()).isLessThan(0.5);

@@ -45,23 +45,29 @@ final class JavaServiceCommand implements ServiceCommand {
         spec.classDataSharing()
             ? InRunRecordings.start(spec, ctx.role(), ctx.index())
             : Optional.empty();
+    Map<String, String> props = properties(ctx);
     if (recording.isPresent()) {
       cmd.addAll(recording.get().jvmOptions());
-      cmd.addAll(arguments(spec, ctx.role(), recording.get().jar()));
+      cmd.addAll(arguments(spec, ctx.role(), recording.get().jar(), props));
     } else if (spec.classDataSharing()) {
       ClassDataArchives.Launch launch = ClassDataArchives.launchOf(jar, spec.javaBinary());
       cmd.addAll(launch.jvmOptions());
-      cmd.addAll(arguments(spec, ctx.role(), launch.jar()));
+      cmd.addAll(arguments(spec, ctx.role(), launch.jar(), props));
     } else {
-      cmd.addAll(arguments(spec, ctx.role(), jar));
+      cmd.addAll(arguments(spec, ctx.role(), jar, props));
     }
-    properties(ctx).forEach((key, value) -> cmd.add("--" + key + "=" + value));
+    props.forEach((key, value) -> cmd.add("--" + key + "=" + value));
     return cmd;
   }
 
-  /** The JVM options of the role, then {@code -jar jar}. */
-  private static List<String> arguments(ClusterSpec spec, Role role, Path jar) {
+  /**
+   * The JVM options of the role and the start-up options of the launch ({@link StartupOptions}),
+   * then {@code -jar jar}.
+   */
+  private static List<String> arguments(
+      ClusterSpec spec, Role role, Path jar, Map<String, String> props) {
     List<String> args = new ArrayList<>(spec.jvmOptions(role));
+    args.addAll(StartupOptions.of(role, jar, spec.javaBinary(), props));
     args.add("-jar");
     args.add(jar.toString());
     return args;
@@ -128,7 +134,7 @@ final class JavaServiceCommand implements ServiceCommand {
                       jar,
                       spec.javaBinary(),
                       extracted -> {
-                        List<String> args = arguments(spec, role, extracted);
+                        List<String> args = arguments(spec, role, extracted, props);
                         props.forEach((k, v) -> args.add("--" + k + "=" + v));
                         return args;
                       }),
