@@ -60,9 +60,10 @@ public final class LocalCluster implements AutoCloseable {
   }
 
   /**
-   * Starts etcd and waits until it is healthy, then launches every master, pserver and trainer at
-   * once and waits (up to the spec's start timeout) until each listens on its HTTP port. On failure
-   * everything started so far is stopped.
+   * Starts etcd and launches every master, pserver and trainer at once (while etcd starts, when
+   * their start-up archives are ready; else once it serves, after making them), then waits (up to
+   * the spec's start timeout) until each listens on its HTTP port. On failure everything started so
+   * far is stopped.
    */
   public void start() {
     if (!supervisor.beginStart()) {
@@ -70,14 +71,17 @@ public final class LocalCluster implements AutoCloseable {
     }
     Runtime.getRuntime().addShutdownHook(shutdownHook);
     try {
-      localEtcd.startProcess();
-      supervisor.emit(
-          ClusterEvent.Type.ETCD_STARTED, "etcd", etcd.pid(), "etcd up at " + etcd.endpoint());
-      if (spec.classDataSharing() && spec.command() == ServiceCommand.javaServices()) {
-        JavaServiceCommand.prepareArchives(spec, etcd.endpoint());
-      }
+      boolean java = spec.command() == ServiceCommand.javaServices();
+      boolean archives = spec.classDataSharing() && java;
+      localEtcd.start(
+          java && (!archives || JavaServiceCommand.archivesReady(spec)),
+          () -> {
+            if (archives) {
+              JavaServiceCommand.prepareArchives(spec, etcd.endpoint());
+            }
+            supervisor.launchAll(List.of(Role.MASTER, Role.PSERVER, Role.TRAINER, Role.SERVING));
+          });
       supervisor.startProbing();
-      supervisor.launchAll(List.of(Role.MASTER, Role.PSERVER, Role.TRAINER, Role.SERVING));
       awaitAllRunning(spec.startTimeout());
     } catch (RuntimeException | Error e) {
       close();

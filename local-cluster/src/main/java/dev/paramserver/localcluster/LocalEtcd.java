@@ -64,15 +64,53 @@ final class LocalEtcd {
       supervisor.requireRunning("start etcd");
       startProcess();
     }
+    emitStarted();
+    supervisor.writeClusterFile();
+  }
+
+  /**
+   * Starts etcd and runs {@code launch} (the services' launches): while etcd starts when {@code
+   * concurrently} (its endpoint is known already; a JVM needs seconds before it asks etcd anything
+   * and waits for it if asked sooner, while etcd takes up to a second to serve from an empty data
+   * directory), else once etcd serves.
+   */
+  void start(boolean concurrently, Runnable launch) {
+    if (concurrently) {
+      launchProcess();
+      launch.run();
+      awaitHealthy();
+      emitStarted();
+    } else {
+      startProcess();
+      emitStarted();
+      launch.run();
+    }
+  }
+
+  private void emitStarted() {
     supervisor.emit(
         ClusterEvent.Type.ETCD_STARTED, "etcd", etcd.pid(), "etcd up at " + etcd.endpoint());
-    supervisor.writeClusterFile();
   }
 
   /** Starts the etcd process and waits until it is healthy. */
   void startProcess() {
+    launchProcess();
+    awaitHealthy();
+  }
+
+  /** Starts the etcd process without waiting for it ({@link #awaitHealthy} does). */
+  void launchProcess() {
     try {
-      etcd.start();
+      etcd.launch();
+    } catch (LaunchException e) {
+      throw new LocalClusterException(e.getMessage(), e);
+    }
+  }
+
+  /** Waits until the launched etcd is healthy. */
+  void awaitHealthy() {
+    try {
+      etcd.awaitHealthy();
     } catch (LaunchException e) {
       throw new LocalClusterException(e.getMessage(), e);
     }

@@ -109,6 +109,16 @@ public final class EtcdProcess {
 
   /** Starts etcd (no-op when running) and waits until /health says true. */
   public synchronized void start() {
+    launch();
+    awaitHealthy();
+  }
+
+  /**
+   * Starts the etcd process (no-op when running) without waiting for it to serve: {@link
+   * #awaitHealthy} waits. Its endpoint is known before it serves, so what connects to it may start
+   * meanwhile.
+   */
+  public synchronized void launch() {
     if (isRunning()) {
       return;
     }
@@ -150,8 +160,6 @@ public final class EtcdProcess {
     } catch (IOException e) {
       throw new LaunchException("could not start etcd '" + binary + "': " + e.getMessage(), e);
     }
-    awaitHealthy();
-    log.info("etcd pid {} healthy at {} (data {})", process.pid(), client, dataDir);
   }
 
   /** SIGTERM, then SIGKILL after {@code grace}; data and ports are kept. */
@@ -191,7 +199,23 @@ public final class EtcdProcess {
     }
   }
 
-  private void awaitHealthy() {
+  /**
+   * Waits until the launched etcd's /health says true; throws when it exits or does not within the
+   * start timeout.
+   */
+  public void awaitHealthy() {
+    Process process;
+    synchronized (this) {
+      process = this.process;
+    }
+    if (process == null) {
+      throw new LaunchException("etcd was not launched");
+    }
+    awaitHealthy(process);
+    log.info("etcd pid {} healthy at {} (data {})", process.pid(), endpoint(), dataDir);
+  }
+
+  private void awaitHealthy(Process process) {
     long deadline = System.nanoTime() + START_TIMEOUT.toNanos();
     String last = "no answer yet";
     while (System.nanoTime() < deadline) {

@@ -61,6 +61,22 @@ class EtcdProcessTest {
   }
 
   @Test
+  void launch_returnsAtOnce_andAwaitHealthyWaitsUntilItServes() throws Exception {
+    etcd = newEtcd(EtcdProcess.findBinary());
+    assertThatThrownBy(etcd::awaitHealthy)
+        .isInstanceOf(LaunchException.class)
+        .hasMessageContaining("not launched");
+    etcd.launch();
+    assertThat(etcd.isRunning()).isTrue();
+    etcd.awaitHealthy();
+    assertThat(health()).contains("true");
+    // a second launch of a running etcd changes nothing
+    long pid = etcd.pid();
+    etcd.launch();
+    assertThat(etcd.pid()).isEqualTo(pid);
+  }
+
+  @Test
   void start_withAMissingBinary_namesTheBinary() {
     etcd = newEtcd(dir.resolve("no-such-etcd").toString());
     assertThatThrownBy(etcd::start)
