@@ -18,9 +18,9 @@ import java.util.jar.Manifest;
  * definitions ahead of time ({@code spring-boot-maven-plugin}'s {@code process-aot}), so the
  * process neither scans and parses its configuration classes nor creates its beans by reflection.
  * The conditions of those beans were evaluated at build time, with the properties the jar carries:
- * a launch that sets a property a condition reads ({@link #CONDITION_PREFIXES}) starts the regular
- * way, as does a jar built without the step (an older release) and every launch when {@code
- * PARAMSERVER_SPRING_AOT} is {@code off}.
+ * a launch that sets a property a condition reads ({@link #CONDITION_PREFIXES}, on its command line
+ * or in the environment it inherits) starts the regular way, as does a jar built without the step
+ * (an older release) and every launch when {@code PARAMSERVER_SPRING_AOT} is {@code off}.
  *
  * <p><b>The JIT on a JDK with AOT caches</b> (24 and later) for pservers and trainers: their
  * compile thresholds scaled by {@value #THRESHOLD_SCALING} and the cache's recorded method profiles
@@ -67,7 +67,10 @@ final class StartupOptions {
     if (role == Role.SERVING) {
       return options;
     }
-    if (springAotEnabled() && aotProcessed(jar) && !readsConditions(properties)) {
+    if (springAotEnabled()
+        && aotProcessed(jar)
+        && !readsConditions(properties)
+        && !environmentReadsConditions(System.getenv())) {
       options.add(SPRING_AOT);
     }
     if ((role == Role.PSERVER || role == Role.TRAINER) && ClassDataArchives.aotCache(javaBinary)) {
@@ -91,6 +94,24 @@ final class StartupOptions {
       }
       for (String prefix : CONDITION_PREFIXES) {
         if (k.startsWith(prefix)) {
+          return true;
+        }
+      }
+    }
+    return false;
+  }
+
+  /**
+   * Whether {@code environment} (which the services inherit) sets one of {@link
+   * #CONDITION_PREFIXES} in Spring's environment-variable form ({@code SPRING_PROFILES_ACTIVE},
+   * {@code MANAGEMENT_SERVER_PORT}).
+   */
+  static boolean environmentReadsConditions(Map<String, String> environment) {
+    for (String name : environment.keySet()) {
+      String n = name.toUpperCase(java.util.Locale.ROOT).replace("-", "");
+      for (String prefix : CONDITION_PREFIXES) {
+        String p = prefix.toUpperCase(java.util.Locale.ROOT).replace("-", "").replace('.', '_');
+        if (n.startsWith(p)) {
           return true;
         }
       }

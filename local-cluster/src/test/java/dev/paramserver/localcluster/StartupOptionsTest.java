@@ -102,6 +102,25 @@ class StartupOptionsTest {
   }
 
   @Test
+  void environmentReadsConditions_inSpringsEnvironmentVariableForm() {
+    assertThat(
+            StartupOptions.environmentReadsConditions(
+                Map.of("PATH", "/usr/bin", "PARAMSERVER_CDS", "off", "JAVA_HOME", "/opt/java")))
+        .isFalse();
+    for (String name :
+        List.of(
+            "SPRING_PROFILES_ACTIVE",
+            "SPRING_APPLICATION_JSON",
+            "MANAGEMENT_SERVER_PORT",
+            "SERVER_SSL_ENABLED",
+            "PARAMSERVER_GRPCCLIENT_TLS_ENABLED",
+            "PARAMSERVER_PSERVER_KUBERNETES_STATEFULSET",
+            "PARAMSERVER_TRAINER_COORDINATION_MODE")) {
+      assertThat(StartupOptions.environmentReadsConditions(Map.of(name, "x"))).as(name).isTrue();
+    }
+  }
+
+  @Test
   void of_springAotForAProcessedJarWithoutConditionProperties_jitOptionsOnAnAotJdkOnly()
       throws Exception {
     Path processed = bootJar(true);
