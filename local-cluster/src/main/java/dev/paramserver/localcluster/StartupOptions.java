@@ -28,7 +28,7 @@ import java.util.jar.Manifest;
  * strings, the class-file reader) as the process spent running it; the hot loops of training run
  * millions of times and are compiled still, a few seconds later.
  */
-final class StartupOptions {
+public final class StartupOptions {
   static final String SPRING_AOT = "-Dspring.aot.enabled=true";
   static final int THRESHOLD_SCALING = 5;
   static final List<String> AOT_JDK_JIT_OPTIONS =
@@ -106,7 +106,7 @@ final class StartupOptions {
    * #CONDITION_PREFIXES} in Spring's environment-variable form ({@code SPRING_PROFILES_ACTIVE},
    * {@code MANAGEMENT_SERVER_PORT}).
    */
-  static boolean environmentReadsConditions(Map<String, String> environment) {
+  public static boolean environmentReadsConditions(Map<String, String> environment) {
     for (String name : environment.keySet()) {
       String n = name.toUpperCase(java.util.Locale.ROOT).replace("-", "");
       for (String prefix : CONDITION_PREFIXES) {
