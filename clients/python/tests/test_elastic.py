@@ -59,13 +59,21 @@ def hand_over(cluster, new, frm, to):
         b.rows[key] = a.rows.pop(key)
 
 
-def begin(cluster, new, frm, to, publish_move=True):
-    """The move to `new` is frozen: `frm` refuses what it gave away with MOVED; not committed yet."""
+def begin(cluster, new, frm, to, publish_move=True, client=None):
+    """The move to `new` is frozen: `frm` refuses what it gave away with MOVED; not committed yet.
+    With `client`, returns once its map shows the move: a refusal that came before would be taken
+    for a rolled-back move (resent by the old map and refused again), as a real trainer does."""
     hand_over(cluster, new, frm, to)
     for _, ps in cluster.pservers:
         ps.slot_map = new
     if publish_move:
         cluster.master.publish(move=pl.SlotMove(epoch=new.epoch, to=to, slot_count=new.slots, id="m1", **{"from": frm}))
+        if client is not None:
+            deadline = time.monotonic() + 5
+            while not (client.cluster_map is not None and client.cluster_map.HasField("placement_move")
+                       and client.cluster_map.placement_move.epoch == new.epoch):
+                assert time.monotonic() < deadline, "the client never saw the move"
+                time.sleep(0.01)
 
 
 def commit(cluster, new):
@@ -105,7 +113,7 @@ def test_a_push_refused_with_moved_waits_for_the_commit_and_resends_its_pieces_w
     old = c._routing()
     assert old.epoch == 0 and old.owner_of_block("w", 0) == 1
     new = moved_map(old, 1, frm=1, to=0, blocks=[("w", 0)])
-    begin(cluster, new, 1, 0)
+    begin(cluster, new, 1, 0, client=c)
     later(0.4, commit, cluster, new)
     t0 = time.monotonic()
     into = {k: np.zeros_like(v) for k, v in values.items()}
@@ -135,7 +143,7 @@ def test_a_move_rolled_back_resends_to_the_old_owner_as_a_piece_of_its_own(clust
     c, values = joined(cluster)
     old = c._routing()
     new = moved_map(old, 1, frm=1, to=0, blocks=[("w", 0)])
-    begin(cluster, new, 1, 0)
+    begin(cluster, new, 1, 0, client=c)
 
     def rollback():
         hand_over(cluster, old, 0, 1)
@@ -207,7 +215,7 @@ def test_pulls_refused_with_moved_are_re_split_and_sent_again(cluster):
     push(c)
     old = c._routing()
     new = moved_map(old, 1, frm=1, to=0, blocks=[("w", 0), ("w", 2)])
-    begin(cluster, new, 1, 0)
+    begin(cluster, new, 1, 0, client=c)
     later(0.3, commit, cluster, new)
     check_values(c, values, 1)
     refused = [p for p in cluster.pservers[1][1].pulls if any(b.name == "w" and b.block == 0 for b in p.blocks)]
