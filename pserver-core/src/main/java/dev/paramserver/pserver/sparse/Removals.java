@@ -36,6 +36,11 @@ public final class Removals {
     return follow;
   }
 
+  /** True when this trace follows and none of its removals is still to be made. */
+  boolean removesNothing() {
+    return follow && script.isEmpty();
+  }
+
   private final boolean follow;
   private final List<Removal> recorded = new ArrayList<>();
   private final Map<Point, List<Long>> script = new HashMap<>();

@@ -199,7 +199,9 @@ public final class SparseRowStore {
    * read once per call. In a table that neither evicts nor expires rows, the rows are applied
    * stripe by stripe, each stripe's rows in the order of {@code ids} under one hold of its lock
    * (the order of the rows of one stripe, and so every admission decision, is that of {@code ids};
-   * rows of different stripes are independent).
+   * rows of different stripes are independent). A backup or read replica following a record that
+   * removed no row applies it the same way, whatever the table's policy: with no removal to make
+   * where its primary made it, only the order within a stripe matters.
    *
    * @param after {@code ids.length * width * 4} bytes, or null for no answer
    * @return how many rows were updated
@@ -208,7 +210,8 @@ public final class SparseRowStore {
     Removals trace = Removals.current();
     boolean evicts = settings.capped() || settings.policy().expires();
     StoreUpdate a = new StoreUpdate(this, ids, update, after, evicts, trace);
-    if (!evicts && (trace == null || !trace.follows())) {
+    boolean byStripe = trace != null && trace.follows() ? trace.removesNothing() : !evicts;
+    if (byStripe) {
       a.byStripe();
     } else {
       a.inOrder();

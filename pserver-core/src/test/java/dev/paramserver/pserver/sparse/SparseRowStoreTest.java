@@ -184,6 +184,55 @@ class SparseRowStoreTest {
     assertThat(s.rows()).isLessThanOrEqualTo(10);
   }
 
+  /**
+   * A follower (a backup, a read replica) applies each record with exactly its primary's removals
+   * and ends identical to it, in a capped table (most records remove rows) and an unlimited one
+   * (none do, and the follower applies them stripe by stripe). The update depends on the row's
+   * update count and the position in the batch, and batches repeat ids, so an update applied out of
+   * order, twice, or to a row the primary had removed shows.
+   */
+  @Test
+  void follower_replayingThePrimarysRemovals_endsIdenticalToIt() {
+    SparseRowStore.RowUpdate orderSensitive =
+        (i, values, slots, before) -> {
+          for (int k = 0; k < values.length; k++) {
+            values[k] = values[k] * 0.5f + i + before;
+            slots[0][k] += values[k];
+          }
+        };
+    for (TableSettings settings :
+        List.of(TableSettings.unlimited(), capped(48, EvictionPolicy.lfu(Duration.ofMinutes(1))))) {
+      SparseRowStore primary = store(settings);
+      SparseRowStore follower = store(settings);
+      java.util.Random random = new java.util.Random(7);
+      int removed = 0;
+      for (int b = 0; b < 300; b++) {
+        long[] batch = random.longs(24, 0, 160).toArray();
+        Removals recording = Removals.recording();
+        primary.update(batch, orderSensitive);
+        List<Removals.Removal> made = recording.recorded();
+        Removals.end();
+        removed += made.size();
+        Removals.following(
+            made.stream()
+                .map(
+                    r ->
+                        new Removals.Removal(follower, r.update(), r.position(), r.phase(), r.id()))
+                .toList());
+        follower.update(batch, orderSensitive);
+        Removals.end();
+      }
+      assertThat(removed > 0).as("rows removed in %s", settings).isEqualTo(settings.capped());
+      assertThat(follower.rows()).isEqualTo(primary.rows());
+      for (long id = 0; id < 160; id++) {
+        float[] a = new float[WIDTH];
+        float[] f = new float[WIDTH];
+        assertThat(follower.read(id, f, 0)).as("row %d held", id).isEqualTo(primary.read(id, a, 0));
+        assertThat(f).as("row %d", id).containsExactly(a);
+      }
+    }
+  }
+
   @Test
   void cap_evictsTheOneUnpinnedRow_whenEverySampledRowIsPinnedByTheBatch() {
     // one stripe of 4 rows, 2 sampled per eviction: a batch of 3 resident ids and a new one leaves
