@@ -13,7 +13,35 @@ final class JavaServiceCommand implements ServiceCommand {
   static final JavaServiceCommand INSTANCE = new JavaServiceCommand();
   private static final String NICE = "/usr/bin/nice";
 
+  private static final String SH = "/bin/sh";
+  private static final Path AUTOGROUP = Path.of("/proc/self/autogroup");
+  // run by sh after setsid (Launcher.wrap): sets the new session's autogroup nice to $0, then
+  // execs the rest in place
+  private static final String SET_AUTOGROUP =
+      "echo \"$0\" > /proc/self/autogroup 2>/dev/null; exec \"$@\"";
+
   private JavaServiceCommand() {}
+
+  /**
+   * The prefix that starts a command at nice {@code nice} (empty at 0): {@code nice -n}, and where
+   * the kernel groups processes by session (autogroup, on by default in Debian's kernels), a shell
+   * that first gives the command's session, its own since {@link
+   * dev.paramserver.launcher.Launcher#wrap}, the same nice value. The scheduler shares the CPU
+   * between autogroups first, by the groups' nice values, and by the threads' nice values only
+   * within a group: without it, a niced process in a session of its own takes as much CPU as any
+   * other. Each step execs in place: the pid stays the service's.
+   */
+  static List<String> niced(int nice) {
+    if (nice <= 0 || !Files.isExecutable(Path.of(NICE))) {
+      return List.of();
+    }
+    List<String> cmd = new ArrayList<>();
+    if (Files.isRegularFile(AUTOGROUP) && Files.isExecutable(Path.of(SH))) {
+      cmd.addAll(List.of(SH, "-c", SET_AUTOGROUP, Integer.toString(nice)));
+    }
+    cmd.addAll(List.of(NICE, "-n", Integer.toString(nice)));
+    return cmd;
+  }
 
   @Override
   public List<String> build(LaunchContext ctx) {
@@ -34,12 +62,7 @@ final class JavaServiceCommand implements ServiceCommand {
               + jar
               + ": build it with ./mvnw -B -DskipTests package");
     }
-    List<String> cmd = new ArrayList<>();
-    int nice = spec.niceness(ctx.role());
-    if (nice > 0 && Files.isExecutable(Path.of(NICE))) {
-      // nice execs the JVM in place: the pid stays the service's
-      cmd.addAll(List.of(NICE, "-n", Integer.toString(nice)));
-    }
+    List<String> cmd = new ArrayList<>(niced(spec.niceness(ctx.role())));
     cmd.add(spec.javaBinary());
     Optional<InRunRecordings.Start> recording =
         spec.classDataSharing()

@@ -73,7 +73,10 @@ class JavaServiceCommandTest {
       List<String> cmd =
           ServiceCommand.javaServices()
               .build(new ServiceCommand.LaunchContext(spec, role, 0, 1, 2, "http://e"));
-      assertThat(cmd.subList(0, 4)).containsExactly("/usr/bin/nice", "-n", "10", "/opt/java");
+      List<String> prefix = JavaServiceCommand.niced(10);
+      assertThat(prefix).endsWith("/usr/bin/nice", "-n", "10");
+      assertThat(cmd.subList(0, prefix.size() + 1))
+          .containsExactlyElementsOf(concat(prefix, "/opt/java"));
     }
     for (Role role : List.of(Role.SERVING, Role.MASTER)) {
       List<String> cmd =
@@ -84,6 +87,39 @@ class JavaServiceCommandTest {
     assertThatThrownBy(() -> ClusterSpec.builder(dir).trainingNiceness(20))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("0 to 19");
+  }
+
+  /**
+   * A niced service started as the cluster starts it (in a session of its own) runs at that nice
+   * value, and so does its session's autogroup, by which the kernel shares the CPU between sessions
+   * first: without it the nice value of a process in its own session changes nothing.
+   */
+  @Test
+  void niced_startsTheProcessAndItsSessionsAutogroupAtTheNiceValue() throws Exception {
+    Assumptions.assumeTrue(Files.isExecutable(Path.of("/usr/bin/nice")), "no /usr/bin/nice");
+    List<String> cmd =
+        concat(
+            JavaServiceCommand.niced(7),
+            "/bin/sh",
+            "-c",
+            "cat /proc/self/autogroup 2>/dev/null; echo pid $$ nice $(cut -d' ' -f19 /proc/$$/stat)");
+    Process p =
+        new ProcessBuilder(dev.paramserver.launcher.Launcher.wrap(cmd))
+            .redirectErrorStream(true)
+            .start();
+    assertThat(p.waitFor(20, TimeUnit.SECONDS)).isTrue();
+    String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+    assertThat(out).as(out).contains("pid " + p.pid() + " nice 7");
+    if (Files.isRegularFile(Path.of("/proc/self/autogroup"))) {
+      assertThat(out).as(out).containsPattern("(?m)^/autogroup-\\d+ nice 7$");
+    }
+    assertThat(JavaServiceCommand.niced(0)).isEmpty();
+  }
+
+  private static List<String> concat(List<String> head, String... tail) {
+    List<String> all = new ArrayList<>(head);
+    all.addAll(List.of(tail));
+    return all;
   }
 
   @Test
