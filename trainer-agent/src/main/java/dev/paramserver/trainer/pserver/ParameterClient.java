@@ -11,7 +11,6 @@ import dev.paramserver.proto.v1.PushGradientsResponse;
 import dev.paramserver.proto.v1.SparseRows;
 import dev.paramserver.proto.v1.TensorBlock;
 import dev.paramserver.proto.v1.TrainingMode;
-import dev.paramserver.rpc.Backoff;
 import dev.paramserver.rpc.StoppedException;
 import dev.paramserver.tensor.TensorCodec;
 import dev.paramserver.trainer.pserver.RequestPlanner.Planned;
@@ -244,7 +243,7 @@ public final class ParameterClient {
           } catch (ExecutionException e) {
             Optional<Moved> moved = Moved.of(p.pserver(), e.getCause());
             if (moved.isPresent()) {
-              resp = pushResent(p, moved.get(), latest, calls.backoff());
+              resp = pushResent(p, moved.get(), latest, new MovedPacing(calls.backoff()));
             } else {
               failures.handle(p.pserver(), e.getCause(), latest, "push to", "retrying the push");
             }
@@ -303,7 +302,7 @@ public final class ParameterClient {
         } catch (ExecutionException e) {
           Optional<Moved> moved = Moved.of(p.pserver(), e.getCause());
           if (moved.isPresent()) {
-            resp = pullResent(p, moved.get(), latest, calls.backoff());
+            resp = pullResent(p, moved.get(), latest, new MovedPacing(calls.backoff()));
           } else {
             streams.pollIfWriter();
             failures.handle(p.pserver(), e.getCause(), latest, "pull from", "retrying");
@@ -348,11 +347,11 @@ public final class ParameterClient {
    * refused with MOVED is re-split and its pieces sent until acknowledged ({@link #pushResent}).
    */
   private PushGradientsResponse pushWithRetry(Planned<PushGradientsRequest> p, Parameters latest) {
-    return pushWithRetry(p, latest, calls.backoff());
+    return pushWithRetry(p, latest, new MovedPacing(calls.backoff()));
   }
 
   private PushGradientsResponse pushWithRetry(
-      Planned<PushGradientsRequest> p, Parameters latest, Backoff movedBackoff) {
+      Planned<PushGradientsRequest> p, Parameters latest, MovedPacing movedPacing) {
     try {
       return withRetry(
           p.pserver(),
@@ -362,7 +361,7 @@ public final class ParameterClient {
           s -> s.pushGradients(p.request()),
           latest);
     } catch (RefusedMoved r) {
-      return pushResent(p, r.moved, latest, movedBackoff);
+      return pushResent(p, r.moved, latest, movedPacing);
     }
   }
 
@@ -371,7 +370,7 @@ public final class ParameterClient {
    * failure (pulls are safe to repeat); a pull refused with MOVED is re-split and sent again.
    */
   PullParametersResponse pullWithRetry(Planned<PullParametersRequest> p, Parameters latest) {
-    return pullWithRetry(p, latest, calls.backoff());
+    return pullWithRetry(p, latest, new MovedPacing(calls.backoff()));
   }
 
   /**
@@ -383,12 +382,12 @@ public final class ParameterClient {
       Planned<PullParametersRequest> p, Throwable failure, Parameters latest) {
     Optional<Moved> moved = Moved.of(p.pserver(), failure);
     return moved.isPresent()
-        ? pullResent(p, moved.get(), latest, calls.backoff())
+        ? pullResent(p, moved.get(), latest, new MovedPacing(calls.backoff()))
         : pullWithRetry(p, latest);
   }
 
   private PullParametersResponse pullWithRetry(
-      Planned<PullParametersRequest> p, Parameters latest, Backoff movedBackoff) {
+      Planned<PullParametersRequest> p, Parameters latest, MovedPacing movedPacing) {
     try {
       return withRetry(
           p.pserver(),
@@ -398,15 +397,16 @@ public final class ParameterClient {
           s -> s.pullParameters(p.request()),
           latest);
     } catch (RefusedMoved r) {
-      return pullResent(p, r.moved, latest, movedBackoff);
+      return pullResent(p, r.moved, latest, movedPacing);
     }
   }
 
   /**
    * A push refused with {@code moved}: waits until the trainer routes by the epoch named (or the
    * move was rolled back), re-splits it by the routing then and sends each piece until it is
-   * acknowledged; the answer is the pieces' together. {@code backoff} paces a request refused again
-   * and again (its pieces share it), so a placement that does not settle is never spun on.
+   * acknowledged; the answer is the pieces' together. {@code pacing} paces a request refused again
+   * and again without progress (its pieces share it), so a placement that does not settle is never
+   * spun on.
    */
   /** A part number for a piece of a refused push of {@code step} ({@link ResentParts}). */
   int resentPart(long step) {
@@ -414,9 +414,9 @@ public final class ParameterClient {
   }
 
   private PushGradientsResponse pushResent(
-      Planned<PushGradientsRequest> p, Moved moved, Parameters latest, Backoff backoff) {
+      Planned<PushGradientsRequest> p, Moved moved, Parameters latest, MovedPacing pacing) {
     traffic.movedRequest();
-    settle(moved, backoff);
+    settle(moved, pacing);
     List<Planned<PushGradientsRequest>> pieces =
         Resplit.push(p, layout().routing(), resentParts::next);
     log.info(
@@ -427,37 +427,36 @@ public final class ParameterClient {
         pieces.size());
     List<PushGradientsResponse> answers = new ArrayList<>(pieces.size());
     for (Planned<PushGradientsRequest> piece : pieces) {
-      answers.add(pushWithRetry(piece, latest, backoff));
+      answers.add(pushWithRetry(piece, latest, pacing));
     }
     return Resplit.mergePush(answers);
   }
 
   /** A pull refused with {@code moved}: as {@link #pushResent}. */
   private PullParametersResponse pullResent(
-      Planned<PullParametersRequest> p, Moved moved, Parameters latest, Backoff backoff) {
+      Planned<PullParametersRequest> p, Moved moved, Parameters latest, MovedPacing pacing) {
     traffic.movedRequest();
-    settle(moved, backoff);
+    settle(moved, pacing);
     List<PullParametersResponse> answers = new ArrayList<>();
     for (Planned<PullParametersRequest> piece : Resplit.pull(p, layout().routing())) {
-      answers.add(pullWithRetry(piece, latest, backoff));
+      answers.add(pullWithRetry(piece, latest, pacing));
     }
     return Resplit.mergePull(answers);
   }
 
   /**
    * Waits, bounded by the call timeout, until a request refused with {@code moved} may be re-split;
-   * the second and later refusals of one request first wait {@code backoff}'s next pause.
+   * a request refused again without progress (no newer epoch named: {@link MovedPacing}) first
+   * waits {@code pacing}'s next pause.
    */
-  void settle(Moved moved, Backoff backoff) {
+  void settle(Moved moved, MovedPacing pacing) {
     long start = System.nanoTime();
     try {
-      if (backoff.attempts() > 0) {
+      if (pacing.refusedAgain(moved)) {
         if (calls.stopping().getAsBoolean()) {
           throw new StoppedException("resending a request refused with MOVED");
         }
-        backoff.pause();
-      } else {
-        backoff.nextDelayMs();
+        pacing.pause();
       }
       if (!directory.awaitSettled(moved, calls.timeout().toMillis())) {
         log.warn(

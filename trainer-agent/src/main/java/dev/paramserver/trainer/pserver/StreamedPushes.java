@@ -58,6 +58,7 @@ public final class StreamedPushes {
   private final BlockingQueue<Event> events = new LinkedBlockingQueue<>();
   private final Map<Integer, PushLane> lanes = new HashMap<>();
   private final Map<Integer, Backoff> backoffs = new HashMap<>();
+  private final Map<Integer, MovedPacing> movedPacings = new HashMap<>();
   // the thread that writes the pushes (the training thread): the only one that drives the lanes
   private volatile Thread owner;
   // a failure that ends training, seen by whichever thread acted on it: every later look throws it
@@ -326,6 +327,7 @@ public final class StreamedPushes {
         Part p = lane.answered(e);
         if (p != null) {
           backoff(lane).reset();
+          movedPacing(lane).reset();
           taken(lane.pserver(), p, e.answer());
           lane.pump(this::counted);
         }
@@ -448,7 +450,7 @@ public final class StreamedPushes {
   private void resend(PushLane lane, Moved moved) {
     traffic.movedRequest();
     // settled first: a trainer stopping meanwhile finds the request still in its lane (dropped)
-    client.settle(moved, backoff(lane));
+    client.settle(moved, movedPacing(lane));
     List<Planned<PushGradientsRequest>> pieces =
         Resplit.push(
             new Planned<>(lane.pserver(), lane.head().request),
@@ -475,5 +477,9 @@ public final class StreamedPushes {
 
   private Backoff backoff(PushLane lane) {
     return backoffs.computeIfAbsent(lane.pserver(), k -> calls.backoff());
+  }
+
+  private MovedPacing movedPacing(PushLane lane) {
+    return movedPacings.computeIfAbsent(lane.pserver(), k -> new MovedPacing(calls.backoff()));
   }
 }
