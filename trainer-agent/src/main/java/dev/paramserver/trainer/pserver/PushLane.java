@@ -50,6 +50,8 @@ final class PushLane {
     final PushGradientsRequest request;
     long writtenNanos;
     boolean counted;
+    // paces the resends of the request this part is (a piece of), once it was refused with MOVED
+    MovedPacing movedPacing;
     private final AtomicBoolean acknowledged = new AtomicBoolean();
 
     Part(StreamedPush push, PushGradientsRequest request) {

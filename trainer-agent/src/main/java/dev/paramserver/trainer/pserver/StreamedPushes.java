@@ -58,7 +58,6 @@ public final class StreamedPushes {
   private final BlockingQueue<Event> events = new LinkedBlockingQueue<>();
   private final Map<Integer, PushLane> lanes = new HashMap<>();
   private final Map<Integer, Backoff> backoffs = new HashMap<>();
-  private final Map<Integer, MovedPacing> movedPacings = new HashMap<>();
   // the thread that writes the pushes (the training thread): the only one that drives the lanes
   private volatile Thread owner;
   // a failure that ends training, seen by whichever thread acted on it: every later look throws it
@@ -327,7 +326,6 @@ public final class StreamedPushes {
         Part p = lane.answered(e);
         if (p != null) {
           backoff(lane).reset();
-          movedPacing(lane).reset();
           taken(lane.pserver(), p, e.answer());
           lane.pump(this::counted);
         }
@@ -450,7 +448,13 @@ public final class StreamedPushes {
   private void resend(PushLane lane, Moved moved) {
     traffic.movedRequest();
     // settled first: a trainer stopping meanwhile finds the request still in its lane (dropped)
-    client.settle(moved, movedPacing(lane));
+    // paced per request: the other requests of the lane, routed before the move too, are refused
+    // by the same epoch without that being a lack of progress
+    Part head = lane.head();
+    if (head.movedPacing == null) {
+      head.movedPacing = new MovedPacing(calls.backoff());
+    }
+    client.settle(moved, head.movedPacing);
     List<Planned<PushGradientsRequest>> pieces =
         Resplit.push(
             new Planned<>(lane.pserver(), lane.head().request),
@@ -467,6 +471,7 @@ public final class StreamedPushes {
     for (Planned<PushGradientsRequest> piece : pieces) {
       Part part = new Part(refused.push, piece.request());
       part.counted = true;
+      part.movedPacing = refused.movedPacing;
       lane(piece.pserver()).add(part);
     }
     lane.retryAt(System.nanoTime());
@@ -477,9 +482,5 @@ public final class StreamedPushes {
 
   private Backoff backoff(PushLane lane) {
     return backoffs.computeIfAbsent(lane.pserver(), k -> calls.backoff());
-  }
-
-  private MovedPacing movedPacing(PushLane lane) {
-    return movedPacings.computeIfAbsent(lane.pserver(), k -> new MovedPacing(calls.backoff()));
   }
 }

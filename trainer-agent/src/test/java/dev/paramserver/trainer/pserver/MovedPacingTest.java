@@ -31,11 +31,4 @@ class MovedPacingTest {
     assertThat(pacing.refusedAgain(new Moved(1, -1, 0))).isTrue();
     assertThat(pacing.refusedAgain(new Moved(1, -1, 0))).isTrue();
   }
-
-  @Test
-  void afterAnAnswer_theNextRefusalIsAFirstOneAgain() {
-    pacing.refusedAgain(new Moved(0, 2, 7));
-    pacing.reset();
-    assertThat(pacing.refusedAgain(new Moved(0, 2, 7))).isFalse();
-  }
 }
