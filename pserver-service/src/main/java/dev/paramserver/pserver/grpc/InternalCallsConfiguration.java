@@ -17,10 +17,10 @@ import org.springframework.grpc.server.GlobalServerInterceptor;
 
 /**
  * The one guard of the pserver's internal services (ShardReplication: Replicate, Fill; SlotMoves:
- * MoveOut, MoveIn; ShardFollow: Follow, the change stream serving replicas read): with a job token
- * set ({@code paramserver.admin.token}) a call without it is refused UNAUTHENTICATED before it
- * reaches the service. Peers send it on every call (the services' {@code ChannelFactory}). Without
- * a token the services are open, as before.
+ * MoveOut, MoveIn, AwaitCopyInstalled; ShardFollow: Follow, the change stream serving replicas
+ * read): with a job token set ({@code paramserver.admin.token}) a call without it is refused
+ * UNAUTHENTICATED before it reaches the service. Peers send it on every call (the services' {@code
+ * ChannelFactory}). Without a token the services are open, as before.
  *
  * <p>With mutual TLS and a certificate per role (the role in the subject's OU) the calls are also
  * authorised by role ({@link PeerRoles}, {@link #ROLES}): only a pserver fills a backup, replicates
@@ -38,15 +38,17 @@ public class InternalCallsConfiguration {
 
   /**
    * Who may call what, by the role a client certificate names: Replicate and Fill come from the
-   * shard's primary, MoveIn from the old owner of moving slots (pservers); MoveOut from the
-   * master's placement coordinator; Follow from serving replicas (role {@code serving}) and
-   * pservers (a pserver may follow a shard as a serving replica does).
+   * shard's primary, MoveIn and AwaitCopyInstalled from the old owner of moving slots (pservers);
+   * MoveOut from the master's placement coordinator; Follow from serving replicas (role {@code
+   * serving}) and pservers (a pserver may follow a shard as a serving replica does).
    */
   static final Map<String, Set<String>> ROLES =
       Map.of(
           ShardReplicationGrpc.SERVICE_NAME,
           Set.of("pserver"),
           SlotMovesGrpc.getMoveInMethod().getFullMethodName(),
+          Set.of("pserver"),
+          SlotMovesGrpc.getAwaitCopyInstalledMethod().getFullMethodName(),
           Set.of("pserver"),
           SlotMovesGrpc.getMoveOutMethod().getFullMethodName(),
           Set.of("master"),

@@ -42,6 +42,7 @@ final class IncomingMove implements StreamObserver<MoveInChunk> {
   private final MoveMetrics metrics;
   private final ObjectProvider<ShardPersistence> persistence;
   private final Executor blocking;
+  private final CopyInstalls installs;
   private final StreamObserver<MoveInResponse> out;
   private final ByteString.Output copy = ByteString.newOutput();
   private ByteString copyBytes;
@@ -50,6 +51,8 @@ final class IncomingMove implements StreamObserver<MoveInChunk> {
   // the pserver's serving term when the move was taken in: answered only in the same term
   private long term;
   private MoveCounts installed;
+  // the copy's size the old owner declared (-1: an older sender, not checked)
+  private long expectedCopyBytes = -1;
   private long bytes;
   private long records;
   private boolean done;
@@ -63,12 +66,14 @@ final class IncomingMove implements StreamObserver<MoveInChunk> {
       MoveMetrics metrics,
       ObjectProvider<ShardPersistence> persistence,
       Executor blocking,
+      CopyInstalls installs,
       StreamObserver<MoveInResponse> out) {
     this.moves = moves;
     this.follower = follower;
     this.metrics = metrics;
     this.persistence = persistence;
     this.blocking = blocking;
+    this.installs = installs;
     this.out = out;
   }
 
@@ -92,6 +97,7 @@ final class IncomingMove implements StreamObserver<MoveInChunk> {
       bytes += chunk.getSerializedSize();
       if (chunk.hasMove()) {
         begin(chunk.getMove());
+        expectedCopyBytes = chunk.hasCopyBytes() ? chunk.getCopyBytes() : -1;
       }
       if (moving == null) {
         throw MoveRequests.refused("MoveIn must name its move in its first chunk");
@@ -119,6 +125,15 @@ final class IncomingMove implements StreamObserver<MoveInChunk> {
       records++;
     }
     if (chunk.getCaughtUp()) {
+      if (chunk.hasRecordsSent() && chunk.getRecordsSent() != records) {
+        throw MoveRequests.refused(
+            moving
+                + ": took in "
+                + records
+                + " records of the "
+                + chunk.getRecordsSent()
+                + " the old owner sent: not taken in");
+      }
       done = true;
       finish();
     }
@@ -148,6 +163,15 @@ final class IncomingMove implements StreamObserver<MoveInChunk> {
 
   private void install() {
     if (installed == null) {
+      if (expectedCopyBytes >= 0 && copy.size() != expectedCopyBytes) {
+        throw MoveRequests.refused(
+            moving
+                + ": holds "
+                + copy.size()
+                + " bytes of the copy, the old owner sent "
+                + expectedCopyBytes
+                + ": not installed");
+      }
       copyBytes = copy.toByteString();
       ShardCheckpoint c;
       try {
@@ -166,6 +190,7 @@ final class IncomingMove implements StreamObserver<MoveInChunk> {
           p.checkpoint();
         }
       }
+      installs.installed(moving.move(), installed.rows(), installed.blocks());
     }
   }
 
@@ -217,6 +242,7 @@ final class IncomingMove implements StreamObserver<MoveInChunk> {
     done = true;
     if (moving != null) {
       follower.incomingFailed(moving);
+      installs.failed(moving.move(), e);
     }
     log.warn("MoveIn of {} failed: {}", moving, e.toString());
     out.onError(ErrorMappingInterceptor.map(SlotMovesGrpc.SERVICE_NAME + "/MoveIn", e));
@@ -234,6 +260,8 @@ final class IncomingMove implements StreamObserver<MoveInChunk> {
       log.warn(
           "{}: the old owner's stream failed ({}): dropping what was staged", moving, t.toString());
       follower.incomingFailed(moving);
+      installs.failed(
+          moving.move(), MoveRequests.refused(moving + ": the old owner's stream failed"));
     }
     done = true;
   }

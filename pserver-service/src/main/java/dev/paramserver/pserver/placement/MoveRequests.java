@@ -18,6 +18,7 @@ import dev.paramserver.tensor.SlotMap;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import io.grpc.stub.StreamObserver;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executor;
 import java.util.concurrent.TimeoutException;
@@ -37,6 +38,7 @@ import org.springframework.stereotype.Component;
 public final class MoveRequests {
   private final ParameterShard shard;
   private final ShardMoves moves;
+  private final CopyInstalls installs = new CopyInstalls();
   private final PlacementFollower follower;
   private final Coordinator coordinator;
   private final PserverProperties properties;
@@ -274,6 +276,15 @@ public final class MoveRequests {
 
   /** Takes moving slots in from their old owner: the stream of {@code MoveIn}'s chunks. */
   public StreamObserver<MoveInChunk> moveIn(StreamObserver<MoveInResponse> out) {
-    return new IncomingMove(moves, follower, metrics, persistence, blocking, out);
+    return new IncomingMove(moves, follower, metrics, persistence, blocking, installs, out);
+  }
+
+  /**
+   * Completes once this pserver, the new owner, has installed the copy of attempt {@code move} (the
+   * rows and blocks installed), or fails once its MoveIn failed: the old owner waits for it before
+   * refusing the slots, so that the install is not inside the stall.
+   */
+  public CompletableFuture<MoveInResponse> copyInstalled(SlotMove move) {
+    return installs.of(move);
   }
 }

@@ -160,6 +160,43 @@ final class OutgoingMove {
     }
   }
 
+  /**
+   * Waits (at most the move timeout) until the new owner has installed the copy, so that the
+   * install is not inside the stall; the records applied meanwhile keep being forwarded. Any
+   * failure (a new owner without {@code AwaitCopyInstalled}, its MoveIn failed, the time limit)
+   * ends the wait: the freeze follows, and MoveIn's answer tells whether the move went through.
+   */
+  private void awaitCopyInstalled(ManagedChannel channel) throws InterruptedException {
+    CompletableFuture<MoveInResponse> installed = new CompletableFuture<>();
+    SlotMovesGrpc.newStub(channel)
+        .withDeadline(clock.deadlineAfter(timeout.toNanos()))
+        .awaitCopyInstalled(
+            moving.move(),
+            new StreamObserver<>() {
+              @Override
+              public void onNext(MoveInResponse value) {
+                installed.complete(value);
+              }
+
+              @Override
+              public void onError(Throwable t) {
+                installed.completeExceptionally(t);
+              }
+
+              @Override
+              public void onCompleted() {
+                installed.completeExceptionally(
+                    new IllegalStateException("AwaitCopyInstalled ended without an answer"));
+              }
+            });
+    try {
+      clock.get(installed, timeout.toNanos());
+    } catch (ExecutionException | TimeoutException e) {
+      Throwable cause = e instanceof ExecutionException && e.getCause() != null ? e.getCause() : e;
+      log.debug("{}: not waiting for the new owner's install ({})", moving, cause.toString());
+    }
+  }
+
   private MoveOutResponse attempt(String address) {
     ManagedChannel channel = channels.forAddress(address);
     StreamObserver<MoveInChunk> to =
@@ -200,10 +237,11 @@ final class OutgoingMove {
                 });
     boolean frozen = false;
     try {
-      send(to, answer, MoveInChunk.newBuilder().setMove(moving.move()).build());
       long cut = System.nanoTime();
       MoveCounts counts = sendCopy(to);
       send(to, answer, MoveInChunk.newBuilder().setCopyDone(true).build());
+      sendRecords(to, answer);
+      awaitCopyInstalled(channel);
       sendRecords(to, answer);
       long copyMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - cut);
       long freezeAt = System.nanoTime();
@@ -215,7 +253,7 @@ final class OutgoingMove {
       shard.awaitApplies();
       shard.detachTap(tap);
       sendRecords(to, answer);
-      send(to, answer, MoveInChunk.newBuilder().setCaughtUp(true).build());
+      send(to, answer, MoveInChunk.newBuilder().setCaughtUp(true).setRecordsSent(sent).build());
       to.onCompleted();
       MoveInResponse in = clock.get(answer, timeout.toNanos());
       long stallMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - freezeAt);
@@ -276,6 +314,10 @@ final class OutgoingMove {
    * network) and streams it from there in chunks of {@value #CHUNK_BYTES} bytes as the new owner
    * takes them: the copy is never held in memory whole.
    */
+  /**
+   * Cuts the copy (the tap attached at the cut) into a file, then sends the move with the copy's
+   * size as the stream's first chunk, then the copy.
+   */
   private MoveCounts sendCopy(StreamObserver<MoveInChunk> to)
       throws IOException, InterruptedException, ExecutionException {
     Path file = Files.createTempFile("paramserver-move-", ".copy");
@@ -284,6 +326,11 @@ final class OutgoingMove {
       try (OutputStream out = new BufferedOutputStream(Files.newOutputStream(file), 1 << 16)) {
         counts = shard.writeCopy(moving, out, () -> shard.attachTap(tap));
       }
+      // the move first, with the copy's size: the new owner installs only a whole copy
+      send(
+          to,
+          answer,
+          MoveInChunk.newBuilder().setMove(moving.move()).setCopyBytes(Files.size(file)).build());
       try (InputStream in = Files.newInputStream(file)) {
         byte[] chunk = new byte[CHUNK_BYTES];
         for (int n = in.readNBytes(chunk, 0, CHUNK_BYTES);
