@@ -53,9 +53,9 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * Internal calls authorised by role over real mutual TLS (Netty on loopback, certificates made in
  * the test by keytool, one per role named by its OU): a trainer's certificate is refused on Fill,
- * Replicate, MoveIn, MoveOut and Follow; a pserver's is taken on Fill, Replicate, MoveIn and
- * Follow, the master's on MoveOut, a serving replica's on Follow only; a certificate that names no
- * role is left to the job token.
+ * Replicate, MoveIn, AwaitCopyInstalled, MoveOut and Follow; a pserver's is taken on Fill,
+ * Replicate, MoveIn and Follow, the master's on MoveOut, a serving replica's on Follow only; a
+ * certificate that names no role is left to the job token.
  */
 @Timeout(240)
 class RoleCertificatesTest {
@@ -119,6 +119,7 @@ class RoleCertificatesTest {
         List.<ThrowingCall>of(
             () -> fill(trainer),
             () -> moveIn(trainer),
+            () -> awaitCopyInstalled(trainer),
             () -> replicate(trainer),
             () -> moveOut(trainer),
             () -> follow(trainer))) {
@@ -136,6 +137,7 @@ class RoleCertificatesTest {
     ManagedChannel pserver = channel("pserver");
     assertThat(fill(pserver)).isNotNull();
     assertThat(moveIn(pserver)).isNotNull();
+    assertThat(awaitCopyInstalled(pserver)).isNotNull();
     assertThat(replicate(pserver)).isNotNull();
     assertThatThrownBy(() -> moveOut(pserver))
         .isInstanceOfSatisfying(
@@ -144,6 +146,10 @@ class RoleCertificatesTest {
 
     ManagedChannel master = channel("master");
     assertThat(moveOut(master)).isNotNull();
+    assertThatThrownBy(() -> awaitCopyInstalled(master))
+        .isInstanceOfSatisfying(
+            StatusRuntimeException.class,
+            e -> assertThat(e.getStatus().getCode()).isEqualTo(Status.Code.PERMISSION_DENIED));
     assertThatThrownBy(() -> fill(master))
         .isInstanceOfSatisfying(
             StatusRuntimeException.class,
@@ -209,6 +215,12 @@ class RoleCertificatesTest {
     out.onNext(MoveInChunk.getDefaultInstance());
     out.onCompleted();
     return unwrap(answer);
+  }
+
+  private static MoveInResponse awaitCopyInstalled(ManagedChannel channel) {
+    return SlotMovesGrpc.newBlockingStub(channel)
+        .withDeadlineAfter(30, TimeUnit.SECONDS)
+        .awaitCopyInstalled(SlotMove.getDefaultInstance());
   }
 
   private static ReplicateResponse replicate(ManagedChannel channel) {
@@ -339,6 +351,12 @@ class RoleCertificatesTest {
     @Override
     public void moveOut(SlotMove request, StreamObserver<MoveOutResponse> out) {
       out.onNext(MoveOutResponse.getDefaultInstance());
+      out.onCompleted();
+    }
+
+    @Override
+    public void awaitCopyInstalled(SlotMove request, StreamObserver<MoveInResponse> out) {
+      out.onNext(MoveInResponse.getDefaultInstance());
       out.onCompleted();
     }
   }
