@@ -9,7 +9,6 @@ import dev.paramserver.pserver.placement.MoveRequests;
 import dev.paramserver.rpc.ErrorMappingInterceptor;
 import dev.paramserver.rpc.Offload;
 import io.grpc.stub.StreamObserver;
-import java.util.concurrent.CompletionException;
 import java.util.concurrent.Executor;
 import org.springframework.beans.factory.annotation.Qualifier;
 import org.springframework.grpc.server.service.GrpcService;
@@ -50,16 +49,13 @@ public final class SlotMovesGrpcService extends SlotMovesGrpc.SlotMovesImplBase 
             (installed, failure) -> {
               try {
                 if (failure != null) {
-                  Throwable cause =
-                      failure instanceof CompletionException && failure.getCause() != null
-                          ? failure.getCause()
-                          : failure;
+                  // CopyInstalls fails a copy with the MoveIn's own (runtime) failure
                   out.onError(
                       ErrorMappingInterceptor.map(
                           SlotMovesGrpc.SERVICE_NAME + "/AwaitCopyInstalled",
-                          cause instanceof RuntimeException r
+                          failure instanceof RuntimeException r
                               ? r
-                              : new IllegalStateException(cause.toString(), cause)));
+                              : new IllegalStateException(failure.toString(), failure)));
                 } else {
                   out.onNext(installed);
                   out.onCompleted();

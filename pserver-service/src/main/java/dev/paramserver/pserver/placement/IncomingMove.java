@@ -51,6 +51,8 @@ final class IncomingMove implements StreamObserver<MoveInChunk> {
   // the pserver's serving term when the move was taken in: answered only in the same term
   private long term;
   private MoveCounts installed;
+  // the move the first chunk names, refused or taken (moving): its AwaitCopyInstalled fails with it
+  private SlotMove named;
   // the copy's size the old owner declared (-1: an older sender, not checked)
   private long expectedCopyBytes = -1;
   private long bytes;
@@ -96,7 +98,8 @@ final class IncomingMove implements StreamObserver<MoveInChunk> {
     try {
       bytes += chunk.getSerializedSize();
       if (chunk.hasMove()) {
-        begin(chunk.getMove());
+        named = chunk.getMove();
+        begin(named);
         expectedCopyBytes = chunk.hasCopyBytes() ? chunk.getCopyBytes() : -1;
       }
       if (moving == null) {
@@ -242,7 +245,9 @@ final class IncomingMove implements StreamObserver<MoveInChunk> {
     done = true;
     if (moving != null) {
       follower.incomingFailed(moving);
-      installs.failed(moving.move(), e);
+    }
+    if (named != null) {
+      installs.failed(named, e);
     }
     log.warn("MoveIn of {} failed: {}", moving, e.toString());
     out.onError(ErrorMappingInterceptor.map(SlotMovesGrpc.SERVICE_NAME + "/MoveIn", e));

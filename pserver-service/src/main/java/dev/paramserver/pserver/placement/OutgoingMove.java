@@ -162,9 +162,9 @@ final class OutgoingMove {
 
   /**
    * Waits (at most the move timeout) until the new owner has installed the copy, so that the
-   * install is not inside the stall; the records applied meanwhile keep being forwarded. Any
-   * failure (a new owner without {@code AwaitCopyInstalled}, its MoveIn failed, the time limit)
-   * ends the wait: the freeze follows, and MoveIn's answer tells whether the move went through.
+   * install is not inside the stall (the records applied meanwhile are queued). Any failure (a new
+   * owner without {@code AwaitCopyInstalled}, its MoveIn failed, the time limit) ends the wait: the
+   * freeze follows, and MoveIn's answer tells whether the move went through.
    */
   private void awaitCopyInstalled(ManagedChannel channel) throws InterruptedException {
     CompletableFuture<MoveInResponse> installed = new CompletableFuture<>();
@@ -241,8 +241,9 @@ final class OutgoingMove {
       MoveCounts counts = sendCopy(to);
       send(to, answer, MoveInChunk.newBuilder().setCopyDone(true).build());
       sendRecords(to, answer);
+      // the records applied meanwhile go after the freeze, with the rest: a MoveIn that failed
+      // during the wait is then found frozen, and this owner rolls the move back itself
       awaitCopyInstalled(channel);
-      sendRecords(to, answer);
       long copyMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - cut);
       long freezeAt = System.nanoTime();
       checkCancelled();
@@ -312,11 +313,8 @@ final class OutgoingMove {
   /**
    * Cuts the copy into a temporary file (under the shard's write lock: a local write, never the
    * network) and streams it from there in chunks of {@value #CHUNK_BYTES} bytes as the new owner
-   * takes them: the copy is never held in memory whole.
-   */
-  /**
-   * Cuts the copy (the tap attached at the cut) into a file, then sends the move with the copy's
-   * size as the stream's first chunk, then the copy.
+   * takes them: the copy is never held in memory whole. The stream's first chunk, the move with the
+   * copy's size, goes out between the cut and the copy.
    */
   private MoveCounts sendCopy(StreamObserver<MoveInChunk> to)
       throws IOException, InterruptedException, ExecutionException {

@@ -457,7 +457,7 @@ public final class StreamedPushes {
     client.settle(moved, head.movedPacing);
     List<Planned<PushGradientsRequest>> pieces =
         Resplit.push(
-            new Planned<>(lane.pserver(), lane.head().request),
+            new Planned<>(lane.pserver(), head.request),
             client.layout().routing(),
             client::resentPart);
     Part refused = lane.removeHead();
