@@ -108,6 +108,21 @@ public final class ParameterOptimizer {
     return rule.slots();
   }
 
+  /**
+   * Whether an update is {@code w -= lr * g} with one learning rate for every update, no clipping,
+   * no decay and no state: then a weight's value depends only on the sum of the gradients applied
+   * to it (up to float rounding), whatever their grouping and the update count, so a trainer that
+   * applies its own gradients locally holds what a pserver that applied the same gradients holds.
+   */
+  public boolean additive() {
+    return rule.slots() == 0
+        && rule instanceof SgdRule
+        && schedule.constant()
+        && clipValue == 0
+        && clipNorm == 0
+        && l2 == 0;
+  }
+
   /** Fresh state vectors for {@code n} weights. */
   public float[][] newSlots(int n) {
     float[][] s = new float[rule.slots()][n];

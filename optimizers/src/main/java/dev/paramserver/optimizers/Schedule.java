@@ -66,6 +66,11 @@ public final class Schedule {
     return new InvalidOptimizerException(msg);
   }
 
+  /** Whether the rate is the same for every update. */
+  boolean constant() {
+    return kind == LearningRateSchedule.Kind.CONSTANT;
+  }
+
   /** The learning rate of the update that follows {@code t} earlier updates. */
   public float rate(long t) {
     double lr =

@@ -13,9 +13,12 @@ import java.util.List;
  *     them with {@link ParameterShard#valuesAfter}
  * @param lent the pooled arrays {@code rows}' data are views of: hand them back with {@link
  *     AnswerArrays#giveBack} once the answer was written (empty when none)
+ * @param changedOnly {@code rows} were cut to the rows another writer changed last (the push's
+ *     {@code writer_tag}): the answer's {@code rows_changed_only}
  */
-public record PushOutcome(long step, boolean duplicate, List<SparseRows> rows, List<byte[]> lent) {
+public record PushOutcome(
+    long step, boolean duplicate, List<SparseRows> rows, List<byte[]> lent, boolean changedOnly) {
   public PushOutcome(long step, boolean duplicate) {
-    this(step, duplicate, null, List.of());
+    this(step, duplicate, null, List.of(), false);
   }
 }

@@ -201,7 +201,7 @@ final class PushPath {
           push.lentArrays().forEach(answerArrays::give);
           return outcome(reached);
         }
-        return new PushOutcome(reached, false, push.answeredRows(), push.lentArrays());
+        return push.answered(reached);
       }
     } finally {
       shard.structure().readLock().unlock();

@@ -80,6 +80,40 @@ final class SparseTable {
   }
 
   /**
+   * {@link #apply(long[], float[], byte[])} by the writer {@code cut.writer} (a push's {@code
+   * writer_tag}), its answer cut to the rows whose previous update carried another tag, or none
+   * (see {@link SparseRowStore#update(long[], SparseRowStore.RowUpdate, byte[], int, int[])}):
+   * their ids go into {@code cut.ids} (left null when the answer keeps every row).
+   */
+  void apply(long[] ids, float[] gradient, byte[] after, ValidatedPush.AnswerCut cut) {
+    int width = parameter.width;
+    var optimizer = parameter.optimizer;
+    int[] kept = KEPT.get();
+    if (kept.length < ids.length) {
+      kept = new int[ids.length];
+      KEPT.set(kept);
+    }
+    int n =
+        store.update(
+            ids,
+            (i, values, slots, updatesBefore) ->
+                optimizer.update(values, gradient, i * width, slots, updatesBefore),
+            after,
+            cut.writer,
+            kept);
+    if (n >= 0) {
+      long[] out = new long[n];
+      for (int k = 0; k < n; k++) {
+        out[k] = ids[kept[k]];
+      }
+      cut.ids = out;
+    }
+  }
+
+  // the positions an answer cut keeps, per applying thread
+  private static final ThreadLocal<int[]> KEPT = ThreadLocal.withInitial(() -> new int[0]);
+
+  /**
    * Installs row {@code id} with {@code values} and fresh optimizer state (warm start), bypassing
    * admission; under a cap it evicts as a restored row does.
    */

@@ -16,7 +16,11 @@ final class ValidatedGradients {
       g.block().apply(g.gradient());
     }
     for (ValidatedPush.SparseGradient g : push.sparse) {
-      g.table().apply(g.rowIds(), g.gradient(), g.after());
+      if (g.cut() != null) {
+        g.table().apply(g.rowIds(), g.gradient(), g.after(), g.cut());
+      } else {
+        g.table().apply(g.rowIds(), g.gradient(), g.after());
+      }
     }
   }
 

@@ -42,9 +42,29 @@ final class ValidatedPush {
   /**
    * The gradient of some rows of a table; {@code after}, when not null, receives the rows' values
    * after they were applied (float32 little-endian, in the order of {@code rowIds}): the answer of
-   * a push that asks for its rows.
+   * a push that asks for its rows. With {@code cut} not null (a push with a {@code writer_tag}) the
+   * answer is cut to the rows another writer changed last ({@link SparseTable#apply(long[],
+   * float[], byte[], int, AnswerCut)}).
    */
-  record SparseGradient(SparseTable table, long[] rowIds, float[] gradient, byte[] after) {}
+  record SparseGradient(
+      SparseTable table, long[] rowIds, float[] gradient, byte[] after, AnswerCut cut) {
+    SparseGradient(SparseTable table, long[] rowIds, float[] gradient, byte[] after) {
+      this(table, rowIds, gradient, after, null);
+    }
+  }
+
+  /**
+   * The rows an answer cut to the rows changed keeps, set once the gradient is applied: the ids of
+   * the rows at the front of its {@code after}, in the order of the request; null: every row.
+   */
+  static final class AnswerCut {
+    final int writer;
+    long[] ids;
+
+    AnswerCut(int writer) {
+      this.writer = writer;
+    }
+  }
 
   /**
    * Checks the whole request; throws the first problem found, having changed nothing.
@@ -135,7 +155,10 @@ final class ValidatedPush {
               values,
               answerRows == null
                   ? null
-                  : answerRows.apply(ids.length * table.width() * Float.BYTES)));
+                  : answerRows.apply(ids.length * table.width() * Float.BYTES),
+              answerRows == null || request.getWriterTag() == 0
+                  ? null
+                  : new AnswerCut(request.getWriterTag())));
     }
     return new ValidatedPush(dense, sparse, request);
   }
@@ -143,24 +166,52 @@ final class ValidatedPush {
   /**
    * The answer rows of a push validated with {@code answerRows} and applied: per sparse gradient,
    * in the request's order, the table's name, the request's row ids and their values after the
-   * push.
+   * push; with a {@code writer_tag}, only the rows its cut keeps (see {@link #changedOnly}).
    */
   List<SparseRows> answeredRows() {
     List<SparseRows> out = new ArrayList<>(sparse.size());
     for (int k = 0; k < sparse.size(); k++) {
       SparseRows g = request.getSparseGradients(k);
       SparseGradient s = sparse.get(k);
+      SparseRows.Builder rows = SparseRows.newBuilder().setName(g.getName());
+      long[] kept = s.cut() == null ? null : s.cut().ids;
+      int count;
+      if (kept == null) {
+        rows.addAllRowIds(g.getRowIdsList());
+        count = s.rowIds().length;
+      } else {
+        for (long id : kept) {
+          rows.addRowIds(id);
+        }
+        count = kept.length;
+      }
       out.add(
-          SparseRows.newBuilder()
-              .setName(g.getName())
-              .setDtype(DataType.FLOAT32)
-              .addAllRowIds(g.getRowIdsList())
-              .setData(
-                  UnsafeByteOperations.unsafeWrap(
-                      s.after(), 0, s.rowIds().length * s.table().width() * Float.BYTES))
+          rows.setDtype(DataType.FLOAT32)
+              .setData(UnsafeByteOperations.unsafeWrap(s.after(), 0, count * s.table().width() * 4))
               .build());
     }
     return out;
+  }
+
+  /**
+   * The answer of this push, applied (validated with {@code answerRows}), at update count {@code
+   * step}.
+   */
+  PushOutcome answered(long step) {
+    return new PushOutcome(step, false, answeredRows(), lentArrays(), changedOnly());
+  }
+
+  /**
+   * Whether {@link #answeredRows} may leave rows out: the push carried a {@code writer_tag} (every
+   * row it leaves out was updated last by that writer before this push).
+   */
+  boolean changedOnly() {
+    for (SparseGradient g : sparse) {
+      if (g.cut() != null) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /** The arrays the sparse gradients' answers are read into (empty when none were asked for). */

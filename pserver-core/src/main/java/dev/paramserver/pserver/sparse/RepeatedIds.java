@@ -16,14 +16,17 @@ final class RepeatedIds {
 
   private RepeatedIds() {}
 
-  /** Copies, for each id repeated in {@code ids}, its last row of {@code rows} over the others. */
-  static void settle(long[] ids, byte[] rows, int rowBytes) {
-    if (ids.length > 1) {
-      SCRATCH.get().settleRepeats(ids, rows, rowBytes);
-    }
+  /**
+   * Copies, for each id repeated in {@code ids}, its last row of {@code rows} over the others.
+   *
+   * @return whether {@code ids} repeats an id
+   */
+  static boolean settle(long[] ids, byte[] rows, int rowBytes) {
+    return ids.length > 1 && SCRATCH.get().settleRepeats(ids, rows, rowBytes);
   }
 
-  private void settleRepeats(long[] ids, byte[] rows, int rowBytes) {
+  private boolean settleRepeats(long[] ids, byte[] rows, int rowBytes) {
+    boolean repeats = false;
     int n = ids.length;
     int capacity = Integer.highestOneBit(2 * n - 1) << 1;
     if (keys.length < capacity) {
@@ -50,10 +53,12 @@ final class RepeatedIds {
         }
         if (keys[b] == id) {
           System.arraycopy(rows, (int) e * rowBytes, rows, i * rowBytes, rowBytes);
+          repeats = true;
           break;
         }
         b = (b + 1) & mask;
       }
     }
+    return repeats;
   }
 }

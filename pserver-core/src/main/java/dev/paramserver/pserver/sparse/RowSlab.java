@@ -4,12 +4,13 @@ import java.util.Arrays;
 
 /**
  * Dense, chunked primitive storage of rows: per row its id, {@code stride} floats (the values
- * followed by each optimizer slot, side by side for locality), an update count and a word of
- * eviction metadata. The count and the metadata are stored as raw float bits right after the row's
- * floats ({@link Float#intBitsToFloat}, {@link Float#floatToRawIntBits}: bit for bit on the
- * platforms the pserver runs on, x86-64 and AArch64), so an update touches one run of memory a row
- * rather than three arrays. Rows occupy slots {@code [0, size)}; removing a row moves the last row
- * into its slot, so the storage stays dense (eviction samples uniformly, snapshots read a prefix).
+ * followed by each optimizer slot, side by side for locality), an update count, a word of eviction
+ * metadata and the tag of the row's last writer (see {@link #writer}). The count, the metadata and
+ * the tag are stored as raw float bits right after the row's floats ({@link Float#intBitsToFloat},
+ * {@link Float#floatToRawIntBits}: bit for bit on the platforms the pserver runs on, x86-64 and
+ * AArch64), so an update touches one run of memory a row rather than three arrays. Rows occupy
+ * slots {@code [0, size)}; removing a row moves the last row into its slot, so the storage stays
+ * dense (eviction samples uniformly, snapshots read a prefix).
  *
  * <p>Chunks of {@value #CHUNK_ROWS} rows are allocated as rows arrive, so growing never copies more
  * than the first chunk and the slack is at most one chunk; the first chunk itself starts small and
@@ -22,7 +23,7 @@ final class RowSlab implements LongSlotIndex.Keys {
   private static final int FIRST_ROWS = 8;
 
   final int stride;
-  // floats a row takes in its chunk: its stride, its update count and its metadata
+  // floats a row takes in its chunk: its stride, its update count, its metadata, its writer
   private final int rowFloats;
   private long[][] ids = new long[0][];
   private float[][] floats = new float[0][];
@@ -31,7 +32,7 @@ final class RowSlab implements LongSlotIndex.Keys {
 
   RowSlab(int stride) {
     this.stride = stride;
-    this.rowFloats = stride + 2;
+    this.rowFloats = stride + 3;
   }
 
   int size() {
@@ -59,7 +60,7 @@ final class RowSlab implements LongSlotIndex.Keys {
     if (slot != last) {
       long movedId = key(last);
       ids[slot >>> CHUNK_SHIFT][slot & MASK] = movedId;
-      // the floats, the update count and the metadata
+      // the floats, the update count, the metadata and the writer
       System.arraycopy(floatChunk(last), offset(last), floatChunk(slot), offset(slot), rowFloats);
       clearFloats(last);
       return movedId;
@@ -108,9 +109,21 @@ final class RowSlab implements LongSlotIndex.Keys {
     floatChunk(slot)[offset(slot) + stride + 1] = Float.intBitsToFloat(value);
   }
 
+  /**
+   * The writer tag of the row's last update ({@code PushGradientsRequest.writer_tag}; 0: an update
+   * without one, or none since the row was added).
+   */
+  int writer(int slot) {
+    return Float.floatToRawIntBits(floatChunk(slot)[offset(slot) + stride + 2]);
+  }
+
+  void setWriter(int slot, int value) {
+    floatChunk(slot)[offset(slot) + stride + 2] = Float.intBitsToFloat(value);
+  }
+
   /** Bytes of the arrays allocated (not only the rows in use). */
   long allocatedBytes() {
-    return (long) capacity * (8 + 4L * stride + 4 + 4);
+    return (long) capacity * (8 + 4L * stride + 4 + 4 + 4);
   }
 
   void clear() {

@@ -33,8 +33,8 @@ import java.util.function.LongSupplier;
 public final class SparseRowStore {
   static final int STRIPES = 32;
 
-  /** Bytes per row besides the floats: id, update count, eviction word, index share. */
-  static final int ROW_OVERHEAD_BYTES = 8 + 4 + 4 + 8;
+  /** Bytes per row besides the floats: id, update count, eviction word, writer, index share. */
+  static final int ROW_OVERHEAD_BYTES = 8 + 4 + 4 + 4 + 8;
 
   /** The initial values of a row (deterministic per id). */
   public interface RowInit {
@@ -207,19 +207,23 @@ public final class SparseRowStore {
    * @return how many rows were updated
    */
   public int update(long[] ids, RowUpdate update, byte[] after) {
-    Removals trace = Removals.current();
-    boolean evicts = settings.capped() || settings.policy().expires();
-    StoreUpdate a = new StoreUpdate(this, ids, update, after, evicts, trace);
-    boolean byStripe = trace != null && trace.follows() ? trace.removesNothing() : !evicts;
-    if (byStripe) {
-      a.byStripe();
-    } else {
-      a.inOrder();
+    return StoreUpdate.run(this, ids, update, after, 0).applied;
+  }
+
+  /**
+   * {@link #update(long[], RowUpdate, byte[])} by the writer tagged {@code writer} (not 0, see
+   * {@link RowSlab#writer}), the answer cut to the rows whose previous update carried another tag
+   * or none (and those created or refused admission): moved to the front of {@code after} in the
+   * order of {@code ids}, their positions written to {@code kept} (as long as {@code ids}).
+   *
+   * @return how many rows the answer keeps, or -1 when {@code ids} repeats an id (it keeps all)
+   */
+  public int update(long[] ids, RowUpdate update, byte[] after, int writer, int[] kept) {
+    if (writer == 0 || after == null) {
+      throw new IllegalArgumentException("an answer cut to the rows changed needs a writer tag");
     }
-    if (after != null && a.mayRepeat) {
-      RepeatedIds.settle(ids, after, width * Float.BYTES);
-    }
-    return a.applied;
+    StoreUpdate a = StoreUpdate.run(this, ids, update, after, writer);
+    return a.repeated ? -1 : a.cutAnswer(kept);
   }
 
   int stripeOf(long hash) {
@@ -249,6 +253,7 @@ public final class SparseRowStore {
         System.arraycopy(rowSlots[k], 0, chunk, o + (k + 1) * width, width);
       }
       s.slab.setUpdates(slot, (int) Math.min(updates, 0xFFFF_FFFFL));
+      s.slab.setWriter(slot, 0);
       if (score != NO_SCORE) {
         s.slab.setMeta(slot, settings.policy().restored(score, now));
       }
@@ -365,6 +370,7 @@ public final class SparseRowStore {
     }
     s.slab.setUpdates(slot, 0);
     s.slab.setMeta(slot, settings.policy().created(now));
+    s.slab.setWriter(slot, 0);
     rows.incrementAndGet();
     SparseBudget b = settings.budget();
     if (b != null) {

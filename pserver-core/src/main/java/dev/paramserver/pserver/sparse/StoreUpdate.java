@@ -18,9 +18,15 @@ final class StoreUpdate {
   final long now;
   final float[] values;
   final float[][] slots;
+  // the writer tag the rows updated get (0: none), and with one and an answer, per position of ids
+  // whether the row's previous update carried the same tag (scratch of this thread, cleared)
+  final int writer;
+  final boolean[] mine;
   int applied;
   // whether an id may occur more than once in ids (then the answer's repeats are settled)
   boolean mayRepeat = true;
+  // whether ids repeat an id (found once the answer's repeats were settled)
+  boolean repeated;
   // keeps the loads that touch rows ahead of their update from being optimised away
   int sink;
 
@@ -30,8 +36,11 @@ final class StoreUpdate {
       SparseRowStore.RowUpdate update,
       byte[] after,
       boolean evicts,
-      Removals trace) {
+      Removals trace,
+      int writer) {
     this.store = store;
+    this.writer = writer;
+    this.mine = writer != 0 && after != null ? SCRATCH.get().mine(ids.length) : null;
     this.values = new float[store.width];
     this.slots = new float[store.slotInit.length][store.width];
     this.ids = ids;
@@ -47,6 +56,28 @@ final class StoreUpdate {
     this.follow = trace != null && trace.follows();
     this.call = trace == null ? 0 : trace.beginUpdate(store);
     this.now = store.clock.getAsLong();
+  }
+
+  /**
+   * Applies {@code update} to {@code ids} in {@code store} (see {@link
+   * SparseRowStore#update(long[], SparseRowStore.RowUpdate, byte[])}) as writer {@code writer} (0:
+   * none).
+   */
+  static StoreUpdate run(
+      SparseRowStore store, long[] ids, SparseRowStore.RowUpdate update, byte[] after, int writer) {
+    Removals trace = Removals.current();
+    boolean evicts = store.settings.capped() || store.settings.policy().expires();
+    StoreUpdate a = new StoreUpdate(store, ids, update, after, evicts, trace, writer);
+    boolean byStripe = trace != null && trace.follows() ? trace.removesNothing() : !evicts;
+    if (byStripe) {
+      a.byStripe();
+    } else {
+      a.inOrder();
+    }
+    if (after != null && a.mayRepeat) {
+      a.repeated = RepeatedIds.settle(ids, after, store.width * Float.BYTES);
+    }
+    return a;
   }
 
   /** Row by row in the order of the ids, each under its stripe's lock. */
@@ -171,6 +202,10 @@ final class StoreUpdate {
     }
     // Saturates: past 2^32 - 1 updates bias corrections are long since 1.
     s.slab.setUpdates(slot, before == -1 ? before : before + 1);
+    if (mine != null && s.slab.writer(slot) == writer) {
+      mine[i] = true;
+    }
+    s.slab.setWriter(slot, writer);
     s.slab.setMeta(slot, store.settings.policy().updated(s.slab.meta(slot), now));
     applied++;
     if (after != null) {
@@ -181,6 +216,24 @@ final class StoreUpdate {
     } else if (store.settings.policy().expires()) {
       store.expireSome(pinned, now, trace, call, i);
     }
+  }
+
+  /**
+   * Moves the answer's rows whose previous update carried another writer tag to its front, in the
+   * order of the ids, and writes their positions to {@code kept}; returns how many.
+   */
+  int cutAnswer(int[] kept) {
+    int rowBytes = store.width * Float.BYTES;
+    int n = 0;
+    for (int i = 0; i < ids.length; i++) {
+      if (!mine[i]) {
+        if (n != i) {
+          System.arraycopy(after, i * rowBytes, after, n * rowBytes, rowBytes);
+        }
+        kept[n++] = i;
+      }
+    }
+    return n;
   }
 
   /** Writes {@link #values} as row {@code i} of the answer. */
@@ -196,6 +249,7 @@ final class StoreUpdate {
     long[] hashes = new long[0];
     int[] order = new int[0];
     int[] found = new int[0];
+    private boolean[] mine = new boolean[0];
     private int[] seenSlots = new int[0];
     private int[] seenStamps = new int[0];
     private int stamp;
@@ -241,6 +295,16 @@ final class StoreUpdate {
         seenStamps[b] = stamp;
       }
       return false;
+    }
+
+    /** {@code n} flags, all false. */
+    boolean[] mine(int n) {
+      if (mine.length < n) {
+        mine = new boolean[n];
+      } else {
+        Arrays.fill(mine, 0, n, false);
+      }
+      return mine;
     }
 
     Scratch ensure(int n) {

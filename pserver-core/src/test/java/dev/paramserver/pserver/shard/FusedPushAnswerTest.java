@@ -137,6 +137,57 @@ class FusedPushAnswerTest {
     assertThat(compared).isEqualTo(30 * 60);
   }
 
+  /**
+   * A push of trainer {@code trainer} with writer tag {@code tag} to rows {@code ids} of "wide".
+   */
+  private static PushGradientsRequest tagged(String trainer, long step, int tag, long... ids) {
+    SparseRows.Builder rows = SparseRows.newBuilder().setName("wide").setDtype(DataType.FLOAT32);
+    float[] g = new float[ids.length];
+    for (int i = 0; i < ids.length; i++) {
+      rows.addRowIds(ids[i]);
+      g[i] = 0.25f * (i + 1);
+    }
+    return PushGradientsRequest.newBuilder()
+        .setTrainerId(trainer)
+        .setSession("s1")
+        .setStep(step)
+        .setReturnRows(true)
+        .setWriterTag(tag)
+        .addSparseGradients(rows.setData(TensorCodec.encode(g)))
+        .build();
+  }
+
+  @Test
+  void aWriterTag_cutsTheAnswerToTheRowsAnotherWriterChangedLast_withTheirValuesAfterThePush() {
+    ParameterShard shard = shard(SparseSettings.unlimited());
+    long[] ten = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+    PushOutcome first = shard.pushOutcome(tagged("t0", 1, 7, ten));
+    assertThat(first.changedOnly()).isTrue();
+    assertThat(first.rows().get(0).getRowIdsList()).as("rows created").hasSize(10);
+    PushOutcome again = shard.pushOutcome(tagged("t0", 2, 7, ten));
+    assertThat(again.changedOnly()).isTrue();
+    assertThat(again.rows().get(0).getRowIdsList()).as("only t0 changed them").isEmpty();
+    assertThat(again.rows().get(0).getData().size()).isZero();
+    PushOutcome other = shard.pushOutcome(tagged("t1", 1, 9, 7, 5, 6));
+    assertThat(other.rows().get(0).getRowIdsList()).containsExactly(7L, 5L, 6L);
+    PushGradientsRequest third = tagged("t0", 3, 7, ten);
+    PushOutcome cut = shard.pushOutcome(third);
+    assertThat(cut.rows().get(0).getRowIdsList()).containsExactly(5L, 6L, 7L);
+    // the values of those three, after the push, as a read after it returns them
+    SparseRows readAfter = shard.valuesAfter(third, cut.step(), true).getSparseRows(0);
+    float[] all = TensorCodec.decode(readAfter.getData(), DataType.FLOAT32);
+    float[] listed = TensorCodec.decode(cut.rows().get(0).getData(), DataType.FLOAT32);
+    assertThat(listed).containsExactly(all[4], all[5], all[6]);
+    // a push without a tag (another client) makes the next tagged one answer its rows again
+    PushGradientsRequest untagged = tagged("t2", 1, 0, 2);
+    assertThat(shard.pushOutcome(untagged).changedOnly()).isFalse();
+    assertThat(shard.pushOutcome(tagged("t0", 4, 7, ten)).rows().get(0).getRowIdsList())
+        .containsExactly(2L);
+    PushOutcome duplicate = shard.pushOutcome(third);
+    assertThat(duplicate.duplicate()).isTrue();
+    assertThat(duplicate.changedOnly()).isFalse();
+  }
+
   @Test
   void aRepeatedPush_isADuplicateWithoutRows_andAPushNotAskingHasNone() {
     ParameterShard shard = shard(settings(false));

@@ -61,6 +61,55 @@ class SparseRowStoreTest {
     assertThat(s.rows()).isEqualTo(1);
   }
 
+  /** The ids an update by {@code writer} answers, in the order of the answer. */
+  private static List<Long> answered(SparseRowStore s, long[] ids, int writer, byte[] after) {
+    int[] kept = new int[ids.length];
+    int n = s.update(ids, ADD_ONE, after, writer, kept);
+    List<Long> out = new ArrayList<>();
+    for (int k = 0; k < (n < 0 ? ids.length : n); k++) {
+      out.add(ids[n < 0 ? k : kept[k]]);
+    }
+    return out;
+  }
+
+  private static float answerValue(byte[] after, int row) {
+    return java.nio.ByteBuffer.wrap(after)
+        .order(java.nio.ByteOrder.LITTLE_ENDIAN)
+        .getFloat(row * WIDTH * Float.BYTES);
+  }
+
+  @Test
+  void writerTag_answersOnlyRowsAnotherWriterOrNoneChangedLast_inTheOrderOfTheIds() {
+    for (TableSettings settings :
+        List.of(
+            TableSettings.unlimited(), capped(100, EvictionPolicy.lfu(Duration.ofMinutes(1))))) {
+      SparseRowStore s = store(settings);
+      byte[] after = new byte[8 * WIDTH * Float.BYTES];
+      // created by writer 7: every row answered
+      assertThat(answered(s, new long[] {1, 2, 3, 4}, 7, after)).containsExactly(1L, 2L, 3L, 4L);
+      // 7 again: only the new row 5
+      assertThat(answered(s, new long[] {3, 5, 1}, 7, after)).containsExactly(5L);
+      assertThat(answerValue(after, 0)).as("row 5 moved to the front").isEqualTo(INIT + 1);
+      // writer 9 changes 2, an update without a tag changes 4, a restore puts 1
+      assertThat(answered(s, new long[] {2}, 9, after)).containsExactly(2L);
+      s.update(new long[] {4}, ADD_ONE);
+      s.put(
+          1,
+          new float[WIDTH],
+          new float[][] {new float[WIDTH], new float[WIDTH]},
+          3,
+          SparseRowStore.NO_SCORE);
+      assertThat(answered(s, new long[] {4, 3, 2, 1}, 7, after)).containsExactly(4L, 2L, 1L);
+      assertThat(answerValue(after, 0)).as("row 4 after three updates").isEqualTo(INIT + 3);
+      assertThat(answerValue(after, 1)).as("row 2 after three updates").isEqualTo(INIT + 3);
+      assertThat(answerValue(after, 2)).as("row 1 restored, then updated").isEqualTo(1f);
+      // an id repeated: every row, each after its last occurrence
+      assertThat(answered(s, new long[] {3, 3, 5}, 7, after)).containsExactly(3L, 3L, 5L);
+      assertThat(answerValue(after, 0)).isEqualTo(INIT + 5);
+      assertThat(answerValue(after, 1)).isEqualTo(INIT + 5);
+    }
+  }
+
   @Test
   void concurrentReadersAndOneWriterPerRow_seeWholeRowsAndLoseNoUpdate() throws Exception {
     SparseRowStore s = store(TableSettings.unlimited());

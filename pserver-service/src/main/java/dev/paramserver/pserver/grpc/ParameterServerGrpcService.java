@@ -11,6 +11,7 @@ import dev.paramserver.proto.v1.PullParametersResponse;
 import dev.paramserver.proto.v1.PushGradientsRequest;
 import dev.paramserver.proto.v1.PushGradientsResponse;
 import dev.paramserver.proto.v1.ShardStatus;
+import dev.paramserver.proto.v1.SparseRows;
 import dev.paramserver.proto.v1.TrainingMode;
 import dev.paramserver.pserver.PserverProperties;
 import dev.paramserver.pserver.role.ShardLifecycle;
@@ -65,6 +66,8 @@ public final class ParameterServerGrpcService
   private final Executor blockingExecutor;
   private final Counter pushedBytes;
   private final Counter pulledBytes;
+  private final Counter answerRowsListed;
+  private final Counter answerRowsLeftOut;
   private final Timer pushTimer;
   private final ShardTraffic traffic;
   private final AdminAddress adminAddress;
@@ -141,6 +144,8 @@ public final class ParameterServerGrpcService
             .description("Bytes of parameters sent in pulls")
             .baseUnit("bytes")
             .register(registry);
+    this.answerRowsListed = answerRows(registry, "listed");
+    this.answerRowsLeftOut = answerRows(registry, "left_out");
     this.pushTimer =
         Timer.builder("paramserver.pserver.push.apply")
             .description("Time to validate and apply a push (sync modes: including the barrier)")
@@ -238,6 +243,31 @@ public final class ParameterServerGrpcService
     return outcome.thenApply(r -> response(request, r)).whenComplete((r, e) -> timed(start));
   }
 
+  private static Counter answerRows(MeterRegistry registry, String rows) {
+    return Counter.builder("paramserver.pserver.answer.rows")
+        .description(
+            "Rows of pushes with a writer tag: listed in the answer (another writer changed them"
+                + " last) or left out (only that writer did)")
+        .tag("rows", rows)
+        .register(registry);
+  }
+
+  /**
+   * Counts the rows of a push with a writer tag that its answer {@code rows} listed and left out.
+   */
+  private void countCut(PushGradientsRequest request, List<SparseRows> rows) {
+    long pushed = 0;
+    for (SparseRows g : request.getSparseGradientsList()) {
+      pushed += g.getRowIdsCount();
+    }
+    long listed = 0;
+    for (SparseRows a : rows) {
+      listed += a.getRowIdsCount();
+    }
+    answerRowsListed.increment(listed);
+    answerRowsLeftOut.increment(pushed - listed);
+  }
+
   private PushGradientsResponse response(PushGradientsRequest request, PushOutcome r) {
     PushGradientsResponse.Builder out =
         PushGradientsResponse.newBuilder().setStep(r.step()).setDuplicate(r.duplicate());
@@ -247,8 +277,11 @@ public final class ParameterServerGrpcService
     List<byte[]> lent = r.lent();
     if (rows && r.rows() != null) {
       // read as they were updated, in the push's own probe of each row
-      out.addAllSparseRows(r.rows());
+      out.addAllSparseRows(r.rows()).setRowsChangedOnly(r.changedOnly());
       rows = false;
+      if (r.changedOnly()) {
+        countCut(request, r.rows());
+      }
     }
     if (blocks || rows) {
       lent = new ArrayList<>(lent);

@@ -121,12 +121,28 @@ public final class ParameterClient {
       Supplier<Parameters> latest,
       Parameters into,
       boolean returnRows) {
+    return startPush(grads, rows, latest, into, returnRows, 0);
+  }
+
+  /**
+   * As {@link #startPush(Parameters, Map, Supplier, Parameters, boolean)}; with {@code returnRows}
+   * and a {@code writerTag} (not 0) the sparse requests carry it, and their answers may list only
+   * the rows another writer changed ({@code writer_tag}, {@link StreamedPush#changedOnly}).
+   */
+  public StreamedPush startPush(
+      Parameters grads,
+      Map<String, FlatRows> rows,
+      Supplier<Parameters> latest,
+      Parameters into,
+      boolean returnRows,
+      int writerTag) {
     if (!streamsPushes()) {
       throw new IllegalStateException(
           "pushes are streamed in asynchronous mode only, not in " + planner.mode());
     }
     synchronized (pushLock) {
-      return streams.start(planner.pushes(grads, rows, ++step, true, returnRows), latest, into);
+      return streams.start(
+          planner.pushes(grads, rows, ++step, true, returnRows, writerTag), latest, into);
     }
   }
 

@@ -221,6 +221,8 @@ final class PushLane {
       if (!p.counted) {
         p.counted = true;
         onFirstWrite.accept(p);
+      } else {
+        p.push.troubled();
       }
       observer.written.add(p);
       call.onNext(withWatermark(p));
@@ -268,6 +270,8 @@ final class PushLane {
     if (!p.counted) {
       p.counted = true;
       onFirstWrite.accept(p);
+    } else {
+      p.push.troubled();
     }
     ListenableFuture<PushGradientsResponse> f =
         stub.withDeadlineAfter(timeoutMs, TimeUnit.MILLISECONDS).pushGradients(withWatermark(p));

@@ -154,9 +154,29 @@ public final class RequestPlanner {
       long step,
       boolean returnValues,
       boolean returnRows) {
+    return pushes(grads, sparseRows, step, returnValues, returnRows, 0);
+  }
+
+  /**
+   * As {@link #pushes(Parameters, Map, long, boolean, boolean)}; with {@code returnRows} and a
+   * {@code writerTag} (not 0) each sparse part carries the tag, so that its answer may leave out
+   * the rows only this writer changed since its previous push of them ({@code writer_tag}). Not
+   * with gradients sent in a type other than float32: the pservers then apply gradients other than
+   * those the trainer applied locally.
+   */
+  public List<Planned<PushGradientsRequest>> pushes(
+      Parameters grads,
+      Map<String, FlatRows> sparseRows,
+      long step,
+      boolean returnValues,
+      boolean returnRows,
+      int writerTag) {
     Routing routing = layout.routing();
     Map<Integer, PushGradientsRequest.Builder> sparse =
         sparsePushes(routing, sparseRows != null ? sparseRows : flat(grads), step, returnRows);
+    if (returnRows && writerTag != 0 && gradientType == DataType.FLOAT32) {
+      sparse.values().forEach(b -> b.setWriterTag(writerTag));
+    }
     List<Planned<PushGradientsRequest>> out = new ArrayList<>();
     for (int ps = 0; ps < routing.pservers(); ps++) {
       if (sync && !routing.ownsAnything(ps)) {

@@ -27,6 +27,8 @@ public final class StreamedPush {
   private final AtomicInteger unacknowledged;
   private final CompletableFuture<Void> before;
   private int unanswered;
+  // a request was written again, split, answered as a duplicate or without rows_changed_only
+  private boolean troubled;
 
   /**
    * @param before completes once the push before this one was acknowledged (or failed)
@@ -99,6 +101,7 @@ public final class StreamedPush {
    * acknowledged on its own, and the refused one counts as both once all its pieces do.
    */
   void split(int pieces) {
+    troubled = true;
     unanswered += pieces - 1;
     unacknowledged.addAndGet(pieces - 1);
   }
@@ -106,6 +109,24 @@ public final class StreamedPush {
   /** Counts one request answered; true when it was the last. */
   boolean answered() {
     return --unanswered == 0;
+  }
+
+  /**
+   * A request of this push was written again (its call failed), or answered as a duplicate or, with
+   * a {@code writer_tag}, without {@code rows_changed_only}: an answer may have been lost, so the
+   * rows it leaves out are not known to be unchanged.
+   */
+  void troubled() {
+    troubled = true;
+  }
+
+  /**
+   * Whether every request was answered once, at its first writing, and every answer of a request
+   * with a {@code writer_tag} set {@code rows_changed_only}: each row of the push that {@link
+   * #rows} does not list was, before this push, as this writer's previous push of it left it.
+   */
+  public boolean changedOnly() {
+    return !troubled;
   }
 
   /** Rows an answer returned (with {@code return_rows}), kept as they came, for their owner. */

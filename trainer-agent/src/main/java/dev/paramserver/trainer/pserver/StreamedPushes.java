@@ -352,6 +352,9 @@ public final class StreamedPushes {
     if (answer.getDuplicate()) {
       traffic.duplicatePush();
     }
+    if (p.request.getWriterTag() != 0 && (answer.getDuplicate() || !answer.getRowsChangedOnly())) {
+      p.push.troubled();
+    }
     traffic.acknowledged(ps);
     StreamedPush push = p.push;
     if (p.request.getGradientsCount() > 0) {

@@ -12,6 +12,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -40,6 +41,14 @@ final class GradientSender implements AutoCloseable {
   /** The most pushes queued or in flight (a flush may start one behind the one in flight). */
   static final int MAX_IN_FLIGHT = 2;
 
+  /**
+   * Pushes sent under one writer tag before the next tag: the first push of a row under a new tag
+   * is answered with the row whoever changed it last, so a row pushed again and again is read back
+   * from its pserver at least once every this many pushes (what float rounding made of summed
+   * batches does not accumulate).
+   */
+  static final int PUSHES_PER_WRITER_TAG = 4096;
+
   /** The longest {@link #close} waits for the pushes in flight. */
   static final Duration CLOSE_WAIT = Duration.ofSeconds(10);
 
@@ -56,7 +65,8 @@ final class GradientSender implements AutoCloseable {
       Parameters pulled,
       Parameters base,
       PushRows rows,
-      int batches) {}
+      int batches,
+      int writerTag) {}
 
   private final ParameterClient client;
   private final Model model;
@@ -83,6 +93,13 @@ final class GradientSender implements AutoCloseable {
   // it may re-initialise a pserver from them. At first a copy of values.
   private Parameters lastTaken;
   private ExecutorService comm;
+  // writer tags (with the row cache, optimizers additive): the run's random seed, the tag's
+  // generation, the tag in use (0: none) and how many pushes it was sent with
+  private final boolean tagged;
+  private final int writerSeed = ThreadLocalRandom.current().nextInt();
+  private int writerGeneration;
+  private int writerTag;
+  private int pushesUnderTag;
 
   /**
    * @param pipeline push and pull in the background, reading this trainer's own writes
@@ -123,6 +140,25 @@ final class GradientSender implements AutoCloseable {
           "the row cache needs streamed pushes (asynchronous mode with pipelining)");
     }
     this.cache = cache;
+    this.tagged = cache != null && cache.additive();
+    if (tagged) {
+      nextWriterTag();
+    }
+  }
+
+  /**
+   * A new writer tag: after {@link #PUSHES_PER_WRITER_TAG} pushes, or once a push's answer may have
+   * been lost (the pushes sent under the old tag confirm no row any more).
+   */
+  private void nextWriterTag() {
+    int t;
+    do {
+      long h =
+          (((long) writerSeed << 32) | (++writerGeneration & 0xFFFFFFFFL)) * 0x9E3779B97F4A7C15L;
+      t = (int) (h ^ (h >>> 29));
+    } while (t == 0);
+    writerTag = t;
+    pushesUnderTag = 0;
   }
 
   /**
@@ -263,13 +299,22 @@ final class GradientSender implements AutoCloseable {
     Parameters latest = latestForPush(rows == null);
     Parameters pulled = freePulled.isEmpty() ? Parameters.zerosLike(model) : freePulled.pop();
     if (streamed) {
+      int tag = 0;
+      if (tagged && rows != null) {
+        if (pushesUnderTag == PUSHES_PER_WRITER_TAG) {
+          nextWriterTag();
+        }
+        pushesUnderTag++;
+        tag = writerTag;
+      }
       StreamedPush push =
           rows == null
               ? client.startPush(out, null, () -> latest, pulled, false)
               : client.startPush(
-                  out, rows.flat(), () -> rows.putBefore(latest), pulled, cache != null);
+                  out, rows.flat(), () -> rows.putBefore(latest), pulled, cache != null, tag);
       sent.addLast(
-          new Sent(client.streams().acknowledgement(push), push, out, pulled, base, rows, batches));
+          new Sent(
+              client.streams().acknowledgement(push), push, out, pulled, base, rows, batches, tag));
       return;
     }
     sent.addLast(
@@ -280,7 +325,8 @@ final class GradientSender implements AutoCloseable {
             pulled,
             base,
             null,
-            batches));
+            batches,
+            0));
   }
 
   /**
@@ -328,7 +374,18 @@ final class GradientSender implements AutoCloseable {
       if (s.rows() != null) {
         cache.rebase(s.streamed().rows(), s.rows());
         // answered: no unanswered push carries its rows any more
-        s.rows().release();
+        if (s.writerTag() == 0) {
+          s.rows().release();
+        } else if (s.streamed().changedOnly() && s.writerTag() == writerTag) {
+          // every push before it under this tag was answered in full or confirmed: the rows its
+          // answer left out are unchanged by anybody else since
+          cache.confirm(s.rows());
+        } else {
+          if (!s.streamed().changedOnly()) {
+            nextWriterTag();
+          }
+          s.rows().release();
+        }
         freeRows.push(s.rows());
       }
       freeBases.push(s.base());

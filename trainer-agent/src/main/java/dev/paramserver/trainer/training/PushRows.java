@@ -160,11 +160,27 @@ final class PushRows {
 
   /** Gives back every row's count (the push was answered); then empties it. */
   void release() {
+    release(Integer.MIN_VALUE);
+  }
+
+  /**
+   * {@link #release}; with {@code readAt} above {@code Integer.MIN_VALUE} also marks each row read
+   * during batch {@code readAt}, the answer having confirmed that nobody else changed it (see
+   * {@link RowCache#confirm}): every row that had a value when the push left and still holds that
+   * value's array.
+   */
+  void release(int readAt) {
     fixSlots();
+    boolean confirm = readAt != Integer.MIN_VALUE;
     for (int t = 0; t < widths.length; t++) {
+      RowMeta meta = metas[t];
       for (int k = 0; k < count; k++) {
-        if (slots[t][k] >= 0) {
-          metas[t].carry(slots[t][k], -1);
+        int s = slots[t][k];
+        if (s >= 0) {
+          meta.carry(s, -1);
+          if (confirm && refs[t][k] != null && meta.row(s) == refs[t][k]) {
+            meta.set(s, RowMeta.READ, readAt);
+          }
         }
       }
     }

@@ -347,6 +347,32 @@ final class RowCache {
   }
 
   /**
+   * Whether every cached table's optimizer is {@link ParameterOptimizer#additive}: the local steps
+   * then leave a row as the pservers' steps of the same gradients do (up to float rounding where
+   * batches were summed into one push), so a push may ask for only the rows another writer changed
+   * ({@code writer_tag}) and the rest are confirmed ({@link #confirm}).
+   */
+  boolean additive() {
+    for (Table t : tables.values()) {
+      if (!t.optimizer.additive()) {
+        return false;
+      }
+    }
+    return !tables.isEmpty();
+  }
+
+  /**
+   * A push sent with a {@code writer_tag} was answered with only the rows another writer changed
+   * ({@code rows_changed_only}, every answer taken, none lost: see {@code
+   * StreamedPush#changedOnly}), and its writer's earlier pushes' answers were all taken: every row
+   * it carried is as fresh as an answered one, read during the batch under way. Releases the push
+   * (as {@link PushRows#release}); {@link #rebase} its answered rows first.
+   */
+  void confirm(PushRows push) {
+    push.release(now);
+  }
+
+  /**
    * A push was answered with its rows after it was applied ({@code answered}): each cached row
    * becomes the pservers' value plus the local steps taken since the push left ({@code value -
    * base}), read during the batch under way. Found through the push's own arrays.

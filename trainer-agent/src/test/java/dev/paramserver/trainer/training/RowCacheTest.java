@@ -112,6 +112,56 @@ class RowCacheTest {
   }
 
   @Test
+  void confirmedPush_keepsItsRowsLocalValues_andCountsThemReadNow_soTheyAreNotPulledAgain() {
+    RowCache c = cache(1, 1 << 20, new Parameters());
+    assertThat(c.additive()).as("plain SGD at a constant rate").isTrue();
+    c.begin(1);
+    c.wanted(new long[] {5, 6}, 1, false);
+    c.takePulled(List.of(rows("emb", new long[] {5, 6}, 10, 10, 20, 20)), 1, 1);
+    PushRows push = step(c, new long[] {5, 6}, new float[] {2, 2}, new float[] {2, 2});
+    c.begin(5);
+    // the answer lists row 6 only (another trainer changed it: 19 - 3 = 16), 5 is confirmed
+    c.rebase(List.of(rows("emb", new long[] {6}, 16, 16)), push);
+    c.confirm(push);
+    assertThat(row(c, 5)).containsExactly(9f, 9f);
+    assertThat(row(c, 6)).containsExactly(16f, 16f);
+    // read during batch 5: fresh enough for batch 6 at staleness 1
+    assertThat(c.wanted(new long[] {5, 6}, 6, false)).isEmpty();
+    // a push released without confirmation leaves its rows as old as they were
+    PushRows unconfirmed = step(c, new long[] {5}, new float[] {2, 2});
+    c.begin(9);
+    unconfirmed.release();
+    assertThat(c.wanted(new long[] {5, 6}, 9, false).get("emb")).containsExactly(5, 6);
+  }
+
+  @Test
+  void withStateOrADecayingRate_theCacheIsNotAdditive() {
+    ParameterSpec adagrad =
+        table("emb").toBuilder()
+            .setOptimizer(
+                OptimizerConfig.newBuilder()
+                    .setKind(OptimizerConfig.Kind.ADAGRAD)
+                    .setLearningRate(0.5f))
+            .build();
+    assertThat(new RowCache(List.of(adagrad), 1, 1 << 20).additive()).isFalse();
+    ParameterSpec decaying =
+        table("emb").toBuilder()
+            .setOptimizer(
+                table("emb").getOptimizer().toBuilder()
+                    .setSchedule(
+                        dev.paramserver.proto.v1.LearningRateSchedule.newBuilder()
+                            .setKind(dev.paramserver.proto.v1.LearningRateSchedule.Kind.EXPONENTIAL)
+                            .setGamma(0.9f)))
+            .build();
+    assertThat(new RowCache(List.of(decaying), 1, 1 << 20).additive()).isFalse();
+    ParameterSpec clipped =
+        table("emb").toBuilder()
+            .setOptimizer(table("emb").getOptimizer().toBuilder().setClipNorm(1f))
+            .build();
+    assertThat(new RowCache(List.of(clipped), 1, 1 << 20).additive()).isFalse();
+  }
+
+  @Test
   void takePulled_leavesARowAnUnansweredPushCarries_untilItIsAnswered() {
     RowCache c = cache(4, 1 << 20, new Parameters());
     c.begin(1);

@@ -1,0 +1,81 @@
+package dev.paramserver.it;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.paramserver.localcluster.JobStatusView;
+import dev.paramserver.localcluster.LocalCluster;
+import dev.paramserver.localcluster.Role;
+import dev.paramserver.testsupport.Poll;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Push answers cut to the rows another writer changed ({@code writer_tag}), on real processes: two
+ * Java trainers train sparse-lr with plain SGD (their row caches' local steps are the pservers'
+ * steps) on a Zipf click log against two pservers. Each pserver leaves out of its answers the rows
+ * only the pushing trainer changed since its previous push, and lists the rows the other trainer
+ * changed (the hot ids both train, and rows new to the pserver); every task of both passes is done
+ * once, and the model the pservers hold learned the hidden one.
+ */
+@Timeout(300)
+class ChangedRowsAnswersEndToEndTest {
+  private static final Pattern ROWS =
+      Pattern.compile(
+          "paramserver_pserver_answer_rows_total\\{[^}]*rows=\"(listed|left_out)\"[^}]*} ([0-9.E]+)");
+
+  @TempDir Path dir;
+
+  @Test
+  void twoSgdTrainers_getOnlyEachOthersRowsBack_andTheModelLearnsTheHiddenOne() throws Exception {
+    int passes = 2;
+    var spec =
+        ClickJobs.sparseLr(dir, 6000, 1000)
+            .job("changed-rows")
+            .masters(1)
+            .pservers(2)
+            .trainers(2)
+            .property(Role.MASTER, "paramserver.master.passes", Integer.toString(passes))
+            .property(
+                Role.TRAINER,
+                "paramserver.trainer.model-output",
+                dir.resolve("model.pb").toString());
+    double listed = 0;
+    double leftOut = 0;
+    try (LocalCluster cluster = new LocalCluster(spec.build())) {
+      cluster.start();
+      JobStatusView end =
+          cluster.awaitJob(
+              s -> s.isFailed() || s.isFinished() && s.passes().size() == passes,
+              Duration.ofMinutes(4));
+      assertThat(end.state()).as("job (%s)", end.failureReason()).isEqualTo("FINISHED");
+      Jobs.assertEveryTaskDoneInEveryPass(end, passes);
+      for (int ps = 0; ps < 2; ps++) {
+        String metrics = Jobs.scrapePrometheus(cluster.process(Role.PSERVER, ps).httpPort());
+        Matcher m = ROWS.matcher(metrics);
+        int found = 0;
+        while (m.find()) {
+          found++;
+          if (m.group(1).equals("listed")) {
+            listed += Double.parseDouble(m.group(2));
+          } else {
+            leftOut += Double.parseDouble(m.group(2));
+          }
+        }
+        assertThat(found).as("answer rows counted by pserver %d", ps).isEqualTo(2);
+      }
+    }
+    assertThat(leftOut).as("rows only the pushing trainer changed, left out").isPositive();
+    assertThat(listed).as("rows the other trainer (or nobody yet) changed, listed").isPositive();
+    Path model = dir.resolve("model.pb");
+    Poll.until(Duration.ofSeconds(60), () -> Files.exists(model), "the model written");
+    double auc =
+        ModelsEndToEndTest.evaluated(model, dir.resolve("data").resolve("test-*.recordio"), "auc");
+    assertThat(auc).as("test AUC").isGreaterThan(0.7);
+  }
+}
