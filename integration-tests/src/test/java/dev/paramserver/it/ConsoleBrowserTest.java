@@ -75,8 +75,11 @@ class ConsoleBrowserTest {
     Path run = Paths.get("target", "console-run").toAbsolutePath();
     deleteRecursively(run);
     ClusterSpec.Builder b = Jobs.spec(run);
+    // short leases, so that a killed pserver is lost within seconds; not so short that a process
+    // loses its lease while etcd is starved on a loaded CI machine (4 s did: a restarted pserver
+    // lost its lease twice around the checkpoint press and the ages never started again)
     for (Role r : new Role[] {Role.MASTER, Role.PSERVER, Role.TRAINER}) {
-      b.property(r, "paramserver.etcd.lease-ttl", "4s");
+      b.property(r, "paramserver.etcd.lease-ttl", "8s");
     }
     // many passes: the job outlasts the test, which ends it with psctl stop
     // and one serving replica following the job: the console lists it
