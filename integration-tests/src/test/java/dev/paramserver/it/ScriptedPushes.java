@@ -168,12 +168,13 @@ final class ScriptedPushes {
 
   /**
    * Sends {@code request} until it is acknowledged (the pserver may be restarting or taking over),
-   * for up to 90 s; {@code log} is named in the failure.
+   * for up to 180 s (a restart took up to 90 s on a loaded 2-core CI machine); {@code log} is named
+   * in the failure.
    */
   static PushGradientsResponse pushUntilAcknowledged(
       ParameterServerGrpc.ParameterServerFutureStub stub, PushGradientsRequest request, Path log)
       throws InterruptedException {
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(90);
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(180);
     while (true) {
       try {
         return await(stub.withDeadlineAfter(10, TimeUnit.SECONDS).pushGradients(request), 15);
@@ -183,7 +184,7 @@ final class ScriptedPushes {
           throw new AssertionError("push failed unexpectedly", e.getCause());
         }
         if (System.nanoTime() > deadline) {
-          throw new AssertionError("push was not acknowledged within 90 s; see " + log, e);
+          throw new AssertionError("push was not acknowledged within 180 s; see " + log, e);
         }
         Thread.sleep(20);
       }
