@@ -70,13 +70,17 @@ final class SparseTable {
    * SparseRowStore.RowUpdate, byte[])}).
    */
   void apply(long[] ids, float[] gradient, byte[] after) {
+    store.update(ids, update(gradient), after);
+  }
+
+  /**
+   * The optimizer's step of row {@code i} of {@code gradient} (row {@code i} at {@code i * width}).
+   */
+  private SparseRowStore.RowUpdate update(float[] gradient) {
     int width = parameter.width;
     var optimizer = parameter.optimizer;
-    store.update(
-        ids,
-        (i, values, slots, updatesBefore) ->
-            optimizer.update(values, gradient, i * width, slots, updatesBefore),
-        after);
+    return (i, values, slots, updatesBefore) ->
+        optimizer.update(values, gradient, i * width, slots, updatesBefore);
   }
 
   /**
@@ -86,21 +90,12 @@ final class SparseTable {
    * their ids go into {@code cut.ids} (left null when the answer keeps every row).
    */
   void apply(long[] ids, float[] gradient, byte[] after, ValidatedPush.AnswerCut cut) {
-    int width = parameter.width;
-    var optimizer = parameter.optimizer;
     int[] kept = KEPT.get();
     if (kept.length < ids.length) {
       kept = new int[ids.length];
       KEPT.set(kept);
     }
-    int n =
-        store.update(
-            ids,
-            (i, values, slots, updatesBefore) ->
-                optimizer.update(values, gradient, i * width, slots, updatesBefore),
-            after,
-            cut.writer,
-            kept);
+    int n = store.update(ids, update(gradient), after, cut.writer, kept);
     if (n >= 0) {
       long[] out = new long[n];
       for (int k = 0; k < n; k++) {

@@ -352,7 +352,11 @@ public final class StreamedPushes {
     if (answer.getDuplicate()) {
       traffic.duplicatePush();
     }
-    if (p.request.getWriterTag() != 0 && (answer.getDuplicate() || !answer.getRowsChangedOnly())) {
+    // an answer that leaves rows out is known to do so only from a tagged request's flag
+    if (p.request.getSparseGradientsCount() > 0
+        && (p.request.getWriterTag() == 0
+            || answer.getDuplicate()
+            || !answer.getRowsChangedOnly())) {
       p.push.troubled();
     }
     traffic.acknowledged(ps);
