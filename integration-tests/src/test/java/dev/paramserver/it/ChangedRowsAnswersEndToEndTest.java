@@ -23,7 +23,7 @@ import org.junit.jupiter.api.io.TempDir;
  * changed (the hot ids both train, and rows new to the pserver); every task of both passes is done
  * once, and the model the pservers hold learned the hidden one.
  */
-@Timeout(300)
+@Timeout(420)
 class ChangedRowsAnswersEndToEndTest {
   private static final Pattern ROWS =
       Pattern.compile(
@@ -49,11 +49,20 @@ class ChangedRowsAnswersEndToEndTest {
     double leftOut = 0;
     try (LocalCluster cluster = new LocalCluster(spec.build())) {
       cluster.start();
-      JobStatusView end =
-          cluster.awaitJob(
-              s -> s.isFailed() || s.isFinished() && s.passes().size() == passes,
-              Duration.ofMinutes(4));
-      assertThat(end.state()).as("job (%s)", end.failureReason()).isEqualTo("FINISHED");
+      JobStatusView end;
+      try {
+        end =
+            cluster.awaitJob(
+                s -> s.isFailed() || s.isFinished() && s.passes().size() == passes,
+                Duration.ofMinutes(4));
+        assertThat(end.state()).as("job (%s)", end.failureReason()).isEqualTo("FINISHED");
+      } catch (RuntimeException | AssertionError e) {
+        System.err.println(ProcessLogs.largestFiles(dir, 8));
+        System.err.println(ProcessLogs.tails(cluster, Role.TRAINER, 60));
+        System.err.println(ProcessLogs.tails(cluster, Role.PSERVER, 40));
+        System.err.println(ProcessLogs.tails(cluster, Role.MASTER, 40));
+        throw e;
+      }
       Jobs.assertEveryTaskDoneInEveryPass(end, passes);
       for (int ps = 0; ps < 2; ps++) {
         String metrics = Jobs.scrapePrometheus(cluster.process(Role.PSERVER, ps).httpPort());

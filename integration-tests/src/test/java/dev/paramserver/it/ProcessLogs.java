@@ -10,6 +10,7 @@ import java.nio.file.Path;
 import java.util.ArrayDeque;
 import java.util.Deque;
 import java.util.List;
+import java.util.Map;
 import java.util.stream.Stream;
 
 /**
@@ -28,6 +29,31 @@ final class ProcessLogs {
       if (p.role() == role) {
         out.append(tail(role.id() + "-" + p.index(), p.log(), lines));
       }
+    }
+    return out.toString();
+  }
+
+  /**
+   * The {@code count} largest files under {@code dir} with their sizes, largest first: on a
+   * failure, tells whether a process wrote far more than it should have (a log or write-ahead log
+   * growing without bound fills a CI machine's disk and fails every test after it).
+   */
+  static String largestFiles(Path dir, int count) {
+    StringBuilder out = new StringBuilder("----- largest files under " + dir + " -----");
+    out.append(System.lineSeparator());
+    try (Stream<Path> all = Files.walk(dir)) {
+      all.filter(Files::isRegularFile)
+          .map(p -> Map.entry(p, p.toFile().length()))
+          .sorted(Map.Entry.<Path, Long>comparingByValue().reversed())
+          .limit(count)
+          .forEach(
+              e ->
+                  out.append(e.getValue())
+                      .append(" bytes  ")
+                      .append(dir.relativize(e.getKey()))
+                      .append(System.lineSeparator()));
+    } catch (IOException | java.io.UncheckedIOException e) {
+      out.append("(unreadable: ").append(e).append(')').append(System.lineSeparator());
     }
     return out.toString();
   }
