@@ -122,7 +122,7 @@ final class PushRows {
           refs[t][j] = b.table(t).values()[k];
           slots[t][j] = batchSlots[t][k];
           metas[t].carry(slots[t][j], 1);
-          System.arraycopy(b.table(t).grads(), k * widths[t], grads[t], j * widths[t], widths[t]);
+          RowCopy.copy(b.table(t).grads(), k * widths[t], grads[t], j * widths[t], widths[t]);
         }
       } else {
         for (int t = 0; t < widths.length; t++) {
@@ -144,9 +144,9 @@ final class PushRows {
         for (int t = 0; t < widths.length; t++) {
           refs[t][j] = other.refs[t][k];
           slots[t][j] = other.slots[t][k];
-          System.arraycopy(other.grads[t], k * widths[t], grads[t], j * widths[t], widths[t]);
+          RowCopy.copy(other.grads[t], k * widths[t], grads[t], j * widths[t], widths[t]);
           // a row new to this push: its value before the other's local step is its first
-          System.arraycopy(other.before[t], k * widths[t], before[t], j * widths[t], widths[t]);
+          RowCopy.copy(other.before[t], k * widths[t], before[t], j * widths[t], widths[t]);
         }
       } else {
         for (int t = 0; t < widths.length; t++) {
@@ -208,7 +208,7 @@ final class PushRows {
       for (int k = 0; k < count; k++) {
         float[] r = refs[t][k];
         if (r != null) {
-          System.arraycopy(r, 0, base[t], k * widths[t], widths[t]);
+          RowCopy.copy(r, 0, base[t], k * widths[t], widths[t]);
         }
       }
     }

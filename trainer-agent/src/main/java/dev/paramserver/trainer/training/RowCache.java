@@ -242,7 +242,7 @@ final class RowCache {
         } else if (t.rows.get(s, RowMeta.READ) >= plannedAt || t.rows.carried(s) > 0) {
           continue;
         }
-        all.get(i * t.width, row, 0, t.width);
+        RowCopy.read(all, i, row, t.width);
         t.rows.set(s, RowMeta.READ, readAt);
       }
     }
@@ -315,8 +315,8 @@ final class RowCache {
         if (row == null) {
           continue; // no value: the push's answer gives it one
         }
-        System.arraycopy(row, 0, before, k * w, w);
-        System.arraycopy(g, k * w, t.scratch, 0, w);
+        RowCopy.copy(row, 0, before, k * w, w);
+        RowCopy.copy(g, k * w, t.scratch, 0, w);
         float[][] state = none;
         if (t.slots.length > 0) {
           state = new float[t.slots.length][];
@@ -330,7 +330,7 @@ final class RowCache {
         }
         t.optimizer.update(row, t.scratch, 0, state, t.steps - 1);
         if (copyBase) {
-          System.arraycopy(row, 0, base, k * w, w);
+          RowCopy.copy(row, 0, base, k * w, w);
         }
       }
     }
@@ -399,13 +399,13 @@ final class RowCache {
         float[] v = t.rows.row(s);
         if (v == null) {
           v = new float[w];
-          all.get(j * w, v, 0, w);
+          RowCopy.read(all, j, v, w);
           t.rows.setRow(s, v);
           bytes += t.rowBytes;
         } else if (pushed == null) {
-          all.get(j * w, v, 0, w); // it had no value when the push left
+          RowCopy.read(all, j, v, w); // it had no value when the push left
         } else {
-          all.get(j * w, answer, 0, w);
+          RowCopy.read(all, j, answer, w);
           for (int i = 0; i < w; i++) {
             v[i] = answer[i] + (v[i] - base[k * w + i]);
           }
