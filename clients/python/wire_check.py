@@ -5,7 +5,9 @@ message classes protoc generates from the repository's .proto files.
 It initialises one pserver with three parameters (a dense SGD-with-momentum tensor cut into three
 blocks larger than one HTTP/2 frame, a dense Adam tensor, a sparse SGD table), pushes gradients
 (unary calls, one with return_values, then a StreamPushes stream), resends one push (a duplicate),
-sends two bad pushes (a gradient of the wrong length, a NaN) and pulls everything back.
+sends two bad pushes (a gradient of the wrong length, a NaN), pulls everything back, then pushes
+with return_rows and a writer_tag (answers cut to the rows another writer changed: the same writer's
+second push of its rows gets back only the row it had not pushed, another writer's gets all).
 
 Every request it sends is written to OUT as it was serialized, with the answer or the error it got,
 listed in OUT/manifest.tsv (call, request file, "ok" and answer file, or "error" and the gRPC code
@@ -240,6 +242,13 @@ def main():
         blocks=[tensor_pb2.BlockRef(name=name, block=b) for name, b, _ in dense],
         sparse_rows=[pserver_pb2.SparseRowsRef(name="emb", row_ids=ROW_IDS)])
     c.unary("PullParameters", pull, pserver_pb2.PullParametersResponse)
+    # writer tags: step 7 pushes ROW_IDS[1:], step 8 all of ROW_IDS under the same tag, step 9 all
+    # of them under another writer's tag
+    for step, tag in ((7, 0x5EED), (8, 0x5EED), (9, 0xBEEF)):
+        tagged = push(step)
+        tagged.return_rows = True
+        tagged.writer_tag = tag
+        c.unary("PushGradients", tagged, pserver_pb2.PushGradientsResponse)
     c.close()
     print("wire_check: %d calls, manifest in %s" % (c.count, args.out))
 

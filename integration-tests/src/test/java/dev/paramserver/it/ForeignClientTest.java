@@ -134,7 +134,9 @@ class ForeignClientTest {
         dir.resolve("logs/wire_check.log"));
 
     List<String> manifest = Files.readAllLines(out.resolve("manifest.tsv"), StandardCharsets.UTF_8);
-    assertThat(manifest).hasSize(12);
+    assertThat(manifest).hasSize(15);
+    // rows each tagged push's answer listed, in order (steps 7, 8 and 9)
+    List<Integer> listed = new java.util.ArrayList<>();
     ParameterShard replay = new ParameterShard(true);
     int refused = 0;
     int duplicates = 0;
@@ -157,6 +159,13 @@ class ForeignClientTest {
             if (push.getReturnValues()) {
               want.addAllBlocks(replay.valuesAfter(push, r.step(), true).getBlocksList());
               assertThat(got.getBlocksCount()).isEqualTo(4);
+            }
+            if (push.getWriterTag() != 0) {
+              // read in the push's own probe of each row, cut to what another writer changed
+              assertThat(r.rows()).as(line).isNotNull();
+              want.addAllSparseRows(r.rows()).setRowsChangedOnly(r.changedOnly());
+              listed.add(got.getSparseRowsList().stream().mapToInt(t -> t.getRowIdsCount()).sum());
+              assertThat(got.getRowsChangedOnly()).as(line).isTrue();
             }
             assertThat(got).as(line).isEqualTo(want.build());
             duplicates += got.getDuplicate() ? 1 : 0;
@@ -189,8 +198,11 @@ class ForeignClientTest {
     assertThat(refused).isEqualTo(2);
     assertThat(duplicates).isEqualTo(1);
     assertThat(pulled).isTrue();
-    // six pushes applied, one duplicate changed nothing
-    assertThat(replay.step()).isEqualTo(6);
+    // step 7: its 3 rows, last updated untagged; step 8, same writer: only the row step 7 did not
+    // push; step 9, another writer: all 4
+    assertThat(listed).containsExactly(3, 1, 4);
+    // nine pushes applied, one duplicate changed nothing
+    assertThat(replay.step()).isEqualTo(9);
   }
 
   /**
