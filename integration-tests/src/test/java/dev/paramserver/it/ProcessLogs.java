@@ -39,8 +39,18 @@ final class ProcessLogs {
    * growing without bound fills a CI machine's disk and fails every test after it).
    */
   static String largestFiles(Path dir, int count) {
-    StringBuilder out = new StringBuilder("----- largest files under " + dir + " -----");
-    out.append(System.lineSeparator());
+    StringBuilder out = new StringBuilder("----- largest files under " + dir);
+    try {
+      var store = Files.getFileStore(dir);
+      out.append(" (")
+          .append(store.getUsableSpace() >> 20)
+          .append(" of ")
+          .append(store.getTotalSpace() >> 20)
+          .append(" MiB free)");
+    } catch (IOException e) {
+      out.append(" (free space unknown: ").append(e.getMessage()).append(')');
+    }
+    out.append(" -----").append(System.lineSeparator());
     try (Stream<Path> all = Files.walk(dir)) {
       all.filter(Files::isRegularFile)
           .map(p -> Map.entry(p, p.toFile().length()))
