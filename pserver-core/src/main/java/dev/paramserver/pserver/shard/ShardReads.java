@@ -2,6 +2,8 @@ package dev.paramserver.pserver.shard;
 
 import com.google.protobuf.ByteString;
 import com.google.protobuf.UnsafeByteOperations;
+import dev.paramserver.errors.ErrorReason;
+import dev.paramserver.errors.ServiceException;
 import dev.paramserver.proto.v1.BlockRef;
 import dev.paramserver.proto.v1.DataType;
 import dev.paramserver.proto.v1.PullParametersRequest;
@@ -86,11 +88,18 @@ final class ShardReads {
                 .setDtype(DataType.FLOAT32)
                 .setData(encode(b, lent)));
       }
+      // a writer's held rows it changed last are left out (asynchronous mode only: a synchronous
+      // step applies every trainer's gradients at once)
+      int writer = shard.mode() == TrainingMode.ASYNC ? request.getWriterTag() : 0;
       for (int t = 0; t < sparseTables.size(); t++) {
+        SparseRowsRef ref = sparseRefs.get(t);
+        int held = writer == 0 ? 0 : checkHeld(ref);
         out.addSparseRows(
-            readRows(sparseTables.get(t), sparseIds.get(t), sparseRefs.get(t).getRowIdsList()));
+            held == 0
+                ? readRows(sparseTables.get(t), sparseIds.get(t), ref.getRowIdsList())
+                : readChanged(sparseTables.get(t), sparseIds.get(t), ref, writer));
       }
-      return out.setStep(at).build();
+      return out.setStep(at).setRowsChangedOnly(writer != 0).build();
     } finally {
       shard.structure().readLock().unlock();
     }
@@ -136,6 +145,58 @@ final class ShardReads {
       return PullParametersResponse.getDefaultInstance();
     }
     return pull(pull.build(), lent);
+  }
+
+  private static int checkHeld(SparseRowsRef ref) {
+    if (Integer.toUnsignedLong(ref.getHeld()) > ref.getRowIdsCount()) {
+      throw new ServiceException(
+          ErrorReason.BAD_ARGUMENT,
+          "sparse table '"
+              + ref.getName()
+              + "': held "
+              + Integer.toUnsignedLong(ref.getHeld())
+              + " is more than the "
+              + ref.getRowIdsCount()
+              + " row ids asked for");
+    }
+    return ref.getHeld();
+  }
+
+  /**
+   * The rows {@code ids} in the request's order, except those among the first {@code ref.held}
+   * whose last update carried the tag {@code writer}; every row when {@code ids} repeats an id (a
+   * repeated id is answered at each position, as {@link #readRows} does).
+   */
+  private static SparseRows readChanged(
+      SparseTable table, long[] ids, SparseRowsRef ref, int writer) {
+    int[] first = FirstOccurrences.of(ids);
+    for (int i = 0; i < ids.length; i++) {
+      if (first[i] != i) {
+        return readRows(table, ids, ref.getRowIdsList());
+      }
+    }
+    int held = ref.getHeld();
+    int width = table.width();
+    float[] row = new float[width];
+    byte[] bytes = new byte[ids.length * width * Float.BYTES];
+    FloatBuffer out = ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN).asFloatBuffer();
+    SparseRows.Builder rows = SparseRows.newBuilder().setName(table.name());
+    int n = 0;
+    for (int i = 0; i < ids.length; i++) {
+      if (i < held) {
+        if (!table.readUnlessWriter(ids[i], row, 0, writer)) {
+          continue;
+        }
+      } else {
+        table.read(ids[i], row, 0);
+      }
+      out.put(n * width, row, 0, width);
+      rows.addRowIds(ids[i]);
+      n++;
+    }
+    return rows.setDtype(DataType.FLOAT32)
+        .setData(UnsafeByteOperations.unsafeWrap(bytes, 0, n * width * Float.BYTES))
+        .build();
   }
 
   /**

@@ -56,6 +56,16 @@ final class SparseTable {
   }
 
   /**
+   * {@link #read(long, float[], int)}, leaving out a row whose last update carried the writer tag
+   * {@code writer} (not 0).
+   *
+   * @return false when the row was left out (nothing copied)
+   */
+  boolean readUnlessWriter(long id, float[] out, int offset, int writer) {
+    return store.read(id, out, offset, writer) != SparseRowStore.UNCHANGED;
+  }
+
+  /**
    * Applies {@code gradient} (row {@code i} at {@code i * width}) to the rows of {@code ids}; the
    * gradients of rows refused admission are dropped.
    */

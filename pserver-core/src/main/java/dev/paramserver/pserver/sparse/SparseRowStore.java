@@ -164,6 +164,22 @@ public final class SparseRowStore {
    * @return false when the table holds no row {@code id} (the initial values were copied)
    */
   public boolean read(long id, float[] out, int offset) {
+    return read(id, out, offset, 0) == READ_ROW;
+  }
+
+  /** {@link #read(long, float[], int, int)}: the row's values were copied. */
+  public static final int READ_ROW = 1;
+
+  /** {@link #read(long, float[], int, int)}: the row's last update carried the tag: not copied. */
+  public static final int UNCHANGED = -1;
+
+  /**
+   * {@link #read(long, float[], int)}, except that with {@code writer} not 0 a row whose last
+   * update carried that writer tag ({@link RowSlab#writer}) is not copied.
+   *
+   * @return {@link #READ_ROW}, {@link #UNCHANGED}, or 0: no row, its initial values were copied
+   */
+  public int read(long id, float[] out, int offset, int writer) {
     Stripe s = stripe(id);
     s.lock.readLock().lock();
     try {
@@ -171,14 +187,17 @@ public final class SparseRowStore {
       // only a policy whose rows expire reads the row's metadata and the clock (two loads a row)
       EvictionPolicy p = settings.policy();
       if (slot >= 0 && (!p.expires() || !p.expired(s.slab.meta(slot), clock.getAsLong()))) {
+        if (writer != 0 && s.slab.writer(slot) == writer) {
+          return UNCHANGED;
+        }
         System.arraycopy(s.slab.floatChunk(slot), s.slab.offset(slot), out, offset, width);
-        return true;
+        return READ_ROW;
       }
     } finally {
       s.lock.readLock().unlock();
     }
     init.fill(id, out, offset);
-    return false;
+    return 0;
   }
 
   /**
@@ -268,51 +287,8 @@ public final class SparseRowStore {
    * memory needed is one stripe's rows, not the table's.
    */
   public void snapshot(int chunkRows, ChunkSink sink) {
-    long now = clock.getAsLong();
-    for (Stripe s : stripes) {
-      long[] ids;
-      float[] floats;
-      int[] counts;
-      long[] scores;
-      int n;
-      int stride = s.slab.stride;
-      s.lock.readLock().lock();
-      try {
-        n = s.slab.size();
-        ids = new long[n];
-        floats = new float[n * stride];
-        counts = new int[n];
-        scores = new long[n];
-        int kept = 0;
-        for (int slot = 0; slot < n; slot++) {
-          if (settings.policy().expired(s.slab.meta(slot), now)) {
-            continue;
-          }
-          ids[kept] = s.slab.key(slot);
-          System.arraycopy(
-              s.slab.floatChunk(slot), s.slab.offset(slot), floats, kept * stride, stride);
-          counts[kept] = s.slab.updates(slot);
-          scores[kept] = settings.policy().score(s.slab.meta(slot), now);
-          kept++;
-        }
-        n = kept;
-      } finally {
-        s.lock.readLock().unlock();
-      }
-      for (int from = 0; from < n; from += chunkRows) {
-        sink.accept(
-            Chunks.cut(
-                ids,
-                floats,
-                counts,
-                scores,
-                from,
-                Math.min(n, from + chunkRows),
-                stride,
-                width,
-                slotInit.length));
-      }
-    }
+    Chunks.snapshot(
+        stripes, settings.policy(), clock.getAsLong(), chunkRows, width, slotInit, sink);
   }
 
   /** The admission sketch of every stripe, or null without admission ({@link TableSketch#of}). */

@@ -4,11 +4,14 @@ import static dev.paramserver.pserver.shard.Requests.finish;
 import static dev.paramserver.pserver.shard.Requests.init;
 import static dev.paramserver.pserver.shard.Requests.sgd;
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.paramserver.errors.ServiceException;
 import dev.paramserver.proto.v1.DataType;
 import dev.paramserver.proto.v1.OptimizerConfig;
 import dev.paramserver.proto.v1.ParameterSpec;
 import dev.paramserver.proto.v1.PullParametersRequest;
+import dev.paramserver.proto.v1.PullParametersResponse;
 import dev.paramserver.proto.v1.PushGradientsRequest;
 import dev.paramserver.proto.v1.SparseRows;
 import dev.paramserver.proto.v1.SparseRowsRef;
@@ -186,6 +189,46 @@ class FusedPushAnswerTest {
     PushOutcome duplicate = shard.pushOutcome(third);
     assertThat(duplicate.duplicate()).isTrue();
     assertThat(duplicate.changedOnly()).isFalse();
+  }
+
+  /** A pull of "wide" with writer tag {@code tag}, the first {@code held} of {@code ids} held. */
+  private static PullParametersRequest pull(int tag, int held, long... ids) {
+    SparseRowsRef.Builder ref = SparseRowsRef.newBuilder().setName("wide").setHeld(held);
+    for (long id : ids) {
+      ref.addRowIds(id);
+    }
+    return PullParametersRequest.newBuilder().setWriterTag(tag).addSparseRows(ref).build();
+  }
+
+  @Test
+  void aPullWithAWriterTag_leavesOutTheHeldRowsThatWriterChangedLast_withTheOthersBitForBit() {
+    ParameterShard shard = shard(SparseSettings.unlimited());
+    shard.pushOutcome(tagged("t0", 1, 7, 1, 2, 3, 4, 5, 6));
+    shard.pushOutcome(tagged("t1", 1, 9, 5));
+    // held: 1..6; not held: 7 (never written) and 3 (the client dropped its value)
+    long[] ids = {1, 2, 4, 5, 6, 7, 3};
+    PullParametersResponse cut = shard.pull(pull(7, 5, ids));
+    assertThat(cut.getRowsChangedOnly()).isTrue();
+    SparseRows rows = cut.getSparseRows(0);
+    assertThat(rows.getRowIdsList())
+        .as("5 another writer changed; 7 and 3 not held")
+        .containsExactly(5L, 7L, 3L);
+    SparseRows full = shard.pull(pull(0, 0, ids)).getSparseRows(0);
+    float[] all = TensorCodec.decode(full.getData(), DataType.FLOAT32);
+    assertThat(TensorCodec.decode(rows.getData(), DataType.FLOAT32))
+        .containsExactly(all[3], all[5], all[6]);
+    // another tag, no tag, or a repeated id: every row listed
+    assertThat(shard.pull(pull(9, 5, ids)).getSparseRows(0).getRowIdsList())
+        .containsExactly(1L, 2L, 4L, 6L, 7L, 3L);
+    PullParametersResponse untagged = shard.pull(pull(0, 5, ids));
+    assertThat(untagged.getRowsChangedOnly()).isFalse();
+    assertThat(untagged.getSparseRows(0)).isEqualTo(full);
+    assertThat(shard.pull(pull(7, 2, 1, 1, 2)).getSparseRows(0).getRowIdsList())
+        .containsExactly(1L, 1L, 2L);
+    // more held than asked for is refused, naming the table
+    assertThatThrownBy(() -> shard.pull(pull(7, 8, ids)))
+        .isInstanceOf(ServiceException.class)
+        .hasMessageContaining("sparse table 'wide': held 8 is more than the 7 row ids");
   }
 
   @Test

@@ -350,7 +350,15 @@ public final class ParameterClient {
    * waiting: a prefetch. {@link RowPull#await} takes the answers.
    */
   public RowPull startRowPull(Map<String, long[]> ids) {
-    return RowPull.start(this, planner.rowPulls(ids));
+    return startRowPull(RowWants.of(ids));
+  }
+
+  /**
+   * {@link #startRowPull(Map)} of {@code wants}: held rows only this writer changed may be left out
+   * of the answers ({@link RowPull#heldAnswered}).
+   */
+  public RowPull startRowPull(RowWants wants) {
+    return RowPull.start(this, planner.rowPulls(wants), wants.writerTag());
   }
 
   /** Counts bytes of rows pulled. */

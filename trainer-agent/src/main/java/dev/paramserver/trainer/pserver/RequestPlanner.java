@@ -377,26 +377,46 @@ public final class RequestPlanner {
    * table {@code t}, distinct, asked for in the order given (no sort).
    */
   public List<Planned<PullParametersRequest>> rowPulls(Map<String, long[]> ids) {
+    return rowPulls(RowWants.of(ids));
+  }
+
+  /**
+   * {@link #rowPulls(Map)} of {@code wants}: each pserver's part of a table keeps the held rows
+   * first, counted in {@code held}, and with a writer tag every request carries it ({@code
+   * writer_tag}: the pserver may leave out the held rows only this writer changed).
+   */
+  public List<Planned<PullParametersRequest>> rowPulls(RowWants wants) {
     Routing routing = layout.routing();
     Map<Integer, PullParametersRequest.Builder> reqs = new TreeMap<>();
-    ids.forEach(
-        (table, wanted) -> {
-          long[][] owned = routing.partition(table, wanted);
-          for (int ps = 0; ps < owned.length; ps++) {
-            if (owned[ps].length > 0) {
-              reqs.computeIfAbsent(
-                      ps, k -> PullParametersRequest.newBuilder().setTrainerId(trainerId))
-                  .addSparseRows(rowsRef(table, owned[ps]));
-            }
-          }
-        });
+    wants
+        .ids()
+        .forEach(
+            (table, wanted) -> {
+              int[] held = new int[routing.pservers()];
+              long[][] owned = routing.partition(table, wanted, wants.held(table), held);
+              for (int ps = 0; ps < owned.length; ps++) {
+                if (owned[ps].length > 0) {
+                  reqs.computeIfAbsent(
+                          ps,
+                          k ->
+                              PullParametersRequest.newBuilder()
+                                  .setTrainerId(trainerId)
+                                  .setWriterTag(wants.writerTag()))
+                      .addSparseRows(rowsRef(table, owned[ps], held[ps]));
+                }
+              }
+            });
     List<Planned<PullParametersRequest>> out = new ArrayList<>();
     reqs.forEach((ps, req) -> out.add(new Planned<>(ps, req.build())));
     return out;
   }
 
   private static SparseRowsRef rowsRef(String table, long[] ids) {
-    SparseRowsRef.Builder ref = SparseRowsRef.newBuilder().setName(table);
+    return rowsRef(table, ids, 0);
+  }
+
+  private static SparseRowsRef rowsRef(String table, long[] ids, int held) {
+    SparseRowsRef.Builder ref = SparseRowsRef.newBuilder().setName(table).setHeld(held);
     for (long id : ids) {
       ref.addRowIds(id);
     }

@@ -81,7 +81,9 @@ public final class Resplit {
       Planned<PullParametersRequest> refused, Routing routing) {
     PullParametersRequest req = refused.request();
     Map<Integer, PullParametersRequest.Builder> pieces = new TreeMap<>();
-    PullParametersRequest.Builder template = req.toBuilder().clearBlocks().clearSparseRows();
+    // the pieces ask for every row (no held rows left out): their answer is taken whole
+    PullParametersRequest.Builder template =
+        req.toBuilder().clearBlocks().clearSparseRows().clearWriterTag();
     for (BlockRef b : req.getBlocksList()) {
       int owner = blockOwner(routing, b.getName(), b.getBlock());
       pieces.computeIfAbsent(owner, k -> template.clone()).addBlocks(b);

@@ -102,8 +102,17 @@ public final class Routing {
    * the caller nor the receiver may change).
    */
   public long[][] partition(String table, long[] ids) {
+    return partition(table, ids, 0, new int[map.pservers()]);
+  }
+
+  /**
+   * {@link #partition(String, long[])}, counting into {@code heldOf[ps]} how many of the first
+   * {@code held} ids pserver {@code ps} owns (those come first in its part: the order is kept).
+   */
+  public long[][] partition(String table, long[] ids, int held, int[] heldOf) {
     int n = map.pservers();
     if (n == 1) {
+      heldOf[0] = held;
       return new long[][] {ids};
     }
     long salt = ShardPlacement.tableHash(table);
@@ -112,6 +121,9 @@ public final class Routing {
     for (int i = 0; i < ids.length; i++) {
       owner[i] = map.ownerOfRow(salt, ids[i]);
       count[owner[i]]++;
+      if (i < held) {
+        heldOf[owner[i]]++;
+      }
     }
     long[][] out = new long[n][];
     for (int ps = 0; ps < n; ps++) {

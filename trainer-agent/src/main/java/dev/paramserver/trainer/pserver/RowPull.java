@@ -5,6 +5,7 @@ import dev.paramserver.proto.v1.ParameterServerGrpc;
 import dev.paramserver.proto.v1.PullParametersRequest;
 import dev.paramserver.proto.v1.PullParametersResponse;
 import dev.paramserver.proto.v1.SparseRows;
+import dev.paramserver.proto.v1.SparseRowsRef;
 import dev.paramserver.rpc.StoppedException;
 import dev.paramserver.trainer.pserver.RequestPlanner.Planned;
 import java.util.ArrayList;
@@ -21,23 +22,28 @@ public final class RowPull {
   private final ParameterClient client;
   private final List<Planned<PullParametersRequest>> planned;
   private final List<Future<PullParametersResponse>> futures;
+  private final int writerTag;
+  private final List<SparseRowsRef> leftOut = new ArrayList<>();
 
   private RowPull(
       ParameterClient client,
       List<Planned<PullParametersRequest>> planned,
-      List<Future<PullParametersResponse>> futures) {
+      List<Future<PullParametersResponse>> futures,
+      int writerTag) {
     this.client = client;
     this.planned = planned;
     this.futures = futures;
+    this.writerTag = writerTag;
   }
 
-  static RowPull start(ParameterClient client, List<Planned<PullParametersRequest>> planned) {
+  static RowPull start(
+      ParameterClient client, List<Planned<PullParametersRequest>> planned, int writerTag) {
     List<Future<PullParametersResponse>> futures = new ArrayList<>(planned.size());
     for (Planned<PullParametersRequest> p : planned) {
       ParameterServerGrpc.ParameterServerFutureStub s = client.stub(p.pserver());
       futures.add(s == null ? null : s.pullParameters(p.request()));
     }
-    return new RowPull(client, planned, futures);
+    return new RowPull(client, planned, futures, writerTag);
   }
 
   /**
@@ -74,7 +80,28 @@ public final class RowPull {
         client.pulledRows(rows.getData().size());
         out.add(rows);
       }
+      if (resp.getRowsChangedOnly()) {
+        for (SparseRowsRef ref : planned.get(i).request().getSparseRowsList()) {
+          if (ref.getHeld() > 0) {
+            leftOut.add(ref);
+          }
+        }
+      }
     }
     return out;
+  }
+
+  /** The writer tag the pull was sent with (0: none). */
+  public int writerTag() {
+    return writerTag;
+  }
+
+  /**
+   * Once {@link #await} returned: the tables' parts whose answer left out the held rows (the first
+   * {@code held} ids of each) that only this writer changed since its previous push of them. Those
+   * it answered are among {@link #await}'s rows; the others were last changed by this writer.
+   */
+  public List<SparseRowsRef> heldCut() {
+    return leftOut;
   }
 }

@@ -159,6 +159,7 @@ final class GradientSender implements AutoCloseable {
     } while (t == 0);
     writerTag = t;
     pushesUnderTag = 0;
+    cache.writerTag(t);
   }
 
   /**

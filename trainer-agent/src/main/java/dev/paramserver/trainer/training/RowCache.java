@@ -6,7 +6,9 @@ import dev.paramserver.optimizers.ParameterOptimizer;
 import dev.paramserver.proto.v1.DataType;
 import dev.paramserver.proto.v1.ParameterSpec;
 import dev.paramserver.proto.v1.SparseRows;
+import dev.paramserver.proto.v1.SparseRowsRef;
 import dev.paramserver.tensor.TensorCodec;
+import dev.paramserver.trainer.pserver.RowWants;
 import java.nio.FloatBuffer;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -56,6 +58,8 @@ final class RowCache {
   private int now;
   private long bytes;
   private long evictions;
+  // the writer tag pushes and pulls are sent with (0: none)
+  private int writerTag;
 
   /** One cached table: its rows and what is known of them, its optimizer and that one's state. */
   private static final class Table {
@@ -167,13 +171,14 @@ final class RowCache {
   /**
    * The rows of {@code ids} that batch {@code batch} needs pulled, by table (distinct ids), and
    * marks every row of {@code ids} used by that batch: those without a row, and those read before
-   * {@code batch - staleness} that no unanswered push carries.
+   * {@code batch - staleness} that no unanswered push carries. With a writer tag ({@link
+   * #writerTag}), the rows that have a value come first, counted as held.
    *
    * @param ahead planning a batch after the one under way: a row without a value whose pull was
    *     started already (for an earlier batch) is not pulled again
    */
-  Map<String, long[]> wanted(long[] ids, int batch, boolean ahead) {
-    Map<String, long[]> out = new LinkedHashMap<>();
+  RowWants wanted(long[] ids, int batch, boolean ahead) {
+    RowWants out = new RowWants(writerTag);
     int oldest = batch - staleness;
     // the batch's distinct ids, found once for every table and every pass over the batch
     BatchIds.Entry e = batchIds.of(ids);
@@ -184,8 +189,9 @@ final class RowCache {
       long layout = t.rows.layout();
       // slots found when the batch was planned ahead hold while no slot moved since
       boolean known = e.layouts[ti] == layout;
-      long[] want = null;
+      long[] want = null; // held rows from the front, with a writer tag the others from the back
       int n = 0;
+      int back = 0;
       for (int k = 0; k < distinct.length; k++) {
         long id = distinct[k];
         int s = known ? slots[k] : t.rows.add(id);
@@ -206,17 +212,54 @@ final class RowCache {
           if (want == null) {
             want = new long[distinct.length - k];
           }
-          want[n++] = id;
+          if (row == null && writerTag != 0) {
+            want[want.length - ++back] = id;
+          } else {
+            want[n++] = id;
+          }
         }
       }
       // an add that grew the table moved the slots found before it: found again next time
       e.layouts[ti] = t.rows.layout() == layout ? layout : -1;
-      if (n > 0) {
-        out.put(t.name, n == want.length ? want : Arrays.copyOf(want, n));
+      if (n + back > 0) {
+        if (n + back < want.length) {
+          System.arraycopy(want, want.length - back, want, n, back);
+          want = Arrays.copyOf(want, n + back);
+        }
+        out.put(t.name, want, writerTag == 0 ? 0 : n);
       }
       ti++;
     }
     return out;
+  }
+
+  /** The writer tag pushes and pulls are sent with from now on (0: none). */
+  void writerTag(int tag) {
+    writerTag = tag;
+  }
+
+  /**
+   * After {@link #takePulled}: each held row of {@code refs} (their first {@code held} ids) that a
+   * pull under tag {@code tag} left out was last changed by this writer, so counts as read during
+   * {@code readAt} if the tag is still in use (no answer lost since), no unanswered push carries it
+   * and nothing refreshed it since the pull was planned ({@code plannedAt}).
+   */
+  void takeLeftOut(List<SparseRowsRef> refs, int tag, int readAt, int plannedAt) {
+    if (tag == 0 || tag != writerTag) {
+      return;
+    }
+    for (SparseRowsRef ref : refs) {
+      Table t = tables.get(ref.getName());
+      for (int i = 0; t != null && i < ref.getHeld(); i++) {
+        int s = t.rows.slot(ref.getRowIds(i));
+        if (s >= 0
+            && t.rows.row(s) != null
+            && t.rows.carried(s) == 0
+            && t.rows.get(s, RowMeta.READ) < plannedAt) {
+          t.rows.set(s, RowMeta.READ, readAt);
+        }
+      }
+    }
   }
 
   /**

@@ -4,10 +4,10 @@ import dev.paramserver.models.Batch;
 import dev.paramserver.models.Parameters;
 import dev.paramserver.trainer.pserver.ParameterClient;
 import dev.paramserver.trainer.pserver.RowPull;
+import dev.paramserver.trainer.pserver.RowWants;
 import java.util.ArrayDeque;
 import java.util.Deque;
 import java.util.List;
-import java.util.Map;
 
 /**
  * Readies each batch's sparse rows in the {@link RowCache} and pulls the rows of the batches after
@@ -64,18 +64,18 @@ final class RowPrefetch {
     while (!pending.isEmpty()
         && (pending.peekFirst().batches() != batches || pending.peekFirst().forIndex() <= i)) {
       Ahead a = pending.pollFirst();
-      cache.takePulled(a.pull().await(latest), a.at(), a.at());
+      take(a.pull(), a.at(), latest);
     }
-    Map<String, long[]> now = cache.wanted(batches.get(i).sparseIds(), batch, false);
+    RowWants now = cache.wanted(batches.get(i).sparseIds(), batch, false);
     if (!now.isEmpty()) {
-      rowsWaited += count(now);
-      cache.takePulled(client.startRowPull(now).await(latest), batch, batch);
+      rowsWaited += now.rows();
+      take(client.startRowPull(now), batch, latest);
     }
     plannedUpTo = Math.max(plannedUpTo, i);
     long budget = budgetBytes;
     for (int j = plannedUpTo + 1; j < batches.size() && j <= i + ahead; j++) {
-      Map<String, long[]> want = cache.wanted(batches.get(j).sparseIds(), batch + (j - i), true);
-      long rows = count(want);
+      RowWants want = cache.wanted(batches.get(j).sparseIds(), batch + (j - i), true);
+      long rows = want.rows();
       if (j > i + 1 && rows * rowBytes > budget) {
         break;
       }
@@ -89,12 +89,10 @@ final class RowPrefetch {
     cache.evictIfFull(batch);
   }
 
-  private static long count(Map<String, long[]> ids) {
-    long n = 0;
-    for (long[] a : ids.values()) {
-      n += a.length;
-    }
-    return n;
+  /** Takes in the rows of {@code pull}, planned and read during batch {@code at}. */
+  private void take(RowPull pull, int at, Parameters latest) {
+    cache.takePulled(pull.await(latest), at, at);
+    cache.takeLeftOut(pull.heldCut(), pull.writerTag(), at, at);
   }
 
   /** Rows pulled ahead of their batch so far. */

@@ -12,6 +12,7 @@ import dev.paramserver.proto.v1.InitParametersRequest;
 import dev.paramserver.proto.v1.OptimizerConfig;
 import dev.paramserver.proto.v1.PullParametersRequest;
 import dev.paramserver.proto.v1.PushGradientsRequest;
+import dev.paramserver.proto.v1.SparseRowsRef;
 import dev.paramserver.proto.v1.TrainingMode;
 import dev.paramserver.tensor.BlockSpec;
 import dev.paramserver.tensor.TensorCodec;
@@ -207,6 +208,29 @@ class RequestPlannerTest {
       all.addAll(ids);
     }
     assertThat(all).containsExactlyInAnyOrder(LongStream.of(wanted).boxed().toArray(Long[]::new));
+  }
+
+  @Test
+  void rowPullsWithHeldRows_keepEachOwnersHeldOnesFirst_countedThere_underTheWriterTag() {
+    RequestPlanner s = planner(sparse, DataType.FLOAT32, false);
+    String table = s.layout().sparseTables().get(0).name();
+    long[] wanted = LongStream.range(0, 40).map(i -> 1000 - 7 * i).toArray();
+    RowWants wants = new RowWants(77);
+    wants.put(table, wanted, 25);
+    List<Planned<PullParametersRequest>> pulls = s.rowPulls(wants);
+    assertThat(pulls.size()).isGreaterThan(1);
+    int held = 0;
+    for (Planned<PullParametersRequest> pull : pulls) {
+      assertThat(pull.request().getWriterTag()).isEqualTo(77);
+      SparseRowsRef ref = pull.request().getSparseRows(0);
+      for (int i = 0; i < ref.getRowIdsCount(); i++) {
+        assertThat(ref.getRowIds(i) > 1000 - 7 * 25)
+            .as("row %d of pserver %d held", ref.getRowIds(i), pull.pserver())
+            .isEqualTo(i < ref.getHeld());
+      }
+      held += ref.getHeld();
+    }
+    assertThat(held).isEqualTo(25);
   }
 
   @Test

@@ -8,9 +8,10 @@ import dev.paramserver.proto.v1.DataType;
 import dev.paramserver.proto.v1.OptimizerConfig;
 import dev.paramserver.proto.v1.ParameterSpec;
 import dev.paramserver.proto.v1.SparseRows;
+import dev.paramserver.proto.v1.SparseRowsRef;
 import dev.paramserver.tensor.TensorCodec;
+import dev.paramserver.trainer.pserver.RowWants;
 import java.util.List;
-import java.util.Map;
 import java.util.stream.LongStream;
 import org.junit.jupiter.api.Test;
 
@@ -73,7 +74,7 @@ class RowCacheTest {
     Parameters values = new Parameters();
     RowCache c = cache(2, 1 << 20, values);
     c.begin(1);
-    Map<String, long[]> first = c.wanted(new long[] {5, 7, 5, 7}, 1, false);
+    RowWants first = c.wanted(new long[] {5, 7, 5, 7}, 1, false);
     assertThat(first.get("emb")).containsExactly(5, 7);
     // a batch planned ahead does not pull again what is being pulled
     assertThat(c.wanted(new long[] {5, 9}, 2, true).get("emb")).containsExactly(9);
@@ -83,7 +84,7 @@ class RowCacheTest {
     assertThat(row(c, 9)).containsExactly(3f, 3f);
     // read during batch 1: fine for batches 1 to 3 with staleness 2, stale for batch 4
     c.begin(3);
-    assertThat(c.wanted(new long[] {5, 9}, 3, false)).isEmpty();
+    assertThat(c.wanted(new long[] {5, 9}, 3, false).ids()).isEmpty();
     c.begin(4);
     assertThat(c.wanted(new long[] {5, 7}, 4, false).get("emb")).containsExactly(5, 7);
   }
@@ -126,12 +127,58 @@ class RowCacheTest {
     assertThat(row(c, 5)).containsExactly(9f, 9f);
     assertThat(row(c, 6)).containsExactly(16f, 16f);
     // read during batch 5: fresh enough for batch 6 at staleness 1
-    assertThat(c.wanted(new long[] {5, 6}, 6, false)).isEmpty();
+    assertThat(c.wanted(new long[] {5, 6}, 6, false).ids()).isEmpty();
     // a push released without confirmation leaves its rows as old as they were
     PushRows unconfirmed = step(c, new long[] {5}, new float[] {2, 2});
     c.begin(9);
     unconfirmed.release();
     assertThat(c.wanted(new long[] {5, 6}, 9, false).get("emb")).containsExactly(5, 6);
+  }
+
+  /** A pull of the first {@code held} of {@code ids} of "emb" held. */
+  private static SparseRowsRef ref(int held, long... ids) {
+    SparseRowsRef.Builder r = SparseRowsRef.newBuilder().setName("emb").setHeld(held);
+    for (long id : ids) {
+      r.addRowIds(id);
+    }
+    return r.build();
+  }
+
+  @Test
+  void withAWriterTag_heldRowsComeFirst_andThoseAPullLeftOutCountAsRead_underThatTagOnly() {
+    RowCache c = cache(1, 1 << 20, new Parameters());
+    c.begin(1);
+    c.wanted(new long[] {5, 6, 7}, 1, false);
+    c.takePulled(List.of(rows("emb", new long[] {5, 6, 7}, 1, 1, 2, 2, 3, 3)), 1, 1);
+    c.writerTag(41);
+    c.begin(4);
+    RowWants w = c.wanted(new long[] {8, 5, 9, 6, 7}, 4, false);
+    assertThat(w.writerTag()).isEqualTo(41);
+    assertThat(w.held("emb")).isEqualTo(3);
+    assertThat(w.get("emb")).startsWith(5, 6, 7).containsExactlyInAnyOrder(5, 6, 7, 8, 9);
+    // the answer lists 6 (another writer changed it) and the rows not held; 5 and 7 left out
+    c.takePulled(List.of(rows("emb", new long[] {6, 8, 9}, 20, 20, 8, 8, 9, 9)), 4, 4);
+    PushRows carrying7 = step(c, new long[] {7}, new float[] {2, 2});
+    c.takeLeftOut(List.of(ref(3, 5, 6, 7, 8, 9)), 41, 4, 4);
+    assertThat(row(c, 5)).containsExactly(1f, 1f);
+    assertThat(row(c, 6)).containsExactly(20f, 20f);
+    c.begin(5);
+    assertThat(c.wanted(new long[] {5, 6, 8, 9}, 5, false).ids()).as("read in batch 4").isEmpty();
+    assertThat(c.wanted(new long[] {7}, 5, false).ids())
+        .as("carried by an unanswered push: its answer refreshes it")
+        .isEmpty();
+    carrying7.release();
+    assertThat(c.wanted(new long[] {7}, 5, false).get("emb"))
+        .as("read in batch 1")
+        .containsExactly(7);
+    // a pull under a tag no longer in use confirms nothing; without a tag nothing is held
+    c.begin(9);
+    c.writerTag(42);
+    c.takeLeftOut(List.of(ref(2, 5, 6)), 41, 9, 9);
+    c.writerTag(0);
+    RowWants untagged = c.wanted(new long[] {5, 6, 10}, 9, false);
+    assertThat(untagged.get("emb")).containsExactly(5, 6, 10);
+    assertThat(untagged.held("emb")).isZero();
   }
 
   @Test
@@ -191,7 +238,7 @@ class RowCacheTest {
     c.evictIfFull(12);
     assertThat(c.bytes()).isLessThanOrEqualTo(9 * rowBytes);
     c.begin(13);
-    assertThat(c.wanted(new long[] {1, 2, 12}, 13, false))
+    assertThat(c.wanted(new long[] {1, 2, 12}, 13, false).ids())
         .as("kept: carried, planned, in use")
         .isEmpty();
     assertThat(c.wanted(new long[] {3}, 13, false).get("emb"))
@@ -213,7 +260,7 @@ class RowCacheTest {
     long[] batch3 = LongStream.range(100, 200).toArray();
     assertThat(c.wanted(batch3, 3, true).get("emb")).hasSize(100);
     c.begin(2);
-    assertThat(c.wanted(batch2, 2, false)).as("nothing to pull: read in batch 1").isEmpty();
+    assertThat(c.wanted(batch2, 2, false).ids()).as("nothing to pull: read in batch 1").isEmpty();
     BatchRows r = c.newBatchRows();
     c.resolve(batch2, r);
     assertThat(r.count()).isEqualTo(3);
