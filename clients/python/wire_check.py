@@ -7,7 +7,8 @@ blocks larger than one HTTP/2 frame, a dense Adam tensor, a sparse SGD table), p
 (unary calls, one with return_values, then a StreamPushes stream), resends one push (a duplicate),
 sends two bad pushes (a gradient of the wrong length, a NaN), pulls everything back, then pushes
 with return_rows and a writer_tag (answers cut to the rows another writer changed: the same writer's
-second push of its rows gets back only the row it had not pushed, another writer's gets all).
+second push of its rows gets back only the row it had not pushed, another writer's gets all), and
+pulls with a writer_tag and held rows (cut the same way).
 
 Every request it sends is written to OUT as it was serialized, with the answer or the error it got,
 listed in OUT/manifest.tsv (call, request file, "ok" and answer file, or "error" and the gRPC code
@@ -249,6 +250,13 @@ def main():
         tagged.return_rows = True
         tagged.writer_tag = tag
         c.unary("PushGradients", tagged, pserver_pb2.PushGradientsResponse)
+    # pulls under a writer tag, the first three rows held: the writer of step 9 gets back only the
+    # row it does not hold; the writer of steps 7 and 8 gets all four (another writer changed them)
+    for tag, held in ((0xBEEF, 3), (0x5EED, 4)):
+        tagged = pserver_pb2.PullParametersRequest(
+            trainer_id=TRAINER, writer_tag=tag,
+            sparse_rows=[pserver_pb2.SparseRowsRef(name="emb", row_ids=ROW_IDS, held=held)])
+        c.unary("PullParameters", tagged, pserver_pb2.PullParametersResponse)
     c.close()
     print("wire_check: %d calls, manifest in %s" % (c.count, args.out))
 
