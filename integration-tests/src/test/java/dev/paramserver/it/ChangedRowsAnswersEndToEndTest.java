@@ -20,14 +20,16 @@ import org.junit.jupiter.api.io.TempDir;
  * Java trainers train sparse-lr with plain SGD (their row caches' local steps are the pservers'
  * steps) on a Zipf click log against two pservers. Each pserver leaves out of its answers the rows
  * only the pushing trainer changed since its previous push, and lists the rows the other trainer
- * changed (the hot ids both train, and rows new to the pserver); every task of both passes is done
- * once, and the model the pservers hold learned the hidden one.
+ * changed (the hot ids both train, and rows new to the pserver); pulls of rows a trainer holds
+ * leave out those only it changed the same way; every task of both passes is done once, and the
+ * model the pservers hold learned the hidden one.
  */
 @Timeout(420)
 class ChangedRowsAnswersEndToEndTest {
   private static final Pattern ROWS =
       Pattern.compile(
-          "paramserver_pserver_answer_rows_total\\{[^}]*rows=\"(listed|left_out)\"[^}]*} ([0-9.E]+)");
+          "paramserver_pserver_(answer|pull)_rows_total\\{[^}]*rows=\"(listed|left_out)\"[^}]*}"
+              + " ([0-9.E]+)");
 
   @TempDir Path dir;
 
@@ -47,6 +49,7 @@ class ChangedRowsAnswersEndToEndTest {
                 dir.resolve("model.pb").toString());
     double listed = 0;
     double leftOut = 0;
+    double pullLeftOut = 0;
     try (LocalCluster cluster = new LocalCluster(spec.build())) {
       cluster.start();
       JobStatusView end;
@@ -70,17 +73,23 @@ class ChangedRowsAnswersEndToEndTest {
         int found = 0;
         while (m.find()) {
           found++;
-          if (m.group(1).equals("listed")) {
-            listed += Double.parseDouble(m.group(2));
+          double n = Double.parseDouble(m.group(3));
+          if (m.group(1).equals("pull")) {
+            pullLeftOut += m.group(2).equals("left_out") ? n : 0;
+          } else if (m.group(2).equals("listed")) {
+            listed += n;
           } else {
-            leftOut += Double.parseDouble(m.group(2));
+            leftOut += n;
           }
         }
-        assertThat(found).as("answer rows counted by pserver %d", ps).isEqualTo(2);
+        assertThat(found).as("answer and pull rows counted by pserver %d", ps).isEqualTo(4);
       }
     }
     assertThat(leftOut).as("rows only the pushing trainer changed, left out").isPositive();
     assertThat(listed).as("rows the other trainer (or nobody yet) changed, listed").isPositive();
+    assertThat(pullLeftOut)
+        .as("held rows older than the staleness bound that only the pulling trainer changed")
+        .isPositive();
     Path model = dir.resolve("model.pb");
     Poll.until(Duration.ofSeconds(60), () -> Files.exists(model), "the model written");
     double auc =

@@ -12,6 +12,7 @@ import dev.paramserver.proto.v1.PushGradientsRequest;
 import dev.paramserver.proto.v1.PushGradientsResponse;
 import dev.paramserver.proto.v1.ShardStatus;
 import dev.paramserver.proto.v1.SparseRows;
+import dev.paramserver.proto.v1.SparseRowsRef;
 import dev.paramserver.proto.v1.TrainingMode;
 import dev.paramserver.pserver.PserverProperties;
 import dev.paramserver.pserver.role.ShardLifecycle;
@@ -68,6 +69,8 @@ public final class ParameterServerGrpcService
   private final Counter pulledBytes;
   private final Counter answerRowsListed;
   private final Counter answerRowsLeftOut;
+  private final Counter pullRowsListed;
+  private final Counter pullRowsLeftOut;
   private final Timer pushTimer;
   private final ShardTraffic traffic;
   private final AdminAddress adminAddress;
@@ -144,8 +147,12 @@ public final class ParameterServerGrpcService
             .description("Bytes of parameters sent in pulls")
             .baseUnit("bytes")
             .register(registry);
-    this.answerRowsListed = answerRows(registry, "listed");
-    this.answerRowsLeftOut = answerRows(registry, "left_out");
+    this.answerRowsListed =
+        rows(registry, "paramserver.pserver.answer.rows", ANSWER_ROWS, "listed");
+    this.answerRowsLeftOut =
+        rows(registry, "paramserver.pserver.answer.rows", ANSWER_ROWS, "left_out");
+    this.pullRowsListed = rows(registry, "paramserver.pserver.pull.rows", PULL_ROWS, "listed");
+    this.pullRowsLeftOut = rows(registry, "paramserver.pserver.pull.rows", PULL_ROWS, "left_out");
     this.pushTimer =
         Timer.builder("paramserver.pserver.push.apply")
             .description("Time to validate and apply a push (sync modes: including the barrier)")
@@ -243,13 +250,17 @@ public final class ParameterServerGrpcService
     return outcome.thenApply(r -> response(request, r)).whenComplete((r, e) -> timed(start));
   }
 
-  private static Counter answerRows(MeterRegistry registry, String rows) {
-    return Counter.builder("paramserver.pserver.answer.rows")
-        .description(
-            "Rows of pushes with a writer tag: listed in the answer (another writer changed them"
-                + " last) or left out (only that writer did)")
-        .tag("rows", rows)
-        .register(registry);
+  // rows of pushes and pulls with a writer tag, listed in the answer or left out
+  private static final String ANSWER_ROWS =
+      "Rows of pushes with a writer tag: listed in the answer (another writer changed them last)"
+          + " or left out (only that writer did)";
+  private static final String PULL_ROWS =
+      "Rows of pulls with a writer tag: listed in the answer, or left out (held rows only that"
+          + " writer changed last)";
+
+  private static Counter rows(
+      MeterRegistry registry, String name, String description, String rows) {
+    return Counter.builder(name).description(description).tag("rows", rows).register(registry);
   }
 
   /**
@@ -325,6 +336,18 @@ public final class ParameterServerGrpcService
     }
     pulledBytes.increment(r.getSerializedSize());
     traffic.pull();
+    if (r.getRowsChangedOnly()) {
+      long asked = 0;
+      for (SparseRowsRef ref : request.getSparseRowsList()) {
+        asked += ref.getRowIdsCount();
+      }
+      long listed = 0;
+      for (SparseRows rows : r.getSparseRowsList()) {
+        listed += rows.getRowIdsCount();
+      }
+      pullRowsListed.increment(listed);
+      pullRowsLeftOut.increment(asked - listed);
+    }
     return r;
   }
 
