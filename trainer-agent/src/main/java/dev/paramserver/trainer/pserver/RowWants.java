@@ -67,6 +67,35 @@ public final class RowWants {
     return rows;
   }
 
+  /**
+   * These rows and {@code other}'s (asked under the same tag, none asked by both) in one: of each
+   * table, both held parts first.
+   */
+  public RowWants plus(RowWants other) {
+    if (other.writerTag != writerTag) {
+      throw new IllegalArgumentException("rows asked under two writer tags");
+    }
+    RowWants out = new RowWants(writerTag);
+    ids.forEach((table, a) -> out.put(table, a, held(table)));
+    other.ids.forEach(
+        (table, b) -> {
+          long[] a = out.ids.get(table);
+          if (a == null) {
+            out.put(table, b, other.held(table));
+            return;
+          }
+          int ha = out.held(table);
+          int hb = other.held(table);
+          long[] both = new long[a.length + b.length];
+          System.arraycopy(a, 0, both, 0, ha);
+          System.arraycopy(b, 0, both, ha, hb);
+          System.arraycopy(a, ha, both, ha + hb, a.length - ha);
+          System.arraycopy(b, hb, both, a.length + hb, b.length - hb);
+          out.put(table, both, ha + hb);
+        });
+    return out;
+  }
+
   /** The ids of {@code table} asked for, or null. */
   public long[] get(String table) {
     return ids.get(table);

@@ -3,11 +3,9 @@ package dev.paramserver.trainer.training;
 import dev.paramserver.models.BatchRows;
 import dev.paramserver.models.Parameters;
 import dev.paramserver.optimizers.ParameterOptimizer;
-import dev.paramserver.proto.v1.DataType;
 import dev.paramserver.proto.v1.ParameterSpec;
 import dev.paramserver.proto.v1.SparseRows;
 import dev.paramserver.proto.v1.SparseRowsRef;
-import dev.paramserver.tensor.TensorCodec;
 import dev.paramserver.trainer.pserver.RowWants;
 import java.nio.FloatBuffer;
 import java.util.ArrayList;
@@ -176,8 +174,10 @@ final class RowCache {
    *
    * @param ahead planning a batch after the one under way: a row without a value whose pull was
    *     started already (for an earlier batch) is not pulled again
+   * @param paired batch {@code batch - 1} was planned just before, into the same pull: a row it
+   *     wanted is not wanted twice
    */
-  RowWants wanted(long[] ids, int batch, boolean ahead) {
+  RowWants wanted(long[] ids, int batch, boolean ahead, boolean paired) {
     RowWants out = new RowWants(writerTag);
     int oldest = batch - staleness;
     // the batch's distinct ids, found once for every table and every pass over the batch
@@ -196,7 +196,8 @@ final class RowCache {
         long id = distinct[k];
         int s = known ? slots[k] : t.rows.add(id);
         slots[k] = s;
-        t.rows.set(s, RowMeta.USED, Math.max(batch, t.rows.get(s, RowMeta.USED)));
+        int used = t.rows.get(s, RowMeta.USED);
+        t.rows.set(s, RowMeta.USED, Math.max(batch, used));
         float[] row = t.rows.row(s);
         int read = t.rows.get(s, RowMeta.READ);
         boolean pull;
@@ -206,7 +207,11 @@ final class RowCache {
             t.rows.set(s, RowMeta.READ, PULLING);
           }
         } else {
-          pull = read < oldest && t.rows.carried(s) == 0;
+          // batch - 1 (used it, planned just before) pulled it if it was stale for that batch
+          pull =
+              read < oldest
+                  && t.rows.carried(s) == 0
+                  && !(paired && used == batch - 1 && read < oldest - 1);
         }
         if (pull) {
           if (want == null) {
@@ -273,7 +278,7 @@ final class RowCache {
       if (t == null) {
         continue;
       }
-      FloatBuffer all = values(r);
+      FloatBuffer all = RowCopy.values(r);
       for (int i = 0; i < r.getRowIdsCount(); i++) {
         long id = r.getRowIds(i);
         int s = t.rows.add(id);
@@ -426,7 +431,7 @@ final class RowCache {
       if (t == null) {
         continue;
       }
-      FloatBuffer all = values(r);
+      FloatBuffer all = RowCopy.values(r);
       int w = t.width;
       float[] base = push.base(t.index);
       float[] answer = t.scratch;
@@ -456,15 +461,6 @@ final class RowCache {
         t.rows.set(s, RowMeta.READ, now);
       }
     }
-  }
-
-  /** The values of {@code r}'s rows: FLOAT32 bytes read in place (no copy), other types decoded. */
-  private static FloatBuffer values(SparseRows r) {
-    if (r.getDtype() == DataType.FLOAT32) {
-      TensorCodec.elementCount(r.getData(), r.getDtype());
-      return TensorCodec.floats(r.getData());
-    }
-    return FloatBuffer.wrap(TensorCodec.decode(r.getData(), r.getDtype()));
   }
 
   /**

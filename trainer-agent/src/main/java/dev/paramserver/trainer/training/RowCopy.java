@@ -1,5 +1,8 @@
 package dev.paramserver.trainer.training;
 
+import dev.paramserver.proto.v1.DataType;
+import dev.paramserver.proto.v1.SparseRows;
+import dev.paramserver.tensor.TensorCodec;
 import java.nio.FloatBuffer;
 
 /**
@@ -9,6 +12,15 @@ import java.nio.FloatBuffer;
  */
 final class RowCopy {
   private RowCopy() {}
+
+  /** The values of {@code r}'s rows: FLOAT32 bytes read in place (no copy), other types decoded. */
+  static FloatBuffer values(SparseRows r) {
+    if (r.getDtype() == DataType.FLOAT32) {
+      TensorCodec.elementCount(r.getData(), r.getDtype());
+      return TensorCodec.floats(r.getData());
+    }
+    return FloatBuffer.wrap(TensorCodec.decode(r.getData(), r.getDtype()));
+  }
 
   /** {@link System#arraycopy} of {@code w} floats. */
   static void copy(float[] src, int from, float[] dst, int to, int w) {

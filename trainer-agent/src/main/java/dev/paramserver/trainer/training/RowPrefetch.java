@@ -14,8 +14,10 @@ import java.util.List;
  * it while it computes. Before batch {@code i}: takes in the pulls planned for it, pulls at once
  * what it still lacks (missing, or older than the staleness bound), then plans batches {@code i+1},
  * {@code i+2}, ... (at most {@code staleness} ahead, while the rows they pull fit in the prefetch
- * budget, at least one batch) and starts their pulls, to every pserver at once. Training thread
- * only.
+ * budget, at least one batch) and starts their pulls, to every pserver at once. With a staleness
+ * bound of 2 or more, batches ahead share pulls two by two (one call a pserver for both, each row
+ * once): a single batch left to plan waits for the next one, and is then pulled a batch later and
+ * so one batch fresher. Training thread only.
  */
 final class RowPrefetch {
   /** A pull started ahead: for batch {@code forIndex} of {@code batches}, planned in {@code at}. */
@@ -66,27 +68,51 @@ final class RowPrefetch {
       Ahead a = pending.pollFirst();
       take(a.pull(), a.at(), latest);
     }
-    RowWants now = cache.wanted(batches.get(i).sparseIds(), batch, false);
+    RowWants now = cache.wanted(batches.get(i).sparseIds(), batch, false, false);
     if (!now.isEmpty()) {
       rowsWaited += now.rows();
       take(client.startRowPull(now), batch, latest);
     }
     plannedUpTo = Math.max(plannedUpTo, i);
+    int last = Math.min(batches.size() - 1, i + ahead);
+    if (ahead >= 2 && last == i + ahead && plannedUpTo == last - 1) {
+      return; // one batch to plan: it joins the next batch's pull (see the class comment)
+    }
     long budget = budgetBytes;
-    for (int j = plannedUpTo + 1; j < batches.size() && j <= i + ahead; j++) {
-      RowWants want = cache.wanted(batches.get(j).sparseIds(), batch + (j - i), true);
+    // a batch waiting for the one after it to share its pull, and its index
+    RowWants first = null;
+    int firstAt = -1;
+    for (int j = plannedUpTo + 1; j <= last; j++) {
+      RowWants want =
+          cache.wanted(batches.get(j).sparseIds(), batch + (j - i), true, first != null);
       long rows = want.rows();
       if (j > i + 1 && rows * rowBytes > budget) {
         break;
       }
       plannedUpTo = j;
-      if (rows > 0) {
-        budget -= rows * rowBytes;
-        rowsAhead += rows;
-        pending.addLast(new Ahead(client.startRowPull(want), batches, j, batch));
+      budget -= rows * rowBytes;
+      rowsAhead += rows;
+      if (first != null) {
+        startAhead(first.plus(want), batches, firstAt);
+        first = null;
+      } else if (ahead >= 2 && j < last) {
+        first = want;
+        firstAt = j;
+      } else {
+        startAhead(want, batches, j);
       }
     }
+    if (first != null) {
+      startAhead(first, batches, firstAt);
+    }
     cache.evictIfFull(batch);
+  }
+
+  /** Starts pulling {@code want} (if any) for batch {@code forIndex} of {@code batches}. */
+  private void startAhead(RowWants want, List<Batch> batches, int forIndex) {
+    if (!want.isEmpty()) {
+      pending.addLast(new Ahead(client.startRowPull(want), batches, forIndex, batch));
+    }
   }
 
   /** Takes in the rows of {@code pull}, planned and read during batch {@code at}. */

@@ -74,26 +74,26 @@ class RowCacheTest {
     Parameters values = new Parameters();
     RowCache c = cache(2, 1 << 20, values);
     c.begin(1);
-    RowWants first = c.wanted(new long[] {5, 7, 5, 7}, 1, false);
+    RowWants first = c.wanted(new long[] {5, 7, 5, 7}, 1, false, false);
     assertThat(first.get("emb")).containsExactly(5, 7);
     // a batch planned ahead does not pull again what is being pulled
-    assertThat(c.wanted(new long[] {5, 9}, 2, true).get("emb")).containsExactly(9);
+    assertThat(c.wanted(new long[] {5, 9}, 2, true, false).get("emb")).containsExactly(9);
     c.takePulled(List.of(rows("emb", new long[] {5, 7}, 1, 1, 2, 2)), 1, 1);
     c.takePulled(List.of(rows("emb", new long[] {9}, 3, 3)), 1, 1);
     assertThat(row(c, 7)).containsExactly(2f, 2f);
     assertThat(row(c, 9)).containsExactly(3f, 3f);
     // read during batch 1: fine for batches 1 to 3 with staleness 2, stale for batch 4
     c.begin(3);
-    assertThat(c.wanted(new long[] {5, 9}, 3, false).ids()).isEmpty();
+    assertThat(c.wanted(new long[] {5, 9}, 3, false, false).ids()).isEmpty();
     c.begin(4);
-    assertThat(c.wanted(new long[] {5, 7}, 4, false).get("emb")).containsExactly(5, 7);
+    assertThat(c.wanted(new long[] {5, 7}, 4, false, false).get("emb")).containsExactly(5, 7);
   }
 
   @Test
   void localStep_thenAnswer_rebasesOnThePserversValueKeepingLaterLocalSteps() {
     RowCache c = cache(4, 1 << 20, new Parameters());
     c.begin(1);
-    c.wanted(new long[] {5}, 1, false);
+    c.wanted(new long[] {5}, 1, false, false);
     c.takePulled(List.of(rows("emb", new long[] {5}, 10, 10)), 1, 1);
     PushRows push1 = step(c, new long[] {5}, new float[] {2, 2});
     // SGD lr 0.5: 10 - 0.5 * 2; the push's base is the row after its step
@@ -101,7 +101,7 @@ class RowCacheTest {
     assertThat(push1.base(0)).startsWith(9f, 9f);
     // batch 2 steps the row again before push 1 is answered
     c.begin(2);
-    c.wanted(new long[] {5}, 2, false);
+    c.wanted(new long[] {5}, 2, false, false);
     PushRows push2 = step(c, new long[] {5}, new float[] {4, 4});
     assertThat(row(c, 5)).containsExactly(7f, 7f);
     // the pservers applied push 1 and another trainer's update: 10 - 1 - 3 = 6
@@ -117,7 +117,7 @@ class RowCacheTest {
     RowCache c = cache(1, 1 << 20, new Parameters());
     assertThat(c.additive()).as("plain SGD at a constant rate").isTrue();
     c.begin(1);
-    c.wanted(new long[] {5, 6}, 1, false);
+    c.wanted(new long[] {5, 6}, 1, false, false);
     c.takePulled(List.of(rows("emb", new long[] {5, 6}, 10, 10, 20, 20)), 1, 1);
     PushRows push = step(c, new long[] {5, 6}, new float[] {2, 2}, new float[] {2, 2});
     c.begin(5);
@@ -127,12 +127,12 @@ class RowCacheTest {
     assertThat(row(c, 5)).containsExactly(9f, 9f);
     assertThat(row(c, 6)).containsExactly(16f, 16f);
     // read during batch 5: fresh enough for batch 6 at staleness 1
-    assertThat(c.wanted(new long[] {5, 6}, 6, false).ids()).isEmpty();
+    assertThat(c.wanted(new long[] {5, 6}, 6, false, false).ids()).isEmpty();
     // a push released without confirmation leaves its rows as old as they were
     PushRows unconfirmed = step(c, new long[] {5}, new float[] {2, 2});
     c.begin(9);
     unconfirmed.release();
-    assertThat(c.wanted(new long[] {5, 6}, 9, false).get("emb")).containsExactly(5, 6);
+    assertThat(c.wanted(new long[] {5, 6}, 9, false, false).get("emb")).containsExactly(5, 6);
   }
 
   /** A pull of the first {@code held} of {@code ids} of "emb" held. */
@@ -148,11 +148,11 @@ class RowCacheTest {
   void withAWriterTag_heldRowsComeFirst_andThoseAPullLeftOutCountAsRead_underThatTagOnly() {
     RowCache c = cache(1, 1 << 20, new Parameters());
     c.begin(1);
-    c.wanted(new long[] {5, 6, 7}, 1, false);
+    c.wanted(new long[] {5, 6, 7}, 1, false, false);
     c.takePulled(List.of(rows("emb", new long[] {5, 6, 7}, 1, 1, 2, 2, 3, 3)), 1, 1);
     c.writerTag(41);
     c.begin(4);
-    RowWants w = c.wanted(new long[] {8, 5, 9, 6, 7}, 4, false);
+    RowWants w = c.wanted(new long[] {8, 5, 9, 6, 7}, 4, false, false);
     assertThat(w.writerTag()).isEqualTo(41);
     assertThat(w.held("emb")).isEqualTo(3);
     assertThat(w.get("emb")).startsWith(5, 6, 7).containsExactlyInAnyOrder(5, 6, 7, 8, 9);
@@ -163,12 +163,14 @@ class RowCacheTest {
     assertThat(row(c, 5)).containsExactly(1f, 1f);
     assertThat(row(c, 6)).containsExactly(20f, 20f);
     c.begin(5);
-    assertThat(c.wanted(new long[] {5, 6, 8, 9}, 5, false).ids()).as("read in batch 4").isEmpty();
-    assertThat(c.wanted(new long[] {7}, 5, false).ids())
+    assertThat(c.wanted(new long[] {5, 6, 8, 9}, 5, false, false).ids())
+        .as("read in batch 4")
+        .isEmpty();
+    assertThat(c.wanted(new long[] {7}, 5, false, false).ids())
         .as("carried by an unanswered push: its answer refreshes it")
         .isEmpty();
     carrying7.release();
-    assertThat(c.wanted(new long[] {7}, 5, false).get("emb"))
+    assertThat(c.wanted(new long[] {7}, 5, false, false).get("emb"))
         .as("read in batch 1")
         .containsExactly(7);
     // a pull under a tag no longer in use confirms nothing; without a tag nothing is held
@@ -176,9 +178,38 @@ class RowCacheTest {
     c.writerTag(42);
     c.takeLeftOut(List.of(ref(2, 5, 6)), 41, 9, 9);
     c.writerTag(0);
-    RowWants untagged = c.wanted(new long[] {5, 6, 10}, 9, false);
+    RowWants untagged = c.wanted(new long[] {5, 6, 10}, 9, false, false);
     assertThat(untagged.get("emb")).containsExactly(5, 6, 10);
     assertThat(untagged.held("emb")).isZero();
+  }
+
+  @Test
+  void twoBatchesPlannedIntoOnePull_askForEachRowOnce_andForWhatOnlyTheSecondNeeds() {
+    RowCache c = cache(2, 1 << 20, new Parameters());
+    c.writerTag(5);
+    c.begin(1);
+    c.wanted(new long[] {1, 2, 3}, 1, false, false);
+    c.takePulled(List.of(rows("emb", new long[] {1, 2, 3}, 1, 1, 2, 2, 3, 3)), 1, 1);
+    c.begin(2);
+    c.wanted(new long[] {3}, 2, false, false);
+    c.takePulled(List.of(rows("emb", new long[] {3}, 3, 3)), 2, 2);
+    // planned during batch 2, batches 4 and 5 share one pull: with staleness 2, batch 4 needs rows
+    // read in batch 2 or later (1 and 2 are stale, 3 is not), batch 5 in batch 3 or later
+    c.begin(2);
+    RowWants four = c.wanted(new long[] {1, 2, 3, 7}, 4, true, false);
+    RowWants five = c.wanted(new long[] {1, 3, 7, 8}, 5, true, true);
+    assertThat(four.get("emb")).containsExactly(1, 2, 7);
+    assertThat(four.held("emb")).isEqualTo(2);
+    assertThat(five.get("emb"))
+        .as("1 and 7 asked by batch 4; 3 stale for 5 only")
+        .containsExactly(3, 8);
+    RowWants both = four.plus(five);
+    assertThat(both.get("emb")).containsExactly(1, 2, 3, 7, 8);
+    assertThat(both.held("emb")).isEqualTo(3);
+    assertThat(both.rows()).isEqualTo(5);
+    // not paired, batch 5 asks again for what batch 4 asked (each pull is whole on its own)
+    c.begin(3);
+    assertThat(c.wanted(new long[] {1, 2}, 6, true, false).get("emb")).containsExactly(1, 2);
   }
 
   @Test
@@ -212,7 +243,7 @@ class RowCacheTest {
   void takePulled_leavesARowAnUnansweredPushCarries_untilItIsAnswered() {
     RowCache c = cache(4, 1 << 20, new Parameters());
     c.begin(1);
-    c.wanted(new long[] {5}, 1, false);
+    c.wanted(new long[] {5}, 1, false, false);
     c.takePulled(List.of(rows("emb", new long[] {5}, 10, 10)), 1, 1);
     PushRows push = step(c, new long[] {5}, new float[] {0, 0});
     c.begin(2);
@@ -230,18 +261,18 @@ class RowCacheTest {
     RowCache c = cache(100, 10 * rowBytes, new Parameters());
     for (int b = 1; b <= 12; b++) {
       c.begin(b);
-      c.wanted(new long[] {b}, b, false);
+      c.wanted(new long[] {b}, b, false, false);
       c.takePulled(List.of(rows("emb", new long[] {b}, b, b)), b, b);
     }
     PushRows carried = step(c, new long[] {1}, new float[] {0, 0});
-    c.wanted(new long[] {2}, 13, true);
+    c.wanted(new long[] {2}, 13, true, false);
     c.evictIfFull(12);
     assertThat(c.bytes()).isLessThanOrEqualTo(9 * rowBytes);
     c.begin(13);
-    assertThat(c.wanted(new long[] {1, 2, 12}, 13, false).ids())
+    assertThat(c.wanted(new long[] {1, 2, 12}, 13, false, false).ids())
         .as("kept: carried, planned, in use")
         .isEmpty();
-    assertThat(c.wanted(new long[] {3}, 13, false).get("emb"))
+    assertThat(c.wanted(new long[] {3}, 13, false, false).get("emb"))
         .as("least recently used")
         .containsExactly(3);
     assertThat(c.evictions()).isEqualTo(3);
@@ -254,13 +285,15 @@ class RowCacheTest {
     // batch 2's ids (one array, as a Batch keeps them) planned ahead during batch 1
     long[] batch2 = {21, 22, 21, 23};
     c.begin(1);
-    assertThat(c.wanted(batch2, 2, true).get("emb")).containsExactly(21, 22, 23);
+    assertThat(c.wanted(batch2, 2, true, false).get("emb")).containsExactly(21, 22, 23);
     c.takePulled(List.of(rows("emb", new long[] {21, 22, 23}, 5, 5, 6, 6, 7, 7)), 1, 1);
     // batch 3 planned too: 100 new rows grow the table, which moves every slot found before
     long[] batch3 = LongStream.range(100, 200).toArray();
-    assertThat(c.wanted(batch3, 3, true).get("emb")).hasSize(100);
+    assertThat(c.wanted(batch3, 3, true, false).get("emb")).hasSize(100);
     c.begin(2);
-    assertThat(c.wanted(batch2, 2, false).ids()).as("nothing to pull: read in batch 1").isEmpty();
+    assertThat(c.wanted(batch2, 2, false, false).ids())
+        .as("nothing to pull: read in batch 1")
+        .isEmpty();
     BatchRows r = c.newBatchRows();
     c.resolve(batch2, r);
     assertThat(r.count()).isEqualTo(3);
@@ -274,7 +307,7 @@ class RowCacheTest {
   void localStepWithCopies_keepsTheRowsBeforeOnce_andMergedPushesSumTheirGradients() {
     RowCache c = cache(4, 1 << 20, new Parameters());
     c.begin(1);
-    c.wanted(new long[] {5, 6}, 1, false);
+    c.wanted(new long[] {5, 6}, 1, false, false);
     c.takePulled(List.of(rows("emb", new long[] {5, 6}, 10, 10, 20, 20)), 1, 1);
     PushRows held = step(c, new long[] {5}, new float[] {2, 2});
     // a second gradient held with the first: row 5 keeps its first copy, row 6 gets one
