@@ -76,7 +76,7 @@ final class RowPrefetch {
     plannedUpTo = Math.max(plannedUpTo, i);
     int last = Math.min(batches.size() - 1, i + ahead);
     if (ahead >= 2 && last == i + ahead && plannedUpTo == last - 1) {
-      return; // one batch to plan: it joins the next batch's pull (see the class comment)
+      last--; // one batch to plan: it joins the next batch's pull (see the class comment)
     }
     long budget = budgetBytes;
     // a batch waiting for the one after it to share its pull, and its index
