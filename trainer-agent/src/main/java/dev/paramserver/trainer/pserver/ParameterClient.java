@@ -355,7 +355,7 @@ public final class ParameterClient {
 
   /**
    * {@link #startRowPull(Map)} of {@code wants}: held rows only this writer changed may be left out
-   * of the answers ({@link RowPull#heldAnswered}).
+   * of the answers ({@link RowPull#heldCut}).
    */
   public RowPull startRowPull(RowWants wants) {
     return RowPull.start(this, planner.rowPulls(wants), wants.writerTag());

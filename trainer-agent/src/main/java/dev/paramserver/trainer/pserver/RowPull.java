@@ -23,7 +23,7 @@ public final class RowPull {
   private final List<Planned<PullParametersRequest>> planned;
   private final List<Future<PullParametersResponse>> futures;
   private final int writerTag;
-  private final List<SparseRowsRef> leftOut = new ArrayList<>();
+  private final List<SparseRowsRef> heldCut = new ArrayList<>();
 
   private RowPull(
       ParameterClient client,
@@ -83,7 +83,7 @@ public final class RowPull {
       if (resp.getRowsChangedOnly()) {
         for (SparseRowsRef ref : planned.get(i).request().getSparseRowsList()) {
           if (ref.getHeld() > 0) {
-            leftOut.add(ref);
+            heldCut.add(ref);
           }
         }
       }
@@ -102,6 +102,6 @@ public final class RowPull {
    * it answered are among {@link #await}'s rows; the others were last changed by this writer.
    */
   public List<SparseRowsRef> heldCut() {
-    return leftOut;
+    return heldCut;
   }
 }

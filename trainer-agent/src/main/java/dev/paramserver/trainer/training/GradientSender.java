@@ -94,11 +94,10 @@ final class GradientSender implements AutoCloseable {
   private Parameters lastTaken;
   private ExecutorService comm;
   // writer tags (with the row cache, optimizers additive): the run's random seed, the tag's
-  // generation, the tag in use (0: none) and how many pushes it was sent with
+  // generation and how many pushes the tag in use (the cache's, RowCache#writerTag) was sent with
   private final boolean tagged;
   private final int writerSeed = ThreadLocalRandom.current().nextInt();
   private int writerGeneration;
-  private int writerTag;
   private int pushesUnderTag;
 
   /**
@@ -157,7 +156,6 @@ final class GradientSender implements AutoCloseable {
           (((long) writerSeed << 32) | (++writerGeneration & 0xFFFFFFFFL)) * 0x9E3779B97F4A7C15L;
       t = (int) (h ^ (h >>> 29));
     } while (t == 0);
-    writerTag = t;
     pushesUnderTag = 0;
     cache.writerTag(t);
   }
@@ -306,7 +304,7 @@ final class GradientSender implements AutoCloseable {
           nextWriterTag();
         }
         pushesUnderTag++;
-        tag = writerTag;
+        tag = cache.writerTag();
       }
       StreamedPush push =
           rows == null
@@ -377,7 +375,7 @@ final class GradientSender implements AutoCloseable {
         // answered: no unanswered push carries its rows any more
         if (s.writerTag() == 0) {
           s.rows().release();
-        } else if (s.streamed().changedOnly() && s.writerTag() == writerTag) {
+        } else if (s.streamed().changedOnly() && s.writerTag() == cache.writerTag()) {
           // every push before it under this tag was answered in full or confirmed: the rows its
           // answer left out are unchanged by anybody else since
           cache.confirm(s.rows());

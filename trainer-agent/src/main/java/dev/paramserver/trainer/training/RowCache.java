@@ -243,6 +243,10 @@ final class RowCache {
     writerTag = tag;
   }
 
+  int writerTag() {
+    return writerTag;
+  }
+
   /**
    * After {@link #takePulled}: each held row of {@code refs} (their first {@code held} ids) that a
    * pull under tag {@code tag} left out was last changed by this writer, so counts as read during
