@@ -21,7 +21,8 @@ import org.junit.jupiter.api.io.TempDir;
  * steps) on a Zipf click log against two pservers. Each pserver leaves out of its answers the rows
  * only the pushing trainer changed since its previous push, and lists the rows the other trainer
  * changed (the hot ids both train, and rows new to the pserver); pulls of rows a trainer holds
- * leave out those only it changed the same way; every task of both passes is done once, and the
+ * leave out those only it changed the same way, and ride on the push streams (no PullParameters call
+ * each); every task of both passes is done once, and the
  * model the pservers hold learned the hidden one.
  */
 @Timeout(420)
@@ -30,6 +31,10 @@ class ChangedRowsAnswersEndToEndTest {
       Pattern.compile(
           "paramserver_pserver_(answer|pull)_rows_total\\{[^}]*rows=\"(listed|left_out)\"[^}]*}"
               + " ([0-9.E]+)");
+
+  private static final Pattern STREAM_PULLS =
+      Pattern.compile(
+          "paramserver_pserver_stream_pulls_total\\{[^}]*outcome=\"answered\"[^}]*} ([0-9.E]+)");
 
   @TempDir Path dir;
 
@@ -50,6 +55,7 @@ class ChangedRowsAnswersEndToEndTest {
     double listed = 0;
     double leftOut = 0;
     double pullLeftOut = 0;
+    double streamPulls = 0;
     try (LocalCluster cluster = new LocalCluster(spec.build())) {
       cluster.start();
       JobStatusView end;
@@ -83,10 +89,14 @@ class ChangedRowsAnswersEndToEndTest {
           }
         }
         assertThat(found).as("answer and pull rows counted by pserver %d", ps).isEqualTo(4);
+        Matcher answered = STREAM_PULLS.matcher(metrics);
+        assertThat(answered.find()).as("pulls on streams counted by pserver %d", ps).isTrue();
+        streamPulls += Double.parseDouble(answered.group(1));
       }
     }
     assertThat(leftOut).as("rows only the pushing trainer changed, left out").isPositive();
     assertThat(listed).as("rows the other trainer (or nobody yet) changed, listed").isPositive();
+    assertThat(streamPulls).as("pulls answered on the push streams").isPositive();
     assertThat(pullLeftOut)
         .as("held rows older than the staleness bound that only the pulling trainer changed")
         .isPositive();

@@ -1,5 +1,7 @@
 package dev.paramserver.pserver.grpc;
 
+import dev.paramserver.errors.ErrorReason;
+import dev.paramserver.errors.ServiceException;
 import dev.paramserver.proto.v1.FinishInitRequest;
 import dev.paramserver.proto.v1.FinishInitResponse;
 import dev.paramserver.proto.v1.GetShardStatusRequest;
@@ -12,8 +14,6 @@ import dev.paramserver.proto.v1.PushGradientsRequest;
 import dev.paramserver.proto.v1.PushGradientsResponse;
 import dev.paramserver.proto.v1.ShardStatus;
 import dev.paramserver.proto.v1.SparseRows;
-import dev.paramserver.proto.v1.SparseRowsRef;
-import dev.paramserver.proto.v1.TrainingMode;
 import dev.paramserver.pserver.PserverProperties;
 import dev.paramserver.pserver.role.ShardLifecycle;
 import dev.paramserver.pserver.shard.AnswerArrays;
@@ -69,8 +69,6 @@ public final class ParameterServerGrpcService
   private final Counter pulledBytes;
   private final Counter answerRowsListed;
   private final Counter answerRowsLeftOut;
-  private final Counter pullRowsListed;
-  private final Counter pullRowsLeftOut;
   private final Timer pushTimer;
   private final ShardTraffic traffic;
   private final AdminAddress adminAddress;
@@ -79,8 +77,8 @@ public final class ParameterServerGrpcService
   private final ZeroCopyMarshaller<InitParametersRequest> inits;
   // answers whose rows are views of the shard's pooled arrays, given back once written
   private final LendingMarshaller<PushGradientsResponse> answers;
-  // pull answers whose dense blocks are views of the shard's pooled arrays, the same way
-  private final LendingMarshaller<PullParametersResponse> pulls;
+  // pulls, by PullParameters and on push streams
+  private final ShardPulls pulls;
 
   /** With zero-copy parsing on (tests). */
   public ParameterServerGrpcService(
@@ -128,9 +126,6 @@ public final class ParameterServerGrpcService
     this.answers =
         new LendingMarshaller<>(
             PushGradientsResponse.getDefaultInstance(), a -> AnswerArrays.giveBack(shard, a));
-    this.pulls =
-        new LendingMarshaller<>(
-            PullParametersResponse.getDefaultInstance(), a -> AnswerArrays.giveBack(shard, a));
     this.shard = shard;
     this.moves = new ShardMoves(shard);
     this.lifecycle = lifecycle;
@@ -147,12 +142,11 @@ public final class ParameterServerGrpcService
             .description("Bytes of parameters sent in pulls")
             .baseUnit("bytes")
             .register(registry);
+    this.pulls = new ShardPulls(shard, moves, traffic, zeroCopy, registry, pulledBytes, answers);
     this.answerRowsListed =
         rows(registry, "paramserver.pserver.answer.rows", ANSWER_ROWS, "listed");
     this.answerRowsLeftOut =
         rows(registry, "paramserver.pserver.answer.rows", ANSWER_ROWS, "left_out");
-    this.pullRowsListed = rows(registry, "paramserver.pserver.pull.rows", PULL_ROWS, "listed");
-    this.pullRowsLeftOut = rows(registry, "paramserver.pserver.pull.rows", PULL_ROWS, "left_out");
     this.pushTimer =
         Timer.builder("paramserver.pserver.push.apply")
             .description("Time to validate and apply a push (sync modes: including the barrier)")
@@ -196,7 +190,9 @@ public final class ParameterServerGrpcService
             new ZeroCopyServices.Rebinding(
                 ParameterServerGrpc.getInitParametersMethod().getFullMethodName(), inits),
             new ZeroCopyServices.Rebinding(
-                ParameterServerGrpc.getPullParametersMethod().getFullMethodName(), null, pulls)));
+                ParameterServerGrpc.getPullParametersMethod().getFullMethodName(),
+                null,
+                pulls.marshaller())));
   }
 
   /**
@@ -218,16 +214,34 @@ public final class ParameterServerGrpcService
 
   /** Answers lent pooled arrays and neither written nor forgotten (tests). */
   int lentAnswers() {
-    return answers.lent() + pulls.lent();
+    return answers.lent() + pulls.marshaller().lent();
   }
 
   private PushGradientsResponse timedPush(PushGradientsRequest request) {
+    return timedPush(request, false);
+  }
+
+  /**
+   * @param streamed on a push stream: the answer says this server serves pulls there
+   */
+  private PushGradientsResponse timedPush(PushGradientsRequest request, boolean streamed) {
+    refusePull(request);
     pushedBytes.increment(request.getSerializedSize());
     long start = System.nanoTime();
     try {
-      return response(request, shard.pushOutcome(request));
+      return response(request, shard.pushOutcome(request), streamed);
     } finally {
       timed(start);
+    }
+  }
+
+  /** A pull reaches a push's handler only by PushGradients, which does not serve it. */
+  private static void refusePull(PushGradientsRequest request) {
+    if (request.hasPull()) {
+      throw new ServiceException(
+          ErrorReason.BAD_ARGUMENT,
+          "a PushGradientsRequest with pull is a pull on StreamPushes: PushGradients does not"
+              + " serve it");
     }
   }
 
@@ -237,7 +251,9 @@ public final class ParameterServerGrpcService
    * acknowledgement; no thread is held meanwhile. A push refused before it was applied throws here,
    * as {@code timedPush} does.
    */
-  private CompletableFuture<PushGradientsResponse> timedPushAsync(PushGradientsRequest request) {
+  private CompletableFuture<PushGradientsResponse> timedPushAsync(
+      PushGradientsRequest request, boolean streamed) {
+    refusePull(request);
     pushedBytes.increment(request.getSerializedSize());
     long start = System.nanoTime();
     CompletableFuture<PushOutcome> outcome;
@@ -247,19 +263,17 @@ public final class ParameterServerGrpcService
       timed(start);
       throw e;
     }
-    return outcome.thenApply(r -> response(request, r)).whenComplete((r, e) -> timed(start));
+    return outcome
+        .thenApply(r -> response(request, r, streamed))
+        .whenComplete((r, e) -> timed(start));
   }
 
-  // rows of pushes and pulls with a writer tag, listed in the answer or left out
+  // rows of pushes with a writer tag, listed in the answer or left out
   private static final String ANSWER_ROWS =
       "Rows of pushes with a writer tag: listed in the answer (another writer changed them last)"
           + " or left out (only that writer did)";
-  private static final String PULL_ROWS =
-      "Rows of pulls with a writer tag: listed in the answer, or left out (held rows only that"
-          + " writer changed last)";
 
-  private static Counter rows(
-      MeterRegistry registry, String name, String description, String rows) {
+  static Counter rows(MeterRegistry registry, String name, String description, String rows) {
     return Counter.builder(name).description(description).tag("rows", rows).register(registry);
   }
 
@@ -279,9 +293,13 @@ public final class ParameterServerGrpcService
     answerRowsLeftOut.increment(pushed - listed);
   }
 
-  private PushGradientsResponse response(PushGradientsRequest request, PushOutcome r) {
+  private PushGradientsResponse response(
+      PushGradientsRequest request, PushOutcome r, boolean streamed) {
     PushGradientsResponse.Builder out =
-        PushGradientsResponse.newBuilder().setStep(r.step()).setDuplicate(r.duplicate());
+        PushGradientsResponse.newBuilder()
+            .setStep(r.step())
+            .setDuplicate(r.duplicate())
+            .setServesPulls(streamed);
     boolean blocks = request.getReturnValues() && request.getGradientsCount() > 0;
     boolean rows = request.getReturnRows() && request.getSparseGradientsCount() > 0;
     // the pooled arrays the answer's rows and blocks are views of
@@ -324,33 +342,6 @@ public final class ParameterServerGrpcService
     traffic.push(nanos);
   }
 
-  private PullParametersResponse countedPull(PullParametersRequest request) {
-    PullParametersResponse r;
-    if (zeroCopy) {
-      // written by the lending marshaller bound with zero-copy: its blocks' arrays go back then
-      List<byte[]> lent = new ArrayList<>();
-      r = AnswerArrays.pull(shard, request, lent);
-      pulls.lend(r, lent);
-    } else {
-      r = shard.pull(request);
-    }
-    pulledBytes.increment(r.getSerializedSize());
-    traffic.pull();
-    if (r.getRowsChangedOnly()) {
-      long asked = 0;
-      for (SparseRowsRef ref : request.getSparseRowsList()) {
-        asked += ref.getRowIdsCount();
-      }
-      long listed = 0;
-      for (SparseRows rows : r.getSparseRowsList()) {
-        listed += rows.getRowIdsCount();
-      }
-      pullRowsListed.increment(listed);
-      pullRowsLeftOut.increment(asked - listed);
-    }
-    return r;
-  }
-
   @Override
   public void initParameters(
       InitParametersRequest request, StreamObserver<InitParametersResponse> out) {
@@ -386,7 +377,9 @@ public final class ParameterServerGrpcService
         reply(answer, timedPush(request));
       } else if (AsyncPushes.eligible(shard)) {
         Offload.complete(
-            timedPushAsync(request), ParameterServerGrpc.SERVICE_NAME + "/PushGradients", answer);
+            timedPushAsync(request, false),
+            ParameterServerGrpc.SERVICE_NAME + "/PushGradients",
+            answer);
       } else {
         offload("PushGradients", answer, () -> timedPush(request));
       }
@@ -402,9 +395,10 @@ public final class ParameterServerGrpcService
       StreamObserver<PushGradientsResponse> out) {
     return new PushStream(
         (ServerCallStreamObserver<PushGradientsResponse>) out,
-        this::timedPush,
+        r -> timedPush(r, true),
+        pulls::onStream,
         shard::pushMayBlock,
-        this::timedPushAsync,
+        r -> timedPushAsync(r, true),
         () -> AsyncPushes.eligible(shard),
         blockingExecutor,
         pushes::release,
@@ -415,12 +409,12 @@ public final class ParameterServerGrpcService
   public void pullParameters(
       PullParametersRequest request, StreamObserver<PullParametersResponse> answer) {
     // the loan of the answer's pooled arrays ends once its send call returned
-    StreamObserver<PullParametersResponse> out = ReleasingObserver.sending(answer, pulls::forget);
-    if ((shard.mode() == TrainingMode.ASYNC || request.getMinStep() <= shard.step())
-        && !moves.awaitsMove()) {
-      reply(out, countedPull(request));
+    StreamObserver<PullParametersResponse> out =
+        ReleasingObserver.sending(answer, pulls.marshaller()::forget);
+    if (pulls.answersNow(request)) {
+      reply(out, pulls.pull(request));
     } else {
-      offload("PullParameters", out, () -> countedPull(request));
+      offload("PullParameters", out, () -> pulls.pull(request));
     }
   }
 

@@ -25,6 +25,10 @@ import java.util.function.Function;
  * transport thread. A push that waits only for its backup is applied on the transport thread and
  * answered from the thread that receives the backup's acknowledgement ({@code pushAsync}).
  *
+ * <p>A request that carries a pull ({@code pull}) is answered on the transport thread, in its turn,
+ * by {@code pull}, which never waits: it reads the values or declines (the client then pulls by
+ * {@code PullParameters}).
+ *
  * <p>Each request is handed to {@code release} exactly once, when nothing reads it any more
  * (applied and logged, refused, or dropped because the call had ended): its bytes may be views of
  * the received buffers. Each answer built is handed to {@code sent} once its send call returned (or
@@ -35,6 +39,7 @@ final class PushStream implements StreamObserver<PushGradientsRequest> {
 
   private final ServerCallStreamObserver<PushGradientsResponse> out;
   private final Function<PushGradientsRequest, PushGradientsResponse> push;
+  private final Function<PushGradientsRequest, PushGradientsResponse> pull;
   private final BooleanSupplier mayBlock;
   private final Function<PushGradientsRequest, CompletableFuture<PushGradientsResponse>> pushAsync;
   private final BooleanSupplier settlesAsync;
@@ -53,6 +58,7 @@ final class PushStream implements StreamObserver<PushGradientsRequest> {
   PushStream(
       ServerCallStreamObserver<PushGradientsResponse> out,
       Function<PushGradientsRequest, PushGradientsResponse> push,
+      Function<PushGradientsRequest, PushGradientsResponse> pull,
       BooleanSupplier mayBlock,
       Function<PushGradientsRequest, CompletableFuture<PushGradientsResponse>> pushAsync,
       BooleanSupplier settlesAsync,
@@ -63,6 +69,7 @@ final class PushStream implements StreamObserver<PushGradientsRequest> {
     this.release = release;
     this.sent = sent;
     this.push = push;
+    this.pull = pull;
     this.mayBlock = mayBlock;
     this.pushAsync = pushAsync;
     this.settlesAsync = settlesAsync;
@@ -87,8 +94,12 @@ final class PushStream implements StreamObserver<PushGradientsRequest> {
       }
       busy = true;
     }
+    if (request.hasPull()) {
+      handle(request, pull);
+      return;
+    }
     if (!mayBlock.getAsBoolean()) {
-      handle(request);
+      handle(request, push);
       return;
     }
     if (settlesAsync.getAsBoolean()) {
@@ -113,17 +124,18 @@ final class PushStream implements StreamObserver<PushGradientsRequest> {
       return;
     }
     try {
-      blocking.execute(() -> handle(request));
+      blocking.execute(() -> handle(request, push));
     } catch (RejectedExecutionException e) {
       release.accept(request);
       fail(Offload.refusalOf(e));
     }
   }
 
-  private void handle(PushGradientsRequest request) {
+  private void handle(
+      PushGradientsRequest request, Function<PushGradientsRequest, PushGradientsResponse> handler) {
     PushGradientsResponse response;
     try {
-      response = push.apply(request);
+      response = handler.apply(request);
     } catch (RuntimeException e) {
       fail(e);
       return;

@@ -5,6 +5,7 @@ import static dev.paramserver.pserver.shard.Requests.dense;
 import static dev.paramserver.pserver.shard.Requests.finish;
 import static dev.paramserver.pserver.shard.Requests.gradient;
 import static dev.paramserver.pserver.shard.Requests.init;
+import static dev.paramserver.pserver.shard.Requests.pull;
 import static dev.paramserver.pserver.shard.Requests.pullAll;
 import static dev.paramserver.pserver.shard.Requests.push;
 import static dev.paramserver.pserver.shard.Requests.sgd;
@@ -15,6 +16,7 @@ import dev.paramserver.errors.ErrorReason;
 import dev.paramserver.proto.v1.GetShardStatusRequest;
 import dev.paramserver.proto.v1.ParameterServerGrpc;
 import dev.paramserver.proto.v1.ParameterSpec;
+import dev.paramserver.proto.v1.PullParametersRequest;
 import dev.paramserver.proto.v1.PullParametersResponse;
 import dev.paramserver.proto.v1.PushGradientsRequest;
 import dev.paramserver.proto.v1.PushGradientsResponse;
@@ -238,5 +240,61 @@ class ParameterServerGrpcServiceTest {
         .extracting(PushGradientsResponse::getDuplicate)
         .isEqualTo(false);
     assertThat(block1()).containsExactly(3f, 4f);
+  }
+
+  private static PushGradientsRequest pullOnStream(PullParametersRequest pull) {
+    return PushGradientsRequest.newBuilder().setPull(pull).build();
+  }
+
+  @Test
+  void pullsOnAPushStream_areAnsweredInTurn_andADeclinedOneLeavesTheStreamGoing() throws Exception {
+    initialise();
+    Answers answers = new Answers();
+    StreamObserver<PushGradientsRequest> in =
+        ParameterServerGrpc.newStub(channel).streamPushes(answers);
+    in.onNext(windowed(1, 1, "fc1.w"));
+    in.onNext(pullOnStream(pull("fc1.w", 1)));
+    in.onNext(pullOnStream(pull("fc9.w", 0)));
+    in.onNext(windowed(2, 1, "fc1.w"));
+    in.onNext(pullOnStream(pull("fc1.w", 1)));
+    in.onCompleted();
+
+    assertThat(answers.end.get(5, TimeUnit.SECONDS)).as("the stream's end").isNull();
+    List<PushGradientsResponse> r = answers.responses;
+    assertThat(r).hasSize(5);
+    assertThat(r.get(0).getServesPulls()).as("a push answer on a stream says it").isTrue();
+    assertThat(r.get(0).hasPulled()).isFalse();
+    assertThat(r.get(1).getPulled().getStep()).as("read after push 1").isEqualTo(1);
+    assertThat(TensorCodec.decode(r.get(1).getPulled().getBlocks(0).getData()))
+        .containsExactly(4f, 5f);
+    assertThat(r.get(2).hasPulled()).isFalse();
+    assertThat(r.get(2).getPullDeclined()).as("declined, naming why").contains("fc9.w");
+    assertThat(r.get(3).getStep()).as("push 2 applied after the declined pull").isEqualTo(2);
+    assertThat(r.get(4).getPulled().getStep()).isEqualTo(2);
+    assertThat(TensorCodec.decode(r.get(4).getPulled().getBlocks(0).getData()))
+        .containsExactly(3f, 4f);
+    assertThat(stub().pushGradients(windowed(3, 1, "fc1.w")).getServesPulls())
+        .as("a unary push's answer says nothing of streams")
+        .isFalse();
+  }
+
+  @Test
+  void aPullWithAnythingElse_endsTheStream_andPushGradientsRefusesAPull() throws Exception {
+    initialise();
+    Answers answers = new Answers();
+    StreamObserver<PushGradientsRequest> in =
+        ParameterServerGrpc.newStub(channel).streamPushes(answers);
+    in.onNext(windowed(1, 1, "fc1.w").toBuilder().setPull(pull("fc1.w", 1)).build());
+    in.onCompleted();
+    Throwable end = answers.end.get(5, TimeUnit.SECONDS);
+    assertThat(RpcErrors.reasonOf(end)).isEqualTo(ErrorReason.BAD_ARGUMENT);
+    assertThat(end).hasMessageContaining("carries nothing else").hasMessageContaining("step 1");
+    assertThat(block1()).as("nothing applied").containsExactly(5f, 6f);
+
+    assertFails(
+        () -> stub().pushGradients(pullOnStream(pull("fc1.w", 1))),
+        Status.Code.INVALID_ARGUMENT,
+        ErrorReason.BAD_ARGUMENT,
+        "PushGradients does not serve it");
   }
 }

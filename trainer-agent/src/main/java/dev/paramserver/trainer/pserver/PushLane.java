@@ -3,16 +3,16 @@ package dev.paramserver.trainer.pserver;
 import com.google.common.util.concurrent.ListenableFuture;
 import com.google.common.util.concurrent.MoreExecutors;
 import dev.paramserver.proto.v1.ParameterServerGrpc;
+import dev.paramserver.proto.v1.PullParametersRequest;
+import dev.paramserver.proto.v1.PullParametersResponse;
 import dev.paramserver.proto.v1.PushGradientsRequest;
 import dev.paramserver.proto.v1.PushGradientsResponse;
 import io.grpc.Status;
 import io.grpc.stub.ClientCallStreamObserver;
-import io.grpc.stub.ClientResponseObserver;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Queue;
 import java.util.concurrent.BlockingQueue;
-import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -31,6 +31,12 @@ import java.util.function.IntToLongFunction;
  * at most one of them was applied without its answer arriving, and the pserver answers that one
  * {@code duplicate = true}. A pserver that does not serve {@code StreamPushes} (older than the
  * trainer) gets the same requests one at a time by {@code PushGradients} instead ({@link #unary}).
+ *
+ * <p>Pulls ride on the call too, once its pserver said it serves them ({@code serves_pulls} on an
+ * answer of the call): {@link #pull} writes one when the call takes a request now, and its answer
+ * (in turn with the pushes') completes its future on gRPC's thread. A pull is never written again:
+ * when its call ends or the pserver declines it, its future fails and the caller pulls by {@code
+ * PullParameters}.
  */
 final class PushLane {
   /** What a call reported, for the training thread. */
@@ -80,10 +86,12 @@ final class PushLane {
   private int written;
   private ClientCallStreamObserver<PushGradientsRequest> call;
   // the requests written on the current call not yet answered, shared with its callbacks
-  private Observer observer;
+  private LaneObserver observer;
   private ListenableFuture<PushGradientsResponse> unaryCall;
   private int generation;
   private boolean unary;
+  // an answer of the current call said its pserver serves pulls on it
+  private boolean servesPulls;
   // set while the lane waits to write its requests again after a failure
   private Throwable failure;
   private long retryAtNanos;
@@ -107,6 +115,23 @@ final class PushLane {
 
   int pserver() {
     return ps;
+  }
+
+  /**
+   * Writes a pull on the current call when its pserver serves pulls there and the call takes a
+   * request now.
+   *
+   * @return the answer to come (failed with {@link LaneObserver.PullNotStreamed} when declined or
+   *     when the call ends first), or null: the caller pulls by {@code PullParameters}
+   */
+  CompletableFuture<PullParametersResponse> pull(PullParametersRequest request) {
+    if (failure != null || unary || call == null || !servesPulls || !call.isReady()) {
+      return null;
+    }
+    CompletableFuture<PullParametersResponse> answer = new CompletableFuture<>();
+    observer.pulls.add(answer);
+    call.onNext(PushGradientsRequest.newBuilder().setPull(request).build());
+    return answer;
   }
 
   /** Queues a request to write (after those queued before it). */
@@ -249,7 +274,8 @@ final class PushLane {
       return false;
     }
     int g = ++generation;
-    observer = new Observer(g);
+    servesPulls = false;
+    observer = new LaneObserver(this, g, events);
     // no deadline on the call, which lives as long as the trainer pushes: each request's answer
     // is awaited for at most the call timeout instead (see checkDeadline)
     call =
@@ -317,6 +343,7 @@ final class PushLane {
     }
     written--;
     unaryCall = null;
+    servesPulls |= event.answer().getServesPulls();
     return removeFirst();
   }
 
@@ -343,6 +370,7 @@ final class PushLane {
     generation++;
     call = null;
     unaryCall = null;
+    servesPulls = false;
     written = 0;
     failure = cause;
     retryAtNanos = Long.MAX_VALUE;
@@ -418,47 +446,11 @@ final class PushLane {
     generation++;
     call = null;
     unaryCall = null;
+    servesPulls = false;
     written = 0;
     failure = null;
     unanswered.clear();
     pieces = 0;
     return lost;
-  }
-
-  /** A call's callbacks, queued as events of its generation. */
-  private final class Observer
-      implements ClientResponseObserver<PushGradientsRequest, PushGradientsResponse> {
-    private final int g;
-    private final Queue<Part> written = new ConcurrentLinkedQueue<>();
-
-    Observer(int g) {
-      this.g = g;
-    }
-
-    @Override
-    public void beforeStart(ClientCallStreamObserver<PushGradientsRequest> requests) {
-      requests.setOnReadyHandler(
-          () -> events.add(new Event(PushLane.this, g, null, null, Event.Kind.READY)));
-    }
-
-    @Override
-    public void onNext(PushGradientsResponse answer) {
-      // the stream answers in order: this answers the oldest request written on it
-      Part p = written.poll();
-      if (p != null) {
-        p.acknowledge();
-      }
-      events.add(new Event(PushLane.this, g, answer, null, Event.Kind.ANSWER));
-    }
-
-    @Override
-    public void onError(Throwable t) {
-      events.add(new Event(PushLane.this, g, null, t, Event.Kind.ERROR));
-    }
-
-    @Override
-    public void onCompleted() {
-      events.add(new Event(PushLane.this, g, null, null, Event.Kind.COMPLETED));
-    }
   }
 }

@@ -12,16 +12,23 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 
 /**
  * A pull of sparse rows under way ({@link ParameterClient#startRowPull}): one request per owning
- * pserver, all sent at once. {@link #await} takes the answers, retrying a failed request until it
- * succeeds as every pull is retried (pulls are safe to repeat).
+ * pserver, all sent at once, each on the pserver's push stream when it serves pulls there and takes
+ * a request now ({@link StreamedPushes#pull}), else by {@code PullParameters}. {@link #await} takes
+ * the answers, retrying a failed request until it succeeds as every pull is retried (pulls are safe
+ * to repeat); a pull the stream declined or did not answer (it failed, or within the call timeout)
+ * is made by {@code PullParameters}.
  */
 public final class RowPull {
   private final ParameterClient client;
   private final List<Planned<PullParametersRequest>> planned;
   private final List<Future<PullParametersResponse>> futures;
+  // which futures are pulls written on a push stream
+  private final boolean[] streamed;
   private final int writerTag;
   private final List<SparseRowsRef> heldCut = new ArrayList<>();
 
@@ -29,21 +36,30 @@ public final class RowPull {
       ParameterClient client,
       List<Planned<PullParametersRequest>> planned,
       List<Future<PullParametersResponse>> futures,
+      boolean[] streamed,
       int writerTag) {
     this.client = client;
     this.planned = planned;
     this.futures = futures;
+    this.streamed = streamed;
     this.writerTag = writerTag;
   }
 
   static RowPull start(
       ParameterClient client, List<Planned<PullParametersRequest>> planned, int writerTag) {
     List<Future<PullParametersResponse>> futures = new ArrayList<>(planned.size());
-    for (Planned<PullParametersRequest> p : planned) {
-      ParameterServerGrpc.ParameterServerFutureStub s = client.stub(p.pserver());
-      futures.add(s == null ? null : s.pullParameters(p.request()));
+    boolean[] streamed = new boolean[planned.size()];
+    for (int i = 0; i < planned.size(); i++) {
+      Planned<PullParametersRequest> p = planned.get(i);
+      Future<PullParametersResponse> f = client.streams().pull(p.pserver(), p.request());
+      streamed[i] = f != null;
+      if (f == null) {
+        ParameterServerGrpc.ParameterServerFutureStub s = client.stub(p.pserver());
+        f = s == null ? null : s.pullParameters(p.request());
+      }
+      futures.add(f);
     }
-    return new RowPull(client, planned, futures, writerTag);
+    return new RowPull(client, planned, futures, streamed, writerTag);
   }
 
   /**
@@ -61,13 +77,19 @@ public final class RowPull {
       Future<PullParametersResponse> f = futures.get(i);
       if (f != null) {
         try {
-          resp = f.get();
+          resp =
+              streamed[i]
+                  ? f.get(client.streams().pullTimeoutMs(), TimeUnit.MILLISECONDS)
+                  : f.get();
         } catch (InterruptedException e) {
           Thread.currentThread().interrupt();
           throw new StoppedException("pulling rows");
         } catch (ExecutionException e) {
-          // retried below, where the failure is acted on (MOVED: re-split)
-          failure = e.getCause();
+          // retried below, where the failure is acted on (MOVED: re-split); a streamed pull not
+          // answered is made by PullParameters, which meets the failure (if any) itself
+          failure = streamed[i] ? null : e.getCause();
+        } catch (TimeoutException e) {
+          // the stream did not answer in time (its pushes' deadline fails it): PullParameters
         }
       }
       if (resp == null) {

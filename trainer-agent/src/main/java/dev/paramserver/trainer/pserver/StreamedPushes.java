@@ -2,6 +2,7 @@ package dev.paramserver.trainer.pserver;
 
 import dev.paramserver.models.Parameters;
 import dev.paramserver.proto.v1.PullParametersRequest;
+import dev.paramserver.proto.v1.PullParametersResponse;
 import dev.paramserver.proto.v1.PushGradientsRequest;
 import dev.paramserver.proto.v1.PushGradientsResponse;
 import dev.paramserver.proto.v1.SparseRows;
@@ -131,6 +132,21 @@ public final class StreamedPushes {
     }
     poll();
     return push;
+  }
+
+  /**
+   * Writes a pull on the push stream to {@code ps} when it serves pulls and takes a request now
+   * ({@link PushLane#pull}); null when not (no stream, failed, not ready, an older pserver).
+   */
+  synchronized CompletableFuture<PullParametersResponse> pull(
+      int ps, PullParametersRequest request) {
+    PushLane lane = lanes.get(ps);
+    return lane == null ? null : lane.pull(request);
+  }
+
+  /** How long a pull written on a stream is waited for before it is made by PullParameters. */
+  long pullTimeoutMs() {
+    return calls.timeout().toMillis();
   }
 
   private void counted(Part p) {

@@ -88,6 +88,11 @@ public final class FakePserver extends ParameterServerGrpc.ParameterServerImplBa
   private volatile boolean ignoreReturnValues;
   private volatile boolean rejectPushes;
   private volatile boolean stopReading;
+  // pulls on push streams: served (an answer says so), declined, or ending the stream
+  private volatile boolean servePullsOnStreams;
+  private final AtomicInteger streamPullsToDecline = new AtomicInteger();
+  private final AtomicInteger streamPullsToFail = new AtomicInteger();
+  private final AtomicInteger streamedPulls = new AtomicInteger();
   private volatile Runnable resumeReading = () -> {};
   private volatile CountDownLatch pushArrived;
   // elastic placement: keys ("name#block", "table#row") refused with MOVED to (owner, epoch)
@@ -283,6 +288,31 @@ public final class FakePserver extends ParameterServerGrpc.ParameterServerImplBa
   public void resumeReading() {
     stopReading = false;
     resumeReading.run();
+  }
+
+  /**
+   * Serves pulls on push streams from now, as a current pserver does: push answers on a stream say
+   * so ({@code serves_pulls}) and a request with {@code pull} is answered with what {@code
+   * PullParameters} answers, or declined when that fails. Off (the default): a pserver older than
+   * pulls on streams, which reads such a request as an empty push.
+   */
+  public void servePullsOnStreams(boolean on) {
+    servePullsOnStreams = on;
+  }
+
+  /** Declines the next {@code n} pulls read from streams. */
+  public void declineStreamPulls(int n) {
+    streamPullsToDecline.set(n);
+  }
+
+  /** Ends the stream with UNAVAILABLE, not answering, when it reads the next {@code n} pulls. */
+  public void failStreamOnPulls(int n) {
+    streamPullsToFail.set(n);
+  }
+
+  /** Pulls read from streams (answered, declined or not). */
+  public int streamedPulls() {
+    return streamedPulls.get();
   }
 
   /** StreamPushes calls opened (refused ones included). */
@@ -513,9 +543,23 @@ public final class FakePserver extends ParameterServerGrpc.ParameterServerImplBa
         if (ended) {
           return;
         }
-        streamedPushes.incrementAndGet();
         Answer answer = new Answer();
-        pushGradients(req, answer);
+        if (servePullsOnStreams && req.hasPull()) {
+          streamedPulls.incrementAndGet();
+          answer.value = streamPull(req.getPull());
+          if (streamPullsToFail.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
+            answer.error =
+                Status.UNAVAILABLE
+                    .withDescription("fake stream fails on a pull")
+                    .asRuntimeException();
+          }
+        } else {
+          streamedPushes.incrementAndGet();
+          pushGradients(req, answer);
+          if (answer.value != null) {
+            answer.value = answer.value.toBuilder().setServesPulls(servePullsOnStreams).build();
+          }
+        }
         if (answer.error == null && breakStreamAt.getAndUpdate(n -> n - 1) == 1) {
           answer.error =
               Status.UNAVAILABLE.withDescription("fake push stream broken").asRuntimeException();
@@ -545,6 +589,37 @@ public final class FakePserver extends ParameterServerGrpc.ParameterServerImplBa
         }
       }
     };
+  }
+
+  /** A pull read from a stream: answered as by PullParameters, or declined. */
+  private PushGradientsResponse streamPull(PullParametersRequest pull) {
+    if (streamPullsToDecline.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
+      return PushGradientsResponse.newBuilder().setPullDeclined("the fake declines it").build();
+    }
+    PullAnswer answer = new PullAnswer();
+    pull(pull, answer);
+    return answer.error != null
+        ? PushGradientsResponse.newBuilder().setPullDeclined(answer.error.toString()).build()
+        : PushGradientsResponse.newBuilder().setPulled(answer.value).build();
+  }
+
+  /** What a unary pull answered, to answer it on a stream. */
+  private static final class PullAnswer implements StreamObserver<PullParametersResponse> {
+    PullParametersResponse value;
+    Throwable error;
+
+    @Override
+    public void onNext(PullParametersResponse v) {
+      value = v;
+    }
+
+    @Override
+    public void onError(Throwable t) {
+      error = t;
+    }
+
+    @Override
+    public void onCompleted() {}
   }
 
   /** What a unary push answered, to answer it on a stream. */
@@ -594,6 +669,10 @@ public final class FakePserver extends ParameterServerGrpc.ParameterServerImplBa
   public void pullParameters(
       PullParametersRequest req, StreamObserver<PullParametersResponse> out) {
     pulls.incrementAndGet();
+    pull(req, out);
+  }
+
+  private void pull(PullParametersRequest req, StreamObserver<PullParametersResponse> out) {
     if (req.getSparseRowsCount() > 0 && rowPullsToHold.getAndUpdate(n -> n - 1) == 1) {
       rowPullArrived.countDown();
       await(releaseRowPull, "row pull");
