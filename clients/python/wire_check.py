@@ -4,7 +4,8 @@ message classes protoc generates from the repository's .proto files.
 
 It initialises one pserver with three parameters (a dense SGD-with-momentum tensor cut into three
 blocks larger than one HTTP/2 frame, a dense Adam tensor, a sparse SGD table), pushes gradients
-(unary calls, one with return_values, then a StreamPushes stream), resends one push (a duplicate),
+(unary calls, one with return_values, then a StreamPushes stream that also carries a pull between
+its pushes), resends one push (a duplicate),
 sends two bad pushes (a gradient of the wrong length, a NaN), pulls everything back, then pushes
 with return_rows and a writer_tag (answers cut to the rows another writer changed: the same writer's
 second push of its rows gets back only the row it had not pushed, another writer's gets all), and
@@ -234,14 +235,16 @@ def main():
     data[0:4] = array.array("f", [float("nan")]).tobytes()
     nan.gradients[3].data = bytes(data)
     c.unary("PushGradients", nan, pserver_pb2.PushGradientsResponse)
-    # the stream: steps 4..6, the last returning values, acknowledged_through set (windowed)
-    c.stream([push(4, acknowledged_through=3), push(5, acknowledged_through=3),
-              push(6, return_values=True, acknowledged_through=3)])
-
     pull = pserver_pb2.PullParametersRequest(
         trainer_id=TRAINER,
         blocks=[tensor_pb2.BlockRef(name=name, block=b) for name, b, _ in dense],
         sparse_rows=[pserver_pb2.SparseRowsRef(name="emb", row_ids=ROW_IDS)])
+    # the stream: steps 4..6, the last returning values, acknowledged_through set (windowed), and
+    # between steps 5 and 6 a pull (answered in its turn with the values after step 5)
+    c.stream([push(4, acknowledged_through=3), push(5, acknowledged_through=3),
+              pserver_pb2.PushGradientsRequest(pull=pull),
+              push(6, return_values=True, acknowledged_through=3)])
+
     c.unary("PullParameters", pull, pserver_pb2.PullParametersResponse)
     # writer tags: step 7 pushes ROW_IDS[1:], step 8 all of ROW_IDS under the same tag, step 9 all
     # of them under another writer's tag

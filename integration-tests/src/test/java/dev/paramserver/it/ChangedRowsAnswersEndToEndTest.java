@@ -21,9 +21,9 @@ import org.junit.jupiter.api.io.TempDir;
  * steps) on a Zipf click log against two pservers. Each pserver leaves out of its answers the rows
  * only the pushing trainer changed since its previous push, and lists the rows the other trainer
  * changed (the hot ids both train, and rows new to the pserver); pulls of rows a trainer holds
- * leave out those only it changed the same way, and ride on the push streams (no PullParameters call
- * each); every task of both passes is done once, and the
- * model the pservers hold learned the hidden one.
+ * leave out those only it changed the same way, and ride on the push streams (no PullParameters
+ * call each); every task of both passes is done once, and the model the pservers hold learned the
+ * hidden one.
  */
 @Timeout(420)
 class ChangedRowsAnswersEndToEndTest {

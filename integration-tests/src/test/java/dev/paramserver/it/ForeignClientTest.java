@@ -134,7 +134,7 @@ class ForeignClientTest {
         dir.resolve("logs/wire_check.log"));
 
     List<String> manifest = Files.readAllLines(out.resolve("manifest.tsv"), StandardCharsets.UTF_8);
-    assertThat(manifest).hasSize(17);
+    assertThat(manifest).hasSize(18);
     // rows each tagged push's answer listed, in order (steps 7, 8 and 9)
     List<Integer> listed = new java.util.ArrayList<>();
     // rows each tagged pull's answer listed
@@ -143,6 +143,7 @@ class ForeignClientTest {
     int refused = 0;
     int duplicates = 0;
     boolean pulled = false;
+    boolean streamPulled = false;
     for (String line : manifest) {
       String[] f = line.split("\t");
       byte[] request = Files.readAllBytes(out.resolve(f[1]));
@@ -152,12 +153,29 @@ class ForeignClientTest {
         case "FinishInit" -> replay.finishInit(FinishInitRequest.parseFrom(request));
         case "PushGradients", "StreamPushes" -> {
           PushGradientsRequest push = PushGradientsRequest.parseFrom(request);
+          if (push.hasPull()) {
+            // a pull on the stream, answered in its turn: the values after the pushes before it
+            PushGradientsResponse got =
+                PushGradientsResponse.parseFrom(Files.readAllBytes(out.resolve(f[3])));
+            assertThat(got.getPulled().getBlocksCount()).as(line).isEqualTo(4);
+            assertThat(got)
+                .as(line)
+                .isEqualTo(
+                    PushGradientsResponse.newBuilder()
+                        .setPulled(replay.pull(push.getPull()))
+                        .build());
+            streamPulled = true;
+            continue;
+          }
           if (ok) {
             PushGradientsResponse got =
                 PushGradientsResponse.parseFrom(Files.readAllBytes(out.resolve(f[3])));
             PushOutcome r = replay.pushOutcome(push);
             PushGradientsResponse.Builder want =
-                PushGradientsResponse.newBuilder().setStep(r.step()).setDuplicate(r.duplicate());
+                PushGradientsResponse.newBuilder()
+                    .setStep(r.step())
+                    .setDuplicate(r.duplicate())
+                    .setServesPulls(f[0].equals("StreamPushes"));
             if (push.getReturnValues()) {
               want.addAllBlocks(replay.valuesAfter(push, r.step(), true).getBlocksList());
               assertThat(got.getBlocksCount()).isEqualTo(4);
@@ -206,6 +224,7 @@ class ForeignClientTest {
     assertThat(refused).isEqualTo(2);
     assertThat(duplicates).isEqualTo(1);
     assertThat(pulled).isTrue();
+    assertThat(streamPulled).as("a pull answered on the stream").isTrue();
     // step 7: its 3 rows, last updated untagged; step 8, same writer: only the row step 7 did not
     // push; step 9, another writer: all 4
     assertThat(listed).containsExactly(3, 1, 4);

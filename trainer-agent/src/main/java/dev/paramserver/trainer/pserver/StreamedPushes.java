@@ -23,11 +23,9 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Future;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -220,58 +218,7 @@ public final class StreamedPushes {
    * its next task, for example). The streams' state is guarded by this object's monitor.
    */
   public Future<Void> acknowledgement(StreamedPush push) {
-    CompletableFuture<Void> ack = push.acknowledged();
-    return new Future<>() {
-      @Override
-      public boolean cancel(boolean mayInterrupt) {
-        return false;
-      }
-
-      @Override
-      public boolean isCancelled() {
-        return false;
-      }
-
-      @Override
-      public boolean isDone() {
-        return ack.isDone();
-      }
-
-      @Override
-      public Void get() throws InterruptedException, ExecutionException {
-        while (!ack.isDone()) {
-          driveOnce(ack);
-        }
-        return ack.get();
-      }
-
-      @Override
-      public Void get(long timeout, TimeUnit unit)
-          throws InterruptedException, ExecutionException, TimeoutException {
-        long end = System.nanoTime() + unit.toNanos(timeout);
-        while (!ack.isDone()) {
-          if (System.nanoTime() - end >= 0) {
-            throw new TimeoutException(
-                "the push was not acknowledged within " + timeout + " " + unit);
-          }
-          driveOnce(ack);
-        }
-        return ack.get();
-      }
-    };
-  }
-
-  /**
-   * One look at the streams, then a wait for the acknowledgement outside the monitor (it completes
-   * on gRPC's thread), so that the training thread is never kept out for longer than a look.
-   */
-  private void driveOnce(CompletableFuture<Void> ack) throws InterruptedException {
-    poll();
-    try {
-      ack.get(TICK_MS, TimeUnit.MILLISECONDS);
-    } catch (TimeoutException | ExecutionException e) {
-      // not yet, or failed: the caller looks at the future again
-    }
+    return new DrivenAcknowledgement(this::poll, push.acknowledged(), TICK_MS);
   }
 
   /** True while some push is not answered. */

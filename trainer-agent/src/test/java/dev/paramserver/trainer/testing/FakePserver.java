@@ -543,7 +543,7 @@ public final class FakePserver extends ParameterServerGrpc.ParameterServerImplBa
         if (ended) {
           return;
         }
-        Answer answer = new Answer();
+        Answer<PushGradientsResponse> answer = new Answer<>();
         if (servePullsOnStreams && req.hasPull()) {
           streamedPulls.incrementAndGet();
           answer.value = streamPull(req.getPull());
@@ -596,39 +596,20 @@ public final class FakePserver extends ParameterServerGrpc.ParameterServerImplBa
     if (streamPullsToDecline.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
       return PushGradientsResponse.newBuilder().setPullDeclined("the fake declines it").build();
     }
-    PullAnswer answer = new PullAnswer();
+    Answer<PullParametersResponse> answer = new Answer<>();
     pull(pull, answer);
     return answer.error != null
         ? PushGradientsResponse.newBuilder().setPullDeclined(answer.error.toString()).build()
         : PushGradientsResponse.newBuilder().setPulled(answer.value).build();
   }
 
-  /** What a unary pull answered, to answer it on a stream. */
-  private static final class PullAnswer implements StreamObserver<PullParametersResponse> {
-    PullParametersResponse value;
+  /** What a unary call answered, to answer it on a stream. */
+  private static final class Answer<T> implements StreamObserver<T> {
+    T value;
     Throwable error;
 
     @Override
-    public void onNext(PullParametersResponse v) {
-      value = v;
-    }
-
-    @Override
-    public void onError(Throwable t) {
-      error = t;
-    }
-
-    @Override
-    public void onCompleted() {}
-  }
-
-  /** What a unary push answered, to answer it on a stream. */
-  private static final class Answer implements StreamObserver<PushGradientsResponse> {
-    PushGradientsResponse value;
-    Throwable error;
-
-    @Override
-    public void onNext(PushGradientsResponse v) {
+    public void onNext(T v) {
       value = v;
     }
 
