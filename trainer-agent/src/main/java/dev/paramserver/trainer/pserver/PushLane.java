@@ -33,10 +33,9 @@ import java.util.function.IntToLongFunction;
  * trainer) gets the same requests one at a time by {@code PushGradients} instead ({@link #unary}).
  *
  * <p>Pulls ride on the call too, once its pserver said it serves them ({@code serves_pulls} on an
- * answer of the call): {@link #pull} writes one when the call takes a request now, and its answer
- * (in turn with the pushes') completes its future on gRPC's thread. A pull is never written again:
- * when its call ends or the pserver declines it, its future fails and the caller pulls by {@code
- * PullParameters}.
+ * answer of the call): {@link #pull} writes one on the open call, and its answer (in turn with the
+ * pushes') completes its future on gRPC's thread. A pull is never written again: when its call ends
+ * or the pserver declines it, its future fails and the caller pulls by {@code PullParameters}.
  */
 final class PushLane {
   /** What a call reported, for the training thread. */
@@ -118,14 +117,16 @@ final class PushLane {
   }
 
   /**
-   * Writes a pull on the current call when its pserver serves pulls there and the call takes a
-   * request now.
+   * Writes a pull on the current call when its pserver serves pulls there, whether or not its flow
+   * control says it is ready: a push of one batch alone is more than gRPC's ready threshold, so a
+   * pull planned right after it would otherwise go by {@code PullParameters} most of the time; the
+   * pulls in flight are few (one per batch pair planned ahead) and small beside the pushes.
    *
    * @return the answer to come (failed with {@link LaneObserver.PullNotStreamed} when declined or
    *     when the call ends first), or null: the caller pulls by {@code PullParameters}
    */
   CompletableFuture<PullParametersResponse> pull(PullParametersRequest request) {
-    if (failure != null || unary || call == null || !servesPulls || !call.isReady()) {
+    if (failure != null || unary || call == null || !servesPulls) {
       return null;
     }
     CompletableFuture<PullParametersResponse> answer = new CompletableFuture<>();

@@ -17,11 +17,11 @@ import java.util.concurrent.TimeoutException;
 
 /**
  * A pull of sparse rows under way ({@link ParameterClient#startRowPull}): one request per owning
- * pserver, all sent at once, each on the pserver's push stream when it serves pulls there and takes
- * a request now ({@link StreamedPushes#pull}), else by {@code PullParameters}. {@link #await} takes
- * the answers, retrying a failed request until it succeeds as every pull is retried (pulls are safe
- * to repeat); a pull the stream declined or did not answer (it failed, or within the call timeout)
- * is made by {@code PullParameters}.
+ * pserver, all sent at once, each on the pserver's push stream when it serves pulls there ({@link
+ * StreamedPushes#pull}), else by {@code PullParameters}. {@link #await} takes the answers, retrying
+ * a failed request until it succeeds as every pull is retried (pulls are safe to repeat); a pull
+ * the stream declined or did not answer (it failed, or within the call timeout) is made by {@code
+ * PullParameters}.
  */
 public final class RowPull {
   private final ParameterClient client;

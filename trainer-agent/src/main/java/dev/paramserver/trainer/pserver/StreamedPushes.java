@@ -133,8 +133,8 @@ public final class StreamedPushes {
   }
 
   /**
-   * Writes a pull on the push stream to {@code ps} when it serves pulls and takes a request now
-   * ({@link PushLane#pull}); null when not (no stream, failed, not ready, an older pserver).
+   * Writes a pull on the push stream to {@code ps} when it serves pulls ({@link PushLane#pull});
+   * null when not (no stream, failed, an older pserver).
    */
   synchronized CompletableFuture<PullParametersResponse> pull(
       int ps, PullParametersRequest request) {
