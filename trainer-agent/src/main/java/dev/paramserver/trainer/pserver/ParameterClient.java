@@ -355,10 +355,10 @@ public final class ParameterClient {
 
   /**
    * {@link #startRowPull(Map)} of {@code wants}: held rows only this writer changed may be left out
-   * of the answers ({@link RowPull#heldCut}).
+   * of the answers ({@link RowPull#wants}).
    */
   public RowPull startRowPull(RowWants wants) {
-    return RowPull.start(this, planner.rowPulls(wants), wants.writerTag());
+    return RowPull.start(this, planner.rowPulls(wants), wants);
   }
 
   /** Counts bytes of rows pulled. */

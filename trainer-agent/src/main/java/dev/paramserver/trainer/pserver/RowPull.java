@@ -5,7 +5,6 @@ import dev.paramserver.proto.v1.ParameterServerGrpc;
 import dev.paramserver.proto.v1.PullParametersRequest;
 import dev.paramserver.proto.v1.PullParametersResponse;
 import dev.paramserver.proto.v1.SparseRows;
-import dev.paramserver.proto.v1.SparseRowsRef;
 import dev.paramserver.rpc.StoppedException;
 import dev.paramserver.trainer.pserver.RequestPlanner.Planned;
 import java.util.ArrayList;
@@ -29,24 +28,23 @@ public final class RowPull {
   private final List<Future<PullParametersResponse>> futures;
   // which futures are pulls written on a push stream
   private final boolean[] streamed;
-  private final int writerTag;
-  private final List<SparseRowsRef> heldCut = new ArrayList<>();
+  private final RowWants wants;
 
   private RowPull(
       ParameterClient client,
       List<Planned<PullParametersRequest>> planned,
       List<Future<PullParametersResponse>> futures,
       boolean[] streamed,
-      int writerTag) {
+      RowWants wants) {
     this.client = client;
     this.planned = planned;
     this.futures = futures;
     this.streamed = streamed;
-    this.writerTag = writerTag;
+    this.wants = wants;
   }
 
   static RowPull start(
-      ParameterClient client, List<Planned<PullParametersRequest>> planned, int writerTag) {
+      ParameterClient client, List<Planned<PullParametersRequest>> planned, RowWants wants) {
     List<Future<PullParametersResponse>> futures = new ArrayList<>(planned.size());
     boolean[] streamed = new boolean[planned.size()];
     for (int i = 0; i < planned.size(); i++) {
@@ -59,7 +57,7 @@ public final class RowPull {
       }
       futures.add(f);
     }
-    return new RowPull(client, planned, futures, streamed, writerTag);
+    return new RowPull(client, planned, futures, streamed, wants);
   }
 
   /**
@@ -102,28 +100,21 @@ public final class RowPull {
         client.pulledRows(rows.getData().size());
         out.add(rows);
       }
-      if (resp.getRowsChangedOnly()) {
-        for (SparseRowsRef ref : planned.get(i).request().getSparseRowsList()) {
-          if (ref.getHeld() > 0) {
-            heldCut.add(ref);
-          }
-        }
-      }
     }
     return out;
   }
 
   /** The writer tag the pull was sent with (0: none). */
   public int writerTag() {
-    return writerTag;
+    return wants.writerTag();
   }
 
   /**
-   * Once {@link #await} returned: the tables' parts whose answer left out the held rows (the first
-   * {@code held} ids of each) that only this writer changed since its previous push of them. Those
-   * it answered are among {@link #await}'s rows; the others were last changed by this writer.
+   * The rows asked for: once {@link #await} returned, each held row (the first {@code held} ids of
+   * a table) that none of its rows lists was left out by an answer with {@code rows_changed_only}
+   * (an answer without it lists every row): only this writer changed it since its previous push.
    */
-  public List<SparseRowsRef> heldCut() {
-    return heldCut;
+  public RowWants wants() {
+    return wants;
   }
 }

@@ -1,5 +1,6 @@
 package dev.paramserver.trainer.pserver;
 
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
@@ -14,6 +15,7 @@ import java.util.Map;
 public final class RowWants {
   private final Map<String, long[]> ids = new LinkedHashMap<>();
   private final Map<String, Integer> held = new HashMap<>();
+  private final Map<String, HeldSlots> heldSlots = new HashMap<>();
   private final int writerTag;
   private long rows;
 
@@ -42,6 +44,22 @@ public final class RowWants {
     long[] before = ids.put(table, wanted);
     rows += wanted.length - (before == null ? 0 : before.length);
     held.put(table, heldRows);
+  }
+
+  /**
+   * Where the asker's cache found the held rows of a table ({@code slots[i]} for the i-th held id),
+   * valid while the cache's layout is {@code layout}.
+   */
+  public record HeldSlots(int[] slots, long layout) {}
+
+  /** Records where the held rows of {@code table} were found (at least {@link #held} slots). */
+  public void heldSlots(String table, int[] slots, long layout) {
+    heldSlots.put(table, new HeldSlots(slots, layout));
+  }
+
+  /** Where the held rows of {@code table} were found, or null. */
+  public HeldSlots heldSlots(String table) {
+    return heldSlots.get(table);
   }
 
   /** The ids asked for, by table (read only). */
@@ -77,11 +95,15 @@ public final class RowWants {
     }
     RowWants out = new RowWants(writerTag);
     ids.forEach((table, a) -> out.put(table, a, held(table)));
+    out.heldSlots.putAll(heldSlots);
     other.ids.forEach(
         (table, b) -> {
           long[] a = out.ids.get(table);
           if (a == null) {
             out.put(table, b, other.held(table));
+            if (other.heldSlots(table) != null) {
+              out.heldSlots.put(table, other.heldSlots(table));
+            }
             return;
           }
           int ha = out.held(table);
@@ -92,6 +114,13 @@ public final class RowWants {
           System.arraycopy(a, ha, both, ha + hb, a.length - ha);
           System.arraycopy(b, hb, both, a.length + hb, b.length - hb);
           out.put(table, both, ha + hb);
+          HeldSlots sa = out.heldSlots.remove(table);
+          HeldSlots sb = other.heldSlots(table);
+          if (sa != null && sb != null && sa.layout() == sb.layout()) {
+            int[] slots = Arrays.copyOf(sa.slots(), ha + hb);
+            System.arraycopy(sb.slots(), 0, slots, ha, hb);
+            out.heldSlots(table, slots, sa.layout());
+          }
         });
     return out;
   }

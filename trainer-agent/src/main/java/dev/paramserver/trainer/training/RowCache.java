@@ -5,7 +5,6 @@ import dev.paramserver.models.Parameters;
 import dev.paramserver.optimizers.ParameterOptimizer;
 import dev.paramserver.proto.v1.ParameterSpec;
 import dev.paramserver.proto.v1.SparseRows;
-import dev.paramserver.proto.v1.SparseRowsRef;
 import dev.paramserver.trainer.pserver.RowWants;
 import java.nio.FloatBuffer;
 import java.util.ArrayList;
@@ -43,7 +42,7 @@ final class RowCache {
   // RowMeta.READ of a row without a value whose pull was started
   private static final int PULLING = Integer.MIN_VALUE + 1;
 
-  private final Map<String, Table> tables = new LinkedHashMap<>();
+  private final Map<String, CachedTable> tables = new LinkedHashMap<>();
   private final int staleness;
   private final long maxBytes;
   private final BatchIds batchIds;
@@ -59,32 +58,6 @@ final class RowCache {
   // the writer tag pushes and pulls are sent with (0: none)
   private int writerTag;
 
-  /** One cached table: its rows and what is known of them, its optimizer and that one's state. */
-  private static final class Table {
-    final String name;
-    final int index;
-    final int width;
-    final RowMeta rows = new RowMeta();
-    final ParameterOptimizer optimizer;
-    final Parameters.SparseTable[] slots;
-    final float[] scratch;
-    final int rowBytes;
-    long steps;
-
-    Table(String name, int index, int width, ParameterOptimizer optimizer) {
-      this.name = name;
-      this.index = index;
-      this.width = width;
-      this.optimizer = optimizer;
-      this.slots = new Parameters.SparseTable[optimizer.slots()];
-      for (int i = 0; i < slots.length; i++) {
-        slots[i] = new Parameters.SparseTable(width);
-      }
-      this.scratch = new float[width];
-      this.rowBytes = ROW_OVERHEAD_BYTES + 4 * width * (1 + slots.length);
-    }
-  }
-
   /**
    * @param specs the model's parameters: the sparse ones are cached, with their optimizer
    * @param staleness batches a row read from its pserver may be used for (0: read for the batch)
@@ -99,7 +72,7 @@ final class RowCache {
         int width = Math.toIntExact(spec.getShape(spec.getShapeCount() - 1));
         tables.put(
             spec.getName(),
-            new Table(
+            new CachedTable(
                 spec.getName(),
                 tables.size(),
                 width,
@@ -109,7 +82,7 @@ final class RowCache {
     }
     this.widths = new int[tables.size()];
     this.metas = new RowMeta[tables.size()];
-    for (Table t : tables.values()) {
+    for (CachedTable t : tables.values()) {
       widths[t.index] = t.width;
       metas[t.index] = t.rows;
     }
@@ -123,7 +96,7 @@ final class RowCache {
    * #resolve}'s {@link BatchRows}, not from them.
    */
   void install(Parameters values) {
-    for (Table t : tables.values()) {
+    for (CachedTable t : tables.values()) {
       values.putSparse(t.name, new Parameters.SparseTable(t.width));
     }
   }
@@ -156,7 +129,7 @@ final class RowCache {
   /** Rows held, all tables. */
   long rows() {
     long n = 0;
-    for (Table t : tables.values()) {
+    for (CachedTable t : tables.values()) {
       n += t.rows.size();
     }
     return n;
@@ -184,12 +157,13 @@ final class RowCache {
     BatchIds.Entry e = batchIds.of(ids);
     long[] distinct = e.distinct;
     int ti = 0;
-    for (Table t : tables.values()) {
+    for (CachedTable t : tables.values()) {
       int[] slots = e.slots[ti];
       long layout = t.rows.layout();
       // slots found when the batch was planned ahead hold while no slot moved since
       boolean known = e.layouts[ti] == layout;
       long[] want = null; // held rows from the front, with a writer tag the others from the back
+      int[] heldAt = null; // the slots of the held rows
       int n = 0;
       int back = 0;
       for (int k = 0; k < distinct.length; k++) {
@@ -216,10 +190,12 @@ final class RowCache {
         if (pull) {
           if (want == null) {
             want = new long[distinct.length - k];
+            heldAt = new int[want.length];
           }
           if (row == null && writerTag != 0) {
             want[want.length - ++back] = id;
           } else {
+            heldAt[n] = s;
             want[n++] = id;
           }
         }
@@ -232,6 +208,7 @@ final class RowCache {
           want = Arrays.copyOf(want, n + back);
         }
         out.put(t.name, want, writerTag == 0 ? 0 : n);
+        out.heldSlots(t.name, heldAt, e.layouts[ti]);
       }
       ti++;
     }
@@ -248,19 +225,23 @@ final class RowCache {
   }
 
   /**
-   * After {@link #takePulled}: each held row of {@code refs} (their first {@code held} ids) that a
-   * pull under tag {@code tag} left out was last changed by this writer, so counts as read during
-   * {@code readAt} if the tag is still in use (no answer lost since), no unanswered push carries it
-   * and nothing refreshed it since the pull was planned ({@code plannedAt}).
+   * After {@link #takePulled} took every answer of a pull of {@code wants} under tag {@code tag}:
+   * each held row (the first {@code held} ids of a table) the answers left out was last changed by
+   * this writer, so counts as read during {@code readAt} if the tag is still in use (no answer lost
+   * since), no unanswered push carries it and nothing refreshed it since the pull was planned
+   * ({@code plannedAt}; {@code takePulled} marked the rows answered). Found at the slots {@link
+   * #wanted} recorded, again only if a slot moved since.
    */
-  void takeLeftOut(List<SparseRowsRef> refs, int tag, int readAt, int plannedAt) {
+  void takeLeftOut(RowWants wants, int tag, int readAt, int plannedAt) {
     if (tag == 0 || tag != writerTag) {
       return;
     }
-    for (SparseRowsRef ref : refs) {
-      Table t = tables.get(ref.getName());
-      for (int i = 0; t != null && i < ref.getHeld(); i++) {
-        int s = t.rows.slot(ref.getRowIds(i));
+    for (Map.Entry<String, long[]> w : wants.ids().entrySet()) {
+      CachedTable t = tables.get(w.getKey());
+      RowWants.HeldSlots found = wants.heldSlots(w.getKey());
+      boolean known = found != null && t != null && found.layout() == t.rows.layout();
+      for (int i = 0; t != null && i < wants.held(w.getKey()); i++) {
+        int s = known ? found.slots()[i] : t.rows.slot(w.getValue()[i]);
         if (s >= 0
             && t.rows.row(s) != null
             && t.rows.carried(s) == 0
@@ -278,7 +259,7 @@ final class RowCache {
    */
   void takePulled(List<SparseRows> pulled, int readAt, int plannedAt) {
     for (SparseRows r : pulled) {
-      Table t = tables.get(r.getName());
+      CachedTable t = tables.get(r.getName());
       if (t == null) {
         continue;
       }
@@ -310,7 +291,7 @@ final class RowCache {
     BatchIds.Entry e = batchIds.of(ids);
     long[] distinct = e.distinct;
     rows.reset(distinct, distinct.length, e.local);
-    for (Table t : tables.values()) {
+    for (CachedTable t : tables.values()) {
       int[] slots = e.slots[t.index];
       long layout = t.rows.layout();
       if (e.layouts[t.index] != layout) {
@@ -356,7 +337,7 @@ final class RowCache {
   void localStep(boolean copyBase) {
     PushRows acc = accumulated;
     float[][] none = new float[0][];
-    for (Table t : tables.values()) {
+    for (CachedTable t : tables.values()) {
       t.steps++;
       float[] g = acc.grads(t.index);
       float[] before = acc.before(t.index);
@@ -405,7 +386,7 @@ final class RowCache {
    * ({@code writer_tag}) and the rest are confirmed ({@link #confirm}).
    */
   boolean additive() {
-    for (Table t : tables.values()) {
+    for (CachedTable t : tables.values()) {
       if (!t.optimizer.additive()) {
         return false;
       }
@@ -431,7 +412,7 @@ final class RowCache {
    */
   void rebase(List<SparseRows> answered, PushRows push) {
     for (SparseRows r : answered) {
-      Table t = tables.get(r.getName());
+      CachedTable t = tables.get(r.getName());
       if (t == null) {
         continue;
       }
@@ -477,7 +458,7 @@ final class RowCache {
       return;
     }
     long target = maxBytes / 10 * 9;
-    for (Table t : tables.values()) {
+    for (CachedTable t : tables.values()) {
       for (long id : t.rows.evictable(before)) {
         if (bytes <= target) {
           return;

@@ -118,7 +118,7 @@ final class RowPrefetch {
   /** Takes in the rows of {@code pull}, planned and read during batch {@code at}. */
   private void take(RowPull pull, int at, Parameters latest) {
     cache.takePulled(pull.await(latest), at, at);
-    cache.takeLeftOut(pull.heldCut(), pull.writerTag(), at, at);
+    cache.takeLeftOut(pull.wants(), pull.writerTag(), at, at);
   }
 
   /** Rows pulled ahead of their batch so far. */

@@ -8,7 +8,6 @@ import dev.paramserver.proto.v1.DataType;
 import dev.paramserver.proto.v1.OptimizerConfig;
 import dev.paramserver.proto.v1.ParameterSpec;
 import dev.paramserver.proto.v1.SparseRows;
-import dev.paramserver.proto.v1.SparseRowsRef;
 import dev.paramserver.tensor.TensorCodec;
 import dev.paramserver.trainer.pserver.RowWants;
 import java.util.List;
@@ -135,15 +134,6 @@ class RowCacheTest {
     assertThat(c.wanted(new long[] {5, 6}, 9, false, false).get("emb")).containsExactly(5, 6);
   }
 
-  /** A pull of the first {@code held} of {@code ids} of "emb" held. */
-  private static SparseRowsRef ref(int held, long... ids) {
-    SparseRowsRef.Builder r = SparseRowsRef.newBuilder().setName("emb").setHeld(held);
-    for (long id : ids) {
-      r.addRowIds(id);
-    }
-    return r.build();
-  }
-
   @Test
   void withAWriterTag_heldRowsComeFirst_andThoseAPullLeftOutCountAsRead_underThatTagOnly() {
     RowCache c = cache(1, 1 << 20, new Parameters());
@@ -159,7 +149,7 @@ class RowCacheTest {
     // the answer lists 6 (another writer changed it) and the rows not held; 5 and 7 left out
     c.takePulled(List.of(rows("emb", new long[] {6, 8, 9}, 20, 20, 8, 8, 9, 9)), 4, 4);
     PushRows carrying7 = step(c, new long[] {7}, new float[] {2, 2});
-    c.takeLeftOut(List.of(ref(3, 5, 6, 7, 8, 9)), 41, 4, 4);
+    c.takeLeftOut(w, 41, 4, 4);
     assertThat(row(c, 5)).containsExactly(1f, 1f);
     assertThat(row(c, 6)).containsExactly(20f, 20f);
     c.begin(5);
@@ -176,11 +166,41 @@ class RowCacheTest {
     // a pull under a tag no longer in use confirms nothing; without a tag nothing is held
     c.begin(9);
     c.writerTag(42);
-    c.takeLeftOut(List.of(ref(2, 5, 6)), 41, 9, 9);
+    RowWants old = new RowWants(41);
+    old.put("emb", new long[] {5, 6}, 2);
+    c.takeLeftOut(old, 41, 9, 9);
     c.writerTag(0);
     RowWants untagged = c.wanted(new long[] {5, 6, 10}, 9, false, false);
     assertThat(untagged.get("emb")).containsExactly(5, 6, 10);
     assertThat(untagged.held("emb")).isZero();
+  }
+
+  @Test
+  void heldRowsLeftOut_areFoundAtTheSlotsWantedRecorded_orByIdOnceTheSlotsMoved() {
+    RowCache c = cache(1, 1 << 30, new Parameters());
+    c.begin(1);
+    c.wanted(new long[] {5, 6}, 1, false, false);
+    c.takePulled(List.of(rows("emb", new long[] {5, 6}, 1, 1, 2, 2)), 1, 1);
+    c.writerTag(7);
+    c.begin(4);
+    RowWants kept = c.wanted(new long[] {5}, 4, false, false);
+    assertThat(kept.heldSlots("emb")).as("recorded where wanted found the held rows").isNotNull();
+    c.takeLeftOut(kept, 7, 4, 4);
+    c.begin(5);
+    RowWants moved = c.wanted(new long[] {5, 6}, 5, false, false);
+    assertThat(moved.get("emb")).as("5 read in batch 4, found by its slot").containsExactly(6);
+    // thousands of new rows grow the table: every slot moves before the pull is taken
+    long[] many = LongStream.range(1_000, 9_000).toArray();
+    c.wanted(many, 5, false, false);
+    c.takePulled(List.of(rows("emb", many, new float[2 * many.length])), 5, 5);
+    c.takeLeftOut(moved, 7, 5, 5);
+    c.begin(6);
+    assertThat(c.wanted(new long[] {6}, 6, false, false).ids())
+        .as("6 found again by its id: read in batch 5")
+        .isEmpty();
+    assertThat(c.wanted(new long[] {5}, 6, false, false).get("emb"))
+        .as("read in batch 4: too old for batch 6")
+        .containsExactly(5);
   }
 
   @Test
@@ -207,6 +227,14 @@ class RowCacheTest {
     assertThat(both.get("emb")).containsExactly(1, 2, 3, 7, 8);
     assertThat(both.held("emb")).isEqualTo(3);
     assertThat(both.rows()).isEqualTo(5);
+    // the held rows' slots, both batches' in the order of the held ids
+    int[] slots = both.heldSlots("emb").slots();
+    assertThat(new int[] {slots[0], slots[1], slots[2]})
+        .containsExactly(
+            four.heldSlots("emb").slots()[0],
+            four.heldSlots("emb").slots()[1],
+            five.heldSlots("emb").slots()[0]);
+    assertThat(slots[0]).isNotEqualTo(slots[1]).isNotEqualTo(slots[2]);
     // not paired, batch 5 asks again for what batch 4 asked (each pull is whole on its own)
     c.begin(3);
     assertThat(c.wanted(new long[] {1, 2}, 6, true, false).get("emb")).containsExactly(1, 2);
