@@ -240,12 +240,13 @@ final class RowCache {
       CachedTable t = tables.get(w.getKey());
       RowWants.HeldSlots found = wants.heldSlots(w.getKey());
       boolean known = found != null && t != null && found.layout() == t.rows.layout();
-      for (int i = 0; t != null && i < wants.held(w.getKey()); i++) {
+      int held = t == null ? 0 : wants.held(w.getKey());
+      for (int i = 0; i < held; i++) {
         int s = known ? found.slots()[i] : t.rows.slot(w.getValue()[i]);
         if (s >= 0
-            && t.rows.row(s) != null
+            && t.rows.get(s, RowMeta.READ) < plannedAt
             && t.rows.carried(s) == 0
-            && t.rows.get(s, RowMeta.READ) < plannedAt) {
+            && t.rows.row(s) != null) {
           t.rows.set(s, RowMeta.READ, readAt);
         }
       }
